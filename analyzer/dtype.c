@@ -1,0 +1,68 @@
+/*
+ * dtype.c -- element types and tensor kinds: names and sizes.
+ *
+ * Invariants:
+ *   1. The tables are indexed by the enum values and cover every value
+ *      below the _COUNT sentinel.
+ *   2. Parsing accepts the canonical short name and the ONNX-style long
+ *      name ("f32" and "float32"), nothing else.
+ */
+#include <string.h>
+
+#include "mplan/graph.h"
+
+typedef struct dtype_info {
+  const char *name;
+  const char *alias;
+  size_t size;
+} dtype_info;
+
+static const dtype_info dtype_table[MP_DTYPE_COUNT] = {
+    [MP_DTYPE_F32] = {"f32", "float32", 4},
+    [MP_DTYPE_F16] = {"f16", "float16", 2},
+    [MP_DTYPE_BF16] = {"bf16", "bfloat16", 2},
+    [MP_DTYPE_I8] = {"i8", "int8", 1},
+    [MP_DTYPE_U8] = {"u8", "uint8", 1},
+    [MP_DTYPE_I32] = {"i32", "int32", 4},
+    [MP_DTYPE_I64] = {"i64", "int64", 8},
+    [MP_DTYPE_BOOL] = {"bool", "boolean", 1},
+};
+
+size_t mp_dtype_size(mp_dtype t) {
+  return (unsigned)t < MP_DTYPE_COUNT ? dtype_table[t].size : 0;
+}
+
+const char *mp_dtype_name(mp_dtype t) {
+  return (unsigned)t < MP_DTYPE_COUNT ? dtype_table[t].name : "?";
+}
+
+bool mp_dtype_parse(const char *name, mp_dtype *out) {
+  for (int t = 0; t < MP_DTYPE_COUNT; t++) {
+    if (strcmp(name, dtype_table[t].name) == 0 ||
+        strcmp(name, dtype_table[t].alias) == 0) {
+      *out = (mp_dtype)t;
+      return true;
+    }
+  }
+  return false;
+}
+
+static const char *const kind_names[MP_TENSOR_KIND_COUNT] = {
+    [MP_TENSOR_ACTIVATION] = "activation", [MP_TENSOR_INPUT] = "input",
+    [MP_TENSOR_WEIGHT] = "weight",         [MP_TENSOR_OUTPUT] = "output",
+    [MP_TENSOR_RETAINED] = "retained",
+};
+
+const char *mp_tensor_kind_name(mp_tensor_kind k) {
+  return (unsigned)k < MP_TENSOR_KIND_COUNT ? kind_names[k] : "?";
+}
+
+bool mp_tensor_kind_parse(const char *name, mp_tensor_kind *out) {
+  for (int k = 0; k < MP_TENSOR_KIND_COUNT; k++) {
+    if (strcmp(name, kind_names[k]) == 0) {
+      *out = (mp_tensor_kind)k;
+      return true;
+    }
+  }
+  return false;
+}

@@ -1,0 +1,267 @@
+/*
+ * import_plan.c -- reader of plans {"mplan": "plan/1"} for validate and
+ * explain.
+ *
+ * A plan file may have been edited by hand, so nothing in it is trusted:
+ * every buffer is re-checked as a problem buffer (size, alignment, interval)
+ * and the placements are handed to the validator by the caller. Only the
+ * fields needed to rebuild the problem and to name things are read; the
+ * rest of the document (peak, reuse, derived summary numbers) is derived
+ * data that the reader ignores.
+ *
+ * Invariants:
+ *   1. buffers[i] becomes problem buffer i and placement i.
+ *   2. A stated padded_size must equal align_up(size, alignment).
+ *   3. Region capacity comes from regions[0].size or summary.arena_bytes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "import.h"
+#include "json_util.h"
+
+static const char *const pl_buf_keys[] = {
+    "name",     "class",    "kind",      "dtype",     "shape",
+    "offset",   "size",     "padded_size", "alignment", "waste",
+    "first_use", "last_use", "region",    "pinned",    "producer",
+    "last_consumer", NULL};
+
+typedef struct pl_ctx {
+  const char *file;
+  const mp_alloc *a;
+  mp_problem *p;
+  mp_plan_file *pf;
+  size_t cap;
+  const char *region;
+  mp_error *err;
+} pl_ctx;
+
+static char *pl_dup(pl_ctx *c, const char *s, bool *ok) {
+  if (!s) return NULL;
+  char *d = mp_strdup(c->a, s);
+  if (!d) *ok = false;
+  return d;
+}
+
+static mp_status pl_nonneg(pl_ctx *c, const char *where, const char *key,
+                           int64_t v) {
+  if (v >= 0) return MP_OK;
+  return mp_error_set(c->err, MP_ERR_BAD_INPUT, "%s: %s.%s: %lld is negative",
+                      c->file, where, key, (long long)v);
+}
+
+static mp_status pl_fields(pl_ctx *c, const cJSON *b, const char *where,
+                           mp_buffer_desc *d, int64_t *offset) {
+  const char *cls = NULL, *region = NULL;
+  int64_t size = 0, align = 1, padded = -1;
+  const char *f = c->file;
+  mp_status st = json_keys(f, b, where, pl_buf_keys, c->err);
+  if (st == MP_OK) st = json_string(f, b, where, "class", true, &cls, c->err);
+  if (st == MP_OK) st = json_int(f, b, where, "offset", true, offset, c->err);
+  if (st == MP_OK) st = json_int(f, b, where, "size", true, &size, c->err);
+  if (st == MP_OK) st = json_int(f, b, where, "alignment", false, &align, c->err);
+  if (st == MP_OK) st = json_int(f, b, where, "padded_size", false, &padded, c->err);
+  if (st == MP_OK) st = json_int(f, b, where, "first_use", true, &d->first, c->err);
+  if (st == MP_OK) st = json_int(f, b, where, "last_use", true, &d->last, c->err);
+  if (st == MP_OK) st = json_string(f, b, where, "region", false, &region, c->err);
+  if (st == MP_OK) st = json_bool(f, b, where, "pinned", false, &d->pinned, c->err);
+  if (st == MP_OK) st = pl_nonneg(c, where, "offset", *offset);
+  if (st == MP_OK) st = pl_nonneg(c, where, "size", size);
+  if (st == MP_OK) st = pl_nonneg(c, where, "alignment", align);
+  if (st != MP_OK) return st;
+  if (!mp_class_parse(cls, &d->cls)) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: %s.class: unknown class '%s'", f, where, cls);
+  }
+  if (region && strcmp(region, c->region) != 0) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: %s.region: unknown region '%s' (the plan has "
+                        "'%s')",
+                        f, where, region, c->region);
+  }
+  d->size = (size_t)size;
+  d->alignment = (size_t)align;
+  d->pin = (size_t)*offset;
+  size_t want;
+  if (padded >= 0 && mp_is_pow2(d->alignment) &&
+      mp_align_up(d->size, d->alignment, &want) && (size_t)padded != want) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: %s.padded_size: %lld, but size %zu aligned to "
+                        "%zu is %zu",
+                        f, where, (long long)padded, d->size, d->alignment,
+                        want);
+  }
+  return MP_OK;
+}
+
+static mp_status pl_buffer(pl_ctx *c, const cJSON *b, size_t i) {
+  char where[128];
+  mp_buffer_desc d = {0};
+  int64_t offset = 0;
+  const char *prod = NULL, *cons = NULL;
+  bool ok = true;
+  snprintf(where, sizeof where, "buffers[%zu]", i);
+  if (!cJSON_IsObject(b)) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT, "%s: %s: expected an object",
+                        c->file, where);
+  }
+  mp_status st = json_string(c->file, b, where, "name", true, &d.name, c->err);
+  if (st != MP_OK) return st;
+  snprintf(where, sizeof where, "buffers[%zu] ('%.64s')", i, d.name);
+  st = pl_fields(c, b, where, &d, &offset);
+  if (st == MP_OK) st = json_string(c->file, b, where, "producer", false, &prod, c->err);
+  if (st == MP_OK) st = json_string(c->file, b, where, "last_consumer", false, &cons, c->err);
+  if (st == MP_OK) st = mp_problem_add(c->p, &d, NULL, c->err);
+  if (st != MP_OK) {
+    if (st != MP_ERR_NOMEM && c->err && strncmp(c->err->msg, c->file, strlen(c->file)) != 0) {
+      mp_error_prefix(c->err, "%s: %s", c->file, where);
+    }
+    return st;
+  }
+  c->pf->placements[i] = (mp_placement){(size_t)offset, 0};
+  c->pf->buf_producer[i] = pl_dup(c, prod, &ok);
+  c->pf->buf_consumer[i] = pl_dup(c, cons, &ok);
+  if (!ok) return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
+  return MP_OK;
+}
+
+static mp_status pl_execution(pl_ctx *c, const cJSON *root) {
+  const cJSON *ex = NULL;
+  mp_status st = json_array(c->file, root, "", "execution", false, &ex, c->err);
+  if (st != MP_OK || !ex || cJSON_GetArraySize(ex) == 0) return st;
+  size_t n = (size_t)cJSON_GetArraySize(ex), k = 0;
+  bool ok = true;
+  c->pf->step_op = mp_calloc(c->a, n, sizeof *c->pf->step_op);
+  c->pf->step_type = mp_calloc(c->a, n, sizeof *c->pf->step_type);
+  if (!c->pf->step_op || !c->pf->step_type) ok = false;
+  c->pf->n_steps = ok ? n : 0;
+  for (const cJSON *e = ex->child; ok && e; e = e->next, k++) {
+    char where[64];
+    const char *op = NULL, *type = NULL;
+    int64_t step = -1;
+    snprintf(where, sizeof where, "execution[%zu]", k);
+    if (!cJSON_IsObject(e)) {
+      return mp_error_set(c->err, MP_ERR_BAD_INPUT, "%s: %s: expected an object",
+                          c->file, where);
+    }
+    st = json_int(c->file, e, where, "step", true, &step, c->err);
+    if (st == MP_OK) st = json_string(c->file, e, where, "op", true, &op, c->err);
+    if (st == MP_OK) st = json_string(c->file, e, where, "type", false, &type, c->err);
+    if (st != MP_OK) return st;
+    if (step != (int64_t)k) {
+      return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                          "%s: %s.step: %lld, expected %zu (steps in order)",
+                          c->file, where, (long long)step, k);
+    }
+    c->pf->step_op[k] = pl_dup(c, op, &ok);
+    c->pf->step_type[k] = pl_dup(c, type, &ok);
+  }
+  if (!ok) return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
+  return MP_OK;
+}
+
+static mp_status pl_summary(pl_ctx *c, const cJSON *root, int64_t *steps) {
+  const cJSON *s = NULL, *regions = NULL;
+  const char *strategy = NULL, *order = NULL;
+  int64_t arena = -1;
+  bool ok = true;
+  mp_status st = json_object(c->file, root, "", "summary", true, &s, c->err);
+  if (st == MP_OK) st = json_int(c->file, s, "summary", "arena_bytes", true, &arena, c->err);
+  if (st == MP_OK) st = json_int(c->file, s, "summary", "steps", false, steps, c->err);
+  if (st == MP_OK) st = json_string(c->file, s, "summary", "strategy", false, &strategy, c->err);
+  if (st == MP_OK) st = json_string(c->file, s, "summary", "order", false, &order, c->err);
+  if (st == MP_OK) st = json_array(c->file, root, "", "regions", false, &regions, c->err);
+  if (st == MP_OK) st = pl_nonneg(c, "summary", "arena_bytes", arena);
+  if (st != MP_OK) return st;
+  const cJSON *plan_ms = cJSON_GetObjectItemCaseSensitive(s, "plan_ms");
+  if (cJSON_IsNumber(plan_ms)) c->pf->plan_ms = plan_ms->valuedouble;
+  c->cap = (size_t)arena;
+  if (regions && cJSON_GetArraySize(regions) > 0) {
+    const cJSON *r0 = regions->child;
+    int64_t size = -1;
+    const char *name = NULL;
+    if (!cJSON_IsObject(r0)) {
+      return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                          "%s: regions[0]: expected an object", c->file);
+    }
+    st = json_int(c->file, r0, "regions[0]", "size", true, &size, c->err);
+    if (st == MP_OK) st = json_string(c->file, r0, "regions[0]", "name", true, &name, c->err);
+    if (st == MP_OK) st = pl_nonneg(c, "regions[0]", "size", size);
+    if (st != MP_OK) return st;
+    c->cap = (size_t)size;
+    c->region = name;
+  }
+  c->pf->arena_bytes = c->cap;
+  c->pf->strategy = pl_dup(c, strategy ? strategy : "", &ok);
+  c->pf->order = pl_dup(c, order ? order : "file", &ok);
+  if (!ok) return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
+  return MP_OK;
+}
+
+static mp_status pl_buffers(pl_ctx *c, const cJSON *root) {
+  const cJSON *bufs = NULL;
+  mp_status st = json_array(c->file, root, "", "buffers", true, &bufs, c->err);
+  if (st != MP_OK) return st;
+  size_t n = (size_t)cJSON_GetArraySize(bufs), i = 0;
+  if (n == 0) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT, "%s: buffers: the list is empty",
+                        c->file);
+  }
+  c->pf->placements = mp_calloc(c->a, n, sizeof *c->pf->placements);
+  c->pf->buf_producer = mp_calloc(c->a, n, sizeof *c->pf->buf_producer);
+  c->pf->buf_consumer = mp_calloc(c->a, n, sizeof *c->pf->buf_consumer);
+  c->pf->n_buffers = n;
+  if (!c->pf->placements || !c->pf->buf_producer || !c->pf->buf_consumer) {
+    return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
+  }
+  for (const cJSON *b = bufs->child; st == MP_OK && b; b = b->next, i++) {
+    st = pl_buffer(c, b, i);
+  }
+  return st;
+}
+
+mp_status mp_import_plan(const char *file, const cJSON *root,
+                         const mp_alloc *a, mp_problem **problem,
+                         mp_plan_file *pf, mp_error *err) {
+  pl_ctx c = {file, a, NULL, pf, 0, "arena", err};
+  int64_t steps = -1;
+  const char *name = "";
+  const cJSON *model = NULL;
+  memset(pf, 0, sizeof *pf);
+  mp_status st = json_format(file, root, "plan/1", err);
+  if (st == MP_OK) st = json_object(file, root, "", "model", false, &model, err);
+  if (st == MP_OK && model) st = json_string(file, model, "model", "name", false, &name, err);
+  if (st == MP_OK) st = mp_problem_create(a, name, &c.p, err);
+  if (st == MP_OK) st = pl_summary(&c, root, &steps);
+  if (st == MP_OK) st = pl_buffers(&c, root);
+  if (st == MP_OK) st = pl_execution(&c, root);
+  if (st == MP_OK && steps > 0) st = mp_problem_set_span(c.p, 0, steps - 1, err);
+  if (st == MP_OK) st = mp_problem_seal(c.p, err);
+  if (st != MP_OK) {
+    mp_plan_file_release(pf, a);
+    mp_problem_destroy(c.p);
+    return st;
+  }
+  *problem = c.p;
+  return MP_OK;
+}
+
+void mp_plan_file_release(mp_plan_file *pf, const mp_alloc *a) {
+  for (size_t i = 0; i < pf->n_buffers; i++) {
+    if (pf->buf_producer) mp_free(a, pf->buf_producer[i]);
+    if (pf->buf_consumer) mp_free(a, pf->buf_consumer[i]);
+  }
+  mp_free(a, pf->buf_producer);
+  mp_free(a, pf->buf_consumer);
+  for (size_t k = 0; k < pf->n_steps; k++) {
+    if (pf->step_op) mp_free(a, pf->step_op[k]);
+    if (pf->step_type) mp_free(a, pf->step_type[k]);
+  }
+  mp_free(a, pf->step_op);
+  mp_free(a, pf->step_type);
+  mp_free(a, pf->placements);
+  mp_free(a, pf->strategy);
+  mp_free(a, pf->order);
+  mp_free(a, pf->model);
+  memset(pf, 0, sizeof *pf);
+}

@@ -1,0 +1,24 @@
+/*
+ * mplan/file.h -- whole-file reads and all-or-nothing writes.
+ *
+ * Writes go to a temporary file beside the target and are renamed over it
+ * only when complete, so a failure never leaves a partial output file.
+ */
+#ifndef MPLAN_FILE_H
+#define MPLAN_FILE_H
+
+#include "mplan/base.h"
+
+/* Largest input file mplan reads (1 GiB). */
+#define MP_FILE_MAX ((size_t)1 << 30)
+
+/* Reads path into an owned, NUL-terminated buffer (release with
+ * mp_free(a, ...)); *len excludes the NUL. Errors name the file. */
+mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
+                       size_t *len, mp_error *err);
+
+/* Writes len bytes to path atomically (temporary file + rename). */
+mp_status mp_file_write(const char *path, const void *data, size_t len,
+                        mp_error *err);
+
+#endif /* MPLAN_FILE_H */

@@ -1,0 +1,179 @@
+/*
+ * mplan/graph.h -- the graph IR (DESIGN.md, seed 002 section 2.2).
+ *
+ * Tensors carry a dtype, a shape whose dims are numbers or named symbols, a
+ * layout tag and a kind; ops carry an ONNX op type, attributes, inputs and
+ * outputs. Everything is addressed by index; names are interned in the
+ * graph. The graph owns all of its strings and arrays.
+ *
+ * Life cycle: create -> add dims, tensors, ops -> link (producer/consumer
+ * links and structural checks) -> bind dims -> resolve sizes.
+ */
+#ifndef MPLAN_GRAPH_H
+#define MPLAN_GRAPH_H
+
+#include "mplan/base.h"
+
+typedef enum mp_dtype {
+  MP_DTYPE_F32 = 0,
+  MP_DTYPE_F16,
+  MP_DTYPE_BF16,
+  MP_DTYPE_I8,
+  MP_DTYPE_U8,
+  MP_DTYPE_I32,
+  MP_DTYPE_I64,
+  MP_DTYPE_BOOL,
+  MP_DTYPE_COUNT
+} mp_dtype;
+
+/* Bytes per element, the canonical name ("f32"), and its parser. */
+size_t mp_dtype_size(mp_dtype t);
+const char *mp_dtype_name(mp_dtype t);
+bool mp_dtype_parse(const char *name, mp_dtype *out);
+
+typedef enum mp_tensor_kind {
+  MP_TENSOR_ACTIVATION = 0, /* produced by an op, consumed by others */
+  MP_TENSOR_INPUT,          /* graph input: provided before step 0 */
+  MP_TENSOR_WEIGHT,         /* constant data */
+  MP_TENSOR_OUTPUT,         /* graph output: produced, lives to the end */
+  MP_TENSOR_RETAINED,       /* state that survives across invocations */
+  MP_TENSOR_KIND_COUNT
+} mp_tensor_kind;
+
+const char *mp_tensor_kind_name(mp_tensor_kind k);
+bool mp_tensor_kind_parse(const char *name, mp_tensor_kind *out);
+
+#define MP_MAX_RANK 8
+#define MP_NO_SYM (-1)
+
+/* One dimension: a number, or a named symbol (sym >= 0) whose value comes
+ * from the graph's dim table once bound. */
+typedef struct mp_dim {
+  int64_t value; /* fixed value, or the bound value of sym (-1: unbound) */
+  int32_t sym;   /* index into the dim table, or MP_NO_SYM */
+} mp_dim;
+
+typedef struct mp_tensor {
+  const char *name;
+  mp_dtype dtype;
+  mp_tensor_kind kind;
+  uint32_t rank;
+  mp_dim shape[MP_MAX_RANK];
+  const char *layout; /* "NCHW", "NHWC", ... or NULL when unspecified */
+  int32_t producer;   /* op index, or -1 */
+  uint32_t n_consumers;
+  const uint32_t *consumers; /* op indices, ascending; valid after link */
+  size_t bytes;              /* elements x dtype size; valid after resolve */
+} mp_tensor;
+
+typedef enum mp_attr_kind {
+  MP_ATTR_INT = 0,
+  MP_ATTR_FLOAT,
+  MP_ATTR_STRING,
+  MP_ATTR_INTS,
+  MP_ATTR_FLOATS
+} mp_attr_kind;
+
+typedef struct mp_attr {
+  const char *name;
+  mp_attr_kind kind;
+  int64_t i;
+  double f;
+  const char *s;
+  const int64_t *ints; /* MP_ATTR_INTS */
+  const double *floats; /* MP_ATTR_FLOATS */
+  size_t n;             /* list length */
+} mp_attr;
+
+typedef struct mp_op {
+  const char *name;
+  const char *type; /* ONNX spelling: "Conv", "Relu", ... */
+  uint32_t n_inputs, n_outputs, n_attrs;
+  const int32_t *inputs; /* tensor indices; -1 for an omitted optional input */
+  const int32_t *outputs;
+  const mp_attr *attrs;
+} mp_op;
+
+typedef struct mp_graph mp_graph;
+
+/* Returns an owned, empty graph (release with mp_graph_destroy). source
+ * (a file path, copied) prefixes every error message about the graph. */
+mp_status mp_graph_create(const mp_alloc *a, const char *source,
+                          const char *name, mp_graph **out, mp_error *err);
+void mp_graph_destroy(mp_graph *g);
+
+/* Declares a named dim with a default value (-1: unbound). Copies name. */
+mp_status mp_graph_add_dim(mp_graph *g, const char *name, int64_t value,
+                           int32_t *index, mp_error *err);
+
+/* Index of the named dim, declaring it unbound when unknown. */
+mp_status mp_graph_dim_index(mp_graph *g, const char *name, int32_t *index,
+                             mp_error *err);
+
+typedef struct mp_tensor_desc {
+  const char *name;
+  mp_dtype dtype;
+  mp_tensor_kind kind;
+  uint32_t rank;
+  mp_dim shape[MP_MAX_RANK]; /* value ignored where sym >= 0 */
+  const char *layout;        /* may be NULL */
+} mp_tensor_desc;
+
+/* The index of a declared dim; false when there is none by that name. */
+bool mp_graph_find_dim(const mp_graph *g, const char *name, int32_t *index);
+
+/* Adds a tensor; rejects duplicate names. Copies d. */
+mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
+                              int32_t *index, mp_error *err);
+
+typedef struct mp_op_desc {
+  const char *name;
+  const char *type;
+  uint32_t n_inputs, n_outputs, n_attrs;
+  const int32_t *inputs;
+  const int32_t *outputs;
+  const mp_attr *attrs;
+} mp_op_desc;
+
+/* Adds an op; rejects duplicate op names, out-of-range tensor indices and
+ * an op with no outputs. Copies d, its arrays and its attributes. */
+mp_status mp_graph_add_op(mp_graph *g, const mp_op_desc *d, int32_t *index,
+                          mp_error *err);
+
+/* Marks tensor t as a graph output (it lives to the last step). Inputs
+ * and weights cannot be outputs. */
+mp_status mp_graph_mark_output(mp_graph *g, int32_t t, mp_error *err);
+
+/* Builds producer/consumer links and checks the structure: every tensor is
+ * produced at most once; inputs and weights are not produced; activations,
+ * outputs and retained state produced by no op are errors, as are tensors
+ * no op touches (except inputs, weights and retained state). */
+mp_status mp_graph_link(mp_graph *g, mp_error *err);
+
+/* Binds a named dim (overriding its default). Unknown names are errors. */
+mp_status mp_graph_bind_dim(mp_graph *g, const char *name, int64_t value,
+                            mp_error *err);
+
+/* Computes every tensor's byte size. Fails on an unbound dim, a dim <= 0,
+ * or a product that overflows 64 bits, naming the tensor. */
+mp_status mp_graph_resolve(mp_graph *g, mp_error *err);
+
+const char *mp_graph_name(const mp_graph *g);
+const char *mp_graph_source(const mp_graph *g);
+size_t mp_graph_tensor_count(const mp_graph *g);
+size_t mp_graph_op_count(const mp_graph *g);
+const mp_tensor *mp_graph_tensor(const mp_graph *g, size_t i);
+const mp_op *mp_graph_op(const mp_graph *g, size_t i);
+bool mp_graph_find_tensor(const mp_graph *g, const char *name,
+                          int32_t *index);
+bool mp_graph_find_op(const mp_graph *g, const char *name, int32_t *index);
+size_t mp_graph_dim_count(const mp_graph *g);
+const char *mp_graph_dim_name(const mp_graph *g, size_t i);
+int64_t mp_graph_dim_value(const mp_graph *g, size_t i);
+const mp_alloc *mp_graph_alloc(const mp_graph *g);
+
+/* Renders a tensor's shape as "[N=1,32,112,112]" into buf (cap bytes). */
+char *mp_graph_shape_str(const mp_graph *g, const mp_tensor *t, char *buf,
+                         size_t cap);
+
+#endif /* MPLAN_GRAPH_H */

@@ -1,0 +1,34 @@
+/*
+ * mplan/lifetime.h -- from a scheduled graph to an allocation problem.
+ *
+ * Rules (DESIGN.md definitions, seed 000 section 5, seed 001 section 2):
+ *   - step k is position k in the order; a tensor is live on
+ *     first_use <= k <= last_use, both inclusive;
+ *   - an activation's first use is its producer's step and its last use is
+ *     its LAST consumer's step (a tensor with no consumer dies where it is
+ *     born);
+ *   - graph outputs live to the last step;
+ *   - weights are resident; graph inputs are resident unless
+ *     inputs_as_activations, in which case they live from step 0 to their
+ *     last consumer; retained state is its own tier.
+ * Buffer i of the problem is tensor i of the graph.
+ */
+#ifndef MPLAN_LIFETIME_H
+#define MPLAN_LIFETIME_H
+
+#include "mplan/backend.h"
+#include "mplan/problem.h"
+
+typedef struct mp_lifetime_opts {
+  bool inputs_as_activations;
+  const mp_backend *backend; /* NULL: mp_backend_default */
+} mp_lifetime_opts;
+
+/* Builds a sealed problem from a linked, resolved graph and an order
+ * (order[step] = op index, every op once). Returns an owned problem
+ * (release with mp_problem_destroy). Borrows g, order and o. */
+mp_status mp_lifetimes_build(const mp_graph *g, const uint32_t *order,
+                             const mp_lifetime_opts *o, mp_problem **out,
+                             mp_error *err);
+
+#endif /* MPLAN_LIFETIME_H */

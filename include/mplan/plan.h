@@ -1,0 +1,66 @@
+/*
+ * mplan/plan.h -- solving an allocation problem into a proven plan.
+ *
+ * The arena is laid out in tiers (seed 000 section 6, seed 002 section 2.4):
+ *   [ resident: weights, inputs ][ retained ][ activations, shared by reuse ]
+ * Resident and retained buffers are stacked without reuse; a strategy packs
+ * the activations. Every plan mp_plan_solve returns has passed the
+ * independent validator (mplan/validate.h).
+ */
+#ifndef MPLAN_PLAN_H
+#define MPLAN_PLAN_H
+
+#include "mplan/problem.h"
+
+typedef struct mp_placement {
+  size_t offset;   /* absolute byte offset in its region */
+  uint32_t region; /* index into the plan's regions (one, "arena", today) */
+} mp_placement;
+
+typedef struct mp_plan_summary {
+  size_t arena_bytes;           /* whole arena: resident + activations */
+  size_t lower_bound_bytes;     /* max live activation bytes */
+  size_t resident_bytes;        /* end of the resident + retained tiers */
+  size_t retained_bytes;        /* retained buffers' padded bytes */
+  size_t activation_peak_bytes; /* arena_bytes - resident_bytes */
+  size_t no_reuse_bytes;        /* sum of padded activation sizes */
+  size_t alignment_waste_bytes; /* sum of padded - size over all buffers */
+  double plan_ms;               /* wall time of the strategy + validation */
+  const char *strategy;         /* owned by the plan */
+} mp_plan_summary;
+
+typedef struct mp_plan_opts {
+  const char *strategy; /* NULL: MP_STRATEGY_DEFAULT */
+  double budget_ms;     /* for searching strategies; 0: no budget */
+} mp_plan_opts;
+
+#define MP_STRATEGY_DEFAULT "seed-first-fit"
+
+typedef struct mp_plan mp_plan;
+
+/* Solves a sealed problem. Borrows p, which must outlive the plan. Returns
+ * an owned plan (release with mp_plan_destroy). Fails with
+ * MP_ERR_BAD_INPUT for an unknown strategy or conflicting pins, and with
+ * MP_ERR_INTERNAL if the strategy's result fails validation. */
+mp_status mp_plan_solve(const mp_problem *p, const mp_plan_opts *opts,
+                        mp_plan **out, mp_error *err);
+
+/* Wraps offsets decided elsewhere (a plan file) without validating them:
+ * run mp_validate on the result. Copies offsets and strategy; borrows p. */
+mp_status mp_plan_adopt(const mp_problem *p, const mp_placement *placements,
+                        const char *strategy, double plan_ms, mp_plan **out,
+                        mp_error *err);
+
+void mp_plan_destroy(mp_plan *plan);
+
+const mp_problem *mp_plan_problem(const mp_plan *plan);
+const mp_plan_summary *mp_plan_summary_of(const mp_plan *plan);
+const mp_placement *mp_plan_placements(const mp_plan *plan);
+const mp_profile *mp_plan_profile(const mp_plan *plan);
+
+/* Strategy names in a stable order, for help texts and `auto`. */
+size_t mp_strategy_count(void);
+const char *mp_strategy_name(size_t i);
+const char *mp_strategy_description(size_t i);
+
+#endif /* MPLAN_PLAN_H */
