@@ -160,14 +160,29 @@ static mp_status pl_execution(pl_ctx *c, const cJSON *root) {
   return MP_OK;
 }
 
-static mp_status pl_summary(pl_ctx *c, const cJSON *root, int64_t *steps) {
+/* summary.span = [first, last]: the run's time span, inclusive. */
+static mp_status pl_span(pl_ctx *c, const cJSON *s, int64_t span[2]) {
+  const cJSON *arr = NULL;
+  mp_status st = json_array(c->file, s, "summary", "span", false, &arr, c->err);
+  if (st != MP_OK || !arr) return st;
+  if (cJSON_GetArraySize(arr) != 2 || !json_exact_int(arr->child, &span[0]) ||
+      !json_exact_int(arr->child->next, &span[1]) || span[0] > span[1]) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: summary.span: expected [first, last] with first "
+                        "<= last",
+                        c->file);
+  }
+  return MP_OK;
+}
+
+static mp_status pl_summary(pl_ctx *c, const cJSON *root, int64_t span[2]) {
   const cJSON *s = NULL, *regions = NULL;
   const char *strategy = NULL, *order = NULL;
   int64_t arena = -1;
   bool ok = true;
   mp_status st = json_object(c->file, root, "", "summary", true, &s, c->err);
   if (st == MP_OK) st = json_int(c->file, s, "summary", "arena_bytes", true, &arena, c->err);
-  if (st == MP_OK) st = json_int(c->file, s, "summary", "steps", false, steps, c->err);
+  if (st == MP_OK) st = pl_span(c, s, span);
   if (st == MP_OK) st = json_string(c->file, s, "summary", "strategy", false, &strategy, c->err);
   if (st == MP_OK) st = json_string(c->file, s, "summary", "order", false, &order, c->err);
   if (st == MP_OK) st = json_array(c->file, root, "", "regions", false, &regions, c->err);
@@ -224,18 +239,26 @@ mp_status mp_import_plan(const char *file, const cJSON *root,
                          const mp_alloc *a, mp_problem **problem,
                          mp_plan_file *pf, mp_error *err) {
   pl_ctx c = {file, a, NULL, pf, 0, "arena", err};
-  int64_t steps = -1;
-  const char *name = "";
+  int64_t span[2] = {0, -1};
+  const char *name = "", *path = NULL;
+  bool ok = true;
   const cJSON *model = NULL;
   memset(pf, 0, sizeof *pf);
   mp_status st = json_format(file, root, "plan/1", err);
   if (st == MP_OK) st = json_object(file, root, "", "model", false, &model, err);
   if (st == MP_OK && model) st = json_string(file, model, "model", "name", false, &name, err);
+  if (st == MP_OK && model) st = json_string(file, model, "model", "path", false, &path, err);
+  if (st == MP_OK) {
+    pf->model = pl_dup(&c, path ? path : file, &ok);
+    if (!ok) st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
+  }
   if (st == MP_OK) st = mp_problem_create(a, name, &c.p, err);
-  if (st == MP_OK) st = pl_summary(&c, root, &steps);
+  if (st == MP_OK) st = pl_summary(&c, root, span);
   if (st == MP_OK) st = pl_buffers(&c, root);
   if (st == MP_OK) st = pl_execution(&c, root);
-  if (st == MP_OK && steps > 0) st = mp_problem_set_span(c.p, 0, steps - 1, err);
+  if (st == MP_OK && span[0] <= span[1]) {
+    st = mp_problem_set_span(c.p, span[0], span[1], err);
+  }
   if (st == MP_OK) st = mp_problem_seal(c.p, err);
   if (st != MP_OK) {
     mp_plan_file_release(pf, a);

@@ -252,6 +252,10 @@ mp_status mp_model_load(const char *path, const mp_load_opts *o,
                                         "%s: out of memory", path);
   if (st == MP_OK) st = mp_file_read(path, a, &text, &len, err);
   if (st == MP_OK) st = model_detect(m, text, len, o, err);
+  if (st == MP_OK && !o->backend && m->format != MP_FORMAT_GRAPH) {
+    /* Problem files carry their own alignments: no backend applies. */
+    snprintf(m->backend, sizeof m->backend, "none");
+  }
   mp_free(a, text);
   if (st != MP_OK) {
     mp_model_destroy(m);

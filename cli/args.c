@@ -1,0 +1,200 @@
+/*
+ * args.c -- option parsing shared by the subcommands.
+ *
+ * Invariants:
+ *   1. Flags accept "--flag value" and "--flag=value".
+ *   2. An option a command does not take, a missing value, or a second
+ *      positional argument is a usage error (exit 2), never ignored.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mplan/units.h"
+
+typedef struct args_state {
+  int argc;
+  char **argv;
+  int i;
+  const char *cmd;
+  mp_error *err;
+} args_state;
+
+/* Matches argv[i] against name; *value gets the value (inline or next). */
+static int args_match(args_state *s, const char *name, bool takes_value,
+                      const char **value) {
+  const char *a = s->argv[s->i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) != 0) return 0;
+  if (a[n] == '=' && takes_value) {
+    *value = a + n + 1;
+    return 1;
+  }
+  if (a[n] != '\0') return 0;
+  if (!takes_value) return 1;
+  if (s->i + 1 >= s->argc) {
+    mp_error_set(s->err, MP_ERR_BAD_INPUT, "mplan %s: %s needs a value",
+                 s->cmd, name);
+    return -1;
+  }
+  *value = s->argv[++s->i];
+  return 1;
+}
+
+static mp_status args_number(args_state *s, const char *flag, const char *v,
+                             double *out) {
+  char *end;
+  double d = strtod(v, &end);
+  if (*v == '\0' || *end != '\0' || !(d >= 0)) {
+    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                        "mplan %s: %s '%s': expected a number >= 0", s->cmd,
+                        flag, v);
+  }
+  *out = d;
+  return MP_OK;
+}
+
+static mp_status args_count(args_state *s, const char *flag, const char *v,
+                            size_t *out) {
+  int64_t n;
+  if (!mp_parse_i64(v, &n) || n < 1 || n > 1000000) {
+    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                        "mplan %s: %s '%s': expected an integer >= 1", s->cmd,
+                        flag, v);
+  }
+  *out = (size_t)n;
+  return MP_OK;
+}
+
+static mp_status args_dim(args_state *s, cli_opts *o, const char *v) {
+  const char *eq = strchr(v, '=');
+  int64_t val;
+  if (strstr(v, "<=")) {
+    return mp_error_set(s->err, MP_ERR_UNSUPPORTED,
+                        "mplan %s: --dim %s: capped dims (NAME<=MAX) are not "
+                        "supported by this version",
+                        s->cmd, v);
+  }
+  if (!eq || eq == v || !mp_parse_i64(eq + 1, &val) || val < 1) {
+    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                        "mplan %s: --dim '%s': expected NAME=VALUE with VALUE "
+                        ">= 1",
+                        s->cmd, v);
+  }
+  if (o->n_dims == CLI_MAX_DIMS) {
+    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                        "mplan %s: more than %d --dim options", s->cmd,
+                        CLI_MAX_DIMS);
+  }
+  /* The name is the text before '='; argv is ours to split. */
+  ((char *)(uintptr_t)eq)[0] = '\0';
+  o->dims[o->n_dims++] = (mp_dim_binding){v, val};
+  return MP_OK;
+}
+
+static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
+  const char *v = NULL;
+  int r;
+  if ((r = args_match(s, "--backend", true, &v))) {
+    o->backend = v;
+  } else if ((r = args_match(s, "--strategy", true, &v))) {
+    o->strategy = v;
+  } else if ((r = args_match(s, "--budget-ms", true, &v))) {
+    if (r > 0) *st = args_number(s, "--budget-ms", v, &o->budget_ms);
+  } else if ((r = args_match(s, "--order", true, &v))) {
+    if (r > 0 && !mp_order_parse(v, &o->order)) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --order '%s': expected auto, file or topo",
+                         s->cmd, v);
+    }
+  } else if ((r = args_match(s, "--dim", true, &v))) {
+    if (r > 0) *st = args_dim(s, o, v);
+  } else if ((r = args_match(s, "--inputs", true, &v))) {
+    if (r > 0 && strcmp(v, "resident") != 0 && strcmp(v, "activation") != 0) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --inputs '%s': expected resident or "
+                         "activation",
+                         s->cmd, v);
+    }
+    if (r > 0) o->inputs_as_activations = strcmp(v, "activation") == 0;
+  } else {
+    /* Planned options of DESIGN.md that later versions implement. */
+    static const char *const later[] = {"--shape", "--value", "--passes"};
+    for (size_t k = 0; k < sizeof later / sizeof *later && !r; k++) {
+      r = args_match(s, later[k], true, &v);
+      if (r > 0) {
+        *st = mp_error_set(s->err, MP_ERR_UNSUPPORTED,
+                           "mplan %s: %s is not supported by this version",
+                           s->cmd, later[k]);
+      }
+    }
+  }
+  return r;
+}
+
+static int args_report(args_state *s, cli_opts *o, mp_status *st) {
+  const char *v = NULL;
+  int r;
+  if ((r = args_match(s, "--top", true, &v))) {
+    if (r > 0) *st = args_count(s, "--top", v, &o->report.top);
+  } else if ((r = args_match(s, "--map-width", true, &v))) {
+    if (r > 0) *st = args_count(s, "--map-width", v, &o->report.map_width);
+  } else if ((r = args_match(s, "--map-rows", true, &v))) {
+    if (r > 0) *st = args_count(s, "--map-rows", v, &o->report.map_rows);
+  } else if ((r = args_match(s, "--no-map", false, &v))) {
+    o->no_map = true;
+  }
+  return r;
+}
+
+static int args_one(args_state *s, unsigned flags, cli_opts *o,
+                    mp_status *st) {
+  const char *v = NULL;
+  int r = 0;
+  if ((flags & CLI_F_OUTPUT) && ((r = args_match(s, "-o", true, &v)) ||
+                                 (r = args_match(s, "--output", true, &v)))) {
+    o->output = v;
+  } else if ((flags & CLI_F_JSON) && (r = args_match(s, "--json", false, &v))) {
+    o->json = true;
+  } else if (flags & CLI_F_PLANNING && (r = args_planning(s, o, st))) {
+  } else if (flags & CLI_F_REPORT && (r = args_report(s, o, st))) {
+  }
+  return r;
+}
+
+mp_status cli_parse(int argc, char **argv, int first, const char *cmd,
+                    unsigned flags, cli_opts *o, mp_error *err) {
+  args_state s = {argc, argv, first, cmd, err};
+  memset(o, 0, sizeof *o);
+  o->cmd = cmd;
+  for (; s.i < argc; s.i++) {
+    const char *a = argv[s.i];
+    mp_status st = MP_OK;
+    if (a[0] == '-' && a[1] != '\0') {
+      int r = args_one(&s, flags, o, &st);
+      if (r < 0) return MP_ERR_BAD_INPUT;
+      if (st != MP_OK) return st;
+      if (r == 0) {
+        return mp_error_set(err, MP_ERR_BAD_INPUT,
+                            "mplan %s: unknown option '%s' (see mplan %s "
+                            "--help)",
+                            cmd, a, cmd);
+      }
+    } else if (o->model) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "mplan %s: unexpected argument '%s' (one model "
+                          "file only)",
+                          cmd, a);
+    } else {
+      o->model = a;
+    }
+  }
+  if (!o->model) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "mplan %s: missing the model file (see mplan %s "
+                        "--help)",
+                        cmd, cmd);
+  }
+  return MP_OK;
+}

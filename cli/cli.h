@@ -1,0 +1,73 @@
+/*
+ * cli.h -- the mplan command: shared option parsing and output helpers.
+ * Only cli/ talks to the terminal.
+ */
+#ifndef MPLAN_CLI_H
+#define MPLAN_CLI_H
+
+#include "mplan/buf.h"
+#include "mplan/model.h"
+#include "mplan/report.h"
+
+#define CLI_MAX_DIMS 64
+
+/* Which flags a command accepts. */
+enum {
+  CLI_F_OUTPUT = 1u << 0,  /* -o FILE */
+  CLI_F_PLANNING = 1u << 1, /* --backend --strategy --budget-ms --order
+                               --dim --inputs (and --shape --value --passes,
+                               refused until supported) */
+  CLI_F_JSON = 1u << 2,    /* --json */
+  CLI_F_REPORT = 1u << 3   /* --top --map-width --map-rows --no-map */
+};
+
+typedef struct cli_opts {
+  const char *cmd;
+  const char *model; /* the one positional argument */
+  const char *output;
+  const char *backend;
+  const char *strategy;
+  double budget_ms;
+  mp_order_kind order;
+  bool inputs_as_activations;
+  mp_dim_binding dims[CLI_MAX_DIMS];
+  size_t n_dims;
+  bool json;
+  bool no_map;
+  mp_report_opts report;
+} cli_opts;
+
+/* Parses argv[first..argc) for command cmd accepting the given flags.
+ * Returns MP_OK, or MP_ERR_BAD_INPUT with a usage message. */
+mp_status cli_parse(int argc, char **argv, int first, const char *cmd,
+                    unsigned flags, cli_opts *o, mp_error *err);
+
+/* Loads o->model (reading o->backend first when given). */
+mp_status cli_load(const cli_opts *o, bool allow_plan, mp_model **model,
+                   mp_error *err);
+
+/* Solves a loaded model, or adopts and validates a plan file's stored
+ * placements. Owned result in *plan. */
+mp_status cli_solve(const cli_opts *o, const mp_model *m, mp_plan **plan,
+                    mp_error *err);
+
+/* Loads the model and solves it (or, for plan files, adopts and validates
+ * the stored placements). Owned results in *model and *plan. */
+mp_status cli_load_and_plan(const cli_opts *o, bool allow_plan,
+                            mp_model **model, mp_plan **plan, mp_error *err);
+
+/* Prints "mplan: error: MESSAGE" on stderr and returns the exit status for
+ * st: 1 for a failed check, 2 for everything else. */
+int cli_fail(mp_status st, const mp_error *err);
+
+/* true when argv[2..] holds -h or --help. */
+bool cli_wants_help(int argc, char **argv);
+
+/* Writes text to stdout in full (returns false on a write error). */
+bool cli_print(const char *text);
+
+int cli_plan(int argc, char **argv);
+int cli_validate(int argc, char **argv);
+int cli_explain(int argc, char **argv);
+
+#endif /* MPLAN_CLI_H */

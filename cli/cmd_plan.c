@@ -1,0 +1,53 @@
+/*
+ * cmd_plan.c -- mplan plan MODEL [-o PLAN.json] [planning flags] [--json]
+ *
+ * Invariants:
+ *   1. The output file is written only after the plan is solved and
+ *      validated, and atomically (nothing partial on any failure).
+ */
+#include <stdio.h>
+
+#include "cli.h"
+#include "mplan/file.h"
+
+static const char plan_usage[] =
+    "usage: mplan plan MODEL [-o PLAN.json] [--json]\n"
+    "                  [--strategy seed-first-fit|linear] [--backend FILE]\n"
+    "                  [--order auto|file|topo] [--dim NAME=VALUE]...\n"
+    "                  [--inputs resident|activation] [--budget-ms N]\n"
+    "Plans MODEL (graph JSON, lifetime table or minimalloc CSV), proves the\n"
+    "plan safe and prints its summary; -o writes the plan/1 JSON, --json\n"
+    "prints it on stdout instead of the summary.\n";
+
+int cli_plan(int argc, char **argv) {
+  cli_opts o;
+  mp_error err = {0};
+  mp_model *m = NULL;
+  mp_plan *plan = NULL;
+  mp_buf json, text;
+  int rc = 0;
+  if (cli_wants_help(argc, argv)) return cli_print(plan_usage) ? 0 : 2;
+  mp_status st = cli_parse(argc, argv, 2, "plan",
+                           CLI_F_OUTPUT | CLI_F_PLANNING | CLI_F_JSON, &o, &err);
+  if (st == MP_OK) st = cli_load_and_plan(&o, false, &m, &plan, &err);
+  mp_buf_init(&json, NULL);
+  mp_buf_init(&text, NULL);
+  if (st == MP_OK && (o.output || o.json)) {
+    st = mp_report_plan_json(m, plan, &json, &err);
+  }
+  if (st == MP_OK && !o.json) st = mp_report_summary(m, plan, &text, &err);
+  if (st == MP_OK && o.output) {
+    st = mp_file_write(o.output, json.data, json.len, &err);
+    if (st == MP_OK && !o.json) mp_buf_printf(&text, "wrote %s\n", o.output);
+  }
+  if (st == MP_OK) {
+    if (!cli_print(mp_buf_str(o.json ? &json : &text))) rc = 2;
+  } else {
+    rc = cli_fail(st, &err);
+  }
+  mp_buf_free(&text);
+  mp_buf_free(&json);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+  return rc;
+}

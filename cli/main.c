@@ -1,0 +1,59 @@
+/*
+ * main.c -- the mplan command: dispatch to subcommands.
+ *
+ * Only cli/ prints. Exit status: 0 success, 1 a check or validation
+ * failed, 2 usage or input error.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char main_usage[] =
+    "mplan " MP_VERSION
+    " -- plan, prove and explain the memory of inference graphs\n"
+    "\n"
+    "usage: mplan COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  plan MODEL      plan the arena, prove it safe, print the summary\n"
+    "                  (-o PLAN.json writes the plan, --json prints it)\n"
+    "  explain MODEL   the peak explanation and the ASCII memory map\n"
+    "  validate PLAN   re-prove a plan file: exit 0 valid, 1 invalid\n"
+    "\n"
+    "MODEL is graph JSON (graph/1), a lifetime table (lifetimes/1) or a\n"
+    "minimalloc CSV (id,lower,upper,size), detected by content.\n"
+    "mplan COMMAND --help shows a command's options.\n";
+
+typedef struct main_cmd {
+  const char *name;
+  int (*run)(int argc, char **argv);
+} main_cmd;
+
+static const main_cmd main_cmds[] = {
+    {"plan", cli_plan},
+    {"explain", cli_explain},
+    {"validate", cli_validate},
+};
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+      strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    if (argc < 2) {
+      fputs(main_usage, stderr);
+      return 2;
+    }
+    return cli_print(main_usage) ? 0 : 2;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    return cli_print("mplan " MP_VERSION "\n") ? 0 : 2;
+  }
+  for (size_t i = 0; i < sizeof main_cmds / sizeof *main_cmds; i++) {
+    if (strcmp(argv[1], main_cmds[i].name) == 0) {
+      return main_cmds[i].run(argc, argv);
+    }
+  }
+  fprintf(stderr, "mplan: error: unknown command '%s' (see mplan --help)\n",
+          argv[1]);
+  return 2;
+}

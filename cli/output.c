@@ -1,0 +1,97 @@
+/*
+ * output.c -- loading, planning and reporting failures for the commands.
+ *
+ * Invariants:
+ *   1. Every failure prints exactly one line on stderr.
+ *   2. Exit status: 0 success, 1 a check/validation failed, 2 anything
+ *      else (usage, input, I/O, resources).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mplan/validate.h"
+
+int cli_fail(mp_status st, const mp_error *err) {
+  fprintf(stderr, "mplan: %s: %s\n", st == MP_ERR_CHECK ? "invalid" : "error",
+          err->msg[0] ? err->msg : mp_status_name(st));
+  return st == MP_ERR_CHECK ? 1 : 2;
+}
+
+bool cli_wants_help(int argc, char **argv) {
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool cli_print(const char *text) {
+  size_t n = strlen(text);
+  return fwrite(text, 1, n, stdout) == n && fflush(stdout) == 0;
+}
+
+static mp_status cli_adopt(const mp_model *m, mp_plan **plan, mp_error *err) {
+  const mp_problem *p = mp_model_problem(m);
+  size_t cap = mp_model_arena_bytes(m);
+  mp_status st = mp_plan_adopt(p, mp_model_placements(m), mp_model_strategy(m),
+                               0, plan, err);
+  if (st != MP_OK) return st;
+  st = mp_validate(p, mp_model_placements(m), &cap, 1, NULL, err);
+  if (st != MP_OK) {
+    mp_error_prefix(err, "%s", mp_model_path(m));
+    mp_plan_destroy(*plan);
+    *plan = NULL;
+  }
+  return st;
+}
+
+mp_status cli_load(const cli_opts *o, bool allow_plan, mp_model **model,
+                   mp_error *err) {
+  mp_backend be;
+  mp_load_opts lo = {
+      .order = o->order,
+      .inputs_as_activations = o->inputs_as_activations,
+      .dims = o->dims,
+      .n_dims = o->n_dims,
+      .allow_plan = allow_plan,
+  };
+  if (o->backend) {
+    mp_status st = mp_backend_load(o->backend, &be, err);
+    if (st != MP_OK) return st;
+    lo.backend = &be;
+  }
+  return mp_model_load(o->model, &lo, NULL, model, err);
+}
+
+mp_status cli_solve(const cli_opts *o, const mp_model *m, mp_plan **plan,
+                    mp_error *err) {
+  if (mp_model_format_of(m) == MP_FORMAT_PLAN) {
+    if (o->strategy || o->backend) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s: is a plan already; --strategy and --backend "
+                          "apply to models",
+                          o->model);
+    }
+    return cli_adopt(m, plan, err);
+  }
+  mp_plan_opts po = {o->strategy, o->budget_ms};
+  mp_status st = mp_plan_solve(mp_model_problem(m), &po, plan, err);
+  if (st != MP_OK && err && strncmp(err->msg, o->model, strlen(o->model))) {
+    mp_error_prefix(err, "%s", o->model);
+  }
+  return st;
+}
+
+mp_status cli_load_and_plan(const cli_opts *o, bool allow_plan,
+                            mp_model **model, mp_plan **plan, mp_error *err) {
+  mp_status st = cli_load(o, allow_plan, model, err);
+  if (st != MP_OK) return st;
+  st = cli_solve(o, *model, plan, err);
+  if (st != MP_OK) {
+    mp_model_destroy(*model);
+    *model = NULL;
+  }
+  return st;
+}

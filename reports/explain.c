@@ -1,0 +1,278 @@
+/*
+ * explain.c -- the peak explanation (seed 001 section 5) as terminal text.
+ *
+ * It answers, in this order: how big is the arena and of what; where is the
+ * peak (interval, steps, ops); which tensors make it, largest first, and
+ * why each is still alive; what alignment wastes; and how far the plan is
+ * from the lower bound.
+ *
+ * Invariants:
+ *   1. Bytes are printed exactly with thousands separators, plus KiB/MiB.
+ *   2. The tensors listed at the peak sum to the lower bound (they are the
+ *      live set of the first peak step).
+ *   3. Output is deterministic for a given model and plan.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mplan/report.h"
+#include "mplan/units.h"
+#include "report_util.h"
+
+typedef struct ex_ctx {
+  const mp_model *m;
+  const mp_plan *plan;
+  const mp_problem *p;
+  const mp_plan_summary *s;
+  size_t top;
+  mp_buf *out;
+} ex_ctx;
+
+static void ex_header(ex_ctx *c) {
+  const mp_model *m = c->m;
+  int64_t t0, t1;
+  mp_problem_span(c->p, &t0, &t1);
+  mp_buf_printf(c->out, "mplan explain: %s\n", mp_model_path(m));
+  mp_buf_printf(c->out,
+                "model '%s' (%s) | %zu buffers | %s %" PRId64 "..%" PRId64
+                "\n",
+                mp_model_name(m), mp_model_format_name(mp_model_format_of(m)),
+                mp_problem_count(c->p),
+                mp_model_format_of(m) == MP_FORMAT_MINIMALLOC ? "times"
+                                                              : "steps",
+                t0, t1);
+  mp_buf_printf(c->out,
+                "strategy %s | order %s | backend %s | planned in %.3f ms\n\n",
+                c->s->strategy, mp_model_order_name(m),
+                mp_model_backend_name(m), c->s->plan_ms);
+}
+
+static void ex_totals(ex_ctx *c) {
+  const mp_plan_summary *s = c->s;
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], d[MP_FMT_MAX];
+  mp_buf_printf(c->out, "Arena            %s\n", mp_fmt_bytes(a, s->arena_bytes));
+  mp_buf_printf(c->out, "  resident       %s%s\n",
+                mp_fmt_bytes(b, s->resident_bytes),
+                s->retained_bytes ? " (includes retained state)" : "");
+  if (s->retained_bytes) {
+    mp_buf_printf(c->out, "  retained       %s\n",
+                  mp_fmt_bytes(b, s->retained_bytes));
+  }
+  mp_buf_printf(c->out, "  activations    %s\n",
+                mp_fmt_bytes(d, s->activation_peak_bytes));
+  size_t saved = s->no_reuse_bytes > s->activation_peak_bytes
+                     ? s->no_reuse_bytes - s->activation_peak_bytes
+                     : 0;
+  mp_buf_printf(c->out, "No reuse         %s; reuse saves %s (%.1f%%)\n\n",
+                mp_fmt_bytes(a, s->no_reuse_bytes), mp_fmt_bytes(b, saved),
+                report_pct(saved, s->no_reuse_bytes));
+}
+
+static void ex_interval(ex_ctx *c, const mp_segment *seg) {
+  char op[160];
+  const char *w = report_time_word(c->m);
+  if (seg->first == seg->last) {
+    report_step_op(c->m, seg->first, op, sizeof op);
+    mp_buf_printf(c->out, "  %s %" PRId64 "%s%s\n", w, seg->first,
+                  *op ? " " : "", op);
+    return;
+  }
+  mp_buf_printf(c->out, "  %ss %" PRId64 "..%" PRId64 "\n", w, seg->first,
+                seg->last);
+  if (mp_model_steps(c->m) == 0) return;
+  int64_t shown = 0;
+  for (int64_t t = seg->first; t <= seg->last && shown < 8; t++, shown++) {
+    report_step_op(c->m, t, op, sizeof op);
+    mp_buf_printf(c->out, "    %s %" PRId64 "%s%s\n", w, t, *op ? " " : "",
+                  op);
+  }
+  if (seg->last - seg->first + 1 > shown) {
+    mp_buf_printf(c->out, "    ... %" PRId64 " more\n",
+                  seg->last - seg->first + 1 - shown);
+  }
+}
+
+static void ex_peak(ex_ctx *c) {
+  const mp_profile *prof = mp_plan_profile(c->plan);
+  char a[MP_FMT_MAX];
+  if (prof->peak == 0) {
+    mp_buf_puts(c->out, "Peak: no activation is ever live.\n\n");
+    return;
+  }
+  const mp_segment *first = &prof->segs[prof->peaks[0]];
+  mp_buf_printf(c->out, "Peak %s in %zu tensors, %s:\n",
+                mp_fmt_bytes(a, prof->peak), first->count,
+                prof->n_peaks == 1 ? "one interval"
+                                   : "several intervals (first detailed)");
+  for (size_t k = 0; k < prof->n_peaks && k < c->top; k++) {
+    ex_interval(c, &prof->segs[prof->peaks[k]]);
+  }
+  if (prof->n_peaks > c->top) {
+    mp_buf_printf(c->out, "  ... %zu more intervals\n",
+                  prof->n_peaks - c->top);
+  }
+  mp_buf_puts(c->out, "\n");
+}
+
+/* Why buffer i is still live at time t: what keeps it. */
+static void ex_why(ex_ctx *c, size_t i, int64_t t, char *buf, size_t cap) {
+  const mp_buffer *b = mp_problem_buffer(c->p, i);
+  const char *cons = mp_model_last_consumer(c->m, i);
+  const char *w = report_time_word(c->m);
+  const mp_graph *g = mp_model_graph(c->m);
+  if (g && mp_graph_tensor(g, i)->kind == MP_TENSOR_OUTPUT) {
+    snprintf(buf, cap, "graph output: kept to the end");
+  } else if (b->last == t && b->first == t) {
+    snprintf(buf, cap, "born here%s%s", cons ? ", read by " : "",
+             cons ? cons : "");
+  } else if (b->last == t) {
+    snprintf(buf, cap, "last read here%s%s", cons ? " by " : "",
+             cons ? cons : "");
+  } else if (cons) {
+    snprintf(buf, cap, "read later by %s (%s %" PRId64 ")", cons, w, b->last);
+  } else {
+    snprintf(buf, cap, "live until %s %" PRId64, w, b->last);
+  }
+}
+
+static void ex_born(ex_ctx *c, size_t i, char *buf, size_t cap) {
+  const mp_buffer *b = mp_problem_buffer(c->p, i);
+  const char *prod = mp_model_producer(c->m, i);
+  if (prod) {
+    snprintf(buf, cap, "%s", prod);
+  } else if (mp_model_graph(c->m)) {
+    snprintf(buf, cap, "(graph input)");
+  } else {
+    snprintf(buf, cap, "%s %" PRId64, report_time_word(c->m), b->first);
+  }
+}
+
+static void ex_live(ex_ctx *c, size_t *idx) {
+  const mp_profile *prof = mp_plan_profile(c->plan);
+  if (prof->peak == 0) return;
+  int64_t t = prof->segs[prof->peaks[0]].first;
+  size_t n = report_live_at(c->p, t, idx);
+  mp_buf_printf(c->out,
+                "Live at %s %" PRId64 ", largest first (why alive = what "
+                "keeps it):\n",
+                report_time_word(c->m), t);
+  mp_buf_printf(c->out, "  %3s  %-28s %24s %6s  %-17s %-20s %s\n", "#",
+                "tensor", "bytes", "peak%", "live", "born in", "why alive");
+  for (size_t k = 0; k < n && k < c->top; k++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, idx[k]);
+    char bytes[MP_FMT_MAX], live[48], born[96], why[160];
+    snprintf(live, sizeof live, "%" PRId64 "..%" PRId64, b->first, b->last);
+    ex_born(c, idx[k], born, sizeof born);
+    ex_why(c, idx[k], t, why, sizeof why);
+    mp_buf_printf(c->out, "  %3zu  %-28s %24s %5.1f%%  %-17s %-20s %s\n",
+                  k + 1, b->name, mp_fmt_bytes(bytes, b->padded),
+                  report_pct(b->padded, prof->peak), live, born, why);
+  }
+  if (n > c->top) {
+    size_t rest = 0;
+    for (size_t k = c->top; k < n; k++) rest += mp_problem_buffer(c->p, idx[k])->padded;
+    char bytes[MP_FMT_MAX];
+    mp_buf_printf(c->out, "  ...  %zu more tensors, %s\n", n - c->top,
+                  mp_fmt_bytes(bytes, rest));
+  }
+  mp_buf_puts(c->out, "\n");
+}
+
+static void ex_waste(ex_ctx *c, size_t *idx) {
+  size_t n = 0, total = 0;
+  char a[MP_FMT_MAX], b[MP_FMT_MAX];
+  for (size_t i = 0; i < mp_problem_count(c->p); i++) {
+    const mp_buffer *bf = mp_problem_buffer(c->p, i);
+    if (bf->padded == bf->size) continue;
+    total += bf->padded - bf->size;
+    /* Keep idx sorted by waste (desc, then index): insertion. */
+    size_t j = n++;
+    while (j > 0) {
+      const mp_buffer *o = mp_problem_buffer(c->p, idx[j - 1]);
+      if (o->padded - o->size >= bf->padded - bf->size) break;
+      idx[j] = idx[j - 1];
+      j--;
+    }
+    idx[j] = i;
+  }
+  mp_buf_printf(c->out, "Alignment waste  %s in %zu tensors", mp_fmt_bytes(a, total), n);
+  mp_buf_puts(c->out, n ? ", largest:\n" : "\n");
+  for (size_t k = 0; k < n && k < c->top; k++) {
+    const mp_buffer *bf = mp_problem_buffer(c->p, idx[k]);
+    mp_buf_printf(c->out, "  %-28s %s -> %s (+%zu, align %zu, %s)\n", bf->name,
+                  mp_fmt_count(a, bf->size), mp_fmt_count(b, bf->padded),
+                  bf->padded - bf->size, bf->alignment,
+                  mp_class_name(bf->cls));
+  }
+  mp_buf_puts(c->out, "\n");
+}
+
+static void ex_footer(ex_ctx *c) {
+  const mp_plan_summary *s = c->s;
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], d[MP_FMT_MAX];
+  size_t over = s->activation_peak_bytes > s->lower_bound_bytes
+                    ? s->activation_peak_bytes - s->lower_bound_bytes
+                    : 0;
+  mp_buf_printf(c->out, "Lower bound      %s\n",
+                mp_fmt_bytes(a, s->lower_bound_bytes));
+  mp_buf_printf(c->out, "Activation arena %s\n",
+                mp_fmt_bytes(b, s->activation_peak_bytes));
+  mp_buf_printf(c->out, "Overhead         %s (%.2f%% above the lower bound)\n",
+                mp_fmt_bytes(d, over), report_pct(over, s->lower_bound_bytes));
+}
+
+mp_status mp_report_explain(const mp_model *m, const mp_plan *plan,
+                            const mp_report_opts *o, mp_buf *out,
+                            mp_error *err) {
+  ex_ctx c = {m, plan, mp_plan_problem(plan), mp_plan_summary_of(plan),
+              o && o->top ? o->top : 10, out};
+  size_t n = mp_problem_count(c.p);
+  size_t *idx = mp_calloc(mp_problem_alloc(c.p), n ? n : 1, sizeof *idx);
+  if (!idx) return mp_error_set(err, MP_ERR_NOMEM, "explain: out of memory");
+  ex_header(&c);
+  ex_totals(&c);
+  ex_peak(&c);
+  ex_live(&c, idx);
+  ex_waste(&c, idx);
+  ex_footer(&c);
+  mp_free(mp_problem_alloc(c.p), idx);
+  return mp_buf_status(out, "explain", err);
+}
+
+mp_status mp_report_summary(const mp_model *m, const mp_plan *plan,
+                            mp_buf *out, mp_error *err) {
+  const mp_plan_summary *s = mp_plan_summary_of(plan);
+  const mp_graph *g = mp_model_graph(m);
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], d[MP_FMT_MAX];
+  mp_buf_printf(out, "%s: %s '%s'", mp_model_path(m),
+                mp_model_format_name(mp_model_format_of(m)), mp_model_name(m));
+  if (g) {
+    mp_buf_printf(out, ", %zu ops, %zu tensors", mp_graph_op_count(g),
+                  mp_graph_tensor_count(g));
+  } else {
+    mp_buf_printf(out, ", %zu buffers", mp_problem_count(mp_plan_problem(plan)));
+  }
+  mp_buf_printf(out, ", order %s, backend %s\n", mp_model_order_name(m),
+                mp_model_backend_name(m));
+  mp_buf_printf(out, "arena       %s = resident %s + activations %s\n",
+                mp_fmt_bytes(a, s->arena_bytes),
+                mp_fmt_count(b, s->resident_bytes),
+                mp_fmt_count(d, s->activation_peak_bytes));
+  size_t over = s->activation_peak_bytes - s->lower_bound_bytes;
+  size_t saved = s->no_reuse_bytes > s->activation_peak_bytes
+                     ? s->no_reuse_bytes - s->activation_peak_bytes
+                     : 0;
+  mp_buf_printf(out, "lower bound %s; overhead %s (%.2f%%)\n",
+                mp_fmt_bytes(a, s->lower_bound_bytes), mp_fmt_count(b, over),
+                report_pct(over, s->lower_bound_bytes));
+  mp_buf_printf(out, "no reuse    %s; reuse saves %.1f%%; alignment waste %s\n",
+                mp_fmt_bytes(a, s->no_reuse_bytes),
+                report_pct(saved, s->no_reuse_bytes),
+                mp_fmt_count(b, s->alignment_waste_bytes));
+  mp_buf_printf(out,
+                "strategy    %s in %.3f ms; validated: no two live buffers "
+                "share a byte\n",
+                s->strategy, s->plan_ms);
+  return mp_buf_status(out, "summary", err);
+}

@@ -1,0 +1,316 @@
+/*
+ * plan_json.c -- the plan as a plan/1 JSON document.
+ *
+ * {"mplan": "plan/1", "tool", "model", "summary", "regions", "peak",
+ *  "execution", "buffers", "reuse"}
+ *
+ * Invariants:
+ *   1. Everything mplan validate needs to re-prove the plan is here:
+ *      per buffer its class, offset, size, alignment, padded size and
+ *      inclusive interval, plus the region size and the run's span.
+ *   2. The reuse table lists each pair of buffers that share bytes once,
+ *      the earlier-live one first; it is found by a sweep over offsets,
+ *      O(n log n + pairs), and capped at MP_REUSE_MAX pairs (flagged).
+ *   3. The document is built as a cJSON tree: no JSON is printed by hand.
+ */
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mplan/report.h"
+#include "report_util.h"
+
+#define MP_REUSE_MAX 100000
+
+typedef struct pj_ctx {
+  const mp_model *m;
+  const mp_plan *plan;
+  const mp_problem *p;
+  const mp_placement *pl;
+  bool ok;
+} pj_ctx;
+
+static cJSON *pj_add_obj(pj_ctx *c, cJSON *parent, const char *key) {
+  cJSON *o = cJSON_AddObjectToObject(parent, key);
+  if (!o) c->ok = false;
+  return o;
+}
+
+static cJSON *pj_add_arr(pj_ctx *c, cJSON *parent, const char *key) {
+  cJSON *o = cJSON_AddArrayToObject(parent, key);
+  if (!o) c->ok = false;
+  return o;
+}
+
+static void pj_num(pj_ctx *c, cJSON *o, const char *key, double v) {
+  if (!cJSON_AddNumberToObject(o, key, v)) c->ok = false;
+}
+
+static void pj_str(pj_ctx *c, cJSON *o, const char *key, const char *v) {
+  if (!cJSON_AddStringToObject(o, key, v ? v : "")) c->ok = false;
+}
+
+static void pj_push_str(pj_ctx *c, cJSON *arr, const char *v) {
+  cJSON *s = cJSON_CreateString(v);
+  if (!s || !cJSON_AddItemToArray(arr, s)) {
+    cJSON_Delete(s);
+    c->ok = false;
+  }
+}
+
+static cJSON *pj_push_obj(pj_ctx *c, cJSON *arr) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o || !cJSON_AddItemToArray(arr, o)) {
+    cJSON_Delete(o);
+    c->ok = false;
+    return NULL;
+  }
+  return o;
+}
+
+static void pj_model(pj_ctx *c, cJSON *root) {
+  cJSON *m = pj_add_obj(c, root, "model");
+  if (!m) return;
+  pj_str(c, m, "path", mp_model_path(c->m));
+  pj_str(c, m, "format", mp_model_format_name(mp_model_format_of(c->m)));
+  pj_str(c, m, "name", mp_model_name(c->m));
+  pj_str(c, m, "backend", mp_model_backend_name(c->m));
+  const mp_graph *g = mp_model_graph(c->m);
+  if (!g || mp_graph_dim_count(g) == 0) return;
+  cJSON *dims = pj_add_obj(c, m, "dims");
+  for (size_t i = 0; dims && i < mp_graph_dim_count(g); i++) {
+    pj_num(c, dims, mp_graph_dim_name(g, i), (double)mp_graph_dim_value(g, i));
+  }
+}
+
+static void pj_summary(pj_ctx *c, cJSON *root) {
+  const mp_plan_summary *s = mp_plan_summary_of(c->plan);
+  cJSON *o = pj_add_obj(c, root, "summary");
+  int64_t t0, t1;
+  if (!o) return;
+  size_t frag = s->activation_peak_bytes - s->lower_bound_bytes;
+  size_t saved = s->no_reuse_bytes > s->activation_peak_bytes
+                     ? s->no_reuse_bytes - s->activation_peak_bytes
+                     : 0;
+  pj_num(c, o, "arena_bytes", (double)s->arena_bytes);
+  pj_num(c, o, "lower_bound_bytes", (double)s->lower_bound_bytes);
+  pj_num(c, o, "resident_bytes", (double)s->resident_bytes);
+  pj_num(c, o, "retained_bytes", (double)s->retained_bytes);
+  pj_num(c, o, "activation_peak_bytes", (double)s->activation_peak_bytes);
+  pj_num(c, o, "no_reuse_bytes", (double)s->no_reuse_bytes);
+  pj_num(c, o, "alignment_waste_bytes", (double)s->alignment_waste_bytes);
+  pj_num(c, o, "fragmentation_bytes", (double)frag);
+  pj_num(c, o, "overhead_pct", report_pct(frag, s->lower_bound_bytes));
+  pj_num(c, o, "saved_by_reuse_pct", report_pct(saved, s->no_reuse_bytes));
+  pj_str(c, o, "strategy", s->strategy);
+  pj_str(c, o, "order", mp_model_order_name(c->m));
+  pj_num(c, o, "plan_ms", s->plan_ms);
+  mp_problem_span(c->p, &t0, &t1);
+  if (mp_model_steps(c->m)) pj_num(c, o, "steps", (double)mp_model_steps(c->m));
+  cJSON *span = pj_add_arr(c, o, "span");
+  cJSON *a = cJSON_CreateNumber((double)t0), *b = cJSON_CreateNumber((double)t1);
+  if (!span || !a || !b || !cJSON_AddItemToArray(span, a)) {
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    c->ok = false;
+  } else if (!cJSON_AddItemToArray(span, b)) {
+    cJSON_Delete(b);
+    c->ok = false;
+  }
+  pj_num(c, o, "buffers", (double)mp_problem_count(c->p));
+}
+
+static void pj_regions(pj_ctx *c, cJSON *root) {
+  cJSON *arr = pj_add_arr(c, root, "regions");
+  cJSON *r = arr ? pj_push_obj(c, arr) : NULL;
+  if (!r) return;
+  pj_str(c, r, "name", "arena");
+  pj_num(c, r, "size", (double)mp_plan_summary_of(c->plan)->arena_bytes);
+}
+
+static void pj_peak(pj_ctx *c, cJSON *root, size_t *idx) {
+  const mp_profile *prof = mp_plan_profile(c->plan);
+  cJSON *o = pj_add_obj(c, root, "peak");
+  if (!o) return;
+  pj_num(c, o, "bytes", (double)prof->peak);
+  cJSON *iv = pj_add_arr(c, o, "intervals");
+  for (size_t k = 0; iv && k < prof->n_peaks; k++) {
+    const mp_segment *s = &prof->segs[prof->peaks[k]];
+    cJSON *e = pj_push_obj(c, iv);
+    if (!e) return;
+    pj_num(c, e, "first", (double)s->first);
+    pj_num(c, e, "last", (double)s->last);
+    if (!mp_model_steps(c->m)) continue;
+    cJSON *ops = pj_add_arr(c, e, "ops");
+    for (int64_t t = s->first; ops && t <= s->last; t++) {
+      const char *op = mp_model_step_op(c->m, (size_t)t);
+      if (op) pj_push_str(c, ops, op);
+    }
+  }
+  if (prof->peak == 0) return;
+  size_t n = report_live_at(c->p, prof->segs[prof->peaks[0]].first, idx);
+  cJSON *live = pj_add_arr(c, o, "live");
+  for (size_t k = 0; live && k < n; k++) {
+    cJSON *e = pj_push_obj(c, live);
+    if (!e) return;
+    pj_str(c, e, "name", mp_problem_buffer(c->p, idx[k])->name);
+    pj_num(c, e, "bytes", (double)mp_problem_buffer(c->p, idx[k])->padded);
+  }
+}
+
+static void pj_names(pj_ctx *c, cJSON *o, const char *key, const mp_graph *g,
+                     const int32_t *ids, uint32_t n) {
+  cJSON *arr = pj_add_arr(c, o, key);
+  for (uint32_t k = 0; arr && k < n; k++) {
+    pj_push_str(c, arr, ids[k] >= 0 ? mp_graph_tensor(g, (size_t)ids[k])->name
+                                    : "");
+  }
+}
+
+static void pj_execution(pj_ctx *c, cJSON *root) {
+  size_t n = mp_model_steps(c->m);
+  const mp_graph *g = mp_model_graph(c->m);
+  const mp_profile *prof = mp_plan_profile(c->plan);
+  if (n == 0) return;
+  cJSON *arr = pj_add_arr(c, root, "execution");
+  for (size_t k = 0; arr && k < n; k++) {
+    cJSON *e = pj_push_obj(c, arr);
+    if (!e) return;
+    pj_num(c, e, "step", (double)k);
+    pj_str(c, e, "op", mp_model_step_op(c->m, k));
+    pj_str(c, e, "type", mp_model_step_type(c->m, k));
+    if (g) {
+      const mp_op *op = mp_graph_op(g, mp_model_step_op_index(c->m, k));
+      pj_names(c, e, "inputs", g, op->inputs, op->n_inputs);
+      pj_names(c, e, "outputs", g, op->outputs, op->n_outputs);
+    }
+    size_t seg = mp_profile_find(prof, (int64_t)k);
+    pj_num(c, e, "live_bytes", seg < prof->n_segs ? (double)prof->segs[seg].live : 0);
+  }
+}
+
+static void pj_buffer(pj_ctx *c, cJSON *e, size_t i) {
+  const mp_buffer *b = mp_problem_buffer(c->p, i);
+  const mp_graph *g = mp_model_graph(c->m);
+  pj_str(c, e, "name", b->name);
+  pj_str(c, e, "class", mp_class_name(b->cls));
+  if (g) {
+    const mp_tensor *t = mp_graph_tensor(g, i);
+    char shape[256];
+    pj_str(c, e, "kind", mp_tensor_kind_name(t->kind));
+    pj_str(c, e, "dtype", mp_dtype_name(t->dtype));
+    pj_str(c, e, "shape", mp_graph_shape_str(g, t, shape, sizeof shape));
+  }
+  pj_num(c, e, "offset", (double)c->pl[i].offset);
+  pj_num(c, e, "size", (double)b->size);
+  pj_num(c, e, "padded_size", (double)b->padded);
+  pj_num(c, e, "alignment", (double)b->alignment);
+  pj_num(c, e, "waste", (double)(b->padded - b->size));
+  pj_num(c, e, "first_use", (double)b->first);
+  pj_num(c, e, "last_use", (double)b->last);
+  pj_str(c, e, "region", "arena");
+  if (b->pinned && !cJSON_AddTrueToObject(e, "pinned")) c->ok = false;
+  const char *prod = mp_model_producer(c->m, i);
+  const char *cons = mp_model_last_consumer(c->m, i);
+  if (prod) pj_str(c, e, "producer", prod);
+  if (cons) pj_str(c, e, "last_consumer", cons);
+}
+
+static void pj_buffers(pj_ctx *c, cJSON *root) {
+  cJSON *arr = pj_add_arr(c, root, "buffers");
+  for (size_t i = 0; arr && i < mp_problem_count(c->p); i++) {
+    cJSON *e = pj_push_obj(c, arr);
+    if (!e) return;
+    pj_buffer(c, e, i);
+  }
+}
+
+typedef struct pj_span {
+  size_t lo, hi, index;
+} pj_span;
+
+static int pj_span_cmp(const void *a, const void *b) {
+  const pj_span *x = a, *y = b;
+  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+static void pj_pair(pj_ctx *c, cJSON *arr, const pj_span *x,
+                    const pj_span *y) {
+  const mp_buffer *a = mp_problem_buffer(c->p, x->index);
+  const mp_buffer *b = mp_problem_buffer(c->p, y->index);
+  if (b->first < a->first || (b->first == a->first && y->index < x->index)) {
+    const pj_span *t = x;
+    x = y;
+    y = t;
+    a = mp_problem_buffer(c->p, x->index);
+    b = mp_problem_buffer(c->p, y->index);
+  }
+  size_t lo = x->lo > y->lo ? x->lo : y->lo;
+  size_t hi = x->hi < y->hi ? x->hi : y->hi;
+  cJSON *e = pj_push_obj(c, arr);
+  if (!e) return;
+  pj_str(c, e, "earlier", a->name);
+  pj_str(c, e, "later", b->name);
+  pj_num(c, e, "offset", (double)lo);
+  pj_num(c, e, "bytes", (double)(hi - lo));
+}
+
+/* Pairs of activation buffers whose byte ranges intersect (invariant 2). */
+static void pj_reuse(pj_ctx *c, cJSON *root) {
+  const mp_alloc *al = mp_problem_alloc(c->p);
+  size_t n = 0, pairs = 0;
+  pj_span *s = mp_calloc(al, mp_problem_count(c->p) + 1, sizeof *s);
+  cJSON *arr = pj_add_arr(c, root, "reuse");
+  if (!s || !arr) {
+    mp_free(al, s);
+    c->ok = false;
+    return;
+  }
+  for (size_t i = 0; i < mp_problem_count(c->p); i++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, i);
+    if (b->cls != MP_CLASS_ACTIVATION) continue;
+    s[n++] = (pj_span){c->pl[i].offset, c->pl[i].offset + b->padded, i};
+  }
+  qsort(s, n, sizeof *s, pj_span_cmp);
+  for (size_t i = 0; i < n && c->ok && pairs < MP_REUSE_MAX; i++) {
+    for (size_t j = i + 1; j < n && s[j].lo < s[i].hi; j++) {
+      if (pairs++ == MP_REUSE_MAX) break;
+      pj_pair(c, arr, &s[i], &s[j]);
+    }
+  }
+  if (pairs > MP_REUSE_MAX && !cJSON_AddTrueToObject(root, "reuse_truncated")) {
+    c->ok = false;
+  }
+  mp_free(al, s);
+}
+
+mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,
+                              mp_buf *out, mp_error *err) {
+  pj_ctx c = {m, plan, mp_plan_problem(plan), mp_plan_placements(plan), true};
+  const mp_alloc *a = mp_problem_alloc(c.p);
+  size_t *idx = mp_calloc(a, mp_problem_count(c.p) + 1, sizeof *idx);
+  cJSON *root = cJSON_CreateObject();
+  if (!idx || !root) c.ok = false;
+  if (c.ok) {
+    pj_str(&c, root, "mplan", "plan/1");
+    pj_str(&c, root, "tool", "mplan " MP_VERSION);
+    pj_model(&c, root);
+    pj_summary(&c, root);
+    pj_regions(&c, root);
+    pj_peak(&c, root, idx);
+    pj_execution(&c, root);
+    pj_buffers(&c, root);
+    pj_reuse(&c, root);
+  }
+  char *text = c.ok ? cJSON_Print(root) : NULL;
+  if (text) {
+    mp_buf_puts(out, text);
+    mp_buf_puts(out, "\n");
+    cJSON_free(text);
+  }
+  cJSON_Delete(root);
+  mp_free(a, idx);
+  if (!text) return mp_error_set(err, MP_ERR_NOMEM, "plan JSON: out of memory");
+  return mp_buf_status(out, "plan JSON", err);
+}
