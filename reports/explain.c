@@ -64,7 +64,7 @@ static void ex_totals(ex_ctx *c) {
   size_t saved = s->no_reuse_bytes > s->activation_peak_bytes
                      ? s->no_reuse_bytes - s->activation_peak_bytes
                      : 0;
-  mp_buf_printf(c->out, "No reuse         %s; reuse saves %s (%.1f%%)\n\n",
+  mp_buf_printf(c->out, "No reuse         %s; reuse saves %s, %.1f%%\n\n",
                 mp_fmt_bytes(a, s->no_reuse_bytes), mp_fmt_bytes(b, saved),
                 report_pct(saved, s->no_reuse_bytes));
 }
@@ -218,7 +218,7 @@ static void ex_footer(ex_ctx *c) {
                 mp_fmt_bytes(a, s->lower_bound_bytes));
   mp_buf_printf(c->out, "Activation arena %s\n",
                 mp_fmt_bytes(b, s->activation_peak_bytes));
-  mp_buf_printf(c->out, "Overhead         %s (%.2f%% above the lower bound)\n",
+  mp_buf_printf(c->out, "Overhead         %s, %.2f%% above the lower bound\n",
                 mp_fmt_bytes(d, over), report_pct(over, s->lower_bound_bytes));
 }
 

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Writes the bundled example graphs as mplan graph JSON (graph/1).
+
+MobileNetV1 (Howard et al. 2017) and MobileNetV2 (Sandler et al. 2018) at
+224x224, width multiplier 1.0, written from the published architecture
+tables. They describe an int8 deployment as TFLite Micro runs it: batch
+norm folded into the convolutions, ReLU6 fused into the op that produces
+it (attribute "fused_activation"), int8 activations and weights, int32
+biases. No weight values: mplan plans memory, it does not need them.
+
+Run from the repository root:  python3 models/gen_models.py
+"""
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Graph:
+    def __init__(self, name, description):
+        self.doc = {
+            "mplan": "graph/1",
+            "name": name,
+            "description": description,
+            "dims": {"N": 1},
+            "tensors": [],
+            "ops": [],
+            "outputs": [],
+        }
+
+    def tensor(self, name, shape, dtype="i8", kind=None, layout=None):
+        t = {"name": name, "dtype": dtype, "shape": shape}
+        if kind:
+            t["kind"] = kind
+        if layout:
+            t["layout"] = layout
+        self.doc["tensors"].append(t)
+        return name
+
+    def op(self, name, op, inputs, outputs, attrs=None):
+        o = {"name": name, "op": op, "inputs": inputs, "outputs": outputs}
+        if attrs:
+            o["attrs"] = attrs
+        self.doc["ops"].append(o)
+
+    def conv(self, name, x, cin, cout, k, stride, hw_in, groups=1,
+             act="Relu6"):
+        """A convolution with folded BN; returns (output, output size)."""
+        pad = k // 2
+        hw = (hw_in + 2 * pad - k) // stride + 1
+        w = self.tensor(name + "_w", [cout, cin // groups, k, k],
+                        kind="weight")
+        b = self.tensor(name + "_b", [cout], dtype="i32", kind="weight")
+        y = self.tensor(name + "_out", ["N", cout, hw, hw], layout="NCHW")
+        attrs = {"kernel_shape": [k, k], "strides": [stride, stride],
+                 "pads": [pad, pad, pad, pad], "group": groups}
+        if act:
+            attrs["fused_activation"] = act
+        self.op(name, "Conv", [x, w, b], [y], attrs)
+        return y, hw
+
+    def head(self, x, channels, classes):
+        p = self.tensor("pool_out", ["N", channels, 1, 1], layout="NCHW")
+        self.op("pool", "GlobalAveragePool", [x], [p])
+        f = self.tensor("flatten_out", ["N", channels])
+        self.op("flatten", "Flatten", [p], [f], {"axis": 1})
+        w = self.tensor("fc_w", [classes, channels], kind="weight")
+        b = self.tensor("fc_b", [classes], dtype="i32", kind="weight")
+        logits = self.tensor("logits", ["N", classes])
+        self.op("fc", "Gemm", [f, w, b], [logits], {"transB": 1})
+        probs = self.tensor("probs", ["N", classes])
+        self.op("softmax", "Softmax", [logits], [probs], {"axis": 1})
+        self.doc["outputs"].append(probs)
+
+    def write(self, filename):
+        path = os.path.join(HERE, filename)
+        with open(path, "w") as f:
+            json.dump(self.doc, f, indent=1)
+            f.write("\n")
+        print("wrote", path, len(self.doc["ops"]), "ops",
+              len(self.doc["tensors"]), "tensors")
+
+
+def mobilenet_v1():
+    g = Graph("mobilenet_v1_224",
+              "MobileNetV1 1.0 224x224 (Howard et al. 2017), int8, BN "
+              "folded, ReLU6 fused. Activation lower bound in file order "
+              "with the input resident: 1,204,224 bytes.")
+    x = g.tensor("input", ["N", 3, 224, 224], kind="input", layout="NCHW")
+    x, hw = g.conv("conv1", x, 3, 32, 3, 2, 224)
+    cin = 32
+    table = [(1, 64), (2, 128), (1, 128), (2, 256), (1, 256), (2, 512)] + \
+        [(1, 512)] * 5 + [(2, 1024), (1, 1024)]
+    for i, (s, cout) in enumerate(table, start=1):
+        x, hw = g.conv("b%d_dw" % i, x, cin, cin, 3, s, hw, groups=cin)
+        x, hw = g.conv("b%d_pw" % i, x, cin, cout, 1, 1, hw)
+        cin = cout
+    g.head(x, cin, 1000)
+    g.write("mobilenet_v1.json")
+
+
+def mobilenet_v2():
+    g = Graph("mobilenet_v2_224",
+              "MobileNetV2 1.0 224x224 (Sandler et al. 2018), int8, BN "
+              "folded, ReLU6 fused, residual adds as ops. Activation lower "
+              "bound in file order with the input resident: 1,505,280 "
+              "bytes.")
+    x = g.tensor("input", ["N", 3, 224, 224], kind="input", layout="NCHW")
+    x, hw = g.conv("conv1", x, 3, 32, 3, 2, 224)
+    cin = 32
+    # (expansion t, output channels c, repeats n, first stride s)
+    table = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+             (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
+    block = 0
+    for t, c, n, s in table:
+        for r in range(n):
+            block += 1
+            stride = s if r == 0 else 1
+            name = "b%d" % block
+            y, yhw = x, hw
+            mid = cin * t
+            if t != 1:
+                y, yhw = g.conv(name + "_expand", y, cin, mid, 1, 1, yhw)
+            y, yhw = g.conv(name + "_dw", y, mid, mid, 3, stride, yhw,
+                            groups=mid)
+            y, yhw = g.conv(name + "_project", y, mid, c, 1, 1, yhw,
+                            act=None)
+            if stride == 1 and cin == c:
+                out = g.tensor(name + "_add_out", ["N", c, yhw, yhw],
+                               layout="NCHW")
+                g.op(name + "_add", "Add", [x, y], [out])
+                y = out
+            x, hw, cin = y, yhw, c
+    x, hw = g.conv("conv_last", x, cin, 1280, 1, 1, hw)
+    g.head(x, 1280, 1000)
+    g.write("mobilenet_v2.json")
+
+
+if __name__ == "__main__":
+    mobilenet_v1()
+    mobilenet_v2()
