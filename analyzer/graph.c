@@ -161,8 +161,8 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
                               int32_t *index, mp_error *err) {
   bool ok = true;
   if (!d->name || !*d->name) {
-    return mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "%s: a tensor has an empty name", g->source);
+    return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: a tensor has an empty name",
+                        g->source);
   }
   if (mp_strmap_get(g->tensor_index, d->name, NULL)) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
@@ -219,8 +219,8 @@ static mp_status graph_copy_ids(mp_graph *g, const int32_t *src, uint32_t n,
   return MP_OK;
 }
 
-static mp_status graph_copy_attrs(mp_graph *g, const mp_op_desc *d,
-                                  mp_op *op, mp_error *err) {
+static mp_status graph_copy_attrs(mp_graph *g, const mp_op_desc *d, mp_op *op,
+                                  mp_error *err) {
   bool ok = true;
   mp_attr *at = NULL;
   op->attrs = NULL;
@@ -260,8 +260,8 @@ static mp_status graph_check_op(const mp_graph *g, const mp_op_desc *d,
                         "%s: an op has an empty name or type", g->source);
   }
   if (mp_strmap_get(g->op_index, d->name, NULL)) {
-    return mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "%s: op '%s' is declared twice", g->source, d->name);
+    return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: op '%s' is declared twice",
+                        g->source, d->name);
   }
   if (d->n_outputs == 0) {
     return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: op '%s' has no outputs",
@@ -468,11 +468,10 @@ static mp_status graph_resolve_tensor(mp_graph *g, mp_tensor *t,
   return MP_OK;
 overflow: {
   char shape[256];
-  return mp_error_set(err, MP_ERR_BAD_INPUT,
-                      "%s: tensor '%s': shape %s x %s overflows 64 bits",
-                      g->source, t->name,
-                      mp_graph_shape_str(g, t, shape, sizeof shape),
-                      mp_dtype_name(t->dtype));
+  return mp_error_set(
+      err, MP_ERR_BAD_INPUT, "%s: tensor '%s': shape %s x %s overflows 64 bits",
+      g->source, t->name, mp_graph_shape_str(g, t, shape, sizeof shape),
+      mp_dtype_name(t->dtype));
 }
 }
 
@@ -510,8 +509,7 @@ const mp_op *mp_graph_op(const mp_graph *g, size_t i) {
   return &g->ops[i];
 }
 
-bool mp_graph_find_tensor(const mp_graph *g, const char *name,
-                          int32_t *index) {
+bool mp_graph_find_tensor(const mp_graph *g, const char *name, int32_t *index) {
   int64_t v;
   if (!mp_strmap_get(g->tensor_index, name, &v)) return false;
   if (index) *index = (int32_t)v;
@@ -557,8 +555,8 @@ char *mp_graph_shape_str(const mp_graph *g, const mp_tensor *t, char *buf,
       len += (size_t)snprintf(buf + len, cap - len, "%s%s", sep,
                               g->dims[d->sym].name);
     } else {
-      len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, sep,
-                              d->value);
+      len +=
+          (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, sep, d->value);
     }
   }
   if (len < cap) snprintf(buf + len, cap - len, "]");

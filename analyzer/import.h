@@ -26,10 +26,9 @@ mp_status mp_import_lifetimes(const char *file, const cJSON *root,
 
 /* minimalloc CSV -> a sealed problem (half-open [lower, upper) converted to
  * inclusive [lower, upper - 1]). */
-mp_status mp_import_minimalloc(const char *file, const char *text,
-                               size_t len, size_t min_align,
-                               const mp_alloc *a, mp_problem **out,
-                               mp_error *err);
+mp_status mp_import_minimalloc(const char *file, const char *text, size_t len,
+                               size_t min_align, const mp_alloc *a,
+                               mp_problem **out, mp_error *err);
 
 /* What a plan/1 file carries besides the problem: placements, region size
  * and the names that let a report explain it without the model. */
@@ -41,17 +40,16 @@ typedef struct mp_plan_file {
   char *model;
   double plan_ms;
   size_t n_steps;
-  char **step_op;        /* n_steps op names, or NULL */
-  char **step_type;      /* n_steps op types, or NULL */
-  char **buf_producer;   /* per buffer, entries may be NULL */
-  char **buf_consumer;   /* per buffer, entries may be NULL */
-  size_t n_buffers;      /* length of the three per-buffer arrays */
+  char **step_op;      /* n_steps op names, or NULL */
+  char **step_type;    /* n_steps op types, or NULL */
+  char **buf_producer; /* per buffer, entries may be NULL */
+  char **buf_consumer; /* per buffer, entries may be NULL */
+  size_t n_buffers;    /* length of the three per-buffer arrays */
 } mp_plan_file;
 
 /* plan/1 -> a sealed problem and its placements. */
-mp_status mp_import_plan(const char *file, const cJSON *root,
-                         const mp_alloc *a, mp_problem **problem,
-                         mp_plan_file *pf, mp_error *err);
+mp_status mp_import_plan(const char *file, const cJSON *root, const mp_alloc *a,
+                         mp_problem **problem, mp_plan_file *pf, mp_error *err);
 void mp_plan_file_release(mp_plan_file *pf, const mp_alloc *a);
 
 #endif /* MPLAN_IMPORT_H */

@@ -41,10 +41,11 @@ static mp_status be_align(const char *file, const char *where, int64_t v,
   return MP_OK;
 }
 
-static mp_status be_classes(const char *file, const cJSON *root,
-                            mp_backend *b, mp_error *err) {
+static mp_status be_classes(const char *file, const cJSON *root, mp_backend *b,
+                            mp_error *err) {
   const cJSON *ca = NULL;
-  mp_status st = json_object(file, root, "", "class_alignment", false, &ca, err);
+  mp_status st =
+      json_object(file, root, "", "class_alignment", false, &ca, err);
   for (const cJSON *it = ca ? ca->child : NULL; st == MP_OK && it;
        it = it->next) {
     mp_tensor_kind k;
@@ -73,7 +74,8 @@ static mp_status be_parse(const char *file, const cJSON *root, mp_backend *b,
   mp_status st = json_format(file, root, "backend/1", err);
   if (st == MP_OK) st = json_keys(file, root, "", be_keys, err);
   if (st == MP_OK) st = json_string(file, root, "", "name", false, &name, err);
-  if (st == MP_OK) st = json_int(file, root, "", "alignment", true, &align, err);
+  if (st == MP_OK)
+    st = json_int(file, root, "", "alignment", true, &align, err);
   if (st == MP_OK) st = json_int(file, root, "", "vlen", false, &vlen, err);
   if (st != MP_OK) return st;
   st = be_align(file, "alignment", align, &b->alignment, err);

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json_util.h"
 #include "import.h"
+#include "json_util.h"
 
 typedef struct gin {
   const char *file;
@@ -29,8 +29,8 @@ typedef struct gin {
 } gin;
 
 static const char *const gin_root_keys[] = {
-    "mplan", "name", "description", "dims", "tensors", "ops", "outputs",
-    "subgraphs", NULL};
+    "mplan", "name",    "description", "dims", "tensors",
+    "ops",   "outputs", "subgraphs",   NULL};
 static const char *const gin_tensor_keys[] = {
     "name", "dtype", "shape", "kind", "layout", "description", "data", NULL};
 static const char *const gin_op_keys[] = {
@@ -38,8 +38,7 @@ static const char *const gin_op_keys[] = {
 
 static mp_status gin_dims(gin *in, const cJSON *root) {
   const cJSON *dims = NULL;
-  mp_status st = json_object(in->file, root, "", "dims", false, &dims,
-                             in->err);
+  mp_status st = json_object(in->file, root, "", "dims", false, &dims, in->err);
   if (st != MP_OK || !dims) return st;
   for (const cJSON *d = dims->child; d; d = d->next) {
     int64_t v = -1;
@@ -78,8 +77,8 @@ static mp_status gin_shape(gin *in, const cJSON *shape, const char *where,
     } else if (json_exact_int(it, &v)) {
       if (v <= 0) {
         return mp_error_set(in->err, MP_ERR_BAD_INPUT,
-                            "%s: %s.shape[%d]: dim %lld must be >= 1",
-                            in->file, where, k, (long long)v);
+                            "%s: %s.shape[%d]: dim %lld must be >= 1", in->file,
+                            where, k, (long long)v);
       }
       d->shape[k] = (mp_dim){v, MP_NO_SYM};
     } else {
@@ -99,11 +98,12 @@ static mp_status gin_tensor(gin *in, const cJSON *t, int i) {
   const char *dtype = NULL, *kind = NULL;
   const cJSON *shape = NULL;
   if (!cJSON_IsObject(t)) {
-    return mp_error_set(in->err, MP_ERR_BAD_INPUT,
-                        "%s: %s: expected an object", in->file, where);
+    return mp_error_set(in->err, MP_ERR_BAD_INPUT, "%s: %s: expected an object",
+                        in->file, where);
   }
   mp_status st = json_keys(in->file, t, where, gin_tensor_keys, in->err);
-  if (st == MP_OK) st = json_string(in->file, t, where, "name", true, &d.name, in->err);
+  if (st == MP_OK)
+    st = json_string(in->file, t, where, "name", true, &d.name, in->err);
   if (st != MP_OK) return st;
   snprintf(where, sizeof where, "tensors[%d] ('%.32s')", i, d.name);
   if (cJSON_GetObjectItemCaseSensitive(t, "data")) {
@@ -112,10 +112,14 @@ static mp_status gin_tensor(gin *in, const cJSON *t, int i) {
                         "version of mplan",
                         in->file, where);
   }
-  if (st == MP_OK) st = json_string(in->file, t, where, "dtype", true, &dtype, in->err);
-  if (st == MP_OK) st = json_string(in->file, t, where, "kind", false, &kind, in->err);
-  if (st == MP_OK) st = json_string(in->file, t, where, "layout", false, &d.layout, in->err);
-  if (st == MP_OK) st = json_array(in->file, t, where, "shape", true, &shape, in->err);
+  if (st == MP_OK)
+    st = json_string(in->file, t, where, "dtype", true, &dtype, in->err);
+  if (st == MP_OK)
+    st = json_string(in->file, t, where, "kind", false, &kind, in->err);
+  if (st == MP_OK)
+    st = json_string(in->file, t, where, "layout", false, &d.layout, in->err);
+  if (st == MP_OK)
+    st = json_array(in->file, t, where, "shape", true, &shape, in->err);
   if (st != MP_OK) return st;
   if (!mp_dtype_parse(dtype, &d.dtype)) {
     return mp_error_set(in->err, MP_ERR_BAD_INPUT,
@@ -141,7 +145,8 @@ static mp_status gin_names(gin *in, const cJSON *arr, const char *where,
                            uint32_t *n) {
   int count = cJSON_GetArraySize(arr), k = 0;
   int32_t *v = mp_calloc(in->a, count ? (size_t)count : 1, sizeof *v);
-  if (!v) return mp_error_set(in->err, MP_ERR_NOMEM, "%s: out of memory", in->file);
+  if (!v)
+    return mp_error_set(in->err, MP_ERR_NOMEM, "%s: out of memory", in->file);
   for (const cJSON *it = arr->child; it; it = it->next, k++) {
     if (!cJSON_IsString(it)) {
       mp_free(in->a, v);
@@ -184,8 +189,8 @@ static mp_status gin_attr(gin *in, const cJSON *v, const char *where,
     for (const cJSON *e = v->child; e; e = e->next, k++) {
       if (!cJSON_IsNumber(e)) {
         return mp_error_set(in->err, MP_ERR_BAD_INPUT,
-                            "%s: %s.attrs.%s[%zu]: expected a number",
-                            in->file, where, v->string, k);
+                            "%s: %s.attrs.%s[%zu]: expected a number", in->file,
+                            where, v->string, k);
       }
       all_int = all_int && json_exact_int(e, &ints[k]);
       floats[k] = e->valuedouble;
@@ -206,7 +211,8 @@ static mp_status gin_attr(gin *in, const cJSON *v, const char *where,
 static mp_status gin_op_add(gin *in, const cJSON *o, const char *where,
                             mp_op_desc *d) {
   const cJSON *attrs = NULL;
-  mp_status st = json_object(in->file, o, where, "attrs", false, &attrs, in->err);
+  mp_status st =
+      json_object(in->file, o, where, "attrs", false, &attrs, in->err);
   if (st != MP_OK) return st;
   size_t n = attrs ? (size_t)cJSON_GetArraySize(attrs) : 0, total = 0;
   for (const cJSON *v = attrs ? attrs->child : NULL; v; v = v->next) {
@@ -242,16 +248,20 @@ static mp_status gin_op(gin *in, const cJSON *o, int i) {
   const cJSON *ins = NULL, *outs = NULL;
   int32_t *in_ids = NULL, *out_ids = NULL;
   if (!cJSON_IsObject(o)) {
-    return mp_error_set(in->err, MP_ERR_BAD_INPUT,
-                        "%s: %s: expected an object", in->file, where);
+    return mp_error_set(in->err, MP_ERR_BAD_INPUT, "%s: %s: expected an object",
+                        in->file, where);
   }
   mp_status st = json_keys(in->file, o, where, gin_op_keys, in->err);
-  if (st == MP_OK) st = json_string(in->file, o, where, "name", true, &d.name, in->err);
+  if (st == MP_OK)
+    st = json_string(in->file, o, where, "name", true, &d.name, in->err);
   if (st != MP_OK) return st;
   snprintf(where, sizeof where, "ops[%d] ('%.48s')", i, d.name);
-  if (st == MP_OK) st = json_string(in->file, o, where, "op", true, &d.type, in->err);
-  if (st == MP_OK) st = json_array(in->file, o, where, "inputs", false, &ins, in->err);
-  if (st == MP_OK) st = json_array(in->file, o, where, "outputs", true, &outs, in->err);
+  if (st == MP_OK)
+    st = json_string(in->file, o, where, "op", true, &d.type, in->err);
+  if (st == MP_OK)
+    st = json_array(in->file, o, where, "inputs", false, &ins, in->err);
+  if (st == MP_OK)
+    st = json_array(in->file, o, where, "outputs", true, &outs, in->err);
   if (st == MP_OK && cJSON_GetArraySize(outs) == 0) {
     st = mp_error_set(in->err, MP_ERR_BAD_INPUT,
                       "%s: %s.outputs: an op must have at least one output",
@@ -275,14 +285,16 @@ static mp_status gin_op(gin *in, const cJSON *o, int i) {
 
 static mp_status gin_outputs(gin *in, const cJSON *root) {
   const cJSON *outs = NULL;
-  mp_status st = json_array(in->file, root, "", "outputs", false, &outs, in->err);
+  mp_status st =
+      json_array(in->file, root, "", "outputs", false, &outs, in->err);
   if (st != MP_OK || !outs) return st;
   int k = 0;
   for (const cJSON *it = outs->child; it; it = it->next, k++) {
     int32_t t;
     if (!cJSON_IsString(it)) {
       return mp_error_set(in->err, MP_ERR_BAD_INPUT,
-                          "%s: outputs[%d]: expected a tensor name", in->file, k);
+                          "%s: outputs[%d]: expected a tensor name", in->file,
+                          k);
     }
     if (!mp_graph_find_tensor(in->g, it->valuestring, &t)) {
       return mp_error_set(in->err, MP_ERR_BAD_INPUT,

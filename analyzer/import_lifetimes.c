@@ -19,12 +19,11 @@
 #include "import.h"
 #include "json_util.h"
 
-static const char *const lt_root_keys[] = {"mplan",     "name",    "steps",
-                                           "alignment", "tensors", "description",
-                                           NULL};
+static const char *const lt_root_keys[] = {
+    "mplan", "name", "steps", "alignment", "tensors", "description", NULL};
 static const char *const lt_tensor_keys[] = {
-    "name", "first_use", "last_use", "size", "resident", "class",
-    "alignment", NULL};
+    "name",     "first_use", "last_use",  "size",
+    "resident", "class",     "alignment", NULL};
 
 static mp_status lt_positive(const char *file, const char *where,
                              const char *key, int64_t v, mp_error *err) {
@@ -60,9 +59,10 @@ static mp_status lt_class(lt_ctx *c, const cJSON *t, const char *where,
                           mp_class *cls) {
   bool resident = false;
   const char *name = NULL;
-  mp_status st = json_bool(c->file, t, where, "resident", false, &resident,
-                           c->err);
-  if (st == MP_OK) st = json_string(c->file, t, where, "class", false, &name, c->err);
+  mp_status st =
+      json_bool(c->file, t, where, "resident", false, &resident, c->err);
+  if (st == MP_OK)
+    st = json_string(c->file, t, where, "class", false, &name, c->err);
   if (st != MP_OK) return st;
   *cls = resident ? MP_CLASS_RESIDENT : MP_CLASS_ACTIVATION;
   if (name && !mp_class_parse(name, cls)) {
@@ -84,13 +84,18 @@ static mp_status lt_tensor(lt_ctx *c, const cJSON *t, int i) {
                         c->file, where);
   }
   mp_status st = json_keys(c->file, t, where, lt_tensor_keys, c->err);
-  if (st == MP_OK) st = json_string(c->file, t, where, "name", true, &d.name, c->err);
+  if (st == MP_OK)
+    st = json_string(c->file, t, where, "name", true, &d.name, c->err);
   if (st != MP_OK) return st;
   snprintf(where, sizeof where, "tensors[%d] ('%.48s')", i, d.name);
-  if (st == MP_OK) st = json_int(c->file, t, where, "first_use", true, &first, c->err);
-  if (st == MP_OK) st = json_int(c->file, t, where, "last_use", true, &last, c->err);
-  if (st == MP_OK) st = json_int(c->file, t, where, "size", true, &size, c->err);
-  if (st == MP_OK) st = json_int(c->file, t, where, "alignment", false, &align, c->err);
+  if (st == MP_OK)
+    st = json_int(c->file, t, where, "first_use", true, &first, c->err);
+  if (st == MP_OK)
+    st = json_int(c->file, t, where, "last_use", true, &last, c->err);
+  if (st == MP_OK)
+    st = json_int(c->file, t, where, "size", true, &size, c->err);
+  if (st == MP_OK)
+    st = json_int(c->file, t, where, "alignment", false, &align, c->err);
   if (st == MP_OK) st = lt_class(c, t, where, &d.cls);
   if (st == MP_OK) st = lt_positive(c->file, where, "size", size, c->err);
   if (st != MP_OK) return st;
@@ -135,9 +140,12 @@ mp_status mp_import_lifetimes(const char *file, const cJSON *root,
   if (st == MP_OK) st = json_keys(file, root, "", lt_root_keys, err);
   if (st == MP_OK) st = json_string(file, root, "", "name", false, &name, err);
   if (st == MP_OK) st = json_int(file, root, "", "steps", false, &c.steps, err);
-  if (st == MP_OK) st = json_int(file, root, "", "alignment", false, &c.align, err);
-  if (st == MP_OK) st = json_array(file, root, "", "tensors", true, &tensors, err);
-  if (st == MP_OK && c.steps != -1) st = lt_positive(file, "", "steps", c.steps, err);
+  if (st == MP_OK)
+    st = json_int(file, root, "", "alignment", false, &c.align, err);
+  if (st == MP_OK)
+    st = json_array(file, root, "", "tensors", true, &tensors, err);
+  if (st == MP_OK && c.steps != -1)
+    st = lt_positive(file, "", "steps", c.steps, err);
   if (st == MP_OK) st = lt_align(file, "", c.align, err);
   if (st == MP_OK && cJSON_GetArraySize(tensors) == 0) {
     st = mp_error_set(err, MP_ERR_BAD_INPUT, "%s: tensors: the list is empty",

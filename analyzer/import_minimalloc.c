@@ -81,8 +81,8 @@ static mp_status mm_header(mm_ctx *c, char f[MM_MAX_FIELDS][MM_MAX_FIELD],
     }
     if (c->col_of[k] >= 0) {
       return mp_error_set(c->err, MP_ERR_BAD_INPUT,
-                          "%s:%zu: column '%s' appears twice", c->file,
-                          c->line, f[i]);
+                          "%s:%zu: column '%s' appears twice", c->file, c->line,
+                          f[i]);
     }
     c->col_of[k] = i;
   }
@@ -98,8 +98,8 @@ static mp_status mm_header(mm_ctx *c, char f[MM_MAX_FIELDS][MM_MAX_FIELD],
   return MP_OK;
 }
 
-static mp_status mm_int(mm_ctx *c, char f[MM_MAX_FIELDS][MM_MAX_FIELD],
-                        int col, int64_t *out) {
+static mp_status mm_int(mm_ctx *c, char f[MM_MAX_FIELDS][MM_MAX_FIELD], int col,
+                        int64_t *out) {
   if (!mp_parse_i64(f[c->col_of[col]], out)) {
     return mp_error_set(c->err, MP_ERR_BAD_INPUT,
                         "%s:%zu: column '%s': '%s' is not an integer", c->file,
@@ -118,14 +118,16 @@ static mp_status mm_row(mm_ctx *c, char f[MM_MAX_FIELDS][MM_MAX_FIELD], int n,
                         c->line, n, c->n_fields);
   }
   if (f[c->col_of[MM_ID]][0] == '\0') {
-    return mp_error_set(c->err, MP_ERR_BAD_INPUT, "%s:%zu: column 'id' is empty",
-                        c->file, c->line);
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s:%zu: column 'id' is empty", c->file, c->line);
   }
   if (st == MP_OK) st = mm_int(c, f, MM_LOWER, &lower);
   if (st == MP_OK) st = mm_int(c, f, MM_UPPER, &upper);
   if (st == MP_OK) st = mm_int(c, f, MM_SIZE, &size);
-  if (st == MP_OK && c->col_of[MM_ALIGN] >= 0) st = mm_int(c, f, MM_ALIGN, &align);
-  if (st == MP_OK && c->col_of[MM_OFFSET] >= 0) st = mm_int(c, f, MM_OFFSET, &offset);
+  if (st == MP_OK && c->col_of[MM_ALIGN] >= 0)
+    st = mm_int(c, f, MM_ALIGN, &align);
+  if (st == MP_OK && c->col_of[MM_OFFSET] >= 0)
+    st = mm_int(c, f, MM_OFFSET, &offset);
   if (st != MP_OK) return st;
   const char *id = f[c->col_of[MM_ID]];
   if (size <= 0) {
@@ -149,8 +151,8 @@ static mp_status mm_row(mm_ctx *c, char f[MM_MAX_FIELDS][MM_MAX_FIELD], int n,
   }
   if (c->col_of[MM_OFFSET] >= 0 && offset < 0) {
     return mp_error_set(c->err, MP_ERR_BAD_INPUT,
-                        "%s:%zu: buffer '%s': offset %lld is negative",
-                        c->file, c->line, id, (long long)offset);
+                        "%s:%zu: buffer '%s': offset %lld is negative", c->file,
+                        c->line, id, (long long)offset);
   }
   mp_buffer_desc d = {
       .name = id,
@@ -167,10 +169,9 @@ static mp_status mm_row(mm_ctx *c, char f[MM_MAX_FIELDS][MM_MAX_FIELD], int n,
   return st;
 }
 
-mp_status mp_import_minimalloc(const char *file, const char *text,
-                               size_t len, size_t min_align,
-                               const mp_alloc *a, mp_problem **out,
-                               mp_error *err) {
+mp_status mp_import_minimalloc(const char *file, const char *text, size_t len,
+                               size_t min_align, const mp_alloc *a,
+                               mp_problem **out, mp_error *err) {
   char fields[MM_MAX_FIELDS][MM_MAX_FIELD];
   mm_ctx c = {.file = file, .min_align = min_align ? min_align : 1, .err = err};
   mp_problem *p = NULL;

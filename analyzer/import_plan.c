@@ -21,9 +21,9 @@
 #include "json_util.h"
 
 static const char *const pl_buf_keys[] = {
-    "name",     "class",    "kind",      "dtype",     "shape",
-    "offset",   "size",     "padded_size", "alignment", "waste",
-    "first_use", "last_use", "region",    "pinned",    "producer",
+    "name",          "class",    "kind",        "dtype",     "shape",
+    "offset",        "size",     "padded_size", "alignment", "waste",
+    "first_use",     "last_use", "region",      "pinned",    "producer",
     "last_consumer", NULL};
 
 typedef struct pl_ctx {
@@ -59,12 +59,18 @@ static mp_status pl_fields(pl_ctx *c, const cJSON *b, const char *where,
   if (st == MP_OK) st = json_string(f, b, where, "class", true, &cls, c->err);
   if (st == MP_OK) st = json_int(f, b, where, "offset", true, offset, c->err);
   if (st == MP_OK) st = json_int(f, b, where, "size", true, &size, c->err);
-  if (st == MP_OK) st = json_int(f, b, where, "alignment", false, &align, c->err);
-  if (st == MP_OK) st = json_int(f, b, where, "padded_size", false, &padded, c->err);
-  if (st == MP_OK) st = json_int(f, b, where, "first_use", true, &d->first, c->err);
-  if (st == MP_OK) st = json_int(f, b, where, "last_use", true, &d->last, c->err);
-  if (st == MP_OK) st = json_string(f, b, where, "region", false, &region, c->err);
-  if (st == MP_OK) st = json_bool(f, b, where, "pinned", false, &d->pinned, c->err);
+  if (st == MP_OK)
+    st = json_int(f, b, where, "alignment", false, &align, c->err);
+  if (st == MP_OK)
+    st = json_int(f, b, where, "padded_size", false, &padded, c->err);
+  if (st == MP_OK)
+    st = json_int(f, b, where, "first_use", true, &d->first, c->err);
+  if (st == MP_OK)
+    st = json_int(f, b, where, "last_use", true, &d->last, c->err);
+  if (st == MP_OK)
+    st = json_string(f, b, where, "region", false, &region, c->err);
+  if (st == MP_OK)
+    st = json_bool(f, b, where, "pinned", false, &d->pinned, c->err);
   if (st == MP_OK) st = pl_nonneg(c, where, "offset", *offset);
   if (st == MP_OK) st = pl_nonneg(c, where, "size", size);
   if (st == MP_OK) st = pl_nonneg(c, where, "alignment", align);
@@ -109,11 +115,14 @@ static mp_status pl_buffer(pl_ctx *c, const cJSON *b, size_t i) {
   if (st != MP_OK) return st;
   snprintf(where, sizeof where, "buffers[%zu] ('%.64s')", i, d.name);
   st = pl_fields(c, b, where, &d, &offset);
-  if (st == MP_OK) st = json_string(c->file, b, where, "producer", false, &prod, c->err);
-  if (st == MP_OK) st = json_string(c->file, b, where, "last_consumer", false, &cons, c->err);
+  if (st == MP_OK)
+    st = json_string(c->file, b, where, "producer", false, &prod, c->err);
+  if (st == MP_OK)
+    st = json_string(c->file, b, where, "last_consumer", false, &cons, c->err);
   if (st == MP_OK) st = mp_problem_add(c->p, &d, NULL, c->err);
   if (st != MP_OK) {
-    if (st != MP_ERR_NOMEM && c->err && strncmp(c->err->msg, c->file, strlen(c->file)) != 0) {
+    if (st != MP_ERR_NOMEM && c->err &&
+        strncmp(c->err->msg, c->file, strlen(c->file)) != 0) {
       mp_error_prefix(c->err, "%s: %s", c->file, where);
     }
     return st;
@@ -121,7 +130,8 @@ static mp_status pl_buffer(pl_ctx *c, const cJSON *b, size_t i) {
   c->pf->placements[i] = (mp_placement){(size_t)offset, 0};
   c->pf->buf_producer[i] = pl_dup(c, prod, &ok);
   c->pf->buf_consumer[i] = pl_dup(c, cons, &ok);
-  if (!ok) return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
+  if (!ok)
+    return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
   return MP_OK;
 }
 
@@ -141,12 +151,14 @@ static mp_status pl_execution(pl_ctx *c, const cJSON *root) {
     int64_t step = -1;
     snprintf(where, sizeof where, "execution[%zu]", k);
     if (!cJSON_IsObject(e)) {
-      return mp_error_set(c->err, MP_ERR_BAD_INPUT, "%s: %s: expected an object",
-                          c->file, where);
+      return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                          "%s: %s: expected an object", c->file, where);
     }
     st = json_int(c->file, e, where, "step", true, &step, c->err);
-    if (st == MP_OK) st = json_string(c->file, e, where, "op", true, &op, c->err);
-    if (st == MP_OK) st = json_string(c->file, e, where, "type", false, &type, c->err);
+    if (st == MP_OK)
+      st = json_string(c->file, e, where, "op", true, &op, c->err);
+    if (st == MP_OK)
+      st = json_string(c->file, e, where, "type", false, &type, c->err);
     if (st != MP_OK) return st;
     if (step != (int64_t)k) {
       return mp_error_set(c->err, MP_ERR_BAD_INPUT,
@@ -156,7 +168,8 @@ static mp_status pl_execution(pl_ctx *c, const cJSON *root) {
     c->pf->step_op[k] = pl_dup(c, op, &ok);
     c->pf->step_type[k] = pl_dup(c, type, &ok);
   }
-  if (!ok) return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
+  if (!ok)
+    return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
   return MP_OK;
 }
 
@@ -181,11 +194,16 @@ static mp_status pl_summary(pl_ctx *c, const cJSON *root, int64_t span[2]) {
   int64_t arena = -1;
   bool ok = true;
   mp_status st = json_object(c->file, root, "", "summary", true, &s, c->err);
-  if (st == MP_OK) st = json_int(c->file, s, "summary", "arena_bytes", true, &arena, c->err);
+  if (st == MP_OK)
+    st = json_int(c->file, s, "summary", "arena_bytes", true, &arena, c->err);
   if (st == MP_OK) st = pl_span(c, s, span);
-  if (st == MP_OK) st = json_string(c->file, s, "summary", "strategy", false, &strategy, c->err);
-  if (st == MP_OK) st = json_string(c->file, s, "summary", "order", false, &order, c->err);
-  if (st == MP_OK) st = json_array(c->file, root, "", "regions", false, &regions, c->err);
+  if (st == MP_OK)
+    st = json_string(c->file, s, "summary", "strategy", false, &strategy,
+                     c->err);
+  if (st == MP_OK)
+    st = json_string(c->file, s, "summary", "order", false, &order, c->err);
+  if (st == MP_OK)
+    st = json_array(c->file, root, "", "regions", false, &regions, c->err);
   if (st == MP_OK) st = pl_nonneg(c, "summary", "arena_bytes", arena);
   if (st != MP_OK) return st;
   const cJSON *plan_ms = cJSON_GetObjectItemCaseSensitive(s, "plan_ms");
@@ -200,7 +218,8 @@ static mp_status pl_summary(pl_ctx *c, const cJSON *root, int64_t span[2]) {
                           "%s: regions[0]: expected an object", c->file);
     }
     st = json_int(c->file, r0, "regions[0]", "size", true, &size, c->err);
-    if (st == MP_OK) st = json_string(c->file, r0, "regions[0]", "name", true, &name, c->err);
+    if (st == MP_OK)
+      st = json_string(c->file, r0, "regions[0]", "name", true, &name, c->err);
     if (st == MP_OK) st = pl_nonneg(c, "regions[0]", "size", size);
     if (st != MP_OK) return st;
     c->cap = (size_t)size;
@@ -209,7 +228,8 @@ static mp_status pl_summary(pl_ctx *c, const cJSON *root, int64_t span[2]) {
   c->pf->arena_bytes = c->cap;
   c->pf->strategy = pl_dup(c, strategy ? strategy : "", &ok);
   c->pf->order = pl_dup(c, order ? order : "file", &ok);
-  if (!ok) return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
+  if (!ok)
+    return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
   return MP_OK;
 }
 
@@ -219,8 +239,8 @@ static mp_status pl_buffers(pl_ctx *c, const cJSON *root) {
   if (st != MP_OK) return st;
   size_t n = (size_t)cJSON_GetArraySize(bufs), i = 0;
   if (n == 0) {
-    return mp_error_set(c->err, MP_ERR_BAD_INPUT, "%s: buffers: the list is empty",
-                        c->file);
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: buffers: the list is empty", c->file);
   }
   c->pf->placements = mp_calloc(c->a, n, sizeof *c->pf->placements);
   c->pf->buf_producer = mp_calloc(c->a, n, sizeof *c->pf->buf_producer);
@@ -235,9 +255,9 @@ static mp_status pl_buffers(pl_ctx *c, const cJSON *root) {
   return st;
 }
 
-mp_status mp_import_plan(const char *file, const cJSON *root,
-                         const mp_alloc *a, mp_problem **problem,
-                         mp_plan_file *pf, mp_error *err) {
+mp_status mp_import_plan(const char *file, const cJSON *root, const mp_alloc *a,
+                         mp_problem **problem, mp_plan_file *pf,
+                         mp_error *err) {
   pl_ctx c = {file, a, NULL, pf, 0, "arena", err};
   int64_t span[2] = {0, -1};
   const char *name = "", *path = NULL;
@@ -245,9 +265,12 @@ mp_status mp_import_plan(const char *file, const cJSON *root,
   const cJSON *model = NULL;
   memset(pf, 0, sizeof *pf);
   mp_status st = json_format(file, root, "plan/1", err);
-  if (st == MP_OK) st = json_object(file, root, "", "model", false, &model, err);
-  if (st == MP_OK && model) st = json_string(file, model, "model", "name", false, &name, err);
-  if (st == MP_OK && model) st = json_string(file, model, "model", "path", false, &path, err);
+  if (st == MP_OK)
+    st = json_object(file, root, "", "model", false, &model, err);
+  if (st == MP_OK && model)
+    st = json_string(file, model, "model", "name", false, &name, err);
+  if (st == MP_OK && model)
+    st = json_string(file, model, "model", "path", false, &path, err);
   if (st == MP_OK) {
     pf->model = pl_dup(&c, path ? path : file, &ok);
     if (!ok) st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);

@@ -25,14 +25,50 @@ static void json_line_col(const char *text, size_t off, size_t *line,
   }
 }
 
+/* Where a truncated document leaves something open: the offset of an
+ * unterminated string's quote or of the innermost unclosed '{' or '['
+ * outside strings, or len when everything closes.
+ * Only used to word an error cJSON has already found. */
+static size_t json_unclosed(const char *text, size_t len) {
+  size_t stack[64], depth = 0, str_start = 0;
+  bool in_str = false;
+  for (size_t i = 0; i < len; i++) {
+    char ch = text[i];
+    if (in_str) {
+      if (ch == '\\')
+        i++;
+      else if (ch == '"')
+        in_str = false;
+    } else if (ch == '"') {
+      in_str = true;
+      str_start = i;
+    } else if (ch == '{' || ch == '[') {
+      if (depth < 64) stack[depth] = i;
+      depth++;
+    } else if ((ch == '}' || ch == ']') && depth) {
+      depth--;
+    }
+  }
+  if (in_str) return str_start;
+  return depth ? stack[depth <= 64 ? depth - 1 : 63] : len;
+}
+
 mp_status json_parse(const char *file, const char *text, size_t len,
                      cJSON **out, mp_error *err) {
   const char *end = NULL;
   size_t line, col;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-  size_t off = end && end >= text && end <= text + len ? (size_t)(end - text)
-                                                       : len;
+  size_t off =
+      end && end >= text && end <= text + len ? (size_t)(end - text) : len;
   if (!root) {
+    size_t open = json_unclosed(text, len);
+    if (open < len) {
+      json_line_col(text, open, &line, &col);
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s:%zu:%zu: malformed JSON: unexpected end of "
+                          "input ('%c' opened here is never closed)",
+                          file, line, col, text[open]);
+    }
     json_line_col(text, off, &line, &col);
     if (off >= len) {
       return mp_error_set(err, MP_ERR_BAD_INPUT,
@@ -89,9 +125,8 @@ mp_status json_keys(const char *file, const cJSON *obj, const char *where,
 }
 
 static mp_status json_member(const char *file, const cJSON *obj,
-                             const char *where, const char *key,
-                             bool required, const cJSON **item,
-                             mp_error *err) {
+                             const char *where, const char *key, bool required,
+                             const cJSON **item, mp_error *err) {
   *item = cJSON_GetObjectItemCaseSensitive(obj, key);
   if (!*item && required) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
@@ -137,20 +172,20 @@ mp_status json_int(const char *file, const cJSON *obj, const char *where,
   mp_status st = json_member(file, obj, where, key, required, &it, err);
   if (st != MP_OK || !it) return st;
   if (!json_exact_int(it, &v)) {
-    return json_type_error(file, where, key,
-                           "an integer (exact, at most 2^53)", err);
+    return json_type_error(file, where, key, "an integer (exact, at most 2^53)",
+                           err);
   }
   *out = v;
   return MP_OK;
 }
 
 mp_status json_bool(const char *file, const cJSON *obj, const char *where,
-                    const char *key, bool required, bool *out,
-                    mp_error *err) {
+                    const char *key, bool required, bool *out, mp_error *err) {
   const cJSON *it;
   mp_status st = json_member(file, obj, where, key, required, &it, err);
   if (st != MP_OK || !it) return st;
-  if (!cJSON_IsBool(it)) return json_type_error(file, where, key, "true or false", err);
+  if (!cJSON_IsBool(it))
+    return json_type_error(file, where, key, "true or false", err);
   *out = cJSON_IsTrue(it);
   return MP_OK;
 }
@@ -161,7 +196,8 @@ mp_status json_array(const char *file, const cJSON *obj, const char *where,
   const cJSON *it;
   mp_status st = json_member(file, obj, where, key, required, &it, err);
   if (st != MP_OK || !it) return st;
-  if (!cJSON_IsArray(it)) return json_type_error(file, where, key, "an array", err);
+  if (!cJSON_IsArray(it))
+    return json_type_error(file, where, key, "an array", err);
   *out = it;
   return MP_OK;
 }

@@ -29,8 +29,7 @@ mp_status json_string(const char *file, const cJSON *obj, const char *where,
                       const char *key, bool required, const char **out,
                       mp_error *err);
 mp_status json_int(const char *file, const cJSON *obj, const char *where,
-                   const char *key, bool required, int64_t *out,
-                   mp_error *err);
+                   const char *key, bool required, int64_t *out, mp_error *err);
 mp_status json_bool(const char *file, const cJSON *obj, const char *where,
                     const char *key, bool required, bool *out, mp_error *err);
 mp_status json_array(const char *file, const cJSON *obj, const char *where,

@@ -23,8 +23,7 @@ static mp_class lifetime_class(const mp_tensor *t, bool inputs_as_act) {
 }
 
 static void lifetime_interval(const mp_tensor *t, const uint32_t *step_of,
-                              int64_t n_steps, int64_t *first,
-                              int64_t *last) {
+                              int64_t n_steps, int64_t *first, int64_t *last) {
   *first = t->producer >= 0 ? step_of[t->producer] : 0;
   *last = *first;
   for (uint32_t c = 0; c < t->n_consumers; c++) {

@@ -111,12 +111,18 @@ static mp_status sched_cycle(const mp_graph *g, const bool *done,
     walk[len - 1] = cur;
     cur = (uint32_t)sched_pending_pred(g, cur, done);
   }
-  /* The walk runs against the edges; print the cycle along them. */
-  size_t start = (size_t)pos[cur] - 1;
-  for (size_t k = len; k-- > start;) {
-    mp_buf_printf(&b, "'%s' -> ", mp_graph_op(g, walk[k])->name);
+  /* The walk runs against the edges: walk[start..len) reversed is the cycle
+   * along them. Print it from its earliest op in the file, so the report
+   * does not depend on where the walk began. */
+  size_t start = (size_t)pos[cur] - 1, cyc = len - start, first = start;
+  for (size_t k = start; k < len; k++) {
+    if (walk[k] < walk[first]) first = k;
   }
-  mp_buf_printf(&b, "'%s'", mp_graph_op(g, walk[len - 1])->name);
+  for (size_t j = 0; j <= cyc; j++) {
+    /* Position first, then the next op along the edges, wrapping. */
+    size_t k = start + (first - start + cyc - j % cyc) % cyc;
+    mp_buf_printf(&b, "%s'%s'", j ? " -> " : "", mp_graph_op(g, walk[k])->name);
+  }
   mp_status st = mp_buf_status(&b, mp_graph_source(g), err);
   if (st == MP_OK) {
     st = mp_error_set(err, MP_ERR_BAD_INPUT, "%s: the graph has a cycle: %s",
@@ -128,9 +134,8 @@ static mp_status sched_cycle(const mp_graph *g, const bool *done,
   return st;
 }
 
-static mp_status sched_kahn(const mp_graph *g, uint32_t *order,
-                            uint32_t *indeg, bool *done, uint32_t *heap,
-                            mp_error *err) {
+static mp_status sched_kahn(const mp_graph *g, uint32_t *order, uint32_t *indeg,
+                            bool *done, uint32_t *heap, mp_error *err) {
   size_t n = mp_graph_op_count(g), n_done = 0;
   sched_heap h = {heap, 0};
   for (uint32_t o = 0; o < n; o++) {
@@ -178,8 +183,8 @@ static bool sched_file_ok(const mp_graph *g, mp_error *err) {
   return true;
 }
 
-mp_status mp_schedule(const mp_graph *g, mp_order_kind want,
-                      uint32_t **order, mp_order_kind *used, mp_error *err) {
+mp_status mp_schedule(const mp_graph *g, mp_order_kind want, uint32_t **order,
+                      mp_order_kind *used, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(g);
   size_t n = mp_graph_op_count(g);
   size_t m = n ? n : 1;

@@ -34,8 +34,8 @@ static int args_match(args_state *s, const char *name, bool takes_value,
   if (a[n] != '\0') return 0;
   if (!takes_value) return 1;
   if (s->i + 1 >= s->argc) {
-    mp_error_set(s->err, MP_ERR_BAD_INPUT, "mplan %s: %s needs a value",
-                 s->cmd, name);
+    mp_error_set(s->err, MP_ERR_BAD_INPUT, "mplan %s: %s needs a value", s->cmd,
+                 name);
     return -1;
   }
   *value = s->argv[++s->i];
@@ -148,8 +148,7 @@ static int args_report(args_state *s, cli_opts *o, mp_status *st) {
   return r;
 }
 
-static int args_one(args_state *s, unsigned flags, cli_opts *o,
-                    mp_status *st) {
+static int args_one(args_state *s, unsigned flags, cli_opts *o, mp_status *st) {
   const char *v = NULL;
   int r = 0;
   if ((flags & CLI_F_OUTPUT) && ((r = args_match(s, "-o", true, &v)) ||

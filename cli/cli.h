@@ -13,12 +13,12 @@
 
 /* Which flags a command accepts. */
 enum {
-  CLI_F_OUTPUT = 1u << 0,  /* -o FILE */
+  CLI_F_OUTPUT = 1u << 0,   /* -o FILE */
   CLI_F_PLANNING = 1u << 1, /* --backend --strategy --budget-ms --order
                                --dim --inputs (and --shape --value --passes,
                                refused until supported) */
-  CLI_F_JSON = 1u << 2,    /* --json */
-  CLI_F_REPORT = 1u << 3   /* --top --map-width --map-rows --no-map */
+  CLI_F_JSON = 1u << 2,     /* --json */
+  CLI_F_REPORT = 1u << 3    /* --top --map-width --map-rows --no-map */
 };
 
 typedef struct cli_opts {

@@ -23,9 +23,9 @@ int cli_explain(int argc, char **argv) {
   int rc = 0;
   if (cli_wants_help(argc, argv)) return cli_print(explain_usage) ? 0 : 2;
   mp_buf_init(&out, NULL);
-  mp_status st = cli_parse(argc, argv, 2, "explain",
-                           CLI_F_PLANNING | CLI_F_REPORT | CLI_F_JSON, &o,
-                           &err);
+  mp_status st =
+      cli_parse(argc, argv, 2, "explain",
+                CLI_F_PLANNING | CLI_F_REPORT | CLI_F_JSON, &o, &err);
   if (st == MP_OK) st = cli_load_and_plan(&o, true, &m, &plan, &err);
   if (st == MP_OK && o.json) {
     st = mp_report_plan_json(m, plan, &out, &err);

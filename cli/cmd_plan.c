@@ -27,8 +27,9 @@ int cli_plan(int argc, char **argv) {
   mp_buf json, text;
   int rc = 0;
   if (cli_wants_help(argc, argv)) return cli_print(plan_usage) ? 0 : 2;
-  mp_status st = cli_parse(argc, argv, 2, "plan",
-                           CLI_F_OUTPUT | CLI_F_PLANNING | CLI_F_JSON, &o, &err);
+  mp_status st =
+      cli_parse(argc, argv, 2, "plan",
+                CLI_F_OUTPUT | CLI_F_PLANNING | CLI_F_JSON, &o, &err);
   if (st == MP_OK) st = cli_load_and_plan(&o, false, &m, &plan, &err);
   mp_buf_init(&json, NULL);
   mp_buf_init(&text, NULL);

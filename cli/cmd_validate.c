@@ -35,10 +35,11 @@ int cli_validate(int argc, char **argv) {
   int rc = 0;
   if (st == MP_OK) {
     char a[MP_FMT_MAX];
-    printf("%s: valid: %zu buffers in an arena of %s; no two live buffers "
-           "share a byte, every offset is aligned, every buffer fits\n",
-           o.model, mp_problem_count(mp_model_problem(m)),
-           mp_fmt_bytes(a, mp_model_arena_bytes(m)));
+    printf(
+        "%s: valid: %zu buffers in an arena of %s; no two live buffers "
+        "share a byte, every offset is aligned, every buffer fits\n",
+        o.model, mp_problem_count(mp_model_problem(m)),
+        mp_fmt_bytes(a, mp_model_arena_bytes(m)));
   } else {
     rc = cli_fail(st, &err);
   }

@@ -31,8 +31,7 @@ mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
     n += got;
     if (n > MP_FILE_MAX) {
       st = mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "%s: file is larger than %zu bytes", path,
-                        MP_FILE_MAX);
+                        "%s: file is larger than %zu bytes", path, MP_FILE_MAX);
       break;
     }
     if (got == 0) {

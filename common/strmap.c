@@ -54,8 +54,8 @@ void mp_strmap_destroy(mp_strmap *m) {
   mp_free(m->alloc, m);
 }
 
-static strmap_slot *strmap_find(strmap_slot *slots, size_t cap,
-                                const char *key, uint64_t h) {
+static strmap_slot *strmap_find(strmap_slot *slots, size_t cap, const char *key,
+                                uint64_t h) {
   size_t i = (size_t)h & (cap - 1);
   while (slots[i].key) {
     if (slots[i].hash == h && strcmp(slots[i].key, key) == 0) return &slots[i];

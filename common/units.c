@@ -101,8 +101,8 @@ char *mp_fmt_count(char *buf, uint64_t v) {
 }
 
 char *mp_fmt_human(char *buf, uint64_t v) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB",
-                                      "EiB"};
+  static const char *const units[] = {"B",   "KiB", "MiB", "GiB",
+                                      "TiB", "PiB", "EiB"};
   if (v < 1024) {
     snprintf(buf, 32, "%llu B", (unsigned long long)v);
     return buf;

@@ -2,10 +2,10 @@
  * plan.c -- tiers, strategy dispatch, and the summary of a plan.
  *
  * Invariants:
- *   1. Tier order is fixed: resident, then retained, then activations. The
- *      activation tier starts at the end of the fixed tiers rounded up to the
- *      largest activation alignment, so tier-relative offsets that a
- *      strategy aligns stay aligned once shifted.
+ *   1. Tier order is fixed: resident, then retained, then activations. Each
+ *      tier starts at the end of the previous one rounded up to the largest
+ *      alignment in the tier, so tier-relative offsets that a strategy
+ *      aligns stay aligned once shifted.
  *   2. Pins are absolute; a strategy sees them relative to its tier base.
  *   3. No plan leaves mp_plan_solve without passing mp_validate.
  *   4. summary.activation_peak_bytes = arena_bytes - resident_bytes and
@@ -96,9 +96,9 @@ void mp_plan_destroy(mp_plan *plan) {
 
 /* Runs strategy s over the buffers of class cls, placing them from base.
  * *end receives the end of the highest buffer of the tier (base if none). */
-static mp_status plan_tier(mp_plan *plan, mp_class cls,
-                           const mp_strategy *s, size_t base, size_t *end,
-                           double budget_ms, mp_error *err) {
+static mp_status plan_tier(mp_plan *plan, mp_class cls, const mp_strategy *s,
+                           size_t base, size_t *end, double budget_ms,
+                           mp_error *err) {
   const mp_problem *p = plan->problem;
   size_t n = mp_problem_count(p), m = 0;
   mp_sbuf *sb = mp_calloc(plan->alloc, n ? n : 1, sizeof *sb);
@@ -118,8 +118,13 @@ static mp_status plan_tier(mp_plan *plan, mp_class cls,
                         b->name, b->pin, mp_class_name(cls), base);
       goto done;
     }
-    sb[m++] = (mp_sbuf){b->padded, b->alignment, b->first, b->last,
-                        (uint32_t)i, b->pinned, b->pinned ? b->pin - base : 0};
+    sb[m++] = (mp_sbuf){b->padded,
+                        b->alignment,
+                        b->first,
+                        b->last,
+                        (uint32_t)i,
+                        b->pinned,
+                        b->pinned ? b->pin - base : 0};
   }
   mp_strategy_ctx ctx = {plan->alloc, sb, m, off, budget_ms};
   st = s->solve(&ctx, err);
@@ -160,31 +165,33 @@ static void plan_summarize(mp_plan *plan) {
   s->strategy = plan->strategy;
 }
 
-/* The largest alignment among activation buffers (1 when none). */
-static size_t plan_activation_align(const mp_problem *p) {
+/* The largest alignment among buffers of class cls (1 when none). */
+static size_t plan_class_align(const mp_problem *p, mp_class cls) {
   size_t a = 1;
   for (size_t i = 0; i < mp_problem_count(p); i++) {
     const mp_buffer *b = mp_problem_buffer(p, i);
-    if (b->cls == MP_CLASS_ACTIVATION && b->alignment > a) a = b->alignment;
+    if (b->cls == cls && b->alignment > a) a = b->alignment;
   }
   return a;
 }
 
 static mp_status plan_layout(mp_plan *plan, const mp_strategy *s,
                              double budget_ms, mp_error *err) {
+  static const mp_class tiers[] = {MP_CLASS_RESIDENT, MP_CLASS_RETAINED,
+                                   MP_CLASS_ACTIVATION};
   size_t end = 0, base;
-  mp_status st = plan_tier(plan, MP_CLASS_RESIDENT, &mp_strategy_linear, 0,
-                           &end, 0, err);
-  if (st == MP_OK) {
-    st = plan_tier(plan, MP_CLASS_RETAINED, &mp_strategy_linear, end, &end, 0,
-                   err);
+  mp_status st = MP_OK;
+  for (size_t k = 0; st == MP_OK && k < sizeof tiers / sizeof *tiers; k++) {
+    bool act = tiers[k] == MP_CLASS_ACTIVATION;
+    /* Invariant 1: a tier starts at a multiple of its largest alignment. */
+    if (!mp_align_up(end, plan_class_align(plan->problem, tiers[k]), &base)) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "the arena would exceed the addressable memory");
+    }
+    st = plan_tier(plan, tiers[k], act ? s : &mp_strategy_linear, base, &end,
+                   act ? budget_ms : 0, err);
   }
-  if (st != MP_OK) return st;
-  if (!mp_align_up(end, plan_activation_align(plan->problem), &base)) {
-    return mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "the arena would exceed the addressable memory");
-  }
-  return plan_tier(plan, MP_CLASS_ACTIVATION, s, base, &end, budget_ms, err);
+  return st;
 }
 
 /* A violation between two pinned buffers is the user's doing; anything
@@ -210,8 +217,8 @@ static mp_status plan_check(mp_plan *plan, const mp_strategy *s,
 
 mp_status mp_plan_solve(const mp_problem *p, const mp_plan_opts *opts,
                         mp_plan **out, mp_error *err) {
-  const char *name = opts && opts->strategy ? opts->strategy
-                                            : MP_STRATEGY_DEFAULT;
+  const char *name =
+      opts && opts->strategy ? opts->strategy : MP_STRATEGY_DEFAULT;
   const mp_strategy *s = plan_find_strategy(name);
   mp_plan *plan;
   if (!mp_problem_sealed(p)) {

@@ -121,8 +121,8 @@ static mp_status problem_check_desc(const mp_buffer_desc *d, size_t *align,
   return MP_OK;
 }
 
-mp_status mp_problem_add(mp_problem *p, const mp_buffer_desc *d,
-                         size_t *index, mp_error *err) {
+mp_status mp_problem_add(mp_problem *p, const mp_buffer_desc *d, size_t *index,
+                         mp_error *err) {
   size_t align = 1, padded = 0;
   if (p->sealed) {
     return mp_error_set(err, MP_ERR_INTERNAL, "problem: add after seal");
@@ -163,9 +163,8 @@ mp_status mp_problem_set_span(mp_problem *p, int64_t first, int64_t last,
     return mp_error_set(err, MP_ERR_INTERNAL, "problem: span after seal");
   }
   if (first > last) {
-    return mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "run span [%lld, %lld] is empty", (long long)first,
-                        (long long)last);
+    return mp_error_set(err, MP_ERR_BAD_INPUT, "run span [%lld, %lld] is empty",
+                        (long long)first, (long long)last);
   }
   p->has_span = true;
   p->span_first = first;
@@ -239,8 +238,8 @@ const mp_alloc *mp_problem_alloc(const mp_problem *p) {
 /* ---- profile ------------------------------------------------------------- */
 
 typedef struct problem_event {
-  int64_t t;      /* time at which the change takes effect */
-  int64_t delta;  /* +1 birth, -1 death (count) */
+  int64_t t;     /* time at which the change takes effect */
+  int64_t delta; /* +1 birth, -1 death (count) */
   size_t bytes;
 } problem_event;
 
@@ -277,8 +276,8 @@ static mp_status profile_sweep(const mp_problem *p, problem_event *ev,
       e++;
     }
     /* live is constant until the next event (or the end of the span). */
-    int64_t end = e < n_ev && ev[e].t - 1 < p->span_last ? ev[e].t - 1
-                                                         : p->span_last;
+    int64_t end =
+        e < n_ev && ev[e].t - 1 < p->span_last ? ev[e].t - 1 : p->span_last;
     mp_status st = profile_push(prof, &cap, t, end, live, count, err);
     if (st != MP_OK) return st;
     if (end == p->span_last) break;
@@ -292,7 +291,8 @@ static mp_status profile_peaks(mp_profile *prof, mp_error *err) {
   for (size_t i = 0; i < prof->n_segs; i++) {
     if (prof->segs[i].live > prof->peak) prof->peak = prof->segs[i].live;
   }
-  for (size_t i = 0; i < prof->n_segs; i++) n += prof->segs[i].live == prof->peak;
+  for (size_t i = 0; i < prof->n_segs; i++)
+    n += prof->segs[i].live == prof->peak;
   prof->peaks = mp_calloc(prof->alloc, n ? n : 1, sizeof *prof->peaks);
   if (!prof->peaks) {
     return mp_error_set(err, MP_ERR_NOMEM, "profile: out of memory");

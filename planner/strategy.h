@@ -47,7 +47,7 @@ mp_status strategy_order_by_first(const mp_strategy_ctx *ctx, uint32_t **out,
 /* Stacks the unpinned buffers listed in order[0..n) one above the other
  * (no reuse at all), skipping over the byte ranges of all pinned buffers
  * in ctx; pinned buffers go to their pins. O(n log n). */
-mp_status strategy_stack(mp_strategy_ctx *ctx, const uint32_t *order,
-                         size_t n, mp_error *err);
+mp_status strategy_stack(mp_strategy_ctx *ctx, const uint32_t *order, size_t n,
+                         mp_error *err);
 
 #endif /* MPLAN_STRATEGY_H */

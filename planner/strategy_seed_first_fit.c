@@ -72,8 +72,8 @@ static mp_status seed_place(seed_state *s, uint32_t i, mp_error *err) {
     if (o->last < b->first) continue; /* expired for good (invariant 1) */
     s->active[kept++] = j;
     if (seed_overlaps(b, o)) {
-      s->scratch[n++] = (seed_range){s->ctx->offsets[j],
-                                     s->ctx->offsets[j] + o->size};
+      s->scratch[n++] =
+          (seed_range){s->ctx->offsets[j], s->ctx->offsets[j] + o->size};
     }
   }
   s->n_active = kept;

@@ -12,8 +12,8 @@
 
 typedef struct util_key {
   int64_t first;
-  uint64_t id;   /* tie-breaker */
-  uint32_t idx;  /* position in ctx->bufs */
+  uint64_t id;  /* tie-breaker */
+  uint32_t idx; /* position in ctx->bufs */
 } util_key;
 
 static int util_key_cmp(const void *a, const void *b) {
@@ -77,8 +77,8 @@ static mp_status util_pins(mp_strategy_ctx *ctx, util_range **out,
   return MP_OK;
 }
 
-mp_status strategy_stack(mp_strategy_ctx *ctx, const uint32_t *order,
-                         size_t n, mp_error *err) {
+mp_status strategy_stack(mp_strategy_ctx *ctx, const uint32_t *order, size_t n,
+                         mp_error *err) {
   util_range *pins = NULL;
   size_t np = 0, j = 0, cursor = 0;
   mp_status st = util_pins(ctx, &pins, &np, err);

@@ -34,22 +34,24 @@ static int validate_event_cmp(const void *a, const void *b) {
   return (x->id > y->id) - (x->id < y->id);
 }
 
-static mp_status validate_overlap(const mp_problem *p,
-                                  const mp_placement *pl, size_t i, size_t j,
-                                  mp_violation *first, mp_error *err) {
+static mp_status validate_overlap(const mp_problem *p, const mp_placement *pl,
+                                  size_t i, size_t j, mp_violation *first,
+                                  mp_error *err) {
   const mp_buffer *a = mp_problem_buffer(p, i), *b = mp_problem_buffer(p, j);
   size_t a0 = pl[i].offset, a1 = a0 + a->padded;
   size_t b0 = pl[j].offset, b1 = b0 + b->padded;
   int64_t t0 = a->first > b->first ? a->first : b->first;
   int64_t t1 = a->last < b->last ? a->last : b->last;
   if (first) *first = (mp_violation){MP_VIOLATION_OVERLAP, i, j};
-  return mp_error_set(
-      err, MP_ERR_CHECK,
-      "overlap: '%s' (live %" PRId64 "..%" PRId64 ", bytes %zu..%zu) and '%s' "
-      "(live %" PRId64 "..%" PRId64 ", bytes %zu..%zu) share bytes %zu..%zu "
-      "while both are live at %" PRId64 "..%" PRId64,
-      a->name, a->first, a->last, a0, a1 - 1, b->name, b->first, b->last, b0,
-      b1 - 1, a0 > b0 ? a0 : b0, (a1 < b1 ? a1 : b1) - 1, t0, t1);
+  return mp_error_set(err, MP_ERR_CHECK,
+                      "overlap: '%s' (live %" PRId64 "..%" PRId64
+                      ", bytes %zu..%zu) and '%s' "
+                      "(live %" PRId64 "..%" PRId64
+                      ", bytes %zu..%zu) share bytes %zu..%zu "
+                      "while both are live at %" PRId64 "..%" PRId64,
+                      a->name, a->first, a->last, a0, a1 - 1, b->name, b->first,
+                      b->last, b0, b1 - 1, a0 > b0 ? a0 : b0,
+                      (a1 < b1 ? a1 : b1) - 1, t0, t1);
 }
 
 static mp_status validate_each(const mp_problem *p, const mp_placement *pl,
@@ -76,13 +78,17 @@ static mp_status validate_each(const mp_problem *p, const mp_placement *pl,
         !mp_size_add(pl[i].offset, b->padded, &end) ||
         end > region_bytes[pl[i].region]) {
       if (first) *first = (mp_violation){MP_VIOLATION_OUTSIDE, i, i};
+      if (pl[i].region >= n_regions) {
+        return mp_error_set(err, MP_ERR_CHECK,
+                            "outside: '%s' is placed in region %u, but the "
+                            "plan has %zu",
+                            b->name, pl[i].region, n_regions);
+      }
       return mp_error_set(err, MP_ERR_CHECK,
-                          "outside: '%s' (bytes %zu..+%zu) does not fit in "
+                          "outside: '%s' (offset %zu, %zu bytes) ends beyond "
                           "region %u of %zu bytes",
                           b->name, pl[i].offset, b->padded, pl[i].region,
-                          pl[i].region < n_regions
-                              ? region_bytes[pl[i].region]
-                              : (size_t)0);
+                          region_bytes[pl[i].region]);
     }
   }
   return MP_OK;
@@ -101,8 +107,8 @@ static mp_status validate_sweep(const mp_problem *p, const mp_placement *pl,
                                 validate_event *ev, size_t n_ev,
                                 mp_violation *first, mp_error *err) {
   otree live;
-  mp_status st = otree_init(&live, mp_problem_alloc(p), mp_problem_count(p),
-                            err);
+  mp_status st =
+      otree_init(&live, mp_problem_alloc(p), mp_problem_count(p), err);
   for (size_t e = 0; st == MP_OK && e < n_ev; e++) {
     uint32_t id = ev[e].id;
     uint64_t key;
@@ -157,4 +163,3 @@ mp_status mp_validate(const mp_problem *p, const mp_placement *placements,
   if (st == MP_OK && first) *first = (mp_violation){MP_VIOLATION_NONE, 0, 0};
   return st;
 }
-

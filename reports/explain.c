@@ -34,14 +34,12 @@ static void ex_header(ex_ctx *c) {
   int64_t t0, t1;
   mp_problem_span(c->p, &t0, &t1);
   mp_buf_printf(c->out, "mplan explain: %s\n", mp_model_path(m));
-  mp_buf_printf(c->out,
-                "model '%s' (%s) | %zu buffers | %s %" PRId64 "..%" PRId64
-                "\n",
-                mp_model_name(m), mp_model_format_name(mp_model_format_of(m)),
-                mp_problem_count(c->p),
-                mp_model_format_of(m) == MP_FORMAT_MINIMALLOC ? "times"
-                                                              : "steps",
-                t0, t1);
+  mp_buf_printf(
+      c->out, "model '%s' (%s) | %zu buffers | %s %" PRId64 "..%" PRId64 "\n",
+      mp_model_name(m), mp_model_format_name(mp_model_format_of(m)),
+      mp_problem_count(c->p),
+      mp_model_format_of(m) == MP_FORMAT_MINIMALLOC ? "times" : "steps", t0,
+      t1);
   mp_buf_printf(c->out,
                 "strategy %s | order %s | backend %s | planned in %.3f ms\n\n",
                 c->s->strategy, mp_model_order_name(m),
@@ -51,7 +49,8 @@ static void ex_header(ex_ctx *c) {
 static void ex_totals(ex_ctx *c) {
   const mp_plan_summary *s = c->s;
   char a[MP_FMT_MAX], b[MP_FMT_MAX], d[MP_FMT_MAX];
-  mp_buf_printf(c->out, "Arena            %s\n", mp_fmt_bytes(a, s->arena_bytes));
+  mp_buf_printf(c->out, "Arena            %s\n",
+                mp_fmt_bytes(a, s->arena_bytes));
   mp_buf_printf(c->out, "  resident       %s%s\n",
                 mp_fmt_bytes(b, s->resident_bytes),
                 s->retained_bytes ? " (includes retained state)" : "");
@@ -84,8 +83,7 @@ static void ex_interval(ex_ctx *c, const mp_segment *seg) {
   int64_t shown = 0;
   for (int64_t t = seg->first; t <= seg->last && shown < 8; t++, shown++) {
     report_step_op(c->m, t, op, sizeof op);
-    mp_buf_printf(c->out, "    %s %" PRId64 "%s%s\n", w, t, *op ? " " : "",
-                  op);
+    mp_buf_printf(c->out, "    %s %" PRId64 "%s%s\n", w, t, *op ? " " : "", op);
   }
   if (seg->last - seg->first + 1 > shown) {
     mp_buf_printf(c->out, "    ... %" PRId64 " more\n",
@@ -109,8 +107,7 @@ static void ex_peak(ex_ctx *c) {
     ex_interval(c, &prof->segs[prof->peaks[k]]);
   }
   if (prof->n_peaks > c->top) {
-    mp_buf_printf(c->out, "  ... %zu more intervals\n",
-                  prof->n_peaks - c->top);
+    mp_buf_printf(c->out, "  ... %zu more intervals\n", prof->n_peaks - c->top);
   }
   mp_buf_puts(c->out, "\n");
 }
@@ -154,7 +151,8 @@ static void ex_live(ex_ctx *c, size_t *idx) {
   int64_t t = prof->segs[prof->peaks[0]].first;
   size_t n = report_live_at(c->p, t, idx);
   mp_buf_printf(c->out,
-                "Live at %s %" PRId64 ", largest first (why alive = what "
+                "Live at %s %" PRId64
+                ", largest first (why alive = what "
                 "keeps it):\n",
                 report_time_word(c->m), t);
   mp_buf_printf(c->out, "  %3s  %-28s %24s %6s  %-17s %-20s %s\n", "#",
@@ -165,13 +163,14 @@ static void ex_live(ex_ctx *c, size_t *idx) {
     snprintf(live, sizeof live, "%" PRId64 "..%" PRId64, b->first, b->last);
     ex_born(c, idx[k], born, sizeof born);
     ex_why(c, idx[k], t, why, sizeof why);
-    mp_buf_printf(c->out, "  %3zu  %-28s %24s %5.1f%%  %-17s %-20s %s\n",
-                  k + 1, b->name, mp_fmt_bytes(bytes, b->padded),
+    mp_buf_printf(c->out, "  %3zu  %-28s %24s %5.1f%%  %-17s %-20s %s\n", k + 1,
+                  b->name, mp_fmt_bytes(bytes, b->padded),
                   report_pct(b->padded, prof->peak), live, born, why);
   }
   if (n > c->top) {
     size_t rest = 0;
-    for (size_t k = c->top; k < n; k++) rest += mp_problem_buffer(c->p, idx[k])->padded;
+    for (size_t k = c->top; k < n; k++)
+      rest += mp_problem_buffer(c->p, idx[k])->padded;
     char bytes[MP_FMT_MAX];
     mp_buf_printf(c->out, "  ...  %zu more tensors, %s\n", n - c->top,
                   mp_fmt_bytes(bytes, rest));
@@ -196,14 +195,14 @@ static void ex_waste(ex_ctx *c, size_t *idx) {
     }
     idx[j] = i;
   }
-  mp_buf_printf(c->out, "Alignment waste  %s in %zu tensors", mp_fmt_bytes(a, total), n);
+  mp_buf_printf(c->out, "Alignment waste  %s in %zu tensors",
+                mp_fmt_bytes(a, total), n);
   mp_buf_puts(c->out, n ? ", largest:\n" : "\n");
   for (size_t k = 0; k < n && k < c->top; k++) {
     const mp_buffer *bf = mp_problem_buffer(c->p, idx[k]);
     mp_buf_printf(c->out, "  %-28s %s -> %s (+%zu, align %zu, %s)\n", bf->name,
                   mp_fmt_count(a, bf->size), mp_fmt_count(b, bf->padded),
-                  bf->padded - bf->size, bf->alignment,
-                  mp_class_name(bf->cls));
+                  bf->padded - bf->size, bf->alignment, mp_class_name(bf->cls));
   }
   mp_buf_puts(c->out, "\n");
 }
@@ -225,8 +224,12 @@ static void ex_footer(ex_ctx *c) {
 mp_status mp_report_explain(const mp_model *m, const mp_plan *plan,
                             const mp_report_opts *o, mp_buf *out,
                             mp_error *err) {
-  ex_ctx c = {m, plan, mp_plan_problem(plan), mp_plan_summary_of(plan),
-              o && o->top ? o->top : 10, out};
+  ex_ctx c = {m,
+              plan,
+              mp_plan_problem(plan),
+              mp_plan_summary_of(plan),
+              o && o->top ? o->top : 10,
+              out};
   size_t n = mp_problem_count(c.p);
   size_t *idx = mp_calloc(mp_problem_alloc(c.p), n ? n : 1, sizeof *idx);
   if (!idx) return mp_error_set(err, MP_ERR_NOMEM, "explain: out of memory");
@@ -240,8 +243,8 @@ mp_status mp_report_explain(const mp_model *m, const mp_plan *plan,
   return mp_buf_status(out, "explain", err);
 }
 
-mp_status mp_report_summary(const mp_model *m, const mp_plan *plan,
-                            mp_buf *out, mp_error *err) {
+mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
+                            mp_error *err) {
   const mp_plan_summary *s = mp_plan_summary_of(plan);
   const mp_graph *g = mp_model_graph(m);
   char a[MP_FMT_MAX], b[MP_FMT_MAX], d[MP_FMT_MAX];
@@ -251,7 +254,8 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan,
     mp_buf_printf(out, ", %zu ops, %zu tensors", mp_graph_op_count(g),
                   mp_graph_tensor_count(g));
   } else {
-    mp_buf_printf(out, ", %zu buffers", mp_problem_count(mp_plan_problem(plan)));
+    mp_buf_printf(out, ", %zu buffers",
+                  mp_problem_count(mp_plan_problem(plan)));
   }
   mp_buf_printf(out, ", order %s, backend %s\n", mp_model_order_name(m),
                 mp_model_backend_name(m));

@@ -48,7 +48,7 @@ typedef struct mm_ctx {
   size_t base, range, cell, width;
   mm_key *order; /* activation buffers by first use */
   size_t n_act;
-  char *glyph;   /* per buffer */
+  char *glyph; /* per buffer */
   size_t *active;
   size_t n_active;
   char *row;
@@ -181,7 +181,8 @@ mp_status mp_report_memmap(const mp_model *m, const mp_plan *plan,
                            mp_error *err) {
   const mp_problem *p = mp_plan_problem(plan);
   const mp_alloc *a = mp_problem_alloc(p);
-  size_t n = mp_problem_count(p), max_rows = o && o->map_rows ? o->map_rows : 200;
+  size_t n = mp_problem_count(p),
+         max_rows = o && o->map_rows ? o->map_rows : 200;
   mm_ctx c = {.m = m, .p = p, .pl = mp_plan_placements(plan), .out = out};
   c.width = o && o->map_width ? o->map_width : 64;
   c.base = report_activation_base(plan);
@@ -208,6 +209,7 @@ mp_status mp_report_memmap(const mp_model *m, const mp_plan *plan,
   mp_free(a, c.glyph);
   mp_free(a, c.order);
   mp_free(a, times);
-  if (st != MP_OK) return mp_error_set(err, MP_ERR_NOMEM, "memory map: out of memory");
+  if (st != MP_OK)
+    return mp_error_set(err, MP_ERR_NOMEM, "memory map: out of memory");
   return mp_buf_status(out, "memory map", err);
 }

@@ -108,7 +108,8 @@ static void pj_summary(pj_ctx *c, cJSON *root) {
   mp_problem_span(c->p, &t0, &t1);
   if (mp_model_steps(c->m)) pj_num(c, o, "steps", (double)mp_model_steps(c->m));
   cJSON *span = pj_add_arr(c, o, "span");
-  cJSON *a = cJSON_CreateNumber((double)t0), *b = cJSON_CreateNumber((double)t1);
+  cJSON *a = cJSON_CreateNumber((double)t0),
+        *b = cJSON_CreateNumber((double)t1);
   if (!span || !a || !b || !cJSON_AddItemToArray(span, a)) {
     cJSON_Delete(a);
     cJSON_Delete(b);
@@ -162,8 +163,8 @@ static void pj_names(pj_ctx *c, cJSON *o, const char *key, const mp_graph *g,
                      const int32_t *ids, uint32_t n) {
   cJSON *arr = pj_add_arr(c, o, key);
   for (uint32_t k = 0; arr && k < n; k++) {
-    pj_push_str(c, arr, ids[k] >= 0 ? mp_graph_tensor(g, (size_t)ids[k])->name
-                                    : "");
+    pj_push_str(c, arr,
+                ids[k] >= 0 ? mp_graph_tensor(g, (size_t)ids[k])->name : "");
   }
 }
 
@@ -185,7 +186,8 @@ static void pj_execution(pj_ctx *c, cJSON *root) {
       pj_names(c, e, "outputs", g, op->outputs, op->n_outputs);
     }
     size_t seg = mp_profile_find(prof, (int64_t)k);
-    pj_num(c, e, "live_bytes", seg < prof->n_segs ? (double)prof->segs[seg].live : 0);
+    pj_num(c, e, "live_bytes",
+           seg < prof->n_segs ? (double)prof->segs[seg].live : 0);
   }
 }
 
@@ -235,8 +237,7 @@ static int pj_span_cmp(const void *a, const void *b) {
   return (x->index > y->index) - (x->index < y->index);
 }
 
-static void pj_pair(pj_ctx *c, cJSON *arr, const pj_span *x,
-                    const pj_span *y) {
+static void pj_pair(pj_ctx *c, cJSON *arr, const pj_span *x, const pj_span *y) {
   const mp_buffer *a = mp_problem_buffer(c->p, x->index);
   const mp_buffer *b = mp_problem_buffer(c->p, y->index);
   if (b->first < a->first || (b->first == a->first && y->index < x->index)) {

@@ -15,7 +15,7 @@ typedef struct mp_backend {
   char name[64];
   size_t alignment; /* default for every tensor; power of two */
   size_t kind_alignment[MP_TENSOR_KIND_COUNT]; /* 0: use alignment */
-  uint32_t vlen;    /* vector length in bits, 0 when not a vector target */
+  uint32_t vlen; /* vector length in bits, 0 when not a vector target */
 } mp_backend;
 
 /* The backend used when none is given: "default", 16-byte alignment. */

@@ -80,7 +80,7 @@ typedef struct mp_attr {
   int64_t i;
   double f;
   const char *s;
-  const int64_t *ints; /* MP_ATTR_INTS */
+  const int64_t *ints;  /* MP_ATTR_INTS */
   const double *floats; /* MP_ATTR_FLOATS */
   size_t n;             /* list length */
 } mp_attr;
@@ -164,8 +164,7 @@ size_t mp_graph_tensor_count(const mp_graph *g);
 size_t mp_graph_op_count(const mp_graph *g);
 const mp_tensor *mp_graph_tensor(const mp_graph *g, size_t i);
 const mp_op *mp_graph_op(const mp_graph *g, size_t i);
-bool mp_graph_find_tensor(const mp_graph *g, const char *name,
-                          int32_t *index);
+bool mp_graph_find_tensor(const mp_graph *g, const char *name, int32_t *index);
 bool mp_graph_find_op(const mp_graph *g, const char *name, int32_t *index);
 size_t mp_graph_dim_count(const mp_graph *g);
 const char *mp_graph_dim_name(const mp_graph *g, size_t i);

@@ -30,13 +30,13 @@ bool mp_class_parse(const char *name, mp_class *out);
 #define MP_TIME_LIMIT ((int64_t)1 << 62)
 
 typedef struct mp_buffer_desc {
-  const char *name;  /* copied; unique within the problem */
-  size_t size;       /* bytes, > 0 */
-  size_t alignment;  /* power of two; 0 means 1 */
-  int64_t first;     /* inclusive live interval (ignored for resident and */
-  int64_t last;      /* retained buffers, which live for the whole run) */
+  const char *name; /* copied; unique within the problem */
+  size_t size;      /* bytes, > 0 */
+  size_t alignment; /* power of two; 0 means 1 */
+  int64_t first;    /* inclusive live interval (ignored for resident and */
+  int64_t last;     /* retained buffers, which live for the whole run) */
   mp_class cls;
-  bool pinned;       /* offset fixed by the user: absolute, in its region */
+  bool pinned; /* offset fixed by the user: absolute, in its region */
   size_t pin;
 } mp_buffer_desc;
 
@@ -64,8 +64,8 @@ void mp_problem_destroy(mp_problem *p);
  * alignment that is not a power of two, first > last, a padded size that
  * overflows, and a misaligned pin. *index (if not NULL) receives the new
  * buffer's index. Copies d. */
-mp_status mp_problem_add(mp_problem *p, const mp_buffer_desc *d,
-                         size_t *index, mp_error *err);
+mp_status mp_problem_add(mp_problem *p, const mp_buffer_desc *d, size_t *index,
+                         mp_error *err);
 
 /* Declares the run's time span [first, last] (default: the hull of all
  * activation intervals, or [0, 0]). Must be called before sealing. */
@@ -101,11 +101,11 @@ typedef struct mp_profile {
   size_t n_segs;
   size_t *peaks; /* indices into segs of every segment with live == peak */
   size_t n_peaks;
-  size_t peak;      /* lower bound for any placement: max live(t) */
-  size_t no_reuse;  /* sum of padded activation sizes */
-  size_t fixed;     /* sum of padded resident + retained sizes */
-  size_t retained;  /* sum of padded retained sizes */
-  size_t waste;     /* sum over all buffers of padded - size */
+  size_t peak;     /* lower bound for any placement: max live(t) */
+  size_t no_reuse; /* sum of padded activation sizes */
+  size_t fixed;    /* sum of padded resident + retained sizes */
+  size_t retained; /* sum of padded retained sizes */
+  size_t waste;    /* sum over all buffers of padded - size */
 } mp_profile;
 
 /* Computes the profile of a sealed problem in O(n log n). The result owns

@@ -18,8 +18,8 @@ typedef struct mp_report_opts {
 } mp_report_opts;
 
 /* A few lines: model, arena breakdown, lower bound, overhead, strategy. */
-mp_status mp_report_summary(const mp_model *m, const mp_plan *plan,
-                            mp_buf *out, mp_error *err);
+mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
+                            mp_error *err);
 
 /* The plan as a plan/1 JSON document (DESIGN.md). */
 mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,
@@ -36,7 +36,6 @@ mp_status mp_report_explain(const mp_model *m, const mp_plan *plan,
  * problems whose times are not steps), a glyph per buffer across the
  * activation tier's address range, the live bytes at the end of each row. */
 mp_status mp_report_memmap(const mp_model *m, const mp_plan *plan,
-                           const mp_report_opts *o, mp_buf *out,
-                           mp_error *err);
+                           const mp_report_opts *o, mp_buf *out, mp_error *err);
 
 #endif /* MPLAN_REPORT_H */

@@ -26,7 +26,7 @@ bool mp_order_parse(const char *name, mp_order_kind *out);
  * mp_graph_op_count(g) steps. Returns an owned array (release with
  * mp_free(mp_graph_alloc(g), ...)) and the order actually used (file or
  * topo). */
-mp_status mp_schedule(const mp_graph *g, mp_order_kind want,
-                      uint32_t **order, mp_order_kind *used, mp_error *err);
+mp_status mp_schedule(const mp_graph *g, mp_order_kind want, uint32_t **order,
+                      mp_order_kind *used, mp_error *err);
 
 #endif /* MPLAN_SCHEDULE_H */

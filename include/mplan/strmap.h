@@ -31,8 +31,7 @@ bool mp_strmap_get(const mp_strmap *m, const char *key, int64_t *value);
 size_t mp_strmap_count(const mp_strmap *m);
 
 /* Returns an owned pool (release with mp_strpool_destroy). */
-mp_status mp_strpool_create(const mp_alloc *a, mp_strpool **out,
-                            mp_error *err);
+mp_status mp_strpool_create(const mp_alloc *a, mp_strpool **out, mp_error *err);
 void mp_strpool_destroy(mp_strpool *p);
 
 /* Copies n bytes of s plus a NUL into the pool; the result is owned by the

@@ -1,0 +1,136 @@
+#define _POSIX_C_SOURCE 200809L
+/*
+ * test_common.c -- units, checked arithmetic, text buffers, name tables,
+ * errors and atomic file writes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "mplan/buf.h"
+#include "mplan/file.h"
+#include "mplan/strmap.h"
+#include "mplan/units.h"
+
+static void test_parse_size(void) {
+  size_t v = 0;
+  mp_error err = {0};
+  CHECK(mp_parse_size("123", &v, &err) == MP_OK);
+  CHECK_EQ_U(v, 123);
+  CHECK(mp_parse_size("64KiB", &v, &err) == MP_OK);
+  CHECK_EQ_U(v, 65536);
+  CHECK(mp_parse_size("1.5MiB", &v, &err) == MP_OK);
+  CHECK_EQ_U(v, 1572864);
+  CHECK(mp_parse_size("512KB", &v, &err) == MP_OK);
+  CHECK_EQ_U(v, 512000);
+  CHECK(mp_parse_size("2G", &v, &err) == MP_OK);
+  CHECK_EQ_U(v, 2147483648ull);
+  CHECK(mp_parse_size("0.5B", &v, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "whole number");
+  CHECK(mp_parse_size("12 KiB", &v, &err) == MP_ERR_BAD_INPUT);
+  CHECK(mp_parse_size("-1", &v, &err) == MP_ERR_BAD_INPUT);
+  CHECK(mp_parse_size("", &v, &err) == MP_ERR_BAD_INPUT);
+  CHECK(mp_parse_size("99999999999999999999", &v, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "too large");
+  CHECK(mp_parse_size("17179869184GiB", &v, &err) == MP_ERR_BAD_INPUT);
+}
+
+static void test_format(void) {
+  char b[MP_FMT_MAX];
+  CHECK_STR(mp_fmt_count(b, 0), "0");
+  CHECK_STR(mp_fmt_count(b, 999), "999");
+  CHECK_STR(mp_fmt_count(b, 1000), "1,000");
+  CHECK_STR(mp_fmt_count(b, 1505280), "1,505,280");
+  CHECK_STR(mp_fmt_count(b, UINT64_MAX), "18,446,744,073,709,551,615");
+  CHECK_STR(mp_fmt_human(b, 512), "512 B");
+  CHECK_STR(mp_fmt_human(b, 1505280), "1.44 MiB");
+  CHECK_STR(mp_fmt_bytes(b, 20480), "20,480 B (20.00 KiB)");
+  CHECK_STR(mp_fmt_bytes(b, 12), "12 B");
+  CHECK_STR(mp_fmt_bytes(b, UINT64_MAX),
+            "18,446,744,073,709,551,615 B (16.00 EiB)");
+}
+
+static void test_arith(void) {
+  size_t r = 7;
+  CHECK(!mp_size_add(SIZE_MAX, 1, &r));
+  CHECK_EQ_U(r, 7); /* untouched on overflow */
+  CHECK(!mp_size_mul(SIZE_MAX / 2 + 1, 2, &r));
+  CHECK(mp_align_up(17, 16, &r) && r == 32);
+  CHECK(mp_align_up(32, 16, &r) && r == 32);
+  CHECK(!mp_align_up(SIZE_MAX - 3, 16, &r));
+  CHECK(mp_is_pow2(1) && mp_is_pow2(64) && !mp_is_pow2(0) && !mp_is_pow2(48));
+  int64_t i;
+  CHECK(!mp_i64_mul(INT64_MAX / 2 + 1, 2, &i));
+  CHECK(mp_parse_i64("-42", &i) && i == -42);
+  CHECK(!mp_parse_i64("9223372036854775808", &i));
+  CHECK(mp_parse_i64("-9223372036854775808", &i) && i == INT64_MIN);
+  CHECK(!mp_parse_i64("4x", &i));
+}
+
+static void test_buf_and_errors(void) {
+  mp_buf b;
+  mp_error err = {0};
+  mp_buf_init(&b, NULL);
+  CHECK_STR(mp_buf_str(&b), "");
+  for (int k = 0; k < 1000; k++) mp_buf_printf(&b, "%d,", k);
+  CHECK(b.len == 3890);
+  CHECK(mp_buf_status(&b, "x", &err) == MP_OK);
+  mp_buf_free(&b);
+  CHECK(mp_error_set(&err, MP_ERR_BAD_INPUT, "a\nb %d", 5) == MP_ERR_BAD_INPUT);
+  CHECK_STR(err.msg, "a b 5"); /* always one line */
+  mp_error_prefix(&err, "file.json");
+  CHECK_STR(err.msg, "file.json: a b 5");
+}
+
+static void test_strmap(void) {
+  mp_strmap *m;
+  mp_strpool *p;
+  mp_error err = {0};
+  int64_t v = 0;
+  CHECK(mp_strmap_create(NULL, &m, &err) == MP_OK);
+  CHECK(mp_strpool_create(NULL, &p, &err) == MP_OK);
+  for (int k = 0; k < 5000; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "t%d", k);
+    CHECK(mp_strmap_put(m, mp_strpool_cstr(p, name), k, NULL, &err) == MP_OK);
+  }
+  CHECK_EQ_U(mp_strmap_count(m), 5000);
+  CHECK(mp_strmap_get(m, "t4321", &v) && v == 4321);
+  CHECK(!mp_strmap_get(m, "t5000", &v));
+  CHECK(mp_strmap_put(m, "t17", 99, &v, &err) == MP_ERR_BAD_INPUT && v == 17);
+  mp_strmap_destroy(m);
+  mp_strpool_destroy(p);
+  mp_strmap_destroy(NULL); /* destroy(NULL) is a no-op */
+  mp_strpool_destroy(NULL);
+}
+
+static void test_file(void) {
+  char path[] = "/tmp/mplan_test_XXXXXX";
+  int fd = mkstemp(path);
+  mp_error err = {0};
+  char *data = NULL;
+  size_t len = 0;
+  CHECK(fd >= 0);
+  close(fd);
+  CHECK(mp_file_write(path, "hello\n", 6, &err) == MP_OK);
+  CHECK(mp_file_read(path, NULL, &data, &len, &err) == MP_OK);
+  CHECK_EQ_U(len, 6);
+  CHECK_STR(data, "hello\n");
+  free(data);
+  remove(path);
+  CHECK(mp_file_read(path, NULL, &data, &len, &err) == MP_ERR_IO);
+  CHECK_HAS(err.msg, path);
+  CHECK(mp_file_write("/nonexistent-dir/x.json", "x", 1, &err) == MP_ERR_IO);
+  CHECK_HAS(err.msg, "/nonexistent-dir/x.json");
+}
+
+int main(void) {
+  test_parse_size();
+  test_format();
+  test_arith();
+  test_buf_and_errors();
+  test_strmap();
+  test_file();
+  return check_exit("test_common");
+}

@@ -1,0 +1,114 @@
+/*
+ * test_models.c -- golden figures on the bundled models and the seed
+ * example, through the same path the CLI takes (load -> solve -> report).
+ *
+ * usage: test_models SOURCE_DIR
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "mplan/model.h"
+#include "mplan/report.h"
+
+static char root[1024];
+
+static mp_model *load(const char *rel, mp_plan **plan, const char *strategy) {
+  char path[1200];
+  mp_error err = {0};
+  mp_model *m = NULL;
+  snprintf(path, sizeof path, "%s/%s", root, rel);
+  if (mp_model_load(path, NULL, NULL, &m, &err) != MP_OK) {
+    fprintf(stderr, "%s: %s\n", rel, err.msg);
+    CHECK(!"load failed");
+    return NULL;
+  }
+  mp_plan_opts o = {strategy, 0};
+  if (mp_plan_solve(mp_model_problem(m), &o, plan, &err) != MP_OK) {
+    fprintf(stderr, "%s: %s\n", rel, err.msg);
+    CHECK(!"plan failed");
+    mp_model_destroy(m);
+    return NULL;
+  }
+  return m;
+}
+
+static size_t offset_of(const mp_model *m, const mp_plan *plan,
+                        const char *name) {
+  size_t i = 0;
+  if (!mp_problem_find(mp_model_problem(m), name, &i)) return (size_t)-1;
+  return mp_plan_placements(plan)[i].offset;
+}
+
+/* Seed 000 section 8 prints this table; mplan must reproduce it exactly. */
+static void test_seed_table(void) {
+  mp_plan *plan = NULL;
+  mp_model *m = load("models/seed_example.json", &plan, NULL);
+  if (!m) return;
+  CHECK_EQ_U(offset_of(m, plan, "input"), 0);
+  CHECK_EQ_U(offset_of(m, plan, "conv_w"), 4096);
+  CHECK_EQ_U(offset_of(m, plan, "conv_y"), 335872);
+  CHECK_EQ_U(offset_of(m, plan, "skip"), 331776);
+  CHECK_EQ_U(offset_of(m, plan, "res"), 344064);
+  CHECK_EQ_U(offset_of(m, plan, "gemm_w"), 69632);
+  CHECK_EQ_U(offset_of(m, plan, "logits"), 331776);
+  CHECK_EQ_U(offset_of(m, plan, "probs"), 332800);
+  const mp_plan_summary *s = mp_plan_summary_of(plan);
+  CHECK_EQ_U(s->resident_bytes, 331776);
+  CHECK_EQ_U(s->activation_peak_bytes, 20480);
+  CHECK_EQ_U(s->no_reuse_bytes, 22528);
+  CHECK_EQ_U(s->arena_bytes, 352256);
+  char pct[16];
+  snprintf(pct, sizeof pct, "%.1f%%",
+           100.0 * (double)(s->no_reuse_bytes - s->activation_peak_bytes) /
+               (double)s->no_reuse_bytes);
+  CHECK_STR(pct, "9.1%");
+  mp_buf out;
+  mp_error err = {0};
+  mp_buf_init(&out, NULL);
+  CHECK(mp_report_explain(m, plan, NULL, &out, &err) == MP_OK);
+  CHECK_HAS(mp_buf_str(&out), "reuse saves 2,048 B (2.00 KiB), 9.1%");
+  CHECK_HAS(mp_buf_str(&out), "Peak 20,480 B (20.00 KiB) in 3 tensors");
+  mp_buf_free(&out);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+}
+
+static void check_lower_bound(const char *rel, size_t want,
+                              const char *peak_op) {
+  mp_plan *plan = NULL;
+  mp_model *m = load(rel, &plan, NULL);
+  if (!m) return;
+  const mp_plan_summary *s = mp_plan_summary_of(plan);
+  CHECK_EQ_U(s->lower_bound_bytes, want);
+  CHECK(s->activation_peak_bytes >= s->lower_bound_bytes);
+  const mp_profile *prof = mp_plan_profile(plan);
+  CHECK_STR(mp_model_step_op(m, (size_t)prof->segs[prof->peaks[0]].first),
+            peak_op);
+  /* The graph input is resident and not counted in the lower bound. */
+  size_t in = 0;
+  CHECK(mp_problem_find(mp_model_problem(m), "input", &in));
+  CHECK(mp_problem_buffer(mp_model_problem(m), in)->cls == MP_CLASS_RESIDENT);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+}
+
+static void test_minimalloc_12(void) {
+  char rel[] = "tests/data/input.12.csv";
+  mp_plan *plan = NULL;
+  mp_model *m = load(rel, &plan, NULL);
+  if (!m) return;
+  CHECK(mp_plan_summary_of(plan)->arena_bytes <= 12);
+  CHECK_EQ_U(mp_plan_summary_of(plan)->lower_bound_bytes, 12);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+}
+
+int main(int argc, char **argv) {
+  snprintf(root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
+  test_seed_table();
+  /* Published int8 activation lower bounds (MCUNetV2 and others). */
+  check_lower_bound("models/mobilenet_v2.json", 1505280, "b2_dw");
+  check_lower_bound("models/mobilenet_v1.json", 1204224, "b1_pw");
+  test_minimalloc_12();
+  return check_exit("test_models");
+}

@@ -1,0 +1,338 @@
+/*
+ * test_planner.c -- the allocation problem, strategies and the validator.
+ *
+ * The recipe every strategy passes (STYLE.md rule 15): golden offsets on a
+ * small case, the validator after every solve (built into mp_plan_solve),
+ * arena >= lower bound and <= the linear baseline, randomised problems with
+ * the seed printed on failure. The validator itself is cross-checked
+ * against a brute-force all-pairs checker on random placements.
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "mplan/plan.h"
+#include "mplan/validate.h"
+
+typedef struct rng {
+  uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r) {
+  r->s ^= r->s << 13;
+  r->s ^= r->s >> 7;
+  r->s ^= r->s << 17;
+  return r->s;
+}
+
+static uint64_t rng_below(rng *r, uint64_t n) {
+  return n ? rng_next(r) % n : 0;
+}
+
+static mp_problem *new_problem(void) {
+  mp_problem *p = NULL;
+  mp_error err;
+  if (mp_problem_create(NULL, "t", &p, &err) != MP_OK) abort();
+  return p;
+}
+
+static void add(mp_problem *p, const char *name, size_t size, size_t align,
+                int64_t first, int64_t last, mp_class cls) {
+  mp_buffer_desc d = {name, size, align, first, last, cls, false, 0};
+  mp_error err;
+  if (mp_problem_add(p, &d, NULL, &err) != MP_OK) {
+    fprintf(stderr, "add %s: %s\n", name, err.msg);
+    abort();
+  }
+}
+
+/* Seed 000 section 8, through the API (the importer path is tested in
+ * test_models). */
+static void test_seed_golden(void) {
+  mp_problem *p = new_problem();
+  mp_plan *plan = NULL;
+  mp_error err = {0};
+  add(p, "input", 4096, 16, 0, 0, MP_CLASS_RESIDENT);
+  add(p, "conv_w", 65536, 16, 0, 1, MP_CLASS_RESIDENT);
+  add(p, "conv_y", 8192, 16, 1, 2, MP_CLASS_ACTIVATION);
+  add(p, "skip", 4096, 16, 0, 2, MP_CLASS_ACTIVATION);
+  add(p, "res", 8192, 16, 2, 3, MP_CLASS_ACTIVATION);
+  add(p, "gemm_w", 262144, 16, 3, 4, MP_CLASS_RESIDENT);
+  add(p, "logits", 1024, 16, 4, 5, MP_CLASS_ACTIVATION);
+  add(p, "probs", 1024, 16, 5, 5, MP_CLASS_ACTIVATION);
+  CHECK(mp_problem_seal(p, &err) == MP_OK);
+  CHECK(mp_plan_solve(p, NULL, &plan, &err) == MP_OK);
+  static const size_t want[] = {0,      4096,  335872, 331776,
+                                344064, 69632, 331776, 332800};
+  for (size_t i = 0; i < 8; i++) {
+    CHECK_EQ_U(mp_plan_placements(plan)[i].offset, want[i]);
+  }
+  const mp_plan_summary *s = mp_plan_summary_of(plan);
+  CHECK_EQ_U(s->resident_bytes, 331776);
+  CHECK_EQ_U(s->activation_peak_bytes, 20480);
+  CHECK_EQ_U(s->lower_bound_bytes, 20480);
+  CHECK_EQ_U(s->no_reuse_bytes, 22528);
+  CHECK_EQ_U(s->arena_bytes, 352256);
+  CHECK_STR(s->strategy, "seed-first-fit");
+  /* The profile: peak at step 2 only. */
+  const mp_profile *prof = mp_plan_profile(plan);
+  CHECK_EQ_U(prof->n_peaks, 1);
+  CHECK_EQ_I(prof->segs[prof->peaks[0]].first, 2);
+  CHECK_EQ_I(prof->segs[prof->peaks[0]].last, 2);
+  CHECK_EQ_U(prof->segs[prof->peaks[0]].count, 3);
+  mp_plan_destroy(plan);
+
+  mp_plan_opts lin = {"linear", 0};
+  CHECK(mp_plan_solve(p, &lin, &plan, &err) == MP_OK);
+  CHECK_EQ_U(mp_plan_summary_of(plan)->activation_peak_bytes, 22528);
+  CHECK_EQ_U(mp_plan_summary_of(plan)->arena_bytes, 331776 + 22528);
+  mp_plan_destroy(plan);
+
+  mp_plan_opts bad = {"best-fit-ish", 0};
+  CHECK(mp_plan_solve(p, &bad, &plan, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "unknown strategy 'best-fit-ish'");
+  CHECK_HAS(err.msg, "seed-first-fit");
+  mp_problem_destroy(p);
+}
+
+static void test_problem_errors(void) {
+  mp_problem *p = new_problem();
+  mp_error err = {0};
+  mp_buffer_desc d = {"a", 0, 1, 0, 1, MP_CLASS_ACTIVATION, false, 0};
+  CHECK(mp_problem_add(p, &d, NULL, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "'a': size is zero");
+  d.size = 10;
+  d.alignment = 24;
+  CHECK(mp_problem_add(p, &d, NULL, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "not a power of two");
+  d.alignment = 8;
+  d.first = 3;
+  CHECK(mp_problem_add(p, &d, NULL, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "first use 3 is after last use 1");
+  d.first = 0;
+  d.size = SIZE_MAX - 2;
+  CHECK(mp_problem_add(p, &d, NULL, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "overflows");
+  d.size = 10;
+  CHECK(mp_problem_add(p, &d, NULL, &err) == MP_OK);
+  CHECK(mp_problem_add(p, &d, NULL, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "'a' is defined twice");
+  d.name = "b";
+  d.pinned = true;
+  d.pin = 4;
+  CHECK(mp_problem_add(p, &d, NULL, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "not a multiple of its alignment 8");
+  mp_problem_destroy(p);
+}
+
+/* Brute force: the all-pairs definition of a safe plan. */
+static bool brute_ok(const mp_problem *p, const mp_placement *pl, size_t cap) {
+  size_t n = mp_problem_count(p);
+  for (size_t i = 0; i < n; i++) {
+    const mp_buffer *a = mp_problem_buffer(p, i);
+    if (pl[i].offset % a->alignment || pl[i].offset + a->padded > cap) {
+      return false;
+    }
+    for (size_t j = i + 1; j < n; j++) {
+      const mp_buffer *b = mp_problem_buffer(p, j);
+      bool time = a->first <= b->last && b->first <= a->last;
+      bool space = pl[i].offset < pl[j].offset + b->padded &&
+                   pl[j].offset < pl[i].offset + a->padded;
+      if (time && space) return false;
+    }
+  }
+  return true;
+}
+
+static void test_validator_cases(void) {
+  mp_problem *p = new_problem();
+  mp_error err = {0};
+  mp_violation v;
+  add(p, "a", 100, 4, 0, 3, MP_CLASS_ACTIVATION);
+  add(p, "b", 100, 4, 3, 6, MP_CLASS_ACTIVATION);
+  add(p, "c", 100, 4, 4, 8, MP_CLASS_ACTIVATION);
+  CHECK(mp_problem_seal(p, &err) == MP_OK);
+  size_t cap = 400;
+  /* a and b are both live at step 3 (inclusive intervals). */
+  mp_placement pl[3] = {{0, 0}, {52, 0}, {200, 0}};
+  CHECK(mp_validate(p, pl, &cap, 1, &v, &err) == MP_ERR_CHECK);
+  CHECK(v.kind == MP_VIOLATION_OVERLAP);
+  CHECK_HAS(err.msg, "'a' (live 0..3, bytes 0..99)");
+  CHECK_HAS(err.msg, "'b' (live 3..6, bytes 52..151)");
+  CHECK_HAS(err.msg, "share bytes 52..99");
+  CHECK_HAS(err.msg, "at 3..3");
+  /* a and c never meet: sharing bytes is fine. */
+  pl[1].offset = 100;
+  pl[2].offset = 0;
+  CHECK(mp_validate(p, pl, &cap, 1, &v, &err) == MP_OK);
+  CHECK(v.kind == MP_VIOLATION_NONE);
+  /* but b and c do. */
+  pl[2].offset = 196;
+  CHECK(mp_validate(p, pl, &cap, 1, &v, &err) == MP_ERR_CHECK);
+  CHECK_HAS(err.msg, "'b'");
+  CHECK_HAS(err.msg, "'c'");
+  pl[2].offset = 202;
+  CHECK(mp_validate(p, pl, &cap, 1, &v, &err) == MP_ERR_CHECK);
+  CHECK(v.kind == MP_VIOLATION_MISALIGNED);
+  CHECK_HAS(err.msg, "'c' at offset 202");
+  pl[2].offset = 304;
+  CHECK(mp_validate(p, pl, &cap, 1, &v, &err) == MP_ERR_CHECK);
+  CHECK(v.kind == MP_VIOLATION_OUTSIDE);
+  pl[2].offset = 300;
+  CHECK(mp_validate(p, pl, &cap, 1, &v, &err) == MP_OK);
+  mp_problem_destroy(p);
+}
+
+static void test_validator_random(unsigned seed) {
+  rng r = {seed * 2654435761u + 1};
+  int mismatches = 0;
+  for (int trial = 0; trial < 3000; trial++) {
+    mp_problem *p = new_problem();
+    mp_error err = {0};
+    size_t n = 1 + rng_below(&r, 40);
+    mp_placement pl[40];
+    for (size_t i = 0; i < n; i++) {
+      char name[32];
+      snprintf(name, sizeof name, "b%zu", i);
+      int64_t f = (int64_t)rng_below(&r, 20);
+      size_t align = (size_t)1 << rng_below(&r, 4);
+      add(p, name, 1 + rng_below(&r, 64), align, f,
+          f + (int64_t)rng_below(&r, 8), MP_CLASS_ACTIVATION);
+      pl[i] = (mp_placement){rng_below(&r, 512 / align) * align, 0};
+    }
+    CHECK(mp_problem_seal(p, &err) == MP_OK);
+    size_t cap = 400 + rng_below(&r, 200);
+    bool got = mp_validate(p, pl, &cap, 1, NULL, &err) == MP_OK;
+    if (got != brute_ok(p, pl, cap) && mismatches++ < 3) {
+      fprintf(stderr, "validator mismatch: seed %u trial %d (got %d)\n", seed,
+              trial, got);
+    }
+    mp_problem_destroy(p);
+  }
+  CHECK_EQ_I(mismatches, 0);
+}
+
+static void test_pins(void) {
+  for (int s = 0; s < 2; s++) {
+    mp_problem *p = new_problem();
+    mp_plan *plan = NULL;
+    mp_error err = {0};
+    mp_buffer_desc d = {"pinned", 64, 16, 0, 9, MP_CLASS_ACTIVATION, true, 32};
+    CHECK(mp_problem_add(p, &d, NULL, &err) == MP_OK);
+    add(p, "x", 32, 16, 0, 4, MP_CLASS_ACTIVATION);
+    add(p, "y", 48, 16, 2, 6, MP_CLASS_ACTIVATION);
+    add(p, "z", 16, 16, 5, 9, MP_CLASS_ACTIVATION);
+    CHECK(mp_problem_seal(p, &err) == MP_OK);
+    mp_plan_opts o = {s ? "linear" : "seed-first-fit", 0};
+    CHECK(mp_plan_solve(p, &o, &plan, &err) == MP_OK);
+    if (plan) {
+      CHECK_EQ_U(mp_plan_placements(plan)[0].offset, 32);
+      if (!s) CHECK_EQ_U(mp_plan_placements(plan)[1].offset, 0);
+      mp_plan_destroy(plan);
+    }
+    mp_problem_destroy(p);
+  }
+  /* Two pins that collide while both live: the user's error, named. */
+  mp_problem *p = new_problem();
+  mp_plan *plan = NULL;
+  mp_error err = {0};
+  mp_buffer_desc a = {"pa", 64, 1, 0, 5, MP_CLASS_ACTIVATION, true, 0};
+  mp_buffer_desc b = {"pb", 64, 1, 5, 9, MP_CLASS_ACTIVATION, true, 32};
+  CHECK(mp_problem_add(p, &a, NULL, &err) == MP_OK);
+  CHECK(mp_problem_add(p, &b, NULL, &err) == MP_OK);
+  CHECK(mp_problem_seal(p, &err) == MP_OK);
+  CHECK(mp_plan_solve(p, NULL, &plan, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "pinned buffers conflict");
+  CHECK_HAS(err.msg, "'pa'");
+  CHECK_HAS(err.msg, "'pb'");
+  mp_problem_destroy(p);
+}
+
+static void test_profile_two_peaks(void) {
+  mp_problem *p = new_problem();
+  mp_error err = {0};
+  mp_profile prof;
+  add(p, "a", 10, 1, 0, 1, MP_CLASS_ACTIVATION);
+  add(p, "b", 10, 1, 1, 1, MP_CLASS_ACTIVATION);
+  add(p, "c", 20, 1, 3, 4, MP_CLASS_ACTIVATION);
+  add(p, "w", 1000, 1, 0, 0, MP_CLASS_RESIDENT);
+  CHECK(mp_problem_set_span(p, 0, 6, &err) == MP_OK);
+  CHECK(mp_problem_seal(p, &err) == MP_OK);
+  CHECK(mp_problem_profile(p, &prof, &err) == MP_OK);
+  CHECK_EQ_U(prof.peak, 20);
+  CHECK_EQ_U(prof.n_peaks, 2); /* step 1 (a+b) and steps 3..4 (c) */
+  CHECK_EQ_I(prof.segs[prof.peaks[0]].first, 1);
+  CHECK_EQ_I(prof.segs[prof.peaks[1]].first, 3);
+  CHECK_EQ_I(prof.segs[prof.peaks[1]].last, 4);
+  CHECK_EQ_U(prof.no_reuse, 40);
+  CHECK_EQ_U(prof.fixed, 1000);
+  CHECK_EQ_I(prof.segs[0].first, 0);
+  CHECK_EQ_I(prof.segs[prof.n_segs - 1].last, 6); /* tiles the span */
+  CHECK_EQ_U(mp_profile_find(&prof, 2), 2);
+  CHECK_EQ_U(prof.segs[mp_profile_find(&prof, 2)].live, 0);
+  CHECK_EQ_U(mp_problem_buffer(p, 3)->first, 0); /* resident: whole run */
+  CHECK_EQ_U(mp_problem_buffer(p, 3)->last, 6);
+  mp_profile_release(&prof);
+  mp_problem_destroy(p);
+}
+
+/* Property test: every strategy on random problems. */
+static void test_strategies_random(unsigned seed, int trials) {
+  rng r = {seed * 0x9E3779B97F4A7C15ull + 7};
+  for (int trial = 0; trial < trials; trial++) {
+    uint64_t state = r.s;
+    mp_problem *p = new_problem();
+    mp_error err = {0};
+    size_t n = 1 + rng_below(&r, 60);
+    for (size_t i = 0; i < n; i++) {
+      char name[32];
+      snprintf(name, sizeof name, "b%zu", i);
+      int64_t f = (int64_t)rng_below(&r, 50);
+      mp_class cls = rng_below(&r, 10) == 0   ? MP_CLASS_RESIDENT
+                     : rng_below(&r, 20) == 0 ? MP_CLASS_RETAINED
+                                              : MP_CLASS_ACTIVATION;
+      add(p, name, 1 + rng_below(&r, 5000), (size_t)1 << rng_below(&r, 7), f,
+          f + (int64_t)rng_below(&r, 15), cls);
+    }
+    CHECK(mp_problem_seal(p, &err) == MP_OK);
+    size_t linear_act = 0;
+    for (size_t k = mp_strategy_count(); k-- > 0;) { /* linear first */
+      mp_plan_opts o = {mp_strategy_name(k), 0};
+      mp_plan *plan = NULL;
+      mp_status st = mp_plan_solve(p, &o, &plan, &err);
+      if (st != MP_OK) {
+        fprintf(stderr, "%s failed (seed %u, state %llu): %s\n", o.strategy,
+                seed, (unsigned long long)state, err.msg);
+        CHECK(st == MP_OK);
+        continue;
+      }
+      const mp_plan_summary *s = mp_plan_summary_of(plan);
+      if (k == mp_strategy_count() - 1) linear_act = s->activation_peak_bytes;
+      bool ok = s->activation_peak_bytes >= s->lower_bound_bytes &&
+                s->activation_peak_bytes <= linear_act &&
+                s->arena_bytes == s->resident_bytes + s->activation_peak_bytes;
+      if (!ok) {
+        fprintf(stderr,
+                "%s: bounds broken (seed %u, state %llu): act %zu lb %zu "
+                "linear %zu\n",
+                o.strategy, seed, (unsigned long long)state,
+                s->activation_peak_bytes, s->lower_bound_bytes, linear_act);
+      }
+      CHECK(ok);
+      mp_plan_destroy(plan);
+    }
+    mp_problem_destroy(p);
+  }
+}
+
+int main(int argc, char **argv) {
+  unsigned seed = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 20261129u;
+  fprintf(stderr, "test_planner: seed %u\n", seed);
+  test_seed_golden();
+  test_problem_errors();
+  test_validator_cases();
+  test_validator_random(seed);
+  test_pins();
+  test_profile_two_peaks();
+  test_strategies_random(seed, 2000);
+  return check_exit("test_planner");
+}
