@@ -14,6 +14,7 @@
  */
 #include "mplan/graph.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -353,21 +354,13 @@ static mp_status graph_set_producers(mp_graph *g, mp_error *err) {
   return MP_OK;
 }
 
-/* Counts each (op, tensor) pair once even when an op reads a tensor twice. */
-static bool graph_reads_before(const mp_op *op, uint32_t k) {
-  for (uint32_t j = 0; j < k; j++) {
-    if (op->inputs[j] == op->inputs[k]) return true;
-  }
-  return false;
-}
-
 static mp_status graph_set_consumers(mp_graph *g, mp_error *err) {
   size_t total = 0;
   for (size_t i = 0; i < g->n_tensors; i++) g->tensors[i].n_consumers = 0;
   for (size_t o = 0; o < g->n_ops; o++) {
     const mp_op *op = &g->ops[o];
     for (uint32_t k = 0; k < op->n_inputs; k++) {
-      if (op->inputs[k] < 0 || graph_reads_before(op, k)) continue;
+      if (!mp_op_first_read(op, k)) continue;
       g->tensors[op->inputs[k]].n_consumers++;
       total++;
     }
@@ -385,12 +378,31 @@ static mp_status graph_set_consumers(mp_graph *g, mp_error *err) {
   for (size_t o = 0; o < g->n_ops; o++) {
     const mp_op *op = &g->ops[o];
     for (uint32_t k = 0; k < op->n_inputs; k++) {
-      if (op->inputs[k] < 0 || graph_reads_before(op, k)) continue;
+      if (!mp_op_first_read(op, k)) continue;
       mp_tensor *t = &g->tensors[op->inputs[k]];
       ((uint32_t *)(uintptr_t)t->consumers)[t->n_consumers++] = (uint32_t)o;
     }
   }
   return MP_OK;
+}
+
+/* Invariant 3 as a whole-graph check, run inside assert(). */
+MP_CHECKER static bool graph_check_links(const mp_graph *g) {
+  for (size_t i = 0; i < g->n_tensors; i++) {
+    const mp_tensor *t = &g->tensors[i];
+    if (t->producer >= 0) {
+      const mp_op *p = &g->ops[t->producer];
+      bool found = false;
+      for (uint32_t k = 0; k < p->n_outputs; k++) {
+        found = found || p->outputs[k] == (int32_t)i;
+      }
+      if (!found) return false;
+    }
+    for (uint32_t c = 1; c < t->n_consumers; c++) {
+      if (t->consumers[c - 1] >= t->consumers[c]) return false;
+    }
+  }
+  return true;
 }
 
 mp_status mp_graph_link(mp_graph *g, mp_error *err) {
@@ -415,6 +427,7 @@ mp_status mp_graph_link(mp_graph *g, mp_error *err) {
     }
   }
   g->linked = true;
+  assert(graph_check_links(g));
   return MP_OK;
 }
 

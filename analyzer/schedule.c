@@ -70,13 +70,6 @@ static uint32_t sched_pop(sched_heap *h) {
   return top;
 }
 
-static bool sched_reads_before(const mp_op *op, uint32_t k) {
-  for (uint32_t j = 0; j < k; j++) {
-    if (op->inputs[j] == op->inputs[k]) return true;
-  }
-  return false;
-}
-
 /* An unscheduled producer of one of op's inputs (invariant 3). */
 static int32_t sched_pending_pred(const mp_graph *g, uint32_t op,
                                   const bool *done) {
@@ -141,7 +134,7 @@ static mp_status sched_kahn(const mp_graph *g, uint32_t *order, uint32_t *indeg,
   for (uint32_t o = 0; o < n; o++) {
     const mp_op *op = mp_graph_op(g, o);
     for (uint32_t k = 0; k < op->n_inputs; k++) {
-      if (op->inputs[k] < 0 || sched_reads_before(op, k)) continue;
+      if (!mp_op_first_read(op, k)) continue;
       if (mp_graph_tensor(g, (size_t)op->inputs[k])->producer >= 0) indeg[o]++;
     }
     if (indeg[o] == 0) sched_push(&h, o);

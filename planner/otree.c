@@ -10,6 +10,8 @@
  */
 #include "otree.h"
 
+#include <assert.h>
+
 static uint64_t otree_mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -88,6 +90,34 @@ static uint32_t otree_insert_at(otree *t, uint32_t node, uint32_t slot) {
   return node;
 }
 
+/* Invariants 1 and 2 over the subtree at node; counts its nodes. Keys of
+ * the subtree must lie strictly between lo and hi (NIL: unbounded). */
+MP_CHECKER static bool otree_check_at(const otree *t, uint32_t node,
+                                      uint32_t lo, uint32_t hi, size_t *count) {
+  if (node == OTREE_NIL) return true;
+  const otree_node *n = &t->nodes[node];
+  if (lo != OTREE_NIL && !otree_less(t, t->nodes[lo].key, lo, node)) {
+    return false;
+  }
+  if (hi != OTREE_NIL && !otree_less(t, n->key, node, hi)) return false;
+  if ((n->left != OTREE_NIL && t->nodes[n->left].prio > n->prio) ||
+      (n->right != OTREE_NIL && t->nodes[n->right].prio > n->prio)) {
+    return false;
+  }
+  ++*count;
+  return otree_check_at(t, n->left, lo, node, count) &&
+         otree_check_at(t, n->right, node, hi, count);
+}
+
+/* Whole-tree check for assert(); skipped on large trees to keep debug
+ * builds O(n log n) overall. */
+MP_CHECKER static bool otree_check(const otree *t) {
+  size_t count = 0;
+  if (t->size > 64) return true;
+  return otree_check_at(t, t->root, OTREE_NIL, OTREE_NIL, &count) &&
+         count == t->size;
+}
+
 void otree_insert(otree *t, uint32_t slot, uint64_t key) {
   otree_node *s = &t->nodes[slot];
   s->key = key;
@@ -95,6 +125,7 @@ void otree_insert(otree *t, uint32_t slot, uint64_t key) {
   s->left = s->right = OTREE_NIL;
   t->root = otree_insert_at(t, t->root, slot);
   t->size++;
+  assert(otree_check(t));
 }
 
 static uint32_t otree_erase_at(otree *t, uint32_t node, uint32_t slot) {
@@ -112,6 +143,7 @@ static uint32_t otree_erase_at(otree *t, uint32_t node, uint32_t slot) {
 void otree_erase(otree *t, uint32_t slot) {
   t->root = otree_erase_at(t, t->root, slot);
   t->size--;
+  assert(otree_check(t));
 }
 
 uint32_t otree_prev(const otree *t, uint64_t key, uint32_t slot) {

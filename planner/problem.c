@@ -12,6 +12,7 @@
  */
 #include "mplan/problem.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,6 +173,29 @@ mp_status mp_problem_set_span(mp_problem *p, int64_t first, int64_t last,
   return MP_OK;
 }
 
+/* Invariants 1-3 as a whole-object check, run inside assert(). */
+MP_CHECKER static bool problem_check(const mp_problem *p) {
+  for (size_t i = 0; i < p->n; i++) {
+    const mp_buffer *b = &p->bufs[i];
+    size_t want;
+    int64_t idx;
+    if (!b->size || !mp_is_pow2(b->alignment)) return false;
+    if (!mp_align_up(b->size, b->alignment, &want) || want != b->padded) {
+      return false;
+    }
+    if (!mp_strmap_get(p->index, b->name, &idx) || idx != (int64_t)i) {
+      return false;
+    }
+    if (!p->sealed) continue;
+    if (b->first < p->span_first || b->last > p->span_last) return false;
+    if (b->cls != MP_CLASS_ACTIVATION &&
+        (b->first != p->span_first || b->last != p->span_last)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 mp_status mp_problem_seal(mp_problem *p, mp_error *err) {
   if (p->sealed) return MP_OK;
   if (!p->has_span) {
@@ -196,6 +220,7 @@ mp_status mp_problem_seal(mp_problem *p, mp_error *err) {
     }
   }
   p->sealed = true;
+  assert(problem_check(p));
   return MP_OK;
 }
 
@@ -303,6 +328,21 @@ static mp_status profile_peaks(mp_profile *prof, mp_error *err) {
   return MP_OK;
 }
 
+/* Invariant 4: segments tile the span, neighbours differ. */
+MP_CHECKER static bool profile_check(const mp_problem *p,
+                                     const mp_profile *prof) {
+  if (!prof->n_segs || prof->segs[0].first != p->span_first ||
+      prof->segs[prof->n_segs - 1].last != p->span_last) {
+    return false;
+  }
+  for (size_t i = 1; i < prof->n_segs; i++) {
+    const mp_segment *a = &prof->segs[i - 1], *b = &prof->segs[i];
+    if (a->last + 1 != b->first || a->first > a->last) return false;
+    if (a->live == b->live && a->count == b->count) return false;
+  }
+  return true;
+}
+
 mp_status mp_problem_profile(const mp_problem *p, mp_profile *out,
                              mp_error *err) {
   mp_profile prof = {.alloc = p->alloc};
@@ -336,6 +376,7 @@ mp_status mp_problem_profile(const mp_problem *p, mp_profile *out,
   if (n_ev) qsort(ev, n_ev, sizeof *ev, problem_event_cmp);
   st = profile_sweep(p, ev, n_ev, &prof, err);
   if (st == MP_OK) st = profile_peaks(&prof, err);
+  assert(st != MP_OK || profile_check(p, &prof));
   mp_free(p->alloc, ev);
   if (st != MP_OK) {
     mp_profile_release(&prof);

@@ -38,8 +38,11 @@ typedef struct mp_error {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define MP_PRINTF(f, a) __attribute__((format(printf, f, a)))
+/* For invariant checkers that only assert() calls (unused with NDEBUG). */
+#define MP_CHECKER __attribute__((unused))
 #else
 #define MP_PRINTF(f, a)
+#define MP_CHECKER
 #endif
 
 /* Records status and a formatted message in err (when err is not NULL) and

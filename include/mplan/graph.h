@@ -94,6 +94,16 @@ typedef struct mp_op {
   const mp_attr *attrs;
 } mp_op;
 
+/* true when input k of op is present and is the first occurrence of its
+ * tensor among the op's inputs (an op reading x twice consumes it once). */
+static inline bool mp_op_first_read(const mp_op *op, uint32_t k) {
+  if (op->inputs[k] < 0) return false;
+  for (uint32_t j = 0; j < k; j++) {
+    if (op->inputs[j] == op->inputs[k]) return false;
+  }
+  return true;
+}
+
 typedef struct mp_graph mp_graph;
 
 /* Returns an owned, empty graph (release with mp_graph_destroy). source
