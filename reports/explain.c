@@ -259,7 +259,7 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
   }
   mp_buf_printf(out, ", order %s, backend %s\n", mp_model_order_name(m),
                 mp_model_backend_name(m));
-  mp_buf_printf(out, "arena       %s = resident %s + activations %s\n",
+  mp_buf_printf(out, "arena       %s = resident %s B + activations %s B\n",
                 mp_fmt_bytes(a, s->arena_bytes),
                 mp_fmt_count(b, s->resident_bytes),
                 mp_fmt_count(d, s->activation_peak_bytes));
@@ -267,10 +267,10 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
   size_t saved = s->no_reuse_bytes > s->activation_peak_bytes
                      ? s->no_reuse_bytes - s->activation_peak_bytes
                      : 0;
-  mp_buf_printf(out, "lower bound %s; overhead %s (%.2f%%)\n",
+  mp_buf_printf(out, "lower bound %s; overhead %s B (%.2f%%)\n",
                 mp_fmt_bytes(a, s->lower_bound_bytes), mp_fmt_count(b, over),
                 report_pct(over, s->lower_bound_bytes));
-  mp_buf_printf(out, "no reuse    %s; reuse saves %.1f%%; alignment waste %s\n",
+  mp_buf_printf(out, "no reuse    %s; reuse saves %.1f%%; alignment waste %s B\n",
                 mp_fmt_bytes(a, s->no_reuse_bytes),
                 report_pct(saved, s->no_reuse_bytes),
                 mp_fmt_count(b, s->alignment_waste_bytes));
