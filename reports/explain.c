@@ -270,10 +270,10 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
   mp_buf_printf(out, "lower bound %s; overhead %s B (%.2f%%)\n",
                 mp_fmt_bytes(a, s->lower_bound_bytes), mp_fmt_count(b, over),
                 report_pct(over, s->lower_bound_bytes));
-  mp_buf_printf(out, "no reuse    %s; reuse saves %.1f%%; alignment waste %s B\n",
-                mp_fmt_bytes(a, s->no_reuse_bytes),
-                report_pct(saved, s->no_reuse_bytes),
-                mp_fmt_count(b, s->alignment_waste_bytes));
+  mp_buf_printf(
+      out, "no reuse    %s; reuse saves %.1f%%; alignment waste %s B\n",
+      mp_fmt_bytes(a, s->no_reuse_bytes), report_pct(saved, s->no_reuse_bytes),
+      mp_fmt_count(b, s->alignment_waste_bytes));
   mp_buf_printf(out,
                 "strategy    %s in %.3f ms; validated: no two live buffers "
                 "share a byte\n",
