@@ -15,8 +15,9 @@
 #include "mplan/plan.h"
 
 #include <stdio.h>
-#include <time.h>
+#include <string.h>
 
+#include "exact.h"
 #include "mplan/validate.h"
 #include "strategy.h"
 
@@ -26,11 +27,19 @@ struct mp_plan {
   mp_placement *pl;
   mp_plan_summary summary;
   char *strategy;
+  char detail[256];
   mp_profile profile;
 };
 
 static const mp_strategy *const plan_strategies[] = {
+    &mp_strategy_auto,
+    &mp_strategy_exact,
     &mp_strategy_seed_first_fit,
+    &mp_strategy_best_fit_size,
+    &mp_strategy_best_fit_duration,
+    &mp_strategy_best_fit_conflict,
+    &mp_strategy_greedy_breadth,
+    &mp_strategy_online_best_fit,
     &mp_strategy_linear,
 };
 
@@ -55,12 +64,6 @@ static const mp_strategy *plan_find_strategy(const char *name) {
     if (*a == *b) return plan_strategies[i];
   }
   return NULL;
-}
-
-static double plan_now_ms(void) {
-  struct timespec ts;
-  if (timespec_get(&ts, TIME_UTC) != TIME_UTC) return 0.0;
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static mp_status plan_alloc(const mp_problem *p, const char *strategy,
@@ -126,8 +129,12 @@ static mp_status plan_tier(mp_plan *plan, mp_class cls, const mp_strategy *s,
                         b->pinned,
                         b->pinned ? b->pin - base : 0};
   }
-  mp_strategy_ctx ctx = {plan->alloc, sb, m, off, budget_ms};
+  mp_strategy_ctx ctx = {plan->alloc, sb, m, off, budget_ms, "", 0};
   st = s->solve(&ctx, err);
+  if (st == MP_OK && cls == MP_CLASS_ACTIVATION) {
+    memcpy(plan->detail, ctx.detail, sizeof plan->detail);
+    plan->summary.proven_lb_bytes = ctx.proven_lb;
+  }
   *end = base;
   for (size_t k = 0; st == MP_OK && k < m; k++) {
     mp_placement *pl = &plan->pl[sb[k].id];
@@ -163,6 +170,7 @@ static void plan_summarize(mp_plan *plan) {
   s->no_reuse_bytes = plan->profile.no_reuse;
   s->alignment_waste_bytes = plan->profile.waste;
   s->strategy = plan->strategy;
+  s->detail = plan->detail;
 }
 
 /* The largest alignment among buffers of class cls (1 when none). */
@@ -236,7 +244,7 @@ mp_status mp_plan_solve(const mp_problem *p, const mp_plan_opts *opts,
   }
   mp_status st = plan_alloc(p, s->name, &plan, err);
   if (st != MP_OK) return st;
-  double t0 = plan_now_ms();
+  double t0 = mp_now_ms();
   st = plan_layout(plan, s, opts ? opts->budget_ms : 0, err);
   if (st == MP_OK) {
     plan_summarize(plan);
@@ -246,7 +254,7 @@ mp_status mp_plan_solve(const mp_problem *p, const mp_plan_opts *opts,
     mp_plan_destroy(plan);
     return st;
   }
-  plan->summary.plan_ms = plan_now_ms() - t0;
+  plan->summary.plan_ms = mp_now_ms() - t0;
   *out = plan;
   return MP_OK;
 }

@@ -26,6 +26,12 @@ typedef struct mp_strategy_ctx {
   size_t n;
   size_t *offsets; /* out: n tier-relative offsets */
   double budget_ms;
+  /* out, optional: what a searching or meta strategy has to say (which
+   * heuristic won, whether the result is proven optimal) and the best
+   * lower bound it proved on the tier's size (0: none beyond the
+   * profile's). */
+  char detail[256];
+  size_t proven_lb;
 } mp_strategy_ctx;
 
 typedef struct mp_strategy {
@@ -36,6 +42,13 @@ typedef struct mp_strategy {
 
 extern const mp_strategy mp_strategy_linear;
 extern const mp_strategy mp_strategy_seed_first_fit;
+extern const mp_strategy mp_strategy_best_fit_size;
+extern const mp_strategy mp_strategy_best_fit_duration;
+extern const mp_strategy mp_strategy_best_fit_conflict;
+extern const mp_strategy mp_strategy_greedy_breadth;
+extern const mp_strategy mp_strategy_online_best_fit;
+extern const mp_strategy mp_strategy_exact;
+extern const mp_strategy mp_strategy_auto;
 
 /* ---- helpers shared by strategies (strategy_util.c) ---------------------- */
 
@@ -49,5 +62,38 @@ mp_status strategy_order_by_first(const mp_strategy_ctx *ctx, uint32_t **out,
  * in ctx; pinned buffers go to their pins. O(n log n). */
 mp_status strategy_stack(mp_strategy_ctx *ctx, const uint32_t *order, size_t n,
                          mp_error *err);
+
+/* Sorts the buffers of ctx by (k1 desc, k2 desc, id asc) and returns the
+ * order as an owned array of indices (release with mp_free(ctx->alloc)). */
+mp_status strategy_order_desc(const mp_strategy_ctx *ctx, const uint64_t *k1,
+                              const uint64_t *k2, uint32_t **out,
+                              mp_error *err);
+
+/* ---- best-fit placement (strategy_place.c) --------------------------------
+ * Places buffers one at a time at the best-fitting gap among the already
+ * placed buffers that overlap them in time, found through an interval tree:
+ * O(log n + k) to find the k conflicts, O(k log k) to scan their gaps. */
+typedef struct strategy_range {
+  size_t lo, hi;
+} strategy_range;
+
+typedef struct strategy_placer {
+  mp_strategy_ctx *ctx;
+  struct itree *placed;
+  strategy_range *scratch;
+  size_t n_scratch, cap_scratch;
+} strategy_placer;
+
+mp_status strategy_placer_init(strategy_placer *pl, mp_strategy_ctx *ctx,
+                               mp_error *err);
+void strategy_placer_release(strategy_placer *pl);
+
+/* Puts every pinned buffer at its pin (call first). */
+void strategy_placer_pins(strategy_placer *pl);
+
+/* Places unpinned buffer i into the smallest gap that holds it (ties: the
+ * lowest), else on top of everything it conflicts with. */
+mp_status strategy_placer_best_fit(strategy_placer *pl, uint32_t i,
+                                   mp_error *err);
 
 #endif /* MPLAN_STRATEGY_H */

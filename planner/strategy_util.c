@@ -42,6 +42,39 @@ mp_status strategy_order_by_first(const mp_strategy_ctx *ctx, uint32_t **out,
   return MP_OK;
 }
 
+typedef struct util_key2 {
+  uint64_t k1, k2, id;
+  uint32_t idx;
+} util_key2;
+
+static int util_key2_cmp(const void *a, const void *b) {
+  const util_key2 *x = a, *y = b;
+  if (x->k1 != y->k1) return x->k1 > y->k1 ? -1 : 1;
+  if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+mp_status strategy_order_desc(const mp_strategy_ctx *ctx, const uint64_t *k1,
+                              const uint64_t *k2, uint32_t **out,
+                              mp_error *err) {
+  size_t n = ctx->n;
+  util_key2 *k = mp_calloc(ctx->alloc, n ? n : 1, sizeof *k);
+  uint32_t *idx = mp_calloc(ctx->alloc, n ? n : 1, sizeof *idx);
+  if (!k || !idx) {
+    mp_free(ctx->alloc, k);
+    mp_free(ctx->alloc, idx);
+    return mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
+  }
+  for (size_t i = 0; i < n; i++) {
+    k[i] = (util_key2){k1[i], k2[i], ctx->bufs[i].id, (uint32_t)i};
+  }
+  qsort(k, n, sizeof *k, util_key2_cmp);
+  for (size_t i = 0; i < n; i++) idx[i] = k[i].idx;
+  mp_free(ctx->alloc, k);
+  *out = idx;
+  return MP_OK;
+}
+
 typedef struct util_range {
   size_t lo, hi;
 } util_range;

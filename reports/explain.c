@@ -41,9 +41,13 @@ static void ex_header(ex_ctx *c) {
       mp_model_format_of(m) == MP_FORMAT_MINIMALLOC ? "times" : "steps", t0,
       t1);
   mp_buf_printf(c->out,
-                "strategy %s | order %s | backend %s | planned in %.3f ms\n\n",
+                "strategy %s | order %s | backend %s | planned in %.3f ms\n",
                 c->s->strategy, mp_model_order_name(m),
                 mp_model_backend_name(m), c->s->plan_ms);
+  if (c->s->detail && *c->s->detail) {
+    mp_buf_printf(c->out, "%s\n", c->s->detail);
+  }
+  mp_buf_puts(c->out, "\n");
 }
 
 static void ex_totals(ex_ctx *c) {
@@ -278,5 +282,7 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
                 "strategy    %s in %.3f ms; validated: no two live buffers "
                 "share a byte\n",
                 s->strategy, s->plan_ms);
+  if (s->detail && *s->detail)
+    mp_buf_printf(out, "            %s\n", s->detail);
   return mp_buf_status(out, "summary", err);
 }

@@ -103,6 +103,10 @@ static void pj_summary(pj_ctx *c, cJSON *root) {
   pj_num(c, o, "overhead_pct", report_pct(frag, s->lower_bound_bytes));
   pj_num(c, o, "saved_by_reuse_pct", report_pct(saved, s->no_reuse_bytes));
   pj_str(c, o, "strategy", s->strategy);
+  if (s->detail && *s->detail) pj_str(c, o, "strategy_detail", s->detail);
+  if (s->proven_lb_bytes) {
+    pj_num(c, o, "proven_lower_bound_bytes", (double)s->proven_lb_bytes);
+  }
   pj_str(c, o, "order", mp_model_order_name(c->m));
   pj_num(c, o, "plan_ms", s->plan_ms);
   mp_problem_span(c->p, &t0, &t1);

@@ -42,7 +42,7 @@ static size_t offset_of(const mp_model *m, const mp_plan *plan,
 /* Seed 000 section 8 prints this table; mplan must reproduce it exactly. */
 static void test_seed_table(void) {
   mp_plan *plan = NULL;
-  mp_model *m = load("models/seed_example.json", &plan, NULL);
+  mp_model *m = load("models/seed_example.json", &plan, "seed-first-fit");
   if (!m) return;
   CHECK_EQ_U(offset_of(m, plan, "input"), 0);
   CHECK_EQ_U(offset_of(m, plan, "conv_w"), 4096);

@@ -60,7 +60,8 @@ static void test_seed_golden(void) {
   add(p, "logits", 1024, 16, 4, 5, MP_CLASS_ACTIVATION);
   add(p, "probs", 1024, 16, 5, 5, MP_CLASS_ACTIVATION);
   CHECK(mp_problem_seal(p, &err) == MP_OK);
-  CHECK(mp_plan_solve(p, NULL, &plan, &err) == MP_OK);
+  mp_plan_opts seed = {"seed-first-fit", 0};
+  CHECK(mp_plan_solve(p, &seed, &plan, &err) == MP_OK);
   static const size_t want[] = {0,      4096,  335872, 331776,
                                 344064, 69632, 331776, 332800};
   for (size_t i = 0; i < 8; i++) {
@@ -296,7 +297,7 @@ static void test_strategies_random(unsigned seed, int trials) {
     CHECK(mp_problem_seal(p, &err) == MP_OK);
     size_t linear_act = 0;
     for (size_t k = mp_strategy_count(); k-- > 0;) { /* linear first */
-      mp_plan_opts o = {mp_strategy_name(k), 0};
+      mp_plan_opts o = {mp_strategy_name(k), 1};
       mp_plan *plan = NULL;
       mp_status st = mp_plan_solve(p, &o, &plan, &err);
       if (st != MP_OK) {

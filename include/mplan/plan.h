@@ -27,6 +27,9 @@ typedef struct mp_plan_summary {
   size_t alignment_waste_bytes; /* sum of padded - size over all buffers */
   double plan_ms;               /* wall time of the strategy + validation */
   const char *strategy;         /* owned by the plan */
+  const char *detail;           /* what the strategy reports ("" if none) */
+  size_t proven_lb_bytes;       /* a lower bound on the activation tier the
+                                   exact search proved (0: none) */
 } mp_plan_summary;
 
 typedef struct mp_plan_opts {
@@ -34,7 +37,7 @@ typedef struct mp_plan_opts {
   double budget_ms;     /* for searching strategies; 0: no budget */
 } mp_plan_opts;
 
-#define MP_STRATEGY_DEFAULT "seed-first-fit"
+#define MP_STRATEGY_DEFAULT "auto"
 
 typedef struct mp_plan mp_plan;
 

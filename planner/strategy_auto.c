@@ -1,0 +1,199 @@
+/*
+ * strategy_auto.c -- the meta strategies: `auto` and `exact`.
+ *
+ * auto:  runs every fast heuristic on the same buffers and keeps the
+ *        smallest arena (ties: the earlier heuristic in the list); when a
+ *        budget is given and the result is above the lower bound, hands it
+ *        to the exact search to improve or prove.
+ * exact: the same start, then always the exact search within the budget
+ *        (EXACT_DEFAULT_MS when none is given): it either proves the
+ *        optimum or returns the best arena found and the gap to the lower
+ *        bound it proved. It starts from the best heuristic and is never
+ *        worse than it.
+ *
+ * Invariants:
+ *   1. ctx->offsets always holds a complete, conflict-free placement: the
+ *      heuristic result, replaced only by a better exact solution.
+ *   2. The optimisation keeps lo <= optimum <= best: lo rises only on a
+ *      proof of infeasibility, best falls only on a found solution.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "exact.h"
+#include "mplan/units.h"
+#include "strategy.h"
+
+#define EXACT_DEFAULT_MS 5000.0
+
+static const mp_strategy *const auto_heuristics[] = {
+    &mp_strategy_best_fit_size,     &mp_strategy_best_fit_duration,
+    &mp_strategy_best_fit_conflict, &mp_strategy_greedy_breadth,
+    &mp_strategy_seed_first_fit,    &mp_strategy_online_best_fit,
+};
+
+#define AUTO_N (sizeof auto_heuristics / sizeof *auto_heuristics)
+
+static size_t auto_extent(const mp_strategy_ctx *ctx, const size_t *off) {
+  size_t top = 0;
+  for (size_t i = 0; i < ctx->n; i++) {
+    if (off[i] + ctx->bufs[i].size > top) top = off[i] + ctx->bufs[i].size;
+  }
+  return top;
+}
+
+/* Runs every heuristic; leaves the winner's offsets in ctx->offsets. */
+static mp_status auto_heuristics_run(mp_strategy_ctx *ctx, size_t *arena,
+                                     const char **winner, mp_error *err) {
+  size_t *trial = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *trial);
+  if (!trial) return mp_error_set(err, MP_ERR_NOMEM, "auto: out of memory");
+  *arena = SIZE_MAX;
+  for (size_t h = 0; h < AUTO_N; h++) {
+    mp_strategy_ctx sub = *ctx;
+    sub.offsets = trial;
+    mp_status st = auto_heuristics[h]->solve(&sub, err);
+    if (st != MP_OK) {
+      mp_free(ctx->alloc, trial);
+      return st;
+    }
+    size_t a = auto_extent(ctx, trial);
+    if (a < *arena) {
+      *arena = a;
+      *winner = auto_heuristics[h]->name;
+      memcpy(ctx->offsets, trial, ctx->n * sizeof *trial);
+    }
+  }
+  mp_free(ctx->alloc, trial);
+  return MP_OK;
+}
+
+static bool auto_pinned(const mp_strategy_ctx *ctx) {
+  for (size_t i = 0; i < ctx->n; i++) {
+    if (ctx->bufs[i].pinned) return true;
+  }
+  return false;
+}
+
+typedef struct auto_search {
+  size_t best; /* the smallest arena found: an upper bound on the optimum */
+  size_t lo;   /* the next capacity worth asking about */
+  size_t lb;   /* proven: no arena below it exists */
+  uint64_t nodes;
+} auto_search;
+
+/* Invariant 2: bisection between the proven bound and the best found. A
+ * probe that times out moves lo up without moving the proof. */
+static mp_status auto_bisect(mp_strategy_ctx *ctx, ex_problem *ex, size_t *sol,
+                             auto_search *s, double deadline, mp_error *err) {
+  for (bool first = true; s->lo < s->best; first = false) {
+    double now = mp_now_ms();
+    if (now >= deadline) break;
+    /* The first probe asks for the lower bound itself, with most of the
+     * budget: on many real problems it is the optimum. */
+    size_t cap = first ? s->lo : s->lo + (s->best - 1 - s->lo) / 2;
+    double slice = first ? 0.6 * (deadline - now) : (deadline - now) / 3;
+    ex_result r;
+    mp_status st = ex_decide(ex, cap, now + slice, sol, &r, err);
+    s->nodes += ex_nodes(ex);
+    if (st != MP_OK) return st;
+    if (r == EX_FOUND) {
+      s->best = auto_extent(ctx, sol);
+      memcpy(ctx->offsets, sol, ctx->n * sizeof *sol);
+      continue;
+    }
+    s->lo = cap + 1;
+    if (r == EX_INFEASIBLE && cap + 1 > s->lb) s->lb = cap + 1;
+  }
+  return MP_OK;
+}
+
+static void auto_describe(mp_strategy_ctx *ctx, const auto_search *s,
+                          const char *prefix) {
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], c[MP_FMT_MAX];
+  size_t len = strlen(ctx->detail);
+  if (s->best <= s->lb) {
+    snprintf(ctx->detail + len, sizeof ctx->detail - len,
+             "%s: %s B is optimal (proven; %llu nodes)", prefix,
+             mp_fmt_count(a, s->best), (unsigned long long)s->nodes);
+  } else {
+    snprintf(ctx->detail + len, sizeof ctx->detail - len,
+             "%s: best %s B, proven lower bound %s B, gap %s B (%.2f%%; %llu "
+             "nodes)",
+             prefix, mp_fmt_count(a, s->best), mp_fmt_count(b, s->lb),
+             mp_fmt_count(c, s->best - s->lb),
+             100.0 * (double)(s->best - s->lb) / (double)s->lb,
+             (unsigned long long)s->nodes);
+  }
+  ctx->proven_lb = s->lb;
+}
+
+/* Tries to improve (or prove) the placement in ctx->offsets within the
+ * budget. Leaves a sentence in ctx->detail. */
+static mp_status auto_exact(mp_strategy_ctx *ctx, size_t arena,
+                            double budget_ms, mp_error *err) {
+  size_t len = strlen(ctx->detail);
+  if (auto_pinned(ctx)) {
+    snprintf(ctx->detail + len, sizeof ctx->detail - len,
+             "exact search skipped: pinned buffers");
+    return MP_OK;
+  }
+  ex_problem *ex = NULL;
+  mp_error why;
+  mp_status st = ex_create(ctx, &ex, &why);
+  if (st == MP_ERR_UNSUPPORTED) {
+    snprintf(ctx->detail + len, sizeof ctx->detail - len,
+             "exact search skipped: %s", why.msg);
+    return MP_OK;
+  }
+  if (st != MP_OK) {
+    if (err) *err = why;
+    return st;
+  }
+  double deadline = mp_now_ms() + budget_ms;
+  auto_search s = {arena, ex_lower_bound(ex), ex_lower_bound(ex), 0};
+  size_t *sol = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *sol);
+  st = sol ? auto_bisect(ctx, ex, sol, &s, deadline, err)
+           : mp_error_set(err, MP_ERR_NOMEM, "exact: out of memory");
+  if (st == MP_OK) auto_describe(ctx, &s, "exact");
+  mp_free(ctx->alloc, sol);
+  ex_destroy(ex);
+  return st;
+}
+
+static mp_status auto_solve(mp_strategy_ctx *ctx, mp_error *err) {
+  size_t arena;
+  const char *winner = "none";
+  mp_status st = auto_heuristics_run(ctx, &arena, &winner, err);
+  if (st != MP_OK) return st;
+  snprintf(ctx->detail, sizeof ctx->detail, "%s won; ", winner);
+  if (ctx->budget_ms <= 0) {
+    size_t len = strlen(ctx->detail);
+    snprintf(ctx->detail + len, sizeof ctx->detail - len,
+             "no exact search (give --budget-ms)");
+    return MP_OK;
+  }
+  return auto_exact(ctx, arena, ctx->budget_ms, err);
+}
+
+static mp_status exact_solve(mp_strategy_ctx *ctx, mp_error *err) {
+  size_t arena;
+  const char *winner = "none";
+  mp_status st = auto_heuristics_run(ctx, &arena, &winner, err);
+  if (st != MP_OK) return st;
+  snprintf(ctx->detail, sizeof ctx->detail, "started from %s; ", winner);
+  return auto_exact(
+      ctx, arena, ctx->budget_ms > 0 ? ctx->budget_ms : EXACT_DEFAULT_MS, err);
+}
+
+const mp_strategy mp_strategy_auto = {
+    "auto",
+    "every fast heuristic, the smallest kept; then the exact search when "
+    "--budget-ms is given and the lower bound is not met",
+    auto_solve};
+
+const mp_strategy mp_strategy_exact = {
+    "exact",
+    "branch and bound over canonical placements (MiniMalloc-style) from the "
+    "best heuristic: proves the optimum or reports the gap, within the "
+    "budget (default 5 s)",
+    exact_solve};
