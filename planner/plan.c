@@ -97,6 +97,35 @@ void mp_plan_destroy(mp_plan *plan) {
   mp_free(plan->alloc, plan);
 }
 
+static size_t plan_extent(const mp_strategy_ctx *ctx, const size_t *off) {
+  size_t top = 0;
+  for (size_t i = 0; i < ctx->n; i++) {
+    if (off[i] + ctx->bufs[i].size > top) top = off[i] + ctx->bufs[i].size;
+  }
+  return top;
+}
+
+/* No strategy may do worse than no reuse at all. With mixed alignments a
+ * packing order can strand more padding than stacking does; then the
+ * linear placement is kept, and the detail says so. */
+static mp_status plan_guard(mp_strategy_ctx *ctx, mp_error *err) {
+  size_t *lin = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *lin);
+  if (!lin) return mp_error_set(err, MP_ERR_NOMEM, "plan: out of memory");
+  mp_strategy_ctx l = *ctx;
+  l.offsets = lin;
+  mp_status st = mp_strategy_linear.solve(&l, err);
+  size_t mine = plan_extent(ctx, ctx->offsets), base = plan_extent(ctx, lin);
+  if (st == MP_OK && base < mine) {
+    memcpy(ctx->offsets, lin, ctx->n * sizeof *lin);
+    size_t len = strlen(ctx->detail);
+    snprintf(ctx->detail + len, sizeof ctx->detail - len,
+             "%sthe no-reuse stack was %zu B smaller and was kept",
+             len ? "; " : "", mine - base);
+  }
+  mp_free(ctx->alloc, lin);
+  return st;
+}
+
 /* Runs strategy s over the buffers of class cls, placing them from base.
  * *end receives the end of the highest buffer of the tier (base if none). */
 static mp_status plan_tier(mp_plan *plan, mp_class cls, const mp_strategy *s,
@@ -131,6 +160,7 @@ static mp_status plan_tier(mp_plan *plan, mp_class cls, const mp_strategy *s,
   }
   mp_strategy_ctx ctx = {plan->alloc, sb, m, off, budget_ms, "", 0};
   st = s->solve(&ctx, err);
+  if (st == MP_OK && s != &mp_strategy_linear) st = plan_guard(&ctx, err);
   if (st == MP_OK && cls == MP_CLASS_ACTIVATION) {
     memcpy(plan->detail, ctx.detail, sizeof plan->detail);
     plan->summary.proven_lb_bytes = ctx.proven_lb;
