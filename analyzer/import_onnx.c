@@ -789,3 +789,37 @@ mp_status mp_onnx_import(const char *file, const void *data, size_t len,
   *out = x.g;
   return MP_OK;
 }
+
+mp_status mp_onnx_bind_input(mp_graph *g, const char *name, const void *data,
+                             size_t len, mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(g);
+  ox_pb pb = {a, false};
+  ProtobufCAllocator pa = {ox_pb_alloc, ox_pb_free, &pb};
+  ox x = {mp_graph_source(g), a, err, g};
+  int32_t t;
+  if (!mp_graph_find_tensor(g, name, &t) ||
+      mp_graph_tensor(g, (size_t)t)->kind != MP_TENSOR_INPUT) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: no graph input named '%s'",
+                        x.file, name);
+  }
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&pa, len, data);
+  if (!tp) {
+    return mp_error_set(err, pb.failed ? MP_ERR_NOMEM : MP_ERR_BAD_INPUT,
+                        "%s: input '%s': the TensorProto does not parse",
+                        x.file, name);
+  }
+  mp_dtype dt;
+  uint32_t rank;
+  mp_dim shape[MP_MAX_RANK];
+  size_t elems;
+  mp_status st =
+      ox_tensor_type(&x, tp, "input", name, &dt, &rank, shape, &elems);
+  if (st == MP_OK) {
+    st = mp_graph_set_shape(g, t, dt, rank, shape, MP_SHAPE_GIVEN, err);
+  }
+  if (st == MP_OK && dt != MP_DTYPE_STRING) {
+    st = ox_tensor_data(&x, tp, "input", name, t, dt, elems);
+  }
+  onnx__tensor_proto__free_unpacked(tp, &pa);
+  return st;
+}

@@ -28,6 +28,12 @@ mp_status mp_onnx_import(const char *file, const void *data, size_t len,
 /* The mp_dtype of an ONNX TensorProto.DataType code (Cast's "to"). */
 bool mp_onnx_dtype(int32_t code, mp_dtype *out);
 
+/* Binds graph input `name` of g to a serialized TensorProto (the
+ * input_*.pb files of ONNX test data): its dims become the input's shape
+ * and, when small, its contents the input's value. Borrows data. */
+mp_status mp_onnx_bind_input(mp_graph *g, const char *name, const void *data,
+                             size_t len, mp_error *err);
+
 /* true when data looks like an ONNX ModelProto (a cheap check of the first
  * fields, not a parse). */
 bool mp_onnx_sniff(const void *data, size_t len);
