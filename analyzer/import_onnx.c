@@ -375,9 +375,20 @@ static mp_status ox_value_type(ox *x, const Onnx__ValueInfoProto *vi,
   return MP_OK;
 }
 
+static bool ox_is_tensor(const Onnx__ValueInfoProto *vi) {
+  return vi->type &&
+         vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+}
+
 static mp_status ox_input(ox *x, const Onnx__ValueInfoProto *vi) {
   if (mp_graph_find_tensor(x->g, vi->name, NULL)) return MP_OK; /* weight */
   mp_tensor_desc d = {.name = vi->name, .kind = MP_TENSOR_INPUT};
+  if (vi->type && !ox_is_tensor(vi)) {
+    /* A sequence, map or optional has no shape mplan can size: it imports
+     * as pending, and planning names it (model.c) if anything needs it. */
+    d.pending = true;
+    return mp_graph_add_tensor(x->g, &d, NULL, x->err);
+  }
   bool has_shape;
   mp_status st = ox_value_type(x, vi, "graph input", &d, &has_shape);
   if (st != MP_OK) return st;
@@ -407,7 +418,7 @@ static mp_status ox_declare(ox *x, const Onnx__ValueInfoProto *vi,
   if (mp_graph_tensor(x->g, (size_t)t)->origin != MP_SHAPE_PENDING) {
     return MP_OK;
   }
-  if (!vi->type) return MP_OK;
+  if (!ox_is_tensor(vi)) return MP_OK;
   mp_status st = ox_value_type(x, vi, what, &d, &has_shape);
   if (st != MP_OK || !has_shape) return st;
   return mp_graph_declare(x->g, t, d.dtype, d.rank, d.shape, x->err);

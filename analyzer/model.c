@@ -198,6 +198,12 @@ static mp_status model_inputs_bound(const mp_model *m, mp_error *err) {
   for (size_t i = 0; i < mp_graph_tensor_count(g); i++) {
     const mp_tensor *t = mp_graph_tensor(g, i);
     if (t->kind != MP_TENSOR_INPUT) continue;
+    if (t->origin == MP_SHAPE_PENDING) {
+      return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                          "%s: graph input '%s' is not a tensor (a sequence, "
+                          "map or optional), which mplan cannot size",
+                          m->path, t->name);
+    }
     for (uint32_t k = 0; k < t->rank; k++) {
       if (mp_graph_dim_of(g, &t->shape[k]) >= 0) continue;
       char shape[256];

@@ -157,5 +157,10 @@ mp_status sh_topk(sh_ctx *c);
 mp_status sh_eyelike(sh_ctx *c);
 mp_status sh_same_as_first(sh_ctx *c);
 mp_status sh_det(sh_ctx *c);
+mp_status sh_random_like(sh_ctx *c);
+mp_status sh_window(sh_ctx *c);
+mp_status sh_compress(sh_ctx *c);
+mp_status sh_nonzero(sh_ctx *c);
+mp_status sh_einsum(sh_ctx *c);
 
 #endif /* MPLAN_SHAPE_RULES_H */

@@ -732,3 +732,119 @@ mp_status sh_det(sh_ctx *c) {
   sh_set(c, 0, x->dt, x->rank - 2, x->d);
   return MP_OK;
 }
+
+mp_status sh_random_like(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  mp_dtype dt;
+  if (!x) return sh_fail(c, "input 0 is missing");
+  if (!sh_has_attr(c, "dtype") ||
+      !mp_onnx_dtype((int32_t)sh_attr_i(c, "dtype", 0), &dt)) {
+    dt = x->dt;
+  }
+  sh_set(c, 0, dt, x->rank, x->d);
+  return MP_OK;
+}
+
+/* BlackmanWindow, HannWindow, HammingWindow: a vector of `size`. */
+mp_status sh_window(sh_ctx *c) {
+  size_t n;
+  const int64_t *size = sh_ints(c, 0, &n);
+  mp_dtype dt;
+  if (!sh_in(c, 0)) return sh_fail(c, "size is missing");
+  if (!size) return MP_ERR_UNSUPPORTED;
+  if (n != 1 || size[0] < 0) return sh_fail(c, "size must be one count");
+  if (!mp_onnx_dtype((int32_t)sh_attr_i(c, "output_datatype", 1), &dt)) {
+    return sh_fail(c, "output_datatype is not a known element type");
+  }
+  sh_set(c, 0, dt, 1, size);
+  return MP_OK;
+}
+
+/* Data-dependent, but known when the condition's values are. */
+mp_status sh_compress(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  size_t n;
+  const int64_t *cond = sh_ints(c, 1, &n);
+  if (!x || !sh_in(c, 1)) return sh_fail(c, "needs input and condition");
+  if (!cond) return MP_ERR_UNSUPPORTED;
+  int64_t d[MP_MAX_RANK], len = sh_elems(x), count = 0;
+  uint32_t r = 1, axis = 0;
+  if (sh_has_attr(c, "axis")) {
+    mp_status st = sh_axis(c, sh_attr_i(c, "axis", 0), x->rank, &axis);
+    if (st != MP_OK) return st;
+    memcpy(d, x->d, sizeof d);
+    r = x->rank;
+    len = x->d[axis];
+  }
+  for (size_t k = 0; k < n && (int64_t)k < len; k++) count += cond[k] != 0;
+  d[axis] = count;
+  sh_set(c, 0, x->dt, r, d);
+  return MP_OK;
+}
+
+/* Data-dependent, but known when the input's values are. */
+mp_status sh_nonzero(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  double v[MP_VALUE_MAX];
+  size_t n;
+  if (!x) return sh_fail(c, "input 0 is missing");
+  if (!sh_doubles(c, 0, v, &n)) return MP_ERR_UNSUPPORTED;
+  int64_t d[2] = {x->rank, 0};
+  for (size_t k = 0; k < n; k++) d[1] += v[k] != 0;
+  sh_set(c, 0, MP_DTYPE_I64, 2, d);
+  return MP_OK;
+}
+
+/* Einsum without ellipsis: every letter's size from the operands; the
+ * output is explicit after "->" or the letters used once, sorted. */
+mp_status sh_einsum(sh_ctx *c) {
+  const char *eq = sh_attr_s(c, "equation", NULL);
+  int64_t size[128];
+  int uses[128] = {0};
+  for (int k = 0; k < 128; k++) size[k] = -1;
+  if (!eq) return sh_fail(c, "equation is missing");
+  if (strstr(eq, "...")) return MP_ERR_UNSUPPORTED;
+  const char *p = eq;
+  for (uint32_t k = 0; k < c->n_in; k++) {
+    const sh_fact *f = sh_in(c, k);
+    uint32_t j = 0;
+    if (!f) return sh_fail(c, "input %u is missing", k);
+    for (; *p && *p != ',' && *p != '-'; p++) {
+      unsigned char ch = (unsigned char)*p;
+      if (ch == ' ') continue;
+      if (ch >= 128 || j >= f->rank) {
+        return sh_fail(c, "equation does not match input %u", k);
+      }
+      if (size[ch] >= 0 && size[ch] != f->d[j] && f->d[j] != 1 &&
+          size[ch] != 1) {
+        return sh_fail(c, "letter '%c' has sizes %lld and %lld", ch,
+                       (long long)size[ch], (long long)f->d[j]);
+      }
+      if (size[ch] < 0 || size[ch] == 1) size[ch] = f->d[j];
+      uses[ch]++;
+      j++;
+    }
+    if (j != f->rank) return sh_fail(c, "equation does not match input %u", k);
+    if (*p == ',') p++;
+  }
+  int64_t d[MP_MAX_RANK];
+  uint32_t r = 0;
+  if (p[0] == '-' && p[1] == '>') {
+    for (p += 2; *p; p++) {
+      unsigned char ch = (unsigned char)*p;
+      if (ch == ' ') continue;
+      if (ch >= 128 || size[ch] < 0 || r == MP_MAX_RANK) {
+        return sh_fail(c, "output letter '%c' is unknown", *p);
+      }
+      d[r++] = size[ch];
+    }
+  } else {
+    for (int ch = 0; ch < 128; ch++) {
+      if (uses[ch] != 1) continue;
+      if (r == MP_MAX_RANK) return sh_fail(c, "output rank too large");
+      d[r++] = size[ch];
+    }
+  }
+  sh_set(c, 0, c->in[0].dt, r, d);
+  return MP_OK;
+}
