@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Writes the small ONNX-like bad inputs of tests/bad/ (*.onnx.bin: not
+named .onnx on purpose) and tests/data/*.onnx.bin. Needs python3-onnx (a
+developer tool; the test suite only reads the committed outputs).
+
+usage: gen_onnx_bad.py REPO_ROOT
+"""
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+root = sys.argv[1]
+
+
+def model(nodes, inputs, outputs, inits=(), vi=(), opset=13):
+    g = helper.make_graph(nodes, "bad", inputs, outputs, list(inits), value_info=list(vi))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="mplan-tests")
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def save(rel, data):
+    with open(f"{root}/{rel}", "wb") as f:
+        f.write(data)
+
+
+F = TensorProto.FLOAT
+x = helper.make_tensor_value_info("x", F, [1, 3, 8, 8])
+y = helper.make_tensor_value_info("y", F, None)
+w = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
+conv = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])
+good = model([conv], [x], [y], [w])
+
+# A valid model cut in the middle of the weights.
+save("tests/bad/onnx_truncated.onnx.bin", good[: len(good) // 2])
+# ir_version, then bytes that are no protobuf.
+save("tests/bad/onnx_garbage.onnx.bin", b"\x08\x07" + bytes(range(250, 256)) * 8)
+# Conv whose weight is neither an initializer nor an input.
+save("tests/bad/onnx_missing_initializer.onnx.bin", model([conv], [x], [y]))
+# An op no rule knows, its output not declared.
+foo = helper.make_node("FrobnicateV2", ["x"], ["t"], name="frob")
+relu = helper.make_node("Relu", ["t"], ["y"], name="relu")
+save("tests/bad/onnx_unknown_op.onnx.bin", model([foo, relu], [x], [y]))
+# The same with value_info giving the unknown op's output: this one plans.
+t_vi = helper.make_tensor_value_info("t", F, [1, 3, 8, 8])
+save("tests/data/unknown_op_declared.onnx.bin", model([foo, relu], [x], [y], vi=[t_vi]))
+# A negative dim on a graph input.
+xn = helper.make_tensor_value_info("x", F, [1, -3, 8, 8])
+save("tests/bad/onnx_negative_dim.onnx.bin", model([relu], [xn], [y]))
+# Input dims whose product overflows 64 bits.
+xo = helper.make_tensor_value_info("t", F, [1 << 31, 1 << 31, 1 << 31])
+save("tests/bad/onnx_overflow.onnx.bin", model([relu], [xo], [y]))
+# An initializer whose dims product overflows.
+big = TensorProto(name="w", data_type=F, dims=[1 << 40, 1 << 40], raw_data=b"")
+save("tests/bad/onnx_overflow_init.onnx.bin", model([conv], [x], [y], [big]))
+# Weights kept in an external file.
+ext = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
+ext.ClearField("raw_data")
+ext.data_location = TensorProto.EXTERNAL
+e = ext.external_data.add()
+e.key, e.value = "location", "weights.bin"
+save("tests/bad/onnx_external.onnx.bin", model([conv], [x], [y], [ext]))
+# raw_data shorter than dims x dtype.
+short = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
+short.raw_data = short.raw_data[:100]
+save("tests/bad/onnx_short_raw.onnx.bin", model([conv], [x], [y], [short]))
+# Conv whose weights expect 5 channels for an input of 3.
+w5 = numpy_helper.from_array(np.zeros((4, 5, 3, 3), np.float32), "w")
+save("tests/bad/onnx_channels.onnx.bin", model([conv], [x], [y], [w5]))
+# Opset newer than known: a warning, then planned.
+save("tests/data/opset_new.onnx.bin", model([conv], [x], [y], [w], opset=99))
+# Dynamic dims, named and unnamed, and shape math (Shape -> Gather ->
+# Concat -> Reshape) for the CLI and fault-injection tests.
+xd = helper.make_tensor_value_info("x", F, ["N", 3, "H", "W"])
+shape = helper.make_node("Shape", ["y"], ["s"], name="shape")
+idx = numpy_helper.from_array(np.array([0, 1], np.int64), "idx")
+gat = helper.make_node("Gather", ["s", "idx"], ["nc"], name="gather")
+minus1 = numpy_helper.from_array(np.array([-1], np.int64), "minus1")
+cat = helper.make_node("Concat", ["nc", "minus1"], ["target"], name="concat", axis=0)
+rs = helper.make_node("Reshape", ["y", "target"], ["flat"], name="reshape")
+sm = helper.make_node("Softmax", ["flat"], ["z"], name="softmax", axis=-1)
+z = helper.make_tensor_value_info("z", F, ["N", 4, "HW"])
+save("tests/data/dynamic.onnx.bin",
+     model([conv, shape, gat, cat, rs, sm], [xd], [z], [w, idx, minus1]))
