@@ -631,22 +631,21 @@ int64_t mp_graph_opset(const mp_graph *g) {
   return g->opset;
 }
 
-void mp_graph_warn(mp_graph *g, const char *fmt, ...) {
+mp_status mp_graph_warn(mp_graph *g, mp_error *err, const char *fmt, ...) {
   char text[MP_ERROR_MAX];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  /* Warnings are advisory: when memory runs out one is dropped rather than
-   * failing the load that would otherwise succeed. */
   void *w = (void *)(uintptr_t)g->warnings;
-  if (mp_grow(g->alloc, &w, &g->cap_warnings, g->n_warnings + 1,
-              sizeof *g->warnings, g->source, NULL) != MP_OK) {
-    return;
-  }
+  mp_status st = mp_grow(g->alloc, &w, &g->cap_warnings, g->n_warnings + 1,
+                         sizeof *g->warnings, g->source, err);
+  if (st != MP_OK) return st;
   g->warnings = w;
   const char *s = mp_strpool_cstr(g->names, text);
-  if (s) g->warnings[g->n_warnings++] = s;
+  if (!s) return graph_nomem(g, err);
+  g->warnings[g->n_warnings++] = s;
+  return MP_OK;
 }
 
 size_t mp_graph_warning_count(const mp_graph *g) {

@@ -722,11 +722,12 @@ static mp_status ox_opset(ox *x, const Onnx__ModelProto *m) {
   }
   mp_graph_set_opset(x->g, opset);
   if (opset > MP_ONNX_OPSET_MAX) {
-    mp_graph_warn(x->g,
-                  "%s: opset %" PRId64
-                  " is newer than the newest this mplan knows (%d); trying "
-                  "with the rules of opset %d",
-                  x->file, opset, MP_ONNX_OPSET_MAX, MP_ONNX_OPSET_MAX);
+    return mp_graph_warn(
+        x->g, x->err,
+        "%s: opset %" PRId64
+        " is newer than the newest this mplan knows (%d); trying "
+        "with the rules of opset %d",
+        x->file, opset, MP_ONNX_OPSET_MAX, MP_ONNX_OPSET_MAX);
   }
   return MP_OK;
 }

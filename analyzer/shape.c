@@ -424,7 +424,7 @@ static void sh_shape_text(const mp_graph *g, uint32_t rank, const mp_dim *d,
 }
 
 /* Merges an inferred shape with tensor t's declaration (invariant 3). */
-static void sh_unify(sh_run *r, int32_t t, const sh_out *o, mp_dim *dims) {
+static mp_status sh_unify(sh_run *r, int32_t t, const sh_out *o, mp_dim *dims) {
   const mp_tensor *x = mp_graph_tensor(r->g, (size_t)t);
   bool bad = x->has_decl && (x->decl_rank != o->rank);
   for (uint32_t j = 0; j < o->rank; j++) {
@@ -442,16 +442,17 @@ static void sh_unify(sh_run *r, int32_t t, const sh_out *o, mp_dim *dims) {
     if (dv >= 0 && dv != o->d[j]) bad = true;
   }
   if (x->has_decl && x->decl_dtype != o->dt) bad = true;
-  if (!bad) return;
+  if (!bad) return MP_OK;
   char want[256], got[256];
   sh_shape_text(r->g, x->decl_rank, x->decl, want, sizeof want);
   sh_shape_text(r->g, o->rank, dims, got, sizeof got);
   r->stats.mismatched++;
-  mp_graph_warn(r->g,
-                "%s: tensor '%s': inferred %s %s, but the model declares %s "
-                "%s; using the inferred shape",
-                mp_graph_source(r->g), x->name, mp_dtype_name(o->dt), got,
-                mp_dtype_name(x->decl_dtype), want);
+  return mp_graph_warn(
+      r->g, r->err,
+      "%s: tensor '%s': inferred %s %s, but the model declares %s "
+      "%s; using the inferred shape",
+      mp_graph_source(r->g), x->name, mp_dtype_name(o->dt), got,
+      mp_dtype_name(x->decl_dtype), want);
 }
 
 static mp_status sh_store(sh_run *r, const mp_op *op) {
@@ -476,9 +477,11 @@ static mp_status sh_store(sh_run *r, const mp_op *op) {
                             mp_graph_tensor(r->g, (size_t)t)->name, o->d[j]);
       }
     }
-    sh_unify(r, t, o, dims);
-    mp_status st = mp_graph_set_shape(r->g, t, o->dt, o->rank, dims,
-                                      MP_SHAPE_INFERRED, r->err);
+    mp_status st = sh_unify(r, t, o, dims);
+    if (st == MP_OK) {
+      st = mp_graph_set_shape(r->g, t, o->dt, o->rank, dims, MP_SHAPE_INFERRED,
+                              r->err);
+    }
     if (st == MP_OK && o->has_value) {
       st = mp_graph_set_value(r->g, t, o->is_float ? NULL : o->i,
                               o->is_float ? o->f : NULL, o->n, r->err);

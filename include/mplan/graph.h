@@ -252,8 +252,10 @@ void mp_graph_set_opset(mp_graph *g, int64_t opset);
 int64_t mp_graph_opset(const mp_graph *g);
 
 /* Warnings collected while importing and inferring (the library never
- * prints; the command line shows them). Copies the formatted text. */
-void mp_graph_warn(mp_graph *g, const char *fmt, ...) MP_PRINTF(2, 3);
+ * prints; the command line shows them). Copies the formatted text; fails
+ * only when memory runs out. */
+mp_status mp_graph_warn(mp_graph *g, mp_error *err, const char *fmt, ...)
+    MP_PRINTF(3, 4);
 size_t mp_graph_warning_count(const mp_graph *g);
 const char *mp_graph_warning(const mp_graph *g, size_t i);
 

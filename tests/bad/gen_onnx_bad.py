@@ -83,3 +83,7 @@ sm = helper.make_node("Softmax", ["flat"], ["z"], name="softmax", axis=-1)
 z = helper.make_tensor_value_info("z", F, ["N", 4, "HW"])
 save("tests/data/dynamic.onnx.bin",
      model([conv, shape, gat, cat, rs, sm], [xd], [z], [w, idx, minus1]))
+# value_info that contradicts inference: a warning names both shapes.
+t_bad = helper.make_tensor_value_info("t", F, [1, 3, 4, 4])
+relu1 = helper.make_node("Relu", ["x"], ["t"], name="relu1")
+save("tests/data/mismatch.onnx.bin", model([relu1, relu], [x], [y], vi=[t_bad]))

@@ -61,6 +61,8 @@ run 2 plan $dyn --dim 'W<=0' && has "$tmp/err" "expected NAME=VALUE with VALUE >
 run 2 plan tests/data/opset_new.onnx.bin --shape x=1x3x8x8 --strategy nope
 # Newer opset: one warning line, then a plan.
 run 0 plan tests/data/opset_new.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/opset_new.onnx.bin: opset 99 is newer than the newest this mplan knows (17)" && lines "$tmp/err" 1
+# value_info that contradicts inference: a warning names both shapes.
+run 0 plan tests/data/mismatch.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/mismatch.onnx.bin: tensor 't': inferred f32 [1,3,8,8], but the model declares f32 [1,3,4,4]; using the inferred shape"
 # An unknown op plans when value_info gives its outputs.
 run 0 plan tests/data/unknown_op_declared.onnx.bin --json &&
   [ "$(py "$tmp/out" "[b['shape'] for b in d['buffers'] if b['name']=='t'][0]")" = "[1,3,8,8]" ] && ok || bad "declared output not used"
