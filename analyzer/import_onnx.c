@@ -623,15 +623,19 @@ static mp_status ox_attrs_of(ox *x, const Onnx__NodeProto *n, ox_attrs *s) {
   return MP_OK;
 }
 
-/* A unique op name for node k (invariant 5). */
-static void ox_op_name(ox *x, const Onnx__NodeProto *n, size_t k, char *buf,
-                       size_t cap) {
-  if (n->name && n->name[0] && !mp_graph_find_op(x->g, n->name, NULL)) {
-    snprintf(buf, cap, "%s", n->name);
-    return;
-  }
+/* A unique op name for node k of the graph at scope (invariant 5). */
+static void ox_op_name(ox *x, const Onnx__NodeProto *n, const char *scope,
+                       size_t k, char *buf, size_t cap) {
   bool named = n->name && n->name[0];
-  snprintf(buf, cap, "%s#%zu", named ? n->name : n->op_type, k);
+  snprintf(buf, cap, "%s%s%s", scope, scope[0] ? "/" : "",
+           named ? n->name : n->op_type);
+  if (named && !mp_graph_find_op(x->g, buf, NULL)) return;
+  size_t len = strlen(buf);
+  for (size_t extra = 0;; extra++) {
+    snprintf(buf + len, cap - len, "#%zu%s", k, extra ? "+" : "");
+    if (!mp_graph_find_op(x->g, buf, NULL) || extra > 8) return;
+    k += 100000;
+  }
 }
 
 static mp_status ox_tensor_ids(ox *x, const Onnx__NodeProto *n, const char *op,
@@ -666,10 +670,25 @@ static mp_status ox_tensor_ids(ox *x, const Onnx__NodeProto *n, const char *op,
   return MP_OK;
 }
 
-static mp_status ox_node(ox *x, const Onnx__NodeProto *n, size_t index) {
+static mp_status ox_body(ox *x, const Onnx__GraphProto *gp, const char *scope);
+static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
+                                const char *name, const char *type,
+                                const int32_t *ins, const int32_t *outs,
+                                uint32_t n_out, const ox_attrs *s);
+
+/* The node carries a subgraph (If, Loop, Scan). */
+static bool ox_has_graph(const Onnx__NodeProto *n) {
+  for (size_t k = 0; k < n->n_attribute; k++) {
+    if (n->attribute[k]->g) return true;
+  }
+  return false;
+}
+
+static mp_status ox_node(ox *x, const Onnx__NodeProto *n, const char *scope,
+                         size_t index) {
   char name[512], type[300];
   ox_attrs s = {0};
-  ox_op_name(x, n, index, name, sizeof name);
+  ox_op_name(x, n, scope, index, name, sizeof name);
   bool std_domain =
       !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
   snprintf(type, sizeof type, "%s%s%s", std_domain ? "" : n->domain,
@@ -693,7 +712,11 @@ static mp_status ox_node(ox *x, const Onnx__NodeProto *n, size_t index) {
                       name, type);
   }
   if (st == MP_OK) st = ox_attrs_of(x, n, &s);
-  if (st == MP_OK) {
+  if (st == MP_OK && std_domain && ox_has_graph(n) &&
+      (strcmp(n->op_type, "If") == 0 || strcmp(n->op_type, "Loop") == 0 ||
+       strcmp(n->op_type, "Scan") == 0)) {
+    st = ox_subgraph_op(x, n, name, type, ins, outs, n_out, &s);
+  } else if (st == MP_OK) {
     mp_op_desc d = {.name = name,
                     .type = type,
                     .n_inputs = (uint32_t)n->n_input,
@@ -707,6 +730,193 @@ static mp_status ox_node(ox *x, const Onnx__NodeProto *n, size_t index) {
   ox_attrs_free(x, &s, n->n_attribute);
   mp_free(x->a, outs);
   mp_free(x->a, ins);
+  return st;
+}
+
+/* ---- subgraphs (seed 001 section 3) --------------------------------------
+ * If, Loop and Scan bodies are flattened into the enclosing graph, so that
+ * their lifetimes are global to it:
+ *   - a body's ops run between the node's inputs and the node itself, which
+ *     reads every body output, and every outer tensor the body captures, so
+ *     that captured tensors live until the node's step;
+ *   - If: the then ops, then the else ops; a branch's tensors die inside
+ *     it, so the two branches may share bytes;
+ *   - Loop and Scan: an enter op (mplan.LoopEnter, mplan.ScanEnter) writes
+ *     the body's inputs from the node's; every body tensor is also read by
+ *     the node, so it lives until the node's step: tensors of one iteration
+ *     never share bytes with each other nor with the scan outputs being
+ *     accumulated across iterations.
+ * The node's inputs are: its own (mplan.orig_inputs of them), the body
+ * outputs (mplan.body_outputs, then before else for If), then the rest. */
+
+static mp_status ox_body(ox *x, const Onnx__GraphProto *gp, const char *scope) {
+  mp_status st = MP_OK;
+  for (size_t k = 0; st == MP_OK && k < gp->n_initializer; k++) {
+    const Onnx__TensorProto *tp = gp->initializer[k];
+    st = ox_weight(x, tp, "initializer", tp->name ? tp->name : "");
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_node; k++) {
+    const Onnx__NodeProto *n = gp->node[k];
+    st = ox_is_constant(n) ? ox_constant(x, n) : ox_outputs(x, n);
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_value_info; k++) {
+    st = ox_declare(x, gp->value_info[k], "value_info");
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_node; k++) {
+    if (!ox_is_constant(gp->node[k])) st = ox_node(x, gp->node[k], scope, k);
+  }
+  return st;
+}
+
+static const Onnx__GraphProto *ox_graph_attr(const Onnx__NodeProto *n,
+                                             const char *name) {
+  for (size_t k = 0; k < n->n_attribute; k++) {
+    if (strcmp(n->attribute[k]->name, name) == 0) return n->attribute[k]->g;
+  }
+  return NULL;
+}
+
+typedef struct ox_list {
+  int32_t *v;
+  uint32_t n, cap;
+} ox_list;
+
+static mp_status ox_push(ox *x, ox_list *l, int32_t t) {
+  if (l->n == l->cap) {
+    void *p = l->v;
+    size_t cap = l->cap;
+    mp_status st = mp_grow(x->a, &p, &cap, (size_t)l->n + 1, sizeof *l->v,
+                           x->file, x->err);
+    if (st != MP_OK) return st;
+    l->v = p;
+    l->cap = (uint32_t)cap;
+  }
+  l->v[l->n++] = t;
+  return MP_OK;
+}
+
+/* The enter op of a Loop or Scan: body inputs written from the node's. */
+static mp_status ox_enter(ox *x, const Onnx__NodeProto *n, const char *name,
+                          const Onnx__GraphProto *body, const int32_t *ins,
+                          const ox_attrs *s) {
+  char op[600], type[32];
+  int32_t *outs = mp_calloc(x->a, body->n_input + 1, sizeof *outs);
+  if (!outs)
+    return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+  mp_status st = MP_OK;
+  for (size_t k = 0; st == MP_OK && k < body->n_input; k++) {
+    mp_tensor_desc d = {.name = body->input[k]->name, .pending = true};
+    st = mp_graph_add_tensor(x->g, &d, &outs[k], x->err);
+  }
+  snprintf(op, sizeof op, "%s/enter", name);
+  snprintf(type, sizeof type, "mplan.%sEnter", n->op_type);
+  if (st == MP_OK && body->n_input == 0) {
+    st = mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                      "%s: node '%s' (%s): the body has no inputs", x->file,
+                      name, n->op_type);
+  }
+  if (st == MP_OK) {
+    mp_op_desc d = {
+        op,   type, (uint32_t)n->n_input, (uint32_t)body->n_input, s->n, ins,
+        outs, s->at};
+    st = mp_graph_add_op(x->g, &d, NULL, x->err);
+  }
+  mp_free(x->a, outs);
+  return st;
+}
+
+/* Body outputs (then before else) into l. */
+static mp_status ox_body_outputs(ox *x, const Onnx__GraphProto *body,
+                                 const char *name, ox_list *l) {
+  for (size_t k = 0; k < body->n_output; k++) {
+    int32_t t;
+    if (!mp_graph_find_tensor(x->g, body->output[k]->name, &t)) {
+      return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                          "%s: node '%s': body output '%s' is produced by "
+                          "nothing",
+                          x->file, name, body->output[k]->name);
+    }
+    mp_status st = ox_push(x, l, t);
+    if (st != MP_OK) return st;
+  }
+  return MP_OK;
+}
+
+/* Outer tensors read by the body ops (o0..), and for loops every body
+ * activation (t0..), appended to l once each. */
+static mp_status ox_captured(ox *x, size_t t0, size_t o0, bool hold_body,
+                             ox_list *l) {
+  size_t nt = mp_graph_tensor_count(x->g);
+  bool *seen = mp_calloc(x->a, nt + 1, sizeof *seen);
+  mp_status st = MP_OK;
+  if (!seen)
+    return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+  for (uint32_t k = 0; k < l->n; k++) {
+    if (l->v[k] >= 0) seen[l->v[k]] = true;
+  }
+  for (size_t o = o0; st == MP_OK && o < mp_graph_op_count(x->g); o++) {
+    const mp_op *op = mp_graph_op(x->g, o);
+    for (uint32_t k = 0; st == MP_OK && k < op->n_inputs; k++) {
+      int32_t t = op->inputs[k];
+      if (t < 0 || (size_t)t >= t0 || seen[t]) continue;
+      seen[t] = true;
+      st = ox_push(x, l, t);
+    }
+    for (uint32_t k = 0; hold_body && st == MP_OK && k < op->n_outputs; k++) {
+      int32_t t = op->outputs[k];
+      if ((size_t)t < t0 || seen[t]) continue;
+      seen[t] = true;
+      st = ox_push(x, l, t);
+    }
+  }
+  mp_free(x->a, seen);
+  return st;
+}
+
+static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
+                                const char *name, const char *type,
+                                const int32_t *ins, const int32_t *outs,
+                                uint32_t n_out, const ox_attrs *s) {
+  bool is_if = strcmp(n->op_type, "If") == 0;
+  const Onnx__GraphProto *b1 = ox_graph_attr(n, is_if ? "then_branch" : "body");
+  const Onnx__GraphProto *b2 = is_if ? ox_graph_attr(n, "else_branch") : NULL;
+  size_t t0 = mp_graph_tensor_count(x->g), o0 = mp_graph_op_count(x->g);
+  ox_list l = {0};
+  char scope[600];
+  mp_status st = MP_OK;
+  if (!b1 || (is_if && !b2)) {
+    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                        "%s: node '%s' (%s) lacks its subgraph", x->file, name,
+                        type);
+  }
+  for (uint32_t k = 0; st == MP_OK && k < n->n_input; k++) {
+    st = ox_push(x, &l, ins[k]);
+  }
+  if (st == MP_OK && !is_if) st = ox_enter(x, n, name, b1, ins, s);
+  snprintf(scope, sizeof scope, "%s/%s", name, is_if ? "then" : "body");
+  if (st == MP_OK) st = ox_body(x, b1, scope);
+  snprintf(scope, sizeof scope, "%s/else", name);
+  if (st == MP_OK && b2) st = ox_body(x, b2, scope);
+  if (st == MP_OK) st = ox_body_outputs(x, b1, name, &l);
+  if (st == MP_OK && b2) st = ox_body_outputs(x, b2, name, &l);
+  uint32_t body_outs = l.n - (uint32_t)n->n_input;
+  if (st == MP_OK) st = ox_captured(x, t0, o0, !is_if, &l);
+  mp_attr *at = st == MP_OK ? mp_calloc(x->a, s->n + 2, sizeof *at) : NULL;
+  if (st == MP_OK && !at) {
+    st = mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+  }
+  if (st == MP_OK) {
+    if (s->n) memcpy(at, s->at, s->n * sizeof *at);
+    at[s->n] = (mp_attr){.name = "mplan.orig_inputs",
+                         .kind = MP_ATTR_INT,
+                         .i = (int64_t)n->n_input};
+    at[s->n + 1] = (mp_attr){
+        .name = "mplan.body_outputs", .kind = MP_ATTR_INT, .i = body_outs};
+    mp_op_desc d = {name, type, l.n, n_out, s->n + 2, l.v, outs, at};
+    st = mp_graph_add_op(x->g, &d, NULL, x->err);
+  }
+  mp_free(x->a, at);
+  mp_free(x->a, l.v);
   return st;
 }
 
@@ -756,7 +966,7 @@ static mp_status ox_graph(ox *x, const Onnx__GraphProto *gp) {
     }
   }
   for (size_t k = 0; st == MP_OK && k < gp->n_node; k++) {
-    if (!ox_is_constant(gp->node[k])) st = ox_node(x, gp->node[k], k);
+    if (!ox_is_constant(gp->node[k])) st = ox_node(x, gp->node[k], "", k);
   }
   if (st == MP_OK && mp_graph_op_count(x->g) == 0) {
     st = mp_error_set(x->err, MP_ERR_BAD_INPUT,

@@ -102,6 +102,7 @@ static const sh_entry sh_table[] = {
     {"HardSwish", sh_unary},
     {"Hardmax", sh_unary},
     {"Identity", sh_unary},
+    {"If", sh_if},
     {"InstanceNormalization", sh_same_as_first},
     {"IsInf", sh_isx},
     {"IsNaN", sh_isx},
@@ -113,6 +114,7 @@ static const sh_entry sh_table[] = {
     {"LessOrEqual", sh_compare},
     {"Log", sh_unary},
     {"LogSoftmax", sh_unary},
+    {"Loop", sh_loop},
     {"LpNormalization", sh_unary},
     {"LpPool", sh_pool},
     {"MatMul", sh_matmul},
@@ -159,6 +161,7 @@ static const sh_entry sh_table[] = {
     {"ReverseSequence", sh_same_as_first},
     {"RoiAlign", sh_roi_align},
     {"Round", sh_unary},
+    {"Scan", sh_scan},
     {"Scatter", sh_same_as_first},
     {"ScatterElements", sh_same_as_first},
     {"ScatterND", sh_same_as_first},
@@ -192,6 +195,8 @@ static const sh_entry sh_table[] = {
     {"Upsample", sh_upsample},
     {"Where", sh_where},
     {"Xor", sh_compare},
+    {"mplan.LoopEnter", sh_loop_enter},
+    {"mplan.ScanEnter", sh_scan_enter},
 };
 
 #define SH_N_RULES (sizeof sh_table / sizeof *sh_table)

@@ -131,6 +131,13 @@ mp_status sh_roi_align(sh_ctx *c);
 mp_status sh_loss(sh_ctx *c);
 mp_status sh_max_unpool(sh_ctx *c);
 
+/* shape_control.c */
+mp_status sh_if(sh_ctx *c);
+mp_status sh_loop(sh_ctx *c);
+mp_status sh_loop_enter(sh_ctx *c);
+mp_status sh_scan(sh_ctx *c);
+mp_status sh_scan_enter(sh_ctx *c);
+
 /* shape_tensor.c */
 mp_status sh_shape(sh_ctx *c);
 mp_status sh_size(sh_ctx *c);

@@ -87,3 +87,36 @@ save("tests/data/dynamic.onnx.bin",
 t_bad = helper.make_tensor_value_info("t", F, [1, 3, 4, 4])
 relu1 = helper.make_node("Relu", ["x"], ["t"], name="relu1")
 save("tests/data/mismatch.onnx.bin", model([relu1, relu], [x], [y], vi=[t_bad]))
+# If and Loop, flattened: branches of the If may share bytes, captured
+# outer tensors live until the node, loop body tensors until the loop.
+B = TensorProto.BOOL
+xi = helper.make_tensor_value_info("x", F, [1, 4])
+ci = helper.make_tensor_value_info("cond", B, [])
+then_g = helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["t1"], name="t_relu"),
+     helper.make_node("Concat", ["t1", "t1"], ["t_out"], name="t_cat", axis=1)],
+    "then", [], [helper.make_tensor_value_info("t_out", F, None)])
+else_g = helper.make_graph(
+    [helper.make_node("Sigmoid", ["x"], ["e1"], name="e_sig"),
+     helper.make_node("Neg", ["e1"], ["e_out"], name="e_neg")],
+    "else", [], [helper.make_tensor_value_info("e_out", F, None)])
+if_n = helper.make_node("If", ["cond"], ["branch"], name="if", then_branch=then_g, else_branch=else_g)
+trip = numpy_helper.from_array(np.array(3, np.int64), "trip")
+body = helper.make_graph(
+    [helper.make_node("Identity", ["c_in"], ["c_out"], name="b_cond"),
+     helper.make_node("Add", ["y_in", "x"], ["y_out"], name="b_add"),
+     helper.make_node("Identity", ["y_out"], ["s_out"], name="b_scan")],
+    "body",
+    [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+     helper.make_tensor_value_info("c_in", B, []),
+     helper.make_tensor_value_info("y_in", F, None)],
+    [helper.make_tensor_value_info("c_out", B, []),
+     helper.make_tensor_value_info("y_out", F, None),
+     helper.make_tensor_value_info("s_out", F, None)])
+loop_n = helper.make_node("Loop", ["trip", "cond", "x"], ["y_final", "scan"], name="loop", body=body)
+after = helper.make_node("Relu", ["branch"], ["out"], name="after")
+save("tests/data/control.onnx.bin",
+     model([if_n, loop_n, after], [xi, ci],
+           [helper.make_tensor_value_info("out", F, None),
+            helper.make_tensor_value_info("y_final", F, None),
+            helper.make_tensor_value_info("scan", F, None)], [trip]))

@@ -68,6 +68,24 @@ run 0 plan tests/data/unknown_op_declared.onnx.bin --json &&
   [ "$(py "$tmp/out" "[b['shape'] for b in d['buffers'] if b['name']=='t'][0]")" = "[1,3,8,8]" ] && ok || bad "declared output not used"
 run 0 explain $dyn --shape x=1x3x8x8 && has "$tmp/out" "Lower bound"
 
+# Subgraphs, flattened (seed 001 section 3): the If's branches die before
+# the If and so may share bytes; captured x lives until the If and the
+# Loop; every Loop body tensor lives until the Loop's step.
+ctl=tests/data/control.onnx.bin
+run 0 plan $ctl -o "$tmp/ctl.json" && run 0 validate "$tmp/ctl.json"
+b() { py "$tmp/ctl.json" "{b['name']: b for b in d['buffers']}['$1']['$2']"; }
+step() { py "$tmp/ctl.json" "[e['step'] for e in d['execution'] if e['op']=='$1'][0]"; }
+[ "$(b t1 last_use)" -lt "$(b e1 first_use)" ] && [ "$(b t_out last_use)" = "$(step if)" ] &&
+  [ "$(b e_out last_use)" = "$(step if)" ] && ok || bad "If branches: then tensors must die before else tensors are born, outputs live to the If"
+for t in i c_in y_in c_out y_out s_out; do
+  [ "$(b $t last_use)" = "$(step loop)" ] && ok || bad "loop body tensor $t does not live until the Loop"
+done
+[ "$(b scan shape)" = "[3,1,4]" ] && [ "$(b branch shape)" = "[1,8]" ] && ok || bad "Loop scan output or If upper-bound shape wrong"
+# --value specialises the If: the else branch's shape.
+run 0 plan $ctl --value cond=0 --json &&
+  [ "$(py "$tmp/out" "[b['shape'] for b in d['buffers'] if b['name']=='branch'][0]")" = "[1,4]" ] && ok || bad "--value cond=0 did not pick the else branch"
+run 2 plan $ctl --value cond=0.5 && has "$tmp/err" "--value cond: the input is bool; 0.5 is not an integer"
+
 # The real models (issue 4), when fetched.
 if [ -n "$cache" ] && [ -d "$cache/ocr" ]; then
   for spec in "ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx x=1x3x48x192" \
