@@ -90,5 +90,6 @@ int main(int argc, char **argv) {
   mp_load_opts o = {.shapes = &sb, .n_shapes = 1};
   oom_model_with(root, "tests/data/dynamic.onnx.bin", &o);
   oom_model(root, "tests/data/opset_new.onnx.bin");
+  oom_model(root, "tests/data/control.onnx.bin"); /* If and Loop bodies */
   return check_exit("test_oom");
 }
