@@ -62,6 +62,8 @@ const char *mp_model_format_name(mp_model_format f) {
       return "plan/1";
     case MP_FORMAT_ONNX:
       return "onnx";
+    case MP_FORMAT_PIPELINE:
+      return "pipeline/1";
   }
   return "?";
 }
@@ -362,6 +364,18 @@ static mp_status model_json(mp_model *m, const char *text, size_t len,
   } else if (strncmp(fmt, "graph/", 6) == 0) {
     m->format = MP_FORMAT_GRAPH;
     st = model_graph(m, root, o, err);
+  } else if (strncmp(fmt, "pipeline/", 9) == 0) {
+    m->format = MP_FORMAT_PIPELINE;
+    if (o->n_dims || o->n_caps || o->n_shapes || o->n_values) {
+      st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: a pipeline binds its models' dims and shapes "
+                        "itself (\"shapes\", \"dims\" per model)",
+                        m->path);
+    }
+    if (st == MP_OK) {
+      st = mp_import_pipeline(m->path, root, m->alloc, &m->graph, err);
+    }
+    if (st == MP_OK) st = model_pipeline(m, o, err);
   } else if (strncmp(fmt, "lifetimes/", 10) == 0) {
     m->format = MP_FORMAT_LIFETIMES;
     st = model_graph_only(m, o, err);
@@ -457,8 +471,7 @@ mp_status mp_model_load(const char *path, const mp_load_opts *o,
               : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", path);
   if (st == MP_OK) st = mp_file_read(path, a, &text, &len, err);
   if (st == MP_OK) st = model_detect(m, text, len, o, err);
-  if (st == MP_OK && !o->backend && m->format != MP_FORMAT_GRAPH &&
-      m->format != MP_FORMAT_ONNX) {
+  if (st == MP_OK && !o->backend && !m->graph) {
     /* Problem files carry their own alignments: no backend applies. */
     snprintf(m->backend, sizeof m->backend, "none");
   }

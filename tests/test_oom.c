@@ -91,5 +91,6 @@ int main(int argc, char **argv) {
   oom_model_with(root, "tests/data/dynamic.onnx.bin", &o);
   oom_model(root, "tests/data/opset_new.onnx.bin");
   oom_model(root, "tests/data/control.onnx.bin"); /* If and Loop bodies */
+  oom_model(root, "tests/data/pipeline.json");    /* two models, merged */
   return check_exit("test_oom");
 }

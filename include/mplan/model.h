@@ -21,7 +21,8 @@ typedef enum mp_model_format {
   MP_FORMAT_LIFETIMES,
   MP_FORMAT_MINIMALLOC,
   MP_FORMAT_PLAN,
-  MP_FORMAT_ONNX
+  MP_FORMAT_ONNX,
+  MP_FORMAT_PIPELINE
 } mp_model_format;
 
 const char *mp_model_format_name(mp_model_format f);

@@ -86,6 +86,14 @@ run 0 plan $ctl --value cond=0 --json &&
   [ "$(py "$tmp/out" "[b['shape'] for b in d['buffers'] if b['name']=='branch'][0]")" = "[1,4]" ] && ok || bad "--value cond=0 did not pick the else branch"
 run 2 plan $ctl --value cond=0.5 && has "$tmp/err" "--value cond: the input is bool; 0.5 is not an integer"
 
+# A pipeline: encoder then decoder as one problem. The connecting tensor
+# lives from the encoder's last op to the decoder's first; encoder
+# internals are dead by then and the decoder may overwrite them.
+run 0 plan tests/data/pipeline.json -o "$tmp/pl.json" && has "$tmp/out" "pipeline/1 'encoder-decoder', 6 ops, 10 tensors" && run 0 validate "$tmp/pl.json"
+[ "$(py "$tmp/pl.json" "[(b['first_use'], b['last_use']) for b in d['buffers'] if b['name']=='enc/feat'][0] == (2, 3) and any(r['earlier'].startswith('enc/') and r['later'].startswith('dec/') for r in d['reuse'])")" = True ] && ok ||
+  bad "pipeline: enc/feat not retained across the boundary, or no decoder reuse of encoder bytes"
+run 2 plan tests/data/pipeline.json --dim N=2 && has "$tmp/err" "a pipeline binds its models' dims and shapes itself"
+
 # The real models (issue 4), when fetched.
 if [ -n "$cache" ] && [ -d "$cache/ocr" ]; then
   for spec in "ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx x=1x3x48x192" \
