@@ -26,6 +26,15 @@ static const dtype_info dtype_table[MP_DTYPE_COUNT] = {
     [MP_DTYPE_I32] = {"i32", "int32", 4},
     [MP_DTYPE_I64] = {"i64", "int64", 8},
     [MP_DTYPE_BOOL] = {"bool", "boolean", 1},
+    [MP_DTYPE_F64] = {"f64", "float64", 8},
+    [MP_DTYPE_I16] = {"i16", "int16", 2},
+    [MP_DTYPE_U16] = {"u16", "uint16", 2},
+    [MP_DTYPE_U32] = {"u32", "uint32", 4},
+    [MP_DTYPE_U64] = {"u64", "uint64", 8},
+    [MP_DTYPE_C64] = {"c64", "complex64", 8},
+    [MP_DTYPE_C128] = {"c128", "complex128", 16},
+    /* Strings have no element size: planning refuses them by name. */
+    [MP_DTYPE_STRING] = {"string", "str", 0},
 };
 
 size_t mp_dtype_size(mp_dtype t) {

@@ -8,7 +8,8 @@
  *   3. After link: producer is the only op listing the tensor as an output,
  *      and consumers holds each consuming op once, in ascending order.
  *   4. After resolve: bytes = product(shape) * dtype size without overflow,
- *      every dim >= 1.
+ *      every dim >= 1, except that weights and inferred tensors may be
+ *      empty (a dim of 0, bytes 0) as ONNX allows.
  * Every error message starts with the graph's source so that it names the
  * file as well as the element.
  */
@@ -16,6 +17,7 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,6 +42,9 @@ struct mp_graph {
   size_t n_dims, cap_dims;
   uint32_t *consumers; /* all consumer lists, back to back */
   bool linked;
+  int64_t opset;
+  const char **warnings; /* interned in names */
+  size_t n_warnings, cap_warnings;
 };
 
 mp_status mp_graph_create(const mp_alloc *a, const char *source,
@@ -78,6 +83,10 @@ static void graph_free_op(const mp_alloc *a, mp_op *op) {
 void mp_graph_destroy(mp_graph *g) {
   if (!g) return;
   for (size_t i = 0; i < g->n_ops; i++) graph_free_op(g->alloc, &g->ops[i]);
+  for (size_t i = 0; i < g->n_tensors; i++) {
+    mp_free(g->alloc, (void *)(uintptr_t)g->tensors[i].value);
+  }
+  mp_free(g->alloc, (void *)(uintptr_t)g->warnings);
   mp_free(g->alloc, g->consumers);
   mp_free(g->alloc, g->dims);
   mp_free(g->alloc, g->ops);
@@ -170,7 +179,7 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
                         "%s: tensor '%s' is declared twice", g->source,
                         d->name);
   }
-  if ((unsigned)d->dtype >= MP_DTYPE_COUNT ||
+  if ((unsigned)d->dtype >= MP_DTYPE_COUNT || (d->pending && d->rank) ||
       (unsigned)d->kind >= MP_TENSOR_KIND_COUNT || d->rank > MP_MAX_RANK) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: tensor '%s': bad dtype, kind or rank", g->source,
@@ -203,6 +212,7 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
   nt->rank = d->rank;
   memcpy(nt->shape, d->shape, sizeof nt->shape);
   nt->producer = -1;
+  nt->origin = d->pending ? MP_SHAPE_PENDING : MP_SHAPE_GIVEN;
   if (index) *index = (int32_t)g->n_tensors;
   g->n_tensors++;
   g->linked = false;
@@ -453,6 +463,18 @@ mp_status mp_graph_bind_dim(mp_graph *g, const char *name, int64_t value,
 static mp_status graph_resolve_tensor(mp_graph *g, mp_tensor *t,
                                       mp_error *err) {
   int64_t elems = 1, bytes;
+  if (t->origin == MP_SHAPE_PENDING) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: tensor '%s': shape unknown (shape inference "
+                        "could not derive it)",
+                        g->source, t->name);
+  }
+  if (mp_dtype_size(t->dtype) == 0) {
+    return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                        "%s: tensor '%s': dtype %s has no fixed size and "
+                        "cannot be planned",
+                        g->source, t->name, mp_dtype_name(t->dtype));
+  }
   for (uint32_t k = 0; k < t->rank; k++) {
     mp_dim *d = &t->shape[k];
     if (d->sym != MP_NO_SYM) {
@@ -465,7 +487,16 @@ static mp_status graph_resolve_tensor(mp_graph *g, mp_tensor *t,
                             g->dims[d->sym].name);
       }
     }
-    if (d->value <= 0) {
+    if (d->value < 0 && d->sym == MP_NO_SYM) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s: tensor '%s': shape[%u] is unknown (bind the "
+                          "input's shape with --shape NAME=DxDx...)",
+                          g->source, t->name, k);
+    }
+    /* ONNX has empty tensors (an unused Resize roi is shape [0]); JSON
+     * readers refuse 0 themselves. */
+    bool empty_ok = t->origin != MP_SHAPE_GIVEN || t->kind == MP_TENSOR_WEIGHT;
+    if (d->value < 0 || (d->value == 0 && !empty_ok)) {
       return mp_error_set(err, MP_ERR_BAD_INPUT,
                           "%s: tensor '%s': shape[%u] is %" PRId64
                           "; dims must be >= 1",
@@ -494,6 +525,135 @@ mp_status mp_graph_resolve(mp_graph *g, mp_error *err) {
     if (st != MP_OK) return st;
   }
   return MP_OK;
+}
+
+/* ---- shape inference support --------------------------------------------- */
+
+const char *mp_shape_origin_name(mp_shape_origin o) {
+  switch (o) {
+    case MP_SHAPE_GIVEN:
+      return "given";
+    case MP_SHAPE_INFERRED:
+      return "inferred";
+    case MP_SHAPE_DECLARED:
+      return "declared";
+    case MP_SHAPE_PENDING:
+      return "pending";
+  }
+  return "?";
+}
+
+static mp_status graph_check_shape(const mp_graph *g, int32_t t, mp_dtype dt,
+                                   uint32_t rank, const mp_dim *shape,
+                                   mp_error *err) {
+  if (t < 0 || (size_t)t >= g->n_tensors || (unsigned)dt >= MP_DTYPE_COUNT) {
+    return mp_error_set(err, MP_ERR_INTERNAL, "%s: bad tensor or dtype",
+                        g->source);
+  }
+  if (rank > MP_MAX_RANK) {
+    return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                        "%s: tensor '%s': rank %u exceeds the maximum of %d",
+                        g->source, g->tensors[t].name, rank, MP_MAX_RANK);
+  }
+  for (uint32_t k = 0; k < rank; k++) {
+    if (shape[k].sym != MP_NO_SYM &&
+        (shape[k].sym < 0 || (size_t)shape[k].sym >= g->n_dims)) {
+      return mp_error_set(err, MP_ERR_INTERNAL,
+                          "%s: tensor '%s': bad dim symbol", g->source,
+                          g->tensors[t].name);
+    }
+  }
+  return MP_OK;
+}
+
+mp_status mp_graph_set_shape(mp_graph *g, int32_t t, mp_dtype dtype,
+                             uint32_t rank, const mp_dim *shape,
+                             mp_shape_origin origin, mp_error *err) {
+  mp_status st = graph_check_shape(g, t, dtype, rank, shape, err);
+  if (st != MP_OK) return st;
+  mp_tensor *x = &g->tensors[t];
+  x->dtype = dtype;
+  x->rank = rank;
+  memset(x->shape, 0, sizeof x->shape);
+  if (rank) memcpy(x->shape, shape, rank * sizeof *shape);
+  x->origin = origin;
+  return MP_OK;
+}
+
+mp_status mp_graph_declare(mp_graph *g, int32_t t, mp_dtype dtype,
+                           uint32_t rank, const mp_dim *shape, mp_error *err) {
+  mp_status st = graph_check_shape(g, t, dtype, rank, shape, err);
+  if (st != MP_OK) return st;
+  mp_tensor *x = &g->tensors[t];
+  x->has_decl = true;
+  x->decl_dtype = dtype;
+  x->decl_rank = rank;
+  memset(x->decl, 0, sizeof x->decl);
+  if (rank) memcpy(x->decl, shape, rank * sizeof *shape);
+  return MP_OK;
+}
+
+mp_status mp_graph_set_value(mp_graph *g, int32_t t, const int64_t *i,
+                             const double *f, size_t n, mp_error *err) {
+  if (n > MP_VALUE_MAX || (!i == !f)) {
+    return mp_error_set(err, MP_ERR_INTERNAL, "%s: bad constant value",
+                        g->source);
+  }
+  size_t el = i ? sizeof *i : sizeof *f;
+  /* One block: the header, then the elements (8-byte aligned either way). */
+  mp_value *v = mp_calloc(g->alloc, 1, sizeof *v + (n ? n : 1) * el);
+  if (!v) return graph_nomem(g, err);
+  void *data = v + 1;
+  if (n) memcpy(data, i ? (const void *)i : (const void *)f, n * el);
+  v->n = n;
+  v->i = i ? data : NULL;
+  v->f = f ? data : NULL;
+  mp_tensor *x = &g->tensors[t];
+  mp_free(g->alloc, (void *)(uintptr_t)x->value);
+  x->value = v;
+  return MP_OK;
+}
+
+void mp_graph_set_dim_value(mp_graph *g, int32_t sym, int64_t value) {
+  assert(sym >= 0 && (size_t)sym < g->n_dims);
+  g->dims[sym].value = value;
+}
+
+int64_t mp_graph_dim_of(const mp_graph *g, const mp_dim *d) {
+  return d->sym != MP_NO_SYM ? g->dims[d->sym].value : d->value;
+}
+
+void mp_graph_set_opset(mp_graph *g, int64_t opset) {
+  g->opset = opset;
+}
+
+int64_t mp_graph_opset(const mp_graph *g) {
+  return g->opset;
+}
+
+mp_status mp_graph_warn(mp_graph *g, mp_error *err, const char *fmt, ...) {
+  char text[MP_ERROR_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  void *w = (void *)(uintptr_t)g->warnings;
+  mp_status st = mp_grow(g->alloc, &w, &g->cap_warnings, g->n_warnings + 1,
+                         sizeof *g->warnings, g->source, err);
+  if (st != MP_OK) return st;
+  g->warnings = w;
+  const char *s = mp_strpool_cstr(g->names, text);
+  if (!s) return graph_nomem(g, err);
+  g->warnings[g->n_warnings++] = s;
+  return MP_OK;
+}
+
+size_t mp_graph_warning_count(const mp_graph *g) {
+  return g->n_warnings;
+}
+
+const char *mp_graph_warning(const mp_graph *g, size_t i) {
+  return g->warnings[i];
 }
 
 /* ---- accessors ----------------------------------------------------------- */

@@ -52,4 +52,10 @@ mp_status mp_import_plan(const char *file, const cJSON *root, const mp_alloc *a,
                          mp_problem **problem, mp_plan_file *pf, mp_error *err);
 void mp_plan_file_release(mp_plan_file *pf, const mp_alloc *a);
 
+/* pipeline/1 -> one linked, resolved graph merging the member models
+ * (tensors and ops named MODEL/NAME; connected inputs replaced by the
+ * tensors feeding them). Loads the members with mp_model_load. */
+mp_status mp_import_pipeline(const char *file, const cJSON *root,
+                             const mp_alloc *a, mp_graph **out, mp_error *err);
+
 #endif /* MPLAN_IMPORT_H */

@@ -14,6 +14,9 @@
  *   3. Every error names the file and the JSON path of the element.
  *   4. The returned graph is linked (producers, consumers, structure
  *      checked) but dims are not yet bound nor sizes resolved.
+ *   5. An activation or output without "shape" is pending: shape inference
+ *      derives it and its dtype ("dtype" is still required, as documentation
+ *      of the file; the inferred one is used).
  */
 #include <stdio.h>
 #include <string.h>
@@ -119,7 +122,7 @@ static mp_status gin_tensor(gin *in, const cJSON *t, int i) {
   if (st == MP_OK)
     st = json_string(in->file, t, where, "layout", false, &d.layout, in->err);
   if (st == MP_OK)
-    st = json_array(in->file, t, where, "shape", true, &shape, in->err);
+    st = json_array(in->file, t, where, "shape", false, &shape, in->err);
   if (st != MP_OK) return st;
   if (!mp_dtype_parse(dtype, &d.dtype)) {
     return mp_error_set(in->err, MP_ERR_BAD_INPUT,
@@ -133,7 +136,15 @@ static mp_status gin_tensor(gin *in, const cJSON *t, int i) {
                         "activation output retained)",
                         in->file, where, kind);
   }
-  st = gin_shape(in, shape, where, &d);
+  /* An activation's or output's shape may be left to shape inference
+   * (DESIGN.md); inputs, weights and retained state must give theirs. */
+  if (!shape && d.kind != MP_TENSOR_ACTIVATION && d.kind != MP_TENSOR_OUTPUT) {
+    return mp_error_set(in->err, MP_ERR_BAD_INPUT,
+                        "%s: %s.shape: required for a tensor of kind %s",
+                        in->file, where, mp_tensor_kind_name(d.kind));
+  }
+  d.pending = shape == NULL;
+  st = shape ? gin_shape(in, shape, where, &d) : MP_OK;
   if (st == MP_OK) st = mp_graph_add_tensor(in->g, &d, NULL, in->err);
   return st;
 }

@@ -60,7 +60,9 @@ mp_status mp_lifetimes_build(const mp_graph *g, const uint32_t *order,
     const mp_tensor *t = mp_graph_tensor(g, i);
     mp_buffer_desc d = {
         .name = t->name,
-        .size = t->bytes,
+        /* An empty tensor (ONNX allows them) still gets an address of its
+         * own: one byte, so that no buffer has size 0. */
+        .size = t->bytes ? t->bytes : 1,
         .alignment = mp_backend_align(be, t->kind),
         .cls = lifetime_class(t, o && o->inputs_as_activations),
     };

@@ -6,6 +6,10 @@
  * lifetimes/1:   parse -> sealed problem
  * minimalloc:    parse -> sealed problem
  * plan/1:        parse -> sealed problem + placements + names
+ * ONNX:          import -> bind dims, input shapes and values -> order ->
+ *                shape inference (refused while any tensor is unknown) ->
+ *                resolve sizes -> lifetimes -> sealed problem
+ * (graph JSON with omitted intermediate shapes takes the ONNX route.)
  *
  * Invariants:
  *   1. On success the problem is sealed and, for graphs, buffer i is
@@ -16,6 +20,7 @@
  */
 #include "mplan/model.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +28,8 @@
 #include "json_util.h"
 #include "mplan/file.h"
 #include "mplan/lifetime.h"
+#include "mplan/onnx.h"
+#include "mplan/shape.h"
 
 struct mp_model {
   const mp_alloc *alloc;
@@ -35,7 +42,12 @@ struct mp_model {
   mp_problem *problem;
   const char **producer; /* graphs: per buffer, borrowed from the graph */
   const char **consumer;
-  mp_plan_file pf; /* plans */
+  mp_plan_file pf;  /* plans */
+  char **cap_names; /* capped dims */
+  int64_t *cap_values;
+  size_t n_caps;
+  mp_cap_point cap_points[MP_CAP_POINTS];
+  size_t n_cap_points;
 };
 
 const char *mp_model_format_name(mp_model_format f) {
@@ -48,12 +60,19 @@ const char *mp_model_format_name(mp_model_format f) {
       return "minimalloc-csv";
     case MP_FORMAT_PLAN:
       return "plan/1";
+    case MP_FORMAT_ONNX:
+      return "onnx";
+    case MP_FORMAT_PIPELINE:
+      return "pipeline/1";
   }
   return "?";
 }
 
 void mp_model_destroy(mp_model *m) {
   if (!m) return;
+  for (size_t i = 0; i < m->n_caps; i++) mp_free(m->alloc, m->cap_names[i]);
+  mp_free(m->alloc, m->cap_names);
+  mp_free(m->alloc, m->cap_values);
   mp_plan_file_release(&m->pf, m->alloc);
   mp_free(m->alloc, (void *)(uintptr_t)m->producer);
   mp_free(m->alloc, (void *)(uintptr_t)m->consumer);
@@ -66,13 +85,172 @@ void mp_model_destroy(mp_model *m) {
 
 /* ---- graphs -------------------------------------------------------------- */
 
-static mp_status model_bind(mp_model *m, const mp_load_opts *o, mp_error *err) {
+static mp_status model_caps(mp_model *m, const mp_load_opts *o, mp_error *err) {
+  if (o->n_caps == 0) return MP_OK;
+  m->cap_names = mp_calloc(m->alloc, o->n_caps, sizeof *m->cap_names);
+  m->cap_values = mp_calloc(m->alloc, o->n_caps, sizeof *m->cap_values);
+  if (!m->cap_names || !m->cap_values) {
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", m->path);
+  }
+  for (size_t i = 0; i < o->n_caps; i++) {
+    mp_status st =
+        mp_graph_bind_dim(m->graph, o->caps[i].name, o->caps[i].value, err);
+    if (st != MP_OK) return st;
+    m->cap_names[i] = mp_strdup(m->alloc, o->caps[i].name);
+    if (!m->cap_names[i]) {
+      return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", m->path);
+    }
+    m->cap_values[i] = o->caps[i].value;
+    m->n_caps = i + 1;
+  }
+  return MP_OK;
+}
+
+static mp_status model_bind_dims(mp_model *m, const mp_load_opts *o,
+                                 mp_error *err) {
   for (size_t i = 0; i < o->n_dims; i++) {
     mp_status st =
         mp_graph_bind_dim(m->graph, o->dims[i].name, o->dims[i].value, err);
     if (st != MP_OK) return st;
   }
+  return model_caps(m, o, err);
+}
+
+static mp_status model_bind(mp_model *m, const mp_load_opts *o, mp_error *err) {
+  mp_status st = model_bind_dims(m, o, err);
+  if (st != MP_OK) return st;
   return mp_graph_resolve(m->graph, err);
+}
+
+/* The graph input named by a --shape or --value option. */
+static mp_status model_input(mp_model *m, const char *flag, const char *name,
+                             int32_t *t, mp_error *err) {
+  if (!mp_graph_find_tensor(m->graph, name, t) ||
+      mp_graph_tensor(m->graph, (size_t)*t)->kind != MP_TENSOR_INPUT) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: %s %s: the graph has no input named '%s'", m->path,
+                        flag, name, name);
+  }
+  return MP_OK;
+}
+
+/* --shape: every dim of the input, checked against fixed and bound dims;
+ * named dims get bound by it, unnamed (unknown) ones set. */
+static mp_status model_bind_shape(mp_model *m, const mp_shape_binding *b,
+                                  mp_error *err) {
+  int32_t t;
+  mp_status st = model_input(m, "--shape", b->name, &t, err);
+  if (st != MP_OK) return st;
+  const mp_tensor *x = mp_graph_tensor(m->graph, (size_t)t);
+  if (x->rank != b->rank) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: --shape %s: the input has rank %u, the option "
+                        "gives %u dims",
+                        m->path, b->name, x->rank, b->rank);
+  }
+  mp_dim dims[MP_MAX_RANK];
+  for (uint32_t k = 0; k < x->rank; k++) {
+    dims[k] = x->shape[k];
+    int64_t have = mp_graph_dim_of(m->graph, &x->shape[k]);
+    if (have >= 0 && have != b->dims[k]) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s: --shape %s: dim %u is %" PRId64
+                          " in the model (or bound earlier), not %" PRId64,
+                          m->path, b->name, k, have, b->dims[k]);
+    }
+    if (x->shape[k].sym != MP_NO_SYM) {
+      mp_graph_set_dim_value(m->graph, x->shape[k].sym, b->dims[k]);
+    }
+    dims[k].value = b->dims[k];
+  }
+  return mp_graph_set_shape(m->graph, t, x->dtype, x->rank, dims,
+                            MP_SHAPE_GIVEN, err);
+}
+
+static mp_status model_bind_value(mp_model *m, const mp_value_binding *b,
+                                  mp_error *err) {
+  int32_t t;
+  mp_status st = model_input(m, "--value", b->name, &t, err);
+  if (st != MP_OK) return st;
+  const mp_tensor *x = mp_graph_tensor(m->graph, (size_t)t);
+  for (uint32_t k = 0; k < x->rank; k++) {
+    if (mp_graph_dim_of(m->graph, &x->shape[k]) != 1) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s: --value %s: the input is not a scalar (bind "
+                          "its shape to 1s first)",
+                          m->path, b->name);
+    }
+  }
+  bool fl = x->dtype == MP_DTYPE_F32 || x->dtype == MP_DTYPE_F64 ||
+            x->dtype == MP_DTYPE_F16 || x->dtype == MP_DTYPE_BF16;
+  int64_t iv = (int64_t)b->value;
+  if (!fl && (double)iv != b->value) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: --value %s: the input is %s; %g is not an "
+                        "integer",
+                        m->path, b->name, mp_dtype_name(x->dtype), b->value);
+  }
+  return mp_graph_set_value(m->graph, t, fl ? NULL : &iv, fl ? &b->value : NULL,
+                            1, err);
+}
+
+/* Every graph input's dims must be known before inference runs. */
+static mp_status model_inputs_bound(const mp_model *m, mp_error *err) {
+  const mp_graph *g = m->graph;
+  for (size_t i = 0; i < mp_graph_tensor_count(g); i++) {
+    const mp_tensor *t = mp_graph_tensor(g, i);
+    if (t->kind != MP_TENSOR_INPUT) continue;
+    if (t->origin == MP_SHAPE_PENDING) {
+      return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                          "%s: graph input '%s' is not a tensor (a sequence, "
+                          "map or optional), which mplan cannot size",
+                          m->path, t->name);
+    }
+    for (uint32_t k = 0; k < t->rank; k++) {
+      if (mp_graph_dim_of(g, &t->shape[k]) >= 0) continue;
+      char shape[256];
+      mp_graph_shape_str(g, t, shape, sizeof shape);
+      if (t->shape[k].sym != MP_NO_SYM) {
+        const char *dn = mp_graph_dim_name(g, (size_t)t->shape[k].sym);
+        return mp_error_set(err, MP_ERR_BAD_INPUT,
+                            "%s: graph input '%s' %s: dim '%s' is not bound "
+                            "(use --dim %s=VALUE or --shape %s=DxDx...)",
+                            m->path, t->name, shape, dn, dn, t->name);
+      }
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s: graph input '%s' %s: dim %u is unknown (use "
+                          "--shape %s=DxDx...)",
+                          m->path, t->name, shape, k, t->name);
+    }
+  }
+  return MP_OK;
+}
+
+static bool model_has_pending(const mp_graph *g) {
+  for (size_t i = 0; i < mp_graph_tensor_count(g); i++) {
+    if (mp_graph_tensor(g, i)->origin == MP_SHAPE_PENDING) return true;
+  }
+  return false;
+}
+
+/* Binding, ordering and shape inference for graphs with pending shapes. */
+static mp_status model_infer(mp_model *m, const mp_load_opts *o,
+                             mp_error *err) {
+  mp_status st = model_bind_dims(m, o, err);
+  for (size_t i = 0; st == MP_OK && i < o->n_shapes; i++) {
+    st = model_bind_shape(m, &o->shapes[i], err);
+  }
+  for (size_t i = 0; st == MP_OK && i < o->n_values; i++) {
+    st = model_bind_value(m, &o->values[i], err);
+  }
+  if (st == MP_OK) st = model_inputs_bound(m, err);
+  if (st == MP_OK) {
+    st = mp_schedule(m->graph, o->order, &m->order, &m->order_used, err);
+  }
+  if (st == MP_OK) st = mp_shape_infer(m->graph, m->order, NULL, err);
+  if (st == MP_OK) st = mp_shape_check_resolved(m->graph, err);
+  if (st == MP_OK) st = mp_graph_resolve(m->graph, err);
+  return st;
 }
 
 /* Producer and last consumer names, under the chosen order. */
@@ -105,17 +283,21 @@ static mp_status model_names(mp_model *m, mp_error *err) {
   return MP_OK;
 }
 
-static mp_status model_graph(mp_model *m, const cJSON *root,
-                             const mp_load_opts *o, mp_error *err) {
+/* The analyzer pipeline once m->graph holds an imported, linked graph. */
+static mp_status model_pipeline(mp_model *m, const mp_load_opts *o,
+                                mp_error *err) {
   mp_lifetime_opts lo = {o->inputs_as_activations, o->backend};
-  mp_status st = mp_import_graph_json(m->path, root, m->alloc, &m->graph, err);
-  if (st == MP_OK && mp_graph_op_count(m->graph) == 0) {
+  mp_status st = MP_OK;
+  if (mp_graph_op_count(m->graph) == 0) {
     st = mp_error_set(err, MP_ERR_BAD_INPUT, "%s: ops: the graph has no ops",
                       m->path);
-  }
-  if (st == MP_OK) st = model_bind(m, o, err);
-  if (st == MP_OK) {
-    st = mp_schedule(m->graph, o->order, &m->order, &m->order_used, err);
+  } else if (model_has_pending(m->graph) || o->n_shapes || o->n_values) {
+    st = model_infer(m, o, err);
+  } else {
+    st = model_bind(m, o, err);
+    if (st == MP_OK) {
+      st = mp_schedule(m->graph, o->order, &m->order, &m->order_used, err);
+    }
   }
   if (st == MP_OK)
     st = mp_lifetimes_build(m->graph, m->order, &lo, &m->problem, err);
@@ -123,11 +305,33 @@ static mp_status model_graph(mp_model *m, const cJSON *root,
   return st;
 }
 
+static mp_status model_graph(mp_model *m, const cJSON *root,
+                             const mp_load_opts *o, mp_error *err) {
+  mp_status st = mp_import_graph_json(m->path, root, m->alloc, &m->graph, err);
+  if (st == MP_OK) st = model_pipeline(m, o, err);
+  return st;
+}
+
+static mp_status model_onnx(mp_model *m, const char *data, size_t len,
+                            const mp_load_opts *o, mp_error *err) {
+  m->format = MP_FORMAT_ONNX;
+  mp_status st = mp_onnx_import(m->path, data, len, m->alloc, &m->graph, err);
+  if (st == MP_OK) st = model_pipeline(m, o, err);
+  return st;
+}
+
+static bool model_has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  return n > e && strcmp(path + n - e, ext) == 0;
+}
+
 /* ---- detection ----------------------------------------------------------- */
 
 static mp_status model_graph_only(const mp_model *m, const mp_load_opts *o,
                                   mp_error *err) {
-  const char *what = o->n_dims                   ? "--dim"
+  const char *what = o->n_dims || o->n_caps      ? "--dim"
+                     : o->n_shapes               ? "--shape"
+                     : o->n_values               ? "--value"
                      : o->order != MP_ORDER_AUTO ? "--order"
                      : o->inputs_as_activations  ? "--inputs activation"
                                                  : NULL;
@@ -160,6 +364,18 @@ static mp_status model_json(mp_model *m, const char *text, size_t len,
   } else if (strncmp(fmt, "graph/", 6) == 0) {
     m->format = MP_FORMAT_GRAPH;
     st = model_graph(m, root, o, err);
+  } else if (strncmp(fmt, "pipeline/", 9) == 0) {
+    m->format = MP_FORMAT_PIPELINE;
+    if (o->n_dims || o->n_caps || o->n_shapes || o->n_values) {
+      st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: a pipeline binds its models' dims and shapes "
+                        "itself (\"shapes\", \"dims\" per model)",
+                        m->path);
+    }
+    if (st == MP_OK) {
+      st = mp_import_pipeline(m->path, root, m->alloc, &m->graph, err);
+    }
+    if (st == MP_OK) st = model_pipeline(m, o, err);
   } else if (strncmp(fmt, "lifetimes/", 10) == 0) {
     m->format = MP_FORMAT_LIFETIMES;
     st = model_graph_only(m, o, err);
@@ -204,6 +420,8 @@ static bool model_is_csv(const char *text, size_t len) {
 static mp_status model_detect(mp_model *m, const char *text, size_t len,
                               const mp_load_opts *o, mp_error *err) {
   size_t i = 0;
+  /* ONNX first: a protobuf may contain any byte, including '{'. */
+  if (mp_onnx_sniff(text, len)) return model_onnx(m, text, len, o, err);
   if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) i = 3;
   while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' ||
                      text[i] == '\t')) {
@@ -223,15 +441,14 @@ static mp_status model_detect(mp_model *m, const char *text, size_t len,
     return mp_import_minimalloc(m->path, text + i, len - i, model_min_align(o),
                                 m->alloc, &m->problem, err);
   }
-  if ((unsigned char)text[i] == 0x08) {
-    return mp_error_set(err, MP_ERR_UNSUPPORTED,
-                        "%s: this looks like an ONNX model; ONNX import is "
-                        "not supported by this version of mplan",
-                        m->path);
+  /* Content that is none of the text formats, in a file named .onnx, is
+   * read as ONNX so that the protobuf reader says what is wrong. */
+  if (model_has_ext(m->path, ".onnx")) {
+    return model_onnx(m, text, len, o, err);
   }
   return mp_error_set(err, MP_ERR_BAD_INPUT,
-                      "%s: unrecognised model format (expected graph JSON, a "
-                      "lifetime table, or a minimalloc CSV with an "
+                      "%s: unrecognised model format (expected ONNX, graph "
+                      "JSON, a lifetime table, or a minimalloc CSV with an "
                       "id,lower,upper,size header)",
                       m->path);
 }
@@ -254,7 +471,7 @@ mp_status mp_model_load(const char *path, const mp_load_opts *o,
               : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", path);
   if (st == MP_OK) st = mp_file_read(path, a, &text, &len, err);
   if (st == MP_OK) st = model_detect(m, text, len, o, err);
-  if (st == MP_OK && !o->backend && m->format != MP_FORMAT_GRAPH) {
+  if (st == MP_OK && !o->backend && !m->graph) {
     /* Problem files carry their own alignments: no backend applies. */
     snprintf(m->backend, sizeof m->backend, "none");
   }
@@ -295,7 +512,7 @@ const mp_graph *mp_model_graph(const mp_model *m) {
 
 const char *mp_model_order_name(const mp_model *m) {
   if (m->format == MP_FORMAT_PLAN && m->pf.order) return m->pf.order;
-  if (m->format != MP_FORMAT_GRAPH) return "file";
+  if (!m->graph) return "file";
   return mp_order_name(m->order_used);
 }
 
@@ -340,4 +557,42 @@ size_t mp_model_arena_bytes(const mp_model *m) {
 
 const char *mp_model_strategy(const mp_model *m) {
   return m->pf.strategy;
+}
+
+size_t mp_model_warning_count(const mp_model *m) {
+  return m->graph ? mp_graph_warning_count(m->graph) : 0;
+}
+
+const char *mp_model_warning(const mp_model *m, size_t i) {
+  return mp_graph_warning(m->graph, i);
+}
+
+size_t mp_model_cap_count(const mp_model *m) {
+  return m->n_caps;
+}
+
+const char *mp_model_cap_name(const mp_model *m, size_t i) {
+  return m->cap_names[i];
+}
+
+int64_t mp_model_cap_value(const mp_model *m, size_t i) {
+  return m->cap_values[i];
+}
+
+mp_status mp_model_add_cap_point(mp_model *m, const mp_cap_point *p,
+                                 mp_error *err) {
+  if (m->n_cap_points == MP_CAP_POINTS) {
+    return mp_error_set(err, MP_ERR_INTERNAL, "%s: too many cap points",
+                        m->path);
+  }
+  m->cap_points[m->n_cap_points++] = *p;
+  return MP_OK;
+}
+
+size_t mp_model_cap_point_count(const mp_model *m) {
+  return m->n_cap_points;
+}
+
+const mp_cap_point *mp_model_cap_points(const mp_model *m) {
+  return m->cap_points;
 }

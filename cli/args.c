@@ -69,27 +69,82 @@ static mp_status args_count(args_state *s, const char *flag, const char *v,
 
 static mp_status args_dim(args_state *s, cli_opts *o, const char *v) {
   const char *eq = strchr(v, '=');
+  const char *le = strstr(v, "<=");
+  bool cap = le && le + 1 == eq;
   int64_t val;
-  if (strstr(v, "<=")) {
-    return mp_error_set(s->err, MP_ERR_UNSUPPORTED,
-                        "mplan %s: --dim %s: capped dims (NAME<=MAX) are not "
-                        "supported by this version",
-                        s->cmd, v);
+  if (!eq || eq == v || (cap && le == v) || !mp_parse_i64(eq + 1, &val) ||
+      val < 1) {
+    return mp_error_set(
+        s->err, MP_ERR_BAD_INPUT,
+        "mplan %s: --dim '%s': expected NAME=VALUE with VALUE >= 1 "
+        "or NAME<=MAX",
+        s->cmd, v);
   }
-  if (!eq || eq == v || !mp_parse_i64(eq + 1, &val) || val < 1) {
-    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
-                        "mplan %s: --dim '%s': expected NAME=VALUE with VALUE "
-                        ">= 1",
-                        s->cmd, v);
-  }
-  if (o->n_dims == CLI_MAX_DIMS) {
+  size_t *n = cap ? &o->n_caps : &o->n_dims;
+  if (*n == CLI_MAX_DIMS) {
     return mp_error_set(s->err, MP_ERR_BAD_INPUT,
                         "mplan %s: more than %d --dim options", s->cmd,
                         CLI_MAX_DIMS);
   }
-  /* The name is the text before '='; argv is ours to split. */
-  ((char *)(uintptr_t)eq)[0] = '\0';
-  o->dims[o->n_dims++] = (mp_dim_binding){v, val};
+  /* The name is the text before '=' (or '<='); argv is ours to split. */
+  ((char *)(uintptr_t)(cap ? le : eq))[0] = '\0';
+  (cap ? o->caps : o->dims)[(*n)++] = (mp_dim_binding){v, val};
+  return MP_OK;
+}
+
+/* --shape INPUT=1x3x48x320 (a scalar input: INPUT=scalar). */
+static mp_status args_shape(args_state *s, cli_opts *o, char *v) {
+  char *eq = strrchr(v, '=');
+  mp_shape_binding b = {0};
+  if (!eq || eq == v || !eq[1]) goto bad;
+  *eq = '\0';
+  b.name = v;
+  if (strcmp(eq + 1, "scalar") != 0) {
+    for (char *p = eq + 1;; b.rank++) {
+      char *x = strchr(p, 'x');
+      if (x) *x = '\0';
+      if (b.rank == MP_MAX_RANK || !mp_parse_i64(p, &b.dims[b.rank]) ||
+          b.dims[b.rank] < 1) {
+        if (x) *x = 'x';
+        *eq = '=';
+        goto bad;
+      }
+      if (!x) {
+        b.rank++;
+        break;
+      }
+      p = x + 1;
+    }
+  }
+  if (o->n_shapes == CLI_MAX_SHAPES) {
+    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                        "mplan %s: more than %d --shape options", s->cmd,
+                        CLI_MAX_SHAPES);
+  }
+  o->shapes[o->n_shapes++] = b;
+  return MP_OK;
+bad:
+  return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                      "mplan %s: --shape '%s': expected INPUT=DxDx... with "
+                      "every D >= 1 (at most %d dims) or INPUT=scalar",
+                      s->cmd, v, MP_MAX_RANK);
+}
+
+static mp_status args_value(args_state *s, cli_opts *o, char *v) {
+  char *eq = strrchr(v, '='), *end = NULL;
+  double d = eq ? strtod(eq + 1, &end) : 0;
+  if (!eq || eq == v || !eq[1] || *end != '\0' || d != d) {
+    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                        "mplan %s: --value '%s': expected INPUT=NUMBER", s->cmd,
+                        v);
+  }
+  if (o->n_values == CLI_MAX_SHAPES) {
+    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                        "mplan %s: more than %d --value options", s->cmd,
+                        CLI_MAX_SHAPES);
+  }
+  *eq = '\0';
+  o->values[o->n_values++] = (mp_value_binding){v, d};
   return MP_OK;
 }
 
@@ -110,6 +165,10 @@ static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
     }
   } else if ((r = args_match(s, "--dim", true, &v))) {
     if (r > 0) *st = args_dim(s, o, v);
+  } else if ((r = args_match(s, "--shape", true, &v))) {
+    if (r > 0) *st = args_shape(s, o, (char *)(uintptr_t)v);
+  } else if ((r = args_match(s, "--value", true, &v))) {
+    if (r > 0) *st = args_value(s, o, (char *)(uintptr_t)v);
   } else if ((r = args_match(s, "--inputs", true, &v))) {
     if (r > 0 && strcmp(v, "resident") != 0 && strcmp(v, "activation") != 0) {
       *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
@@ -120,7 +179,7 @@ static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
     if (r > 0) o->inputs_as_activations = strcmp(v, "activation") == 0;
   } else {
     /* Planned options of DESIGN.md that later versions implement. */
-    static const char *const later[] = {"--shape", "--value", "--passes"};
+    static const char *const later[] = {"--passes"};
     for (size_t k = 0; k < sizeof later / sizeof *later && !r; k++) {
       r = args_match(s, later[k], true, &v);
       if (r > 0) {

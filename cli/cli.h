@@ -10,12 +10,13 @@
 #include "mplan/report.h"
 
 #define CLI_MAX_DIMS 64
+#define CLI_MAX_SHAPES 64
 
 /* Which flags a command accepts. */
 enum {
   CLI_F_OUTPUT = 1u << 0,   /* -o FILE */
   CLI_F_PLANNING = 1u << 1, /* --backend --strategy --budget-ms --order
-                               --dim --inputs (and --shape --value --passes,
+                               --dim --shape --value --inputs (and --passes,
                                refused until supported) */
   CLI_F_JSON = 1u << 2,     /* --json */
   CLI_F_REPORT = 1u << 3    /* --top --map-width --map-rows --no-map */
@@ -32,6 +33,12 @@ typedef struct cli_opts {
   bool inputs_as_activations;
   mp_dim_binding dims[CLI_MAX_DIMS];
   size_t n_dims;
+  mp_dim_binding caps[CLI_MAX_DIMS]; /* --dim NAME<=MAX */
+  size_t n_caps;
+  mp_shape_binding shapes[CLI_MAX_SHAPES];
+  size_t n_shapes;
+  mp_value_binding values[CLI_MAX_SHAPES];
+  size_t n_values;
   bool json;
   bool no_map;
   mp_report_opts report;
@@ -55,6 +62,10 @@ mp_status cli_solve(const cli_opts *o, const mp_model *m, mp_plan **plan,
  * the stored placements). Owned results in *model and *plan. */
 mp_status cli_load_and_plan(const cli_opts *o, bool allow_plan,
                             mp_model **model, mp_plan **plan, mp_error *err);
+
+/* Prints the model's warnings on stderr, one "mplan: warning: ..." line
+ * each. */
+void cli_warnings(const mp_model *m);
 
 /* Prints "mplan: error: MESSAGE" on stderr and returns the exit status for
  * st: 1 for a failed check, 2 for everything else. */

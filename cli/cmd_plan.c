@@ -15,9 +15,14 @@ static const char plan_usage[] =
     "                  [--strategy seed-first-fit|linear] [--backend FILE]\n"
     "                  [--order auto|file|topo] [--dim NAME=VALUE]...\n"
     "                  [--inputs resident|activation] [--budget-ms N]\n"
-    "Plans MODEL (graph JSON, lifetime table or minimalloc CSV), proves the\n"
-    "plan safe and prints its summary; -o writes the plan/1 JSON, --json\n"
-    "prints it on stdout instead of the summary.\n";
+    "                  [--shape INPUT=1x3x48x320]... [--dim NAME<=MAX]...\n"
+    "                  [--value INPUT=V]...\n"
+    "Plans MODEL (ONNX, graph JSON, pipeline, lifetime table or minimalloc\n"
+    "CSV), proves the plan safe and prints its summary; -o writes the plan/1\n"
+    "JSON, --json prints it on stdout instead of the summary. --shape binds\n"
+    "a graph input's whole shape, --dim NAME<=MAX plans at the cap and\n"
+    "reports the waste at 1/4, 1/2 and the cap, --value binds a scalar\n"
+    "input's value (shape math, If).\n";
 
 int cli_plan(int argc, char **argv) {
   cli_opts o;

@@ -21,8 +21,9 @@ static const char main_usage[] =
     "  explain MODEL   the peak explanation and the ASCII memory map\n"
     "  validate PLAN   re-prove a plan file: exit 0 valid, 1 invalid\n"
     "\n"
-    "MODEL is graph JSON (graph/1), a lifetime table (lifetimes/1) or a\n"
-    "minimalloc CSV (id,lower,upper,size), detected by content.\n"
+    "MODEL is an ONNX model, graph JSON (graph/1), a pipeline (pipeline/1),\n"
+    "a lifetime table (lifetimes/1) or a minimalloc CSV (id,lower,upper,\n"
+    "size), detected by content.\n"
     "mplan COMMAND --help shows a command's options.\n";
 
 typedef struct main_cmd {

@@ -18,6 +18,12 @@ int cli_fail(mp_status st, const mp_error *err) {
   return st == MP_ERR_CHECK ? 1 : 2;
 }
 
+void cli_warnings(const mp_model *m) {
+  for (size_t i = 0; m && i < mp_model_warning_count(m); i++) {
+    fprintf(stderr, "mplan: warning: %s\n", mp_model_warning(m, i));
+  }
+}
+
 bool cli_wants_help(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -56,6 +62,12 @@ mp_status cli_load(const cli_opts *o, bool allow_plan, mp_model **model,
       .dims = o->dims,
       .n_dims = o->n_dims,
       .allow_plan = allow_plan,
+      .shapes = o->shapes,
+      .n_shapes = o->n_shapes,
+      .values = o->values,
+      .n_values = o->n_values,
+      .caps = o->caps,
+      .n_caps = o->n_caps,
   };
   if (o->backend) {
     mp_status st = mp_backend_load(o->backend, &be, err);
@@ -84,11 +96,52 @@ mp_status cli_solve(const cli_opts *o, const mp_model *m, mp_plan **plan,
   return st;
 }
 
+/* The capped plan's cost at 1/4, 1/2 and the full cap: every capped dim
+ * scaled (at least 1), the model re-planned there, and the capped arena
+ * compared with what any plan needs at those values. */
+static mp_status cli_cap_sweep(const cli_opts *o, mp_model *m,
+                               const mp_plan *plan, mp_error *err) {
+  static const double fractions[MP_CAP_POINTS] = {0.25, 0.5, 1.0};
+  const mp_plan_summary *at_cap = mp_plan_summary_of(plan);
+  mp_status st = MP_OK;
+  for (size_t f = 0; st == MP_OK && f < MP_CAP_POINTS; f++) {
+    cli_opts sub = *o;
+    mp_model *sm = NULL;
+    mp_plan *sp = NULL;
+    for (size_t i = 0; i < o->n_caps; i++) {
+      int64_t v = (int64_t)((double)o->caps[i].value * fractions[f]);
+      sub.caps[i].value = v < 1 ? 1 : v;
+    }
+    st = cli_load(&sub, false, &sm, err);
+    if (st == MP_OK) st = cli_solve(&sub, sm, &sp, err);
+    if (st == MP_OK) {
+      const mp_plan_summary *s = mp_plan_summary_of(sp);
+      mp_cap_point p = {fractions[f], s->arena_bytes,
+                        s->resident_bytes + s->lower_bound_bytes, 0};
+      p.waste_bytes = at_cap->arena_bytes > p.needed_bytes
+                          ? at_cap->arena_bytes - p.needed_bytes
+                          : 0;
+      st = mp_model_add_cap_point(m, &p, err);
+    } else {
+      mp_error_prefix(err, "planning at %g of the cap", fractions[f]);
+    }
+    mp_plan_destroy(sp);
+    mp_model_destroy(sm);
+  }
+  return st;
+}
+
 mp_status cli_load_and_plan(const cli_opts *o, bool allow_plan,
                             mp_model **model, mp_plan **plan, mp_error *err) {
   mp_status st = cli_load(o, allow_plan, model, err);
   if (st != MP_OK) return st;
+  cli_warnings(*model);
   st = cli_solve(o, *model, plan, err);
+  if (st == MP_OK && o->n_caps) st = cli_cap_sweep(o, *model, *plan, err);
+  if (st != MP_OK && *plan) {
+    mp_plan_destroy(*plan);
+    *plan = NULL;
+  }
   if (st != MP_OK) {
     mp_model_destroy(*model);
     *model = NULL;

@@ -247,6 +247,29 @@ mp_status mp_report_explain(const mp_model *m, const mp_plan *plan,
   return mp_buf_status(out, "explain", err);
 }
 
+/* Capped dims: the plan made at the cap, and what it wastes below it. */
+static void report_caps(const mp_model *m, const mp_plan_summary *s,
+                        mp_buf *out) {
+  char a[MP_FMT_MAX], b[MP_FMT_MAX];
+  size_t n = mp_model_cap_count(m);
+  if (n == 0) return;
+  mp_buf_printf(out, "capped     ");
+  for (size_t i = 0; i < n; i++) {
+    mp_buf_printf(out, " %s<=%lld", mp_model_cap_name(m, i),
+                  (long long)mp_model_cap_value(m, i));
+  }
+  mp_buf_printf(out, "; arena at the cap %s, valid for every smaller value\n",
+                mp_fmt_bytes(a, s->arena_bytes));
+  const mp_cap_point *p = mp_model_cap_points(m);
+  for (size_t k = 0; k < mp_model_cap_point_count(m); k++) {
+    mp_buf_printf(out, "%s at %-4g of the cap: needs %s, waste %s B (%.1f%%)\n",
+                  k ? "           " : "waste      ", p[k].fraction,
+                  mp_fmt_bytes(a, p[k].needed_bytes),
+                  mp_fmt_count(b, p[k].waste_bytes),
+                  report_pct(p[k].waste_bytes, s->arena_bytes));
+  }
+}
+
 mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
                             mp_error *err) {
   const mp_plan_summary *s = mp_plan_summary_of(plan);
@@ -284,5 +307,6 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
                 s->strategy, s->plan_ms);
   if (s->detail && *s->detail)
     mp_buf_printf(out, "            %s\n", s->detail);
+  report_caps(m, s, out);
   return mp_buf_status(out, "summary", err);
 }

@@ -125,6 +125,34 @@ static void pj_summary(pj_ctx *c, cJSON *root) {
   pj_num(c, o, "buffers", (double)mp_problem_count(c->p));
 }
 
+/* Capped dims (so that a runtime can refuse a larger value) and the cost
+ * of the capped plan at 1/4, 1/2 and the full cap. */
+static void pj_dynamic(pj_ctx *c, cJSON *root) {
+  size_t n = mp_model_cap_count(c->m);
+  if (n == 0) return;
+  cJSON *o = pj_add_obj(c, root, "dynamic");
+  cJSON *caps = o ? pj_add_arr(c, o, "caps") : NULL;
+  for (size_t i = 0; caps && i < n; i++) {
+    cJSON *e = pj_push_obj(c, caps);
+    if (!e) return;
+    pj_str(c, e, "dim", mp_model_cap_name(c->m, i));
+    pj_num(c, e, "max", (double)mp_model_cap_value(c->m, i));
+  }
+  if (!o) return;
+  pj_num(c, o, "arena_at_cap_bytes",
+         (double)mp_plan_summary_of(c->plan)->arena_bytes);
+  cJSON *pts = pj_add_arr(c, o, "waste");
+  const mp_cap_point *p = mp_model_cap_points(c->m);
+  for (size_t k = 0; pts && k < mp_model_cap_point_count(c->m); k++) {
+    cJSON *e = pj_push_obj(c, pts);
+    if (!e) return;
+    pj_num(c, e, "fraction", p[k].fraction);
+    pj_num(c, e, "arena_bytes", (double)p[k].arena_bytes);
+    pj_num(c, e, "needed_bytes", (double)p[k].needed_bytes);
+    pj_num(c, e, "waste_bytes", (double)p[k].waste_bytes);
+  }
+}
+
 static void pj_regions(pj_ctx *c, cJSON *root) {
   cJSON *arr = pj_add_arr(c, root, "regions");
   cJSON *r = arr ? pj_push_obj(c, arr) : NULL;
@@ -302,6 +330,7 @@ mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,
     pj_str(&c, root, "tool", "mplan " MP_VERSION);
     pj_model(&c, root);
     pj_summary(&c, root);
+    pj_dynamic(&c, root);
     pj_regions(&c, root);
     pj_peak(&c, root, idx);
     pj_execution(&c, root);

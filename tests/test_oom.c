@@ -30,13 +30,14 @@ static void *oom_fn(void *ud, void *ptr, size_t size) {
   return p;
 }
 
-static mp_status oom_run(const char *path, const mp_alloc *a) {
+static mp_status oom_run(const char *path, const mp_load_opts *o,
+                         const mp_alloc *a) {
   mp_error err = {0};
   mp_model *m = NULL;
   mp_plan *plan = NULL;
   mp_buf out;
   mp_buf_init(&out, a);
-  mp_status st = mp_model_load(path, NULL, a, &m, &err);
+  mp_status st = mp_model_load(path, o, a, &m, &err);
   if (st == MP_OK) st = mp_plan_solve(mp_model_problem(m), NULL, &plan, &err);
   if (st == MP_OK) st = mp_report_plan_json(m, plan, &out, &err);
   if (st == MP_OK) st = mp_report_explain(m, plan, NULL, &out, &err);
@@ -50,14 +51,15 @@ static mp_status oom_run(const char *path, const mp_alloc *a) {
   return st;
 }
 
-static void oom_model(const char *root, const char *rel) {
+static void oom_model_with(const char *root, const char *rel,
+                           const mp_load_opts *o) {
   char path[1200];
   snprintf(path, sizeof path, "%s/%s", root, rel);
   long k = 0, failures = 0;
   for (;; k++) {
     oom_state s = {0, k, 0};
     mp_alloc a = {oom_fn, &s};
-    mp_status st = oom_run(path, &a);
+    mp_status st = oom_run(path, o, &a);
     if (s.live != 0) {
       fprintf(stderr, "%s: %ld blocks leaked when failing call %ld\n", rel,
               s.live, k);
@@ -73,10 +75,22 @@ static void oom_model(const char *root, const char *rel) {
   CHECK(failures > 10);
 }
 
+static void oom_model(const char *root, const char *rel) {
+  oom_model_with(root, rel, NULL);
+}
+
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : ".";
   oom_model(root, "models/seed_example.json");
   oom_model(root, "models/mobilenet_v1.json");
   oom_model(root, "tests/data/input.12.csv");
+  /* ONNX: the protobuf decoder, the importer, shape inference with values
+   * (Shape -> Gather -> Concat -> Reshape) and a warning. */
+  mp_shape_binding sb = {"x", 4, {1, 3, 8, 8}};
+  mp_load_opts o = {.shapes = &sb, .n_shapes = 1};
+  oom_model_with(root, "tests/data/dynamic.onnx.bin", &o);
+  oom_model(root, "tests/data/opset_new.onnx.bin");
+  oom_model(root, "tests/data/control.onnx.bin"); /* If and Loop bodies */
+  oom_model(root, "tests/data/pipeline.json");    /* two models, merged */
   return check_exit("test_oom");
 }

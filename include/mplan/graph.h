@@ -23,10 +23,20 @@ typedef enum mp_dtype {
   MP_DTYPE_I32,
   MP_DTYPE_I64,
   MP_DTYPE_BOOL,
+  /* Added for ONNX models; the first eight keep their values. */
+  MP_DTYPE_F64,
+  MP_DTYPE_I16,
+  MP_DTYPE_U16,
+  MP_DTYPE_U32,
+  MP_DTYPE_U64,
+  MP_DTYPE_C64,    /* two f32 */
+  MP_DTYPE_C128,   /* two f64 */
+  MP_DTYPE_STRING, /* no fixed size: such a tensor cannot be planned */
   MP_DTYPE_COUNT
 } mp_dtype;
 
-/* Bytes per element, the canonical name ("f32"), and its parser. */
+/* Bytes per element (0 for strings), the canonical name ("f32"), and its
+ * parser. */
 size_t mp_dtype_size(mp_dtype t);
 const char *mp_dtype_name(mp_dtype t);
 bool mp_dtype_parse(const char *name, mp_dtype *out);
@@ -53,6 +63,30 @@ typedef struct mp_dim {
   int32_t sym;   /* index into the dim table, or MP_NO_SYM */
 } mp_dim;
 
+/* Small constant contents of a tensor, kept for shape math (the values
+ * flowing through Shape -> Gather -> Concat -> Reshape chains). Exactly one
+ * of i (integer and bool dtypes) and f (floating dtypes) is set; n is the
+ * element count, at most MP_VALUE_MAX. */
+typedef struct mp_value {
+  size_t n;
+  const int64_t *i;
+  const double *f;
+} mp_value;
+
+#define MP_VALUE_MAX 4096
+
+/* Where a tensor's shape came from. */
+typedef enum mp_shape_origin {
+  MP_SHAPE_GIVEN = 0, /* written in the file for this tensor (inputs,
+                         weights, graph JSON shapes) */
+  MP_SHAPE_INFERRED,  /* derived by shape inference */
+  MP_SHAPE_DECLARED,  /* taken from a declaration (ONNX value_info or a
+                         graph output's type) because no rule applied */
+  MP_SHAPE_PENDING    /* not known yet: dtype and shape are placeholders */
+} mp_shape_origin;
+
+const char *mp_shape_origin_name(mp_shape_origin o);
+
 typedef struct mp_tensor {
   const char *name;
   mp_dtype dtype;
@@ -64,6 +98,13 @@ typedef struct mp_tensor {
   uint32_t n_consumers;
   const uint32_t *consumers; /* op indices, ascending; valid after link */
   size_t bytes;              /* elements x dtype size; valid after resolve */
+  /* Shape inference (mplan/shape.h). */
+  mp_shape_origin origin;
+  const mp_value *value; /* small constant contents, or NULL */
+  bool has_decl;         /* a declared type to check inference against */
+  mp_dtype decl_dtype;
+  uint32_t decl_rank;
+  mp_dim decl[MP_MAX_RANK]; /* dims with value -1 and no sym are unknown */
 } mp_tensor;
 
 typedef enum mp_attr_kind {
@@ -127,6 +168,7 @@ typedef struct mp_tensor_desc {
   uint32_t rank;
   mp_dim shape[MP_MAX_RANK]; /* value ignored where sym >= 0 */
   const char *layout;        /* may be NULL */
+  bool pending;              /* dtype and shape left to shape inference */
 } mp_tensor_desc;
 
 /* The index of a declared dim; false when there is none by that name. */
@@ -180,6 +222,42 @@ size_t mp_graph_dim_count(const mp_graph *g);
 const char *mp_graph_dim_name(const mp_graph *g, size_t i);
 int64_t mp_graph_dim_value(const mp_graph *g, size_t i);
 const mp_alloc *mp_graph_alloc(const mp_graph *g);
+
+/* ---- shape inference support (analyzer/shape.c, importers) -------------- */
+
+/* Sets tensor t's dtype and shape, as found by origin. A dim is a number
+ * (>= 0) or a symbol; copies shape. */
+mp_status mp_graph_set_shape(mp_graph *g, int32_t t, mp_dtype dtype,
+                             uint32_t rank, const mp_dim *shape,
+                             mp_shape_origin origin, mp_error *err);
+
+/* Records a declared type for t (ONNX value_info, graph output types)
+ * that inference must agree with. Copies shape. */
+mp_status mp_graph_declare(mp_graph *g, int32_t t, mp_dtype dtype,
+                           uint32_t rank, const mp_dim *shape, mp_error *err);
+
+/* Stores small constant contents for t (n <= MP_VALUE_MAX elements; one of
+ * i and f). Copies the values. */
+mp_status mp_graph_set_value(mp_graph *g, int32_t t, const int64_t *i,
+                             const double *f, size_t n, mp_error *err);
+
+/* Sets dim sym's value (from inference or --shape, not a user --dim). */
+void mp_graph_set_dim_value(mp_graph *g, int32_t sym, int64_t value);
+
+/* The value of a dim: its number, or its symbol's bound value (-1). */
+int64_t mp_graph_dim_of(const mp_graph *g, const mp_dim *d);
+
+/* The default-domain opset the model was written for (0: unknown). */
+void mp_graph_set_opset(mp_graph *g, int64_t opset);
+int64_t mp_graph_opset(const mp_graph *g);
+
+/* Warnings collected while importing and inferring (the library never
+ * prints; the command line shows them). Copies the formatted text; fails
+ * only when memory runs out. */
+mp_status mp_graph_warn(mp_graph *g, mp_error *err, const char *fmt, ...)
+    MP_PRINTF(3, 4);
+size_t mp_graph_warning_count(const mp_graph *g);
+const char *mp_graph_warning(const mp_graph *g, size_t i);
 
 /* Renders a tensor's shape as "[N=1,32,112,112]" into buf (cap bytes). */
 char *mp_graph_shape_str(const mp_graph *g, const mp_tensor *t, char *buf,

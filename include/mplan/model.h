@@ -20,7 +20,9 @@ typedef enum mp_model_format {
   MP_FORMAT_GRAPH = 0,
   MP_FORMAT_LIFETIMES,
   MP_FORMAT_MINIMALLOC,
-  MP_FORMAT_PLAN
+  MP_FORMAT_PLAN,
+  MP_FORMAT_ONNX,
+  MP_FORMAT_PIPELINE
 } mp_model_format;
 
 const char *mp_model_format_name(mp_model_format f);
@@ -30,13 +32,46 @@ typedef struct mp_dim_binding {
   int64_t value;
 } mp_dim_binding;
 
+/* --shape INPUT=1x3x48x320: a graph input's whole shape. */
+typedef struct mp_shape_binding {
+  const char *name;
+  uint32_t rank;
+  int64_t dims[MP_MAX_RANK];
+} mp_shape_binding;
+
+/* --value INPUT=V: the value of a scalar graph input (shape math, If). */
+typedef struct mp_value_binding {
+  const char *name;
+  double value;
+} mp_value_binding;
+
+/* With capped dims, what the plan made at the cap costs at smaller values
+ * of the capped dims (every capped dim scaled by fraction, at least 1). */
+typedef struct mp_cap_point {
+  double fraction;     /* 0.25, 0.5, 1 */
+  size_t arena_bytes;  /* arena of a plan made for those values */
+  size_t needed_bytes; /* resident + activation lower bound at those values:
+                          what no plan can go below */
+  size_t waste_bytes;  /* arena at the cap - needed_bytes */
+} mp_cap_point;
+
+#define MP_CAP_POINTS 3
+
 typedef struct mp_load_opts {
   mp_order_kind order;        /* graphs only; MP_ORDER_AUTO by default */
   bool inputs_as_activations; /* graphs only */
   const mp_backend *backend;  /* NULL: default for graphs, none otherwise */
   const mp_dim_binding *dims; /* graphs only */
   size_t n_dims;
-  bool allow_plan; /* accept plan/1 files */
+  bool allow_plan;                /* accept plan/1 files */
+  const mp_shape_binding *shapes; /* graphs and ONNX */
+  size_t n_shapes;
+  const mp_value_binding *values; /* graphs and ONNX */
+  size_t n_values;
+  /* Capped dims (NAME<=VALUE): bound at VALUE, a plan valid for every
+   * smaller value; recorded on the model. */
+  const mp_dim_binding *caps;
+  size_t n_caps;
 } mp_load_opts;
 
 typedef struct mp_model mp_model;
@@ -77,5 +112,22 @@ const char *mp_model_last_consumer(const mp_model *m, size_t i);
 const mp_placement *mp_model_placements(const mp_model *m);
 size_t mp_model_arena_bytes(const mp_model *m);
 const char *mp_model_strategy(const mp_model *m);
+
+/* Warnings of the load (an opset newer than known, declarations that
+ * inference contradicts); the command line prints them on stderr. */
+size_t mp_model_warning_count(const mp_model *m);
+const char *mp_model_warning(const mp_model *m, size_t i);
+
+/* Capped dims (NAME<=VALUE) the model was planned at, in option order. */
+size_t mp_model_cap_count(const mp_model *m);
+const char *mp_model_cap_name(const mp_model *m, size_t i);
+int64_t mp_model_cap_value(const mp_model *m, size_t i);
+
+/* The cost of the capped plan at smaller values, recorded by whoever
+ * planned them (cli). At most MP_CAP_POINTS; copies p. */
+mp_status mp_model_add_cap_point(mp_model *m, const mp_cap_point *p,
+                                 mp_error *err);
+size_t mp_model_cap_point_count(const mp_model *m);
+const mp_cap_point *mp_model_cap_points(const mp_model *m);
 
 #endif /* MPLAN_MODEL_H */

@@ -1,0 +1,1047 @@
+/*
+ * import_onnx.c -- reader of ONNX models (ModelProto) into the graph IR.
+ *
+ * The protobuf is decoded by protobuf-c code generated at build time from
+ * the system's onnx.proto; protobuf-c allocates through the caller's
+ * mp_alloc so that fault injection covers the decoder too.
+ *
+ * Tensors are declared in this order, so that every name is known before a
+ * node refers to it (ONNX files need not be topologically sorted):
+ *   initializers (weights), graph inputs that are not initializers,
+ *   Constant node outputs (weights), every other node output (pending),
+ *   then value_info and graph outputs as declarations.
+ *
+ * Invariants:
+ *   1. A weight's shape comes from its TensorProto dims, and its data, when
+ *      present, holds exactly dims x dtype elements (raw_data bytes or
+ *      typed fields); data kept in an external file is refused.
+ *   2. Constant nodes are not ops: their outputs are weights.
+ *   3. Negative dims, dim products that overflow, unknown element types and
+ *      non-tensor graph inputs are input errors naming the tensor.
+ *   4. Every node input is a graph input, an initializer, a Constant or
+ *      some node's output; otherwise the error names node and input.
+ *   5. Op names are unique in the graph: an empty or repeated ONNX node
+ *      name gets a synthesized one (type and index).
+ *   6. The returned graph is linked; dims are not bound, nothing inferred.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mplan/onnx.h"
+#include "onnx.pb-c.h"
+
+typedef struct ox {
+  const char *file;
+  const mp_alloc *a;
+  mp_error *err;
+  mp_graph *g;
+} ox;
+
+/* ---- protobuf-c allocation through mp_alloc ------------------------------ */
+
+typedef struct ox_pb {
+  const mp_alloc *a;
+  bool failed; /* an allocation failed: a NULL unpack is then no parse error */
+} ox_pb;
+
+static void *ox_pb_alloc(void *ud, size_t size) {
+  ox_pb *pb = ud;
+  void *p = mp_malloc(pb->a, size ? size : 1);
+  if (!p) pb->failed = true;
+  return p;
+}
+
+static void ox_pb_free(void *ud, void *p) {
+  mp_free(((ox_pb *)ud)->a, p);
+}
+
+bool mp_onnx_sniff(const void *data, size_t len) {
+  const unsigned char *p = data;
+  /* ModelProto starts with field 1 (ir_version, varint): tag 0x08 and a
+   * small version number. */
+  return len >= 4 && p[0] == 0x08 && p[1] >= 1 && p[1] < 0x80;
+}
+
+/* ---- element types and values -------------------------------------------- */
+
+bool mp_onnx_dtype(int32_t t, mp_dtype *out) {
+  static const int8_t map[] = {
+      [1] = MP_DTYPE_F32,   [2] = MP_DTYPE_U8,     [3] = MP_DTYPE_I8,
+      [4] = MP_DTYPE_U16,   [5] = MP_DTYPE_I16,    [6] = MP_DTYPE_I32,
+      [7] = MP_DTYPE_I64,   [8] = MP_DTYPE_STRING, [9] = MP_DTYPE_BOOL,
+      [10] = MP_DTYPE_F16,  [11] = MP_DTYPE_F64,   [12] = MP_DTYPE_U32,
+      [13] = MP_DTYPE_U64,  [14] = MP_DTYPE_C64,   [15] = MP_DTYPE_C128,
+      [16] = MP_DTYPE_BF16,
+  };
+  if (t < 1 || (size_t)t >= sizeof map / sizeof *map) return false;
+  *out = (mp_dtype)map[t];
+  return true;
+}
+
+static bool ox_is_float(mp_dtype t) {
+  return t == MP_DTYPE_F32 || t == MP_DTYPE_F64 || t == MP_DTYPE_F16 ||
+         t == MP_DTYPE_BF16;
+}
+
+static double ox_half(uint16_t h) {
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v = e == 0    ? ldexp(m, -24)
+             : e == 31 ? (m ? NAN : INFINITY)
+                       : ldexp(m + 1024, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+static double ox_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Element k of little-endian raw data of dtype t, as an integer or a
+ * double (the host is little-endian, as ONNX raw_data is). */
+static void ox_raw_elem(const uint8_t *raw, mp_dtype t, size_t k, int64_t *i,
+                        double *f) {
+  size_t sz = mp_dtype_size(t);
+  const uint8_t *p = raw + k * sz;
+  union {
+    float f32;
+    double f64;
+    int8_t i8;
+    uint8_t u8;
+    int16_t i16;
+    uint16_t u16;
+    int32_t i32;
+    uint32_t u32;
+    int64_t i64;
+    uint64_t u64;
+  } u;
+  memcpy(&u, p, sz);
+  switch (t) {
+    case MP_DTYPE_F32:
+      *f = u.f32;
+      break;
+    case MP_DTYPE_F64:
+      *f = u.f64;
+      break;
+    case MP_DTYPE_F16:
+      *f = ox_half(u.u16);
+      break;
+    case MP_DTYPE_BF16:
+      *f = ox_bf16(u.u16);
+      break;
+    case MP_DTYPE_I8:
+      *i = u.i8;
+      break;
+    case MP_DTYPE_U8:
+    case MP_DTYPE_BOOL:
+      *i = u.u8;
+      break;
+    case MP_DTYPE_I16:
+      *i = u.i16;
+      break;
+    case MP_DTYPE_U16:
+      *i = u.u16;
+      break;
+    case MP_DTYPE_I32:
+      *i = u.i32;
+      break;
+    case MP_DTYPE_U32:
+      *i = u.u32;
+      break;
+    case MP_DTYPE_U64:
+      *i = (int64_t)u.u64;
+      break;
+    default:
+      *i = u.i64;
+      break;
+  }
+}
+
+/* How many elements the typed field for dtype t holds. */
+static size_t ox_typed_count(const Onnx__TensorProto *tp, mp_dtype t) {
+  switch (t) {
+    case MP_DTYPE_F32:
+      return tp->n_float_data;
+    case MP_DTYPE_C64:
+      return tp->n_float_data / 2;
+    case MP_DTYPE_F64:
+      return tp->n_double_data;
+    case MP_DTYPE_C128:
+      return tp->n_double_data / 2;
+    case MP_DTYPE_I64:
+      return tp->n_int64_data;
+    case MP_DTYPE_U32:
+    case MP_DTYPE_U64:
+      return tp->n_uint64_data;
+    case MP_DTYPE_STRING:
+      return tp->n_string_data;
+    default:
+      return tp->n_int32_data;
+  }
+}
+
+static void ox_typed_elem(const Onnx__TensorProto *tp, mp_dtype t, size_t k,
+                          int64_t *i, double *f) {
+  switch (t) {
+    case MP_DTYPE_F32:
+      *f = tp->float_data[k];
+      break;
+    case MP_DTYPE_F64:
+      *f = tp->double_data[k];
+      break;
+    case MP_DTYPE_I64:
+      *i = tp->int64_data[k];
+      break;
+    case MP_DTYPE_U32:
+    case MP_DTYPE_U64:
+      *i = (int64_t)tp->uint64_data[k];
+      break;
+    case MP_DTYPE_F16:
+      *f = ox_half((uint16_t)tp->int32_data[k]);
+      break;
+    case MP_DTYPE_BF16:
+      *f = ox_bf16((uint16_t)tp->int32_data[k]);
+      break;
+    default:
+      *i = tp->int32_data[k];
+      break;
+  }
+}
+
+/* A TensorProto's dtype, shape and element count (invariants 1, 3). */
+static mp_status ox_tensor_type(ox *x, const Onnx__TensorProto *tp,
+                                const char *what, const char *name,
+                                mp_dtype *dt, uint32_t *rank, mp_dim *shape,
+                                size_t *elems) {
+  int64_t n = 1;
+  if (!mp_onnx_dtype(tp->data_type, dt)) {
+    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                        "%s: %s '%s': unknown element type %" PRId32, x->file,
+                        what, name, tp->data_type);
+  }
+  if (tp->n_dims > MP_MAX_RANK) {
+    return mp_error_set(x->err, MP_ERR_UNSUPPORTED,
+                        "%s: %s '%s': rank %zu exceeds the maximum of %d",
+                        x->file, what, name, tp->n_dims, MP_MAX_RANK);
+  }
+  for (size_t k = 0; k < tp->n_dims; k++) {
+    if (tp->dims[k] < 0) {
+      return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                          "%s: %s '%s': dims[%zu] is %" PRId64
+                          "; dims must be >= 0",
+                          x->file, what, name, k, tp->dims[k]);
+    }
+    if (!mp_i64_mul(n, tp->dims[k], &n) || (uint64_t)n > SIZE_MAX / 16) {
+      return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                          "%s: %s '%s': the product of its dims overflows",
+                          x->file, what, name);
+    }
+    shape[k] = (mp_dim){tp->dims[k], MP_NO_SYM};
+  }
+  *rank = (uint32_t)tp->n_dims;
+  *elems = (size_t)n;
+  return MP_OK;
+}
+
+/* Checks that tp carries its data in full (invariant 1) and, when it is
+ * small, stores its values on tensor t. */
+static mp_status ox_tensor_data(ox *x, const Onnx__TensorProto *tp,
+                                const char *what, const char *name, int32_t t,
+                                mp_dtype dt, size_t elems) {
+  bool raw = tp->has_raw_data;
+  size_t need = 0;
+  if ((tp->has_data_location &&
+       tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+      tp->n_external_data) {
+    return mp_error_set(x->err, MP_ERR_UNSUPPORTED,
+                        "%s: %s '%s' keeps its data in an external file; "
+                        "external data is not supported (re-save the model "
+                        "with its weights inside)",
+                        x->file, what, name);
+  }
+  if (raw && dt != MP_DTYPE_STRING) {
+    (void)mp_size_mul(elems, mp_dtype_size(dt), &need); /* checked above */
+    if (tp->raw_data.len != need) {
+      return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                          "%s: %s '%s': raw_data has %zu bytes where its dims "
+                          "and dtype need %zu",
+                          x->file, what, name, tp->raw_data.len, need);
+    }
+  } else if (ox_typed_count(tp, dt) != elems) {
+    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                        "%s: %s '%s' has %zu values where its dims need %zu",
+                        x->file, what, name, ox_typed_count(tp, dt), elems);
+  }
+  if (elems > MP_VALUE_MAX || dt == MP_DTYPE_STRING || dt == MP_DTYPE_C64 ||
+      dt == MP_DTYPE_C128) {
+    return MP_OK;
+  }
+  bool fl = ox_is_float(dt);
+  int64_t *iv = fl ? NULL : mp_calloc(x->a, elems + 1, sizeof *iv);
+  double *fv = fl ? mp_calloc(x->a, elems + 1, sizeof *fv) : NULL;
+  if (!iv && !fv) {
+    return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+  }
+  int64_t i0 = 0;
+  double f0 = 0;
+  for (size_t k = 0; k < elems; k++) {
+    if (raw) {
+      ox_raw_elem(tp->raw_data.data, dt, k, fl ? &i0 : &iv[k],
+                  fl ? &fv[k] : &f0);
+    } else {
+      ox_typed_elem(tp, dt, k, fl ? &i0 : &iv[k], fl ? &fv[k] : &f0);
+    }
+  }
+  mp_status st = mp_graph_set_value(x->g, t, iv, fv, elems, x->err);
+  mp_free(x->a, iv);
+  mp_free(x->a, fv);
+  return st;
+}
+
+/* Adds a weight for tensor proto tp under name (invariants 1-3). */
+static mp_status ox_weight(ox *x, const Onnx__TensorProto *tp, const char *what,
+                           const char *name) {
+  mp_tensor_desc d = {.name = name, .kind = MP_TENSOR_WEIGHT};
+  size_t elems = 0;
+  int32_t t = -1;
+  mp_status st =
+      ox_tensor_type(x, tp, what, name, &d.dtype, &d.rank, d.shape, &elems);
+  if (st == MP_OK && tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING) {
+    st = mp_error_set(x->err, MP_ERR_UNSUPPORTED,
+                      "%s: %s '%s': string tensors have no fixed size", x->file,
+                      what, name);
+  }
+  if (st == MP_OK) st = mp_graph_add_tensor(x->g, &d, &t, x->err);
+  if (st == MP_OK) st = ox_tensor_data(x, tp, what, name, t, d.dtype, elems);
+  return st;
+}
+
+/* ---- value infos: types of inputs, outputs, intermediates ---------------- */
+
+/* The dtype and shape of a ValueInfoProto. *has_shape is false when the
+ * type gives no shape at all (rank unknown). */
+static mp_status ox_value_type(ox *x, const Onnx__ValueInfoProto *vi,
+                               const char *what, mp_tensor_desc *d,
+                               bool *has_shape) {
+  const Onnx__TypeProto *tp = vi->type;
+  *has_shape = false;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+    return mp_error_set(x->err, MP_ERR_UNSUPPORTED,
+                        "%s: %s '%s' is not a tensor (sequences, maps and "
+                        "optionals are not supported)",
+                        x->file, what, vi->name);
+  }
+  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+  if (!tt->has_elem_type || !mp_onnx_dtype(tt->elem_type, &d->dtype)) {
+    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                        "%s: %s '%s': unknown element type %" PRId32, x->file,
+                        what, vi->name, tt->elem_type);
+  }
+  if (!tt->shape) return MP_OK;
+  if (tt->shape->n_dim > MP_MAX_RANK) {
+    return mp_error_set(x->err, MP_ERR_UNSUPPORTED,
+                        "%s: %s '%s': rank %zu exceeds the maximum of %d",
+                        x->file, what, vi->name, tt->shape->n_dim, MP_MAX_RANK);
+  }
+  d->rank = (uint32_t)tt->shape->n_dim;
+  for (uint32_t k = 0; k < d->rank; k++) {
+    const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[k];
+    d->shape[k] = (mp_dim){-1, MP_NO_SYM};
+    if (dim->value_case ==
+        ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+      if (dim->dim_value < 0) {
+        return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                            "%s: %s '%s': shape[%u] is %" PRId64
+                            "; dims must be >= 0",
+                            x->file, what, vi->name, k, dim->dim_value);
+      }
+      /* Exporters write 0 for "unknown" as often as for "empty". A graph
+       * input's 0 is unknown (bound by --shape); elsewhere it is kept. */
+      if (dim->dim_value > 0 || d->kind != MP_TENSOR_INPUT) {
+        d->shape[k].value = dim->dim_value;
+      }
+    } else if (dim->value_case ==
+                   ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+               dim->dim_param[0]) {
+      mp_status st =
+          mp_graph_dim_index(x->g, dim->dim_param, &d->shape[k].sym, x->err);
+      if (st != MP_OK) return st;
+    }
+  }
+  *has_shape = true;
+  return MP_OK;
+}
+
+static bool ox_is_tensor(const Onnx__ValueInfoProto *vi) {
+  return vi->type &&
+         vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+}
+
+static mp_status ox_input(ox *x, const Onnx__ValueInfoProto *vi) {
+  if (mp_graph_find_tensor(x->g, vi->name, NULL)) return MP_OK; /* weight */
+  mp_tensor_desc d = {.name = vi->name, .kind = MP_TENSOR_INPUT};
+  if (vi->type && !ox_is_tensor(vi)) {
+    /* A sequence, map or optional has no shape mplan can size: it imports
+     * as pending, and planning names it (model.c) if anything needs it. */
+    d.pending = true;
+    return mp_graph_add_tensor(x->g, &d, NULL, x->err);
+  }
+  bool has_shape;
+  mp_status st = ox_value_type(x, vi, "graph input", &d, &has_shape);
+  if (st != MP_OK) return st;
+  if (!has_shape) {
+    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                        "%s: graph input '%s' has no shape (give it with "
+                        "--shape %s=DxDx...)",
+                        x->file, vi->name, vi->name);
+  }
+  return mp_graph_add_tensor(x->g, &d, NULL, x->err);
+}
+
+static mp_status ox_declare(ox *x, const Onnx__ValueInfoProto *vi,
+                            const char *what) {
+  int32_t t;
+  mp_tensor_desc d = {.name = vi->name};
+  bool has_shape;
+  if (!mp_graph_find_tensor(x->g, vi->name, &t)) {
+    if (strcmp(what, "graph output") == 0) {
+      return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                          "%s: graph output '%s' is produced by no node",
+                          x->file, vi->name);
+    }
+    /* value_info about a tensor no node touches says nothing useful. */
+    return MP_OK;
+  }
+  if (mp_graph_tensor(x->g, (size_t)t)->origin != MP_SHAPE_PENDING) {
+    return MP_OK;
+  }
+  if (!ox_is_tensor(vi)) return MP_OK;
+  mp_status st = ox_value_type(x, vi, what, &d, &has_shape);
+  if (st != MP_OK || !has_shape) return st;
+  return mp_graph_declare(x->g, t, d.dtype, d.rank, d.shape, x->err);
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+static bool ox_is_constant(const Onnx__NodeProto *n) {
+  return strcmp(n->op_type, "Constant") == 0 &&
+         (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0);
+}
+
+/* A Constant node's output becomes a weight (invariant 2). */
+static mp_status ox_constant(ox *x, const Onnx__NodeProto *n) {
+  if (n->n_output != 1 || n->n_attribute != 1) {
+    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                        "%s: Constant node '%s' must have one output and one "
+                        "attribute",
+                        x->file, n->name);
+  }
+  const Onnx__AttributeProto *at = n->attribute[0];
+  const char *out = n->output[0];
+  const char *an = at->name ? at->name : "";
+  Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
+  int64_t dim;
+  if (strcmp(an, "value") == 0 && at->t)
+    return ox_weight(x, at->t, "Constant", out);
+  if (strcmp(an, "value_float") == 0 || strcmp(an, "value_floats") == 0) {
+    bool one = an[11] == '\0';
+    tp.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tp.n_float_data = one ? 1 : at->n_floats;
+    tp.float_data = one ? (float *)(uintptr_t)&at->f : at->floats;
+    dim = (int64_t)tp.n_float_data;
+  } else if (strcmp(an, "value_int") == 0 || strcmp(an, "value_ints") == 0) {
+    bool one = an[9] == '\0';
+    tp.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    tp.n_int64_data = one ? 1 : at->n_ints;
+    tp.int64_data = one ? (int64_t *)(uintptr_t)&at->i : at->ints;
+    dim = (int64_t)tp.n_int64_data;
+  } else {
+    return mp_error_set(x->err, MP_ERR_UNSUPPORTED,
+                        "%s: Constant node '%s': attribute '%s' is not "
+                        "supported (value, value_float(s), value_int(s) are)",
+                        x->file, n->name, an);
+  }
+  bool list = an[strlen(an) - 1] == 's';
+  tp.n_dims = list ? 1 : 0;
+  tp.dims = &dim;
+  return ox_weight(x, &tp, "Constant", out);
+}
+
+static mp_status ox_outputs(ox *x, const Onnx__NodeProto *n) {
+  for (size_t k = 0; k < n->n_output; k++) {
+    if (!n->output[k][0]) continue;
+    mp_tensor_desc d = {.name = n->output[k], .pending = true};
+    mp_status st = mp_graph_add_tensor(x->g, &d, NULL, x->err);
+    if (st != MP_OK) {
+      mp_error_prefix(x->err, "node '%s' (%s)", n->name, n->op_type);
+      return st;
+    }
+  }
+  return MP_OK;
+}
+
+/* A tensor attribute becomes its values (INTS or FLOATS, when small) and
+ * an INT attribute NAME.dtype, so that rules such as ConstantOfShape can
+ * read both. Returns how many mp_attr entries were filled (0..2). */
+static uint32_t ox_attr_tensor(const Onnx__AttributeProto *at, mp_attr *out,
+                               int64_t *ibuf, double *fbuf, char *namebuf,
+                               size_t namecap) {
+  const Onnx__TensorProto *tp = at->t;
+  mp_dtype dt;
+  size_t elems = 1;
+  if (!tp || !mp_onnx_dtype(tp->data_type, &dt) || dt == MP_DTYPE_STRING)
+    return 0;
+  for (size_t k = 0; k < tp->n_dims; k++) {
+    if (tp->dims[k] < 0 || !mp_size_mul(elems, (size_t)tp->dims[k], &elems)) {
+      return 0;
+    }
+  }
+  if (elems > 64 || dt == MP_DTYPE_C64 || dt == MP_DTYPE_C128) return 0;
+  bool raw = tp->has_raw_data;
+  if (raw ? tp->raw_data.len != elems * mp_dtype_size(dt)
+          : ox_typed_count(tp, dt) != elems) {
+    return 0;
+  }
+  bool fl = ox_is_float(dt);
+  int64_t i0 = 0;
+  double f0 = 0;
+  for (size_t k = 0; k < elems; k++) {
+    if (raw) {
+      ox_raw_elem(tp->raw_data.data, dt, k, fl ? &i0 : &ibuf[k],
+                  fl ? &fbuf[k] : &f0);
+    } else {
+      ox_typed_elem(tp, dt, k, fl ? &i0 : &ibuf[k], fl ? &fbuf[k] : &f0);
+    }
+  }
+  out[0] = (mp_attr){.name = at->name,
+                     .kind = fl ? MP_ATTR_FLOATS : MP_ATTR_INTS,
+                     .ints = fl ? NULL : ibuf,
+                     .floats = fl ? fbuf : NULL,
+                     .n = elems};
+  snprintf(namebuf, namecap, "%s.dtype", at->name);
+  out[1] = (mp_attr){.name = namebuf, .kind = MP_ATTR_INT, .i = dt};
+  return 2;
+}
+
+typedef struct ox_attrs {
+  mp_attr *at;
+  int64_t *ints;
+  double *floats;
+  char (*names)[80];
+  char **strs;
+  uint32_t n;
+} ox_attrs;
+
+static void ox_attrs_free(ox *x, ox_attrs *s, size_t n_attr) {
+  for (size_t k = 0; s->strs && k < n_attr; k++) mp_free(x->a, s->strs[k]);
+  mp_free(x->a, s->strs);
+  mp_free(x->a, s->names);
+  mp_free(x->a, s->floats);
+  mp_free(x->a, s->ints);
+  mp_free(x->a, s->at);
+}
+
+static mp_status ox_attr_one(ox *x, const Onnx__AttributeProto *at, size_t k,
+                             ox_attrs *s, size_t *used) {
+  mp_attr *o = &s->at[s->n];
+  int64_t *iv = s->ints + *used;
+  double *fv = s->floats + *used;
+  *o = (mp_attr){.name = at->name};
+  switch (at->type) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+      o->kind = MP_ATTR_FLOAT;
+      o->f = at->f;
+      break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+      o->kind = MP_ATTR_INT;
+      o->i = at->i;
+      break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+      s->strs[k] = mp_calloc(x->a, at->s.len + 1, 1);
+      if (!s->strs[k]) {
+        return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+      }
+      if (at->s.len) memcpy(s->strs[k], at->s.data, at->s.len);
+      o->kind = MP_ATTR_STRING;
+      o->s = s->strs[k];
+      break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+      o->kind = MP_ATTR_INTS;
+      memcpy(iv, at->ints, at->n_ints * sizeof *iv);
+      o->ints = iv;
+      o->n = at->n_ints;
+      *used += at->n_ints;
+      break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+      o->kind = MP_ATTR_FLOATS;
+      for (size_t j = 0; j < at->n_floats; j++) fv[j] = at->floats[j];
+      o->floats = fv;
+      o->n = at->n_floats;
+      *used += at->n_floats;
+      break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+      uint32_t m =
+          ox_attr_tensor(at, o, iv, fv, s->names[k], sizeof s->names[k]);
+      *used += 64;
+      s->n += m;
+      return MP_OK;
+    }
+    default:
+      /* Strings lists, graphs, sparse tensors, type protos: no shape rule
+       * reads them; subgraph-carrying ops are refused by the caller. */
+      return MP_OK;
+  }
+  s->n++;
+  return MP_OK;
+}
+
+/* Converts a node's attributes into s (owned arrays; release with
+ * ox_attrs_free). */
+static mp_status ox_attrs_of(ox *x, const Onnx__NodeProto *n, ox_attrs *s) {
+  size_t total = 0, used = 0, na = n->n_attribute;
+  memset(s, 0, sizeof *s);
+  for (size_t k = 0; k < na; k++) {
+    const Onnx__AttributeProto *at = n->attribute[k];
+    total += at->n_ints + at->n_floats + 64;
+  }
+  s->at = mp_calloc(x->a, 2 * na + 1, sizeof *s->at);
+  s->ints = mp_calloc(x->a, total + 1, sizeof *s->ints);
+  s->floats = mp_calloc(x->a, total + 1, sizeof *s->floats);
+  s->names = mp_calloc(x->a, na + 1, sizeof *s->names);
+  s->strs = mp_calloc(x->a, na + 1, sizeof *s->strs);
+  if (!s->at || !s->ints || !s->floats || !s->names || !s->strs) {
+    return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+  }
+  for (size_t k = 0; k < na; k++) {
+    if (!n->attribute[k]->name) continue;
+    mp_status st = ox_attr_one(x, n->attribute[k], k, s, &used);
+    if (st != MP_OK) return st;
+  }
+  return MP_OK;
+}
+
+/* A unique op name for node k of the graph at scope (invariant 5). */
+static void ox_op_name(ox *x, const Onnx__NodeProto *n, const char *scope,
+                       size_t k, char *buf, size_t cap) {
+  bool named = n->name && n->name[0];
+  snprintf(buf, cap, "%s%s%s", scope, scope[0] ? "/" : "",
+           named ? n->name : n->op_type);
+  if (named && !mp_graph_find_op(x->g, buf, NULL)) return;
+  size_t len = strlen(buf);
+  for (size_t extra = 0;; extra++) {
+    snprintf(buf + len, cap - len, "#%zu%s", k, extra ? "+" : "");
+    if (!mp_graph_find_op(x->g, buf, NULL) || extra > 8) return;
+    k += 100000;
+  }
+}
+
+static mp_status ox_tensor_ids(ox *x, const Onnx__NodeProto *n, const char *op,
+                               int32_t *ins, int32_t *outs, uint32_t *n_out) {
+  for (size_t k = 0; k < n->n_input; k++) {
+    ins[k] = -1;
+    if (!n->input[k][0]) continue;
+    if (!mp_graph_find_tensor(x->g, n->input[k], &ins[k])) {
+      return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                          "%s: node '%s' (%s): input '%s' is not a graph "
+                          "input, an initializer, a Constant or any node's "
+                          "output (missing initializer?)",
+                          x->file, op, n->op_type, n->input[k]);
+    }
+  }
+  /* Omitted trailing outputs are dropped; an omitted one in the middle
+   * keeps its position through a placeholder tensor that the op writes. */
+  size_t last = n->n_output;
+  while (last > 0 && !n->output[last - 1][0]) last--;
+  for (size_t k = 0; k < last; k++) {
+    if (n->output[k][0]) {
+      (void)mp_graph_find_tensor(x->g, n->output[k], &outs[k]);
+      continue;
+    }
+    char name[600];
+    snprintf(name, sizeof name, "%s:unused%zu", op, k);
+    mp_tensor_desc d = {.name = name, .pending = true};
+    mp_status st = mp_graph_add_tensor(x->g, &d, &outs[k], x->err);
+    if (st != MP_OK) return st;
+  }
+  *n_out = (uint32_t)last;
+  return MP_OK;
+}
+
+static mp_status ox_body(ox *x, const Onnx__GraphProto *gp, const char *scope);
+static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
+                                const char *name, const char *type,
+                                const int32_t *ins, const int32_t *outs,
+                                uint32_t n_out, const ox_attrs *s);
+
+/* The node carries a subgraph (If, Loop, Scan). */
+static bool ox_has_graph(const Onnx__NodeProto *n) {
+  for (size_t k = 0; k < n->n_attribute; k++) {
+    if (n->attribute[k]->g) return true;
+  }
+  return false;
+}
+
+static mp_status ox_node(ox *x, const Onnx__NodeProto *n, const char *scope,
+                         size_t index) {
+  char name[512], type[300];
+  ox_attrs s = {0};
+  ox_op_name(x, n, scope, index, name, sizeof name);
+  bool std_domain =
+      !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+  snprintf(type, sizeof type, "%s%s%s", std_domain ? "" : n->domain,
+           std_domain ? "" : "::", n->op_type);
+  if (n->n_output == 0) {
+    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                        "%s: node '%s' (%s) has no outputs", x->file, name,
+                        type);
+  }
+  int32_t *ins = mp_calloc(x->a, n->n_input + 1, sizeof *ins);
+  int32_t *outs = mp_calloc(x->a, n->n_output + 1, sizeof *outs);
+  uint32_t n_out = 0;
+  mp_status st = MP_OK;
+  if (!ins || !outs) {
+    st = mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+  }
+  if (st == MP_OK) st = ox_tensor_ids(x, n, name, ins, outs, &n_out);
+  if (st == MP_OK && n_out == 0) {
+    st = mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                      "%s: node '%s' (%s): every output name is empty", x->file,
+                      name, type);
+  }
+  if (st == MP_OK) st = ox_attrs_of(x, n, &s);
+  if (st == MP_OK && std_domain && ox_has_graph(n) &&
+      (strcmp(n->op_type, "If") == 0 || strcmp(n->op_type, "Loop") == 0 ||
+       strcmp(n->op_type, "Scan") == 0)) {
+    st = ox_subgraph_op(x, n, name, type, ins, outs, n_out, &s);
+  } else if (st == MP_OK) {
+    mp_op_desc d = {.name = name,
+                    .type = type,
+                    .n_inputs = (uint32_t)n->n_input,
+                    .n_outputs = n_out,
+                    .n_attrs = s.n,
+                    .inputs = ins,
+                    .outputs = outs,
+                    .attrs = s.at};
+    st = mp_graph_add_op(x->g, &d, NULL, x->err);
+  }
+  ox_attrs_free(x, &s, n->n_attribute);
+  mp_free(x->a, outs);
+  mp_free(x->a, ins);
+  return st;
+}
+
+/* ---- subgraphs (seed 001 section 3) --------------------------------------
+ * If, Loop and Scan bodies are flattened into the enclosing graph, so that
+ * their lifetimes are global to it:
+ *   - a body's ops run between the node's inputs and the node itself, which
+ *     reads every body output, and every outer tensor the body captures, so
+ *     that captured tensors live until the node's step;
+ *   - If: the then ops, then the else ops; a branch's tensors die inside
+ *     it, so the two branches may share bytes;
+ *   - Loop and Scan: an enter op (mplan.LoopEnter, mplan.ScanEnter) writes
+ *     the body's inputs from the node's; every body tensor is also read by
+ *     the node, so it lives until the node's step: tensors of one iteration
+ *     never share bytes with each other nor with the scan outputs being
+ *     accumulated across iterations.
+ * The node's inputs are: its own (mplan.orig_inputs of them), the body
+ * outputs (mplan.body_outputs, then before else for If), then the rest. */
+
+static mp_status ox_body(ox *x, const Onnx__GraphProto *gp, const char *scope) {
+  mp_status st = MP_OK;
+  for (size_t k = 0; st == MP_OK && k < gp->n_initializer; k++) {
+    const Onnx__TensorProto *tp = gp->initializer[k];
+    st = ox_weight(x, tp, "initializer", tp->name ? tp->name : "");
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_node; k++) {
+    const Onnx__NodeProto *n = gp->node[k];
+    st = ox_is_constant(n) ? ox_constant(x, n) : ox_outputs(x, n);
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_value_info; k++) {
+    st = ox_declare(x, gp->value_info[k], "value_info");
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_node; k++) {
+    if (!ox_is_constant(gp->node[k])) st = ox_node(x, gp->node[k], scope, k);
+  }
+  return st;
+}
+
+static const Onnx__GraphProto *ox_graph_attr(const Onnx__NodeProto *n,
+                                             const char *name) {
+  for (size_t k = 0; k < n->n_attribute; k++) {
+    if (strcmp(n->attribute[k]->name, name) == 0) return n->attribute[k]->g;
+  }
+  return NULL;
+}
+
+typedef struct ox_list {
+  int32_t *v;
+  uint32_t n, cap;
+} ox_list;
+
+static mp_status ox_push(ox *x, ox_list *l, int32_t t) {
+  if (l->n == l->cap) {
+    void *p = l->v;
+    size_t cap = l->cap;
+    mp_status st = mp_grow(x->a, &p, &cap, (size_t)l->n + 1, sizeof *l->v,
+                           x->file, x->err);
+    if (st != MP_OK) return st;
+    l->v = p;
+    l->cap = (uint32_t)cap;
+  }
+  l->v[l->n++] = t;
+  return MP_OK;
+}
+
+/* The enter op of a Loop or Scan: body inputs written from the node's. */
+static mp_status ox_enter(ox *x, const Onnx__NodeProto *n, const char *name,
+                          const Onnx__GraphProto *body, const int32_t *ins,
+                          const ox_attrs *s) {
+  char op[600], type[32];
+  int32_t *outs = mp_calloc(x->a, body->n_input + 1, sizeof *outs);
+  if (!outs)
+    return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+  mp_status st = MP_OK;
+  for (size_t k = 0; st == MP_OK && k < body->n_input; k++) {
+    mp_tensor_desc d = {.name = body->input[k]->name, .pending = true};
+    st = mp_graph_add_tensor(x->g, &d, &outs[k], x->err);
+  }
+  snprintf(op, sizeof op, "%s/enter", name);
+  snprintf(type, sizeof type, "mplan.%sEnter", n->op_type);
+  if (st == MP_OK && body->n_input == 0) {
+    st = mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                      "%s: node '%s' (%s): the body has no inputs", x->file,
+                      name, n->op_type);
+  }
+  if (st == MP_OK) {
+    mp_op_desc d = {
+        op,   type, (uint32_t)n->n_input, (uint32_t)body->n_input, s->n, ins,
+        outs, s->at};
+    st = mp_graph_add_op(x->g, &d, NULL, x->err);
+  }
+  mp_free(x->a, outs);
+  return st;
+}
+
+/* Body outputs (then before else) into l. */
+static mp_status ox_body_outputs(ox *x, const Onnx__GraphProto *body,
+                                 const char *name, ox_list *l) {
+  for (size_t k = 0; k < body->n_output; k++) {
+    int32_t t;
+    if (!mp_graph_find_tensor(x->g, body->output[k]->name, &t)) {
+      return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                          "%s: node '%s': body output '%s' is produced by "
+                          "nothing",
+                          x->file, name, body->output[k]->name);
+    }
+    mp_status st = ox_push(x, l, t);
+    if (st != MP_OK) return st;
+  }
+  return MP_OK;
+}
+
+/* Outer tensors read by the body ops (o0..), and for loops every body
+ * activation (t0..), appended to l once each. */
+static mp_status ox_captured(ox *x, size_t t0, size_t o0, bool hold_body,
+                             ox_list *l) {
+  size_t nt = mp_graph_tensor_count(x->g);
+  bool *seen = mp_calloc(x->a, nt + 1, sizeof *seen);
+  mp_status st = MP_OK;
+  if (!seen)
+    return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+  for (uint32_t k = 0; k < l->n; k++) {
+    if (l->v[k] >= 0) seen[l->v[k]] = true;
+  }
+  for (size_t o = o0; st == MP_OK && o < mp_graph_op_count(x->g); o++) {
+    const mp_op *op = mp_graph_op(x->g, o);
+    for (uint32_t k = 0; st == MP_OK && k < op->n_inputs; k++) {
+      int32_t t = op->inputs[k];
+      if (t < 0 || (size_t)t >= t0 || seen[t]) continue;
+      seen[t] = true;
+      st = ox_push(x, l, t);
+    }
+    for (uint32_t k = 0; hold_body && st == MP_OK && k < op->n_outputs; k++) {
+      int32_t t = op->outputs[k];
+      if ((size_t)t < t0 || seen[t]) continue;
+      seen[t] = true;
+      st = ox_push(x, l, t);
+    }
+  }
+  mp_free(x->a, seen);
+  return st;
+}
+
+static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
+                                const char *name, const char *type,
+                                const int32_t *ins, const int32_t *outs,
+                                uint32_t n_out, const ox_attrs *s) {
+  bool is_if = strcmp(n->op_type, "If") == 0;
+  const Onnx__GraphProto *b1 = ox_graph_attr(n, is_if ? "then_branch" : "body");
+  const Onnx__GraphProto *b2 = is_if ? ox_graph_attr(n, "else_branch") : NULL;
+  size_t t0 = mp_graph_tensor_count(x->g), o0 = mp_graph_op_count(x->g);
+  ox_list l = {0};
+  char scope[600];
+  mp_status st = MP_OK;
+  if (!b1 || (is_if && !b2)) {
+    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                        "%s: node '%s' (%s) lacks its subgraph", x->file, name,
+                        type);
+  }
+  for (uint32_t k = 0; st == MP_OK && k < n->n_input; k++) {
+    st = ox_push(x, &l, ins[k]);
+  }
+  if (st == MP_OK && !is_if) st = ox_enter(x, n, name, b1, ins, s);
+  snprintf(scope, sizeof scope, "%s/%s", name, is_if ? "then" : "body");
+  if (st == MP_OK) st = ox_body(x, b1, scope);
+  snprintf(scope, sizeof scope, "%s/else", name);
+  if (st == MP_OK && b2) st = ox_body(x, b2, scope);
+  if (st == MP_OK) st = ox_body_outputs(x, b1, name, &l);
+  if (st == MP_OK && b2) st = ox_body_outputs(x, b2, name, &l);
+  uint32_t body_outs = l.n - (uint32_t)n->n_input;
+  if (st == MP_OK) st = ox_captured(x, t0, o0, !is_if, &l);
+  mp_attr *at = st == MP_OK ? mp_calloc(x->a, s->n + 2, sizeof *at) : NULL;
+  if (st == MP_OK && !at) {
+    st = mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+  }
+  if (st == MP_OK) {
+    if (s->n) memcpy(at, s->at, s->n * sizeof *at);
+    at[s->n] = (mp_attr){.name = "mplan.orig_inputs",
+                         .kind = MP_ATTR_INT,
+                         .i = (int64_t)n->n_input};
+    at[s->n + 1] = (mp_attr){
+        .name = "mplan.body_outputs", .kind = MP_ATTR_INT, .i = body_outs};
+    mp_op_desc d = {name, type, l.n, n_out, s->n + 2, l.v, outs, at};
+    st = mp_graph_add_op(x->g, &d, NULL, x->err);
+  }
+  mp_free(x->a, at);
+  mp_free(x->a, l.v);
+  return st;
+}
+
+/* ---- model --------------------------------------------------------------- */
+
+static mp_status ox_opset(ox *x, const Onnx__ModelProto *m) {
+  int64_t opset = 0;
+  for (size_t k = 0; k < m->n_opset_import; k++) {
+    const Onnx__OperatorSetIdProto *o = m->opset_import[k];
+    if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) {
+      opset = o->version;
+    }
+  }
+  mp_graph_set_opset(x->g, opset);
+  if (opset > MP_ONNX_OPSET_MAX) {
+    return mp_graph_warn(
+        x->g, x->err,
+        "%s: opset %" PRId64
+        " is newer than the newest this mplan knows (%d); trying "
+        "with the rules of opset %d",
+        x->file, opset, MP_ONNX_OPSET_MAX, MP_ONNX_OPSET_MAX);
+  }
+  return MP_OK;
+}
+
+static mp_status ox_graph(ox *x, const Onnx__GraphProto *gp) {
+  mp_status st = MP_OK;
+  for (size_t k = 0; st == MP_OK && k < gp->n_initializer; k++) {
+    const Onnx__TensorProto *tp = gp->initializer[k];
+    st = ox_weight(x, tp, "initializer", tp->name ? tp->name : "");
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_input; k++) {
+    st = ox_input(x, gp->input[k]);
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_node; k++) {
+    const Onnx__NodeProto *n = gp->node[k];
+    st = ox_is_constant(n) ? ox_constant(x, n) : ox_outputs(x, n);
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_value_info; k++) {
+    st = ox_declare(x, gp->value_info[k], "value_info");
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_output; k++) {
+    int32_t t;
+    st = ox_declare(x, gp->output[k], "graph output");
+    if (st == MP_OK && mp_graph_find_tensor(x->g, gp->output[k]->name, &t)) {
+      st = mp_graph_mark_output(x->g, t, x->err);
+    }
+  }
+  for (size_t k = 0; st == MP_OK && k < gp->n_node; k++) {
+    if (!ox_is_constant(gp->node[k])) st = ox_node(x, gp->node[k], "", k);
+  }
+  if (st == MP_OK && mp_graph_op_count(x->g) == 0) {
+    st = mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                      "%s: the graph has no ops (besides Constants)", x->file);
+  }
+  if (st == MP_OK) st = mp_graph_link(x->g, x->err);
+  return st;
+}
+
+mp_status mp_onnx_import(const char *file, const void *data, size_t len,
+                         const mp_alloc *a, mp_graph **out, mp_error *err) {
+  ox_pb pb = {a, false};
+  ProtobufCAllocator pa = {ox_pb_alloc, ox_pb_free, &pb};
+  ox x = {file, a, err, NULL};
+  Onnx__ModelProto *m = onnx__model_proto__unpack(&pa, len, data);
+  if (!m) {
+    if (pb.failed) {
+      return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
+    }
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: not a valid ONNX model: the protobuf does not "
+                        "parse (truncated or corrupt file)",
+                        file);
+  }
+  mp_status st = MP_OK;
+  if (!m->graph) {
+    st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                      "%s: not an ONNX model: the ModelProto has no graph",
+                      file);
+  }
+  if (st == MP_OK) {
+    st = mp_graph_create(a, file, m->graph->name ? m->graph->name : "", &x.g,
+                         err);
+  }
+  if (st == MP_OK) st = ox_opset(&x, m);
+  if (st == MP_OK) st = ox_graph(&x, m->graph);
+  onnx__model_proto__free_unpacked(m, &pa);
+  if (st != MP_OK) {
+    mp_graph_destroy(x.g);
+    return st;
+  }
+  *out = x.g;
+  return MP_OK;
+}
+
+mp_status mp_onnx_bind_input(mp_graph *g, const char *name, const void *data,
+                             size_t len, mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(g);
+  ox_pb pb = {a, false};
+  ProtobufCAllocator pa = {ox_pb_alloc, ox_pb_free, &pb};
+  ox x = {mp_graph_source(g), a, err, g};
+  int32_t t;
+  if (!mp_graph_find_tensor(g, name, &t) ||
+      mp_graph_tensor(g, (size_t)t)->kind != MP_TENSOR_INPUT) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: no graph input named '%s'",
+                        x.file, name);
+  }
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&pa, len, data);
+  if (!tp) {
+    return mp_error_set(err, pb.failed ? MP_ERR_NOMEM : MP_ERR_BAD_INPUT,
+                        "%s: input '%s': the TensorProto does not parse",
+                        x.file, name);
+  }
+  mp_dtype dt;
+  uint32_t rank;
+  mp_dim shape[MP_MAX_RANK];
+  size_t elems;
+  mp_status st =
+      ox_tensor_type(&x, tp, "input", name, &dt, &rank, shape, &elems);
+  if (st == MP_OK) {
+    st = mp_graph_set_shape(g, t, dt, rank, shape, MP_SHAPE_GIVEN, err);
+  }
+  if (st == MP_OK && dt != MP_DTYPE_STRING) {
+    st = ox_tensor_data(&x, tp, "input", name, t, dt, elems);
+  }
+  onnx__tensor_proto__free_unpacked(tp, &pa);
+  return st;
+}

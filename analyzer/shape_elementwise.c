@@ -1,0 +1,327 @@
+/*
+ * shape_elementwise.c -- shape rules of elementwise ops: unary, binary and
+ * variadic with numpy broadcasting, comparisons, Where, Cast, Dropout and
+ * the quantize/dequantize family.
+ *
+ * Invariants:
+ *   1. Outputs broadcast all (non-optional) operands; the dtype is the first
+ *      operand's, bool for comparisons and logic, the "to" type for Cast.
+ *   2. Values are evaluated only when every operand has values and the
+ *      result is small (shape math); integer arithmetic is checked and a
+ *      result that would overflow or divide by zero is simply not kept.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "mplan/onnx.h"
+#include "shape_rules.h"
+
+/* Flat index into operand f of the output element at flat index k of an
+ * output of rank r and dims d (numpy broadcasting). */
+static size_t ew_index(uint32_t r, const int64_t *d, const sh_fact *f,
+                       size_t k) {
+  size_t idx = 0, stride = 1;
+  for (uint32_t j = r; j-- > 0;) {
+    size_t coord = k % (size_t)d[j];
+    k /= (size_t)d[j];
+    if (j + f->rank < r) continue;
+    uint32_t fj = j + f->rank - r;
+    if (f->d[fj] != 1) idx += coord * stride;
+    stride *= (size_t)f->d[fj];
+  }
+  return idx;
+}
+
+static double ew_get(const sh_fact *f, size_t i) {
+  return f->v->f ? f->v->f[i] : (double)f->v->i[i];
+}
+
+static bool ew_int_op(const char *t, int64_t a, int64_t b, int64_t *r) {
+  if (strcmp(t, "Add") == 0 || strcmp(t, "Sum") == 0) {
+    return !__builtin_add_overflow(a, b, r);
+  }
+  if (strcmp(t, "Sub") == 0) return !__builtin_sub_overflow(a, b, r);
+  if (strcmp(t, "Mul") == 0) return !__builtin_mul_overflow(a, b, r);
+  if (strcmp(t, "Div") == 0 || strcmp(t, "Mod") == 0) {
+    if (b == 0 || (a == INT64_MIN && b == -1)) return false;
+    /* ONNX integer Div truncates like C; Mod (fmod=0) takes the sign of
+     * the divisor like Python. */
+    if (t[0] == 'D') {
+      *r = a / b;
+    } else {
+      int64_t m = a % b;
+      *r = (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+    }
+    return true;
+  }
+  if (strcmp(t, "Max") == 0) return *r = a > b ? a : b, true;
+  if (strcmp(t, "Min") == 0) return *r = a < b ? a : b, true;
+  if (strcmp(t, "Equal") == 0) return *r = a == b, true;
+  if (strcmp(t, "Less") == 0) return *r = a < b, true;
+  if (strcmp(t, "Greater") == 0) return *r = a > b, true;
+  if (strcmp(t, "LessOrEqual") == 0) return *r = a <= b, true;
+  if (strcmp(t, "GreaterOrEqual") == 0) return *r = a >= b, true;
+  if (strcmp(t, "And") == 0) return *r = a && b, true;
+  if (strcmp(t, "Or") == 0) return *r = a || b, true;
+  if (strcmp(t, "Xor") == 0) return *r = !a != !b, true;
+  return false;
+}
+
+static bool ew_float_op(const char *t, double a, double b, double *r) {
+  if (strcmp(t, "Add") == 0 || strcmp(t, "Sum") == 0) return *r = a + b, true;
+  if (strcmp(t, "Sub") == 0) return *r = a - b, true;
+  if (strcmp(t, "Mul") == 0) return *r = a * b, true;
+  if (strcmp(t, "Div") == 0) return *r = a / b, true;
+  if (strcmp(t, "Pow") == 0) return *r = pow(a, b), true;
+  if (strcmp(t, "Max") == 0) return *r = a > b ? a : b, true;
+  if (strcmp(t, "Min") == 0) return *r = a < b ? a : b, true;
+  if (strcmp(t, "Equal") == 0) return *r = a == b, true;
+  if (strcmp(t, "Less") == 0) return *r = a < b, true;
+  if (strcmp(t, "Greater") == 0) return *r = a > b, true;
+  if (strcmp(t, "LessOrEqual") == 0) return *r = a <= b, true;
+  if (strcmp(t, "GreaterOrEqual") == 0) return *r = a >= b, true;
+  return false;
+}
+
+/* Values of a broadcasting op over inputs first..last (invariant 2). The
+ * arithmetic is integer when the operands are (int_math). */
+static void ew_values(sh_ctx *c, uint32_t first, uint32_t last, bool int_math,
+                      bool float_out) {
+  sh_out *o = &c->out[0];
+  int64_t n = 1;
+  for (uint32_t j = 0; j < o->rank; j++) n *= o->d[j];
+  if (n > MP_VALUE_MAX) return;
+  for (uint32_t k = first; k <= last; k++) {
+    if (!sh_in(c, k) || !c->in[k].v) return;
+    int_math = int_math && c->in[k].v->i;
+  }
+  for (size_t e = 0; e < (size_t)n; e++) {
+    const sh_fact *f0 = &c->in[first];
+    size_t i0 = ew_index(o->rank, o->d, f0, e);
+    int64_t iacc = int_math ? f0->v->i[i0] : 0;
+    double facc = ew_get(f0, i0);
+    for (uint32_t k = first + 1; k <= last; k++) {
+      size_t ik = ew_index(o->rank, o->d, &c->in[k], e);
+      bool ok =
+          int_math
+              ? ew_int_op(c->op->type, iacc, c->in[k].v->i[ik], &iacc)
+              : ew_float_op(c->op->type, facc, ew_get(&c->in[k], ik), &facc);
+      if (!ok) return;
+    }
+    if (float_out) {
+      o->f[e] = int_math ? (double)iacc : facc;
+    } else {
+      o->i[e] = int_math ? iacc : (int64_t)facc;
+    }
+  }
+  o->has_value = true;
+  o->is_float = float_out;
+  o->n = (size_t)n;
+}
+
+/* Output 0 = the broadcast of inputs first..last, dtype dt. */
+static mp_status ew_broadcast(sh_ctx *c, uint32_t first, uint32_t last,
+                              mp_dtype dt) {
+  uint32_t r = 0;
+  int64_t d[MP_MAX_RANK];
+  for (uint32_t k = first; k <= last; k++) {
+    const sh_fact *f = sh_in(c, k);
+    if (!f) return sh_fail(c, "input %u is missing", k);
+    mp_status st = sh_broadcast(c, r, d, f->rank, f->d, &r, d);
+    if (st != MP_OK) return st;
+  }
+  sh_set(c, 0, dt, r, d);
+  return MP_OK;
+}
+
+mp_status sh_binary(sh_ctx *c) {
+  if (c->n_in < 2) return sh_fail(c, "expects two inputs");
+  mp_status st = ew_broadcast(c, 0, 1, c->in[0].dt);
+  if (st == MP_OK) ew_values(c, 0, 1, true, sh_is_float(c->in[0].dt));
+  return st;
+}
+
+mp_status sh_compare(sh_ctx *c) {
+  if (c->n_in < 2) return sh_fail(c, "expects two inputs");
+  mp_status st = ew_broadcast(c, 0, 1, MP_DTYPE_BOOL);
+  if (st == MP_OK) ew_values(c, 0, 1, true, false);
+  return st;
+}
+
+mp_status sh_variadic(sh_ctx *c) {
+  if (c->n_in < 1) return sh_fail(c, "expects at least one input");
+  mp_status st = ew_broadcast(c, 0, c->n_in - 1, c->in[0].dt);
+  if (st == MP_OK && strcmp(c->op->type, "Mean") != 0) {
+    ew_values(c, 0, c->n_in - 1, true, sh_is_float(c->in[0].dt));
+  }
+  return st;
+}
+
+mp_status sh_prelu(sh_ctx *c) {
+  if (c->n_in < 2) return sh_fail(c, "expects two inputs");
+  return ew_broadcast(c, 0, 1, c->in[0].dt);
+}
+
+mp_status sh_where(sh_ctx *c) {
+  if (c->n_in < 3) return sh_fail(c, "expects three inputs");
+  mp_status st = ew_broadcast(c, 0, 2, c->in[1].dt);
+  sh_out *o = &c->out[0];
+  if (st != MP_OK) return st;
+  int64_t n = 1;
+  for (uint32_t j = 0; j < o->rank; j++) n *= o->d[j];
+  if (n > MP_VALUE_MAX || !c->in[0].v || !c->in[1].v || !c->in[2].v) {
+    return MP_OK;
+  }
+  bool fl = sh_is_float(c->in[1].dt);
+  for (size_t e = 0; e < (size_t)n; e++) {
+    size_t ic = ew_index(o->rank, o->d, &c->in[0], e);
+    uint32_t pick = c->in[0].v->i && c->in[0].v->i[ic] ? 1 : 2;
+    size_t ix = ew_index(o->rank, o->d, &c->in[pick], e);
+    if (fl) {
+      o->f[e] = ew_get(&c->in[pick], ix);
+    } else if (c->in[pick].v->i) {
+      o->i[e] = c->in[pick].v->i[ix];
+    } else {
+      return MP_OK;
+    }
+  }
+  o->has_value = true;
+  o->is_float = fl;
+  o->n = (size_t)n;
+  return MP_OK;
+}
+
+static bool ew_unary_int(const char *t, int64_t a, int64_t *r) {
+  if (strcmp(t, "Identity") == 0 || strcmp(t, "Floor") == 0 ||
+      strcmp(t, "Ceil") == 0) {
+    return *r = a, true;
+  }
+  if (strcmp(t, "Relu") == 0) return *r = a > 0 ? a : 0, true;
+  if (a == INT64_MIN) return false;
+  if (strcmp(t, "Neg") == 0) return *r = -a, true;
+  if (strcmp(t, "Abs") == 0) return *r = a < 0 ? -a : a, true;
+  return false;
+}
+
+static bool ew_unary_float(const char *t, double a, double *r) {
+  if (strcmp(t, "Identity") == 0) return *r = a, true;
+  if (strcmp(t, "Neg") == 0) return *r = -a, true;
+  if (strcmp(t, "Abs") == 0) return *r = fabs(a), true;
+  if (strcmp(t, "Floor") == 0) return *r = floor(a), true;
+  if (strcmp(t, "Ceil") == 0) return *r = ceil(a), true;
+  if (strcmp(t, "Sqrt") == 0) return *r = sqrt(a), true;
+  if (strcmp(t, "Relu") == 0) return *r = a > 0 ? a : 0, true;
+  return false;
+}
+
+/* Same shape and dtype as input 0; a few ops of shape math keep values. */
+mp_status sh_unary(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  if (!x) return sh_fail(c, "input 0 is missing");
+  sh_set(c, 0, x->dt, x->rank, x->d);
+  if (!x->v) return MP_OK;
+  sh_out *o = &c->out[0];
+  for (size_t e = 0; e < x->v->n; e++) {
+    bool ok = x->v->i ? ew_unary_int(c->op->type, x->v->i[e], &o->i[e])
+                      : ew_unary_float(c->op->type, x->v->f[e], &o->f[e]);
+    if (!ok) return MP_OK;
+  }
+  if (x->v->i) {
+    sh_set_ints(c, 0, o->i, x->v->n);
+  } else {
+    sh_set_floats(c, 0, o->f, x->v->n);
+  }
+  return MP_OK;
+}
+
+mp_status sh_unary_bool(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  if (!x) return sh_fail(c, "input 0 is missing");
+  sh_set(c, 0, MP_DTYPE_BOOL, x->rank, x->d);
+  if (x->v && x->v->i) {
+    for (size_t e = 0; e < x->v->n; e++) c->out[0].i[e] = !x->v->i[e];
+    sh_set_ints(c, 0, c->out[0].i, x->v->n);
+  }
+  return MP_OK;
+}
+
+mp_status sh_isx(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  if (!x) return sh_fail(c, "input 0 is missing");
+  sh_set(c, 0, MP_DTYPE_BOOL, x->rank, x->d);
+  return MP_OK;
+}
+
+static void ew_convert(sh_ctx *c, const sh_fact *x, mp_dtype to) {
+  sh_out *o = &c->out[0];
+  if (!x->v) return;
+  bool fl = sh_is_float(to);
+  for (size_t e = 0; e < x->v->n; e++) {
+    double v = ew_get(x, e);
+    if (fl) {
+      o->f[e] = v;
+    } else if (to == MP_DTYPE_BOOL) {
+      o->i[e] = v != 0;
+    } else if (x->v->i) {
+      o->i[e] = x->v->i[e];
+    } else if (!(v > -9.2e18 && v < 9.2e18)) {
+      return; /* NaN or out of range: no value */
+    } else {
+      o->i[e] = (int64_t)v;
+    }
+  }
+  o->has_value = true;
+  o->is_float = fl;
+  o->n = x->v->n;
+}
+
+mp_status sh_cast(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  mp_dtype to;
+  if (!x) return sh_fail(c, "input 0 is missing");
+  if (!mp_onnx_dtype((int32_t)sh_attr_i(c, "to", 0), &to)) {
+    return sh_fail(c, "attribute 'to' is not a known element type");
+  }
+  sh_set(c, 0, to, x->rank, x->d);
+  ew_convert(c, x, to);
+  return MP_OK;
+}
+
+mp_status sh_castlike(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0), *like = sh_in(c, 1);
+  if (!x || !like) return sh_fail(c, "expects two inputs");
+  sh_set(c, 0, like->dt, x->rank, x->d);
+  ew_convert(c, x, like->dt);
+  return MP_OK;
+}
+
+mp_status sh_dropout(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  if (!x) return sh_fail(c, "input 0 is missing");
+  sh_set(c, 0, x->dt, x->rank, x->d);
+  sh_set(c, 1, MP_DTYPE_BOOL, x->rank, x->d);
+  return MP_OK;
+}
+
+mp_status sh_quantize(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0), *zp = sh_in(c, 2);
+  if (!x) return sh_fail(c, "input 0 is missing");
+  sh_set(c, 0, zp ? zp->dt : MP_DTYPE_U8, x->rank, x->d);
+  return MP_OK;
+}
+
+mp_status sh_dequantize(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  if (!x) return sh_fail(c, "input 0 is missing");
+  sh_set(c, 0, MP_DTYPE_F32, x->rank, x->d);
+  return MP_OK;
+}
+
+mp_status sh_dyn_quantize(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  if (!x) return sh_fail(c, "input 0 is missing");
+  sh_set(c, 0, MP_DTYPE_U8, x->rank, x->d);
+  sh_set(c, 1, MP_DTYPE_F32, 0, NULL);
+  sh_set(c, 2, MP_DTYPE_U8, 0, NULL);
+  return MP_OK;
+}

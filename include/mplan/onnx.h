@@ -1,0 +1,41 @@
+/*
+ * mplan/onnx.h -- reading ONNX models (ModelProto, protobuf) into the graph
+ * IR, with protobuf-c code generated at build time from the system's
+ * onnx.proto.
+ *
+ * Initializers and Constant nodes become weights sized from dims x dtype
+ * (small ones keep their values for shape math); graph inputs keep their
+ * dims (numbers, named dim_params, or unknown); graph outputs and
+ * value_info become declarations that shape inference is checked against;
+ * every other tensor is pending until shape inference. External tensor
+ * data is refused by name.
+ */
+#ifndef MPLAN_ONNX_H
+#define MPLAN_ONNX_H
+
+#include "mplan/graph.h"
+
+/* The newest default-domain opset whose rules this mplan knows (ONNX 1.12).
+ * A newer model loads with a warning. */
+#define MP_ONNX_OPSET_MAX 17
+
+/* Parses data[0..len) (the bytes of file) into a linked graph. Borrows
+ * data; copies what it keeps. Returns an owned graph (release with
+ * mp_graph_destroy). Every error names file, the element and the problem. */
+mp_status mp_onnx_import(const char *file, const void *data, size_t len,
+                         const mp_alloc *a, mp_graph **out, mp_error *err);
+
+/* The mp_dtype of an ONNX TensorProto.DataType code (Cast's "to"). */
+bool mp_onnx_dtype(int32_t code, mp_dtype *out);
+
+/* Binds graph input `name` of g to a serialized TensorProto (the
+ * input_*.pb files of ONNX test data): its dims become the input's shape
+ * and, when small, its contents the input's value. Borrows data. */
+mp_status mp_onnx_bind_input(mp_graph *g, const char *name, const void *data,
+                             size_t len, mp_error *err);
+
+/* true when data looks like an ONNX ModelProto (a cheap check of the first
+ * fields, not a parse). */
+bool mp_onnx_sniff(const void *data, size_t len);
+
+#endif /* MPLAN_ONNX_H */

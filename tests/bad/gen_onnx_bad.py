@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Writes the small ONNX-like bad inputs of tests/bad/ (*.onnx.bin: not
+named .onnx on purpose) and tests/data/*.onnx.bin. Needs python3-onnx (a
+developer tool; the test suite only reads the committed outputs).
+
+usage: gen_onnx_bad.py REPO_ROOT
+"""
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+root = sys.argv[1]
+
+
+def model(nodes, inputs, outputs, inits=(), vi=(), opset=13):
+    g = helper.make_graph(nodes, "bad", inputs, outputs, list(inits), value_info=list(vi))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="mplan-tests")
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def save(rel, data):
+    with open(f"{root}/{rel}", "wb") as f:
+        f.write(data)
+
+
+F = TensorProto.FLOAT
+x = helper.make_tensor_value_info("x", F, [1, 3, 8, 8])
+y = helper.make_tensor_value_info("y", F, None)
+w = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
+conv = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])
+good = model([conv], [x], [y], [w])
+
+# A valid model cut in the middle of the weights.
+save("tests/bad/onnx_truncated.onnx.bin", good[: len(good) // 2])
+# ir_version, then bytes that are no protobuf.
+save("tests/bad/onnx_garbage.onnx.bin", b"\x08\x07" + bytes(range(250, 256)) * 8)
+# Conv whose weight is neither an initializer nor an input.
+save("tests/bad/onnx_missing_initializer.onnx.bin", model([conv], [x], [y]))
+# An op no rule knows, its output not declared.
+foo = helper.make_node("FrobnicateV2", ["x"], ["t"], name="frob")
+relu = helper.make_node("Relu", ["t"], ["y"], name="relu")
+save("tests/bad/onnx_unknown_op.onnx.bin", model([foo, relu], [x], [y]))
+# The same with value_info giving the unknown op's output: this one plans.
+t_vi = helper.make_tensor_value_info("t", F, [1, 3, 8, 8])
+save("tests/data/unknown_op_declared.onnx.bin", model([foo, relu], [x], [y], vi=[t_vi]))
+# A negative dim on a graph input.
+xn = helper.make_tensor_value_info("x", F, [1, -3, 8, 8])
+save("tests/bad/onnx_negative_dim.onnx.bin", model([relu], [xn], [y]))
+# Input dims whose product overflows 64 bits.
+xo = helper.make_tensor_value_info("t", F, [1 << 31, 1 << 31, 1 << 31])
+save("tests/bad/onnx_overflow.onnx.bin", model([relu], [xo], [y]))
+# An initializer whose dims product overflows.
+big = TensorProto(name="w", data_type=F, dims=[1 << 40, 1 << 40], raw_data=b"")
+save("tests/bad/onnx_overflow_init.onnx.bin", model([conv], [x], [y], [big]))
+# Weights kept in an external file.
+ext = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
+ext.ClearField("raw_data")
+ext.data_location = TensorProto.EXTERNAL
+e = ext.external_data.add()
+e.key, e.value = "location", "weights.bin"
+save("tests/bad/onnx_external.onnx.bin", model([conv], [x], [y], [ext]))
+# raw_data shorter than dims x dtype.
+short = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
+short.raw_data = short.raw_data[:100]
+save("tests/bad/onnx_short_raw.onnx.bin", model([conv], [x], [y], [short]))
+# Conv whose weights expect 5 channels for an input of 3.
+w5 = numpy_helper.from_array(np.zeros((4, 5, 3, 3), np.float32), "w")
+save("tests/bad/onnx_channels.onnx.bin", model([conv], [x], [y], [w5]))
+# Opset newer than known: a warning, then planned.
+save("tests/data/opset_new.onnx.bin", model([conv], [x], [y], [w], opset=99))
+# Dynamic dims, named and unnamed, and shape math (Shape -> Gather ->
+# Concat -> Reshape) for the CLI and fault-injection tests.
+xd = helper.make_tensor_value_info("x", F, ["N", 3, "H", "W"])
+shape = helper.make_node("Shape", ["y"], ["s"], name="shape")
+idx = numpy_helper.from_array(np.array([0, 1], np.int64), "idx")
+gat = helper.make_node("Gather", ["s", "idx"], ["nc"], name="gather")
+minus1 = numpy_helper.from_array(np.array([-1], np.int64), "minus1")
+cat = helper.make_node("Concat", ["nc", "minus1"], ["target"], name="concat", axis=0)
+rs = helper.make_node("Reshape", ["y", "target"], ["flat"], name="reshape")
+sm = helper.make_node("Softmax", ["flat"], ["z"], name="softmax", axis=-1)
+z = helper.make_tensor_value_info("z", F, ["N", 4, "HW"])
+save("tests/data/dynamic.onnx.bin",
+     model([conv, shape, gat, cat, rs, sm], [xd], [z], [w, idx, minus1]))
+# value_info that contradicts inference: a warning names both shapes.
+t_bad = helper.make_tensor_value_info("t", F, [1, 3, 4, 4])
+relu1 = helper.make_node("Relu", ["x"], ["t"], name="relu1")
+save("tests/data/mismatch.onnx.bin", model([relu1, relu], [x], [y], vi=[t_bad]))
+# If and Loop, flattened: branches of the If may share bytes, captured
+# outer tensors live until the node, loop body tensors until the loop.
+B = TensorProto.BOOL
+xi = helper.make_tensor_value_info("x", F, [1, 4])
+ci = helper.make_tensor_value_info("cond", B, [])
+then_g = helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["t1"], name="t_relu"),
+     helper.make_node("Concat", ["t1", "t1"], ["t_out"], name="t_cat", axis=1)],
+    "then", [], [helper.make_tensor_value_info("t_out", F, None)])
+else_g = helper.make_graph(
+    [helper.make_node("Sigmoid", ["x"], ["e1"], name="e_sig"),
+     helper.make_node("Neg", ["e1"], ["e_out"], name="e_neg")],
+    "else", [], [helper.make_tensor_value_info("e_out", F, None)])
+if_n = helper.make_node("If", ["cond"], ["branch"], name="if", then_branch=then_g, else_branch=else_g)
+trip = numpy_helper.from_array(np.array(3, np.int64), "trip")
+body = helper.make_graph(
+    [helper.make_node("Identity", ["c_in"], ["c_out"], name="b_cond"),
+     helper.make_node("Add", ["y_in", "x"], ["y_out"], name="b_add"),
+     helper.make_node("Identity", ["y_out"], ["s_out"], name="b_scan")],
+    "body",
+    [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+     helper.make_tensor_value_info("c_in", B, []),
+     helper.make_tensor_value_info("y_in", F, None)],
+    [helper.make_tensor_value_info("c_out", B, []),
+     helper.make_tensor_value_info("y_out", F, None),
+     helper.make_tensor_value_info("s_out", F, None)])
+loop_n = helper.make_node("Loop", ["trip", "cond", "x"], ["y_final", "scan"], name="loop", body=body)
+after = helper.make_node("Relu", ["branch"], ["out"], name="after")
+save("tests/data/control.onnx.bin",
+     model([if_n, loop_n, after], [xi, ci],
+           [helper.make_tensor_value_info("out", F, None),
+            helper.make_tensor_value_info("y_final", F, None),
+            helper.make_tensor_value_info("scan", F, None)], [trip]))

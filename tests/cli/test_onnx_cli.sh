@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# ONNX on the command line: binding dims and shapes, caps and their waste
+# report, --value, warnings, unknown ops with and without value_info, and
+# (when CACHE holds them) the real models of issue 4 planned and validated.
+# usage: test_onnx_cli.sh MPLAN SOURCE_DIR [CACHE]
+set -u
+mplan=$1
+src=$2
+cache=${3:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+run() { # EXPECTED_STATUS ARGS...
+  local want=$1
+  shift
+  "$mplan" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "mplan $* exited $rc, expected $want"
+    sed 's/^/    /' "$tmp/err" | head -5
+    return 1
+  fi
+  ok
+}
+has() { if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi; }
+lines() { [ "$(wc -l <"$1")" -eq "$2" ] && ok || bad "$(basename "$1") has $(wc -l <"$1") lines, expected $2"; }
+py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+cd "$src"
+dyn=tests/data/dynamic.onnx.bin
+# Unbound dims are named, with the options that bind them.
+run 2 plan $dyn && has "$tmp/err" "graph input 'x' [N,3,H,W]: dim 'N' is not bound (use --dim N=VALUE or --shape x=DxDx...)" && lines "$tmp/err" 1
+# --shape binds the named dims; shape math (Shape->Gather->Concat->Reshape)
+# resolves the rest; the output's own dim HW is bound by inference.
+run 0 plan $dyn --shape x=1x3x8x8 -o "$tmp/p.json" && has "$tmp/out" "onnx 'bad', 6 ops, 10 tensors"
+[ "$(py "$tmp/p.json" "[b['shape'] for b in d['buffers'] if b['name']=='z'][0]")" = "[N=1,4,HW=64]" ] && ok || bad "z is not [N=1,4,HW=64]"
+[ "$(py "$tmp/p.json" "d['summary']['lower_bound_bytes']")" = 2080 ] && ok || bad "dynamic: lower bound is not 2080 (y, flat, target)"
+run 0 validate "$tmp/p.json"
+# --dim binds the same dims by name: the same plan.
+run 0 plan $dyn --dim N=1 --dim H=8 --dim W=8 --json &&
+  [ "$(py "$tmp/out" "d['summary']['arena_bytes']")" = "$(py "$tmp/p.json" "d['summary']['arena_bytes']")" ] && ok || bad "--dim and --shape disagree"
+# N=2 doubles every activation.
+run 0 plan $dyn --dim N=2 --dim H=8 --dim W=8 --json &&
+  [ "$(py "$tmp/out" "d['summary']['lower_bound_bytes']")" = 4128 ] && ok || bad "N=2 does not double the lower bound"
+# A cap: planned at the cap, recorded, waste reported at 1/4, 1/2 and 1.
+run 0 plan $dyn --dim N=1 --dim H=8 --dim 'W<=16' -o "$tmp/cap.json" &&
+  has "$tmp/out" "capped      W<=16; arena at the cap" && has "$tmp/out" "at 0.25 of the cap" && has "$tmp/out" "at 0.5  of the cap"
+[ "$(py "$tmp/cap.json" "d['dynamic']['caps']==[{'dim':'W','max':16}] and [p['fraction'] for p in d['dynamic']['waste']]==[0.25,0.5,1] and d['dynamic']['waste'][2]['waste_bytes']==d['summary']['arena_bytes']-d['summary']['resident_bytes']-d['summary']['lower_bound_bytes'] and d['dynamic']['waste'][0]['waste_bytes']>d['dynamic']['waste'][1]['waste_bytes']>0")" = True ] && ok || bad "cap not recorded or waste wrong"
+[ "$(py "$tmp/cap.json" "d['summary']['lower_bound_bytes']")" = 4128 ] && ok || bad "the capped plan is not planned at W=16"
+run 0 validate "$tmp/cap.json"
+# Binding errors: one line, exit 2.
+run 2 plan $dyn --shape x=1x3x8 && has "$tmp/err" "--shape x: the input has rank 4, the option gives 3 dims"
+run 2 plan $dyn --shape nope=1x3x8x8 && has "$tmp/err" "--shape nope: the graph has no input named 'nope'"
+run 2 plan $dyn --shape x=1x3x0x8 && has "$tmp/err" "expected INPUT=DxDx..."
+run 2 plan $dyn --shape x=1x3x8x8 --value x=3 && has "$tmp/err" "--value x: the input is not a scalar"
+run 2 plan $dyn --shape x=1x3x8x8 --dim Q=3 && has "$tmp/err" "the graph has no dim named 'Q'"
+run 2 plan $dyn --dim 'W<=0' && has "$tmp/err" "expected NAME=VALUE with VALUE >= 1 or NAME<=MAX"
+run 2 plan tests/data/opset_new.onnx.bin --shape x=1x3x8x8 --strategy nope
+# Newer opset: one warning line, then a plan.
+run 0 plan tests/data/opset_new.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/opset_new.onnx.bin: opset 99 is newer than the newest this mplan knows (17)" && lines "$tmp/err" 1
+# value_info that contradicts inference: a warning names both shapes.
+run 0 plan tests/data/mismatch.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/mismatch.onnx.bin: tensor 't': inferred f32 [1,3,8,8], but the model declares f32 [1,3,4,4]; using the inferred shape"
+# An unknown op plans when value_info gives its outputs.
+run 0 plan tests/data/unknown_op_declared.onnx.bin --json &&
+  [ "$(py "$tmp/out" "[b['shape'] for b in d['buffers'] if b['name']=='t'][0]")" = "[1,3,8,8]" ] && ok || bad "declared output not used"
+run 0 explain $dyn --shape x=1x3x8x8 && has "$tmp/out" "Lower bound"
+
+# Subgraphs, flattened (seed 001 section 3): the If's branches die before
+# the If and so may share bytes; captured x lives until the If and the
+# Loop; every Loop body tensor lives until the Loop's step.
+ctl=tests/data/control.onnx.bin
+run 0 plan $ctl -o "$tmp/ctl.json" && run 0 validate "$tmp/ctl.json"
+b() { py "$tmp/ctl.json" "{b['name']: b for b in d['buffers']}['$1']['$2']"; }
+step() { py "$tmp/ctl.json" "[e['step'] for e in d['execution'] if e['op']=='$1'][0]"; }
+[ "$(b t1 last_use)" -lt "$(b e1 first_use)" ] && [ "$(b t_out last_use)" = "$(step if)" ] &&
+  [ "$(b e_out last_use)" = "$(step if)" ] && ok || bad "If branches: then tensors must die before else tensors are born, outputs live to the If"
+for t in i c_in y_in c_out y_out s_out; do
+  [ "$(b $t last_use)" = "$(step loop)" ] && ok || bad "loop body tensor $t does not live until the Loop"
+done
+[ "$(b scan shape)" = "[3,1,4]" ] && [ "$(b branch shape)" = "[1,8]" ] && ok || bad "Loop scan output or If upper-bound shape wrong"
+# --value specialises the If: the else branch's shape.
+run 0 plan $ctl --value cond=0 --json &&
+  [ "$(py "$tmp/out" "[b['shape'] for b in d['buffers'] if b['name']=='branch'][0]")" = "[1,4]" ] && ok || bad "--value cond=0 did not pick the else branch"
+run 2 plan $ctl --value cond=0.5 && has "$tmp/err" "--value cond: the input is bool; 0.5 is not an integer"
+
+# A pipeline: encoder then decoder as one problem. The connecting tensor
+# lives from the encoder's last op to the decoder's first; encoder
+# internals are dead by then and the decoder may overwrite them.
+run 0 plan tests/data/pipeline.json -o "$tmp/pl.json" && has "$tmp/out" "pipeline/1 'encoder-decoder', 6 ops, 10 tensors" && run 0 validate "$tmp/pl.json"
+[ "$(py "$tmp/pl.json" "[(b['first_use'], b['last_use']) for b in d['buffers'] if b['name']=='enc/feat'][0] == (2, 3) and any(r['earlier'].startswith('enc/') and r['later'].startswith('dec/') for r in d['reuse'])")" = True ] && ok ||
+  bad "pipeline: enc/feat not retained across the boundary, or no decoder reuse of encoder bytes"
+run 2 plan tests/data/pipeline.json --dim N=2 && has "$tmp/err" "a pipeline binds its models' dims and shapes itself"
+
+# The real models (issue 4), when fetched.
+if [ -n "$cache" ] && [ -d "$cache/ocr" ]; then
+  for spec in "ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx x=1x3x48x192" \
+    "ocr/ch_PP-OCRv4_det_infer.onnx x=1x3x640x640" \
+    "ocr/ch_PP-OCRv4_rec_infer.onnx x=1x3x48x320" \
+    "blazeface/face_detection_front_128x128_barracuda.onnx"; do
+    set -- $spec
+    args=()
+    [ -n "${2:-}" ] && args=(--shape "$2")
+    name=$(basename "$1" .onnx)
+    run 0 plan "$cache/$1" "${args[@]}" -o "$tmp/$name.json" && has "$tmp/out" "validated: no two live buffers share a byte" && lines "$tmp/err" 0
+    run 0 validate "$tmp/$name.json"
+  done
+  # rec with a capped width: the plan at 320 serves every smaller width.
+  run 0 plan "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --dim p2o.DynamicDimension.0=1 --dim 'p2o.DynamicDimension.1<=320' --json &&
+    [ "$(py "$tmp/out" "d['summary']['arena_bytes'] == $(py "$tmp/ch_PP-OCRv4_rec_infer.json" "d['summary']['arena_bytes']") and d['dynamic']['waste'][0]['waste_bytes'] > 0")" = True ] && ok ||
+    bad "rec capped at width 320 differs from rec at 1x3x48x320"
+  run 2 plan "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" && has "$tmp/err" "dim 'p2o.DynamicDimension.0' is not bound"
+fi
+echo "onnx cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
