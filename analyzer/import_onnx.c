@@ -1030,10 +1030,10 @@ mp_status mp_onnx_bind_input(mp_graph *g, const char *name, const void *data,
                         "%s: input '%s': the TensorProto does not parse",
                         x.file, name);
   }
-  mp_dtype dt;
-  uint32_t rank;
+  mp_dtype dt = MP_DTYPE_F32;
+  uint32_t rank = 0;
   mp_dim shape[MP_MAX_RANK];
-  size_t elems;
+  size_t elems = 0;
   mp_status st =
       ox_tensor_type(&x, tp, "input", name, &dt, &rank, shape, &elems);
   if (st == MP_OK) {

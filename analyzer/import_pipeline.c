@@ -134,8 +134,8 @@ static mp_status pl_connected_shapes(pl_ctx *c, size_t i, mp_shape_binding *sb,
   for (const cJSON *e = c->connect ? c->connect->child : NULL; e; e = e->next) {
     const cJSON *to = cJSON_GetObjectItemCaseSensitive(e, "to");
     const cJSON *from = cJSON_GetObjectItemCaseSensitive(e, "from");
-    size_t mi, fi;
-    const char *tn, *fn;
+    size_t mi = 0, fi = 0;
+    const char *tn = "", *fn = "";
     int32_t ft;
     if (!cJSON_IsString(to) || !cJSON_IsString(from)) {
       return pl_bad(c, "connect: every entry needs \"from\" and \"to\"%s%s", "",
@@ -232,8 +232,8 @@ static mp_status pl_merge_tensor(pl_ctx *c, size_t i, size_t k) {
   const cJSON *from =
       t->kind == MP_TENSOR_INPUT ? pl_feed(c, i, t->name) : NULL;
   if (from) {
-    size_t fi;
-    const char *fn;
+    size_t fi = 0;
+    const char *fn = "";
     int32_t ft;
     (void)pl_split(c, from->valuestring, i, &fi, &fn);
     (void)mp_graph_find_tensor(mp_model_graph(c->m[fi].model), fn, &ft);

@@ -35,7 +35,7 @@ static mp_status ct_counts(sh_ctx *c, uint32_t *orig, uint32_t *body) {
 }
 
 mp_status sh_if(sh_ctx *c) {
-  uint32_t orig, body;
+  uint32_t orig = 0, body = 0;
   mp_status st = ct_counts(c, &orig, &body);
   if (st != MP_OK) return st;
   uint32_t half = body / 2;
@@ -74,7 +74,7 @@ mp_status sh_loop_enter(sh_ctx *c) {
 }
 
 mp_status sh_loop(sh_ctx *c) {
-  uint32_t orig, body;
+  uint32_t orig = 0, body = 0;
   mp_status st = ct_counts(c, &orig, &body);
   if (st != MP_OK) return st;
   uint32_t carried = orig >= 2 ? orig - 2 : 0;
@@ -133,7 +133,7 @@ mp_status sh_scan_enter(sh_ctx *c) {
 }
 
 mp_status sh_scan(sh_ctx *c) {
-  uint32_t orig, body;
+  uint32_t orig = 0, body = 0;
   if (c->opset > 0 && c->opset < 9) return MP_ERR_UNSUPPORTED;
   mp_status st = ct_counts(c, &orig, &body);
   if (st != MP_OK) return st;
