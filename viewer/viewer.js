@@ -224,19 +224,31 @@
     root.appendChild(cursor);
     box.appendChild(root);
     const readout = document.getElementById('curve-readout');
+    /* One pixel may cover many steps (10k-op graphs): the readout then
+     * reports the busiest step under the pointer, so the peak is never
+     * hidden between two pixels. */
     root.addEventListener('mousemove', ev => {
       const rect = root.getBoundingClientRect();
       const x = ((ev.clientX - rect.left) / rect.width) * W;
-      const t = Math.floor(t0 + ((x - L) / (W - L - R)) * span);
-      if (t < t0 || t > t1) return;
-      const k = segAt(t);
-      const live = k >= 0 ? seg.live[k] : 0;
+      const perPx = (span / (W - L - R)) * (W / rect.width);
+      const ta = Math.max(t0, Math.floor(t0 + ((x - L) / (W - L - R)) * span - perPx / 2));
+      const tb = Math.min(t1, Math.max(ta, Math.floor(t0 + ((x - L) / (W - L - R)) * span + perPx / 2)));
+      if (x < L || x > W - R) return;
+      let best = -1, t = ta;
+      for (let k = segAt(ta); k >= 0 && k < seg.first.length && seg.first[k] <= tb; k++) {
+        if (best < 0 || seg.live[k] > seg.live[best]) {
+          best = k;
+          t = Math.max(ta, seg.first[k]);
+        }
+      }
+      const live = best >= 0 ? seg.live[best] : 0;
       cursor.setAttribute('x1', X(t + 0.5));
       cursor.setAttribute('x2', X(t + 0.5));
       cursor.setAttribute('visibility', 'visible');
-      readout.textContent = stepLabel(t) + ': ' + fmtBytes(live) + ' live in ' +
-        (k >= 0 ? seg.count[k] : 0) + ' tensors, ' + pct(live, peakBytes).toFixed(1) + '% of the peak' +
-        (inPeak(t) ? ' (peak)' : '');
+      readout.textContent = (tb > ta ? unit + 's ' + ta + '..' + tb + ', busiest ' : '') +
+        stepLabel(t) + ': ' + fmtBytes(live) + ' live in ' +
+        (best >= 0 ? seg.count[best] : 0) + ' tensors, ' + pct(live, peakBytes).toFixed(1) + '% of the peak' +
+        (inPeak(t) && live === peakBytes ? ' (peak)' : '');
     });
   }
 
@@ -707,10 +719,46 @@
 
   /* ---- start ----------------------------------------------------------------- */
 
-  function graphNote() {
-    if (D.graph_note && !document.querySelector('#graph svg')) return;
+  /* The graph drawing: actual size, scrolled to the first peak op (its
+   * node's <title> is "op:NAME"), or scaled to the page's width. */
+  function graphInit() {
     const g = document.querySelector('#graph svg');
-    if (g) g.setAttribute('id', 'graph-svg');
+    const tools = document.getElementById('graph-tools');
+    if (!g) {
+      tools.classList.add('hidden');
+      return;
+    }
+    g.setAttribute('id', 'graph-svg');
+    const box = document.getElementById('graph');
+    const w0 = g.getAttribute('width'), h0 = g.getAttribute('height');
+    const actual = document.getElementById('graph-actual');
+    const fit = document.getElementById('graph-fit');
+    function focusPeak() {
+      if (!intervals.length || !nSteps) return;
+      const op = 'op:' + D.steps.op[intervals[0][0]];
+      for (const t of g.querySelectorAll('g.node > title')) {
+        if (t.textContent !== op) continue;
+        const r = t.parentNode.getBoundingClientRect(), c = box.getBoundingClientRect();
+        box.scrollLeft += r.left + r.width / 2 - (c.left + c.width / 2);
+        box.scrollTop += r.top + r.height / 2 - (c.top + c.height / 2);
+        return;
+      }
+    }
+    function mode(scaled) {
+      actual.classList.toggle('on', !scaled);
+      fit.classList.toggle('on', scaled);
+      if (scaled) {
+        g.setAttribute('width', '100%');
+        g.removeAttribute('height');
+      } else {
+        g.setAttribute('width', w0);
+        g.setAttribute('height', h0);
+        focusPeak();
+      }
+    }
+    actual.addEventListener('click', () => mode(false));
+    fit.addEventListener('click', () => mode(true));
+    mode(false);
   }
 
   header();
@@ -720,7 +768,7 @@
   peakInit();
   opTable();
   verification();
-  graphNote();
+  graphInit();
   if (intervals.length) opTable.scrollToStep(intervals[0][0]);
 
   window.mplanViewer = Object.freeze({
@@ -728,7 +776,8 @@
     buffers: N,
     peakIntervals: intervals.map(iv => iv.slice()),
     /* The page coordinates of the centre of buffer name's rectangle in the
-     * map (its visible part), or null when it is not drawn. */
+     * map (its visible part) and its size in CSS pixels, or null when it
+     * is not drawn. */
     rectCenter(name) {
       const i = B.name.indexOf(name);
       if (i < 0 || !visible(i)) return null;
@@ -736,7 +785,10 @@
       const box = map.overlay.getBoundingClientRect();
       const x0 = Math.max(r[0], map.L), x1 = Math.min(r[2], map.w - map.Rm);
       if (x1 < x0) return null;
-      return { x: box.left + (x0 + x1) / 2, y: box.top + (r[1] + r[3]) / 2 };
+      return {
+        x: box.left + (x0 + x1) / 2, y: box.top + (r[1] + r[3]) / 2,
+        w: x1 - x0, h: r[3] - r[1],
+      };
     },
   });
   document.documentElement.dataset.ready = '1';
