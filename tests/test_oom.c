@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 /*
  * test_oom.c -- allocation failure injection, SQLite style: run the whole
  * pipeline (load, solve, plan JSON, explanation, memory map) with an
@@ -8,10 +9,12 @@
  * usage: test_oom SOURCE_DIR
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "mplan/model.h"
 #include "mplan/report.h"
+#include "mplan/report_db.h"
 
 typedef struct oom_state {
   long calls, fail_at, live;
@@ -50,14 +53,52 @@ static mp_status oom_run(const char *path, const mp_alloc *a) {
   return st;
 }
 
+/* The report files of issue 5 on top: lifetime dumps, DOT, HTML (with the
+ * SVG drawing) and an SQLite append. Graphviz, SQLite and cJSON allocate
+ * with malloc; what mplan allocates goes through a. */
+static const char *oom_db;
+
+static mp_status oom_reports(const char *path, const mp_alloc *a) {
+  mp_error err = {0};
+  mp_model *m = NULL;
+  mp_plan *plan = NULL;
+  mp_report_db *db = NULL;
+  mp_buf out;
+  mp_buf_init(&out, a);
+  mp_status st = mp_model_load(path, NULL, a, &m, &err);
+  if (st == MP_OK) st = mp_plan_solve(mp_model_problem(m), NULL, &plan, &err);
+  if (st == MP_OK) st = mp_report_lifetimes_yaml(m, plan, &out, &err);
+  if (st == MP_OK) st = mp_report_lifetimes_json(m, plan, &out, &err);
+  if (st == MP_OK) st = mp_report_dot(m, plan, &out, &err);
+  if (st == MP_OK) st = mp_report_html(m, plan, NULL, NULL, &out, &err);
+  if (st == MP_OK) st = mp_report_db_open(oom_db, a, &db, &err);
+  if (st == MP_OK) st = mp_report_db_stage(db, m, plan, NULL, NULL, &err);
+  if (st != MP_OK && st != MP_ERR_NOMEM) {
+    fprintf(stderr, "unexpected status %d: %s\n", st, err.msg);
+  }
+  mp_report_db_destroy(db); /* rolls the staged run back */
+  mp_buf_free(&out);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+  return st;
+}
+
+static void oom_model_with(const char *root, const char *rel,
+                           mp_status (*run)(const char *, const mp_alloc *));
+
 static void oom_model(const char *root, const char *rel) {
+  oom_model_with(root, rel, oom_run);
+}
+
+static void oom_model_with(const char *root, const char *rel,
+                           mp_status (*run)(const char *, const mp_alloc *)) {
   char path[1200];
   snprintf(path, sizeof path, "%s/%s", root, rel);
   long k = 0, failures = 0;
   for (;; k++) {
     oom_state s = {0, k, 0};
     mp_alloc a = {oom_fn, &s};
-    mp_status st = oom_run(path, &a);
+    mp_status st = run(path, &a);
     if (s.live != 0) {
       fprintf(stderr, "%s: %ld blocks leaked when failing call %ld\n", rel,
               s.live, k);
@@ -78,5 +119,13 @@ int main(int argc, char **argv) {
   oom_model(root, "models/seed_example.json");
   oom_model(root, "models/mobilenet_v1.json");
   oom_model(root, "tests/data/input.12.csv");
+  char db[] = "/tmp/mplan_oom_XXXXXX";
+  int fd = mkstemp(db);
+  if (fd >= 0) close(fd);
+  remove(db); /* a fresh database, created and migrated on every pass */
+  oom_db = db;
+  oom_model_with(root, "models/seed_example.json", oom_reports);
+  oom_model_with(root, "tests/data/input.12.csv", oom_reports);
+  remove(db);
   return check_exit("test_oom");
 }
