@@ -85,25 +85,30 @@ static mp_buf *report_add(report_job *j, const char *path) {
   return b;
 }
 
+/* One Graphviz context serves the process (see mp_graphviz_create). */
 static mp_status report_render(const cli_opts *o, const mp_model *m,
                                const mp_plan *plan, const mp_report_meta *meta,
                                report_job *j, mp_error *err) {
+  mp_graphviz *gv = NULL;
   mp_status st = MP_OK;
   mp_buf *b;
-  if ((b = report_add(j, o->html))) {
-    st = mp_report_html(m, plan, meta, NULL, b, err);
+  if (o->html || o->svg) st = mp_graphviz_create(NULL, &gv, err);
+  if (st == MP_OK && (b = report_add(j, o->html))) {
+    mp_html_opts ho = {.graphviz = gv};
+    st = mp_report_html(m, plan, meta, &ho, b, err);
   }
   if (st == MP_OK && (b = report_add(j, o->dot))) {
     st = mp_report_dot(m, plan, b, err);
   }
   if (st == MP_OK && (b = report_add(j, o->svg))) {
-    st = mp_report_svg(m, plan, b, err);
+    st = mp_report_svg(gv, m, plan, b, err);
   }
   if (st == MP_OK && (b = report_add(j, o->lifetimes))) {
     const char *ext = strrchr(o->lifetimes, '.');
     st = strcmp(ext, ".json") == 0 ? mp_report_lifetimes_json(m, plan, b, err)
                                    : mp_report_lifetimes_yaml(m, plan, b, err);
   }
+  mp_graphviz_destroy(gv);
   return st;
 }
 

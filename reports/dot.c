@@ -21,6 +21,9 @@
  *      default; around our calls the level is raised to AGMAX (messages
  *      are only recorded), the last message becomes our one-line error,
  *      and the old level is restored. The graph is closed on every path.
+ *   5. One gvc context serves every drawing of a process (mp_graphviz):
+ *      Graphviz's pango plugin caches a pointer into the font table of
+ *      the context it measured text with last.
  */
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
@@ -386,18 +389,44 @@ mp_status mp_report_dot(const mp_model *m, const mp_plan *plan, mp_buf *out,
   return mp_buf_status(out, "DOT", err);
 }
 
-mp_status mp_report_svg(const mp_model *m, const mp_plan *plan, mp_buf *out,
-                        mp_error *err) {
+struct mp_graphviz {
+  const mp_alloc *alloc;
+  GVC_t *gvc;
+};
+
+mp_status mp_graphviz_create(const mp_alloc *a, mp_graphviz **out,
+                             mp_error *err) {
+  mp_graphviz *gv = mp_calloc(a, 1, sizeof *gv);
+  if (!gv) return mp_error_set(err, MP_ERR_NOMEM, "graphviz: out of memory");
+  gv->alloc = a;
+  agerrlevel_t old = agseterr(AGMAX);
+  gv->gvc = gvContext();
+  agseterr(old);
+  if (!gv->gvc) {
+    mp_free(a, gv);
+    return mp_error_set(err, MP_ERR_INTERNAL,
+                        "graphviz: no layout context (are the Graphviz "
+                        "plugins installed?)");
+  }
+  *out = gv;
+  return MP_OK;
+}
+
+void mp_graphviz_destroy(mp_graphviz *gv) {
+  if (!gv) return;
+  gvFreeContext(gv->gvc);
+  mp_free(gv->alloc, gv);
+}
+
+mp_status mp_report_svg(mp_graphviz *gv, const mp_model *m, const mp_plan *plan,
+                        mp_buf *out, mp_error *err) {
   dot_ctx c;
   char *data = NULL;
   unsigned int len = 0;
+  GVC_t *gvc = gv->gvc;
   dot_init(&c, m, plan);
   agerrlevel_t old = agseterr(AGMAX);
-  GVC_t *gvc = gvContext();
-  mp_status st =
-      gvc ? dot_build(&c, NULL, err)
-          : mp_error_set(err, MP_ERR_INTERNAL, "%s: graphviz: no context",
-                         mp_model_path(m));
+  mp_status st = dot_build(&c, NULL, err);
   bool laid = false;
   if (st == MP_OK) {
     laid = gvLayout(gvc, c.g, "dot") == 0;
@@ -410,7 +439,6 @@ mp_status mp_report_svg(const mp_model *m, const mp_plan *plan, mp_buf *out,
   if (data) gvFreeRenderData(data);
   if (laid) gvFreeLayout(gvc, c.g);
   dot_release(&c);
-  if (gvc) gvFreeContext(gvc);
   agseterr(old);
   if (st != MP_OK) return st;
   return mp_buf_status(out, "SVG", err);

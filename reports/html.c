@@ -350,6 +350,10 @@ static mp_status html_graph(html_ctx *c, const mp_html_opts *o, mp_buf *svg,
   const mp_graph *g = mp_model_graph(c->m);
   size_t size = g ? mp_graph_op_count(g) : mp_problem_count(c->p);
   size_t max = o && o->svg_max_ops ? o->svg_max_ops : HTML_SVG_MAX_DEFAULT;
+  if (!o || !o->graphviz) {
+    snprintf(note, cap, "The graph was not drawn for this report.");
+    return MP_OK;
+  }
   if (size > max) {
     snprintf(note, cap,
              "The graph has %zu %s, more than the %zu drawn inline; write "
@@ -358,7 +362,7 @@ static mp_status html_graph(html_ctx *c, const mp_html_opts *o, mp_buf *svg,
     return MP_OK;
   }
   mp_error gv = {0};
-  mp_status st = mp_report_svg(c->m, c->plan, svg, &gv);
+  mp_status st = mp_report_svg(o->graphviz, c->m, c->plan, svg, &gv);
   if (st == MP_ERR_NOMEM) {
     *err = gv;
     return st;

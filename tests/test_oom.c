@@ -57,6 +57,7 @@ static mp_status oom_run(const char *path, const mp_alloc *a) {
  * SVG drawing) and an SQLite append. Graphviz, SQLite and cJSON allocate
  * with malloc; what mplan allocates goes through a. */
 static const char *oom_db;
+static mp_graphviz *oom_gv;
 
 static mp_status oom_reports(const char *path, const mp_alloc *a) {
   mp_error err = {0};
@@ -70,7 +71,8 @@ static mp_status oom_reports(const char *path, const mp_alloc *a) {
   if (st == MP_OK) st = mp_report_lifetimes_yaml(m, plan, &out, &err);
   if (st == MP_OK) st = mp_report_lifetimes_json(m, plan, &out, &err);
   if (st == MP_OK) st = mp_report_dot(m, plan, &out, &err);
-  if (st == MP_OK) st = mp_report_html(m, plan, NULL, NULL, &out, &err);
+  mp_html_opts ho = {0, oom_gv};
+  if (st == MP_OK) st = mp_report_html(m, plan, NULL, &ho, &out, &err);
   if (st == MP_OK) st = mp_report_db_open(oom_db, a, &db, &err);
   if (st == MP_OK) st = mp_report_db_stage(db, m, plan, NULL, NULL, &err);
   if (st != MP_OK && st != MP_ERR_NOMEM) {
@@ -124,8 +126,11 @@ int main(int argc, char **argv) {
   if (fd >= 0) close(fd);
   remove(db); /* a fresh database, created and migrated on every pass */
   oom_db = db;
+  mp_error err = {0};
+  CHECK(mp_graphviz_create(NULL, &oom_gv, &err) == MP_OK);
   oom_model_with(root, "models/seed_example.json", oom_reports);
   oom_model_with(root, "tests/data/input.12.csv", oom_reports);
   remove(db);
+  mp_graphviz_destroy(oom_gv);
   return check_exit("test_oom");
 }

@@ -24,6 +24,7 @@
 #include "report_db_internal.h"
 
 static const char *root_dir;
+static mp_graphviz *gv; /* one per process (see mp_graphviz_create) */
 static char tmp_dir[] = "/tmp/mplan_reports_XXXXXX";
 
 /* x (input) and w (weight) -> mm -> a; relu(a) -> b; sq = b*b -> c;
@@ -216,7 +217,7 @@ static void test_dot(void) {
     CHECK_EQ_I(dimmed, 2);
     agclose(g);
   }
-  CHECK(mp_report_svg(f.m, f.plan, &s, &err) == MP_OK);
+  CHECK(mp_report_svg(gv, f.m, f.plan, &s, &err) == MP_OK);
   CHECK(strncmp(mp_buf_str(&s), "<?xml", 5) == 0);
   CHECK_HAS(s.data, "<svg");
   CHECK_HAS(s.data, "</svg>");
@@ -266,8 +267,9 @@ static void test_html(void) {
     CHECK(false);
     return;
   }
+  mp_html_opts draw = {0, gv};
   mp_buf_init(&h, NULL);
-  CHECK(mp_report_html(f.m, f.plan, &meta, NULL, &h, &err) == MP_OK);
+  CHECK(mp_report_html(f.m, f.plan, &meta, &draw, &h, &err) == MP_OK);
   CHECK(strncmp(h.data, "<!doctype html>", 15) == 0);
   CHECK_HAS(h.data, "Content-Security-Policy");
   CHECK_HAS(h.data, "default-src 'none'");
@@ -303,7 +305,7 @@ static void test_html(void) {
   mp_buf_free(&h);
 
   /* Too big to draw: a note instead of the drawing. */
-  mp_html_opts small = {2};
+  mp_html_opts small = {2, gv};
   mp_buf_init(&h, NULL);
   CHECK(mp_report_html(f.m, f.plan, NULL, &small, &h, &err) == MP_OK);
   CHECK(strstr(h.data, "<title>op:sq</title>") == NULL);
@@ -318,6 +320,7 @@ static void test_html(void) {
   }
   mp_buf_init(&h, NULL);
   CHECK(mp_report_html(f.m, f.plan, NULL, NULL, &h, &err) == MP_OK);
+  CHECK_HAS(h.data, "The graph was not drawn for this report.");
   CHECK(strstr(h.data, "</script><b>x") == NULL);
   CHECK_HAS(h.data, "\\u003c/script>\\u003cb>x");
   d = html_data(h.data);
@@ -607,6 +610,11 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
+  mp_error err = {0};
+  if (mp_graphviz_create(NULL, &gv, &err) != MP_OK) {
+    fprintf(stderr, "graphviz: %s\n", err.msg);
+    return 1;
+  }
   test_lifetimes();
   test_dot();
   test_html();
@@ -614,6 +622,8 @@ int main(int argc, char **argv) {
   test_sqlite_schema();
   test_sqlite_concurrent();
   test_write_many();
+  mp_graphviz_destroy(gv);
+  mp_graphviz_destroy(NULL);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_dir);

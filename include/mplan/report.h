@@ -71,15 +71,28 @@ mp_status mp_report_lifetimes_json(const mp_model *m, const mp_plan *plan,
 mp_status mp_report_dot(const mp_model *m, const mp_plan *plan, mp_buf *out,
                         mp_error *err);
 
-/* The same graph laid out with dot and rendered to SVG in-process (gvc).
- * Graphviz allocates with malloc, not with the model's allocator. */
-mp_status mp_report_svg(const mp_model *m, const mp_plan *plan, mp_buf *out,
-                        mp_error *err);
+/* Graphviz's layout and rendering context (gvc). Create ONE per process
+ * and share it for every drawing: Graphviz 2.42's text-measuring (pango)
+ * plugin keeps, in a static variable, a pointer into the font table of
+ * the context that measured text last, so a context created after
+ * another one was freed makes it read freed memory (found by ASan).
+ * Borrows a for the handle's lifetime. Returns an owned handle (release
+ * with mp_graphviz_destroy, at the end of the process). */
+typedef struct mp_graphviz mp_graphviz;
+mp_status mp_graphviz_create(const mp_alloc *a, mp_graphviz **out,
+                             mp_error *err);
+void mp_graphviz_destroy(mp_graphviz *gv);
+
+/* The same graph laid out with dot and rendered to SVG in-process with
+ * gv. Graphviz allocates with malloc, not with the model's allocator. */
+mp_status mp_report_svg(mp_graphviz *gv, const mp_model *m, const mp_plan *plan,
+                        mp_buf *out, mp_error *err);
 
 typedef struct mp_html_opts {
   /* Largest graph (ops) whose SVG drawing is embedded; 0: 600. Layout
    * time grows quickly with size, and a big drawing helps nobody. */
   size_t svg_max_ops;
+  mp_graphviz *graphviz; /* borrowed; NULL: no drawing is embedded */
 } mp_html_opts;
 
 /* One self-contained HTML file: the viewer (viewer/, embedded at build
