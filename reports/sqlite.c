@@ -241,16 +241,23 @@ static mp_status db_int(mp_report_db *h, const char *sql, int64_t *out,
 
 /* ---- open and migrate ---------------------------------------------------- */
 
+/* Switching a fresh file to WAL needs an exclusive lock, and SQLite does
+ * not call the busy handler for it (a second process opening the same
+ * new file gets SQLITE_BUSY at once): so retry here, for as long as the
+ * busy timeout allows. Once the file is in WAL mode the pragma is a
+ * no-op that returns "wal". */
 static mp_status db_wal(mp_report_db *h, mp_error *err) {
-  sqlite3_stmt *s = NULL;
-  if (sqlite3_prepare_v2(h->db, "PRAGMA journal_mode=WAL", -1, &s, NULL) !=
-      SQLITE_OK) {
-    return db_fail(h, "setting WAL mode", err);
+  for (int waited = 0;; waited += 10) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(h->db, "PRAGMA journal_mode=WAL", -1, &s, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ROW) return MP_OK;
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited >= DB_BUSY_MS) {
+      return db_fail(h, "setting WAL mode", err);
+    }
+    sqlite3_sleep(10);
   }
-  int rc = sqlite3_step(s);
-  sqlite3_finalize(s);
-  if (rc != SQLITE_ROW) return db_fail(h, "setting WAL mode", err);
-  return MP_OK;
 }
 
 static mp_status db_current_version(mp_report_db *h, int64_t *version,
