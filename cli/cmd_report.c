@@ -10,6 +10,10 @@
  *      last. Any failure before the commit leaves no file and no run.
  *   2. Two report flags naming the same file are a usage error: one would
  *      silently replace the other.
+ *   3. A database file that this invocation created is left in place
+ *      (with its schema and no run) when a later step fails: another
+ *      process may have opened the new file meanwhile, and deleting it
+ *      could lose that writer's run.
  */
 #define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include <stdio.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The browser test: renders HTML reports with MPLAN and checks each one in
 # headless chromium (test_viewer.mjs): a graph (with its drawing), a
-# lifetime table and a minimalloc CSV. Screenshots are kept as artefacts
+# lifetime table, a minimalloc CSV and a model without any activation. Screenshots are kept as artefacts
 # in DIR/artifacts/.
 # usage: run.sh MPLAN SOURCE_DIR DIR   (DIR prepared by setup.sh)
 set -u
@@ -26,4 +26,5 @@ check() { # MODEL NAME GRAPH [HOVER]
 check models/mobilenet_v2.json mobilenet_v2 yes b2_expand_out
 check models/seed_example.json seed_example yes conv_y
 check tests/data/input.12.csv input12 yes
+check tests/data/all_resident.json all_resident yes w1 # no activation: no peak
 exit $fail

@@ -88,7 +88,9 @@ try {
   check((await page.textContent('#card-tool .value')).startsWith('mplan '), 'tool card');
 
   // The peak marker covers exactly the plan's peak intervals.
-  const iv = plan.peak.intervals;
+  // With no activation there is no peak to mark (plan JSON still lists
+  // the all-zero interval).
+  const iv = plan.peak.bytes > 0 ? plan.peak.intervals : [];
   const markers = await page.$$eval('.peak-marker', ms => ms.map(m => ({
     first: Number(m.dataset.first), last: Number(m.dataset.last),
     w: m.getBoundingClientRect().width,
@@ -129,6 +131,8 @@ try {
   const hover = args.hover || (plan.peak.live[0] && plan.peak.live[0].name);
   if (hover) {
     const b = plan.buffers.find(x => x.name === hover);
+    // The mouse works in viewport coordinates: bring the map into view.
+    await page.$eval('#map-wrap', e => e.scrollIntoView({ block: 'center' }));
     let at = await page.evaluate(n => window.mplanViewer.rectCenter(n), hover);
     // On big graphs a tensor is a sliver: zoom in with the wheel, as a
     // person would, until it is wide enough to point at.
