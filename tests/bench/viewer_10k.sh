@@ -5,7 +5,9 @@
 # in-page load time (navigation start to the viewer ready) and the time a
 # hover takes to show its card. The target (issue 5) is under 3 s to open
 # and respond; the numbers are reported, not asserted, as benchmarks are.
-# usage: bench.sh MPLAN SOURCE_DIR DIR [OPS]
+# usage: viewer_10k.sh MPLAN SOURCE_DIR DIR [OPS]
+# DIR is the browser folder prepared by tests/browser/setup.sh (the
+# browser_setup test): it holds playwright-core and test_viewer.mjs.
 set -u
 mplan=$1
 src=$2
