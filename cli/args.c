@@ -207,6 +207,38 @@ static int args_report(args_state *s, cli_opts *o, mp_status *st) {
   return r;
 }
 
+/* --lifetimes picks its format by extension; anything else is a usage
+ * error now rather than a surprise later. */
+static mp_status args_lifetimes(args_state *s, const char *v) {
+  const char *dot = strrchr(v, '.');
+  if (dot && (strcmp(dot, ".yaml") == 0 || strcmp(dot, ".yml") == 0 ||
+              strcmp(dot, ".json") == 0)) {
+    return MP_OK;
+  }
+  return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                      "mplan %s: --lifetimes '%s': the name must end in "
+                      ".yaml, .yml or .json (it picks the format)",
+                      s->cmd, v);
+}
+
+static int args_files(args_state *s, cli_opts *o, mp_status *st) {
+  const char *v = NULL;
+  int r;
+  if ((r = args_match(s, "--html", true, &v))) {
+    o->html = v;
+  } else if ((r = args_match(s, "--sqlite", true, &v))) {
+    o->sqlite = v;
+  } else if ((r = args_match(s, "--dot", true, &v))) {
+    o->dot = v;
+  } else if ((r = args_match(s, "--svg", true, &v))) {
+    o->svg = v;
+  } else if ((r = args_match(s, "--lifetimes", true, &v))) {
+    o->lifetimes = v;
+    if (r > 0) *st = args_lifetimes(s, v);
+  }
+  return r;
+}
+
 static int args_one(args_state *s, unsigned flags, cli_opts *o, mp_status *st) {
   const char *v = NULL;
   int r = 0;
@@ -217,6 +249,7 @@ static int args_one(args_state *s, unsigned flags, cli_opts *o, mp_status *st) {
     o->json = true;
   } else if (flags & CLI_F_PLANNING && (r = args_planning(s, o, st))) {
   } else if (flags & CLI_F_REPORT && (r = args_report(s, o, st))) {
+  } else if (flags & CLI_F_FILES && (r = args_files(s, o, st))) {
   }
   return r;
 }

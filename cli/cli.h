@@ -19,7 +19,8 @@ enum {
                                --dim --shape --value --inputs (and --passes,
                                refused until supported) */
   CLI_F_JSON = 1u << 2,     /* --json */
-  CLI_F_REPORT = 1u << 3    /* --top --map-width --map-rows --no-map */
+  CLI_F_REPORT = 1u << 3,   /* --top --map-width --map-rows --no-map */
+  CLI_F_FILES = 1u << 4     /* --html --sqlite --dot --svg --lifetimes */
 };
 
 typedef struct cli_opts {
@@ -42,6 +43,12 @@ typedef struct cli_opts {
   bool json;
   bool no_map;
   mp_report_opts report;
+  /* Report files (CLI_F_FILES); NULL when not asked for. */
+  const char *html;
+  const char *sqlite;
+  const char *dot;
+  const char *svg;
+  const char *lifetimes; /* .yaml/.yml: YAML, .json: JSON */
 } cli_opts;
 
 /* Parses argv[first..argc) for command cmd accepting the given flags.
@@ -77,7 +84,21 @@ bool cli_wants_help(int argc, char **argv);
 /* Writes text to stdout in full (returns false on a write error). */
 bool cli_print(const char *text);
 
+/* true when o asks for any report file. */
+bool cli_wants_files(const cli_opts *o);
+
+/* Renders every report file o asks for, appends the run to the SQLite
+ * database, and writes the files -- with o->output holding plan_json when
+ * o->output is set -- all or nothing: nothing is written unless
+ * everything rendered, and the run is committed only after the files are
+ * in place. Appends "wrote F" lines to log (when not NULL). argv is
+ * recorded as the run's options. */
+mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
+                          const mp_model *m, const mp_plan *plan,
+                          const mp_buf *plan_json, mp_buf *log, mp_error *err);
+
 int cli_plan(int argc, char **argv);
+int cli_report(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 

@@ -17,12 +17,15 @@ static const char plan_usage[] =
     "                  [--inputs resident|activation] [--budget-ms N]\n"
     "                  [--shape INPUT=1x3x48x320]... [--dim NAME<=MAX]...\n"
     "                  [--value INPUT=V]...\n"
+    "                  [--html F] [--sqlite DB] [--dot F] [--svg F]\n"
+    "                  [--lifetimes F.yaml|F.json]\n"
     "Plans MODEL (ONNX, graph JSON, pipeline, lifetime table or minimalloc\n"
     "CSV), proves the plan safe and prints its summary; -o writes the plan/1\n"
     "JSON, --json prints it on stdout instead of the summary. --shape binds\n"
     "a graph input's whole shape, --dim NAME<=MAX plans at the cap and\n"
     "reports the waste at 1/4, 1/2 and the cap, --value binds a scalar\n"
-    "input's value (shape math, If).\n";
+    "input's value (shape math, If). The report flags write the files of\n"
+    "mplan report (see mplan report --help).\n";
 
 int cli_plan(int argc, char **argv) {
   cli_opts o;
@@ -32,9 +35,9 @@ int cli_plan(int argc, char **argv) {
   mp_buf json, text;
   int rc = 0;
   if (cli_wants_help(argc, argv)) return cli_print(plan_usage) ? 0 : 2;
-  mp_status st =
-      cli_parse(argc, argv, 2, "plan",
-                CLI_F_OUTPUT | CLI_F_PLANNING | CLI_F_JSON, &o, &err);
+  mp_status st = cli_parse(
+      argc, argv, 2, "plan",
+      CLI_F_OUTPUT | CLI_F_PLANNING | CLI_F_JSON | CLI_F_FILES, &o, &err);
   if (st == MP_OK) st = cli_load_and_plan(&o, false, &m, &plan, &err);
   mp_buf_init(&json, NULL);
   mp_buf_init(&text, NULL);
@@ -42,9 +45,9 @@ int cli_plan(int argc, char **argv) {
     st = mp_report_plan_json(m, plan, &json, &err);
   }
   if (st == MP_OK && !o.json) st = mp_report_summary(m, plan, &text, &err);
-  if (st == MP_OK && o.output) {
-    st = mp_file_write(o.output, json.data, json.len, &err);
-    if (st == MP_OK && !o.json) mp_buf_printf(&text, "wrote %s\n", o.output);
+  if (st == MP_OK && (o.output || cli_wants_files(&o))) {
+    st = cli_write_files(&o, argc, argv, m, plan, &json, o.json ? NULL : &text,
+                         &err);
   }
   if (st == MP_OK) {
     if (!cli_print(mp_buf_str(o.json ? &json : &text))) rc = 2;

@@ -20,6 +20,8 @@ static const char main_usage[] =
     "                  (-o PLAN.json writes the plan, --json prints it)\n"
     "  explain MODEL   the peak explanation and the ASCII memory map\n"
     "  validate PLAN   re-prove a plan file: exit 0 valid, 1 invalid\n"
+    "  report MODEL    write report files: --html --sqlite --dot --svg\n"
+    "                  --lifetimes (also accepted by plan)\n"
     "\n"
     "MODEL is an ONNX model, graph JSON (graph/1), a pipeline (pipeline/1),\n"
     "a lifetime table (lifetimes/1) or a minimalloc CSV (id,lower,upper,\n"
@@ -35,6 +37,7 @@ static const main_cmd main_cmds[] = {
     {"plan", cli_plan},
     {"explain", cli_explain},
     {"validate", cli_validate},
+    {"report", cli_report},
 };
 
 int main(int argc, char **argv) {

@@ -5,6 +5,7 @@
  *   1. A read either returns the whole file or fails; never a prefix.
  *   2. A write either replaces the target completely or leaves it (and the
  *      directory) as it was: the temporary is removed on every failure path.
+ *   3. A group write renames nothing until every temporary is complete.
  */
 #include "mplan/file.h"
 
@@ -53,11 +54,11 @@ mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
   return MP_OK;
 }
 
-mp_status mp_file_write(const char *path, const void *data, size_t len,
-                        mp_error *err) {
-  char tmp[4096];
-  int k = snprintf(tmp, sizeof tmp, "%s.tmp~", path);
-  if (k < 0 || (size_t)k >= sizeof tmp) {
+/* Writes data to path's temporary (path + ".tmp~") into tmp. */
+static mp_status file_write_tmp(const char *path, const void *data, size_t len,
+                                char *tmp, size_t cap, mp_error *err) {
+  int k = snprintf(tmp, cap, "%s.tmp~", path);
+  if (k < 0 || (size_t)k >= cap) {
     return mp_error_set(err, MP_ERR_IO, "%s: path too long", path);
   }
   FILE *f = fopen(tmp, "wb");
@@ -71,14 +72,44 @@ mp_status mp_file_write(const char *path, const void *data, size_t len,
     ok = false;
     saved = errno;
   }
-  if (ok && rename(tmp, path) != 0) {
-    ok = false;
-    saved = errno;
-  }
   if (!ok) {
     remove(tmp);
     return mp_error_set(err, MP_ERR_IO, "%s: cannot write: %s", path,
                         strerror(saved));
   }
   return MP_OK;
+}
+
+mp_status mp_file_write(const char *path, const void *data, size_t len,
+                        mp_error *err) {
+  mp_file_out one = {path, data, len};
+  return mp_file_write_many(&one, 1, err);
+}
+
+mp_status mp_file_write_many(const mp_file_out *files, size_t n,
+                             mp_error *err) {
+  char tmp[4096];
+  size_t done = 0;
+  mp_status st = MP_OK;
+  for (; done < n && st == MP_OK; done++) {
+    st = file_write_tmp(files[done].path, files[done].data, files[done].len,
+                        tmp, sizeof tmp, err);
+  }
+  if (st != MP_OK) done--; /* the failed one removed its own temporary */
+  for (size_t i = 0; i < n && i < done; i++) {
+    snprintf(tmp, sizeof tmp, "%s.tmp~", files[i].path);
+    if (st != MP_OK) {
+      remove(tmp);
+    } else if (rename(tmp, files[i].path) != 0) {
+      st = mp_error_set(err, MP_ERR_IO, "%s: cannot write: %s", files[i].path,
+                        strerror(errno));
+      remove(tmp);
+      for (size_t j = i + 1; j < done; j++) {
+        snprintf(tmp, sizeof tmp, "%s.tmp~", files[j].path);
+        remove(tmp);
+      }
+      break;
+    }
+  }
+  return st;
 }

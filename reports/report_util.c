@@ -5,10 +5,12 @@
  *   1. Orders are total (ties by index): the same plan always renders the
  *      same text, byte for byte, which golden tests rely on.
  */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include "report_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 typedef struct util_item {
   size_t padded;
@@ -75,4 +77,64 @@ size_t report_activation_base(const mp_plan *plan) {
     }
   }
   return base;
+}
+
+size_t report_peak_mask(const mp_plan *plan, bool *mask) {
+  const mp_problem *p = mp_plan_problem(plan);
+  const mp_profile *prof = mp_plan_profile(plan);
+  size_t set = 0;
+  for (size_t i = 0; i < mp_problem_count(p); i++) {
+    const mp_buffer *b = mp_problem_buffer(p, i);
+    mask[i] = false;
+    if (b->cls != MP_CLASS_ACTIVATION || prof->peak == 0) continue;
+    /* The first peak segment that ends at or after b->first. */
+    size_t lo = 0, hi = prof->n_peaks;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (prof->segs[prof->peaks[mid]].last < b->first) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (lo < prof->n_peaks && prof->segs[prof->peaks[lo]].first <= b->last) {
+      mask[i] = true;
+      set++;
+    }
+  }
+  return set;
+}
+
+const mp_tensor *report_tensor(const mp_model *m, size_t i) {
+  const mp_graph *g = mp_model_graph(m);
+  return g ? mp_graph_tensor(g, i) : NULL;
+}
+
+const char *report_kind(const mp_model *m, size_t i) {
+  const mp_tensor *t = report_tensor(m, i);
+  if (t) return mp_tensor_kind_name(t->kind);
+  return mp_class_name(mp_problem_buffer(mp_model_problem(m), i)->cls);
+}
+
+void report_shape(const mp_model *m, size_t i, char *buf, size_t cap) {
+  const mp_tensor *t = report_tensor(m, i);
+  if (!t) {
+    snprintf(buf, cap, "%s", "");
+    return;
+  }
+  mp_graph_shape_str(mp_model_graph(m), t, buf, cap);
+}
+
+const char *report_dtype(const mp_model *m, size_t i) {
+  const mp_tensor *t = report_tensor(m, i);
+  return t ? mp_dtype_name(t->dtype) : NULL;
+}
+
+void report_utc_now(char *buf, size_t cap) {
+  time_t now = time(NULL);
+  struct tm tm;
+  /* gmtime_r is POSIX; C11's gmtime would share a static buffer. */
+  if (!gmtime_r(&now, &tm) || !strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+    snprintf(buf, cap, "%s", "1970-01-01T00:00:00Z");
+  }
 }

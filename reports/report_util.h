@@ -24,4 +24,25 @@ double report_pct(size_t part, size_t whole);
  * lowest activation offset if one lies below it (adopted plans). */
 size_t report_activation_base(const mp_plan *plan);
 
+/* Sets mask[i] for every activation buffer live at some time of some peak
+ * interval (mask has room for every buffer); returns how many were set.
+ * O(n log P) by binary search over the sorted peak segments. */
+size_t report_peak_mask(const mp_plan *plan, bool *mask);
+
+/* The graph tensor behind buffer i, or NULL for problem and plan files. */
+const mp_tensor *report_tensor(const mp_model *m, size_t i);
+
+/* A per-buffer kind word: the graph tensor kind ("weight", "output"...)
+ * for graphs, the buffer class otherwise. */
+const char *report_kind(const mp_model *m, size_t i);
+
+/* Buffer i's shape as "[1,112,112,32]" (graphs), or "" when unknown. */
+void report_shape(const mp_model *m, size_t i, char *buf, size_t cap);
+
+/* The dtype name of buffer i, or NULL when unknown. */
+const char *report_dtype(const mp_model *m, size_t i);
+
+/* The current UTC time as "2025-01-31T12:00:00Z" into buf (cap >= 21). */
+void report_utc_now(char *buf, size_t cap);
+
 #endif /* MPLAN_REPORT_UTIL_H */

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config python3
+  build-essential cmake pkg-config python3 python3-yaml
   libcjson-dev libsqlite3-dev sqlite3
   libgraphviz-dev graphviz
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
@@ -45,8 +45,13 @@ fi
 if command -v node >/dev/null && command -v npm >/dev/null; then
   major=$(node -p 'process.versions.node.split(".")[0]')
   if [ "$major" -lt 20 ]; then
-    echo "setup: warning: node $(node --version) is older than 20" >&2
+    echo "setup: node $(node --version) is older than 20, which playwright-core needs" >&2
+    exit 1
   fi
 else
-  echo "setup: warning: node/npm not found (needed later for browser tests)" >&2
+  # The browser test needs node 20+ and npm (playwright-core is installed
+  # into the build folder by the browser_setup test, pinned by
+  # tests/browser/package-lock.json); the machine image provides them.
+  echo "setup: node/npm not found: the browser test (ctest -L browser) needs node 20+ and npm" >&2
+  exit 1
 fi

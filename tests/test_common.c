@@ -10,6 +10,7 @@
 #include "check.h"
 #include "mplan/buf.h"
 #include "mplan/file.h"
+#include "mplan/sha256.h"
 #include "mplan/strmap.h"
 #include "mplan/units.h"
 
@@ -125,6 +126,68 @@ static void test_file(void) {
   CHECK_HAS(err.msg, "/nonexistent-dir/x.json");
 }
 
+/* FIPS 180-2 appendix B examples (and the empty message), whole and fed
+ * one byte at a time, and the million-'a' message in uneven chunks. */
+static void test_sha256(void) {
+  static const struct {
+    const char *msg, *hex;
+  } v[] = {
+      {"abc",
+       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+      {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+      {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+      {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmn"
+       "opjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+       "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+  };
+  char hex[MP_SHA256_HEX];
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+    mp_sha256_hex(v[i].msg, strlen(v[i].msg), hex);
+    CHECK_STR(hex, v[i].hex);
+    mp_sha256 s;
+    uint8_t d[MP_SHA256_BYTES];
+    mp_sha256_init(&s);
+    for (size_t k = 0; v[i].msg[k]; k++) mp_sha256_update(&s, v[i].msg + k, 1);
+    mp_sha256_final(&s, d);
+    char bytewise[MP_SHA256_HEX];
+    for (int j = 0; j < MP_SHA256_BYTES; j++) {
+      snprintf(bytewise + 2 * j, 3, "%02x", d[j]);
+    }
+    CHECK_STR(bytewise, v[i].hex);
+  }
+  static char million[1000000];
+  memset(million, 'a', sizeof million);
+  mp_sha256 s;
+  uint8_t d[MP_SHA256_BYTES];
+  mp_sha256_init(&s);
+  for (size_t off = 0, step = 1; off < sizeof million; step = step * 3 % 997) {
+    size_t n =
+        sizeof million - off < step + 1 ? sizeof million - off : step + 1;
+    mp_sha256_update(&s, million + off, n);
+    off += n;
+  }
+  mp_sha256_final(&s, d);
+  char got[MP_SHA256_HEX];
+  for (int i = 0; i < MP_SHA256_BYTES; i++) {
+    snprintf(got + 2 * i, 3, "%02x", d[i]);
+  }
+  CHECK_STR(got,
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  /* A file hashes like its bytes; a missing file names itself. */
+  char path[] = "/tmp/mplan_sha_XXXXXX";
+  int fd = mkstemp(path);
+  mp_error err = {0};
+  CHECK(fd >= 0);
+  close(fd);
+  CHECK(mp_file_write(path, "abc", 3, &err) == MP_OK);
+  CHECK(mp_sha256_file(path, NULL, hex, &err) == MP_OK);
+  CHECK_STR(hex, v[0].hex);
+  remove(path);
+  CHECK(mp_sha256_file(path, NULL, hex, &err) == MP_ERR_IO);
+  CHECK_HAS(err.msg, path);
+}
+
 int main(void) {
   test_parse_size();
   test_format();
@@ -132,5 +195,6 @@ int main(void) {
   test_buf_and_errors();
   test_strmap();
   test_file();
+  test_sha256();
   return check_exit("test_common");
 }

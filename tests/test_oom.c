@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 /*
  * test_oom.c -- allocation failure injection, SQLite style: run the whole
  * pipeline (load, solve, plan JSON, explanation, memory map) with an
@@ -8,10 +9,12 @@
  * usage: test_oom SOURCE_DIR
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "mplan/model.h"
 #include "mplan/report.h"
+#include "mplan/report_db.h"
 
 typedef struct oom_state {
   long calls, fail_at, live;
@@ -51,15 +54,51 @@ static mp_status oom_run(const char *path, const mp_load_opts *o,
   return st;
 }
 
+/* The report files of issue 5 on top: lifetime dumps, DOT, HTML (with the
+ * SVG drawing) and an SQLite append. Graphviz, SQLite and cJSON allocate
+ * with malloc; what mplan allocates goes through a. */
+static const char *oom_db;
+static mp_graphviz *oom_gv;
+
+static mp_status oom_reports(const char *path, const mp_load_opts *o,
+                             const mp_alloc *a) {
+  mp_error err = {0};
+  mp_model *m = NULL;
+  mp_plan *plan = NULL;
+  mp_report_db *db = NULL;
+  mp_buf out;
+  mp_buf_init(&out, a);
+  mp_status st = mp_model_load(path, o, a, &m, &err);
+  if (st == MP_OK) st = mp_plan_solve(mp_model_problem(m), NULL, &plan, &err);
+  if (st == MP_OK) st = mp_report_lifetimes_yaml(m, plan, &out, &err);
+  if (st == MP_OK) st = mp_report_lifetimes_json(m, plan, &out, &err);
+  if (st == MP_OK) st = mp_report_dot(m, plan, &out, &err);
+  mp_html_opts ho = {0, oom_gv};
+  if (st == MP_OK) st = mp_report_html(m, plan, NULL, &ho, &out, &err);
+  if (st == MP_OK) st = mp_report_db_open(oom_db, a, &db, &err);
+  if (st == MP_OK) st = mp_report_db_stage(db, m, plan, NULL, NULL, &err);
+  if (st != MP_OK && st != MP_ERR_NOMEM) {
+    fprintf(stderr, "unexpected status %d: %s\n", st, err.msg);
+  }
+  mp_report_db_destroy(db); /* rolls the staged run back */
+  mp_buf_free(&out);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+  return st;
+}
+
+typedef mp_status (*oom_pipeline)(const char *, const mp_load_opts *,
+                                  const mp_alloc *);
+
 static void oom_model_with(const char *root, const char *rel,
-                           const mp_load_opts *o) {
+                           const mp_load_opts *o, oom_pipeline run) {
   char path[1200];
   snprintf(path, sizeof path, "%s/%s", root, rel);
   long k = 0, failures = 0;
   for (;; k++) {
     oom_state s = {0, k, 0};
     mp_alloc a = {oom_fn, &s};
-    mp_status st = oom_run(path, o, &a);
+    mp_status st = run(path, o, &a);
     if (s.live != 0) {
       fprintf(stderr, "%s: %ld blocks leaked when failing call %ld\n", rel,
               s.live, k);
@@ -76,7 +115,7 @@ static void oom_model_with(const char *root, const char *rel,
 }
 
 static void oom_model(const char *root, const char *rel) {
-  oom_model_with(root, rel, NULL);
+  oom_model_with(root, rel, NULL, oom_run);
 }
 
 int main(int argc, char **argv) {
@@ -88,9 +127,21 @@ int main(int argc, char **argv) {
    * (Shape -> Gather -> Concat -> Reshape) and a warning. */
   mp_shape_binding sb = {"x", 4, {1, 3, 8, 8}};
   mp_load_opts o = {.shapes = &sb, .n_shapes = 1};
-  oom_model_with(root, "tests/data/dynamic.onnx.bin", &o);
+  oom_model_with(root, "tests/data/dynamic.onnx.bin", &o, oom_run);
   oom_model(root, "tests/data/opset_new.onnx.bin");
   oom_model(root, "tests/data/control.onnx.bin"); /* If and Loop bodies */
   oom_model(root, "tests/data/pipeline.json");    /* two models, merged */
+  /* The report files on top. */
+  char db[] = "/tmp/mplan_oom_XXXXXX";
+  int fd = mkstemp(db);
+  if (fd >= 0) close(fd);
+  remove(db); /* a fresh database, created and migrated on every pass */
+  oom_db = db;
+  mp_error err = {0};
+  CHECK(mp_graphviz_create(NULL, &oom_gv, &err) == MP_OK);
+  oom_model_with(root, "models/seed_example.json", NULL, oom_reports);
+  oom_model_with(root, "tests/data/input.12.csv", NULL, oom_reports);
+  remove(db);
+  mp_graphviz_destroy(oom_gv);
   return check_exit("test_oom");
 }

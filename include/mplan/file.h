@@ -21,4 +21,18 @@ mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
 mp_status mp_file_write(const char *path, const void *data, size_t len,
                         mp_error *err);
 
+/* One file of a group written together. */
+typedef struct mp_file_out {
+  const char *path;
+  const void *data;
+  size_t len;
+} mp_file_out;
+
+/* Writes several files all or nothing: every temporary is written first,
+ * and only when all of them are complete are they renamed over their
+ * targets; on any failure every temporary is removed and no target is
+ * touched. (A rename failing halfway through is reported; the renames
+ * already done stay, since the old contents are gone.) */
+mp_status mp_file_write_many(const mp_file_out *files, size_t n, mp_error *err);
+
 #endif /* MPLAN_FILE_H */

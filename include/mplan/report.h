@@ -38,4 +38,68 @@ mp_status mp_report_explain(const mp_model *m, const mp_plan *plan,
 mp_status mp_report_memmap(const mp_model *m, const mp_plan *plan,
                            const mp_report_opts *o, mp_buf *out, mp_error *err);
 
+/* ---- files for people and tools (issue 5) ----------------------------- */
+
+/* What a report records about the run besides the model and the plan.
+ * Every field may be NULL. */
+typedef struct mp_report_meta {
+  const char *model_sha256; /* 64 hex digits of the model file */
+  const char *options;      /* the command line as given, for the record */
+  const char *created_utc;  /* "2025-01-31T12:00:00Z"; NULL: now */
+} mp_report_meta;
+
+/* The lifetime dump of seed 001 section 2, one entry per buffer in buffer
+ * order: birth_op, last_use_op, size_bytes, plus first_use, last_use,
+ * padded_bytes, offset and class. YAML:
+ *   tensor_lifetime:
+ *     tensor_17:
+ *       birth_op: conv_3
+ *       ...
+ * JSON: {"mplan": "lifetime-dump/1", "model": ..., "tensor_lifetime":
+ * {"tensor_17": {"birth_op": "conv_3", ...}, ...}}. Ops unknown to the
+ * model (weights, problem files) are null. */
+mp_status mp_report_lifetimes_yaml(const mp_model *m, const mp_plan *plan,
+                                   mp_buf *out, mp_error *err);
+mp_status mp_report_lifetimes_json(const mp_model *m, const mp_plan *plan,
+                                   mp_buf *out, mp_error *err);
+
+/* The graph in Graphviz DOT, built with cgraph: ops as nodes, tensors as
+ * edges labelled with name, shape, dtype and bytes; tensors live at the
+ * peak highlighted (red), resident tensors dimmed (grey, dashed), ops of
+ * the peak interval filled. Models without a graph draw one node per
+ * event time and one edge per buffer from its first to its last time. */
+mp_status mp_report_dot(const mp_model *m, const mp_plan *plan, mp_buf *out,
+                        mp_error *err);
+
+/* Graphviz's layout and rendering context (gvc). Create ONE per process
+ * and share it for every drawing: Graphviz 2.42's text-measuring (pango)
+ * plugin keeps, in a static variable, a pointer into the font table of
+ * the context that measured text last, so a context created after
+ * another one was freed makes it read freed memory (found by ASan).
+ * Borrows a for the handle's lifetime. Returns an owned handle (release
+ * with mp_graphviz_destroy, at the end of the process). */
+typedef struct mp_graphviz mp_graphviz;
+mp_status mp_graphviz_create(const mp_alloc *a, mp_graphviz **out,
+                             mp_error *err);
+void mp_graphviz_destroy(mp_graphviz *gv);
+
+/* The same graph laid out with dot and rendered to SVG in-process with
+ * gv. Graphviz allocates with malloc, not with the model's allocator. */
+mp_status mp_report_svg(mp_graphviz *gv, const mp_model *m, const mp_plan *plan,
+                        mp_buf *out, mp_error *err);
+
+typedef struct mp_html_opts {
+  /* Largest graph (ops) whose SVG drawing is embedded; 0: 600. Layout
+   * time grows quickly with size, and a big drawing helps nobody. */
+  size_t svg_max_ops;
+  mp_graphviz *graphviz; /* borrowed; NULL: no drawing is embedded */
+} mp_html_opts;
+
+/* One self-contained HTML file: the viewer (viewer/, embedded at build
+ * time), the plan's data as JSON and the graph's SVG, all inline; it makes
+ * no network request. Borrows everything; o and meta may be NULL. */
+mp_status mp_report_html(const mp_model *m, const mp_plan *plan,
+                         const mp_report_meta *meta, const mp_html_opts *o,
+                         mp_buf *out, mp_error *err);
+
 #endif /* MPLAN_REPORT_H */

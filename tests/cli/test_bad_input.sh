@@ -16,6 +16,9 @@ check_one() { # command-name file expected-substring
   rm -f "$tmp/out.json"
   if [ "$cmd" = plan ]; then
     "$mplan" plan "$dir/$file" -o "$tmp/out.json" >"$tmp/stdout" 2>"$tmp/stderr"
+  elif [ "$cmd" = report ]; then
+    "$mplan" report "$dir/$file" --html "$tmp/out.json" --sqlite "$tmp/out.db" \
+      --lifetimes "$tmp/out.yaml" >"$tmp/stdout" 2>"$tmp/stderr"
   else
     "$mplan" "$cmd" "$dir/$file" >"$tmp/stdout" 2>"$tmp/stderr"
   fi
@@ -27,6 +30,7 @@ check_one() { # command-name file expected-substring
   [ "$lines" -eq 1 ] || why="$why; $lines lines on stderr, expected 1"
   [ -s "$tmp/stdout" ] && why="$why; output on stdout"
   [ -e "$tmp/out.json" ] && why="$why; an output file was written"
+  [ -e "$tmp/out.db" ] || [ -e "$tmp/out.yaml" ] && why="$why; a report file was written"
   grep -qF -- "$file" "$tmp/stderr" || why="$why; the message does not name the file"
   grep -qF -- "$want" "$tmp/stderr" || why="$why; the message lacks: $want"
   ls "$dir" | grep -q 'tmp~' && why="$why; a temporary file was left behind"
@@ -39,7 +43,7 @@ check_one() { # command-name file expected-substring
 
 while IFS=$'\t' read -r file want; do
   case "$file" in '#'* | '') continue ;; esac
-  for cmd in plan explain; do check_one "$cmd" "$file" "$want"; done
+  for cmd in plan explain report; do check_one "$cmd" "$file" "$want"; done
 done <"$dir/expect.tsv"
 
 echo "bad inputs: $count runs, $fail failed"

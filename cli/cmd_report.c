@@ -1,0 +1,208 @@
+/*
+ * cmd_report.c -- mplan report MODEL|PLAN.json [--html F] [--sqlite DB]
+ *                 [--dot F] [--svg F] [--lifetimes F.yaml|F.json]
+ * and the same report files for mplan plan (cli_write_files).
+ *
+ * Invariants:
+ *   1. All or nothing: every file is rendered in memory first; the SQLite
+ *      run is staged (its transaction open) next; then all files are
+ *      written as one group (mp_file_write_many); the run is committed
+ *      last. Any failure before the commit leaves no file and no run.
+ *   2. Two report flags naming the same file are a usage error: one would
+ *      silently replace the other.
+ *   3. A database file that this invocation created is left in place
+ *      (with its schema and no run) when a later step fails: another
+ *      process may have opened the new file meanwhile, and deleting it
+ *      could lose that writer's run.
+ */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "mplan/file.h"
+#include "mplan/report_db.h"
+#include "mplan/sha256.h"
+#include "mplan/units.h"
+
+static const char report_usage[] =
+    "usage: mplan report MODEL|PLAN.json [--html F] [--sqlite DB] [--dot F]\n"
+    "                    [--svg F] [--lifetimes F.yaml|F.json]\n"
+    "                    [planning flags of mplan plan]\n"
+    "Writes the plan's reports: --html a self-contained interactive page,\n"
+    "--sqlite appends the run to a history database (created if needed),\n"
+    "--dot and --svg the graph with the peak highlighted, --lifetimes the\n"
+    "lifetime dump (YAML or JSON by extension). Nothing is written unless\n"
+    "everything succeeds.\n";
+
+#define REPORT_FILES 6
+
+typedef struct report_job {
+  mp_file_out files[REPORT_FILES];
+  mp_buf bufs[REPORT_FILES];
+  size_t n;
+} report_job;
+
+bool cli_wants_files(const cli_opts *o) {
+  return o->html || o->sqlite || o->dot || o->svg || o->lifetimes;
+}
+
+static void report_utc(char *buf, size_t cap) {
+  time_t now = time(NULL);
+  struct tm tm;
+  if (!gmtime_r(&now, &tm) || !strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+    snprintf(buf, cap, "%s", "1970-01-01T00:00:00Z");
+  }
+}
+
+/* "plan m.json --html r.html": the command line, for the run record. */
+static void report_options(int argc, char **argv, mp_buf *out) {
+  for (int i = 1; i < argc; i++) {
+    if (i > 1) mp_buf_puts(out, " ");
+    bool quote = strpbrk(argv[i], " \t'\"") != NULL || !*argv[i];
+    mp_buf_printf(out, quote ? "'%s'" : "%s", argv[i]);
+  }
+}
+
+static mp_status report_distinct(const cli_opts *o, mp_error *err) {
+  const char *paths[] = {o->output, o->html, o->sqlite,
+                         o->dot,    o->svg,  o->lifetimes};
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+    for (size_t j = i + 1; paths[i] && j < sizeof paths / sizeof *paths; j++) {
+      if (paths[j] && strcmp(paths[i], paths[j]) == 0) {
+        return mp_error_set(err, MP_ERR_BAD_INPUT,
+                            "mplan %s: '%s' is named by two output options",
+                            o->cmd, paths[i]);
+      }
+    }
+  }
+  return MP_OK;
+}
+
+/* Adds an output file whose text the caller renders into the returned
+ * buffer, or NULL when path is NULL. */
+static mp_buf *report_add(report_job *j, const char *path) {
+  if (!path) return NULL;
+  mp_buf *b = &j->bufs[j->n];
+  j->files[j->n++].path = path;
+  return b;
+}
+
+/* One Graphviz context serves the process (see mp_graphviz_create). */
+static mp_status report_render(const cli_opts *o, const mp_model *m,
+                               const mp_plan *plan, const mp_report_meta *meta,
+                               report_job *j, mp_error *err) {
+  mp_graphviz *gv = NULL;
+  mp_status st = MP_OK;
+  mp_buf *b;
+  if (o->html || o->svg) st = mp_graphviz_create(NULL, &gv, err);
+  if (st == MP_OK && (b = report_add(j, o->html))) {
+    mp_html_opts ho = {.graphviz = gv};
+    st = mp_report_html(m, plan, meta, &ho, b, err);
+  }
+  if (st == MP_OK && (b = report_add(j, o->dot))) {
+    st = mp_report_dot(m, plan, b, err);
+  }
+  if (st == MP_OK && (b = report_add(j, o->svg))) {
+    st = mp_report_svg(gv, m, plan, b, err);
+  }
+  if (st == MP_OK && (b = report_add(j, o->lifetimes))) {
+    const char *ext = strrchr(o->lifetimes, '.');
+    st = strcmp(ext, ".json") == 0 ? mp_report_lifetimes_json(m, plan, b, err)
+                                   : mp_report_lifetimes_yaml(m, plan, b, err);
+  }
+  mp_graphviz_destroy(gv);
+  return st;
+}
+
+static void report_log(report_job *j, int64_t run_id, const cli_opts *o,
+                       mp_buf *log) {
+  char human[MP_FMT_MAX];
+  for (size_t k = 0; k < j->n; k++) {
+    mp_buf_printf(log, "wrote %s", j->files[k].path);
+    if (j->files[k].path != o->output) {
+      mp_buf_printf(log, " (%s)", mp_fmt_bytes(human, j->files[k].len));
+    }
+    mp_buf_puts(log, "\n");
+  }
+  if (o->sqlite) {
+    mp_buf_printf(log, "appended run %lld to %s\n", (long long)run_id,
+                  o->sqlite);
+  }
+}
+
+mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
+                          const mp_model *m, const mp_plan *plan,
+                          const mp_buf *plan_json, mp_buf *log, mp_error *err) {
+  report_job j;
+  mp_buf options;
+  char sha[MP_SHA256_HEX], utc[32];
+  mp_report_db *db = NULL;
+  int64_t run_id = 0;
+  memset(&j, 0, sizeof j);
+  for (size_t k = 0; k < REPORT_FILES; k++) mp_buf_init(&j.bufs[k], NULL);
+  mp_buf_init(&options, NULL);
+  report_options(argc, argv, &options);
+  mp_status st = report_distinct(o, err);
+  if (st == MP_OK) st = mp_buf_status(&options, "options", err);
+  if (st == MP_OK && (o->html || o->sqlite)) {
+    st = mp_sha256_file(mp_model_path(m), NULL, sha, err);
+  }
+  report_utc(utc, sizeof utc);
+  mp_report_meta meta = {sha, mp_buf_str(&options), utc};
+  if (st == MP_OK) st = report_render(o, m, plan, &meta, &j, err);
+  if (st == MP_OK && o->output) {
+    j.files[j.n].path = o->output;
+    j.files[j.n].data = plan_json->data;
+    j.files[j.n++].len = plan_json->len;
+  }
+  for (size_t k = 0; k < j.n && j.files[k].path != o->output; k++) {
+    j.files[k].data = j.bufs[k].data;
+    j.files[k].len = j.bufs[k].len;
+  }
+  if (st == MP_OK && o->sqlite)
+    st = mp_report_db_open(o->sqlite, NULL, &db, err);
+  if (st == MP_OK && db) {
+    st = mp_report_db_stage(db, m, plan, &meta, &run_id, err);
+  }
+  if (st == MP_OK) st = mp_file_write_many(j.files, j.n, err);
+  if (st == MP_OK && db) st = mp_report_db_commit(db, err);
+  if (st == MP_OK && log) report_log(&j, run_id, o, log);
+  mp_report_db_destroy(db);
+  for (size_t k = 0; k < REPORT_FILES; k++) mp_buf_free(&j.bufs[k]);
+  mp_buf_free(&options);
+  return st;
+}
+
+int cli_report(int argc, char **argv) {
+  cli_opts o;
+  mp_error err = {0};
+  mp_model *m = NULL;
+  mp_plan *plan = NULL;
+  mp_buf log;
+  int rc = 0;
+  if (cli_wants_help(argc, argv)) return cli_print(report_usage) ? 0 : 2;
+  mp_buf_init(&log, NULL);
+  mp_status st = cli_parse(argc, argv, 2, "report",
+                           CLI_F_PLANNING | CLI_F_FILES, &o, &err);
+  if (st == MP_OK && !cli_wants_files(&o)) {
+    st = mp_error_set(&err, MP_ERR_BAD_INPUT,
+                      "mplan report: nothing to write: give --html, "
+                      "--sqlite, --dot, --svg or --lifetimes");
+  }
+  if (st == MP_OK) st = cli_load_and_plan(&o, true, &m, &plan, &err);
+  if (st == MP_OK) st = mp_report_summary(m, plan, &log, &err);
+  if (st == MP_OK) {
+    st = cli_write_files(&o, argc, argv, m, plan, NULL, &log, &err);
+  }
+  if (st == MP_OK) {
+    if (!cli_print(mp_buf_str(&log))) rc = 2;
+  } else {
+    rc = cli_fail(st, &err);
+  }
+  mp_buf_free(&log);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+  return rc;
+}

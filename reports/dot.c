@@ -1,0 +1,445 @@
+/*
+ * dot.c -- the graph as Graphviz DOT and SVG, built with cgraph and laid
+ * out and rendered in-process with gvc. No DOT text is printed by hand:
+ * cgraph quotes and escapes every id and attribute.
+ *
+ * A graph model draws ops as nodes and tensors as edges from the producer
+ * to each consumer, labelled "name / shape dtype / bytes"; graph inputs,
+ * weights and retained state without a producer get a source node, and
+ * outputs and unread tensors a sink node, so that every tensor is an edge.
+ * A model without a graph (lifetime table, CSV, plan) draws one node per
+ * event time and one edge per buffer from its first to its last time.
+ *
+ * Invariants:
+ *   1. Node ids carry a prefix saying what they are ("op:", "in:", "w:",
+ *      "out:", "t:"), so an op and a tensor of the same name never merge.
+ *   2. An op reading a tensor twice gets one edge (mp_op_first_read).
+ *   3. Tensors live at some peak step are red and thick, resident ones
+ *      grey and dashed, ops of a peak interval filled: the same sets as
+ *      the explanation and the HTML (report_peak_mask).
+ *   4. Graphviz keeps its error level in a global and prints to stderr by
+ *      default; around our calls the level is raised to AGMAX (messages
+ *      are only recorded), the last message becomes our one-line error,
+ *      and the old level is restored. The graph is closed on every path.
+ *   5. One gvc context serves every drawing of a process (mp_graphviz):
+ *      Graphviz's pango plugin caches a pointer into the font table of
+ *      the context it measured text with last.
+ */
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mplan/report.h"
+#include "mplan/units.h"
+#include "report_util.h"
+
+#define DOT_PEAK_COLOR "#d62728"
+#define DOT_DIM_COLOR "#b0b0b0"
+#define DOT_NAME_MAX 256   /* an escaped name in a label (longer: cut) */
+#define DOT_LABEL_MAX 1024 /* a whole label: several names fit */
+
+typedef struct dot_ctx {
+  const mp_model *m;
+  const mp_plan *plan;
+  const mp_problem *p;
+  const mp_graph *graph;
+  const mp_alloc *a;
+  Agraph_t *g;
+  Agnode_t **op_node; /* by op index (graphs) */
+  bool *peak;         /* by buffer: live at a peak step */
+  bool *peak_op;      /* by op index: runs in a peak interval */
+  bool ok;            /* false once a cgraph call failed */
+} dot_ctx;
+
+/* cgraph takes char * but copies (agstrdup) and never writes through it. */
+static char *dot_s(const char *s) {
+  return (char *)(uintptr_t)s;
+}
+
+static int dot_putstr(void *chan, const char *str) {
+  mp_buf_puts(chan, str);
+  return 0;
+}
+
+static int dot_flush(void *chan) {
+  (void)chan;
+  return 0;
+}
+
+static void dot_set(dot_ctx *c, void *obj, const char *name,
+                    const char *value) {
+  if (obj && agsafeset(obj, dot_s(name), dot_s(value), dot_s("")) != 0) {
+    c->ok = false;
+  }
+}
+
+/* Copies s into buf, doubling backslashes: Graphviz reads "\n", "\N" and
+ * friends in labels as escapes, and a tensor name must print as itself. */
+static void dot_escape(const char *s, char *buf, size_t cap) {
+  size_t n = 0;
+  for (; *s && n + 2 < cap; s++) {
+    if (*s == '\\') buf[n++] = '\\';
+    buf[n++] = *s;
+  }
+  buf[n] = '\0';
+}
+
+/* Creates node prefix+name; label is in Graphviz escape syntax already. */
+static Agnode_t *dot_node(dot_ctx *c, const char *prefix, const char *name,
+                          const char *label) {
+  /* Ids are never cut (two long names must not merge): a long one is
+   * built in an allocated buffer. */
+  char small[DOT_LABEL_MAX], *id = small;
+  size_t need = strlen(prefix) + strlen(name) + 1;
+  if (need > sizeof small) id = mp_malloc(c->a, need);
+  if (!id) {
+    c->ok = false;
+    return NULL;
+  }
+  size_t lp = strlen(prefix);
+  memcpy(id, prefix, lp);
+  memcpy(id + lp, name, need - lp); /* with the NUL */
+  Agnode_t *n = agnode(c->g, id, 1);
+  if (id != small) mp_free(c->a, id);
+  if (!n) {
+    c->ok = false;
+    return NULL;
+  }
+  dot_set(c, n, "label", label);
+  return n;
+}
+
+static void dot_defaults(dot_ctx *c) {
+  static const char *const graph_attrs[][2] = {
+      {"rankdir", "TB"},    {"fontname", "Helvetica"}, {"labelloc", "t"},
+      {"fontsize", "16"},   {"nodesep", "0.3"},        {"ranksep", "0.35"},
+      {"bgcolor", "white"},
+  };
+  static const char *const node_attrs[][2] = {
+      {"shape", "box"},          {"style", "rounded,filled"},
+      {"fillcolor", "#eef3fb"},  {"color", "#4a6fa5"},
+      {"fontname", "Helvetica"}, {"fontsize", "11"},
+  };
+  static const char *const edge_attrs[][2] = {
+      {"fontname", "Helvetica"},
+      {"fontsize", "9"},
+      {"color", "#4a6fa5"},
+      {"arrowsize", "0.6"},
+  };
+  for (size_t i = 0; i < sizeof graph_attrs / sizeof *graph_attrs; i++) {
+    if (!agattr(c->g, AGRAPH, dot_s(graph_attrs[i][0]),
+                dot_s(graph_attrs[i][1]))) {
+      c->ok = false;
+    }
+  }
+  for (size_t i = 0; i < sizeof node_attrs / sizeof *node_attrs; i++) {
+    if (!agattr(c->g, AGNODE, dot_s(node_attrs[i][0]),
+                dot_s(node_attrs[i][1]))) {
+      c->ok = false;
+    }
+  }
+  for (size_t i = 0; i < sizeof edge_attrs / sizeof *edge_attrs; i++) {
+    if (!agattr(c->g, AGEDGE, dot_s(edge_attrs[i][0]),
+                dot_s(edge_attrs[i][1]))) {
+      c->ok = false;
+    }
+  }
+}
+
+static void dot_title(dot_ctx *c) {
+  const mp_plan_summary *s = mp_plan_summary_of(c->plan);
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], title[DOT_LABEL_MAX], esc[DOT_LABEL_MAX];
+  snprintf(title, sizeof title,
+           "%s: arena %s, lower bound %s (red: live at the peak; grey: "
+           "resident)",
+           mp_model_name(c->m), mp_fmt_bytes(a, s->arena_bytes),
+           mp_fmt_bytes(b, s->lower_bound_bytes));
+  dot_escape(title, esc, sizeof esc);
+  dot_set(c, c->g, "label", esc);
+}
+
+/* Styles an edge (or a source node) after the buffer it stands for. */
+static void dot_style(dot_ctx *c, void *obj, size_t i, bool edge) {
+  const mp_buffer *b = mp_problem_buffer(c->p, i);
+  if (c->peak[i]) {
+    dot_set(c, obj, "color", DOT_PEAK_COLOR);
+    dot_set(c, obj, "fontcolor", DOT_PEAK_COLOR);
+    dot_set(c, obj, edge ? "penwidth" : "fillcolor", edge ? "2.5" : "#fde0dd");
+  } else if (b->cls != MP_CLASS_ACTIVATION) {
+    dot_set(c, obj, "color", DOT_DIM_COLOR);
+    dot_set(c, obj, "fontcolor", "#909090");
+    dot_set(c, obj, "style", edge ? "dashed" : "filled,dashed");
+    if (!edge) dot_set(c, obj, "fillcolor", "#f4f4f4");
+  }
+}
+
+static void dot_edge_label(dot_ctx *c, size_t i, char *buf, size_t cap) {
+  const mp_buffer *b = mp_problem_buffer(c->p, i);
+  char shape[128], bytes[MP_FMT_MAX], esc[DOT_NAME_MAX];
+  const char *dtype = report_dtype(c->m, i);
+  report_shape(c->m, i, shape, sizeof shape);
+  dot_escape(b->name, esc, sizeof esc);
+  if (*shape || dtype) {
+    snprintf(buf, cap, "%s\\n%s %s\\n%s", esc, shape, dtype ? dtype : "",
+             mp_fmt_bytes(bytes, b->size));
+  } else {
+    snprintf(buf, cap, "%s\\n%s", esc, mp_fmt_bytes(bytes, b->size));
+  }
+}
+
+static void dot_edge(dot_ctx *c, Agnode_t *from, Agnode_t *to, size_t i) {
+  if (!from || !to) return;
+  const mp_buffer *b = mp_problem_buffer(c->p, i);
+  Agedge_t *e = agedge(c->g, from, to, dot_s(b->name), 1);
+  if (!e) {
+    c->ok = false;
+    return;
+  }
+  char label[DOT_LABEL_MAX];
+  dot_edge_label(c, i, label, sizeof label);
+  dot_set(c, e, "label", label);
+  dot_style(c, e, i, true);
+}
+
+static void dot_ops(dot_ctx *c) {
+  size_t n_ops = mp_graph_op_count(c->graph);
+  for (size_t k = 0; k < n_ops && c->ok; k++) {
+    uint32_t op = mp_model_step_op_index(c->m, k);
+    const mp_op *o = mp_graph_op(c->graph, op);
+    char label[DOT_LABEL_MAX], esc[DOT_NAME_MAX], type[128];
+    dot_escape(o->name, esc, sizeof esc);
+    dot_escape(o->type, type, sizeof type);
+    snprintf(label, sizeof label, "%s\\n%s (step %zu)", esc, type, k);
+    Agnode_t *n = dot_node(c, "op:", o->name, label);
+    c->op_node[op] = n;
+    if (n && c->peak_op[op]) {
+      dot_set(c, n, "fillcolor", "#fde0dd");
+      dot_set(c, n, "color", DOT_PEAK_COLOR);
+      dot_set(c, n, "penwidth", "2");
+    }
+  }
+}
+
+/* The node a tensor without a producer starts from. */
+static Agnode_t *dot_source(dot_ctx *c, size_t i, const mp_tensor *t) {
+  const char *prefix = t->kind == MP_TENSOR_WEIGHT ? "w:" : "in:";
+  char esc[DOT_NAME_MAX];
+  dot_escape(t->name, esc, sizeof esc);
+  Agnode_t *n = dot_node(c, prefix, t->name, esc);
+  if (!n) return NULL;
+  dot_set(c, n, "shape", t->kind == MP_TENSOR_WEIGHT ? "note" : "ellipse");
+  dot_set(c, n, "fontsize", "9");
+  dot_style(c, n, i, false);
+  return n;
+}
+
+static void dot_tensor(dot_ctx *c, size_t i) {
+  const mp_tensor *t = mp_graph_tensor(c->graph, i);
+  if (t->producer < 0 && t->n_consumers == 0) return; /* unused constant */
+  Agnode_t *from =
+      t->producer >= 0 ? c->op_node[t->producer] : dot_source(c, i, t);
+  /* consumers lists each op once, however often it reads t. */
+  for (uint32_t k = 0; k < t->n_consumers; k++) {
+    dot_edge(c, from, c->op_node[t->consumers[k]], i);
+  }
+  if (t->kind == MP_TENSOR_OUTPUT || t->n_consumers == 0) {
+    char esc[DOT_NAME_MAX];
+    dot_escape(t->kind == MP_TENSOR_OUTPUT ? t->name : "", esc, sizeof esc);
+    Agnode_t *sink = dot_node(c, "out:", t->name, esc);
+    dot_set(c, sink, "shape",
+            t->kind == MP_TENSOR_OUTPUT ? "doubleoctagon" : "point");
+    dot_set(c, sink, "fontsize", "9");
+    dot_edge(c, from, sink, i);
+  }
+}
+
+static void dot_graph_model(dot_ctx *c) {
+  dot_ops(c);
+  for (size_t i = 0; i < mp_graph_tensor_count(c->graph) && c->ok; i++) {
+    dot_tensor(c, i);
+  }
+}
+
+static int dot_time_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static Agnode_t *dot_time_node(dot_ctx *c, int64_t t) {
+  char id[64], label[DOT_LABEL_MAX], op[DOT_NAME_MAX], esc[DOT_NAME_MAX];
+  snprintf(id, sizeof id, "%" PRId64, t);
+  report_step_op(c->m, t, op, sizeof op);
+  dot_escape(op, esc, sizeof esc);
+  snprintf(label, sizeof label, "%s %" PRId64 "%s%s", report_time_word(c->m), t,
+           *esc ? "\\n" : "", esc);
+  return dot_node(c, "t:", id, label);
+}
+
+/* Lifetime tables, CSVs and plans: one node per distinct first/last time,
+ * one edge per buffer; node lookup by binary search in the sorted times. */
+static void dot_problem_model(dot_ctx *c, int64_t *times) {
+  size_t n = mp_problem_count(c->p), k = 0;
+  for (size_t i = 0; i < n; i++) {
+    times[k++] = mp_problem_buffer(c->p, i)->first;
+    times[k++] = mp_problem_buffer(c->p, i)->last;
+  }
+  qsort(times, k, sizeof *times, dot_time_cmp);
+  size_t u = 0;
+  for (size_t j = 0; j < k; j++) {
+    if (u == 0 || times[u - 1] != times[j]) times[u++] = times[j];
+  }
+  for (size_t j = 0; j < u && c->ok; j++) dot_time_node(c, times[j]);
+  for (size_t i = 0; i < n && c->ok; i++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, i);
+    char id[64];
+    snprintf(id, sizeof id, "t:%" PRId64, b->first);
+    Agnode_t *from = agnode(c->g, id, 0);
+    snprintf(id, sizeof id, "t:%" PRId64, b->last);
+    dot_edge(c, from, agnode(c->g, id, 0), i);
+  }
+}
+
+static void dot_mark_peak_ops(dot_ctx *c) {
+  const mp_profile *prof = mp_plan_profile(c->plan);
+  if (!c->graph || prof->peak == 0) return;
+  int64_t steps = (int64_t)mp_model_steps(c->m);
+  for (size_t k = 0; k < prof->n_peaks; k++) {
+    const mp_segment *s = &prof->segs[prof->peaks[k]];
+    for (int64_t t = s->first < 0 ? 0 : s->first; t <= s->last && t < steps;
+         t++) {
+      c->peak_op[mp_model_step_op_index(c->m, (size_t)t)] = true;
+    }
+  }
+}
+
+static mp_status dot_gv_error(mp_error *err, const char *path,
+                              const char *what) {
+  const char *last = aglasterr();
+  char line[256] = "";
+  if (last) {
+    size_t n = strcspn(last, "\r\n");
+    snprintf(line, sizeof line, ": %.*s", (int)(n < 200 ? n : 200), last);
+  }
+  return mp_error_set(err, MP_ERR_INTERNAL, "%s: graphviz could not %s%s", path,
+                      what, line);
+}
+
+/* Builds the graph into c->g with the given I/O discipline. */
+static mp_status dot_build(dot_ctx *c, Agdisc_t *disc, mp_error *err) {
+  size_t n = mp_problem_count(c->p);
+  size_t n_ops = c->graph ? mp_graph_op_count(c->graph) : 0;
+  int64_t *times = NULL;
+  c->peak = mp_calloc(c->a, n ? n : 1, sizeof *c->peak);
+  c->op_node = mp_calloc(c->a, n_ops ? n_ops : 1, sizeof *c->op_node);
+  c->peak_op = mp_calloc(c->a, n_ops ? n_ops : 1, sizeof *c->peak_op);
+  if (!c->graph) times = mp_calloc(c->a, n ? 2 * n : 1, sizeof *times);
+  if (!c->peak || !c->op_node || !c->peak_op || (!c->graph && !times)) {
+    mp_free(c->a, times);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: DOT: out of memory",
+                        mp_model_path(c->m));
+  }
+  report_peak_mask(c->plan, c->peak);
+  dot_mark_peak_ops(c);
+  c->g = agopen(dot_s(mp_model_name(c->m)), Agdirected, disc);
+  c->ok = c->g != NULL;
+  if (c->ok) {
+    dot_defaults(c);
+    dot_title(c);
+  }
+  if (c->ok && c->graph) dot_graph_model(c);
+  if (c->ok && !c->graph) dot_problem_model(c, times);
+  mp_free(c->a, times);
+  if (!c->ok) return dot_gv_error(err, mp_model_path(c->m), "build the graph");
+  return MP_OK;
+}
+
+static void dot_release(dot_ctx *c) {
+  if (c->g) agclose(c->g);
+  mp_free(c->a, c->peak);
+  mp_free(c->a, c->op_node);
+  mp_free(c->a, c->peak_op);
+}
+
+static void dot_init(dot_ctx *c, const mp_model *m, const mp_plan *plan) {
+  memset(c, 0, sizeof *c);
+  c->m = m;
+  c->plan = plan;
+  c->p = mp_plan_problem(plan);
+  c->graph = mp_model_graph(m);
+  c->a = mp_problem_alloc(c->p);
+}
+
+mp_status mp_report_dot(const mp_model *m, const mp_plan *plan, mp_buf *out,
+                        mp_error *err) {
+  Agiodisc_t io = {AgIoDisc.afread, dot_putstr, dot_flush};
+  Agdisc_t disc = {&AgMemDisc, &AgIdDisc, &io};
+  dot_ctx c;
+  dot_init(&c, m, plan);
+  agerrlevel_t old = agseterr(AGMAX);
+  mp_status st = dot_build(&c, &disc, err);
+  if (st == MP_OK && agwrite(c.g, out) != 0) {
+    st = dot_gv_error(err, mp_model_path(m), "write DOT");
+  }
+  dot_release(&c);
+  agseterr(old);
+  if (st != MP_OK) return st;
+  return mp_buf_status(out, "DOT", err);
+}
+
+struct mp_graphviz {
+  const mp_alloc *alloc;
+  GVC_t *gvc;
+};
+
+mp_status mp_graphviz_create(const mp_alloc *a, mp_graphviz **out,
+                             mp_error *err) {
+  mp_graphviz *gv = mp_calloc(a, 1, sizeof *gv);
+  if (!gv) return mp_error_set(err, MP_ERR_NOMEM, "graphviz: out of memory");
+  gv->alloc = a;
+  agerrlevel_t old = agseterr(AGMAX);
+  gv->gvc = gvContext();
+  agseterr(old);
+  if (!gv->gvc) {
+    mp_free(a, gv);
+    return mp_error_set(err, MP_ERR_INTERNAL,
+                        "graphviz: no layout context (are the Graphviz "
+                        "plugins installed?)");
+  }
+  *out = gv;
+  return MP_OK;
+}
+
+void mp_graphviz_destroy(mp_graphviz *gv) {
+  if (!gv) return;
+  gvFreeContext(gv->gvc);
+  mp_free(gv->alloc, gv);
+}
+
+mp_status mp_report_svg(mp_graphviz *gv, const mp_model *m, const mp_plan *plan,
+                        mp_buf *out, mp_error *err) {
+  dot_ctx c;
+  char *data = NULL;
+  unsigned int len = 0;
+  GVC_t *gvc = gv->gvc;
+  dot_init(&c, m, plan);
+  agerrlevel_t old = agseterr(AGMAX);
+  mp_status st = dot_build(&c, NULL, err);
+  bool laid = false;
+  if (st == MP_OK) {
+    laid = gvLayout(gvc, c.g, "dot") == 0;
+    if (!laid) st = dot_gv_error(err, mp_model_path(m), "lay out the graph");
+  }
+  if (st == MP_OK && gvRenderData(gvc, c.g, "svg", &data, &len) != 0) {
+    st = dot_gv_error(err, mp_model_path(m), "render SVG");
+  }
+  if (st == MP_OK) mp_buf_append(out, data, len);
+  if (data) gvFreeRenderData(data);
+  if (laid) gvFreeLayout(gvc, c.g);
+  dot_release(&c);
+  agseterr(old);
+  if (st != MP_OK) return st;
+  return mp_buf_status(out, "SVG", err);
+}

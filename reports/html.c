@@ -1,0 +1,408 @@
+/*
+ * html.c -- the self-contained HTML report: the viewer of viewer/ (its
+ * page, stylesheet and script, embedded into the binary at build time by
+ * cmake/embed.cmake), the plan as one JSON document, and the graph drawn
+ * by Graphviz, all inline in one file that makes no network request.
+ *
+ * The page template carries markers that are replaced in order:
+ *   <!--MPLAN:TITLE-->  the model name, HTML-escaped
+ *   <!--MPLAN:CSS-->    viewer.css inside <style>
+ *   <!--MPLAN:SVG-->    the graph's <svg> element (or a note)
+ *   <!--MPLAN:DATA-->   the data as <script type="application/json">
+ *   <!--MPLAN:JS-->     viewer.js inside <script>
+ *
+ * Invariants:
+ *   1. Nothing the page loads comes from outside the file: the template's
+ *      Content-Security-Policy allows no source but inline, and the
+ *      browser test counts requests.
+ *   2. No data can end a <script> element early: every '<' in the JSON
+ *      is written as \u003c (valid JSON, invisible to the HTML parser),
+ *      and an embedded script containing "</script" is refused.
+ *   3. The data is columnar (one array per field) so that a 10,000-op
+ *      graph stays a few MB and parses in milliseconds.
+ *   4. Buffer order in the data is the problem's buffer order, the same
+ *      as in plan JSON, the SQLite tables and the lifetime dump.
+ */
+#include <cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mplan/report.h"
+#include "mplan/units.h"
+#include "report_util.h"
+#include "viewer_assets.h"
+
+#define HTML_SVG_MAX_DEFAULT 600
+
+typedef struct html_ctx {
+  const mp_model *m;
+  const mp_plan *plan;
+  const mp_problem *p;
+  const mp_report_meta *meta;
+  bool *peak;
+  bool ok;
+} html_ctx;
+
+/* ---- the data document --------------------------------------------------- */
+
+static void html_num(html_ctx *c, cJSON *o, const char *key, double v) {
+  if (!cJSON_AddNumberToObject(o, key, v)) c->ok = false;
+}
+
+static void html_str(html_ctx *c, cJSON *o, const char *key, const char *v) {
+  if (!(v ? cJSON_AddStringToObject(o, key, v) : cJSON_AddNullToObject(o, key)))
+    c->ok = false;
+}
+
+static cJSON *html_obj(html_ctx *c, cJSON *parent, const char *key) {
+  cJSON *o = parent ? cJSON_AddObjectToObject(parent, key) : NULL;
+  if (!o) c->ok = false;
+  return o;
+}
+
+static cJSON *html_arr(html_ctx *c, cJSON *parent, const char *key) {
+  cJSON *o = parent ? cJSON_AddArrayToObject(parent, key) : NULL;
+  if (!o) c->ok = false;
+  return o;
+}
+
+static void html_push(html_ctx *c, cJSON *arr, cJSON *item) {
+  if (!arr || !item || !cJSON_AddItemToArray(arr, item)) {
+    cJSON_Delete(item);
+    c->ok = false;
+  }
+}
+
+static void html_push_num(html_ctx *c, cJSON *arr, double v) {
+  html_push(c, arr, cJSON_CreateNumber(v));
+}
+
+static void html_push_str(html_ctx *c, cJSON *arr, const char *v) {
+  html_push(c, arr, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+
+static void html_model(html_ctx *c, cJSON *root) {
+  const mp_report_meta *meta = c->meta;
+  char utc[32];
+  html_str(c, root, "mplan", "report/1");
+  html_str(c, root, "tool", "mplan " MP_VERSION);
+  if (meta && meta->created_utc) {
+    snprintf(utc, sizeof utc, "%s", meta->created_utc);
+  } else {
+    report_utc_now(utc, sizeof utc);
+  }
+  html_str(c, root, "created_utc", utc);
+  html_str(c, root, "options", meta ? meta->options : NULL);
+  html_str(c, root, "time_unit", report_time_word(c->m));
+  cJSON *m = html_obj(c, root, "model");
+  if (!m) return;
+  html_str(c, m, "path", mp_model_path(c->m));
+  html_str(c, m, "name", mp_model_name(c->m));
+  html_str(c, m, "format", mp_model_format_name(mp_model_format_of(c->m)));
+  html_str(c, m, "sha256", meta ? meta->model_sha256 : NULL);
+  html_str(c, m, "backend", mp_model_backend_name(c->m));
+  html_str(c, m, "order", mp_model_order_name(c->m));
+  const mp_graph *g = mp_model_graph(c->m);
+  html_num(c, m, "ops", g ? (double)mp_graph_op_count(g) : 0);
+  cJSON *dims = html_obj(c, m, "dims");
+  for (size_t i = 0; dims && g && i < mp_graph_dim_count(g); i++) {
+    html_num(c, dims, mp_graph_dim_name(g, i),
+             (double)mp_graph_dim_value(g, i));
+  }
+}
+
+static void html_summary(html_ctx *c, cJSON *root) {
+  const mp_plan_summary *s = mp_plan_summary_of(c->plan);
+  cJSON *o = html_obj(c, root, "summary");
+  int64_t t0, t1;
+  if (!o) return;
+  mp_problem_span(c->p, &t0, &t1);
+  html_num(c, o, "arena_bytes", (double)s->arena_bytes);
+  html_num(c, o, "lower_bound_bytes", (double)s->lower_bound_bytes);
+  html_num(c, o, "resident_bytes", (double)s->resident_bytes);
+  html_num(c, o, "retained_bytes", (double)s->retained_bytes);
+  html_num(c, o, "activation_peak_bytes", (double)s->activation_peak_bytes);
+  html_num(c, o, "no_reuse_bytes", (double)s->no_reuse_bytes);
+  html_num(c, o, "alignment_waste_bytes", (double)s->alignment_waste_bytes);
+  html_num(c, o, "activation_base", (double)report_activation_base(c->plan));
+  html_num(c, o, "plan_ms", s->plan_ms);
+  html_str(c, o, "strategy", s->strategy);
+  html_num(c, o, "span_first", (double)t0);
+  html_num(c, o, "span_last", (double)t1);
+  html_num(c, o, "buffers", (double)mp_problem_count(c->p));
+}
+
+static void html_steps(html_ctx *c, cJSON *root) {
+  cJSON *o = html_obj(c, root, "steps");
+  cJSON *op = html_arr(c, o, "op"), *type = html_arr(c, o, "type");
+  for (size_t k = 0; c->ok && k < mp_model_steps(c->m); k++) {
+    html_push_str(c, op, mp_model_step_op(c->m, k));
+    html_push_str(c, type, mp_model_step_type(c->m, k));
+  }
+}
+
+static void html_profile(html_ctx *c, cJSON *root) {
+  const mp_profile *prof = mp_plan_profile(c->plan);
+  cJSON *o = html_obj(c, root, "segments");
+  cJSON *first = html_arr(c, o, "first"), *last = html_arr(c, o, "last");
+  cJSON *live = html_arr(c, o, "live"), *count = html_arr(c, o, "count");
+  for (size_t k = 0; c->ok && k < prof->n_segs; k++) {
+    html_push_num(c, first, (double)prof->segs[k].first);
+    html_push_num(c, last, (double)prof->segs[k].last);
+    html_push_num(c, live, (double)prof->segs[k].live);
+    html_push_num(c, count, (double)prof->segs[k].count);
+  }
+  cJSON *pk = html_obj(c, root, "peak");
+  html_num(c, pk, "bytes", (double)prof->peak);
+  cJSON *iv = html_arr(c, pk, "intervals");
+  for (size_t k = 0; c->ok && prof->peak && k < prof->n_peaks; k++) {
+    const mp_segment *s = &prof->segs[prof->peaks[k]];
+    cJSON *pair = cJSON_CreateArray();
+    html_push(c, iv, pair);
+    html_push_num(c, pair, (double)s->first);
+    html_push_num(c, pair, (double)s->last);
+  }
+}
+
+enum {
+  HB_NAME,
+  HB_KIND,
+  HB_CLASS,
+  HB_DTYPE,
+  HB_SHAPE,
+  HB_SIZE,
+  HB_PADDED,
+  HB_ALIGN,
+  HB_OFFSET,
+  HB_FIRST,
+  HB_LAST,
+  HB_PRODUCER,
+  HB_CONSUMER,
+  HB_PEAK,
+  HB_COUNT
+};
+
+static const char *const html_buffer_keys[HB_COUNT] = {
+    "name",  "kind",   "cls",   "dtype", "shape",    "size",     "padded",
+    "align", "offset", "first", "last",  "producer", "consumer", "peak"};
+
+static void html_buffer(html_ctx *c, cJSON **col, size_t i) {
+  const mp_buffer *b = mp_problem_buffer(c->p, i);
+  char shape[256];
+  report_shape(c->m, i, shape, sizeof shape);
+  html_push_str(c, col[HB_NAME], b->name);
+  html_push_str(c, col[HB_KIND], report_kind(c->m, i));
+  html_push_str(c, col[HB_CLASS], mp_class_name(b->cls));
+  html_push_str(c, col[HB_DTYPE], report_dtype(c->m, i));
+  html_push_str(c, col[HB_SHAPE], *shape ? shape : NULL);
+  html_push_num(c, col[HB_SIZE], (double)b->size);
+  html_push_num(c, col[HB_PADDED], (double)b->padded);
+  html_push_num(c, col[HB_ALIGN], (double)b->alignment);
+  html_push_num(c, col[HB_OFFSET],
+                (double)mp_plan_placements(c->plan)[i].offset);
+  html_push_num(c, col[HB_FIRST], (double)b->first);
+  html_push_num(c, col[HB_LAST], (double)b->last);
+  html_push_str(c, col[HB_PRODUCER], mp_model_producer(c->m, i));
+  html_push_str(c, col[HB_CONSUMER], mp_model_last_consumer(c->m, i));
+  html_push_num(c, col[HB_PEAK], c->peak[i] ? 1 : 0);
+}
+
+static void html_buffers(html_ctx *c, cJSON *root) {
+  cJSON *o = html_obj(c, root, "buffers");
+  cJSON *col[HB_COUNT];
+  for (int k = 0; k < HB_COUNT; k++)
+    col[k] = html_arr(c, o, html_buffer_keys[k]);
+  report_peak_mask(c->plan, c->peak);
+  for (size_t i = 0; c->ok && i < mp_problem_count(c->p); i++) {
+    html_buffer(c, col, i);
+  }
+}
+
+/* The whole data document as text (owned, release with cJSON_free). */
+static char *html_data(html_ctx *c, const char *graph_note) {
+  cJSON *root = cJSON_CreateObject();
+  c->ok = root != NULL;
+  if (c->ok) html_model(c, root);
+  if (c->ok) html_summary(c, root);
+  if (c->ok) html_steps(c, root);
+  if (c->ok) html_profile(c, root);
+  if (c->ok) html_buffers(c, root);
+  if (c->ok) html_str(c, root, "graph_note", graph_note);
+  /* No verification runs exist yet; the viewer shows the section when
+   * this holds a list of events. */
+  if (c->ok && !cJSON_AddNullToObject(root, "verification")) c->ok = false;
+  char *text = c->ok ? cJSON_PrintUnformatted(root) : NULL;
+  cJSON_Delete(root);
+  return text;
+}
+
+/* ---- assembly ------------------------------------------------------------ */
+
+static void html_escape(mp_buf *out, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+      case '<':
+        mp_buf_puts(out, "&lt;");
+        break;
+      case '>':
+        mp_buf_puts(out, "&gt;");
+        break;
+      case '&':
+        mp_buf_puts(out, "&amp;");
+        break;
+      case '"':
+        mp_buf_puts(out, "&quot;");
+        break;
+      default:
+        mp_buf_append(out, s, 1);
+    }
+  }
+}
+
+/* Appends JSON text with every '<' as \u003c (invariant 2). */
+static void html_json(mp_buf *out, const char *json) {
+  const char *p = json;
+  for (const char *lt; (lt = strchr(p, '<')); p = lt + 1) {
+    mp_buf_append(out, p, (size_t)(lt - p));
+    mp_buf_puts(out, "\\u003c");
+  }
+  mp_buf_puts(out, p);
+}
+
+/* The <svg> element of Graphviz's output, without the XML prolog. */
+static void html_svg(mp_buf *out, const mp_buf *svg) {
+  const char *start = strstr(mp_buf_str(svg), "<svg");
+  if (start) mp_buf_puts(out, start);
+}
+
+typedef struct html_part {
+  const char *marker;
+  int what;
+} html_part;
+
+enum { HP_TITLE, HP_CSS, HP_SVG, HP_DATA, HP_JS };
+
+static void html_fill(html_ctx *c, int what, const char *data,
+                      const mp_buf *svg, const char *note, mp_buf *out) {
+  switch (what) {
+    case HP_TITLE:
+      html_escape(out, mp_model_name(c->m));
+      break;
+    case HP_CSS:
+      mp_buf_puts(out, "<style>\n");
+      mp_buf_append(out, mp_viewer_css, mp_viewer_css_len);
+      mp_buf_puts(out, "</style>");
+      break;
+    case HP_DATA:
+      mp_buf_puts(out, "<script type=\"application/json\" id=\"mplan-data\">");
+      html_json(out, data);
+      mp_buf_puts(out, "</script>");
+      break;
+    case HP_SVG:
+      if (svg->len) {
+        html_svg(out, svg);
+      } else {
+        mp_buf_puts(out, "<p class=\"note\">");
+        html_escape(out, note);
+        mp_buf_puts(out, "</p>");
+      }
+      break;
+    default:
+      mp_buf_puts(out, "<script>\n");
+      mp_buf_append(out, mp_viewer_js, mp_viewer_js_len);
+      mp_buf_puts(out, "</script>");
+  }
+}
+
+static mp_status html_assemble(html_ctx *c, const char *data, const mp_buf *svg,
+                               const char *note, mp_buf *out, mp_error *err) {
+  static const html_part parts[] = {{"<!--MPLAN:TITLE-->", HP_TITLE},
+                                    {"<!--MPLAN:CSS-->", HP_CSS},
+                                    {"<!--MPLAN:SVG-->", HP_SVG},
+                                    {"<!--MPLAN:DATA-->", HP_DATA},
+                                    {"<!--MPLAN:JS-->", HP_JS}};
+  const char *p = mp_viewer_html;
+  if (strstr(mp_viewer_js, "</script") || strstr(mp_viewer_css, "</style")) {
+    return mp_error_set(err, MP_ERR_INTERNAL,
+                        "viewer: the embedded script or style closes its own "
+                        "element");
+  }
+  for (size_t k = 0; k < sizeof parts / sizeof *parts; k++) {
+    const char *at = strstr(p, parts[k].marker);
+    if (!at) {
+      return mp_error_set(err, MP_ERR_INTERNAL,
+                          "viewer/index.html: marker %s is missing or out of "
+                          "order",
+                          parts[k].marker);
+    }
+    mp_buf_append(out, p, (size_t)(at - p));
+    html_fill(c, parts[k].what, data, svg, note, out);
+    p = at + strlen(parts[k].marker);
+  }
+  mp_buf_puts(out, p);
+  return MP_OK;
+}
+
+/* The graph drawing, unless the graph is too big to be worth laying out
+ * (then *note says so). A layout failure is not fatal to the page. */
+static mp_status html_graph(html_ctx *c, const mp_html_opts *o, mp_buf *svg,
+                            char *note, size_t cap, mp_error *err) {
+  const mp_graph *g = mp_model_graph(c->m);
+  size_t size = g ? mp_graph_op_count(g) : mp_problem_count(c->p);
+  size_t max = o && o->svg_max_ops ? o->svg_max_ops : HTML_SVG_MAX_DEFAULT;
+  if (!o || !o->graphviz) {
+    snprintf(note, cap, "The graph was not drawn for this report.");
+    return MP_OK;
+  }
+  if (size > max) {
+    snprintf(note, cap,
+             "The graph has %zu %s, more than the %zu drawn inline; write "
+             "it with --dot or --svg to view it on its own.",
+             size, g ? "ops" : "buffers", max);
+    return MP_OK;
+  }
+  mp_error gv = {0};
+  mp_status st = mp_report_svg(o->graphviz, c->m, c->plan, svg, &gv);
+  if (st == MP_ERR_NOMEM) {
+    *err = gv;
+    return st;
+  }
+  if (st != MP_OK) {
+    svg->len = 0;
+    snprintf(note, cap, "The graph could not be drawn: %.400s", gv.msg);
+  }
+  return MP_OK;
+}
+
+mp_status mp_report_html(const mp_model *m, const mp_plan *plan,
+                         const mp_report_meta *meta, const mp_html_opts *o,
+                         mp_buf *out, mp_error *err) {
+  const mp_problem *p = mp_plan_problem(plan);
+  const mp_alloc *a = mp_problem_alloc(p);
+  html_ctx c = {m, plan, p, meta, NULL, true};
+  char note[512] = "";
+  char *data = NULL;
+  mp_buf svg;
+  mp_buf_init(&svg, a);
+  size_t n = mp_problem_count(p);
+  c.peak = mp_calloc(a, n ? n : 1, sizeof *c.peak);
+  mp_status st =
+      c.peak ? MP_OK
+             : mp_error_set(err, MP_ERR_NOMEM, "%s: HTML: out of memory",
+                            mp_model_path(m));
+  if (st == MP_OK) st = html_graph(&c, o, &svg, note, sizeof note, err);
+  if (st == MP_OK) st = mp_buf_status(&svg, "HTML graph", err);
+  if (st == MP_OK) {
+    data = html_data(&c, *note ? note : NULL);
+    if (!data) {
+      st = mp_error_set(err, MP_ERR_NOMEM, "%s: HTML: out of memory",
+                        mp_model_path(m));
+    }
+  }
+  if (st == MP_OK) st = html_assemble(&c, data, &svg, note, out, err);
+  cJSON_free(data);
+  mp_buf_free(&svg);
+  mp_free(a, c.peak);
+  if (st != MP_OK) return st;
+  return mp_buf_status(out, "HTML", err);
+}

@@ -1,0 +1,782 @@
+/*
+ * sqlite.c -- the SQLite run history: schema, forward migrations and the
+ * one-transaction append of a run (docs/report-schema.md).
+ *
+ * State of a handle:
+ *
+ *     open --stage--> staged --commit--> open
+ *                       |
+ *                       +--destroy / error--> rolled back
+ *
+ * Invariants:
+ *   1. A run and all of its rows are written inside one BEGIN IMMEDIATE
+ *      transaction; on any error it is rolled back, so readers see whole
+ *      runs or nothing. Rows are only ever inserted, never updated.
+ *   2. The database is in WAL mode with a busy timeout: a second writer
+ *      waits for the first instead of failing (tested with two processes).
+ *   3. schema_version holds one row per applied migration; migrations run
+ *      in order inside one IMMEDIATE transaction that re-reads the version
+ *      first, so two processes opening a fresh file migrate it once.
+ *   4. Every value is bound as a parameter; no SQL is assembled from data.
+ *   5. live_set rows exist for every activation at every recorded step it
+ *      is live; recorded steps are every step for models with ops, and
+ *      every time at which some buffer starts or ends being live for
+ *      problem files (between two such times nothing changes).
+ */
+#include <cJSON.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mplan/report_db.h"
+#include "report_db_internal.h"
+#include "report_util.h"
+
+#define DB_BUSY_MS 60000
+
+struct mp_report_db {
+  const mp_alloc *alloc;
+  char *path;
+  sqlite3 *db;
+  int version;
+  bool staged; /* a write transaction is open */
+};
+
+/* ---- schema -------------------------------------------------------------- */
+
+/* Version 1: the tables. */
+static const char db_v1[] =
+    "CREATE TABLE run (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  tool_version TEXT NOT NULL,\n"
+    "  created_utc TEXT NOT NULL,\n"
+    "  model_path TEXT NOT NULL,\n"
+    "  model_sha256 TEXT,\n"
+    "  model_name TEXT NOT NULL,\n"
+    "  model_format TEXT NOT NULL,\n"
+    "  backend TEXT NOT NULL,\n"
+    "  strategy TEXT NOT NULL,\n"
+    "  order_name TEXT NOT NULL,\n"
+    "  dims TEXT NOT NULL,\n"
+    "  options TEXT,\n"
+    "  time_unit TEXT NOT NULL,\n"
+    "  steps INTEGER,\n"
+    "  span_first INTEGER NOT NULL,\n"
+    "  span_last INTEGER NOT NULL,\n"
+    "  buffers INTEGER NOT NULL,\n"
+    "  arena_bytes INTEGER NOT NULL,\n"
+    "  lower_bound_bytes INTEGER NOT NULL,\n"
+    "  resident_bytes INTEGER NOT NULL,\n"
+    "  retained_bytes INTEGER NOT NULL,\n"
+    "  activation_peak_bytes INTEGER NOT NULL,\n"
+    "  no_reuse_bytes INTEGER NOT NULL,\n"
+    "  alignment_waste_bytes INTEGER NOT NULL,\n"
+    "  plan_ms REAL NOT NULL);\n"
+    "CREATE TABLE tensor (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  idx INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  class TEXT NOT NULL,\n"
+    "  dtype TEXT,\n"
+    "  shape TEXT,\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  producer TEXT,\n"
+    "  last_consumer TEXT,\n"
+    "  consumers TEXT,\n"
+    "  first_use INTEGER NOT NULL,\n"
+    "  last_use INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (run_id, idx)) WITHOUT ROWID;\n"
+    "CREATE TABLE step (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  step INTEGER NOT NULL,\n"
+    "  last_step INTEGER NOT NULL,\n"
+    "  op TEXT,\n"
+    "  op_type TEXT,\n"
+    "  kernel TEXT,\n"
+    "  live_bytes INTEGER NOT NULL,\n"
+    "  live_count INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (run_id, step)) WITHOUT ROWID;\n"
+    "CREATE TABLE placement (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  tensor_idx INTEGER NOT NULL,\n"
+    "  region TEXT NOT NULL,\n"
+    "  offset INTEGER NOT NULL,\n"
+    "  size INTEGER NOT NULL,\n"
+    "  padded_size INTEGER NOT NULL,\n"
+    "  alignment INTEGER NOT NULL,\n"
+    "  alignment_waste INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (run_id, tensor_idx)) WITHOUT ROWID;\n"
+    "CREATE TABLE live_set (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  step INTEGER NOT NULL,\n"
+    "  tensor_idx INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (run_id, step, tensor_idx)) WITHOUT ROWID;\n"
+    "CREATE TABLE peak_interval (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  first_step INTEGER NOT NULL,\n"
+    "  last_step INTEGER NOT NULL,\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  tensors INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n"
+    "CREATE TABLE pass (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  detail TEXT,\n"
+    "  ops_before INTEGER,\n"
+    "  ops_after INTEGER,\n"
+    "  tensors_before INTEGER,\n"
+    "  tensors_after INTEGER,\n"
+    "  saved_bytes INTEGER,\n"
+    "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n"
+    "CREATE TABLE verification_event (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  tensor TEXT,\n"
+    "  op TEXT,\n"
+    "  step INTEGER,\n"
+    "  byte_first INTEGER,\n"
+    "  byte_last INTEGER,\n"
+    "  detail TEXT,\n"
+    "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
+
+/* Version 2: views for the common questions. */
+static const char db_v2[] =
+    "CREATE VIEW run_summary AS SELECT\n"
+    "  r.id AS run_id, r.created_utc, r.model_path,\n"
+    "  substr(r.model_sha256, 1, 12) AS sha256_12, r.strategy,\n"
+    "  r.order_name, r.backend, r.arena_bytes, r.resident_bytes,\n"
+    "  r.activation_peak_bytes, r.lower_bound_bytes,\n"
+    "  r.activation_peak_bytes - r.lower_bound_bytes AS overhead_bytes,\n"
+    "  round(100.0 * (r.activation_peak_bytes - r.lower_bound_bytes)\n"
+    "        / nullif(r.lower_bound_bytes, 0), 2) AS overhead_pct,\n"
+    "  r.alignment_waste_bytes, r.plan_ms, r.buffers\n"
+    "FROM run r;\n"
+    "CREATE VIEW live_at_peak AS SELECT\n"
+    "  p.run_id, p.seq AS peak_seq, p.first_step AS peak_step,\n"
+    "  s.op AS peak_op, t.name AS tensor, pl.padded_size AS bytes,\n"
+    "  round(100.0 * pl.padded_size / p.bytes, 1) AS peak_pct,\n"
+    "  t.first_use, t.last_use, t.producer, t.last_consumer,\n"
+    "  CASE\n"
+    "    WHEN t.kind = 'output' THEN 'graph output: kept to the end'\n"
+    "    WHEN t.first_use = p.first_step AND t.last_use = p.first_step\n"
+    "      THEN 'born here' || coalesce(', read by ' || t.last_consumer, '')\n"
+    "    WHEN t.last_use = p.first_step\n"
+    "      THEN 'last read here' || coalesce(' by ' || t.last_consumer, '')\n"
+    "    WHEN t.last_consumer IS NOT NULL\n"
+    "      THEN 'read later by ' || t.last_consumer || ' (step '\n"
+    "           || t.last_use || ')'\n"
+    "    ELSE 'live until ' || t.last_use\n"
+    "  END AS why_alive\n"
+    "FROM peak_interval p\n"
+    "JOIN live_set ls ON ls.run_id = p.run_id AND ls.step = p.first_step\n"
+    "JOIN tensor t ON t.run_id = ls.run_id AND t.idx = ls.tensor_idx\n"
+    "JOIN placement pl ON pl.run_id = t.run_id AND pl.tensor_idx = t.idx\n"
+    "LEFT JOIN step s ON s.run_id = p.run_id AND s.step = p.first_step;\n"
+    "CREATE VIEW alignment_waste AS SELECT\n"
+    "  pl.run_id, t.name AS tensor, t.kind, t.class, pl.size,\n"
+    "  pl.padded_size, pl.alignment, pl.alignment_waste AS waste_bytes,\n"
+    "  pl.offset\n"
+    "FROM placement pl\n"
+    "JOIN tensor t ON t.run_id = pl.run_id AND t.idx = pl.tensor_idx\n"
+    "WHERE pl.alignment_waste > 0;\n"
+    "CREATE VIEW top_tensors AS SELECT\n"
+    "  t.run_id, row_number() OVER (PARTITION BY t.run_id\n"
+    "    ORDER BY pl.padded_size DESC, t.idx) AS rank,\n"
+    "  t.name AS tensor, t.kind, t.class, t.dtype, t.shape,\n"
+    "  pl.padded_size AS bytes, t.first_use, t.last_use,\n"
+    "  t.last_use - t.first_use + 1 AS lifetime, pl.offset\n"
+    "FROM tensor t\n"
+    "JOIN placement pl ON pl.run_id = t.run_id AND pl.tensor_idx = t.idx;\n"
+    "CREATE INDEX run_by_model ON run(model_sha256, created_utc);\n";
+
+static const char *const db_migrations[] = {db_v1, db_v2};
+#define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
+
+_Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
+               "one migration per schema version");
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static mp_status db_fail(mp_report_db *h, const char *what, mp_error *err) {
+  int code = sqlite3_errcode(h->db);
+  mp_status st = code == SQLITE_NOMEM ? MP_ERR_NOMEM : MP_ERR_IO;
+  if (code == SQLITE_NOTADB) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: not an SQLite database (%s)", h->path,
+                        sqlite3_errmsg(h->db));
+  }
+  return mp_error_set(err, st, "%s: sqlite: %s: %s", h->path, what,
+                      sqlite3_errmsg(h->db));
+}
+
+static mp_status db_exec(mp_report_db *h, const char *sql, const char *what,
+                         mp_error *err) {
+  if (sqlite3_exec(h->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+    return db_fail(h, what, err);
+  }
+  return MP_OK;
+}
+
+/* Runs a query returning one integer; *out is 0 when it returns no row. */
+static mp_status db_int(mp_report_db *h, const char *sql, int64_t *out,
+                        mp_error *err) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(h->db, sql, -1, &s, NULL) != SQLITE_OK) {
+    return db_fail(h, "reading the schema", err);
+  }
+  int rc = sqlite3_step(s);
+  *out = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+  sqlite3_finalize(s);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    return db_fail(h, "reading the schema", err);
+  }
+  return MP_OK;
+}
+
+/* ---- open and migrate ---------------------------------------------------- */
+
+/* Switching a fresh file to WAL needs an exclusive lock, and SQLite does
+ * not call the busy handler for it (a second process opening the same
+ * new file gets SQLITE_BUSY at once): so retry here, for as long as the
+ * busy timeout allows. Once the file is in WAL mode the pragma is a
+ * no-op that returns "wal". */
+static mp_status db_wal(mp_report_db *h, mp_error *err) {
+  for (int waited = 0;; waited += 10) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(h->db, "PRAGMA journal_mode=WAL", -1, &s, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ROW) return MP_OK;
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited >= DB_BUSY_MS) {
+      return db_fail(h, "setting WAL mode", err);
+    }
+    sqlite3_sleep(10);
+  }
+}
+
+static mp_status db_current_version(mp_report_db *h, int64_t *version,
+                                    mp_error *err) {
+  int64_t has_table = 0, n_objects = 0;
+  mp_status st = db_int(h,
+                        "SELECT count(*) FROM sqlite_schema WHERE "
+                        "type = 'table' AND name = 'schema_version'",
+                        &has_table, err);
+  if (st == MP_OK && !has_table) {
+    st = db_int(h, "SELECT count(*) FROM sqlite_schema", &n_objects, err);
+    if (st == MP_OK && n_objects > 0) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s: not an mplan report database (it has tables "
+                          "but no schema_version table)",
+                          h->path);
+    }
+    *version = 0;
+    return st;
+  }
+  if (st == MP_OK) {
+    st = db_int(h, "SELECT max(version) FROM schema_version", version, err);
+  }
+  return st;
+}
+
+static mp_status db_apply(mp_report_db *h, int v, mp_error *err) {
+  char utc[32];
+  report_utc_now(utc, sizeof utc);
+  mp_status st = db_exec(h, db_migrations[v - 1], "migrating the schema", err);
+  sqlite3_stmt *s = NULL;
+  if (st == MP_OK &&
+      sqlite3_prepare_v2(h->db,
+                         "INSERT INTO schema_version (version, applied_utc, "
+                         "tool_version) VALUES (?, ?, ?)",
+                         -1, &s, NULL) != SQLITE_OK) {
+    st = db_fail(h, "migrating the schema", err);
+  }
+  if (st == MP_OK) {
+    sqlite3_bind_int(s, 1, v);
+    sqlite3_bind_text(s, 2, utc, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, MP_VERSION, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+      st = db_fail(h, "migrating the schema", err);
+    }
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+/* Migrates to version want inside one IMMEDIATE transaction (invariant 3).
+ */
+static mp_status db_migrate(mp_report_db *h, int want, mp_error *err) {
+  int64_t v = 0;
+  mp_status st = db_exec(h, "BEGIN IMMEDIATE", "locking for migration", err);
+  if (st != MP_OK) return st;
+  st = db_current_version(h, &v, err);
+  if (st == MP_OK && v > DB_KNOWN) {
+    st = mp_error_set(err, MP_ERR_UNSUPPORTED,
+                      "%s: schema version %" PRId64
+                      " is newer than this mplan (which knows versions "
+                      "1..%d); use a newer mplan",
+                      h->path, v, DB_KNOWN);
+  }
+  if (st == MP_OK && v == 0) {
+    st = db_exec(h,
+                 "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+                 "applied_utc TEXT NOT NULL, tool_version TEXT NOT NULL)",
+                 "creating the schema", err);
+  }
+  for (int k = (int)v + 1; st == MP_OK && k <= want; k++) {
+    st = db_apply(h, k, err);
+  }
+  if (st == MP_OK) st = db_exec(h, "COMMIT", "committing the migration", err);
+  if (st != MP_OK) {
+    sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+  }
+  h->version = v > want ? (int)v : want;
+  return MP_OK;
+}
+
+mp_status report_db_open_version(const char *path, const mp_alloc *a,
+                                 int version, mp_report_db **out,
+                                 mp_error *err) {
+  mp_report_db *h = mp_calloc(a, 1, sizeof *h);
+  if (!h) return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", path);
+  h->alloc = a;
+  h->path = mp_strdup(a, path);
+  if (!h->path) {
+    mp_free(a, h);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", path);
+  }
+  mp_status st = MP_OK;
+  int rc = sqlite3_open_v2(path, &h->db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+  if (rc != SQLITE_OK) {
+    st = h->db ? db_fail(h, "opening", err)
+               : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", path);
+  }
+  if (st == MP_OK) sqlite3_extended_result_codes(h->db, 0);
+  if (st == MP_OK && sqlite3_busy_timeout(h->db, DB_BUSY_MS) != SQLITE_OK) {
+    st = db_fail(h, "setting the busy timeout", err);
+  }
+  if (st == MP_OK) st = db_exec(h, "PRAGMA foreign_keys=ON", "opening", err);
+  if (st == MP_OK) st = db_wal(h, err);
+  if (st == MP_OK) st = db_migrate(h, version, err);
+  if (st != MP_OK) {
+    mp_report_db_destroy(h);
+    return st;
+  }
+  *out = h;
+  return MP_OK;
+}
+
+mp_status mp_report_db_open(const char *path, const mp_alloc *a,
+                            mp_report_db **out, mp_error *err) {
+  return report_db_open_version(path, a, MP_REPORT_DB_VERSION, out, err);
+}
+
+void mp_report_db_destroy(mp_report_db *db) {
+  if (!db) return;
+  if (db->staged) sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_close(db->db); /* every statement is finalized by now */
+  mp_free(db->alloc, db->path);
+  mp_free(db->alloc, db);
+}
+
+int mp_report_db_version(const mp_report_db *db) {
+  return db->version;
+}
+
+/* ---- staging a run ------------------------------------------------------- */
+
+typedef struct db_run {
+  mp_report_db *h;
+  const mp_model *m;
+  const mp_plan *plan;
+  const mp_problem *p;
+  const mp_report_meta *meta;
+  int64_t run_id;
+  uint32_t *step_of; /* graphs: op index -> step */
+  mp_error *err;
+} db_run;
+
+static mp_status db_prepare(db_run *r, const char *sql, sqlite3_stmt **s) {
+  if (sqlite3_prepare_v2(r->h->db, sql, -1, s, NULL) != SQLITE_OK) {
+    return db_fail(r->h, "preparing an insert", r->err);
+  }
+  return MP_OK;
+}
+
+/* Steps the insert s once and resets it for the next row. */
+static mp_status db_row(db_run *r, sqlite3_stmt *s, const char *table) {
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  if (rc != SQLITE_DONE) return db_fail(r->h, table, r->err);
+  return MP_OK;
+}
+
+static void db_text(sqlite3_stmt *s, int k, const char *v) {
+  if (v) {
+    sqlite3_bind_text(s, k, v, -1, SQLITE_TRANSIENT);
+  } else {
+    sqlite3_bind_null(s, k);
+  }
+}
+
+static void db_size(sqlite3_stmt *s, int k, size_t v) {
+  /* Sizes above 2^63 cannot come from a validated plan; clamp for SQL. */
+  sqlite3_bind_int64(s, k, v > INT64_MAX ? INT64_MAX : (int64_t)v);
+}
+
+/* {"N": 1, ...} for a graph's dims, {} otherwise. Owned (cJSON_free). */
+static char *db_dims_json(const mp_model *m) {
+  const mp_graph *g = mp_model_graph(m);
+  cJSON *o = cJSON_CreateObject();
+  bool ok = o != NULL;
+  for (size_t i = 0; ok && g && i < mp_graph_dim_count(g); i++) {
+    ok = cJSON_AddNumberToObject(o, mp_graph_dim_name(g, i),
+                                 (double)mp_graph_dim_value(g, i)) != NULL;
+  }
+  char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  return text;
+}
+
+static mp_status db_insert_run(db_run *r) {
+  static const char sql[] =
+      "INSERT INTO run (tool_version, created_utc, model_path, model_sha256, "
+      "model_name, model_format, backend, strategy, order_name, dims, "
+      "options, time_unit, steps, span_first, span_last, buffers, "
+      "arena_bytes, lower_bound_bytes, resident_bytes, retained_bytes, "
+      "activation_peak_bytes, no_reuse_bytes, alignment_waste_bytes, "
+      "plan_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  const mp_plan_summary *s = mp_plan_summary_of(r->plan);
+  const mp_report_meta *meta = r->meta;
+  char utc[32];
+  int64_t t0, t1;
+  sqlite3_stmt *st = NULL;
+  char *dims = db_dims_json(r->m);
+  if (!dims) {
+    return mp_error_set(r->err, MP_ERR_NOMEM, "%s: out of memory", r->h->path);
+  }
+  mp_status rc = db_prepare(r, sql, &st);
+  if (rc == MP_OK) {
+    if (meta && meta->created_utc) {
+      snprintf(utc, sizeof utc, "%s", meta->created_utc);
+    } else {
+      report_utc_now(utc, sizeof utc);
+    }
+    mp_problem_span(r->p, &t0, &t1);
+    int k = 1;
+    db_text(st, k++, MP_VERSION);
+    db_text(st, k++, utc);
+    db_text(st, k++, mp_model_path(r->m));
+    db_text(st, k++, meta ? meta->model_sha256 : NULL);
+    db_text(st, k++, mp_model_name(r->m));
+    db_text(st, k++, mp_model_format_name(mp_model_format_of(r->m)));
+    db_text(st, k++, mp_model_backend_name(r->m));
+    db_text(st, k++, s->strategy);
+    db_text(st, k++, mp_model_order_name(r->m));
+    db_text(st, k++, dims);
+    db_text(st, k++, meta ? meta->options : NULL);
+    db_text(st, k++, report_time_word(r->m));
+    if (mp_model_steps(r->m)) {
+      db_size(st, k++, mp_model_steps(r->m));
+    } else {
+      sqlite3_bind_null(st, k++);
+    }
+    sqlite3_bind_int64(st, k++, t0);
+    sqlite3_bind_int64(st, k++, t1);
+    db_size(st, k++, mp_problem_count(r->p));
+    db_size(st, k++, s->arena_bytes);
+    db_size(st, k++, s->lower_bound_bytes);
+    db_size(st, k++, s->resident_bytes);
+    db_size(st, k++, s->retained_bytes);
+    db_size(st, k++, s->activation_peak_bytes);
+    db_size(st, k++, s->no_reuse_bytes);
+    db_size(st, k++, s->alignment_waste_bytes);
+    sqlite3_bind_double(st, k++, s->plan_ms);
+    rc = db_row(r, st, "inserting the run");
+  }
+  sqlite3_finalize(st);
+  cJSON_free(dims);
+  if (rc == MP_OK) r->run_id = sqlite3_last_insert_rowid(r->h->db);
+  return rc;
+}
+
+/* The consumers of buffer i in step order as a JSON array, or NULL (no
+ * graph, or out of memory: *oom tells which). Owned (cJSON_free). */
+static char *db_consumers(db_run *r, size_t i, bool *oom) {
+  const mp_tensor *t = report_tensor(r->m, i);
+  *oom = false;
+  if (!t) return NULL;
+  const mp_graph *g = mp_model_graph(r->m);
+  cJSON *arr = cJSON_CreateArray();
+  bool ok = arr != NULL;
+  /* consumers are few per tensor: a selection by step is fine. */
+  uint32_t prev = 0;
+  for (uint32_t k = 0; ok && k < t->n_consumers; k++) {
+    uint32_t best = UINT32_MAX, op = 0;
+    for (uint32_t j = 0; j < t->n_consumers; j++) {
+      uint32_t sj = r->step_of[t->consumers[j]];
+      if ((k == 0 || sj > prev) && sj < best) {
+        best = sj;
+        op = t->consumers[j];
+      }
+    }
+    prev = best;
+    cJSON *name = cJSON_CreateString(mp_graph_op(g, op)->name);
+    ok = name && cJSON_AddItemToArray(arr, name);
+    if (name && !ok) cJSON_Delete(name);
+  }
+  char *text = ok ? cJSON_PrintUnformatted(arr) : NULL;
+  cJSON_Delete(arr);
+  *oom = text == NULL;
+  return text;
+}
+
+static mp_status db_insert_tensors(db_run *r) {
+  static const char tsql[] =
+      "INSERT INTO tensor (run_id, idx, name, kind, class, dtype, shape, "
+      "bytes, producer, last_consumer, consumers, first_use, last_use) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  static const char psql[] =
+      "INSERT INTO placement (run_id, tensor_idx, region, offset, size, "
+      "padded_size, alignment, alignment_waste) VALUES (?,?,?,?,?,?,?,?)";
+  sqlite3_stmt *ts = NULL, *ps = NULL;
+  const mp_placement *pl = mp_plan_placements(r->plan);
+  mp_status st = db_prepare(r, tsql, &ts);
+  if (st == MP_OK) st = db_prepare(r, psql, &ps);
+  for (size_t i = 0; st == MP_OK && i < mp_problem_count(r->p); i++) {
+    const mp_buffer *b = mp_problem_buffer(r->p, i);
+    char shape[256];
+    bool oom;
+    char *cons = db_consumers(r, i, &oom);
+    if (oom) {
+      st = mp_error_set(r->err, MP_ERR_NOMEM, "%s: out of memory", r->h->path);
+      break;
+    }
+    report_shape(r->m, i, shape, sizeof shape);
+    sqlite3_bind_int64(ts, 1, r->run_id);
+    db_size(ts, 2, i);
+    db_text(ts, 3, b->name);
+    db_text(ts, 4, report_kind(r->m, i));
+    db_text(ts, 5, mp_class_name(b->cls));
+    db_text(ts, 6, report_dtype(r->m, i));
+    db_text(ts, 7, *shape ? shape : NULL);
+    db_size(ts, 8, b->size);
+    db_text(ts, 9, mp_model_producer(r->m, i));
+    db_text(ts, 10, mp_model_last_consumer(r->m, i));
+    db_text(ts, 11, cons);
+    sqlite3_bind_int64(ts, 12, b->first);
+    sqlite3_bind_int64(ts, 13, b->last);
+    st = db_row(r, ts, "inserting a tensor");
+    cJSON_free(cons);
+    if (st != MP_OK) break;
+    sqlite3_bind_int64(ps, 1, r->run_id);
+    db_size(ps, 2, i);
+    db_text(ps, 3, "arena");
+    db_size(ps, 4, pl[i].offset);
+    db_size(ps, 5, b->size);
+    db_size(ps, 6, b->padded);
+    db_size(ps, 7, b->alignment);
+    db_size(ps, 8, b->padded - b->size);
+    st = db_row(r, ps, "inserting a placement");
+  }
+  sqlite3_finalize(ts);
+  sqlite3_finalize(ps);
+  return st;
+}
+
+static int db_time_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The recorded steps (invariant 5), sorted and distinct, into times. */
+static size_t db_times(db_run *r, int64_t *times) {
+  int64_t t0, t1;
+  size_t n = 0, steps = mp_model_steps(r->m);
+  mp_problem_span(r->p, &t0, &t1);
+  if (steps) {
+    for (size_t k = 0; k < steps; k++) times[n++] = (int64_t)k;
+    return n;
+  }
+  times[n++] = t0;
+  for (size_t i = 0; i < mp_problem_count(r->p); i++) {
+    const mp_buffer *b = mp_problem_buffer(r->p, i);
+    if (b->cls != MP_CLASS_ACTIVATION) continue;
+    times[n++] = b->first;
+    if (b->last < t1) times[n++] = b->last + 1;
+  }
+  qsort(times, n, sizeof *times, db_time_cmp);
+  size_t u = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (u == 0 || times[u - 1] != times[k]) times[u++] = times[k];
+  }
+  return u;
+}
+
+/* Index of the first time >= t. */
+static size_t db_lower(const int64_t *times, size_t n, int64_t t) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (times[mid] < t) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+static mp_status db_insert_live(db_run *r, const int64_t *times, size_t n,
+                                size_t *count) {
+  static const char sql[] =
+      "INSERT INTO live_set (run_id, step, tensor_idx) VALUES (?,?,?)";
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql, &s);
+  for (size_t i = 0; st == MP_OK && i < mp_problem_count(r->p); i++) {
+    const mp_buffer *b = mp_problem_buffer(r->p, i);
+    if (b->cls != MP_CLASS_ACTIVATION) continue;
+    for (size_t k = db_lower(times, n, b->first);
+         st == MP_OK && k < n && times[k] <= b->last; k++) {
+      count[k]++;
+      sqlite3_bind_int64(s, 1, r->run_id);
+      sqlite3_bind_int64(s, 2, times[k]);
+      db_size(s, 3, i);
+      st = db_row(r, s, "inserting a live set");
+    }
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status db_insert_steps(db_run *r, const int64_t *times, size_t n,
+                                 const size_t *count) {
+  static const char sql[] =
+      "INSERT INTO step (run_id, step, last_step, op, op_type, kernel, "
+      "live_bytes, live_count) VALUES (?,?,?,?,?,NULL,?,?)";
+  const mp_profile *prof = mp_plan_profile(r->plan);
+  int64_t t0, t1;
+  sqlite3_stmt *s = NULL;
+  mp_problem_span(r->p, &t0, &t1);
+  mp_status st = db_prepare(r, sql, &s);
+  for (size_t k = 0; st == MP_OK && k < n; k++) {
+    int64_t t = times[k];
+    size_t seg = mp_profile_find(prof, t);
+    sqlite3_bind_int64(s, 1, r->run_id);
+    sqlite3_bind_int64(s, 2, t);
+    sqlite3_bind_int64(s, 3, k + 1 < n ? times[k + 1] - 1 : t1);
+    db_text(s, 4, t >= 0 ? mp_model_step_op(r->m, (size_t)t) : NULL);
+    db_text(s, 5, t >= 0 ? mp_model_step_type(r->m, (size_t)t) : NULL);
+    db_size(s, 6, seg < prof->n_segs ? prof->segs[seg].live : 0);
+    db_size(s, 7, count[k]);
+    st = db_row(r, s, "inserting a step");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status db_insert_peaks(db_run *r) {
+  static const char sql[] =
+      "INSERT INTO peak_interval (run_id, seq, first_step, last_step, bytes, "
+      "tensors) VALUES (?,?,?,?,?,?)";
+  const mp_profile *prof = mp_plan_profile(r->plan);
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql, &s);
+  for (size_t k = 0; st == MP_OK && prof->peak && k < prof->n_peaks; k++) {
+    const mp_segment *seg = &prof->segs[prof->peaks[k]];
+    sqlite3_bind_int64(s, 1, r->run_id);
+    db_size(s, 2, k);
+    sqlite3_bind_int64(s, 3, seg->first);
+    sqlite3_bind_int64(s, 4, seg->last);
+    db_size(s, 5, prof->peak);
+    db_size(s, 6, seg->count);
+    st = db_row(r, s, "inserting a peak interval");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status db_insert_timeline(db_run *r) {
+  size_t n = mp_problem_count(r->p), steps = mp_model_steps(r->m);
+  size_t cap = steps ? steps : 2 * n + 1;
+  int64_t *times = mp_calloc(r->h->alloc, cap, sizeof *times);
+  size_t *count = mp_calloc(r->h->alloc, cap, sizeof *count);
+  mp_status st = MP_OK;
+  if (!times || !count) {
+    st = mp_error_set(r->err, MP_ERR_NOMEM, "%s: out of memory", r->h->path);
+  }
+  size_t n_times = st == MP_OK ? db_times(r, times) : 0;
+  if (st == MP_OK) st = db_insert_live(r, times, n_times, count);
+  if (st == MP_OK) st = db_insert_steps(r, times, n_times, count);
+  if (st == MP_OK) st = db_insert_peaks(r);
+  mp_free(r->h->alloc, times);
+  mp_free(r->h->alloc, count);
+  return st;
+}
+
+static mp_status db_step_of(db_run *r) {
+  const mp_graph *g = mp_model_graph(r->m);
+  if (!g) return MP_OK;
+  size_t n_ops = mp_graph_op_count(g);
+  r->step_of = mp_calloc(r->h->alloc, n_ops ? n_ops : 1, sizeof *r->step_of);
+  if (!r->step_of) {
+    return mp_error_set(r->err, MP_ERR_NOMEM, "%s: out of memory", r->h->path);
+  }
+  for (size_t k = 0; k < n_ops; k++) {
+    r->step_of[mp_model_step_op_index(r->m, k)] = (uint32_t)k;
+  }
+  return MP_OK;
+}
+
+mp_status mp_report_db_stage(mp_report_db *db, const mp_model *m,
+                             const mp_plan *plan, const mp_report_meta *meta,
+                             int64_t *run_id, mp_error *err) {
+  db_run r = {db, m, plan, mp_plan_problem(plan), meta, 0, NULL, err};
+  if (db->staged) {
+    return mp_error_set(err, MP_ERR_INTERNAL,
+                        "%s: a run is staged already; commit it first",
+                        db->path);
+  }
+  mp_status st = db_exec(db, "BEGIN IMMEDIATE", "locking for a new run", err);
+  if (st != MP_OK) return st;
+  db->staged = true;
+  st = db_step_of(&r);
+  if (st == MP_OK) st = db_insert_run(&r);
+  if (st == MP_OK) st = db_insert_tensors(&r);
+  if (st == MP_OK) st = db_insert_timeline(&r);
+  mp_free(db->alloc, r.step_of);
+  if (st != MP_OK) {
+    sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    db->staged = false;
+    return st;
+  }
+  if (run_id) *run_id = r.run_id;
+  return MP_OK;
+}
+
+mp_status mp_report_db_commit(mp_report_db *db, mp_error *err) {
+  if (!db->staged) {
+    return mp_error_set(err, MP_ERR_INTERNAL, "%s: no staged run to commit",
+                        db->path);
+  }
+  mp_status st = db_exec(db, "COMMIT", "committing the run", err);
+  if (st != MP_OK) sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+  db->staged = false;
+  return st;
+}
+
+mp_status mp_report_db_append(mp_report_db *db, const mp_model *m,
+                              const mp_plan *plan, const mp_report_meta *meta,
+                              int64_t *run_id, mp_error *err) {
+  mp_status st = mp_report_db_stage(db, m, plan, meta, run_id, err);
+  if (st == MP_OK) st = mp_report_db_commit(db, err);
+  return st;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The browser test: renders HTML reports with MPLAN and checks each one in
+# headless chromium (test_viewer.mjs): a graph (with its drawing), a
+# lifetime table, a minimalloc CSV and a model without any activation. Screenshots are kept as artefacts
+# in DIR/artifacts/.
+# usage: run.sh MPLAN SOURCE_DIR DIR   (DIR prepared by setup.sh)
+set -u
+mplan=$1
+src=$2
+dir=$3
+out=$dir/artifacts
+mkdir -p "$out"
+fail=0
+check() { # MODEL NAME GRAPH [HOVER]
+  local model=$src/$1 name=$2
+  "$mplan" plan "$model" -o "$out/$name.plan.json" >/dev/null &&
+    "$mplan" report "$model" --html "$out/$name.html" >/dev/null || {
+    echo "FAIL: mplan could not report $1"
+    fail=1
+    return
+  }
+  echo "== $name"
+  node "$dir/test_viewer.mjs" --html "$out/$name.html" --plan "$out/$name.plan.json" \
+    --out "$out" --name "$name" --graph "$3" ${4:+--hover "$4"} || fail=1
+}
+check models/mobilenet_v2.json mobilenet_v2 yes b2_expand_out
+check models/seed_example.json seed_example yes conv_y
+check tests/data/input.12.csv input12 yes
+check tests/data/all_resident.json all_resident yes w1 # no activation: no peak
+exit $fail

@@ -1,0 +1,179 @@
+// test_viewer.mjs -- opens an mplan HTML report in headless Debian chromium
+// (driven by playwright-core, no browser download) and checks it as a
+// person would: no console error, no network request, the summary cards
+// agree with the plan JSON, hovering a tensor's rectangle shows its card,
+// the peak marker sits on the plan's peak interval, the per-op table has
+// its 100% row; then saves a screenshot.
+//
+// usage: node test_viewer.mjs --html REPORT.html --plan PLAN.json
+//          --out DIR [--hover TENSOR] [--name NAME] [--graph yes|no]
+// The expectations come from PLAN.json (written by `mplan plan -o`), not
+// from the page's own data. Prints "N passed, M failed" and exits 1 on any
+// failure. A line "load_ms ..." reports how long the page took to open.
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const args = {};
+for (let i = 2; i < process.argv.length; i += 2) {
+  args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+}
+for (const k of ['html', 'plan', 'out']) {
+  if (!args[k]) {
+    console.error(`test_viewer: missing --${k}`);
+    process.exit(2);
+  }
+}
+const name = args.name || path.basename(args.html, '.html');
+const plan = JSON.parse(fs.readFileSync(args.plan, 'utf8'));
+fs.mkdirSync(args.out, { recursive: true });
+
+let passed = 0, failed = 0;
+function check(ok, what, detail) {
+  if (ok) {
+    passed++;
+  } else {
+    failed++;
+    console.log(`FAIL: ${what}${detail !== undefined ? ': ' + detail : ''}`);
+  }
+}
+
+// Independent of viewer.js: the project's byte format (common/units.c).
+function fmtBytes(v) {
+  const count = String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  if (v < 1024) return `${count} B`;
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let d = v, u = 0;
+  while (d >= 1024 && u + 1 < units.length) { d /= 1024; u++; }
+  return `${count} B (${d.toFixed(2)} ${units[u]})`;
+}
+
+const userData = fs.mkdtempSync(path.join(os.tmpdir(), 'mplan-chromium-'));
+const context = await chromium.launchPersistentContext(userData, {
+  executablePath: process.env.MPLAN_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  viewport: { width: 1400, height: 1000 },
+  args: ['--headless', '--no-sandbox', '--disable-gpu',
+    '--disable-background-networking', '--disable-component-update',
+    '--disable-sync', '--no-first-run'],
+});
+try {
+  const page = context.pages()[0] || await context.newPage();
+  const errors = [], requests = [];
+  const url = pathToFileURL(path.resolve(args.html)).href;
+  page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', e => errors.push(String(e)));
+  page.on('request', r => { if (r.url() !== url) requests.push(r.url()); });
+  const started = Date.now();
+  await page.goto(url, { waitUntil: 'load' });
+  await page.waitForSelector('html[data-ready="1"]', { timeout: 30000 });
+  const wall = Date.now() - started;
+  const loadMs = await page.evaluate(() => window.mplanViewer.loadMs);
+  console.log(`load_ms ${loadMs.toFixed(0)} (in-page, navigation start to ready); wall ${wall} ms`);
+
+  // Responsiveness: time from a hover to the card's update.
+  const s = plan.summary;
+  check((await page.textContent('#card-arena .value')) === fmtBytes(s.arena_bytes),
+    'arena card shows the plan\'s arena', await page.textContent('#card-arena .value'));
+  check((await page.textContent('#card-lower-bound .value')) === fmtBytes(s.lower_bound_bytes),
+    'lower-bound card');
+  const over = s.activation_peak_bytes - s.lower_bound_bytes;
+  check((await page.textContent('#card-overhead .value')) === fmtBytes(over), 'overhead card');
+  check((await page.textContent('#card-waste .value')) === fmtBytes(s.alignment_waste_bytes),
+    'alignment waste card');
+  check((await page.textContent('#card-arena .sub')).includes(fmtBytes(s.activation_peak_bytes)),
+    'arena card breaks the arena down');
+  check((await page.textContent('#card-tool .value')).startsWith('mplan '), 'tool card');
+
+  // The peak marker covers exactly the plan's peak intervals.
+  // With no activation there is no peak to mark (plan JSON still lists
+  // the all-zero interval).
+  const iv = plan.peak.bytes > 0 ? plan.peak.intervals : [];
+  const markers = await page.$$eval('.peak-marker', ms => ms.map(m => ({
+    first: Number(m.dataset.first), last: Number(m.dataset.last),
+    w: m.getBoundingClientRect().width,
+  })));
+  check(markers.length === iv.length, 'one peak marker per peak interval',
+    `${markers.length} vs ${iv.length}`);
+  for (let k = 0; k < Math.min(markers.length, iv.length); k++) {
+    check(markers[k].first === iv[k].first && markers[k].last === iv[k].last,
+      `peak marker ${k} is at steps ${iv[k].first}..${iv[k].last}`, JSON.stringify(markers[k]));
+    check(markers[k].w > 0, `peak marker ${k} is visible`);
+  }
+  check(await page.$('#lower-bound-line') !== null, 'the lower bound is drawn');
+  if (iv.length) {
+    // Hovering the curve inside the peak interval reads 100% of the peak.
+    const box = await page.$eval('.peak-marker', m => {
+      const r = m.getBoundingClientRect();
+      return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+    });
+    await page.mouse.move(box.x, box.y);
+    const readout = await page.textContent('#curve-readout');
+    check(readout.includes('100.0% of the peak') && readout.includes(fmtBytes(plan.peak.bytes)),
+      'the curve reads 100% at the peak marker', readout);
+    const peakRow = await page.$$eval('#op-table .vrow.peak', rs => rs.map(r => r.children[4].textContent));
+    check(peakRow.length > 0 && peakRow.every(p => p === '100.0'), 'the per-op table marks its peak rows at 100.0',
+      JSON.stringify(peakRow));
+    const drill = await page.$$eval('#peak-table tbody tr', rs => rs.map(r => r.children[1].textContent));
+    const want = plan.peak.live.map(l => l.name);
+    check(JSON.stringify(drill.slice(0, want.length)) === JSON.stringify(want),
+      'the drill-down lists the peak tensors largest first', JSON.stringify(drill));
+    await page.click('#sort-remaining');
+    const byRemaining = await page.$$eval('#peak-table tbody tr', rs => rs.map(r => Number(r.children[5].textContent)));
+    check(byRemaining.every((v, k) => k === 0 || byRemaining[k - 1] >= v),
+      'sorting by remaining lifetime orders the rows', JSON.stringify(byRemaining));
+    await page.click('#sort-size');
+  }
+
+  // Hover a tensor's rectangle: its card names it with the plan's facts.
+  const hover = args.hover || (plan.peak.live[0] && plan.peak.live[0].name);
+  if (hover) {
+    const b = plan.buffers.find(x => x.name === hover);
+    // The mouse works in viewport coordinates: bring the map into view.
+    await page.$eval('#map-wrap', e => e.scrollIntoView({ block: 'center' }));
+    let at = await page.evaluate(n => window.mplanViewer.rectCenter(n), hover);
+    // On big graphs a tensor is a sliver: zoom in with the wheel, as a
+    // person would, until it is wide enough to point at.
+    for (let k = 0; at && at.w < 6 && k < 60; k++) {
+      await page.mouse.move(at.x, at.y);
+      await page.mouse.wheel(0, -100);
+      await page.waitForTimeout(10);
+      at = await page.evaluate(n => window.mplanViewer.rectCenter(n), hover);
+    }
+    check(at !== null, `the map draws '${hover}'`);
+    if (at) {
+      await page.mouse.move(at.x, at.y);
+      const t0 = Date.now();
+      await page.waitForSelector('#hover-card:not(.hidden)', { timeout: 5000 });
+      const respond = Date.now() - t0;
+      const card = await page.textContent('#hover-card');
+      console.log(`hover_ms ${respond}`);
+      check(card.startsWith(hover), 'the hover card names the tensor', card);
+      check(card.includes(fmtBytes(b.size)), 'the hover card shows its bytes', card);
+      const off = String(b.offset).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+      check(card.includes(off), 'the hover card shows its offset', card);
+      if (b.last_consumer) check(card.includes(b.last_consumer), 'the hover card names the last consumer', card);
+      if (b.producer) check(card.includes(b.producer), 'the hover card names the producer', card);
+      check(card.includes('region') && card.includes('arena'), 'the hover card names the region', card);
+      check(card.includes('padding'), 'the hover card shows the padding', card);
+      if (b.shape) check(card.includes(b.shape), 'the hover card shows the shape', card);
+    }
+  }
+  if (args.graph === 'yes') {
+    check(await page.$('#graph svg g.node') !== null, 'the graph SVG is embedded');
+  }
+  await page.mouse.move(5, 5);
+  const shot = path.join(args.out, `${name}.png`);
+  await page.screenshot({ path: shot, fullPage: true });
+  check(fs.statSync(shot).size > 10000, 'the screenshot was saved', shot);
+  console.log(`screenshot ${shot}`);
+  check(errors.length === 0, 'no console errors', errors.join(' | '));
+  check(requests.length === 0, 'no network requests', requests.join(' '));
+} finally {
+  await context.close();
+  fs.rmSync(userData, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
