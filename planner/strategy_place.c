@@ -108,7 +108,9 @@ mp_status strategy_placer_best_fit(strategy_placer *pl, uint32_t i,
   pl->n_scratch = 0;
   itree_query(pl->placed, b->first, b->last, place_visit, &c);
   if (c.oom) return mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
-  qsort(pl->scratch, pl->n_scratch, sizeof *pl->scratch, place_range_cmp);
+  if (pl->n_scratch > 1) {
+    qsort(pl->scratch, pl->n_scratch, sizeof *pl->scratch, place_range_cmp);
+  }
   if (!place_scan(pl->scratch, pl->n_scratch, b, &pl->ctx->offsets[i])) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "the arena would exceed the addressable memory");
