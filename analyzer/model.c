@@ -537,6 +537,11 @@ uint32_t mp_model_step_op_index(const mp_model *m, size_t step) {
   return m->order[step];
 }
 
+size_t mp_model_tensor_buffer(const mp_model *m, size_t t) {
+  (void)m;
+  return t;
+}
+
 const char *mp_model_producer(const mp_model *m, size_t i) {
   if (m->producer) return m->producer[i];
   return m->pf.buf_producer ? m->pf.buf_producer[i] : NULL;

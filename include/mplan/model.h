@@ -103,6 +103,12 @@ const char *mp_model_step_type(const mp_model *m, size_t step);
 /* Op index of step k (graphs only). */
 uint32_t mp_model_step_op_index(const mp_model *m, size_t step);
 
+/* The buffer that holds graph tensor t (graphs only). Today every tensor
+ * has a buffer of its own (buffer t); views and in-place ops (the passes
+ * of docs/ir-conventions.md) will map several tensors to one buffer, so
+ * code that goes from tensors to placements must go through this. */
+size_t mp_model_tensor_buffer(const mp_model *m, size_t t);
+
 /* Producer and last consumer op names of buffer i, or NULL. */
 const char *mp_model_producer(const mp_model *m, size_t i);
 const char *mp_model_last_consumer(const mp_model *m, size_t i);
