@@ -209,6 +209,8 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
   if (st != MP_OK) return st;
   nt->dtype = d->dtype;
   nt->kind = d->kind;
+  nt->pinned = d->pinned;
+  nt->pin = d->pin;
   nt->rank = d->rank;
   memcpy(nt->shape, d->shape, sizeof nt->shape);
   nt->producer = -1;

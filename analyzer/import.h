@@ -45,6 +45,11 @@ typedef struct mp_plan_file {
   char **buf_producer; /* per buffer, entries may be NULL */
   char **buf_consumer; /* per buffer, entries may be NULL */
   size_t n_buffers;    /* length of the three per-buffer arrays */
+  size_t n_regions;    /* at least one: "arena" when the file has none */
+  char **region_names;
+  size_t *region_capacity; /* 0: unbounded */
+  size_t *region_limit;    /* what validate holds each region to: its
+                              capacity, else its stated size */
 } mp_plan_file;
 
 /* plan/1 -> a sealed problem and its placements. */

@@ -34,8 +34,9 @@ typedef struct gin {
 static const char *const gin_root_keys[] = {
     "mplan", "name",    "description", "dims", "tensors",
     "ops",   "outputs", "subgraphs",   NULL};
-static const char *const gin_tensor_keys[] = {
-    "name", "dtype", "shape", "kind", "layout", "description", "data", NULL};
+static const char *const gin_tensor_keys[] = {"name", "dtype",  "shape",
+                                              "kind", "layout", "description",
+                                              "data", "pin",    NULL};
 static const char *const gin_op_keys[] = {
     "name", "op", "inputs", "outputs", "attrs", "description", NULL};
 
@@ -123,7 +124,19 @@ static mp_status gin_tensor(gin *in, const cJSON *t, int i) {
     st = json_string(in->file, t, where, "layout", false, &d.layout, in->err);
   if (st == MP_OK)
     st = json_array(in->file, t, where, "shape", false, &shape, in->err);
+  int64_t pin = -1;
+  if (st == MP_OK)
+    st = json_int(in->file, t, where, "pin", false, &pin, in->err);
   if (st != MP_OK) return st;
+  if (cJSON_GetObjectItemCaseSensitive(t, "pin")) {
+    if (pin < 0) {
+      return mp_error_set(in->err, MP_ERR_BAD_INPUT,
+                          "%s: %s.pin: offset %lld is negative", in->file,
+                          where, (long long)pin);
+    }
+    d.pinned = true;
+    d.pin = (size_t)pin;
+  }
   if (!mp_dtype_parse(dtype, &d.dtype)) {
     return mp_error_set(in->err, MP_ERR_BAD_INPUT,
                         "%s: %s.dtype: unknown dtype '%s' (known: f32 f16 "

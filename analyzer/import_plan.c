@@ -12,7 +12,8 @@
  * Invariants:
  *   1. buffers[i] becomes problem buffer i and placement i.
  *   2. A stated padded_size must equal align_up(size, alignment).
- *   3. Region capacity comes from regions[0].size or summary.arena_bytes.
+ *   3. Each region's limit is its capacity, else its stated size; a file
+ *      without regions has one, "arena", of summary.arena_bytes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +33,6 @@ typedef struct pl_ctx {
   mp_problem *p;
   mp_plan_file *pf;
   size_t cap;
-  const char *region;
   mp_error *err;
 } pl_ctx;
 
@@ -50,8 +50,20 @@ static mp_status pl_nonneg(pl_ctx *c, const char *where, const char *key,
                       c->file, where, key, (long long)v);
 }
 
+static bool pl_region_index(const mp_plan_file *pf, const char *name,
+                            uint32_t *out) {
+  for (size_t r = 0; r < pf->n_regions; r++) {
+    if (strcmp(pf->region_names[r], name) == 0) {
+      *out = (uint32_t)r;
+      return true;
+    }
+  }
+  return false;
+}
+
 static mp_status pl_fields(pl_ctx *c, const cJSON *b, const char *where,
-                           mp_buffer_desc *d, int64_t *offset) {
+                           mp_buffer_desc *d, int64_t *offset,
+                           uint32_t *region_idx) {
   const char *cls = NULL, *region = NULL;
   int64_t size = 0, align = 1, padded = -1;
   const char *f = c->file;
@@ -79,11 +91,12 @@ static mp_status pl_fields(pl_ctx *c, const cJSON *b, const char *where,
     return mp_error_set(c->err, MP_ERR_BAD_INPUT,
                         "%s: %s.class: unknown class '%s'", f, where, cls);
   }
-  if (region && strcmp(region, c->region) != 0) {
+  *region_idx = 0;
+  if (region && !pl_region_index(c->pf, region, region_idx)) {
     return mp_error_set(c->err, MP_ERR_BAD_INPUT,
-                        "%s: %s.region: unknown region '%s' (the plan has "
-                        "'%s')",
-                        f, where, region, c->region);
+                        "%s: %s.region: unknown region '%s' (not in "
+                        "\"regions\")",
+                        f, where, region);
   }
   d->size = (size_t)size;
   d->alignment = (size_t)align;
@@ -104,6 +117,7 @@ static mp_status pl_buffer(pl_ctx *c, const cJSON *b, size_t i) {
   char where[128];
   mp_buffer_desc d = {0};
   int64_t offset = 0;
+  uint32_t region = 0;
   const char *prod = NULL, *cons = NULL;
   bool ok = true;
   snprintf(where, sizeof where, "buffers[%zu]", i);
@@ -114,7 +128,7 @@ static mp_status pl_buffer(pl_ctx *c, const cJSON *b, size_t i) {
   mp_status st = json_string(c->file, b, where, "name", true, &d.name, c->err);
   if (st != MP_OK) return st;
   snprintf(where, sizeof where, "buffers[%zu] ('%.64s')", i, d.name);
-  st = pl_fields(c, b, where, &d, &offset);
+  st = pl_fields(c, b, where, &d, &offset, &region);
   if (st == MP_OK)
     st = json_string(c->file, b, where, "producer", false, &prod, c->err);
   if (st == MP_OK)
@@ -127,7 +141,7 @@ static mp_status pl_buffer(pl_ctx *c, const cJSON *b, size_t i) {
     }
     return st;
   }
-  c->pf->placements[i] = (mp_placement){(size_t)offset, 0};
+  c->pf->placements[i] = (mp_placement){(size_t)offset, region};
   c->pf->buf_producer[i] = pl_dup(c, prod, &ok);
   c->pf->buf_consumer[i] = pl_dup(c, cons, &ok);
   if (!ok)
@@ -188,6 +202,67 @@ static mp_status pl_span(pl_ctx *c, const cJSON *s, int64_t span[2]) {
   return MP_OK;
 }
 
+/* One region: its name, capacity (null or absent: unbounded) and size. */
+static mp_status pl_region(pl_ctx *c, const cJSON *r, size_t k, bool *ok) {
+  char where[32];
+  const char *name = NULL;
+  int64_t size = -1, cap = 0;
+  snprintf(where, sizeof where, "regions[%zu]", k);
+  if (!cJSON_IsObject(r)) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT, "%s: %s: expected an object",
+                        c->file, where);
+  }
+  mp_status st = json_string(c->file, r, where, "name", true, &name, c->err);
+  if (st == MP_OK)
+    st = json_int(c->file, r, where, "size", true, &size, c->err);
+  const cJSON *capj = cJSON_GetObjectItemCaseSensitive(r, "capacity");
+  if (st == MP_OK && capj && !cJSON_IsNull(capj)) {
+    st = json_int(c->file, r, where, "capacity", true, &cap, c->err);
+  }
+  if (st == MP_OK) st = pl_nonneg(c, where, "size", size);
+  if (st == MP_OK) st = pl_nonneg(c, where, "capacity", cap);
+  if (st != MP_OK) return st;
+  uint32_t dup;
+  if (pl_region_index(c->pf, name, &dup)) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: %s: region '%s' is listed twice", c->file, where,
+                        name);
+  }
+  c->pf->region_names[k] = pl_dup(c, name, ok);
+  c->pf->region_capacity[k] = (size_t)cap;
+  c->pf->region_limit[k] = cap ? (size_t)cap : (size_t)size;
+  c->pf->n_regions = k + 1;
+  return MP_OK;
+}
+
+/* The plan's regions; a file without them has one "arena" as large as
+ * summary.arena_bytes. */
+static mp_status pl_regions(pl_ctx *c, const cJSON *regions) {
+  size_t n = regions ? (size_t)cJSON_GetArraySize(regions) : 0, k = 0;
+  bool ok = true;
+  mp_plan_file *pf = c->pf;
+  pf->region_names = mp_calloc(c->a, n ? n : 1, sizeof *pf->region_names);
+  pf->region_capacity = mp_calloc(c->a, n ? n : 1, sizeof *pf->region_capacity);
+  pf->region_limit = mp_calloc(c->a, n ? n : 1, sizeof *pf->region_limit);
+  if (!pf->region_names || !pf->region_capacity || !pf->region_limit) {
+    return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
+  }
+  if (n == 0) {
+    pf->region_names[0] = pl_dup(c, "arena", &ok);
+    pf->region_limit[0] = c->cap;
+    pf->n_regions = 1;
+  }
+  mp_status st = MP_OK;
+  for (const cJSON *r = n ? regions->child : NULL; st == MP_OK && r;
+       r = r->next, k++) {
+    st = pl_region(c, r, k, &ok);
+  }
+  if (st == MP_OK && !ok) {
+    st = mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);
+  }
+  return st;
+}
+
 static mp_status pl_summary(pl_ctx *c, const cJSON *root, int64_t span[2]) {
   const cJSON *s = NULL, *regions = NULL;
   const char *strategy = NULL, *order = NULL;
@@ -209,22 +284,8 @@ static mp_status pl_summary(pl_ctx *c, const cJSON *root, int64_t span[2]) {
   const cJSON *plan_ms = cJSON_GetObjectItemCaseSensitive(s, "plan_ms");
   if (cJSON_IsNumber(plan_ms)) c->pf->plan_ms = plan_ms->valuedouble;
   c->cap = (size_t)arena;
-  if (regions && cJSON_GetArraySize(regions) > 0) {
-    const cJSON *r0 = regions->child;
-    int64_t size = -1;
-    const char *name = NULL;
-    if (!cJSON_IsObject(r0)) {
-      return mp_error_set(c->err, MP_ERR_BAD_INPUT,
-                          "%s: regions[0]: expected an object", c->file);
-    }
-    st = json_int(c->file, r0, "regions[0]", "size", true, &size, c->err);
-    if (st == MP_OK)
-      st = json_string(c->file, r0, "regions[0]", "name", true, &name, c->err);
-    if (st == MP_OK) st = pl_nonneg(c, "regions[0]", "size", size);
-    if (st != MP_OK) return st;
-    c->cap = (size_t)size;
-    c->region = name;
-  }
+  st = pl_regions(c, regions);
+  if (st != MP_OK) return st;
   c->pf->arena_bytes = c->cap;
   c->pf->strategy = pl_dup(c, strategy ? strategy : "", &ok);
   c->pf->order = pl_dup(c, order ? order : "file", &ok);
@@ -258,7 +319,7 @@ static mp_status pl_buffers(pl_ctx *c, const cJSON *root) {
 mp_status mp_import_plan(const char *file, const cJSON *root, const mp_alloc *a,
                          mp_problem **problem, mp_plan_file *pf,
                          mp_error *err) {
-  pl_ctx c = {file, a, NULL, pf, 0, "arena", err};
+  pl_ctx c = {file, a, NULL, pf, 0, err};
   int64_t span[2] = {0, -1};
   const char *name = "", *path = NULL;
   bool ok = true;
@@ -293,6 +354,12 @@ mp_status mp_import_plan(const char *file, const cJSON *root, const mp_alloc *a,
 }
 
 void mp_plan_file_release(mp_plan_file *pf, const mp_alloc *a) {
+  for (size_t r = 0; pf->region_names && r < pf->n_regions; r++) {
+    mp_free(a, pf->region_names[r]);
+  }
+  mp_free(a, pf->region_names);
+  mp_free(a, pf->region_capacity);
+  mp_free(a, pf->region_limit);
   for (size_t i = 0; i < pf->n_buffers; i++) {
     if (pf->buf_producer) mp_free(a, pf->buf_producer[i]);
     if (pf->buf_consumer) mp_free(a, pf->buf_consumer[i]);

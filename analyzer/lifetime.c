@@ -33,6 +33,25 @@ static void lifetime_interval(const mp_tensor *t, const uint32_t *step_of,
   if (t->kind == MP_TENSOR_OUTPUT) *last = n_steps - 1;
 }
 
+/* Every op that reads two or more tensors is an access group: a banked
+ * memory should not serve its inputs from one bank. */
+static mp_status lifetime_groups(const mp_graph *g, mp_problem *p,
+                                 mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(g);
+  mp_status st = MP_OK;
+  for (size_t o = 0; st == MP_OK && o < mp_graph_op_count(g); o++) {
+    const mp_op *op = mp_graph_op(g, o);
+    size_t *idx = mp_calloc(a, op->n_inputs + 1, sizeof *idx), n = 0;
+    if (!idx) return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      if (mp_op_first_read(op, k)) idx[n++] = (size_t)op->inputs[k];
+    }
+    if (n >= 2) st = mp_problem_add_group(p, op->name, idx, n, err);
+    mp_free(a, idx);
+  }
+  return st;
+}
+
 mp_status mp_lifetimes_build(const mp_graph *g, const uint32_t *order,
                              const mp_lifetime_opts *o, mp_problem **out,
                              mp_error *err) {
@@ -65,11 +84,14 @@ mp_status mp_lifetimes_build(const mp_graph *g, const uint32_t *order,
         .size = t->bytes ? t->bytes : 1,
         .alignment = mp_backend_align(be, t->kind),
         .cls = lifetime_class(t, o && o->inputs_as_activations),
+        .pinned = t->pinned,
+        .pin = t->pin,
     };
     lifetime_interval(t, step_of, (int64_t)n_ops, &d.first, &d.last);
     st = mp_problem_add(p, &d, NULL, err);
     if (st != MP_OK) mp_error_prefix(err, "%s", mp_graph_source(g));
   }
+  if (st == MP_OK) st = lifetime_groups(g, p, err);
   if (st == MP_OK) st = mp_problem_seal(p, err);
   mp_free(a, step_of);
   if (st != MP_OK) {

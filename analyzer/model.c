@@ -36,6 +36,8 @@ struct mp_model {
   char *path;
   mp_model_format format;
   char backend[64];
+  bool has_backend;
+  mp_backend be; /* a copy of the backend given, if any */
   mp_graph *graph;
   uint32_t *order;
   mp_order_kind order_used;
@@ -465,6 +467,10 @@ mp_status mp_model_load(const char *path, const mp_load_opts *o,
   m->order_used = MP_ORDER_FILE;
   snprintf(m->backend, sizeof m->backend, "%s",
            o->backend ? o->backend->name : "default");
+  if (o->backend) {
+    m->be = *o->backend;
+    m->has_backend = true;
+  }
   m->path = mp_strdup(a, path);
   mp_status st =
       m->path ? MP_OK
@@ -500,6 +506,10 @@ const char *mp_model_name(const mp_model *m) {
 
 const char *mp_model_backend_name(const mp_model *m) {
   return m->backend;
+}
+
+const mp_backend *mp_model_backend(const mp_model *m) {
+  return m->has_backend ? &m->be : NULL;
 }
 
 const mp_problem *mp_model_problem(const mp_model *m) {
@@ -554,6 +564,15 @@ const char *mp_model_last_consumer(const mp_model *m, size_t i) {
 
 const mp_placement *mp_model_placements(const mp_model *m) {
   return m->pf.placements;
+}
+
+size_t mp_model_plan_regions(const mp_model *m, const char *const **names,
+                             const size_t **capacity, const size_t **limit) {
+  if (m->format != MP_FORMAT_PLAN) return 0;
+  *names = (const char *const *)m->pf.region_names;
+  *capacity = m->pf.region_capacity;
+  *limit = m->pf.region_limit;
+  return m->pf.n_regions;
 }
 
 size_t mp_model_arena_bytes(const mp_model *m) {

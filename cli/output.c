@@ -40,11 +40,22 @@ bool cli_print(const char *text) {
 
 static mp_status cli_adopt(const mp_model *m, mp_plan **plan, mp_error *err) {
   const mp_problem *p = mp_model_problem(m);
-  size_t cap = mp_model_arena_bytes(m);
-  mp_status st = mp_plan_adopt(p, mp_model_placements(m), mp_model_strategy(m),
-                               0, plan, err);
+  const char *const *names;
+  const size_t *cap, *limit;
+  size_t n = mp_model_plan_regions(m, &names, &cap, &limit);
+  mp_region_desc regions[64];
+  if (n > 64) {
+    return mp_error_set(err, MP_ERR_UNSUPPORTED, "%s: more than 64 regions",
+                        mp_model_path(m));
+  }
+  for (size_t r = 0; r < n; r++) {
+    regions[r] = (mp_region_desc){names[r], cap[r], MP_REGION_ALL_CLASSES};
+  }
+  mp_status st =
+      mp_plan_adopt_regions(p, mp_model_placements(m), mp_model_strategy(m), 0,
+                            regions, n, plan, err);
   if (st != MP_OK) return st;
-  st = mp_validate(p, mp_model_placements(m), &cap, 1, NULL, err);
+  st = mp_validate(p, mp_model_placements(m), limit, n, NULL, err);
   if (st != MP_OK) {
     mp_error_prefix(err, "%s", mp_model_path(m));
     mp_plan_destroy(*plan);
@@ -70,7 +81,7 @@ mp_status cli_load(const cli_opts *o, bool allow_plan, mp_model **model,
       .n_caps = o->n_caps,
   };
   if (o->backend) {
-    mp_status st = mp_backend_load(o->backend, &be, err);
+    mp_status st = mp_backend_resolve(o->backend, &be, err);
     if (st != MP_OK) return st;
     lo.backend = &be;
   }
@@ -88,7 +99,11 @@ mp_status cli_solve(const cli_opts *o, const mp_model *m, mp_plan **plan,
     }
     return cli_adopt(m, plan, err);
   }
-  mp_plan_opts po = {o->strategy, o->budget_ms};
+  mp_region_desc regions[MP_BACKEND_MAX_REGIONS];
+  const mp_backend *be = mp_model_backend(m);
+  mp_plan_opts po = {o->strategy, o->budget_ms, regions,
+                     be ? mp_backend_regions(be, regions) : 0,
+                     be ? be->banks : (mp_bank_desc){0, 0}};
   mp_status st = mp_plan_solve(mp_model_problem(m), &po, plan, err);
   if (st != MP_OK && err && strncmp(err->msg, o->model, strlen(o->model))) {
     mp_error_prefix(err, "%s", o->model);

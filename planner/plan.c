@@ -1,16 +1,15 @@
 /*
- * plan.c -- tiers, strategy dispatch, and the summary of a plan.
+ * plan.c -- strategy dispatch, the summary of a plan and its proof.
  *
  * Invariants:
- *   1. Tier order is fixed: resident, then retained, then activations. Each
- *      tier starts at the end of the previous one rounded up to the largest
- *      alignment in the tier, so tier-relative offsets that a strategy
- *      aligns stay aligned once shifted.
- *   2. Pins are absolute; a strategy sees them relative to its tier base.
- *   3. No plan leaves mp_plan_solve without passing mp_validate.
- *   4. summary.activation_peak_bytes = arena_bytes - resident_bytes and
- *      resident_bytes is the end of the last fixed buffer, so solved and
- *      adopted plans are summarised by the same rule.
+ *   1. No plan leaves mp_plan_solve without passing mp_validate, with every
+ *      region's capacity (or, when unbounded, its used size) as its limit.
+ *   2. summary.arena_bytes is the sum over regions of their used bytes,
+ *      resident_bytes the sum of their fixed tiers, and
+ *      activation_peak_bytes the difference, so solved and adopted plans are
+ *      summarised by the same rule.
+ *   3. A plan owns copies of everything it reports (names, detail); it
+ *      borrows only its problem.
  */
 #include "mplan/plan.h"
 
@@ -19,17 +18,7 @@
 
 #include "exact.h"
 #include "mplan/validate.h"
-#include "strategy.h"
-
-struct mp_plan {
-  const mp_alloc *alloc;
-  const mp_problem *problem;
-  mp_placement *pl;
-  mp_plan_summary summary;
-  char *strategy;
-  char detail[256];
-  mp_profile profile;
-};
+#include "plan_impl.h"
 
 static const mp_strategy *const plan_strategies[] = {
     &mp_strategy_auto,
@@ -59,11 +48,16 @@ const char *mp_strategy_description(size_t i) {
 
 static const mp_strategy *plan_find_strategy(const char *name) {
   for (size_t i = 0; i < PLAN_N_STRATEGIES; i++) {
-    const char *a = plan_strategies[i]->name, *b = name;
-    while (*a && *a == *b) a++, b++;
-    if (*a == *b) return plan_strategies[i];
+    if (strcmp(plan_strategies[i]->name, name) == 0) return plan_strategies[i];
   }
   return NULL;
+}
+
+void plan_note(mp_plan *plan, const char *text) {
+  size_t len = strlen(plan->detail);
+  if (strstr(plan->detail, text)) return; /* once per plan, not per region */
+  snprintf(plan->detail + len, sizeof plan->detail - len, "%s%s",
+           len ? "; " : "", text);
 }
 
 static mp_status plan_alloc(const mp_problem *p, const char *strategy,
@@ -91,111 +85,72 @@ static mp_status plan_alloc(const mp_problem *p, const char *strategy,
 
 void mp_plan_destroy(mp_plan *plan) {
   if (!plan) return;
+  for (size_t r = 0; r < plan->n_regions; r++) {
+    mp_free(plan->alloc, (void *)(uintptr_t)plan->regions[r].name);
+  }
+  mp_free(plan->alloc, plan->regions);
+  mp_free(plan->alloc, plan->region_classes);
+  mp_free(plan->alloc, plan->conflicts);
   mp_profile_release(&plan->profile);
   mp_free(plan->alloc, plan->strategy);
   mp_free(plan->alloc, plan->pl);
   mp_free(plan->alloc, plan);
 }
 
-static size_t plan_extent(const mp_strategy_ctx *ctx, const size_t *off) {
-  size_t top = 0;
-  for (size_t i = 0; i < ctx->n; i++) {
-    if (off[i] + ctx->bufs[i].size > top) top = off[i] + ctx->bufs[i].size;
+mp_status plan_set_regions(mp_plan *plan, const mp_region_desc *regions,
+                           size_t n, mp_error *err) {
+  static const mp_region_desc arena = {"arena", 0, MP_REGION_ALL_CLASSES};
+  if (!regions || n == 0) {
+    regions = &arena;
+    n = 1;
   }
-  return top;
+  plan->regions = mp_calloc(plan->alloc, n, sizeof *plan->regions);
+  plan->region_classes =
+      mp_calloc(plan->alloc, n, sizeof *plan->region_classes);
+  if (!plan->regions || !plan->region_classes) {
+    return mp_error_set(err, MP_ERR_NOMEM, "plan: out of memory");
+  }
+  for (size_t r = 0; r < n; r++) {
+    const char *name =
+        mp_strdup(plan->alloc, regions[r].name ? regions[r].name : "region");
+    if (!name) return mp_error_set(err, MP_ERR_NOMEM, "plan: out of memory");
+    plan->regions[r].name = name;
+    plan->regions[r].capacity = regions[r].capacity;
+    plan->region_classes[r] = regions[r].classes;
+    plan->n_regions = r + 1;
+  }
+  return MP_OK;
 }
 
-/* No strategy may do worse than no reuse at all. With mixed alignments a
- * packing order can strand more padding than stacking does; then the
- * linear placement is kept, and the detail says so. */
-static mp_status plan_guard(mp_strategy_ctx *ctx, mp_error *err) {
-  size_t *lin = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *lin);
-  if (!lin) return mp_error_set(err, MP_ERR_NOMEM, "plan: out of memory");
-  mp_strategy_ctx l = *ctx;
-  l.offsets = lin;
-  mp_status st = mp_strategy_linear.solve(&l, err);
-  size_t mine = plan_extent(ctx, ctx->offsets), base = plan_extent(ctx, lin);
-  if (st == MP_OK && base < mine) {
-    memcpy(ctx->offsets, lin, ctx->n * sizeof *lin);
-    size_t len = strlen(ctx->detail);
-    snprintf(ctx->detail + len, sizeof ctx->detail - len,
-             "%sthe no-reuse stack was %zu B smaller and was kept",
-             len ? "; " : "", mine - base);
-  }
-  mp_free(ctx->alloc, lin);
-  return st;
-}
-
-/* Runs strategy s over the buffers of class cls, placing them from base.
- * *end receives the end of the highest buffer of the tier (base if none). */
-static mp_status plan_tier(mp_plan *plan, mp_class cls, const mp_strategy *s,
-                           size_t base, size_t *end, double budget_ms,
-                           mp_error *err) {
-  const mp_problem *p = plan->problem;
-  size_t n = mp_problem_count(p), m = 0;
-  mp_sbuf *sb = mp_calloc(plan->alloc, n ? n : 1, sizeof *sb);
-  size_t *off = mp_calloc(plan->alloc, n ? n : 1, sizeof *off);
-  mp_status st = MP_OK;
-  if (!sb || !off) {
-    st = mp_error_set(err, MP_ERR_NOMEM, "plan: out of memory");
-    goto done;
-  }
-  for (size_t i = 0; i < n; i++) {
-    const mp_buffer *b = mp_problem_buffer(p, i);
-    if (b->cls != cls) continue;
-    if (b->pinned && b->pin < base) {
-      st = mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "'%s' is pinned at offset %zu, below the start of "
-                        "the %s tier at %zu",
-                        b->name, b->pin, mp_class_name(cls), base);
-      goto done;
-    }
-    sb[m++] = (mp_sbuf){b->padded,
-                        b->alignment,
-                        b->first,
-                        b->last,
-                        (uint32_t)i,
-                        b->pinned,
-                        b->pinned ? b->pin - base : 0};
-  }
-  mp_strategy_ctx ctx = {plan->alloc, sb, m, off, budget_ms, "", 0};
-  st = s->solve(&ctx, err);
-  if (st == MP_OK && s != &mp_strategy_linear) st = plan_guard(&ctx, err);
-  if (st == MP_OK && cls == MP_CLASS_ACTIVATION) {
-    memcpy(plan->detail, ctx.detail, sizeof plan->detail);
-    plan->summary.proven_lb_bytes = ctx.proven_lb;
-  }
-  *end = base;
-  for (size_t k = 0; st == MP_OK && k < m; k++) {
-    mp_placement *pl = &plan->pl[sb[k].id];
-    if (!mp_size_add(base, off[k], &pl->offset)) {
-      st = mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "the arena would exceed the addressable memory");
-    } else if (pl->offset + sb[k].size > *end) {
-      *end = pl->offset + sb[k].size;
-    }
-  }
-done:
-  mp_free(plan->alloc, off);
-  mp_free(plan->alloc, sb);
-  return st;
-}
-
-static void plan_summarize(mp_plan *plan) {
+/* Per-region use from the placements (adopted plans), then invariant 2. */
+static void plan_summarize(mp_plan *plan, bool from_placements) {
   const mp_problem *p = plan->problem;
   mp_plan_summary *s = &plan->summary;
-  size_t arena = 0, fixed_end = 0;
-  for (size_t i = 0; i < mp_problem_count(p); i++) {
-    const mp_buffer *b = mp_problem_buffer(p, i);
-    size_t end;
-    if (!mp_size_add(plan->pl[i].offset, b->padded, &end)) end = SIZE_MAX;
-    if (end > arena) arena = end;
-    if (b->cls != MP_CLASS_ACTIVATION && end > fixed_end) fixed_end = end;
+  if (from_placements) {
+    for (size_t i = 0; i < mp_problem_count(p); i++) {
+      const mp_buffer *b = mp_problem_buffer(p, i);
+      uint32_t r = plan->pl[i].region;
+      size_t end;
+      if (r >= plan->n_regions) continue; /* the validator says so */
+      if (!mp_size_add(plan->pl[i].offset, b->padded, &end)) end = SIZE_MAX;
+      mp_plan_region *reg = &plan->regions[r];
+      if (end > reg->used_bytes) reg->used_bytes = end;
+      if (b->cls != MP_CLASS_ACTIVATION && end > reg->fixed_bytes) {
+        reg->fixed_bytes = end;
+      }
+    }
+    for (size_t r = 0; r < plan->n_regions; r++) {
+      mp_plan_region *reg = &plan->regions[r];
+      reg->activation_bytes = reg->used_bytes - reg->fixed_bytes;
+    }
   }
-  s->arena_bytes = arena;
-  s->resident_bytes = fixed_end;
+  s->arena_bytes = s->resident_bytes = 0;
+  for (size_t r = 0; r < plan->n_regions; r++) {
+    s->arena_bytes += plan->regions[r].used_bytes;
+    s->resident_bytes += plan->regions[r].fixed_bytes;
+  }
   s->retained_bytes = plan->profile.retained;
-  s->activation_peak_bytes = arena - fixed_end;
+  s->activation_peak_bytes = s->arena_bytes - s->resident_bytes;
   s->lower_bound_bytes = plan->profile.peak;
   s->no_reuse_bytes = plan->profile.no_reuse;
   s->alignment_waste_bytes = plan->profile.waste;
@@ -203,42 +158,28 @@ static void plan_summarize(mp_plan *plan) {
   s->detail = plan->detail;
 }
 
-/* The largest alignment among buffers of class cls (1 when none). */
-static size_t plan_class_align(const mp_problem *p, mp_class cls) {
-  size_t a = 1;
-  for (size_t i = 0; i < mp_problem_count(p); i++) {
-    const mp_buffer *b = mp_problem_buffer(p, i);
-    if (b->cls == cls && b->alignment > a) a = b->alignment;
+/* The limit the validator holds each region to (invariant 1). */
+static mp_status plan_limits(const mp_plan *plan, size_t **out, mp_error *err) {
+  size_t *cap = mp_calloc(plan->alloc, plan->n_regions, sizeof *cap);
+  if (!cap) return mp_error_set(err, MP_ERR_NOMEM, "plan: out of memory");
+  for (size_t r = 0; r < plan->n_regions; r++) {
+    const mp_plan_region *reg = &plan->regions[r];
+    cap[r] = reg->capacity ? reg->capacity : reg->used_bytes;
   }
-  return a;
-}
-
-static mp_status plan_layout(mp_plan *plan, const mp_strategy *s,
-                             double budget_ms, mp_error *err) {
-  static const mp_class tiers[] = {MP_CLASS_RESIDENT, MP_CLASS_RETAINED,
-                                   MP_CLASS_ACTIVATION};
-  size_t end = 0, base;
-  mp_status st = MP_OK;
-  for (size_t k = 0; st == MP_OK && k < sizeof tiers / sizeof *tiers; k++) {
-    bool act = tiers[k] == MP_CLASS_ACTIVATION;
-    /* Invariant 1: a tier starts at a multiple of its largest alignment. */
-    if (!mp_align_up(end, plan_class_align(plan->problem, tiers[k]), &base)) {
-      return mp_error_set(err, MP_ERR_BAD_INPUT,
-                          "the arena would exceed the addressable memory");
-    }
-    st = plan_tier(plan, tiers[k], act ? s : &mp_strategy_linear, base, &end,
-                   act ? budget_ms : 0, err);
-  }
-  return st;
+  *out = cap;
+  return MP_OK;
 }
 
 /* A violation between two pinned buffers is the user's doing; anything
- * else means the strategy is broken. */
+ * else means the planner is broken. */
 static mp_status plan_check(mp_plan *plan, const mp_strategy *s,
                             mp_error *err) {
   mp_violation v;
-  size_t cap = plan->summary.arena_bytes;
-  mp_status st = mp_validate(plan->problem, plan->pl, &cap, 1, &v, err);
+  size_t *cap = NULL;
+  mp_status st = plan_limits(plan, &cap, err);
+  if (st != MP_OK) return st;
+  st = mp_validate(plan->problem, plan->pl, cap, plan->n_regions, &v, err);
+  mp_free(plan->alloc, cap);
   if (st != MP_ERR_CHECK) return st;
   const mp_buffer *a = mp_problem_buffer(plan->problem, v.a);
   const mp_buffer *b = mp_problem_buffer(plan->problem, v.b);
@@ -253,31 +194,36 @@ static mp_status plan_check(mp_plan *plan, const mp_strategy *s,
   return MP_ERR_INTERNAL;
 }
 
+static mp_status plan_unknown(const char *name, mp_error *err) {
+  char names[320] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < PLAN_N_STRATEGIES && len < sizeof names; i++) {
+    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                            i ? ", " : "", plan_strategies[i]->name);
+  }
+  return mp_error_set(err, MP_ERR_BAD_INPUT,
+                      "unknown strategy '%s' (known: %s)", name, names);
+}
+
 mp_status mp_plan_solve(const mp_problem *p, const mp_plan_opts *opts,
                         mp_plan **out, mp_error *err) {
-  const char *name =
-      opts && opts->strategy ? opts->strategy : MP_STRATEGY_DEFAULT;
+  static const mp_plan_opts none = {0};
+  if (!opts) opts = &none;
+  const char *name = opts->strategy ? opts->strategy : MP_STRATEGY_DEFAULT;
   const mp_strategy *s = plan_find_strategy(name);
   mp_plan *plan;
   if (!mp_problem_sealed(p)) {
     return mp_error_set(err, MP_ERR_INTERNAL, "plan: problem not sealed");
   }
-  if (!s) {
-    char names[256] = "";
-    size_t len = 0;
-    for (size_t i = 0; i < PLAN_N_STRATEGIES && len < sizeof names; i++) {
-      len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
-                              i ? ", " : "", plan_strategies[i]->name);
-    }
-    return mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "unknown strategy '%s' (known: %s)", name, names);
-  }
+  if (!s) return plan_unknown(name, err);
   mp_status st = plan_alloc(p, s->name, &plan, err);
   if (st != MP_OK) return st;
   double t0 = mp_now_ms();
-  st = plan_layout(plan, s, opts ? opts->budget_ms : 0, err);
+  st = plan_set_regions(plan, opts->regions, opts->n_regions, err);
+  if (st == MP_OK) st = plan_layout(plan, s, opts->budget_ms, err);
+  if (st == MP_OK) st = plan_banks(plan, &opts->banks, err);
   if (st == MP_OK) {
-    plan_summarize(plan);
+    plan_summarize(plan, false);
     st = plan_check(plan, s, err);
   }
   if (st != MP_OK) {
@@ -289,20 +235,33 @@ mp_status mp_plan_solve(const mp_problem *p, const mp_plan_opts *opts,
   return MP_OK;
 }
 
-mp_status mp_plan_adopt(const mp_problem *p, const mp_placement *placements,
-                        const char *strategy, double plan_ms, mp_plan **out,
-                        mp_error *err) {
+mp_status mp_plan_adopt_regions(const mp_problem *p,
+                                const mp_placement *placements,
+                                const char *strategy, double plan_ms,
+                                const mp_region_desc *regions, size_t n_regions,
+                                mp_plan **out, mp_error *err) {
   mp_plan *plan;
   if (!mp_problem_sealed(p)) {
     return mp_error_set(err, MP_ERR_INTERNAL, "plan: problem not sealed");
   }
   mp_status st = plan_alloc(p, strategy ? strategy : "", &plan, err);
-  if (st != MP_OK) return st;
+  if (st == MP_OK) st = plan_set_regions(plan, regions, n_regions, err);
+  if (st != MP_OK) {
+    mp_plan_destroy(plan);
+    return st;
+  }
   for (size_t i = 0; i < mp_problem_count(p); i++) plan->pl[i] = placements[i];
-  plan_summarize(plan);
+  plan_summarize(plan, true);
   plan->summary.plan_ms = plan_ms;
   *out = plan;
   return MP_OK;
+}
+
+mp_status mp_plan_adopt(const mp_problem *p, const mp_placement *placements,
+                        const char *strategy, double plan_ms, mp_plan **out,
+                        mp_error *err) {
+  return mp_plan_adopt_regions(p, placements, strategy, plan_ms, NULL, 0, out,
+                               err);
 }
 
 const mp_problem *mp_plan_problem(const mp_plan *plan) {
@@ -319,4 +278,19 @@ const mp_placement *mp_plan_placements(const mp_plan *plan) {
 
 const mp_profile *mp_plan_profile(const mp_plan *plan) {
   return &plan->profile;
+}
+
+size_t mp_plan_region_count(const mp_plan *plan) {
+  return plan->n_regions;
+}
+
+const mp_plan_region *mp_plan_region_at(const mp_plan *plan, size_t i) {
+  return &plan->regions[i];
+}
+
+size_t mp_plan_bank_conflicts(const mp_plan *plan, const mp_bank_conflict **out,
+                              size_t *before) {
+  if (out) *out = plan->conflicts;
+  if (before) *before = plan->conflicts_before;
+  return plan->n_conflicts;
 }

@@ -18,8 +18,16 @@
 
 #include "mplan/strmap.h"
 
+typedef struct problem_group {
+  const char *label;
+  size_t *idx;
+  size_t n;
+} problem_group;
+
 struct mp_problem {
   const mp_alloc *alloc;
+  problem_group *groups;
+  size_t n_groups, cap_groups;
   char *name;
   mp_buffer *bufs;
   size_t n, cap;
@@ -66,6 +74,8 @@ fail:
 
 void mp_problem_destroy(mp_problem *p) {
   if (!p) return;
+  for (size_t g = 0; g < p->n_groups; g++) mp_free(p->alloc, p->groups[g].idx);
+  mp_free(p->alloc, p->groups);
   mp_strmap_destroy(p->index);
   mp_strpool_destroy(p->names);
   mp_free(p->alloc, p->bufs);
@@ -222,6 +232,52 @@ mp_status mp_problem_seal(mp_problem *p, mp_error *err) {
   p->sealed = true;
   assert(problem_check(p));
   return MP_OK;
+}
+
+mp_status mp_problem_add_group(mp_problem *p, const char *label,
+                               const size_t *idx, size_t n, mp_error *err) {
+  if (p->sealed) {
+    return mp_error_set(err, MP_ERR_INTERNAL, "problem: group after seal");
+  }
+  for (size_t k = 0; k < n; k++) {
+    if (idx[k] >= p->n) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "group '%s': buffer %zu does not exist", label,
+                          idx[k]);
+    }
+    for (size_t j = 0; j < k; j++) {
+      if (idx[j] == idx[k]) {
+        return mp_error_set(err, MP_ERR_BAD_INPUT,
+                            "group '%s': buffer '%s' is listed twice", label,
+                            p->bufs[idx[k]].name);
+      }
+    }
+  }
+  void *g = p->groups;
+  mp_status st = mp_grow(p->alloc, &g, &p->cap_groups, p->n_groups + 1,
+                         sizeof *p->groups, "problem", err);
+  if (st != MP_OK) return st;
+  p->groups = g;
+  size_t *copy = mp_calloc(p->alloc, n ? n : 1, sizeof *copy);
+  const char *name = mp_strpool_cstr(p->names, label ? label : "");
+  if (!copy || !name) {
+    mp_free(p->alloc, copy);
+    return mp_error_set(err, MP_ERR_NOMEM, "problem: out of memory");
+  }
+  for (size_t k = 0; k < n; k++) copy[k] = idx[k];
+  p->groups[p->n_groups++] = (problem_group){name, copy, n};
+  return MP_OK;
+}
+
+size_t mp_problem_group_count(const mp_problem *p) {
+  return p->n_groups;
+}
+
+const char *mp_problem_group(const mp_problem *p, size_t i, const size_t **idx,
+                             size_t *n) {
+  *idx = p->groups[i].idx;
+  *n = p->groups[i].n;
+  return p->groups[i].label;
 }
 
 bool mp_problem_sealed(const mp_problem *p) {

@@ -96,4 +96,9 @@ void strategy_placer_pins(strategy_placer *pl);
 mp_status strategy_placer_best_fit(strategy_placer *pl, uint32_t i,
                                    mp_error *err);
 
+/* No strategy may do worse than no reuse: when the linear stack of ctx's
+ * buffers is smaller than ctx->offsets' packing (possible with mixed
+ * alignments), it replaces it and ctx->detail says so. */
+mp_status strategy_guard(mp_strategy_ctx *ctx, mp_error *err);
+
 #endif /* MPLAN_STRATEGY_H */

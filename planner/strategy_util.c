@@ -6,7 +6,9 @@
  *      C library's qsort stability.
  *   2. Every offset computed here is overflow-checked.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "strategy.h"
 
@@ -137,5 +139,34 @@ mp_status strategy_stack(mp_strategy_ctx *ctx, const uint32_t *order, size_t n,
     cursor = end;
   }
   mp_free(ctx->alloc, pins);
+  return st;
+}
+
+static size_t util_extent(const mp_strategy_ctx *ctx, const size_t *off) {
+  size_t top = 0;
+  for (size_t i = 0; i < ctx->n; i++) {
+    if (off[i] + ctx->bufs[i].size > top) top = off[i] + ctx->bufs[i].size;
+  }
+  return top;
+}
+
+/* No strategy may do worse than no reuse at all. With mixed alignments a
+ * packing order can strand more padding than stacking does; then the
+ * linear placement is kept, and the detail says so. */
+mp_status strategy_guard(mp_strategy_ctx *ctx, mp_error *err) {
+  size_t *lin = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *lin);
+  if (!lin) return mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
+  mp_strategy_ctx l = *ctx;
+  l.offsets = lin;
+  mp_status st = mp_strategy_linear.solve(&l, err);
+  size_t mine = util_extent(ctx, ctx->offsets), base = util_extent(ctx, lin);
+  if (st == MP_OK && base < mine) {
+    memcpy(ctx->offsets, lin, ctx->n * sizeof *lin);
+    size_t len = strlen(ctx->detail);
+    snprintf(ctx->detail + len, sizeof ctx->detail - len,
+             "%sthe no-reuse stack was %zu B smaller and was kept",
+             len ? "; " : "", mine - base);
+  }
+  mp_free(ctx->alloc, lin);
   return st;
 }

@@ -153,12 +153,47 @@ static void pj_dynamic(pj_ctx *c, cJSON *root) {
   }
 }
 
+/* Every region: its capacity (null: unbounded), what the plan uses of it
+ * ("size", the limit mplan validate holds an unbounded region to) and how
+ * that splits into the fixed tiers and the activations. */
 static void pj_regions(pj_ctx *c, cJSON *root) {
   cJSON *arr = pj_add_arr(c, root, "regions");
-  cJSON *r = arr ? pj_push_obj(c, arr) : NULL;
-  if (!r) return;
-  pj_str(c, r, "name", "arena");
-  pj_num(c, r, "size", (double)mp_plan_summary_of(c->plan)->arena_bytes);
+  for (size_t i = 0; arr && i < mp_plan_region_count(c->plan); i++) {
+    const mp_plan_region *reg = mp_plan_region_at(c->plan, i);
+    cJSON *r = pj_push_obj(c, arr);
+    if (!r) return;
+    pj_str(c, r, "name", reg->name);
+    if (reg->capacity) {
+      pj_num(c, r, "capacity", (double)reg->capacity);
+    } else if (!cJSON_AddNullToObject(r, "capacity")) {
+      c->ok = false;
+    }
+    pj_num(c, r, "size", (double)reg->used_bytes);
+    pj_num(c, r, "fixed_bytes", (double)reg->fixed_bytes);
+    pj_num(c, r, "activation_bytes", (double)reg->activation_bytes);
+    if (reg->spilled_in) pj_num(c, r, "spilled_in", (double)reg->spilled_in);
+  }
+}
+
+/* Bank conflicts the planner could not move apart. */
+static void pj_banks(pj_ctx *c, cJSON *root) {
+  const mp_bank_conflict *bc;
+  size_t before, n = mp_plan_bank_conflicts(c->plan, &bc, &before);
+  if (!before) return;
+  cJSON *o = pj_add_obj(c, root, "bank_conflicts");
+  if (!o) return;
+  pj_num(c, o, "before", (double)before);
+  cJSON *arr = pj_add_arr(c, o, "remaining");
+  for (size_t k = 0; arr && k < n; k++) {
+    const size_t *idx;
+    size_t m;
+    cJSON *e = pj_push_obj(c, arr);
+    if (!e) return;
+    pj_str(c, e, "group", mp_problem_group(c->p, bc[k].group, &idx, &m));
+    pj_str(c, e, "a", mp_problem_buffer(c->p, bc[k].a)->name);
+    pj_str(c, e, "b", mp_problem_buffer(c->p, bc[k].b)->name);
+    pj_num(c, e, "bank", (double)bc[k].bank);
+  }
 }
 
 static void pj_peak(pj_ctx *c, cJSON *root, size_t *idx) {
@@ -242,7 +277,7 @@ static void pj_buffer(pj_ctx *c, cJSON *e, size_t i) {
   pj_num(c, e, "waste", (double)(b->padded - b->size));
   pj_num(c, e, "first_use", (double)b->first);
   pj_num(c, e, "last_use", (double)b->last);
-  pj_str(c, e, "region", "arena");
+  pj_str(c, e, "region", mp_plan_region_at(c->plan, c->pl[i].region)->name);
   if (b->pinned && !cJSON_AddTrueToObject(e, "pinned")) c->ok = false;
   const char *prod = mp_model_producer(c->m, i);
   const char *cons = mp_model_last_consumer(c->m, i);
@@ -332,6 +367,7 @@ mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,
     pj_summary(&c, root);
     pj_dynamic(&c, root);
     pj_regions(&c, root);
+    pj_banks(&c, root);
     pj_peak(&c, root, idx);
     pj_execution(&c, root);
     pj_buffers(&c, root);

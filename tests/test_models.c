@@ -22,7 +22,7 @@ static mp_model *load(const char *rel, mp_plan **plan, const char *strategy) {
     CHECK(!"load failed");
     return NULL;
   }
-  mp_plan_opts o = {strategy, 0};
+  mp_plan_opts o = {.strategy = strategy, .budget_ms = 0};
   if (mp_plan_solve(mp_model_problem(m), &o, plan, &err) != MP_OK) {
     fprintf(stderr, "%s: %s\n", rel, err.msg);
     CHECK(!"plan failed");

@@ -60,7 +60,7 @@ static void test_seed_golden(void) {
   add(p, "logits", 1024, 16, 4, 5, MP_CLASS_ACTIVATION);
   add(p, "probs", 1024, 16, 5, 5, MP_CLASS_ACTIVATION);
   CHECK(mp_problem_seal(p, &err) == MP_OK);
-  mp_plan_opts seed = {"seed-first-fit", 0};
+  mp_plan_opts seed = {.strategy = "seed-first-fit", .budget_ms = 0};
   CHECK(mp_plan_solve(p, &seed, &plan, &err) == MP_OK);
   static const size_t want[] = {0,      4096,  335872, 331776,
                                 344064, 69632, 331776, 332800};
@@ -82,13 +82,13 @@ static void test_seed_golden(void) {
   CHECK_EQ_U(prof->segs[prof->peaks[0]].count, 3);
   mp_plan_destroy(plan);
 
-  mp_plan_opts lin = {"linear", 0};
+  mp_plan_opts lin = {.strategy = "linear", .budget_ms = 0};
   CHECK(mp_plan_solve(p, &lin, &plan, &err) == MP_OK);
   CHECK_EQ_U(mp_plan_summary_of(plan)->activation_peak_bytes, 22528);
   CHECK_EQ_U(mp_plan_summary_of(plan)->arena_bytes, 331776 + 22528);
   mp_plan_destroy(plan);
 
-  mp_plan_opts bad = {"best-fit-ish", 0};
+  mp_plan_opts bad = {.strategy = "best-fit-ish", .budget_ms = 0};
   CHECK(mp_plan_solve(p, &bad, &plan, &err) == MP_ERR_BAD_INPUT);
   CHECK_HAS(err.msg, "unknown strategy 'best-fit-ish'");
   CHECK_HAS(err.msg, "seed-first-fit");
@@ -223,7 +223,8 @@ static void test_pins(void) {
     add(p, "y", 48, 16, 2, 6, MP_CLASS_ACTIVATION);
     add(p, "z", 16, 16, 5, 9, MP_CLASS_ACTIVATION);
     CHECK(mp_problem_seal(p, &err) == MP_OK);
-    mp_plan_opts o = {s ? "linear" : "seed-first-fit", 0};
+    mp_plan_opts o = {.strategy = s ? "linear" : "seed-first-fit",
+                      .budget_ms = 0};
     CHECK(mp_plan_solve(p, &o, &plan, &err) == MP_OK);
     if (plan) {
       CHECK_EQ_U(mp_plan_placements(plan)[0].offset, 32);
@@ -297,7 +298,7 @@ static void test_strategies_random(unsigned seed, int trials) {
     CHECK(mp_problem_seal(p, &err) == MP_OK);
     size_t linear_act = 0;
     for (size_t k = mp_strategy_count(); k-- > 0;) { /* linear first */
-      mp_plan_opts o = {mp_strategy_name(k), 1};
+      mp_plan_opts o = {.strategy = mp_strategy_name(k), .budget_ms = 1};
       mp_plan *plan = NULL;
       mp_status st = mp_plan_solve(p, &o, &plan, &err);
       if (st != MP_OK) {

@@ -105,6 +105,8 @@ typedef struct mp_tensor {
   mp_dtype decl_dtype;
   uint32_t decl_rank;
   mp_dim decl[MP_MAX_RANK]; /* dims with value -1 and no sym are unknown */
+  bool pinned;              /* an offline-planned offset (graph JSON "pin") */
+  size_t pin;
 } mp_tensor;
 
 typedef enum mp_attr_kind {
@@ -169,6 +171,8 @@ typedef struct mp_tensor_desc {
   mp_dim shape[MP_MAX_RANK]; /* value ignored where sym >= 0 */
   const char *layout;        /* may be NULL */
   bool pending;              /* dtype and shape left to shape inference */
+  bool pinned;               /* placed at `pin` by the user (graph JSON) */
+  size_t pin;                /* absolute offset in its region */
 } mp_tensor_desc;
 
 /* The index of a declared dim; false when there is none by that name. */

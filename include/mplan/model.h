@@ -88,6 +88,9 @@ const char *mp_model_name(const mp_model *m);
 const char *mp_model_backend_name(const mp_model *m);
 const mp_problem *mp_model_problem(const mp_model *m);
 
+/* The backend given at load time (regions, banks, alignments), or NULL. */
+const mp_backend *mp_model_backend(const mp_model *m);
+
 /* The graph, or NULL when the model is not a graph. */
 const mp_graph *mp_model_graph(const mp_model *m);
 
@@ -117,6 +120,11 @@ const char *mp_model_last_consumer(const mp_model *m, size_t i);
  * 0 otherwise. */
 const mp_placement *mp_model_placements(const mp_model *m);
 size_t mp_model_arena_bytes(const mp_model *m);
+
+/* For plan files: the regions' names, capacities (0: unbounded) and the
+ * limits mplan validate holds them to; returns how many (0 otherwise). */
+size_t mp_model_plan_regions(const mp_model *m, const char *const **names,
+                             const size_t **capacity, const size_t **limit);
 const char *mp_model_strategy(const mp_model *m);
 
 /* Warnings of the load (an opset newer than known, declarations that

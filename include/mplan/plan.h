@@ -32,10 +32,52 @@ typedef struct mp_plan_summary {
                                    exact search proved (0: none) */
 } mp_plan_summary;
 
+/* A memory region of the backend, fastest first. Activations go to the
+ * first region that holds their class and spill to the next when it is
+ * full; resident and retained buffers fill regions in the same order. */
+typedef struct mp_region_desc {
+  const char *name; /* copied into the plan */
+  size_t capacity;  /* bytes; 0: unbounded */
+  unsigned classes; /* bit (1u << mp_class) for every class it may hold */
+} mp_region_desc;
+
+#define MP_REGION_ALL_CLASSES                                \
+  ((1u << MP_CLASS_ACTIVATION) | (1u << MP_CLASS_RESIDENT) | \
+   (1u << MP_CLASS_RETAINED))
+
+/* Interleaved banks: address a is in bank (a / width) % count. Buffers of
+ * one access group (mp_problem_add_group) that start in the same bank
+ * conflict; the planner moves one of them when there is room. */
+typedef struct mp_bank_desc {
+  uint32_t count; /* 0 or 1: no banks */
+  size_t width;   /* bytes per bank line */
+} mp_bank_desc;
+
 typedef struct mp_plan_opts {
-  const char *strategy; /* NULL: MP_STRATEGY_DEFAULT */
-  double budget_ms;     /* for searching strategies; 0: no budget */
+  const char *strategy;          /* NULL: MP_STRATEGY_DEFAULT */
+  double budget_ms;              /* for searching strategies; 0: no budget */
+  const mp_region_desc *regions; /* NULL/0: one unbounded region "arena" */
+  size_t n_regions;
+  mp_bank_desc banks;
 } mp_plan_opts;
+
+/* What a plan put in one region. */
+typedef struct mp_plan_region {
+  const char *name;
+  size_t capacity;         /* 0: unbounded */
+  size_t used_bytes;       /* end of the highest buffer in it */
+  size_t fixed_bytes;      /* end of its resident and retained tiers */
+  size_t activation_bytes; /* used_bytes - fixed_bytes */
+  size_t spilled_in;       /* activations that came here because an
+                              earlier region was full */
+} mp_plan_region;
+
+/* A pair of an access group that still starts in one bank. */
+typedef struct mp_bank_conflict {
+  size_t group;
+  size_t a, b; /* buffer indices */
+  uint32_t bank;
+} mp_bank_conflict;
 
 #define MP_STRATEGY_DEFAULT "auto"
 
@@ -49,10 +91,17 @@ mp_status mp_plan_solve(const mp_problem *p, const mp_plan_opts *opts,
                         mp_plan **out, mp_error *err);
 
 /* Wraps offsets decided elsewhere (a plan file) without validating them:
- * run mp_validate on the result. Copies offsets and strategy; borrows p. */
+ * run mp_validate on the result. Copies offsets, strategy and regions
+ * (NULL/0: one region "arena" as large as the highest buffer); borrows
+ * p. */
 mp_status mp_plan_adopt(const mp_problem *p, const mp_placement *placements,
                         const char *strategy, double plan_ms, mp_plan **out,
                         mp_error *err);
+mp_status mp_plan_adopt_regions(const mp_problem *p,
+                                const mp_placement *placements,
+                                const char *strategy, double plan_ms,
+                                const mp_region_desc *regions, size_t n_regions,
+                                mp_plan **out, mp_error *err);
 
 void mp_plan_destroy(mp_plan *plan);
 
@@ -60,6 +109,15 @@ const mp_problem *mp_plan_problem(const mp_plan *plan);
 const mp_plan_summary *mp_plan_summary_of(const mp_plan *plan);
 const mp_placement *mp_plan_placements(const mp_plan *plan);
 const mp_profile *mp_plan_profile(const mp_plan *plan);
+
+/* The plan's regions (at least one). */
+size_t mp_plan_region_count(const mp_plan *plan);
+const mp_plan_region *mp_plan_region_at(const mp_plan *plan, size_t i);
+
+/* Bank conflicts that remain (borrowed array), and how many the layout had
+ * before the planner moved buffers to avoid them. */
+size_t mp_plan_bank_conflicts(const mp_plan *plan, const mp_bank_conflict **out,
+                              size_t *before);
 
 /* Strategy names in a stable order, for help texts and `auto`. */
 size_t mp_strategy_count(void);

@@ -76,6 +76,17 @@ mp_status mp_problem_set_span(mp_problem *p, int64_t first, int64_t last,
  * intervals outside a declared span. Further adds fail. */
 mp_status mp_problem_seal(mp_problem *p, mp_error *err);
 
+/* Declares that the buffers idx[0..n) are read together (the inputs of one
+ * op), so that a banked memory should keep them in different banks. label
+ * (copied) names the group in reports. Duplicates and out-of-range
+ * indices are errors. Before seal only. */
+mp_status mp_problem_add_group(mp_problem *p, const char *label,
+                               const size_t *idx, size_t n, mp_error *err);
+size_t mp_problem_group_count(const mp_problem *p);
+/* The i-th group: its label and buffer indices (borrowed). */
+const char *mp_problem_group(const mp_problem *p, size_t i, const size_t **idx,
+                             size_t *n);
+
 bool mp_problem_sealed(const mp_problem *p);
 const char *mp_problem_name(const mp_problem *p);
 size_t mp_problem_count(const mp_problem *p);
