@@ -98,6 +98,7 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
                           const mp_buf *plan_json, mp_buf *log, mp_error *err);
 
 int cli_plan(int argc, char **argv);
+int cli_bench(int argc, char **argv);
 int cli_report(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_explain(int argc, char **argv);

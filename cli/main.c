@@ -22,6 +22,8 @@ static const char main_usage[] =
     "  validate PLAN   re-prove a plan file: exit 0 valid, 1 invalid\n"
     "  report MODEL    write report files: --html --sqlite --dot --svg\n"
     "                  --lifetimes (also accepted by plan)\n"
+    "  bench DIR|FILE  every strategy on every file: arena, ratio to the\n"
+    "                  lower bound and the best known, time\n"
     "\n"
     "MODEL is an ONNX model, graph JSON (graph/1), a pipeline (pipeline/1),\n"
     "a lifetime table (lifetimes/1) or a minimalloc CSV (id,lower,upper,\n"
@@ -34,10 +36,9 @@ typedef struct main_cmd {
 } main_cmd;
 
 static const main_cmd main_cmds[] = {
-    {"plan", cli_plan},
-    {"explain", cli_explain},
-    {"validate", cli_validate},
-    {"report", cli_report},
+    {"plan", cli_plan},         {"explain", cli_explain},
+    {"validate", cli_validate}, {"report", cli_report},
+    {"bench", cli_bench},
 };
 
 int main(int argc, char **argv) {

@@ -74,9 +74,14 @@ struct ex_problem {
   const mp_alloc *alloc;
   size_t n, n_sec;
   size_t *size, *align;
-  uint32_t *slo, *shi;          /* per buffer, inclusive sections */
-  uint32_t *ovl_at, *ovl;       /* CSR: buffers overlapping in time */
-  uint32_t *mem_at, *mem;       /* CSR: buffers live in each section */
+  uint32_t *slo, *shi;    /* per buffer, inclusive sections */
+  uint32_t *ovl_at, *ovl; /* CSR: buffers overlapping in time */
+  uint32_t *mem_at, *mem; /* CSR: buffers live in each section */
+  /* The same lists kept with the unplaced members first: live_mem holds
+   * section s's unplaced buffers at [mem_at[s], mem_at[s] + ucount[s]);
+   * bpos[bpos_at[b] + s - slo[b]] is b's position there. */
+  uint32_t *live_mem, *ucount, *bpos, *bpos_at, *removed;
+  size_t n_removed;
   size_t *total0;               /* initial section totals */
   uint32_t *cuts0;              /* initial boundary cuts */
   uint32_t *ranks[EX_N_ORDERS]; /* preorder rank per buffer */
@@ -92,9 +97,12 @@ struct ex_problem {
   uint32_t stamp_now;
   ex_stack mins, floors;
   int64_t nodes_left;
-  uint64_t nodes;
+  uint64_t nodes, max_nodes;
   double deadline;
   bool timed_out, oom, too_dense;
+  bool inherit;            /* the next ex_search may start from parent_c */
+  const ex_cand *parent_c; /* the calling node's sorted candidates */
+  size_t parent_m;
 };
 
 /* ---- preparation --------------------------------------------------------- */
@@ -167,6 +175,19 @@ static bool ex_members(ex_problem *ex) {
   }
   for (size_t s = 0; s < ns; s++) ex->mem_at[s + 1] += ex->mem_at[s];
   ex->mem = mp_calloc(ex->alloc, total + 1, sizeof *ex->mem);
+  ex->live_mem = mp_calloc(ex->alloc, total + 1, sizeof *ex->live_mem);
+  ex->bpos = mp_calloc(ex->alloc, total + 1, sizeof *ex->bpos);
+  ex->removed = mp_calloc(ex->alloc, total + 1, sizeof *ex->removed);
+  ex->ucount = mp_calloc(ex->alloc, ns + 1, sizeof *ex->ucount);
+  ex->bpos_at = mp_calloc(ex->alloc, n + 1, sizeof *ex->bpos_at);
+  if (!ex->live_mem || !ex->bpos || !ex->removed || !ex->ucount ||
+      !ex->bpos_at) {
+    return false;
+  }
+  for (size_t i = 0, at = 0; i < n; i++) {
+    ex->bpos_at[i] = (uint32_t)at;
+    at += ex->shi[i] - ex->slo[i] + 1;
+  }
   uint32_t *fill = mp_calloc(ex->alloc, ns + 1, sizeof *fill);
   if (!ex->mem || !fill) {
     mp_free(ex->alloc, fill);
@@ -232,7 +253,7 @@ static int ex_key_cmp(const void *pa, const void *pb) {
  * width, A its area (size x width), C its section count. Each preorder
  * sorts descending by three of them (MiniMalloc's TWA, WAT and TAW, plus
  * one with C for W). */
-static const int ex_orders[EX_N_ORDERS][3] = {
+static const int ex_order_keys[EX_N_ORDERS][3] = {
     {0, 1, 2}, {1, 2, 0}, {0, 2, 1}, {0, 3, 2}};
 
 /* Ranks bufs[0..n) under preorder h with section totals `totals` into
@@ -248,7 +269,7 @@ static void ex_rank(const ex_problem *ex, int h, const uint32_t *bufs, size_t n,
     uint64_t v[4] = {fullest, ex->width[i], ex->area[i],
                      ex->shi[i] - ex->slo[i] + 1u};
     keys[k].b = i;
-    for (int j = 0; j < 3; j++) keys[k].k[j] = v[ex_orders[h][j]];
+    for (int j = 0; j < 3; j++) keys[k].k[j] = v[ex_order_keys[h][j]];
   }
   qsort(keys, n, sizeof *keys, ex_key_cmp);
   for (size_t r = 0; r < n; r++) rank[keys[r].b] = (uint32_t)r;
@@ -331,12 +352,13 @@ void ex_destroy(ex_problem *ex) {
     mp_free(a, ex->parts[p].bufs);
   }
   for (int h = 0; h < EX_N_ORDERS; h++) mp_free(a, ex->ranks[h]);
-  void *all[] = {ex->size,     ex->align,    ex->slo,      ex->shi,
-                 ex->ovl_at,   ex->ovl,      ex->mem_at,   ex->mem,
-                 ex->total0,   ex->cuts0,    ex->parts,    ex->off,
-                 ex->min_off,  ex->floor,    ex->total,    ex->cuts,
-                 ex->stamp,    ex->affected, ex->at_floor, ex->mins.v,
-                 ex->floors.v, ex->width,    ex->area,     ex->keys};
+  void *all[] = {
+      ex->size,     ex->align,  ex->slo,      ex->shi,      ex->ovl_at,
+      ex->ovl,      ex->mem_at, ex->mem,      ex->total0,   ex->cuts0,
+      ex->parts,    ex->off,    ex->min_off,  ex->floor,    ex->total,
+      ex->cuts,     ex->stamp,  ex->affected, ex->at_floor, ex->mins.v,
+      ex->floors.v, ex->width,  ex->area,     ex->keys,     ex->live_mem,
+      ex->ucount,   ex->bpos,   ex->bpos_at,  ex->removed};
   for (size_t k = 0; k < sizeof all / sizeof *all; k++) mp_free(a, all[k]);
   mp_free(a, ex);
 }
@@ -393,23 +415,55 @@ uint64_t ex_nodes(const ex_problem *ex) {
 
 typedef enum ex_step { EX_S_FOUND, EX_S_NOTFOUND, EX_S_ABORT } ex_step;
 
-static bool ex_push(ex_problem *ex, ex_stack *st, uint32_t idx, size_t old,
-                    uint32_t old_count) {
-  if (st->n == st->cap) {
-    void *p = st->v;
-    if (mp_grow(ex->alloc, &p, &st->cap, st->n + 1, sizeof *st->v, "exact",
-                NULL) != MP_OK) {
-      ex->oom = true;
-      return false;
-    }
-    st->v = p;
+static bool ex_grow(ex_problem *ex, ex_stack *st) {
+  void *p = st->v;
+  if (mp_grow(ex->alloc, &p, &st->cap, st->n + 1, sizeof *st->v, "exact",
+              NULL) != MP_OK) {
+    ex->oom = true;
+    return false;
   }
+  st->v = p;
+  return true;
+}
+
+/* The hottest call of the search: the growth is out of line. */
+static inline bool ex_push(ex_problem *ex, ex_stack *st, uint32_t idx,
+                           size_t old, uint32_t old_count) {
+  if (st->n == st->cap && !ex_grow(ex, st)) return false;
   st->v[st->n++] = (ex_change){idx, old_count, old};
   return true;
 }
 
 static size_t ex_align_up(size_t v, size_t a) {
   return (v + a - 1) & ~(a - 1);
+}
+
+static uint32_t *ex_bpos(ex_problem *ex, uint32_t b, uint32_t s) {
+  return &ex->bpos[ex->bpos_at[b] + (s - ex->slo[b])];
+}
+
+/* Takes placed buffer b out of section s's unplaced prefix (swap with the
+ * prefix's last), remembering where it was. */
+static void ex_remove(ex_problem *ex, uint32_t b, uint32_t s) {
+  uint32_t *slot = ex_bpos(ex, b, s), p = *slot;
+  uint32_t last = ex->mem_at[s] + --ex->ucount[s];
+  uint32_t moved = ex->live_mem[last];
+  ex->live_mem[p] = moved;
+  *ex_bpos(ex, moved, s) = p;
+  ex->live_mem[last] = b;
+  *slot = last;
+  ex->removed[ex->n_removed++] = p;
+}
+
+/* The exact inverse of ex_remove; calls come in the reverse order. */
+static void ex_restore(ex_problem *ex, uint32_t b, uint32_t s) {
+  uint32_t p = ex->removed[--ex->n_removed];
+  uint32_t last = ex->mem_at[s] + ex->ucount[s]++;
+  uint32_t moved = ex->live_mem[p];
+  ex->live_mem[p] = b;
+  *ex_bpos(ex, b, s) = p;
+  ex->live_mem[last] = moved;
+  *ex_bpos(ex, moved, s) = last;
 }
 
 /* One of the unplaced buffers of s that sat at its floor left it (placed
@@ -422,9 +476,8 @@ static bool ex_leave_floor(ex_problem *ex, uint32_t s) {
   if (--ex->at_floor[s] > 0) return true;
   size_t lowest = EX_NONE;
   uint32_t count = 0;
-  for (uint32_t k = ex->mem_at[s]; k < ex->mem_at[s + 1]; k++) {
-    uint32_t o = ex->mem[k];
-    if (ex->off[o] != EX_NONE) continue;
+  for (uint32_t k = ex->mem_at[s], e = k + ex->ucount[s]; k < e; k++) {
+    uint32_t o = ex->live_mem[k];
     if (ex->min_off[o] < lowest) {
       lowest = ex->min_off[o];
       count = 1;
@@ -447,6 +500,7 @@ static void ex_place(ex_problem *ex, uint32_t b, size_t x) {
   ex->off[b] = x;
   for (uint32_t s = ex->slo[b]; s <= ex->shi[b]; s++) {
     ex->total[s] -= ex->size[b];
+    ex_remove(ex, b, s);
     if (ex->floor[s] == ex->min_off[b] && !ex_leave_floor(ex, s)) return;
   }
   for (uint32_t k = ex->ovl_at[b]; k < ex->ovl_at[b + 1]; k++) {
@@ -468,8 +522,9 @@ static void ex_unplace(ex_problem *ex, uint32_t b, size_t mins_mark,
     ex->floor[c.idx] = c.old;
     ex->at_floor[c.idx] = c.old_count;
   }
-  for (uint32_t s = ex->slo[b]; s <= ex->shi[b]; s++) {
+  for (uint32_t s = ex->shi[b] + 1; s-- > ex->slo[b];) {
     ex->total[s] += ex->size[b];
+    ex_restore(ex, b, s);
   }
   while (ex->mins.n > mins_mark) {
     ex_change c = ex->mins.v[--ex->mins.n];
@@ -531,6 +586,7 @@ static ex_step ex_decompose(ex_problem *ex, const ex_part *p, uint32_t b,
   }
   ex_step r;
   if (n_cut == 0) {
+    ex->inherit = true; /* the same part goes on: reuse the parent's order */
     r = ex_search(ex, p, x, rank);
   } else {
     r = EX_S_FOUND;
@@ -558,25 +614,85 @@ static ex_step ex_decompose(ex_problem *ex, const ex_part *p, uint32_t b,
   return r;
 }
 
+/* Insertion sort: the buffers whose offset moved at one placement are
+ * few. */
+static void ex_sort_small(ex_cand *v, size_t n) {
+  for (size_t i = 1; i < n; i++) {
+    ex_cand x = v[i];
+    size_t j = i;
+    while (j > 0 && ex_cand_cmp(&v[j - 1], &x) > 0) {
+      v[j] = v[j - 1];
+      j--;
+    }
+    v[j] = x;
+  }
+}
+
+/* The unplaced buffers of p sorted by (min_off, rank). A child node of the
+ * same part starts from its parent's sorted list: the placed buffer drops
+ * out, the few whose min_off moved are sorted apart and merged back, so a
+ * node costs O(m) instead of a full sort. moved has room for p->n. */
+static size_t ex_candidates(ex_problem *ex, const ex_part *p, bool inherit,
+                            ex_cand *c, ex_cand *moved) {
+  size_t m = 0, n_moved = 0, n_kept = 0;
+  if (!inherit) {
+    for (size_t k = 0; k < p->n; k++) {
+      uint32_t b = p->bufs[k];
+      if (ex->off[b] == EX_NONE) {
+        c[m++] = (ex_cand){ex->min_off[b], ex->rank[b], b};
+      }
+    }
+    qsort(c, m, sizeof *c, ex_cand_cmp);
+    return m;
+  }
+  for (size_t k = 0; k < ex->parent_m; k++) {
+    ex_cand e = ex->parent_c[k];
+    if (ex->off[e.b] != EX_NONE) continue;
+    if (ex->min_off[e.b] != e.off) {
+      e.off = ex->min_off[e.b];
+      moved[n_moved++] = e;
+    } else {
+      c[n_kept++] = e; /* still in order: a subsequence of a sorted list */
+    }
+  }
+  if (n_moved < 16) {
+    ex_sort_small(moved, n_moved);
+  } else {
+    qsort(moved, n_moved, sizeof *moved, ex_cand_cmp);
+  }
+  /* Merge from the back so that c can hold the result in place. */
+  size_t i = n_kept, j = n_moved;
+  m = n_kept + n_moved;
+  for (size_t o = m; o-- > 0;) {
+    if (j == 0 || (i > 0 && ex_cand_cmp(&c[i - 1], &moved[j - 1]) > 0)) {
+      c[o] = c[--i];
+    } else {
+      c[o] = moved[--j];
+    }
+  }
+  return m;
+}
+
 static ex_step ex_search(ex_problem *ex, const ex_part *p, size_t last_off,
                          uint32_t last_rank) {
+  bool inherit = ex->inherit;
+  ex->inherit = false;
   if (ex->nodes_left-- <= 0 || ex->oom) return EX_S_ABORT;
-  if ((++ex->nodes & 255) == 0 && mp_now_ms() > ex->deadline) {
+  if (++ex->nodes >= ex->max_nodes ||
+      ((ex->nodes & 255) == 0 && mp_now_ms() > ex->deadline)) {
     ex->timed_out = true;
   }
   if (ex->timed_out) return EX_S_ABORT;
-  ex_cand *c = mp_calloc(ex->alloc, p->n + 1, sizeof *c);
+  ex_cand *c = mp_calloc(ex->alloc, 2 * (p->n + 1), sizeof *c);
   if (!c) {
     ex->oom = true;
     return EX_S_ABORT;
   }
-  size_t m = 0, min_height = EX_NONE;
-  for (size_t k = 0; k < p->n; k++) {
-    uint32_t b = p->bufs[k];
-    if (ex->off[b] != EX_NONE) continue;
-    c[m++] = (ex_cand){ex->min_off[b], ex->rank[b], b};
-    if (ex->min_off[b] + ex->size[b] < min_height) {
-      min_height = ex->min_off[b] + ex->size[b];
+  size_t m = ex_candidates(ex, p, inherit, c, c + p->n + 1);
+  size_t min_height = EX_NONE;
+  for (size_t k = 0; k < m; k++) {
+    if (c[k].off + ex->size[c[k].b] < min_height) {
+      min_height = c[k].off + ex->size[c[k].b];
     }
   }
   if (m == 0) { /* a leaf: every buffer of the partition is placed */
@@ -584,7 +700,6 @@ static ex_step ex_search(ex_problem *ex, const ex_part *p, size_t last_off,
     mp_free(ex->alloc, c);
     return EX_S_FOUND;
   }
-  qsort(c, m, sizeof *c, ex_cand_cmp);
   ex_step r = EX_S_NOTFOUND;
   for (size_t k = 0; k < m && r == EX_S_NOTFOUND; k++) {
     if (c[k].off < last_off ||
@@ -594,6 +709,8 @@ static ex_step ex_search(ex_problem *ex, const ex_part *p, size_t last_off,
     if (c[k].off >= min_height) break; /* invariant 3; sorted by offset */
     if (c[k].off + ex->size[c[k].b] > ex->cap) continue;
     size_t mins_mark = ex->mins.n, floors_mark = ex->floors.n;
+    ex->parent_c = c;
+    ex->parent_m = m;
     ex_place(ex, c[k].b, c[k].off);
     if (!ex->oom && ex_check(ex, p, c[k].off)) {
       r = ex_decompose(ex, p, c[k].b, c[k].off, c[k].rank);
@@ -613,15 +730,51 @@ static void ex_reset(ex_problem *ex) {
   for (size_t s = 0; s < ex->n_sec; s++) {
     ex->floor[s] = 0;
     ex->at_floor[s] = ex->mem_at[s + 1] - ex->mem_at[s];
+    ex->ucount[s] = ex->at_floor[s];
+    for (uint32_t k = ex->mem_at[s]; k < ex->mem_at[s + 1]; k++) {
+      ex->live_mem[k] = ex->mem[k];
+      *ex_bpos(ex, ex->mem[k], (uint32_t)s) = k;
+    }
     ex->total[s] = ex->total0[s];
     ex->cuts[s] = ex->cuts0[s];
   }
   ex->mins.n = ex->floors.n = 0;
+  ex->n_removed = 0;
+}
+
+int ex_orders(void) {
+  return EX_N_ORDERS;
+}
+
+mp_status ex_dive(ex_problem *ex, int h, size_t *out, mp_error *err) {
+  /* With no capacity to respect no check fails, so the first descent is a
+   * complete placement and the search never backtracks. */
+  ex->cap = SIZE_MAX / 4;
+  ex->out = out;
+  ex->deadline = 1e300;
+  ex->max_nodes = UINT64_MAX;
+  ex->timed_out = ex->oom = false;
+  ex->nodes = 0;
+  ex->rank = ex->ranks[h];
+  ex->order = h;
+  ex->nodes_left = INT64_MAX;
+  ex_reset(ex);
+  ex_step r = EX_S_FOUND;
+  for (size_t p = 0; p < ex->n_parts && r == EX_S_FOUND; p++) {
+    r = ex_search(ex, &ex->parts[p], 0, 0);
+  }
+  if (ex->oom) return mp_error_set(err, MP_ERR_NOMEM, "exact: out of memory");
+  if (r != EX_S_FOUND) {
+    return mp_error_set(err, MP_ERR_INTERNAL, "canonical dive did not finish");
+  }
+  return MP_OK;
 }
 
 mp_status ex_decide(ex_problem *ex, size_t capacity, double deadline_ms,
-                    size_t *out, ex_result *result, mp_error *err) {
+                    uint64_t max_nodes, size_t *out, ex_result *result,
+                    mp_error *err) {
   int64_t limit = (int64_t)ex->n + 16;
+  ex->max_nodes = max_nodes ? max_nodes : UINT64_MAX;
   ex->cap = capacity;
   ex->out = out;
   ex->deadline = deadline_ms;

@@ -38,9 +38,19 @@ void ex_destroy(ex_problem *ex);
 size_t ex_lower_bound(const ex_problem *ex);
 
 /* Decides whether everything fits in capacity bytes before deadline_ms (a
- * mp_now_ms() time). On EX_FOUND writes tier-relative offsets to out[]. */
+ * mp_now_ms() time) and within max_nodes search nodes (0: no limit; a
+ * node limit makes the outcome independent of the machine's speed). On
+ * EX_FOUND writes tier-relative offsets to out[]; EX_TIMEOUT covers both
+ * limits. */
 mp_status ex_decide(ex_problem *ex, size_t capacity, double deadline_ms,
-                    size_t *out, ex_result *result, mp_error *err);
+                    uint64_t max_nodes, size_t *out, ex_result *result,
+                    mp_error *err);
+
+/* One greedy descent without backtracking under preorder h (0..
+ * ex_orders()-1): every buffer at the lowest offset its placed conflicts
+ * allow, lowest first -- a skyline packing. Writes offsets to out[]. */
+mp_status ex_dive(ex_problem *ex, int h, size_t *out, mp_error *err);
+int ex_orders(void);
 
 /* Nodes visited by the last ex_decide (for reports and benchmarks). */
 uint64_t ex_nodes(const ex_problem *ex);

@@ -28,6 +28,7 @@ static const mp_strategy *const plan_strategies[] = {
     &mp_strategy_best_fit_duration,
     &mp_strategy_best_fit_conflict,
     &mp_strategy_greedy_breadth,
+    &mp_strategy_canonical,
     &mp_strategy_online_best_fit,
     &mp_strategy_linear,
 };

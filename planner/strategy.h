@@ -48,6 +48,7 @@ extern const mp_strategy mp_strategy_best_fit_conflict;
 extern const mp_strategy mp_strategy_greedy_breadth;
 extern const mp_strategy mp_strategy_online_best_fit;
 extern const mp_strategy mp_strategy_exact;
+extern const mp_strategy mp_strategy_canonical;
 extern const mp_strategy mp_strategy_auto;
 
 /* ---- helpers shared by strategies (strategy_util.c) ---------------------- */

@@ -30,6 +30,7 @@ static const mp_strategy *const auto_heuristics[] = {
     &mp_strategy_best_fit_size,     &mp_strategy_best_fit_duration,
     &mp_strategy_best_fit_conflict, &mp_strategy_greedy_breadth,
     &mp_strategy_seed_first_fit,    &mp_strategy_online_best_fit,
+    &mp_strategy_canonical,
 };
 
 #define AUTO_N (sizeof auto_heuristics / sizeof *auto_heuristics)
@@ -81,28 +82,54 @@ typedef struct auto_search {
   uint64_t nodes;
 } auto_search;
 
-/* Invariant 2: bisection between the proven bound and the best found. A
- * probe that times out moves lo up without moving the proof. */
-static mp_status auto_bisect(mp_strategy_ctx *ctx, ex_problem *ex, size_t *sol,
+/* Invariant 2. The search is heavy-tailed: a capacity that takes seconds
+ * may have a neighbour solved in milliseconds. So after one long look at
+ * the lower bound come many short probes rather than a few long ones, with
+ * a node limit that doubles from pass to pass (restarts, in SAT-solver
+ * terms). */
+static mp_status auto_ladder(mp_strategy_ctx *ctx, ex_problem *ex, size_t *sol,
                              auto_search *s, double deadline, mp_error *err) {
-  for (bool first = true; s->lo < s->best; first = false) {
-    double now = mp_now_ms();
-    if (now >= deadline) break;
-    /* The first probe asks for the lower bound itself, with most of the
-     * budget: on many real problems it is the optimum. */
-    size_t cap = first ? s->lo : s->lo + (s->best - 1 - s->lo) / 2;
-    double slice = first ? 0.6 * (deadline - now) : (deadline - now) / 3;
+  uint64_t limit = 20 * (uint64_t)ctx->n > 8000 ? 20 * (uint64_t)ctx->n : 8000;
+  /* First the lower bound with a long look: on most real problems it is
+   * the optimum, found within a second or so. */
+  double now = mp_now_ms();
+  if (now < deadline) {
     ex_result r;
-    mp_status st = ex_decide(ex, cap, now + slice, sol, &r, err);
+    mp_status st =
+        ex_decide(ex, s->lo, now + 0.3 * (deadline - now), 0, sol, &r, err);
     s->nodes += ex_nodes(ex);
     if (st != MP_OK) return st;
     if (r == EX_FOUND) {
       s->best = auto_extent(ctx, sol);
       memcpy(ctx->offsets, sol, ctx->n * sizeof *sol);
-      continue;
+    } else if (r == EX_INFEASIBLE) {
+      s->lb = ++s->lo;
     }
-    s->lo = cap + 1;
-    if (r == EX_INFEASIBLE && cap + 1 > s->lb) s->lb = cap + 1;
+  }
+  /* Then passes down a grid of capacities from the best found to the
+   * proven bound, each probe limited in nodes (the same on every machine),
+   * the limit doubling from pass to pass. */
+  while (s->lo < s->best && mp_now_ms() < deadline) {
+    size_t step = (s->best - s->lo) / 32 ? (s->best - s->lo) / 32 : 1;
+    for (size_t cap = s->best - 1; cap >= s->lo && mp_now_ms() < deadline;) {
+      ex_result r;
+      mp_status st = ex_decide(ex, cap, deadline, limit, sol, &r, err);
+      s->nodes += ex_nodes(ex);
+      if (st != MP_OK) return st;
+      if (r == EX_FOUND) {
+        s->best = auto_extent(ctx, sol);
+        memcpy(ctx->offsets, sol, ctx->n * sizeof *sol);
+        cap = s->best - 1;
+      } else if (r == EX_INFEASIBLE) {
+        s->lo = s->lb = cap + 1; /* every smaller capacity fails too */
+        break;
+      } else if (cap < s->lo + step) {
+        break;
+      } else {
+        cap -= step;
+      }
+    }
+    limit *= 2;
   }
   return MP_OK;
 }
@@ -152,7 +179,7 @@ static mp_status auto_exact(mp_strategy_ctx *ctx, size_t arena,
   double deadline = mp_now_ms() + budget_ms;
   auto_search s = {arena, ex_lower_bound(ex), ex_lower_bound(ex), 0};
   size_t *sol = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *sol);
-  st = sol ? auto_bisect(ctx, ex, sol, &s, deadline, err)
+  st = sol ? auto_ladder(ctx, ex, sol, &s, deadline, err)
            : mp_error_set(err, MP_ERR_NOMEM, "exact: out of memory");
   if (st == MP_OK) auto_describe(ctx, &s, "exact");
   mp_free(ctx->alloc, sol);
