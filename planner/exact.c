@@ -498,9 +498,13 @@ static bool ex_leave_floor(ex_problem *ex, uint32_t s) {
 static void ex_place(ex_problem *ex, uint32_t b, size_t x) {
   size_t top = x + ex->size[b];
   ex->off[b] = x;
+  /* Bookkeeping that cannot fail first, so that ex_unplace always undoes
+   * exactly what happened even when a push below runs out of memory. */
   for (uint32_t s = ex->slo[b]; s <= ex->shi[b]; s++) {
     ex->total[s] -= ex->size[b];
     ex_remove(ex, b, s);
+  }
+  for (uint32_t s = ex->slo[b]; s <= ex->shi[b]; s++) {
     if (ex->floor[s] == ex->min_off[b] && !ex_leave_floor(ex, s)) return;
   }
   for (uint32_t k = ex->ovl_at[b]; k < ex->ovl_at[b + 1]; k++) {

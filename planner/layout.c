@@ -108,6 +108,14 @@ static mp_status lay_commit(mp_plan *plan, const lay_list *l, const size_t *rel,
       return lay_overflow(err);
     }
     pl->region = r;
+    const mp_buffer *b = mp_problem_buffer(plan->problem, l->v[k]);
+    size_t cap = plan->regions[r].capacity;
+    if (b->pinned && cap && top > cap) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "'%s' is pinned at offset %zu, beyond the %zu B of "
+                          "region '%s'",
+                          b->name, b->pin, cap, plan->regions[r].name);
+    }
     if (top > *end) *end = top;
   }
   return MP_OK;
