@@ -80,7 +80,7 @@ typedef struct strategy_range {
 
 typedef struct strategy_placer {
   mp_strategy_ctx *ctx;
-  struct itree *placed;
+  struct segset *placed;
   strategy_range *scratch;
   size_t n_scratch, cap_scratch;
 } strategy_placer;

@@ -12,13 +12,56 @@
  */
 #include <stdlib.h>
 
-#include "itree.h"
+#include "segset.h"
 #include "strategy.h"
 
-static int place_range_cmp(const void *a, const void *b) {
-  const strategy_range *x = a, *y = b;
-  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
-  return (x->hi > y->hi) - (x->hi < y->hi);
+static bool place_less(const strategy_range *x, const strategy_range *y) {
+  return x->lo < y->lo || (x->lo == y->lo && x->hi < y->hi);
+}
+
+/* Sorts by (lo, hi). This runs once per placed buffer on its conflicts, so
+ * it is the heuristics' hot loop: a quicksort with the comparison inlined
+ * and insertion sort below 24 elements, instead of qsort's indirect calls.
+ * Recursion goes into the smaller half only (O(log n) depth). */
+static void place_sort(strategy_range *v, size_t n) {
+  while (n > 24) {
+    strategy_range *a = &v[0], *b = &v[n / 2], *c = &v[n - 1], t;
+    strategy_range pivot = place_less(a, b) ? (place_less(b, c)   ? *b
+                                               : place_less(a, c) ? *c
+                                                                  : *a)
+                                            : (place_less(a, c)   ? *a
+                                               : place_less(b, c) ? *c
+                                                                  : *b);
+    size_t i = 0, j = n - 1;
+    for (;;) {
+      while (place_less(&v[i], &pivot)) i++;
+      while (place_less(&pivot, &v[j])) j--;
+      if (i >= j) break;
+      t = v[i];
+      v[i] = v[j];
+      v[j] = t;
+      i++;
+      j--;
+    }
+    size_t left = j + 1;
+    if (left < n - left) {
+      place_sort(v, left);
+      v += left;
+      n -= left;
+    } else {
+      place_sort(v + left, n - left);
+      n = left;
+    }
+  }
+  for (size_t i = 1; i < n; i++) {
+    strategy_range x = v[i];
+    size_t j = i;
+    while (j > 0 && place_less(&x, &v[j - 1])) {
+      v[j] = v[j - 1];
+      j--;
+    }
+    v[j] = x;
+  }
 }
 
 mp_status strategy_placer_init(strategy_placer *pl, mp_strategy_ctx *ctx,
@@ -26,21 +69,11 @@ mp_status strategy_placer_init(strategy_placer *pl, mp_strategy_ctx *ctx,
   pl->ctx = ctx;
   pl->n_scratch = pl->cap_scratch = 0;
   pl->scratch = NULL;
-  pl->placed = mp_calloc(ctx->alloc, 1, sizeof *pl->placed);
-  if (!pl->placed) {
-    return mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
-  }
-  mp_status st = itree_init(pl->placed, ctx->alloc, ctx->n, err);
-  if (st != MP_OK) {
-    mp_free(ctx->alloc, pl->placed);
-    pl->placed = NULL;
-  }
-  return st;
+  return segset_create(ctx, &pl->placed, err);
 }
 
 void strategy_placer_release(strategy_placer *pl) {
-  if (pl->placed) itree_release(pl->placed);
-  mp_free(pl->ctx->alloc, pl->placed);
+  segset_destroy(pl->placed);
   mp_free(pl->ctx->alloc, pl->scratch);
   pl->placed = NULL;
   pl->scratch = NULL;
@@ -52,7 +85,7 @@ void strategy_placer_pins(strategy_placer *pl) {
     const mp_sbuf *b = &ctx->bufs[i];
     if (!b->pinned) continue;
     ctx->offsets[i] = b->pin;
-    itree_insert(pl->placed, (uint32_t)i, b->first, b->last);
+    segset_insert(pl->placed, (uint32_t)i);
   }
 }
 
@@ -64,13 +97,15 @@ typedef struct place_collect {
 static void place_visit(void *arg, uint32_t slot) {
   place_collect *c = arg;
   strategy_placer *pl = c->pl;
-  void *p = pl->scratch;
-  if (mp_grow(pl->ctx->alloc, &p, &pl->cap_scratch, pl->n_scratch + 1,
-              sizeof *pl->scratch, "strategy", NULL) != MP_OK) {
-    c->oom = true;
-    return;
+  if (pl->n_scratch == pl->cap_scratch) {
+    void *p = pl->scratch;
+    if (mp_grow(pl->ctx->alloc, &p, &pl->cap_scratch, pl->n_scratch + 1,
+                sizeof *pl->scratch, "strategy", NULL) != MP_OK) {
+      c->oom = true;
+      return;
+    }
+    pl->scratch = p;
   }
-  pl->scratch = p;
   size_t off = pl->ctx->offsets[slot];
   pl->scratch[pl->n_scratch++] =
       (strategy_range){off, off + pl->ctx->bufs[slot].size};
@@ -106,15 +141,13 @@ mp_status strategy_placer_best_fit(strategy_placer *pl, uint32_t i,
   const mp_sbuf *b = &pl->ctx->bufs[i];
   place_collect c = {pl, false};
   pl->n_scratch = 0;
-  itree_query(pl->placed, b->first, b->last, place_visit, &c);
+  segset_query(pl->placed, b->first, b->last, place_visit, &c);
   if (c.oom) return mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
-  if (pl->n_scratch > 1) {
-    qsort(pl->scratch, pl->n_scratch, sizeof *pl->scratch, place_range_cmp);
-  }
+  place_sort(pl->scratch, pl->n_scratch);
   if (!place_scan(pl->scratch, pl->n_scratch, b, &pl->ctx->offsets[i])) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "the arena would exceed the addressable memory");
   }
-  itree_insert(pl->placed, i, b->first, b->last);
+  segset_insert(pl->placed, i);
   return MP_OK;
 }

@@ -154,6 +154,13 @@ static size_t util_extent(const mp_strategy_ctx *ctx, const size_t *off) {
  * packing order can strand more padding than stacking does; then the
  * linear placement is kept, and the detail says so. */
 mp_status strategy_guard(mp_strategy_ctx *ctx, mp_error *err) {
+  /* The stack is never smaller than the sum of the sizes: when the packing
+   * is within it -- nearly always -- there is nothing to compare. */
+  size_t sum = 0, mine_quick = util_extent(ctx, ctx->offsets);
+  for (size_t i = 0; i < ctx->n && sum < mine_quick; i++) {
+    sum += ctx->bufs[i].size;
+  }
+  if (mine_quick <= sum) return MP_OK;
   size_t *lin = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *lin);
   if (!lin) return mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
   mp_strategy_ctx l = *ctx;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Scale benchmark (a figure, not a test): synthetic problems of 10k, 100k
+# and 1M buffers (tests/bench/gen_synthetic.c, seeded), each planned by
+# every fast heuristic; prints wall time and peak memory per run.
+# usage: tests/bench/scale.sh BUILD_DIR [SIZES...]
+set -eu
+build=${1:-build}
+shift || true
+sizes=${*:-10000 100000 1000000}
+dir=$build/bench-scale
+mkdir -p "$dir"
+for n in $sizes; do
+  csv=$dir/synthetic.$n.csv
+  [ -s "$csv" ] || "$build/gen_synthetic" "$n" 1 >"$csv"
+  for s in best-fit-size best-fit-duration best-fit-conflict greedy-breadth \
+    seed-first-fit online-best-fit linear auto; do
+    /usr/bin/time -f "%e %M" -o "$dir/time.txt" \
+      "$build/mplan" plan "$csv" --strategy "$s" --json >"$dir/out.json"
+    read -r secs kib <"$dir/time.txt"
+    python3 - "$dir/out.json" "$n" "$s" "$secs" "$kib" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["summary"]
+n, s, secs, kib = sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+print(f"{int(n):>9,} buffers  {s:<18} wall {secs:6.2f} s  peak {kib/1024:7.1f} MiB  "
+      f"plan {d['plan_ms']:9.1f} ms  arena/LB {d['activation_peak_bytes']/d['lower_bound_bytes']:.3f}")
+PY
+  done
+done
