@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mplan/units.h"
 #include "plan_impl.h"
 
 typedef struct lay_list {
@@ -201,17 +202,21 @@ static mp_status lay_no_fit(mp_plan *plan, size_t r, const char *what,
       more++;
       continue;
     }
-    len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s' %zu B",
-                            shown ? ", " : "", b->name, b->padded);
+    char sz[MP_FMT_MAX];
+    len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s' %s B",
+                            shown ? ", " : "", b->name,
+                            mp_fmt_count(sz, b->padded));
     shown++;
   }
   if (more) snprintf(names + len, sizeof names - len, ", +%zu more", more);
   const mp_plan_region *reg = &plan->regions[r];
+  char cap[MP_FMT_MAX], shr[MP_FMT_MAX];
   return mp_error_set(err, MP_ERR_NO_FIT,
-                      "does not fit: region '%s' (capacity %zu B) is short "
-                      "by %zu B for the %s; live at step %lld: %s",
-                      reg->name, reg->capacity, shortfall, what,
-                      (long long)when, names);
+                      "does not fit: region '%s' (capacity %s B) is short "
+                      "by %s B for the %s; live at step %lld: %s",
+                      reg->name, mp_fmt_count(cap, reg->capacity),
+                      mp_fmt_count(shr, shortfall), what, (long long)when,
+                      names);
 }
 
 /* ---- fixed tiers --------------------------------------------------------- */
@@ -289,6 +294,40 @@ static void lay_spill_one(lay_list *l, size_t k, lay_list *spilled) {
   l->v[k] = l->v[--l->n];
 }
 
+/* Greedy spilling can leave room behind: offer the spilled buffers back,
+ * smallest first (most likely to fit; at most LAY_REFILL tries), keeping
+ * each that still lets the packing fit. */
+#define LAY_REFILL 64
+
+static mp_status lay_refill(mp_plan *plan, lay_list *set, lay_list *spilled,
+                            size_t avail, size_t *rel, mp_error *err) {
+  /* spilled->v[0..m) are still to offer, [m, n) were offered and refused. */
+  size_t m = spilled->n;
+  mp_status st = MP_OK;
+  for (size_t tries = 0; st == MP_OK && m && tries < LAY_REFILL; tries++) {
+    size_t pick = SIZE_MAX, ext;
+    for (size_t k = 0; k < m; k++) {
+      const mp_buffer *b = mp_problem_buffer(plan->problem, spilled->v[k]);
+      const mp_buffer *p =
+          pick == SIZE_MAX ? NULL
+                           : mp_problem_buffer(plan->problem, spilled->v[pick]);
+      if (b->padded <= avail && (!p || b->padded < p->padded)) pick = k;
+    }
+    if (pick == SIZE_MAX) break;
+    uint32_t id = spilled->v[pick];
+    spilled->v[pick] = spilled->v[m - 1];
+    set->v[set->n++] = id;
+    st = lay_run(plan, &mp_strategy_best_fit_size, set, 0, -1, rel, &ext, err);
+    if (st == MP_OK && ext > avail) {
+      set->n--;
+      spilled->v[--m] = id; /* refused: joins the tail, never offered again */
+    } else {
+      spilled->v[--m] = spilled->v[--spilled->n]; /* taken back */
+    }
+  }
+  return st;
+}
+
 /* Invariant 3: chooses what to take out of `set` until it fits `avail`. */
 static mp_status lay_spill(mp_plan *plan, lay_list *set, lay_list *spilled,
                            size_t avail, size_t *rel, mp_error *err) {
@@ -326,6 +365,7 @@ static mp_status lay_spill(mp_plan *plan, lay_list *set, lay_list *spilled,
     if (victim == SIZE_MAX) break; /* only pins left to blame */
     lay_spill_one(set, victim, spilled);
   }
+  if (st == MP_OK) st = lay_refill(plan, set, spilled, avail, rel, err);
   return st;
 }
 

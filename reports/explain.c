@@ -29,6 +29,32 @@ typedef struct ex_ctx {
   mp_buf *out;
 } ex_ctx;
 
+/* With more than one region: what each holds, and the bank conflicts. */
+static void ex_regions(const mp_plan *plan, mp_buf *out) {
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], d[MP_FMT_MAX], e[MP_FMT_MAX];
+  size_t n = mp_plan_region_count(plan);
+  for (size_t r = 0; n > 1 && r < n; r++) {
+    const mp_plan_region *reg = mp_plan_region_at(plan, r);
+    mp_buf_printf(out, "%s %-7s %s of %s: resident %s B, activations %s B",
+                  r ? "           " : "regions    ", reg->name,
+                  mp_fmt_count(a, reg->used_bytes),
+                  reg->capacity ? mp_fmt_bytes(b, reg->capacity) : "unbounded",
+                  mp_fmt_count(d, reg->fixed_bytes),
+                  mp_fmt_count(e, reg->activation_bytes));
+    if (reg->spilled_in) {
+      mp_buf_printf(out, " (%zu spilled in)", reg->spilled_in);
+    }
+    mp_buf_puts(out, "\n");
+  }
+  size_t before, left = mp_plan_bank_conflicts(plan, NULL, &before);
+  if (before) {
+    mp_buf_printf(out,
+                  "banks       %zu inputs of one op started in one bank; %zu "
+                  "remain\n",
+                  before, left);
+  }
+}
+
 static void ex_header(ex_ctx *c) {
   const mp_model *m = c->m;
   int64_t t0, t1;
@@ -47,6 +73,7 @@ static void ex_header(ex_ctx *c) {
   if (c->s->detail && *c->s->detail) {
     mp_buf_printf(c->out, "%s\n", c->s->detail);
   }
+  ex_regions(c->plan, c->out);
   mp_buf_puts(c->out, "\n");
 }
 
@@ -307,6 +334,7 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
                 s->strategy, s->plan_ms);
   if (s->detail && *s->detail)
     mp_buf_printf(out, "            %s\n", s->detail);
+  ex_regions(plan, out);
   report_caps(m, s, out);
   return mp_buf_status(out, "summary", err);
 }

@@ -87,6 +87,76 @@ run 0 plan models/mobilenet_v2.json --backend tests/data/backend_64.json -o "$tm
   bad "backend alignment not honoured"
 run 0 validate "$tmp/b64.json"
 
+# Every strategy plans and validates every bundled model.
+for s in auto exact seed-first-fit best-fit-size best-fit-duration \
+  best-fit-conflict greedy-breadth canonical online-best-fit linear; do
+  for m in models/seed_example.json models/mobilenet_v2.json; do
+    run 0 plan "$m" --strategy "$s" --budget-ms 200 -o "$tmp/s.json" &&
+      run 0 validate "$tmp/s.json" ||
+      bad "strategy $s on $m"
+  done
+done
+
+# Backend presets: each is accepted and its alignment honoured.
+for preset in cpu:64 gpu:128 npu:16 rv64-vlen128:16 rv64-vlen256:32 rv64-vlen512:64; do
+  name=${preset%%:*}
+  align=${preset##*:}
+  run 0 plan models/mobilenet_v1.json --backend "$name" -o "$tmp/p.json" &&
+    [ "$(json_field "$tmp/p.json" "all(b['offset'] % $align == 0 for b in d['buffers']) and d['model']['backend'] == '$name'")" = True ] &&
+    ok || bad "preset $name: alignment $align not honoured"
+done
+run 2 plan models/mobilenet_v1.json --backend tpu &&
+  has "$tmp/err" "--backend tpu: no such file and no such preset (presets: cpu, gpu, npu,"
+# The NPU: activations in 512 KiB of SRAM first, spilling to DRAM; weights
+# only in DRAM; the plan records both regions and validates.
+run 0 plan models/mobilenet_v2.json --backend npu -o "$tmp/npu.json" &&
+  has "$tmp/out" "regions     sram" && has "$tmp/out" "spilled in" &&
+  has "$tmp/out" "banks       "
+[ "$(json_field "$tmp/npu.json" "[r['name'] for r in d['regions']] == ['sram', 'dram'] and d['regions'][0]['size'] <= 524288 and all(b['region'] == 'dram' for b in d['buffers'] if b['class'] == 'resident') and 'before' in d['bank_conflicts']")" = True ] &&
+  ok || bad "npu plan: regions, spill or banks not recorded"
+run 0 validate "$tmp/npu.json"
+# A hand edit that puts an SRAM buffer past the region's capacity.
+python3 - "$tmp/npu.json" "$tmp/npu_bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = next(b for b in d["buffers"] if b["region"] == "sram")
+b["offset"] = 524288
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run 1 validate "$tmp/npu_bad.json" && has "$tmp/err" "ends beyond region 0 of 524288 bytes"
+# Does not fit: the region, the shortfall and the tensors live there.
+run 2 plan models/mobilenet_v2.json --backend tests/data/backend_tiny.json &&
+  has "$tmp/err" "does not fit: region 'tiny' (capacity 5,000,000 B) is short by 197,792 B for the activations; live at step 4: 'b2_dw_out' 301,056 B, 'b2_expand_out' 1,204,224 B"
+run 2 plan models/mobilenet_v2.json --backend tests/data/backend_bad_region.json &&
+  has "$tmp/err" "regions[0] ('sram').classes[0]: expected one of weight, input, activation, output, retained"
+run 2 plan models/mobilenet_v2.json --backend tests/data/backend_bad_banks.json &&
+  has "$tmp/err" "banks.width: 48 is not a power of two"
+run 2 plan models/mobilenet_v2.json --backend tests/data/backend_dup_region.json &&
+  has "$tmp/err" "regions[1]: region 'a' is declared twice"
+
+# The arenas the exact search found below the best known on minimalloc's
+# D and J, kept as pinned CSVs: every offset honoured, the plan proven.
+for sol in tests/bench/minimalloc/solutions/*.csv; do
+  want=$(basename "$sol" .csv)
+  want=${want#*.}
+  run 0 plan "$sol" --strategy linear --json &&
+    [ "$(json_field "$tmp/out" "d['summary']['arena_bytes']")" = "$want" ] && ok ||
+    bad "$sol: not a valid placement of $want bytes"
+  # ... of exactly the published instance (same ids, lifetimes, sizes).
+  inst=tests/bench/minimalloc/$(basename "$sol" | cut -d. -f1).1048576.csv
+  if [ "$(cut -d, -f1-4 "$sol" | sort)" = "$(sort "$inst")" ]; then ok; else
+    bad "$sol does not match $inst"; fi
+done
+
+# The benchmark command: ratios to the lower bound and the best known.
+run 0 bench tests/data/bench && has "$tmp/out" "input.12.csv: 5 buffers, lower bound 12 B, best known 12" &&
+  has "$tmp/out" "reached it on 1"
+run 0 bench tests/data/bench --json &&
+  [ "$(json_field "$tmp/out" "d['files'][0]['best_known_bytes'] == 12 and all(r['arena_bytes'] >= 12 for r in d['files'][0]['results'])")" = True ] &&
+  ok || bad "bench --json"
+run 2 bench tests/data/bench --strategies best-fit-size,nope && has "$tmp/err" "unknown strategy 'nope'"
+run 2 bench && has "$tmp/err" "no files"
+
 # Hand-edited plans: rejected with exit 1, naming what is wrong.
 run 1 validate tests/data/overlap_plan.json &&
   has "$tmp/err" "overlap: 'logits' (live 4..5, bytes 331776..332799) and 'probs' (live 5..5, bytes 331776..332799)" &&
