@@ -1,8 +1,9 @@
 /*
  * strategy_auto.c -- the meta strategies: `auto` and `exact`.
  *
- * auto:  runs every fast heuristic on the same buffers and keeps the
- *        smallest arena (ties: the earlier heuristic in the list); when a
+ * auto:  runs every fast heuristic on the same buffers (above AUTO_LARGE
+ *        buffers, three of them) and keeps the smallest arena (ties: the
+ *        earlier heuristic in the list); when a
  *        budget is given and the result is above the lower bound, hands it
  *        to the exact search to improve or prove.
  * exact: the same start, then always the exact search within the budget
@@ -35,6 +36,16 @@ static const mp_strategy *const auto_heuristics[] = {
 
 #define AUTO_N (sizeof auto_heuristics / sizeof *auto_heuristics)
 
+/* Above this many buffers auto runs only the heuristics that still do well
+ * at scale, so that a huge graph plans in seconds, not tens of them. */
+#define AUTO_LARGE 50000
+
+static bool auto_wanted(const mp_strategy *h, size_t n) {
+  return n <= AUTO_LARGE || h == &mp_strategy_best_fit_size ||
+         h == &mp_strategy_best_fit_duration ||
+         h == &mp_strategy_online_best_fit;
+}
+
 static size_t auto_extent(const mp_strategy_ctx *ctx, const size_t *off) {
   size_t top = 0;
   for (size_t i = 0; i < ctx->n; i++) {
@@ -50,6 +61,7 @@ static mp_status auto_heuristics_run(mp_strategy_ctx *ctx, size_t *arena,
   if (!trial) return mp_error_set(err, MP_ERR_NOMEM, "auto: out of memory");
   *arena = SIZE_MAX;
   for (size_t h = 0; h < AUTO_N; h++) {
+    if (!auto_wanted(auto_heuristics[h], ctx->n)) continue;
     mp_strategy_ctx sub = *ctx;
     sub.offsets = trial;
     mp_status st = auto_heuristics[h]->solve(&sub, err);
