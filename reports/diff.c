@@ -126,6 +126,7 @@ static mp_status diff_order(mp_diff *d, mp_error *err) {
     return MP_OK;
   }
   mp_status st = mp_strmap_create(d->alloc, &at, err);
+  if (st != MP_OK) return st;
   for (size_t k = 0; st == MP_OK && k < na; k++) {
     st = mp_strmap_put(at, mp_snapshot_step_op(d->a, k), (int64_t)k, NULL, err);
     if (st == MP_ERR_BAD_INPUT) st = MP_OK; /* a repeated op: first step */

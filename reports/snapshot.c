@@ -767,6 +767,12 @@ static bool snap_layout(const cJSON *root, mp_buf *out) {
 
 mp_status mp_snapshot_baseline_json(const mp_snapshot *s, mp_buf *out,
                                     mp_error *err) {
+  if (!s->info.options) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: a baseline must record the planning options, and "
+                        "this snapshot has none",
+                        s->info.source);
+  }
   snap_doc d = {cJSON_CreateObject(), true};
   if (!d.root) d.ok = false;
   if (d.ok) snap_doc_head(s, &d);

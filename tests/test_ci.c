@@ -302,6 +302,13 @@ static void test_baseline_roundtrip(void) {
         MP_OK);
   CHECK(kind == MP_SNAP_MODEL);
   CHECK(mp_snapshot_detect(tmp_path("absent"), &kind, &err) == MP_ERR_IO);
+  /* A plan records no options: it cannot become a baseline. */
+  mp_buf no;
+  mp_buf_init(&no, NULL);
+  CHECK(u && mp_snapshot_baseline_json(u, &no, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "a baseline must record the planning options");
+  CHECK_EQ_U(no.len, 0);
+  mp_buf_free(&no);
   mp_buf_free(&pj);
   mp_plan_destroy(plan);
   mp_model_destroy(m);

@@ -150,7 +150,9 @@ size_t mp_snapshot_total_bytes(const mp_snapshot *s);
 
 /* The snapshot as a baseline/1 document: tool, model, options, per-region
  * totals, the op order and one line per tensor (so that a refreshed
- * baseline reads well in a code review). Appends to out. */
+ * baseline reads well in a code review). Appends to out. A snapshot
+ * without options (made with ro NULL, or read from a plan or a run) is
+ * refused: a baseline that cannot be compared is no baseline. */
 mp_status mp_snapshot_baseline_json(const mp_snapshot *s, mp_buf *out,
                                     mp_error *err);
 
