@@ -65,7 +65,7 @@ static mp_status diff_run(const char *arg, mp_snapshot **out, mp_error *err) {
   }
   snprintf(db, sizeof db, "%.*s", (int)(colon - arg), arg);
   mp_snap_source kind;
-  mp_status st = mp_snapshot_detect(db, &kind, err);
+  mp_status st = mp_snapshot_detect(db, NULL, &kind, err);
   if (st == MP_OK && kind != MP_SNAP_DATABASE) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: not a report database, so '%s' names no run", db,
@@ -79,7 +79,7 @@ static mp_status diff_side(const cli_opts *o, const char *arg,
                            mp_snapshot **out, mp_error *err) {
   mp_snap_source kind;
   if (!diff_is_file(arg)) return diff_run(arg, out, err);
-  mp_status st = mp_snapshot_detect(arg, &kind, err);
+  mp_status st = mp_snapshot_detect(arg, NULL, &kind, err);
   if (st != MP_OK) return st;
   switch (kind) {
     case MP_SNAP_DATABASE:

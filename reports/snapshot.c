@@ -20,6 +20,7 @@
  *      array element (tensor, step) per line; every token is cJSON's.
  */
 #include <cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -788,27 +789,46 @@ mp_status mp_snapshot_baseline_json(const mp_snapshot *s, mp_buf *out,
 
 /* ---- detection ----------------------------------------------------------- */
 
-mp_status mp_snapshot_detect(const char *path, mp_snap_source *out,
-                             mp_error *err) {
+mp_status mp_snapshot_detect(const char *path, const mp_alloc *a,
+                             mp_snap_source *out, mp_error *err) {
   static const char sqlite_magic[16] = "SQLite format 3";
+  unsigned char head[16];
+  size_t n = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    return mp_error_set(err, MP_ERR_IO, "%s: cannot open: %s", path,
+                        strerror(errno));
+  }
+  n = fread(head, 1, sizeof head, f);
+  fclose(f);
+  size_t k = 0;
+  while (k < n && (head[k] == ' ' || head[k] == '\t' || head[k] == '\n' ||
+                   head[k] == '\r')) {
+    k++;
+  }
+  if (n == sizeof head && memcmp(head, sqlite_magic, sizeof head) == 0) {
+    *out = MP_SNAP_DATABASE;
+    return MP_OK;
+  }
+  if (k == n || head[k] != '{') {
+    *out = MP_SNAP_MODEL; /* ONNX, CSV: not JSON at all */
+    return MP_OK;
+  }
   char *data = NULL;
   size_t len = 0;
-  mp_status st = mp_file_read(path, NULL, &data, &len, err);
+  mp_status st = mp_file_read(path, a, &data, &len, err);
   if (st != MP_OK) return st;
-  mp_snap_source k = MP_SNAP_MODEL;
-  if (len >= 16 && memcmp(data, sqlite_magic, 16) == 0) {
-    k = MP_SNAP_DATABASE;
-  } else {
-    cJSON *root = cJSON_ParseWithLength(data, len);
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "mplan");
-    if (cJSON_IsString(f) && strncmp(f->valuestring, "baseline/", 9) == 0) {
-      k = MP_SNAP_BASELINE;
-    } else if (cJSON_IsString(f) && strncmp(f->valuestring, "plan/", 5) == 0) {
-      k = MP_SNAP_PLAN;
-    }
-    cJSON_Delete(root);
+  mp_snap_source kind = MP_SNAP_MODEL;
+  cJSON *root = cJSON_ParseWithLength(data, len);
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "mplan");
+  if (cJSON_IsString(fmt) && strncmp(fmt->valuestring, "baseline/", 9) == 0) {
+    kind = MP_SNAP_BASELINE;
+  } else if (cJSON_IsString(fmt) &&
+             strncmp(fmt->valuestring, "plan/", 5) == 0) {
+    kind = MP_SNAP_PLAN;
   }
-  mp_free(NULL, data);
-  *out = k;
+  cJSON_Delete(root);
+  mp_free(a, data);
+  *out = kind;
   return MP_OK;
 }

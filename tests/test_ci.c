@@ -293,15 +293,24 @@ static void test_baseline_roundtrip(void) {
   CHECK(mp_snapshot_load(tmp_path("mnv2.plan.json"), NULL, &u, &err) == MP_OK);
   if (u) same_snapshot(s, u);
   mp_snap_source kind = MP_SNAP_MODEL;
-  CHECK(mp_snapshot_detect(tmp_path("mnv2.plan.json"), &kind, &err) == MP_OK);
+  CHECK(mp_snapshot_detect(tmp_path("mnv2.plan.json"), NULL, &kind, &err) ==
+        MP_OK);
   CHECK(kind == MP_SNAP_PLAN);
-  CHECK(mp_snapshot_detect(tmp_path("mnv2.baseline.json"), &kind, &err) ==
+  CHECK(mp_snapshot_detect(tmp_path("mnv2.baseline.json"), NULL, &kind, &err) ==
         MP_OK);
   CHECK(kind == MP_SNAP_BASELINE);
-  CHECK(mp_snapshot_detect(src_path("models/mobilenet_v2.json"), &kind, &err) ==
-        MP_OK);
+  CHECK(mp_snapshot_detect(src_path("models/mobilenet_v2.json"), NULL, &kind,
+                           &err) == MP_OK);
   CHECK(kind == MP_SNAP_MODEL);
-  CHECK(mp_snapshot_detect(tmp_path("absent"), &kind, &err) == MP_ERR_IO);
+  CHECK(mp_snapshot_detect(tmp_path("absent"), NULL, &kind, &err) == MP_ERR_IO);
+  const char *others[] = {"tests/data/input.12.csv",
+                          "tests/data/control.onnx.bin",
+                          "tests/data/pipeline.json"};
+  for (size_t k = 0; k < 3; k++) {
+    kind = MP_SNAP_PLAN;
+    CHECK(mp_snapshot_detect(src_path(others[k]), NULL, &kind, &err) == MP_OK);
+    CHECK(kind == MP_SNAP_MODEL);
+  }
   /* A plan records no options: it cannot become a baseline. */
   mp_buf no;
   mp_buf_init(&no, NULL);
@@ -930,7 +939,7 @@ static void test_db_runs(void) {
   CHECK_HAS(err.msg, model);
   CHECK(x == NULL);
   mp_snap_source kind = MP_SNAP_MODEL;
-  CHECK(mp_snapshot_detect(db, &kind, &err) == MP_OK);
+  CHECK(mp_snapshot_detect(db, NULL, &kind, &err) == MP_OK);
   CHECK(kind == MP_SNAP_DATABASE);
   mp_snapshot_destroy(r1);
   mp_snapshot_destroy(r2);

@@ -79,6 +79,8 @@ mp_status mp_diff_create(const mp_snapshot *a, const mp_snapshot *b,
                          const mp_alloc *al, mp_diff **out, mp_error *err);
 void mp_diff_destroy(mp_diff *d);
 
+/* Accessors: the pointers they return are owned by the diff (or by its
+ * snapshots) and valid until it is destroyed. */
 const mp_snapshot *mp_diff_old(const mp_diff *d);
 const mp_snapshot *mp_diff_new(const mp_diff *d);
 const mp_diff_summary *mp_diff_summary_of(const mp_diff *d);

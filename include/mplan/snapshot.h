@@ -122,7 +122,10 @@ mp_status mp_snapshot_load_run(const char *db_path, const char *run,
 
 void mp_snapshot_destroy(mp_snapshot *s);
 
-/* What a file holds, by content, for commands that take several kinds. */
+/* What a file holds, by content, for commands that take several kinds:
+ * an SQLite header, or a JSON object whose "mplan" names a baseline or a
+ * plan; anything else (ONNX, CSV, other JSON) is a model. Reads the whole
+ * file only when it starts like JSON. */
 typedef enum mp_snap_source {
   MP_SNAP_MODEL = 0, /* anything else: a model for mp_model_load */
   MP_SNAP_BASELINE,  /* {"mplan": "baseline/..."} */
@@ -130,10 +133,13 @@ typedef enum mp_snap_source {
   MP_SNAP_DATABASE   /* an SQLite file */
 } mp_snap_source;
 
-/* Looks at path's content. Fails only when the file cannot be read. */
-mp_status mp_snapshot_detect(const char *path, mp_snap_source *out,
-                             mp_error *err);
+/* Looks at path's content (borrows a for the read). Fails only when the
+ * file cannot be read. */
+mp_status mp_snapshot_detect(const char *path, const mp_alloc *a,
+                             mp_snap_source *out, mp_error *err);
 
+/* Accessors: the pointers they return are owned by the snapshot and
+ * valid until it is destroyed. */
 const mp_snap_info *mp_snapshot_info(const mp_snapshot *s);
 size_t mp_snapshot_region_count(const mp_snapshot *s);
 const mp_snap_region *mp_snapshot_region(const mp_snapshot *s, size_t i);
