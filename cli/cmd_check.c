@@ -241,8 +241,9 @@ static mp_status check_write_baselines(const cli_opts *o, check_model *cm,
   mp_file_out *files = mp_calloc(NULL, o->n_models, sizeof *files);
   if (!files) return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < o->n_models; i++) {
-    files[i] =
-        (mp_file_out){cm[i].path, cm[i].baseline.data, cm[i].baseline.len};
+    files[i] = (mp_file_out){.path = cm[i].path,
+                             .data = cm[i].baseline.data,
+                             .len = cm[i].baseline.len};
   }
   mp_status st = o->baseline_dir ? check_mkdir(o->baseline_dir, err) : MP_OK;
   if (st == MP_OK) st = mp_file_write_many(files, o->n_models, err);
@@ -281,11 +282,13 @@ static mp_status check_outputs(const cli_opts *o, const mp_check_report *r,
                          : mp_check_report_text(r, out, err);
   if (st == MP_OK && o->junit) {
     st = mp_check_report_junit(r, &junit, err);
-    files[n++] = (mp_file_out){o->junit, junit.data, junit.len};
+    files[n++] =
+        (mp_file_out){.path = o->junit, .data = junit.data, .len = junit.len};
   }
   if (st == MP_OK && o->markdown) {
     st = mp_check_report_markdown(r, &md, err);
-    files[n++] = (mp_file_out){o->markdown, md.data, md.len};
+    files[n++] =
+        (mp_file_out){.path = o->markdown, .data = md.data, .len = md.len};
   }
   if (st == MP_OK && n) st = mp_file_write_many(files, n, err);
   mp_buf_free(&junit);

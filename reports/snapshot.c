@@ -572,21 +572,14 @@ static mp_status snap_plan_info(mp_snapshot *s, const mp_model *m,
   return MP_OK;
 }
 
-/* Region names: the plan API has region indices only; index 0 of a
- * one-region plan is the arena. */
-static void snap_region_name(uint32_t k, size_t n, char *buf, size_t cap) {
-  if (n <= 1) {
-    snprintf(buf, cap, "arena");
-  } else {
-    snprintf(buf, cap, "region%u", (unsigned)k);
-  }
-}
-
-static mp_status snap_plan_tensors(mp_snapshot *s, const mp_model *m,
-                                   const mp_plan *plan, mp_error *err) {
-  const mp_problem *p = mp_plan_problem(plan);
+/* The plan's regions, in index order. This mplan's plan API has region
+ * indices only (one region today), so a one-region plan's region is
+ * "arena" and others are named by index; with named regions in the plan
+ * (mp_plan_region_at), this function is the one place to read them. */
+static mp_status snap_plan_regions(mp_snapshot *s, const mp_plan *plan,
+                                   mp_error *err) {
   const mp_placement *pl = mp_plan_placements(plan);
-  size_t n = mp_problem_count(p), n_regions = 1;
+  size_t n = mp_problem_count(mp_plan_problem(plan)), n_regions = 1;
   mp_status st = MP_OK;
   for (size_t i = 0; i < n; i++) {
     if ((size_t)pl[i].region + 1 > n_regions) n_regions = pl[i].region + 1u;
@@ -594,13 +587,33 @@ static mp_status snap_plan_tensors(mp_snapshot *s, const mp_model *m,
   for (uint32_t k = 0; st == MP_OK && k < n_regions; k++) {
     char name[32];
     uint32_t idx;
-    snap_region_name(k, n_regions, name, sizeof name);
+    if (n_regions == 1) {
+      snprintf(name, sizeof name, "arena");
+    } else {
+      snprintf(name, sizeof name, "region%u", (unsigned)k);
+    }
     st = snap_region(s, name, &idx, err);
   }
+  return st;
+}
+
+static mp_status snap_plan_tensors(mp_snapshot *s, const mp_model *m,
+                                   const mp_plan *plan, mp_error *err) {
+  const mp_problem *p = mp_plan_problem(plan);
+  const mp_placement *pl = mp_plan_placements(plan);
+  size_t n = mp_problem_count(p);
+  mp_status st = snap_plan_regions(s, plan, err);
   for (size_t i = 0; st == MP_OK && i < n; i++) {
     const mp_buffer *b = mp_problem_buffer(p, i);
-    mp_snap_tensor t = {b->name,  b->cls,  pl[i].region, b->size,     b->padded,
-                        b->first, b->last, true,         pl[i].offset};
+    mp_snap_tensor t = {.name = b->name,
+                        .cls = b->cls,
+                        .region = pl[i].region,
+                        .size = b->size,
+                        .padded = b->padded,
+                        .first = b->first,
+                        .last = b->last,
+                        .placed = true,
+                        .offset = pl[i].offset};
     char where[64];
     snprintf(where, sizeof where, "buffer %zu", i);
     st = snap_tensor(s, &t, where, err);

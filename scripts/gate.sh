@@ -10,5 +10,5 @@ set -euo pipefail
 mplan=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 cd "$(dirname "$0")/.."
-exec "$mplan" check models/*.json tests/bench/minimalloc/*.csv \
+exec "$mplan" check models/*.json tests/bench/minimalloc/?.1048576.csv \
   --baseline-dir baselines --budget 8MiB "$@"

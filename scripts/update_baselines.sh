@@ -11,4 +11,6 @@ build=${1:-build}
 cmake -S . -B "$build" >/dev/null
 cmake --build "$build" -j2 --target mplan >/dev/null
 ./scripts/gate.sh "$build/mplan" --update-baseline
-git --no-pager diff --stat -- baselines/ || true
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git --no-pager diff --stat -- baselines/
+fi

@@ -51,7 +51,7 @@ static mp_snapshot *snap_model(const char *path, const char *strategy,
   mp_plan *plan = NULL;
   mp_snapshot *s = NULL;
   mp_load_opts lo = {.dims = dims, .n_dims = n_dims};
-  mp_plan_opts po = {strategy, 0};
+  mp_plan_opts po = {.strategy = strategy};
   mp_run_options ro = {.strategy = strategy, .dims = dims, .n_dims = n_dims};
   mp_status st = mp_model_load(path, &lo, NULL, &m, &err);
   if (st == MP_OK) st = mp_plan_solve(mp_model_problem(m), &po, &plan, &err);
@@ -880,13 +880,13 @@ static void test_db_runs(void) {
   for (int k = 0; h && k < 2; k++) {
     mp_model *m = NULL;
     mp_plan *plan = NULL;
-    mp_plan_opts po = {k ? "linear" : NULL, 0};
+    mp_plan_opts po = {.strategy = k ? "linear" : NULL};
     CHECK(mp_model_load(model, NULL, NULL, &m, &err) == MP_OK);
     CHECK(mp_plan_solve(mp_model_problem(m), &po, &plan, &err) == MP_OK);
     arena[k] = plan ? mp_plan_summary_of(plan)->arena_bytes : 0;
     char sha[MP_SHA256_HEX];
     CHECK(mp_sha256_file(model, NULL, sha, &err) == MP_OK);
-    mp_report_meta meta = {sha, "test", NULL};
+    mp_report_meta meta = {.model_sha256 = sha, .options = "test"};
     CHECK(mp_report_db_append(h, m, plan, &meta, NULL, &err) == MP_OK);
     mp_plan_destroy(plan);
     mp_model_destroy(m);

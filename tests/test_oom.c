@@ -106,7 +106,7 @@ static mp_status oom_check(const char *path, const mp_load_opts *o,
                       .has_baseline = true,
                       .tolerance_ppm = 30000};
   mp_run_options ro = {.strategy = "linear"};
-  mp_plan_opts po = {"linear", 0};
+  mp_plan_opts po = {.strategy = "linear"};
   mp_buf out;
   mp_buf_init(&out, a);
   mp_status st = mp_model_load(path, o, a, &m, &err);

@@ -16,7 +16,8 @@
  *     lifetimes, B's sizes), LB being the activation lower bound (tensors
  *     only in B keep their own lifetimes, tensors only in A are dropped);
  *     and fragmentation is the change of (activations - lower bound), the
- *     bytes the placement adds to the lower bound.
+ *     bytes the placement adds to the lower bound. Regions are B's: a
+ *     tensor that moved to another region counts under sizes in both.
  */
 #ifndef MPLAN_DIFF_H
 #define MPLAN_DIFF_H
