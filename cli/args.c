@@ -4,13 +4,15 @@
  * Invariants:
  *   1. Flags accept "--flag value" and "--flag=value".
  *   2. An option a command does not take, a missing value, or a second
- *      positional argument is a usage error (exit 2), never ignored.
+ *      positional argument (to a command without CLI_F_MODELS) is a
+ *      usage error (exit 2), never ignored.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "mplan/check.h"
 #include "mplan/units.h"
 
 typedef struct args_state {
@@ -239,6 +241,30 @@ static int args_files(args_state *s, cli_opts *o, mp_status *st) {
   return r;
 }
 
+/* mplan check: --budget SIZE --baseline F --baseline-dir D --tolerance P%
+ * --update-baseline --junit F. */
+static int args_check(args_state *s, cli_opts *o, mp_status *st) {
+  const char *v = NULL;
+  int r;
+  if ((r = args_match(s, "--budget", true, &v))) {
+    o->has_budget = true;
+    if (r > 0) *st = mp_parse_size(v, &o->budget, s->err);
+  } else if ((r = args_match(s, "--baseline", true, &v))) {
+    o->baseline = v;
+  } else if ((r = args_match(s, "--baseline-dir", true, &v))) {
+    o->baseline_dir = v;
+  } else if ((r = args_match(s, "--tolerance", true, &v))) {
+    o->has_tolerance = true;
+    if (r > 0) *st = mp_check_parse_tolerance(v, &o->tolerance_ppm, s->err);
+  } else if ((r = args_match(s, "--update-baseline", false, &v))) {
+    o->update_baseline = true;
+  } else if ((r = args_match(s, "--junit", true, &v))) {
+    o->junit = v;
+  }
+  if (*st != MP_OK) mp_error_prefix(s->err, "mplan %s", s->cmd);
+  return r;
+}
+
 static int args_one(args_state *s, unsigned flags, cli_opts *o, mp_status *st) {
   const char *v = NULL;
   int r = 0;
@@ -250,6 +276,10 @@ static int args_one(args_state *s, unsigned flags, cli_opts *o, mp_status *st) {
   } else if (flags & CLI_F_PLANNING && (r = args_planning(s, o, st))) {
   } else if (flags & CLI_F_REPORT && (r = args_report(s, o, st))) {
   } else if (flags & CLI_F_FILES && (r = args_files(s, o, st))) {
+  } else if (flags & CLI_F_CHECK && (r = args_check(s, o, st))) {
+  } else if ((flags & CLI_F_MARKDOWN) &&
+             (r = args_match(s, "--markdown", true, &v))) {
+    o->markdown = v;
   }
   return r;
 }
@@ -272,6 +302,14 @@ mp_status cli_parse(int argc, char **argv, int first, const char *cmd,
                             "--help)",
                             cmd, a, cmd);
       }
+    } else if (flags & CLI_F_MODELS) {
+      if (o->n_models == CLI_MAX_MODELS) {
+        return mp_error_set(err, MP_ERR_BAD_INPUT,
+                            "mplan %s: more than %d models in one call", cmd,
+                            CLI_MAX_MODELS);
+      }
+      o->models[o->n_models++] = a;
+      if (!o->model) o->model = a;
     } else if (o->model) {
       return mp_error_set(err, MP_ERR_BAD_INPUT,
                           "mplan %s: unexpected argument '%s' (one model "

@@ -8,9 +8,11 @@
 #include "mplan/buf.h"
 #include "mplan/model.h"
 #include "mplan/report.h"
+#include "mplan/snapshot.h"
 
 #define CLI_MAX_DIMS 64
 #define CLI_MAX_SHAPES 64
+#define CLI_MAX_MODELS 1024
 
 /* Which flags a command accepts. */
 enum {
@@ -20,7 +22,11 @@ enum {
                                refused until supported) */
   CLI_F_JSON = 1u << 2,     /* --json */
   CLI_F_REPORT = 1u << 3,   /* --top --map-width --map-rows --no-map */
-  CLI_F_FILES = 1u << 4     /* --html --sqlite --dot --svg --lifetimes */
+  CLI_F_FILES = 1u << 4,    /* --html --sqlite --dot --svg --lifetimes */
+  CLI_F_MODELS = 1u << 5,   /* several positional arguments (models[]) */
+  CLI_F_CHECK = 1u << 6,    /* --budget --baseline --baseline-dir
+                               --tolerance --update-baseline --junit */
+  CLI_F_MARKDOWN = 1u << 7  /* --markdown FILE */
 };
 
 typedef struct cli_opts {
@@ -49,6 +55,19 @@ typedef struct cli_opts {
   const char *dot;
   const char *svg;
   const char *lifetimes; /* .yaml/.yml: YAML, .json: JSON */
+  /* Positional arguments with CLI_F_MODELS (model is the first). */
+  const char *models[CLI_MAX_MODELS];
+  size_t n_models;
+  /* mplan check (CLI_F_CHECK) and --markdown (CLI_F_MARKDOWN). */
+  bool has_budget;
+  size_t budget;
+  const char *baseline;
+  const char *baseline_dir;
+  bool has_tolerance;
+  uint32_t tolerance_ppm;
+  bool update_baseline;
+  const char *junit;
+  const char *markdown;
 } cli_opts;
 
 /* Parses argv[first..argc) for command cmd accepting the given flags.
@@ -102,5 +121,10 @@ int cli_bench(int argc, char **argv);
 int cli_report(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_explain(int argc, char **argv);
+int cli_check(int argc, char **argv);
+int cli_diff(int argc, char **argv);
+
+/* The planning options of o, as baselines record them. */
+mp_run_options cli_run_options(const cli_opts *o);
 
 #endif /* MPLAN_CLI_H */

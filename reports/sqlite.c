@@ -579,7 +579,7 @@ static mp_status db_insert_tensors(db_run *r) {
     if (st != MP_OK) break;
     sqlite3_bind_int64(ps, 1, r->run_id);
     db_size(ps, 2, i);
-    db_text(ps, 3, "arena");
+    db_text(ps, 3, mp_plan_region_at(r->plan, pl[i].region)->name);
     db_size(ps, 4, pl[i].offset);
     db_size(ps, 5, b->size);
     db_size(ps, 6, b->padded);

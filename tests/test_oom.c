@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "mplan/check.h"
+#include "mplan/file.h"
 #include "mplan/model.h"
 #include "mplan/report.h"
 #include "mplan/report_db.h"
@@ -87,6 +89,79 @@ static mp_status oom_reports(const char *path, const mp_load_opts *o,
   return st;
 }
 
+/* The CI gate of issue 8 on top: a snapshot, its baseline text, a
+ * baseline read back, a diff and a check report in every format. */
+static const char *oom_baseline;
+
+static mp_status oom_check(const char *path, const mp_load_opts *o,
+                           const mp_alloc *a) {
+  mp_error err = {0};
+  mp_model *m = NULL;
+  mp_plan *plan = NULL;
+  mp_snapshot *now = NULL, *base = NULL;
+  mp_diff *d = NULL;
+  mp_check_report *r = NULL;
+  mp_check_opts co = {.has_budget = true,
+                      .budget_bytes = 1 << 20,
+                      .has_baseline = true,
+                      .tolerance_ppm = 30000};
+  mp_run_options ro = {.strategy = "linear"};
+  mp_plan_opts po = {.strategy = "linear"};
+  mp_buf out;
+  mp_buf_init(&out, a);
+  mp_status st = mp_model_load(path, o, a, &m, &err);
+  if (st == MP_OK) st = mp_plan_solve(mp_model_problem(m), &po, &plan, &err);
+  if (st == MP_OK) st = mp_snapshot_of_plan(m, plan, &ro, a, &now, &err);
+  if (st == MP_OK) st = mp_snapshot_baseline_json(now, &out, &err);
+  if (st == MP_OK) st = mp_snapshot_load(oom_baseline, a, &base, &err);
+  if (st == MP_OK) st = mp_diff_create(base, now, a, &d, &err);
+  if (st == MP_OK) st = mp_diff_text(d, NULL, &out, &err);
+  if (st == MP_OK) st = mp_diff_markdown(d, NULL, &out, &err);
+  mp_diff_destroy(d);
+  if (st == MP_OK) st = mp_check_report_create(&co, a, &r, &err);
+  if (st == MP_OK) {
+    st = mp_check_report_add(r, path, now, base, oom_baseline, NULL, &err);
+    now = base = NULL; /* taken, also on failure */
+  }
+  if (st == MP_OK) st = mp_check_report_error(r, "x.json", "x: gone", &err);
+  if (st == MP_OK) st = mp_check_report_text(r, &out, &err);
+  if (st == MP_OK) st = mp_check_report_junit(r, &out, &err);
+  if (st == MP_OK) st = mp_check_report_markdown(r, &out, &err);
+  if (st != MP_OK && st != MP_ERR_NOMEM) {
+    fprintf(stderr, "unexpected status %d: %s\n", st, err.msg);
+  }
+  mp_check_report_destroy(r);
+  mp_snapshot_destroy(now);
+  mp_snapshot_destroy(base);
+  mp_buf_free(&out);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+  return st;
+}
+
+/* Writes the baseline of rel (strategy auto) that oom_check reads. */
+static void oom_write_baseline(const char *root, const char *rel,
+                               const char *to) {
+  char path[1200];
+  mp_error err = {0};
+  mp_model *m = NULL;
+  mp_plan *plan = NULL;
+  mp_snapshot *s = NULL;
+  mp_run_options ro = {0};
+  mp_buf b;
+  mp_buf_init(&b, NULL);
+  snprintf(path, sizeof path, "%s/%s", root, rel);
+  CHECK(mp_model_load(path, NULL, NULL, &m, &err) == MP_OK);
+  CHECK(mp_plan_solve(mp_model_problem(m), NULL, &plan, &err) == MP_OK);
+  CHECK(mp_snapshot_of_plan(m, plan, &ro, NULL, &s, &err) == MP_OK);
+  CHECK(s && mp_snapshot_baseline_json(s, &b, &err) == MP_OK);
+  CHECK(mp_file_write(to, b.data, b.len, &err) == MP_OK);
+  mp_buf_free(&b);
+  mp_snapshot_destroy(s);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+}
+
 typedef mp_status (*oom_pipeline)(const char *, const mp_load_opts *,
                                   const mp_alloc *);
 
@@ -143,5 +218,16 @@ int main(int argc, char **argv) {
   oom_model_with(root, "tests/data/input.12.csv", NULL, oom_reports);
   remove(db);
   mp_graphviz_destroy(oom_gv);
+  /* The CI gate: baselines (made with other options: the diff shows it),
+   * diffs and check reports. */
+  char bl[] = "/tmp/mplan_oom_bl_XXXXXX";
+  fd = mkstemp(bl);
+  if (fd >= 0) close(fd);
+  oom_baseline = bl;
+  oom_write_baseline(root, "models/seed_example.json", bl);
+  oom_model_with(root, "models/seed_example.json", NULL, oom_check);
+  oom_write_baseline(root, "models/mobilenet_v1.json", bl);
+  oom_model_with(root, "models/mobilenet_v1.json", NULL, oom_check);
+  remove(bl);
   return check_exit("test_oom");
 }

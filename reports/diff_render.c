@@ -1,0 +1,666 @@
+/*
+ * diff_render.c -- a diff for people (terminal text, Markdown) and tools
+ * (JSON, {"mplan": "diff/1"}).
+ *
+ * Invariants:
+ *   1. Bytes are exact with thousands separators (plus KiB/MiB); deltas
+ *      carry their sign; percentages are of the old value.
+ *   2. Output is deterministic: no times, no addresses, sorted lists.
+ *   3. Text from inputs (tensor, op, region and file names) reaches
+ *      Markdown only through diff_md_text, and JSON only through cJSON.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "diff_internal.h"
+#include "mplan/units.h"
+
+#define DIFF_TOP 10
+#define DIFF_PEAKS_SHOWN 3
+
+/* ---- small formatters ---------------------------------------------------- */
+
+char *diff_fmt_delta(char *buf, int64_t v) {
+  char b[MP_FMT_MAX];
+  uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  snprintf(buf, DIFF_FMT, "%s%s",
+           v > 0   ? "+"
+           : v < 0 ? "-"
+                   : "",
+           mp_fmt_bytes(b, mag));
+  return buf;
+}
+
+char *diff_fmt_pct(char *buf, size_t old, size_t now) {
+  if (old == 0) {
+    snprintf(buf, DIFF_FMT, "%s", now ? "new" : "-");
+  } else {
+    double p = 100.0 * ((double)now - (double)old) / (double)old;
+    snprintf(buf, DIFF_FMT, "%s%.2f%%",
+             now > old   ? "+"
+             : now < old ? "-"
+                         : "",
+             p < 0 ? -p : p);
+  }
+  return buf;
+}
+
+static double diff_pct_value(size_t old, size_t now) {
+  return 100.0 * ((double)now - (double)old) / (double)old;
+}
+
+typedef struct diff_term {
+  const char *name;
+  int64_t v;
+} diff_term;
+
+static void diff_terms(const mp_diff *d, diff_term t[4]) {
+  const mp_diff_summary *s = mp_diff_summary_of(d);
+  t[0] = (diff_term){"resident", s->by_resident};
+  t[1] = (diff_term){"sizes", s->by_sizes};
+  t[2] = (diff_term){"order", s->by_order};
+  t[3] = (diff_term){"fragmentation", s->by_fragmentation};
+}
+
+void diff_why(const mp_diff *d, mp_buf *out) {
+  diff_term t[4];
+  diff_terms(d, t);
+  for (size_t k = 0; k < 4; k++) {
+    char b[DIFF_FMT];
+    mp_buf_printf(out, "%s%s %s", k ? ", " : "", t[k].name,
+                  diff_fmt_delta(b, t[k].v));
+  }
+}
+
+const char *diff_main_cause(const mp_diff *d) {
+  diff_term t[4];
+  const char *best = NULL;
+  int64_t mag = 0;
+  diff_terms(d, t);
+  for (size_t k = 0; k < 4; k++) {
+    int64_t m = t[k].v < 0 ? -t[k].v : t[k].v;
+    if (m > mag) {
+      mag = m;
+      best = t[k].name;
+    }
+  }
+  return best;
+}
+
+/* The op name of step t of s, or NULL. */
+static const char *diff_op(const mp_snapshot *s, int64_t t) {
+  if (t < 0 || (uint64_t)t >= mp_snapshot_step_count(s)) return NULL;
+  return mp_snapshot_step_op(s, (size_t)t);
+}
+
+static void diff_interval(const mp_snapshot *s, const mp_snap_interval *iv,
+                          mp_buf *out) {
+  const char *word = mp_snapshot_info(s)->time_word;
+  const char *p = diff_op(s, iv->first), *q = diff_op(s, iv->last);
+  if (iv->first == iv->last) {
+    mp_buf_printf(out, "%s %" PRId64, word, iv->first);
+  } else {
+    mp_buf_printf(out, "%s%s %" PRId64 "..%" PRId64, word,
+                  strcmp(word, "step") == 0 ? "s" : "", iv->first, iv->last);
+  }
+  if (p && iv->first == iv->last) {
+    mp_buf_printf(out, " ('%s')", p);
+  } else if (p && q) {
+    mp_buf_printf(out, " ('%s'..'%s')", p, q);
+  }
+}
+
+void diff_peak_where(const mp_diff *d, const mp_diff_region *r, int side,
+                     mp_buf *out) {
+  const mp_snapshot *s = side ? mp_diff_new(d) : mp_diff_old(d);
+  const mp_snap_region *g = side ? r->b : r->a;
+  char b[MP_FMT_MAX];
+  if (!g) {
+    mp_buf_puts(out, "no such region");
+    return;
+  }
+  if (g->n_peaks == 0) {
+    mp_buf_puts(out, "no activations");
+    return;
+  }
+  mp_buf_printf(out, "%s at ", mp_fmt_bytes(b, g->lower_bound_bytes));
+  for (size_t k = 0; k < g->n_peaks && k < DIFF_PEAKS_SHOWN; k++) {
+    if (k) mp_buf_puts(out, ", ");
+    diff_interval(s, &g->peaks[k], out);
+  }
+  if (g->n_peaks > DIFF_PEAKS_SHOWN) {
+    mp_buf_printf(out, " and %zu more", g->n_peaks - DIFF_PEAKS_SHOWN);
+  }
+}
+
+void diff_counts(const mp_diff *d, mp_buf *out) {
+  const mp_diff_summary *s = mp_diff_summary_of(d);
+  for (int c = 0; c < MP_CHANGE_COUNT; c++) {
+    mp_buf_printf(out, "%s%zu %s", c ? ", " : "", s->count[c],
+                  mp_change_name((mp_change)c));
+  }
+}
+
+void diff_order_line(const mp_diff *d, mp_buf *out) {
+  const mp_diff_summary *s = mp_diff_summary_of(d);
+  if (s->steps[0] == 0 && s->steps[1] == 0) {
+    mp_buf_puts(out, "no ops (an allocation problem)");
+  } else if (!s->order_changed) {
+    mp_buf_printf(out, "unchanged (%zu ops)", s->steps[0]);
+  } else {
+    mp_buf_printf(out,
+                  "changed: %zu ops at another step, %zu added, %zu removed "
+                  "(%zu -> %zu ops)",
+                  s->ops_moved, s->ops_added, s->ops_removed, s->steps[0],
+                  s->steps[1]);
+  }
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+static void diff_source(const mp_snapshot *s, const char *label, mp_buf *out) {
+  const mp_snap_info *in = mp_snapshot_info(s);
+  mp_buf_printf(out, "  %s: %s (%s", label, in->source, in->kind);
+  if (in->model_path && strcmp(in->model_path, in->source) != 0) {
+    mp_buf_printf(out, " of %s", in->model_path);
+  }
+  if (in->tool) mp_buf_printf(out, ", %s", in->tool);
+  if (in->strategy) mp_buf_printf(out, ", strategy %s", in->strategy);
+  if (in->order) mp_buf_printf(out, ", order %s", in->order);
+  if (in->backend) mp_buf_printf(out, ", backend %s", in->backend);
+  mp_buf_puts(out, ")\n");
+}
+
+static void diff_model_line(const mp_diff *d, mp_buf *out) {
+  const char *ha = mp_snapshot_info(mp_diff_old(d))->model_sha256;
+  const char *hb = mp_snapshot_info(mp_diff_new(d))->model_sha256;
+  if (!ha || !hb) {
+    mp_buf_puts(out, "  model: not recorded on both sides\n");
+  } else if (mp_diff_summary_of(d)->same_model) {
+    mp_buf_printf(out, "  model: the same file (sha256 %.12s)\n", ha);
+  } else {
+    mp_buf_printf(out, "  model: changed (sha256 %.12s -> %.12s)\n", ha, hb);
+  }
+}
+
+static void diff_row(mp_buf *out, const char *label, size_t old, size_t now) {
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], c[DIFF_FMT], p[DIFF_FMT];
+  mp_buf_printf(out, "  %-14s %28s %28s %28s %9s\n", label,
+                mp_fmt_bytes(a, old), mp_fmt_bytes(b, now),
+                diff_fmt_delta(c, (int64_t)now - (int64_t)old),
+                diff_fmt_pct(p, old, now));
+}
+
+static void diff_region_text(const mp_diff *d, const mp_diff_region *r,
+                             mp_buf *out) {
+  mp_buf_printf(out, "region '%s'%s\n", r->name,
+                !r->a   ? " (new)"
+                : !r->b ? " (gone)"
+                        : "");
+  diff_row(out, "arena", r->arena[0], r->arena[1]);
+  diff_row(out, "resident", r->resident[0], r->resident[1]);
+  diff_row(out, "activations", r->arena[0] - r->resident[0],
+           r->arena[1] - r->resident[1]);
+  diff_row(out, "lower bound", r->lower_bound[0], r->lower_bound[1]);
+  diff_row(out, "fragmentation", (size_t)r->fragmentation[0],
+           (size_t)r->fragmentation[1]);
+  mp_buf_printf(out, "  peak: ");
+  diff_peak_where(d, r, 0, out);
+  mp_buf_puts(out, " -> ");
+  diff_peak_where(d, r, 1, out);
+  mp_buf_printf(out, ": %s\n", r->peak_moved ? "moved" : "did not move");
+}
+
+static void diff_tensor_line(const mp_diff *d, const mp_diff_tensor *t,
+                             const char *indent, mp_buf *out) {
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], c[DIFF_FMT];
+  const mp_snap_tensor *x = t->a, *y = t->b;
+  mp_buf_printf(out, "%s%-9s %-24s ", indent, mp_change_name(t->change),
+                t->name);
+  if (t->change == MP_CHANGE_LIFETIME) {
+    mp_buf_printf(out, "live %" PRId64 "..%" PRId64 " -> %" PRId64 "..%" PRId64,
+                  x->first, x->last, y->first, y->last);
+  } else if (t->change == MP_CHANGE_MOVED) {
+    mp_buf_printf(out, "%s in '%s' -> %s in '%s'", mp_class_name(x->cls),
+                  mp_snapshot_region(mp_diff_old(d), x->region)->name,
+                  mp_class_name(y->cls),
+                  mp_snapshot_region(mp_diff_new(d), y->region)->name);
+  } else {
+    mp_buf_printf(out, "%s -> %s  %s", x ? mp_fmt_bytes(a, x->padded) : "-",
+                  y ? mp_fmt_bytes(b, y->padded) : "-",
+                  diff_fmt_delta(c, t->delta));
+  }
+  mp_buf_puts(out, "\n");
+}
+
+void diff_tensor_lines(const mp_diff *d, size_t top, const char *indent,
+                       mp_buf *out) {
+  size_t shown[MP_CHANGE_COUNT] = {0};
+  for (size_t i = 0; i < mp_diff_tensor_count(d); i++) {
+    const mp_diff_tensor *t = mp_diff_tensor_at(d, i);
+    if (shown[t->change]++ < top) diff_tensor_line(d, t, indent, out);
+  }
+  for (int c = 0; c < MP_CHANGE_COUNT; c++) {
+    if (shown[c] > top) {
+      mp_buf_printf(out, "%s... and %zu more %s\n", indent, shown[c] - top,
+                    mp_change_name((mp_change)c));
+    }
+  }
+}
+
+mp_status mp_diff_text(const mp_diff *d, const mp_diff_opts *o, mp_buf *out,
+                       mp_error *err) {
+  const mp_diff_summary *s = mp_diff_summary_of(d);
+  size_t top = o && o->top ? o->top : DIFF_TOP;
+  mp_buf_puts(out, "mplan diff\n");
+  diff_source(mp_diff_old(d), "old", out);
+  diff_source(mp_diff_new(d), "new", out);
+  diff_model_line(d, out);
+  mp_buf_printf(out, "\n  %-14s %28s %28s %28s %9s\n", "", "old", "new",
+                "delta", "%");
+  for (size_t k = 0; k < mp_diff_region_count(d); k++) {
+    diff_region_text(d, mp_diff_region_at(d, k), out);
+  }
+  mp_buf_puts(out, "total\n");
+  diff_row(out, "arena", s->total[0], s->total[1]);
+  char b[DIFF_FMT];
+  const char *cause = diff_main_cause(d);
+  mp_buf_printf(out, "\nwhy: %s = ", diff_fmt_delta(b, s->delta));
+  diff_why(d, out);
+  if (cause) mp_buf_printf(out, "; mostly %s", cause);
+  mp_buf_puts(out, "\norder: ");
+  diff_order_line(d, out);
+  mp_buf_puts(out, "\ntensors: ");
+  diff_counts(d, out);
+  mp_buf_puts(out, "\n");
+  diff_tensor_lines(d, top, "    ", out);
+  return mp_buf_status(out, "diff", err);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+typedef struct dj_ctx {
+  const mp_diff *d;
+  bool ok;
+} dj_ctx;
+
+static cJSON *dj_obj(dj_ctx *c, cJSON *parent, const char *key) {
+  cJSON *o = c->ok ? cJSON_AddObjectToObject(parent, key) : NULL;
+  if (!o) c->ok = false;
+  return o;
+}
+
+static cJSON *dj_arr(dj_ctx *c, cJSON *parent, const char *key) {
+  cJSON *o = c->ok ? cJSON_AddArrayToObject(parent, key) : NULL;
+  if (!o) c->ok = false;
+  return o;
+}
+
+static cJSON *dj_push(dj_ctx *c, cJSON *arr) {
+  cJSON *o = c->ok ? cJSON_CreateObject() : NULL;
+  if (!o || !cJSON_AddItemToArray(arr, o)) {
+    cJSON_Delete(o);
+    c->ok = false;
+    return NULL;
+  }
+  return o;
+}
+
+static void dj_num(dj_ctx *c, cJSON *o, const char *key, double v) {
+  if (c->ok && !cJSON_AddNumberToObject(o, key, v)) c->ok = false;
+}
+
+static void dj_str(dj_ctx *c, cJSON *o, const char *key, const char *v) {
+  if (!c->ok) return;
+  if (!(v ? cJSON_AddStringToObject(o, key, v) : cJSON_AddNullToObject(o, key)))
+    c->ok = false;
+}
+
+static void dj_bool(dj_ctx *c, cJSON *o, const char *key, bool v) {
+  if (c->ok && !cJSON_AddBoolToObject(o, key, v)) c->ok = false;
+}
+
+static void dj_figure(dj_ctx *c, cJSON *o, const char *key, int64_t old,
+                      int64_t now) {
+  cJSON *f = dj_obj(c, o, key);
+  if (!f) return;
+  dj_num(c, f, "old", (double)old);
+  dj_num(c, f, "new", (double)now);
+  dj_num(c, f, "delta", (double)(now - old));
+  if (old > 0 && now >= 0) {
+    dj_num(c, f, "pct", diff_pct_value((size_t)old, (size_t)now));
+  } else if (c->ok && !cJSON_AddNullToObject(f, "pct")) {
+    c->ok = false;
+  }
+}
+
+static void dj_why(dj_ctx *c, cJSON *o, int64_t res, int64_t sizes,
+                   int64_t order, int64_t frag) {
+  cJSON *w = dj_obj(c, o, "why");
+  if (!w) return;
+  dj_num(c, w, "resident", (double)res);
+  dj_num(c, w, "sizes", (double)sizes);
+  dj_num(c, w, "order", (double)order);
+  dj_num(c, w, "fragmentation", (double)frag);
+}
+
+static void dj_source(dj_ctx *c, cJSON *root, const char *key,
+                      const mp_snapshot *s) {
+  const mp_snap_info *in = mp_snapshot_info(s);
+  cJSON *o = dj_obj(c, root, key);
+  if (!o) return;
+  dj_str(c, o, "source", in->source);
+  dj_str(c, o, "kind", in->kind);
+  dj_str(c, o, "tool", in->tool);
+  dj_str(c, o, "model", in->model_path);
+  dj_str(c, o, "model_sha256", in->model_sha256);
+  dj_str(c, o, "strategy", in->strategy);
+  dj_str(c, o, "order", in->order);
+  dj_str(c, o, "backend", in->backend);
+  if (in->run_id) dj_num(c, o, "run", (double)in->run_id);
+}
+
+static void dj_peaks(dj_ctx *c, cJSON *o, const char *key, const mp_snapshot *s,
+                     const mp_snap_region *g) {
+  cJSON *arr = dj_arr(c, o, key);
+  for (size_t k = 0; arr && g && k < g->n_peaks; k++) {
+    cJSON *e = dj_push(c, arr);
+    if (!e) return;
+    dj_num(c, e, "first", (double)g->peaks[k].first);
+    dj_num(c, e, "last", (double)g->peaks[k].last);
+    const char *p = diff_op(s, g->peaks[k].first);
+    const char *q = diff_op(s, g->peaks[k].last);
+    if (p) dj_str(c, e, "first_op", p);
+    if (q) dj_str(c, e, "last_op", q);
+  }
+}
+
+static void dj_region(dj_ctx *c, cJSON *arr, const mp_diff_region *r) {
+  cJSON *o = dj_push(c, arr);
+  if (!o) return;
+  dj_str(c, o, "name", r->name);
+  dj_figure(c, o, "arena", (int64_t)r->arena[0], (int64_t)r->arena[1]);
+  dj_figure(c, o, "resident", (int64_t)r->resident[0], (int64_t)r->resident[1]);
+  dj_figure(c, o, "activations", (int64_t)(r->arena[0] - r->resident[0]),
+            (int64_t)(r->arena[1] - r->resident[1]));
+  dj_figure(c, o, "lower_bound", (int64_t)r->lower_bound[0],
+            (int64_t)r->lower_bound[1]);
+  dj_figure(c, o, "fragmentation", r->fragmentation[0], r->fragmentation[1]);
+  dj_why(c, o, r->by_resident, r->by_sizes, r->by_order, r->by_fragmentation);
+  cJSON *p = dj_obj(c, o, "peak");
+  if (!p) return;
+  dj_bool(c, p, "moved", r->peak_moved);
+  dj_peaks(c, p, "old", mp_diff_old(c->d), r->a);
+  dj_peaks(c, p, "new", mp_diff_new(c->d), r->b);
+}
+
+static void dj_tensor_side(dj_ctx *c, cJSON *o, const char *key,
+                           const mp_snapshot *s, const mp_snap_tensor *t) {
+  if (!t) {
+    if (c->ok && !cJSON_AddNullToObject(o, key)) c->ok = false;
+    return;
+  }
+  cJSON *x = dj_obj(c, o, key);
+  if (!x) return;
+  dj_num(c, x, "size", (double)t->size);
+  dj_num(c, x, "padded", (double)t->padded);
+  dj_num(c, x, "first", (double)t->first);
+  dj_num(c, x, "last", (double)t->last);
+  dj_str(c, x, "class", mp_class_name(t->cls));
+  dj_str(c, x, "region", mp_snapshot_region(s, t->region)->name);
+}
+
+static void dj_tensors(dj_ctx *c, cJSON *root) {
+  const mp_diff_summary *s = mp_diff_summary_of(c->d);
+  cJSON *o = dj_obj(c, root, "tensors");
+  cJSON *counts = o ? dj_obj(c, o, "counts") : NULL;
+  for (int k = 0; counts && k < MP_CHANGE_COUNT; k++) {
+    dj_num(c, counts, mp_change_name((mp_change)k), (double)s->count[k]);
+  }
+  cJSON *arr = o ? dj_arr(c, o, "changed") : NULL;
+  for (size_t i = 0; arr && i < mp_diff_tensor_count(c->d); i++) {
+    const mp_diff_tensor *t = mp_diff_tensor_at(c->d, i);
+    cJSON *e = dj_push(c, arr);
+    if (!e) return;
+    dj_str(c, e, "name", t->name);
+    dj_str(c, e, "change", mp_change_name(t->change));
+    dj_num(c, e, "delta", (double)t->delta);
+    dj_tensor_side(c, e, "old", mp_diff_old(c->d), t->a);
+    dj_tensor_side(c, e, "new", mp_diff_new(c->d), t->b);
+  }
+}
+
+static void dj_summary(dj_ctx *c, cJSON *root) {
+  const mp_diff_summary *s = mp_diff_summary_of(c->d);
+  cJSON *t = dj_obj(c, root, "total");
+  if (t) {
+    dj_num(c, t, "old", (double)s->total[0]);
+    dj_num(c, t, "new", (double)s->total[1]);
+    dj_num(c, t, "delta", (double)s->delta);
+    if (s->total[0]) {
+      dj_num(c, t, "pct", diff_pct_value(s->total[0], s->total[1]));
+    } else if (c->ok && !cJSON_AddNullToObject(t, "pct")) {
+      c->ok = false;
+    }
+    dj_why(c, t, s->by_resident, s->by_sizes, s->by_order, s->by_fragmentation);
+    dj_str(c, t, "main_cause", diff_main_cause(c->d));
+  }
+  dj_bool(c, root, "peak_moved", s->peak_moved);
+  cJSON *o = dj_obj(c, root, "order");
+  if (!o) return;
+  dj_bool(c, o, "changed", s->order_changed);
+  dj_num(c, o, "old_steps", (double)s->steps[0]);
+  dj_num(c, o, "new_steps", (double)s->steps[1]);
+  dj_num(c, o, "moved", (double)s->ops_moved);
+  dj_num(c, o, "added", (double)s->ops_added);
+  dj_num(c, o, "removed", (double)s->ops_removed);
+}
+
+cJSON *diff_json_tree(const mp_diff *d) {
+  dj_ctx c = {d, true};
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return NULL;
+  dj_str(&c, root, "mplan", "diff/1");
+  dj_str(&c, root, "tool", "mplan " MP_VERSION);
+  dj_source(&c, root, "old", mp_diff_old(d));
+  dj_source(&c, root, "new", mp_diff_new(d));
+  dj_bool(&c, root, "same_model", mp_diff_summary_of(d)->same_model);
+  cJSON *regions = dj_arr(&c, root, "regions");
+  for (size_t k = 0; regions && k < mp_diff_region_count(d); k++) {
+    dj_region(&c, regions, mp_diff_region_at(d, k));
+  }
+  dj_summary(&c, root);
+  dj_tensors(&c, root);
+  if (!c.ok) {
+    cJSON_Delete(root);
+    return NULL;
+  }
+  return root;
+}
+
+mp_status mp_diff_json(const mp_diff *d, mp_buf *out, mp_error *err) {
+  cJSON *root = diff_json_tree(d);
+  char *text = root ? cJSON_Print(root) : NULL;
+  cJSON_Delete(root);
+  if (!text) return mp_error_set(err, MP_ERR_NOMEM, "diff JSON: out of memory");
+  mp_buf_puts(out, text);
+  mp_buf_puts(out, "\n");
+  cJSON_free(text);
+  return mp_buf_status(out, "diff JSON", err);
+}
+
+/* ---- Markdown (invariant 3) ------------------------------------------------
+ */
+
+void diff_md_text(mp_buf *out, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+      case '&':
+        mp_buf_puts(out, "&amp;");
+        break;
+      case '<':
+        mp_buf_puts(out, "&lt;");
+        break;
+      case '>':
+        mp_buf_puts(out, "&gt;");
+        break;
+      case '"':
+        mp_buf_puts(out, "&quot;");
+        break;
+      case '|':
+      case '\\':
+      case '*':
+      case '_':
+      case '`':
+      case '[':
+      case ']':
+      case '~':
+      case '#':
+      case '!':
+      case '$':
+        mp_buf_printf(out, "&#%d;", *s);
+        break;
+      case '\n':
+      case '\r':
+      case '\t':
+        mp_buf_puts(out, " ");
+        break;
+      default:
+        mp_buf_append(out, s, 1);
+    }
+  }
+}
+
+/* region is text from the input, or NULL for the total row. */
+static void md_row(mp_buf *out, const char *region, const char *label,
+                   size_t old, size_t now) {
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], c[DIFF_FMT], p[DIFF_FMT];
+  mp_buf_puts(out, "| ");
+  if (region) {
+    diff_md_text(out, region);
+  } else {
+    mp_buf_puts(out, "**total**");
+  }
+  mp_buf_printf(out, " | %s | %s | %s | %s | %s |\n", label,
+                mp_fmt_bytes(a, old), mp_fmt_bytes(b, now),
+                diff_fmt_delta(c, (int64_t)now - (int64_t)old),
+                diff_fmt_pct(p, old, now));
+}
+
+static void md_regions(const mp_diff *d, mp_buf *out) {
+  const mp_diff_summary *s = mp_diff_summary_of(d);
+  mp_buf_puts(out,
+              "| region | figure | old | new | Δ | % |\n"
+              "| --- | --- | ---: | ---: | ---: | ---: |\n");
+  for (size_t k = 0; k < mp_diff_region_count(d); k++) {
+    const mp_diff_region *r = mp_diff_region_at(d, k);
+    md_row(out, r->name, "arena", r->arena[0], r->arena[1]);
+    md_row(out, "", "resident", r->resident[0], r->resident[1]);
+    md_row(out, "", "activations", r->arena[0] - r->resident[0],
+           r->arena[1] - r->resident[1]);
+    md_row(out, "", "lower bound", r->lower_bound[0], r->lower_bound[1]);
+    md_row(out, "", "fragmentation", (size_t)r->fragmentation[0],
+           (size_t)r->fragmentation[1]);
+  }
+  md_row(out, NULL, "arena", s->total[0], s->total[1]);
+}
+
+static void md_peaks(const mp_diff *d, mp_buf *out) {
+  for (size_t k = 0; k < mp_diff_region_count(d); k++) {
+    const mp_diff_region *r = mp_diff_region_at(d, k);
+    mp_buf b;
+    mp_buf_init(&b, out->alloc);
+    diff_peak_where(d, r, 0, &b);
+    mp_buf_puts(&b, " → ");
+    diff_peak_where(d, r, 1, &b);
+    mp_buf_puts(out, "**Peak** (");
+    diff_md_text(out, r->name);
+    mp_buf_printf(out, "): %s: ", r->peak_moved ? "moved" : "did not move");
+    diff_md_text(out, mp_buf_str(&b));
+    mp_buf_puts(out, "  \n");
+    if (b.failed) out->failed = true;
+    mp_buf_free(&b);
+  }
+}
+
+static void md_tensor_row(const mp_diff *d, const mp_diff_tensor *t,
+                          mp_buf *out) {
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], c[DIFF_FMT];
+  const mp_snap_tensor *x = t->a, *y = t->b;
+  mp_buf_printf(out, "| %s | ", mp_change_name(t->change));
+  diff_md_text(out, t->name);
+  mp_buf_puts(out, " | ");
+  if (t->change == MP_CHANGE_LIFETIME) {
+    mp_buf_printf(out,
+                  "live %" PRId64 "..%" PRId64 " | live %" PRId64 "..%" PRId64
+                  " | 0 B |\n",
+                  x->first, x->last, y->first, y->last);
+    return;
+  }
+  if (t->change == MP_CHANGE_MOVED) {
+    mp_buf_printf(out, "%s in ", mp_class_name(x->cls));
+    diff_md_text(out, mp_snapshot_region(mp_diff_old(d), x->region)->name);
+    mp_buf_printf(out, " | %s in ", mp_class_name(y->cls));
+    diff_md_text(out, mp_snapshot_region(mp_diff_new(d), y->region)->name);
+    mp_buf_puts(out, " | 0 B |\n");
+    return;
+  }
+  mp_buf_printf(out, "%s | %s | %s |\n", x ? mp_fmt_bytes(a, x->padded) : "-",
+                y ? mp_fmt_bytes(b, y->padded) : "-",
+                diff_fmt_delta(c, t->delta));
+}
+
+static void md_tensors(const mp_diff *d, size_t top, mp_buf *out) {
+  size_t shown[MP_CHANGE_COUNT] = {0}, hidden = 0;
+  if (mp_diff_tensor_count(d) == 0) {
+    mp_buf_puts(out, "**Tensors**: none changed.\n");
+    return;
+  }
+  mp_buf_puts(out, "<details><summary>Tensors: ");
+  diff_counts(d, out);
+  mp_buf_puts(out,
+              "</summary>\n\n"
+              "| change | tensor | old | new | Δ |\n"
+              "| --- | --- | ---: | ---: | ---: |\n");
+  for (size_t i = 0; i < mp_diff_tensor_count(d); i++) {
+    const mp_diff_tensor *t = mp_diff_tensor_at(d, i);
+    if (shown[t->change]++ < top) {
+      md_tensor_row(d, t, out);
+    } else {
+      hidden++;
+    }
+  }
+  if (hidden) {
+    mp_buf_printf(out, "\n%zu more (mplan diff --json lists them all)\n",
+                  hidden);
+  }
+  mp_buf_puts(out, "\n</details>\n");
+}
+
+void diff_markdown_body(const mp_diff *d, size_t top, mp_buf *out) {
+  const mp_diff_summary *s = mp_diff_summary_of(d);
+  char b[DIFF_FMT];
+  const char *cause = diff_main_cause(d);
+  md_regions(d, out);
+  mp_buf_printf(out, "\n**Why**: %s = ", diff_fmt_delta(b, s->delta));
+  diff_why(d, out);
+  if (cause) mp_buf_printf(out, "; mostly **%s**", cause);
+  mp_buf_puts(out, "  \n");
+  md_peaks(d, out);
+  mp_buf_puts(out, "**Order**: ");
+  diff_order_line(d, out);
+  mp_buf_puts(out, "\n\n");
+  md_tensors(d, top, out);
+}
+
+mp_status mp_diff_markdown(const mp_diff *d, const mp_diff_opts *o, mp_buf *out,
+                           mp_error *err) {
+  mp_buf_puts(out, "### mplan diff: ");
+  diff_md_text(out, mp_snapshot_info(mp_diff_old(d))->source);
+  mp_buf_puts(out, " → ");
+  diff_md_text(out, mp_snapshot_info(mp_diff_new(d))->source);
+  mp_buf_puts(out, "\n\n");
+  diff_markdown_body(d, o && o->top ? o->top : DIFF_TOP, out);
+  return mp_buf_status(out, "diff Markdown", err);
+}

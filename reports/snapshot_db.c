@@ -1,0 +1,293 @@
+/*
+ * snapshot_db.c -- reading one run of a report database (reports/sqlite.c,
+ * docs/report-schema.md) into a snapshot, for mplan diff.
+ *
+ * Invariants:
+ *   1. The database is opened read-only: diffing never creates, migrates
+ *      or locks out a writer (WAL readers do not block writers).
+ *   2. Only databases with mplan's schema_version table, at a version
+ *      this mplan knows, are read; anything else is refused naming the
+ *      file.
+ *   3. A run's placements give every tensor's region and offset, so the
+ *      arena of every region is derived from them; a one-region run whose
+ *      derived arena differs from run.arena_bytes is refused (damaged).
+ *   4. Every value is bound as a parameter; no SQL is built from input.
+ */
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mplan/report_db.h"
+#include "mplan/units.h"
+#include "snapshot_internal.h"
+
+typedef struct sd_ctx {
+  sqlite3 *db;
+  mp_snapshot *s;
+  const char *path;
+  int64_t run;
+  mp_error *err;
+} sd_ctx;
+
+static mp_status sd_fail(sd_ctx *c, const char *what) {
+  int code = sqlite3_errcode(c->db);
+  if (code == SQLITE_NOMEM) {
+    return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->path);
+  }
+  if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: not a readable SQLite database (%s)", c->path,
+                        sqlite3_errmsg(c->db));
+  }
+  return mp_error_set(c->err, MP_ERR_IO, "%s: sqlite: %s: %s", c->path, what,
+                      sqlite3_errmsg(c->db));
+}
+
+static mp_status sd_prepare(sd_ctx *c, const char *sql, sqlite3_stmt **s) {
+  if (sqlite3_prepare_v2(c->db, sql, -1, s, NULL) != SQLITE_OK) {
+    return sd_fail(c, "reading the run");
+  }
+  return MP_OK;
+}
+
+static const char *sd_text(sqlite3_stmt *s, int k) {
+  return (const char *)sqlite3_column_text(s, k);
+}
+
+/* A non-negative integer column (sizes); false when negative or NULL. */
+static bool sd_size(sqlite3_stmt *s, int k, size_t *out) {
+  if (sqlite3_column_type(s, k) != SQLITE_INTEGER) return false;
+  int64_t v = sqlite3_column_int64(s, k);
+  if (v < 0) return false;
+  *out = (size_t)v;
+  return true;
+}
+
+/* Invariant 2. */
+static mp_status sd_schema(sd_ctx *c) {
+  sqlite3_stmt *s = NULL;
+  mp_status st = MP_OK;
+  int rc = sqlite3_prepare_v2(c->db, "SELECT max(version) FROM schema_version",
+                              -1, &s, NULL);
+  if (rc != SQLITE_OK) {
+    st = sqlite3_errcode(c->db) == SQLITE_ERROR
+             ? mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                            "%s: not an mplan report database (no "
+                            "schema_version table)",
+                            c->path)
+             : sd_fail(c, "reading the schema");
+  } else if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
+    st = sd_fail(c, "reading the schema");
+  } else {
+    int64_t v = sqlite3_column_int64(s, 0);
+    if (v < 1 || v > MP_REPORT_DB_VERSION) {
+      st = mp_error_set(c->err, MP_ERR_UNSUPPORTED,
+                        "%s: schema version %" PRId64
+                        " is not one this mplan reads (1..%d)",
+                        c->path, v, MP_REPORT_DB_VERSION);
+    }
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+/* run: an id, or -k for the k-th latest. */
+static mp_status sd_resolve(sd_ctx *c, const char *run) {
+  int64_t v;
+  if (!mp_parse_i64(run, &v) || v == 0) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: run '%s': expected a run id (1, 2, ...) or -1 "
+                        "for the latest run, -2 for the one before",
+                        c->path, run);
+  }
+  sqlite3_stmt *s = NULL;
+  mp_status st = sd_prepare(
+      c,
+      v > 0 ? "SELECT id FROM run WHERE id = ?1"
+            : "SELECT id FROM run ORDER BY id DESC LIMIT 1 OFFSET ?1",
+      &s);
+  if (st != MP_OK) return st;
+  sqlite3_bind_int64(s, 1, v > 0 ? v : -(v + 1));
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    c->run = sqlite3_column_int64(s, 0);
+  } else if (rc == SQLITE_DONE) {
+    st = mp_error_set(c->err, MP_ERR_BAD_INPUT, "%s: no run %s%s", c->path, run,
+                      v < 0 ? " (counting back from the latest)" : "");
+  } else {
+    st = sd_fail(c, "finding the run");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status sd_info(sd_ctx *c, size_t *arena, size_t *steps) {
+  static const char sql[] =
+      "SELECT tool_version, model_path, model_name, model_format, "
+      "model_sha256, backend, strategy, order_name, options, time_unit, "
+      "arena_bytes, coalesce(steps, 0) FROM run WHERE id = ?1";
+  sqlite3_stmt *s = NULL;
+  mp_snap_info *in = &c->s->info;
+  bool ok = true;
+  char tool[96];
+  mp_status st = sd_prepare(c, sql, &s);
+  if (st != MP_OK) return st;
+  sqlite3_bind_int64(s, 1, c->run);
+  if (sqlite3_step(s) != SQLITE_ROW) {
+    st = sd_fail(c, "reading the run");
+  } else if (!sd_size(s, 10, arena) || !sd_size(s, 11, steps)) {
+    st = mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                      "%s: run %" PRId64
+                      ": arena_bytes or steps is not a "
+                      "count",
+                      c->path, c->run);
+  } else {
+    const char *tv = sd_text(s, 0);
+    snprintf(tool, sizeof tool, "mplan %.80s", tv ? tv : "?");
+    in->tool = snap_str(c->s, tool, &ok);
+    in->model_path = snap_str(c->s, sd_text(s, 1), &ok);
+    in->model_name = snap_str(c->s, sd_text(s, 2), &ok);
+    in->model_format = snap_str(c->s, sd_text(s, 3), &ok);
+    in->model_sha256 = snap_str(c->s, sd_text(s, 4), &ok);
+    in->backend = snap_str(c->s, sd_text(s, 5), &ok);
+    in->strategy = snap_str(c->s, sd_text(s, 6), &ok);
+    in->order = snap_str(c->s, sd_text(s, 7), &ok);
+    in->command = snap_str(c->s, sd_text(s, 8), &ok);
+    const char *unit = sd_text(s, 9);
+    in->time_word = unit && strcmp(unit, "t") == 0 ? "t" : "step";
+    in->run_id = c->run;
+    if (!ok)
+      st = mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->path);
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status sd_tensor_row(sd_ctx *c, sqlite3_stmt *s) {
+  mp_snap_tensor t = {.placed = true};
+  char where[96];
+  const char *cls = sd_text(s, 1), *region = sd_text(s, 2);
+  snprintf(where, sizeof where, "run %" PRId64 " tensor %lld", c->run,
+           (long long)sqlite3_column_int64(s, 7));
+  t.name = sd_text(s, 0);
+  t.first = sqlite3_column_int64(s, 5);
+  t.last = sqlite3_column_int64(s, 6);
+  if (!t.name || !region || !cls || !mp_class_parse(cls, &t.cls) ||
+      !sd_size(s, 3, &t.size) || !sd_size(s, 4, &t.padded) ||
+      !sd_size(s, 8, &t.offset)) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: %s: a NULL, negative or unknown value (damaged "
+                        "database?)",
+                        c->path, where);
+  }
+  mp_status st = snap_region(c->s, region, &t.region, c->err);
+  if (st == MP_OK) st = snap_tensor(c->s, &t, where, c->err);
+  return st;
+}
+
+static mp_status sd_tensors(sd_ctx *c) {
+  static const char sql[] =
+      "SELECT t.name, t.class, p.region, p.size, p.padded_size, t.first_use, "
+      "t.last_use, t.idx, p.offset FROM tensor t JOIN placement p ON "
+      "p.run_id = t.run_id AND p.tensor_idx = t.idx WHERE t.run_id = ?1 "
+      "ORDER BY t.idx";
+  sqlite3_stmt *s = NULL;
+  mp_status st = sd_prepare(c, sql, &s);
+  int rc = SQLITE_DONE;
+  if (st == MP_OK) sqlite3_bind_int64(s, 1, c->run);
+  while (st == MP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    st = sd_tensor_row(c, s);
+  }
+  if (st == MP_OK && rc != SQLITE_DONE) st = sd_fail(c, "reading tensors");
+  sqlite3_finalize(s);
+  if (st == MP_OK && c->s->n_tensors == 0) {
+    st = mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                      "%s: run %" PRId64 " has no tensors", c->path, c->run);
+  }
+  return st;
+}
+
+static mp_status sd_steps(sd_ctx *c, size_t steps) {
+  static const char sql[] =
+      "SELECT step, op FROM step WHERE run_id = ?1 ORDER BY step";
+  sqlite3_stmt *s = NULL;
+  mp_status st = steps ? sd_prepare(c, sql, &s) : MP_OK;
+  int rc = SQLITE_DONE;
+  if (!steps) return MP_OK;
+  sqlite3_bind_int64(s, 1, c->run);
+  while (st == MP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    if (sqlite3_column_int64(s, 0) != (int64_t)c->s->n_steps) {
+      st = mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: run %" PRId64 ": step %zu is missing", c->path,
+                        c->run, c->s->n_steps);
+    } else {
+      st = snap_step(c->s, sd_text(s, 1), c->err);
+    }
+  }
+  if (st == MP_OK && rc != SQLITE_DONE) st = sd_fail(c, "reading steps");
+  sqlite3_finalize(s);
+  if (st == MP_OK && c->s->n_steps != steps) {
+    st = mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                      "%s: run %" PRId64 ": %zu steps recorded, %zu listed",
+                      c->path, c->run, steps, c->s->n_steps);
+  }
+  return st;
+}
+
+static mp_status sd_read(sd_ctx *c, const char *run, size_t *arena) {
+  size_t steps = 0;
+  mp_status st = sd_schema(c);
+  if (st == MP_OK) st = sd_resolve(c, run);
+  if (st != MP_OK) return st;
+  char label[64];
+  snprintf(label, sizeof label, ":%" PRId64, c->run);
+  mp_buf src;
+  mp_buf_init(&src, c->s->alloc);
+  mp_buf_printf(&src, "%s%s", c->path, label);
+  bool ok = !src.failed;
+  const char *source = ok ? snap_str(c->s, mp_buf_str(&src), &ok) : NULL;
+  mp_buf_free(&src);
+  if (!ok)
+    return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->path);
+  c->s->info.source = source;
+  st = sd_info(c, arena, &steps);
+  if (st == MP_OK) st = sd_tensors(c);
+  if (st == MP_OK) st = sd_steps(c, steps);
+  if (st == MP_OK) st = snap_finish(c->s, c->err);
+  return st;
+}
+
+mp_status mp_snapshot_load_run(const char *db_path, const char *run,
+                               const mp_alloc *a, mp_snapshot **out,
+                               mp_error *err) {
+  sd_ctx c = {NULL, NULL, db_path, 0, err};
+  size_t arena = 0;
+  mp_status st = snap_create(a, "run", db_path, &c.s, err);
+  if (st != MP_OK) return st;
+  int rc = sqlite3_open_v2(db_path, &c.db, SQLITE_OPEN_READONLY, NULL);
+  if (rc != SQLITE_OK) {
+    st = c.db ? mp_error_set(err, MP_ERR_IO, "%s: cannot open: %s", db_path,
+                             sqlite3_errmsg(c.db))
+              : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", db_path);
+  }
+  if (st == MP_OK && sqlite3_busy_timeout(c.db, 60000) != SQLITE_OK) {
+    st = sd_fail(&c, "setting the busy timeout");
+  }
+  if (st == MP_OK) st = sd_read(&c, run, &arena);
+  if (st == MP_OK && c.s->n_regions == 1 &&
+      c.s->regions[0].r.arena_bytes != arena) {
+    st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                      "%s: run %" PRId64
+                      ": arena_bytes is %zu, but its "
+                      "placements end at %zu (damaged database?)",
+                      db_path, c.run, arena, c.s->regions[0].r.arena_bytes);
+  }
+  sqlite3_close(c.db);
+  if (st != MP_OK) {
+    mp_snapshot_destroy(c.s);
+    return st;
+  }
+  *out = c.s;
+  return MP_OK;
+}

@@ -1,0 +1,70 @@
+/*
+ * snapshot_internal.h -- building a snapshot, shared by its readers
+ * (snapshot.c, snapshot_read.c, snapshot_db.c). Private to reports/.
+ *
+ * Life cycle: snap_create -> snap_region / snap_tensor / snap_step ...
+ * -> snap_finish (derives lower bounds and peaks, checks recorded
+ * figures against the tensors) -> the public accessors.
+ */
+#ifndef MPLAN_SNAPSHOT_INTERNAL_H
+#define MPLAN_SNAPSHOT_INTERNAL_H
+
+#include "mplan/snapshot.h"
+#include "mplan/strmap.h"
+
+typedef struct snap_region_rec {
+  mp_snap_region r;
+  bool has_arena;    /* arena_bytes was recorded by the source */
+  bool has_resident; /* resident_bytes was recorded */
+  bool has_lb;       /* lower_bound_bytes was recorded: checked */
+} snap_region_rec;
+
+struct mp_snapshot {
+  const mp_alloc *alloc;
+  mp_strpool *pool;   /* every string of the snapshot */
+  mp_strmap *by_name; /* tensor name -> index */
+  mp_snap_info info;
+  mp_snap_tensor *tensors;
+  size_t n_tensors, cap_tensors;
+  snap_region_rec *regions;
+  size_t n_regions, cap_regions;
+  mp_snap_interval *peaks; /* every region's peaks, region by region */
+  const char **steps;
+  size_t n_steps, cap_steps;
+  bool finished;
+};
+
+/* An empty snapshot of the given kind read from source (both copied). */
+mp_status snap_create(const mp_alloc *a, const char *kind, const char *source,
+                      mp_snapshot **out, mp_error *err);
+
+/* A pooled copy of text (NULL stays NULL); sets *ok = false when out of
+ * memory. */
+const char *snap_str(mp_snapshot *s, const char *text, bool *ok);
+
+/* The index of region name, added when new. */
+mp_status snap_region(mp_snapshot *s, const char *name, uint32_t *index,
+                      mp_error *err);
+
+/* Adds a tensor (name copied). where names it in errors ("tensors[3]").
+ * Rejects a duplicate name, size 0, padded < size, first > last and
+ * values above MP_SNAP_MAX. */
+mp_status snap_tensor(mp_snapshot *s, const mp_snap_tensor *t,
+                      const char *where, mp_error *err);
+
+/* Appends the op of the next step (copied). */
+mp_status snap_step(mp_snapshot *s, const char *op, mp_error *err);
+
+/* Derives every region's lower bound and peak intervals by a sweep, and
+ * arena/resident bytes from placed tensors where not recorded; refuses
+ * recorded figures that contradict the tensors (naming s's source). */
+mp_status snap_finish(mp_snapshot *s, mp_error *err);
+
+/* The lower bound of activation tensors t[0..n) (padded sizes over their
+ * intervals) and, when peaks is not NULL, its maximal peak intervals
+ * (*n_peaks of them; room for n). a is for scratch memory. */
+mp_status snap_sweep(const mp_alloc *a, const mp_snap_tensor *t, size_t n,
+                     size_t *lb, mp_snap_interval *peaks, size_t *n_peaks,
+                     mp_error *err);
+
+#endif /* MPLAN_SNAPSHOT_INTERNAL_H */

@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# mplan check and mplan diff end to end (issue 8): usage errors, baselines
+# written and checked, the budget and both sides of the tolerance band,
+# missing, corrupt and foreign baselines (exit 2), baselines from other
+# options, many models in one call, all-or-none updates, JUnit XML
+# validated by a real XML parser (python3's xml.etree: expat), a Markdown
+# snapshot (tests/golden/check.md; MPLAN_UPDATE_GOLDEN=1 rewrites it), and
+# diffs of plans, baselines, models and report-database runs.
+# usage: test_check.sh MPLAN SOURCE_DIR
+set -u
+mplan=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+src=$(cd "$2" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass=0
+
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+# run EXPECTED_STATUS ARGS...: runs mplan in the current directory, keeps
+# stdout and stderr in $tmp.
+run() {
+  local want=$1
+  shift
+  "$mplan" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "mplan $* exited $rc, expected $want"
+    sed 's/^/    /' "$tmp/err" | head -5
+    sed 's/^/    out: /' "$tmp/out" | head -10
+    return 1
+  fi
+  ok
+}
+
+has() { # FILE TEXT
+  if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi
+}
+
+hasnt() { # FILE TEXT
+  if grep -qF -- "$2" "$1"; then bad "$(basename "$1") has: $2"; else ok; fi
+}
+
+py() { # PYTHON-EXPRESSION-ON-d FILE: prints the expression's value
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "$2"
+}
+
+expect() { # WHAT ACTUAL WANTED
+  if [ "$2" = "$3" ]; then ok; else bad "$1: got '$2', expected '$3'"; fi
+}
+
+# A lifetimes/1 table: table FILE "name:first:last:size[:r]"...
+table() {
+  local file=$1 sep="" item
+  shift
+  {
+    printf '{"mplan": "lifetimes/1", "steps": 6, "alignment": 16, "tensors": [\n'
+    for item in "$@"; do
+      IFS=: read -r name first last size res <<<"$item"
+      printf '%s  {"name": "%s", "first_use": %s, "last_use": %s, "size": %s%s}' \
+        "$sep" "$name" "$first" "$last" "$size" \
+        "$([ "$res" = r ] && echo ', "resident": true')"
+      sep=$',\n'
+    done
+    printf '\n]}\n'
+  } >"$file"
+}
+
+cd "$tmp"
+mkdir ci
+# Resident 32 KiB; activations with a peak of 12 KiB at steps 2..3.
+base_items=("w:0:5:32768:r" "x:0:1:4096" "y:1:2:4096" "z:2:3:8192" "o:3:5:1024")
+table ci/steady.json "${base_items[@]}"
+table ci/grown.json "${base_items[@]}"
+table ci/saved.json "${base_items[@]}"
+table ci/gone.json "${base_items[@]}"
+L=(--strategy linear) # stable figures for the snapshot
+
+# ---- usage errors: one line on stderr, nothing on stdout, exit 2 ---------
+while IFS= read -r args; do
+  # shellcheck disable=SC2086
+  run 2 check $args && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] && ok ||
+    bad "mplan check $args: expected one line on stderr and nothing on stdout"
+done <<'EOF'
+check
+ci/steady.json
+ci/steady.json --baseline b.json --baseline-dir bl
+ci/steady.json --update-baseline
+ci/steady.json --budget 1MiB --tolerance 3%
+ci/steady.json --baseline-dir bl --tolerance 3x
+ci/steady.json --budget lots
+ci/steady.json ci/grown.json --baseline b.json
+ci/steady.json --budget 1MiB --junit r.xml --markdown r.xml
+ci/steady.json --budget 1MiB --frobnicate
+EOF
+mkdir -p other && cp ci/steady.json other/steady.json
+run 2 check ci/steady.json other/steady.json --baseline-dir bl &&
+  has "$tmp/err" "'ci/steady.json' and 'other/steady.json' would share the baseline 'bl/steady.baseline.json'"
+run 2 check ci/steady.json --budget 1MiB --tolerance 3% && has "$tmp/err" "--tolerance needs --baseline FILE or --baseline-dir DIR"
+run 2 check ci/steady.json --baseline-dir bl --tolerance 3x && has "$tmp/err" "tolerance '3x': expected a percentage"
+run 2 check ci/steady.json && has "$tmp/err" "nothing to check"
+[ ! -e bl ] && ok || bad "a usage error created the baseline directory"
+
+# ---- writing baselines, then passing --------------------------------------
+run 0 check ci/*.json --baseline-dir baselines --update-baseline "${L[@]}" &&
+  has "$tmp/out" "baseline written: arena 50,176 B (49.00 KiB)"
+for m in steady grown saved gone; do
+  [ -s "baselines/$m.baseline.json" ] && ok || bad "no baselines/$m.baseline.json"
+done
+expect "baseline format" "$(py "d['mplan'], d['tool'], d['options']['strategy'], d['regions'][0]['arena_bytes'], len(d['tensors'])" baselines/steady.baseline.json)" \
+  "baseline/1 mplan $("$mplan" --version | cut -d' ' -f2) linear 50176 5"
+run 0 check ci/*.json --baseline-dir baselines "${L[@]}" &&
+  has "$tmp/out" "arena 50,176 B (49.00 KiB) = baseline (band +-0 B, 0%)" &&
+  has "$tmp/out" "result: PASS: 4 passed, 0 failed, 0 errors of 4 models"
+run 0 check ci/steady.json --baseline-dir baselines "${L[@]}" --json &&
+  expect "JSON status" "$(py "d['mplan'], d['status'], d['counts']['passed'], d['models'][0]['checks'][0]['regions'][0]['band_bytes']" "$tmp/out")" \
+    "check/1 pass 1 0"
+run 0 check ci/steady.json --baseline-dir baselines --update-baseline "${L[@]}" &&
+  has "$tmp/out" "baseline rewritten: arena unchanged at 50,176 B (49.00 KiB)"
+cp baselines/gone.baseline.json gone.keep && rm baselines/gone.baseline.json
+
+# ---- the budget: the arena itself passes, one byte less fails ------------
+run 0 check ci/steady.json --budget 50176 "${L[@]}" && has "$tmp/out" "is 100.00% of the budget"
+run 1 check ci/steady.json --budget 50175 "${L[@]}" &&
+  has "$tmp/out" "arena 50,176 B (49.00 KiB) exceeds the budget 50,175 B (49.00 KiB) by 1 B" &&
+  has "$tmp/err" "mplan: check failed: 1 failed, 0 errors of 1 model"
+run 0 check ci/steady.json --budget 49KiB "${L[@]}"
+run 1 check ci/steady.json --budget 48KiB "${L[@]}"
+run 2 check ci/steady.json --budget 0.05MiB "${L[@]}" && has "$tmp/err" "size '0.05MiB' is not a whole number of bytes"
+
+# ---- both sides of the band ------------------------------------------------
+# grown: z grows by 512 B (+1.02% of 50,176) and y lives one step longer.
+table ci/grown.json "w:0:5:32768:r" "x:0:1:4096" "y:1:3:4096" "z:2:3:8704" "o:3:5:1024"
+# saved: z shrinks by 1 KiB (-2.04%).
+table ci/saved.json "w:0:5:32768:r" "x:0:1:4096" "y:1:2:4096" "z:2:3:7168" "o:3:5:1024"
+run 1 check ci/grown.json --baseline-dir baselines "${L[@]}" &&
+  has "$tmp/out" "arena 50,688 B (49.50 KiB) vs baseline 50,176 B (49.00 KiB): +512 B (+1.02%), outside the band +-0 B (0%)" &&
+  has "$tmp/out" "grew      z" && has "$tmp/out" "lifetime  y"
+# The band's edges: floor(50,176 * 1.03%) = 516 >= 512, floor(* 1.02%) =
+# 511 < 512; floor(50,176 * 2.05%) = 1,028 >= 1,024, floor(* 2%) = 1,003.
+run 0 check ci/grown.json --baseline-dir baselines --tolerance 1.03% "${L[@]}" &&
+  has "$tmp/out" "within the band +-516 B (1.03%)"
+run 1 check ci/grown.json --baseline-dir baselines --tolerance 1.02% "${L[@]}" &&
+  has "$tmp/out" "outside the band +-511 B (1.02%)"
+run 1 check ci/saved.json --baseline-dir baselines --tolerance 2% "${L[@]}" &&
+  has "$tmp/out" "-1,024 B (1.00 KiB) (-2.04%), outside the band +-1,003 B (2%): an unexpected saving; refresh the baseline (--update-baseline)"
+run 0 check ci/saved.json --baseline-dir baselines --tolerance 2.05% "${L[@]}" &&
+  has "$tmp/out" "within the band +-1,028 B (1.00 KiB) (2.05%)"
+run 1 check ci/saved.json --baseline ./baselines/saved.baseline.json --tolerance 1% "${L[@]}"
+
+# ---- baselines that cannot be used: exit 2 -------------------------------
+run 2 check ci/gone.json --baseline-dir baselines "${L[@]}" &&
+  has "$tmp/err" "baselines/gone.baseline.json: no baseline (No such file or directory); create it with --update-baseline" &&
+  has "$tmp/out" "ERROR  ci/gone.json: arena 50,176 B (49.00 KiB)"
+corrupt() { # NAME SED-EXPRESSION EXPECTED-MESSAGE
+  sed "$2" baselines/steady.baseline.json >"bad_$1.json"
+  run 2 check ci/steady.json --baseline "bad_$1.json" "${L[@]}" &&
+    has "$tmp/err" "bad_$1.json" && has "$tmp/err" "$3"
+}
+corrupt truncated '$d' "unexpected end of input"
+corrupt version 's|baseline/1|baseline/9|' "unsupported format 'baseline/9' (this mplan reads baseline/1 and plan/1)"
+corrupt lower 's|"lower_bound_bytes":12288|"lower_bound_bytes":12000|' "lower_bound_bytes is 12000, but its tensors give 12288 (edited by hand?)"
+corrupt size 's|"size":8192|"size":"8192"|' "tensors[3] ('z').size: expected an integer"
+corrupt field 's|"padded"|"paded"|' "paded: unknown field"
+: >empty.json
+run 2 check ci/steady.json --baseline empty.json "${L[@]}" && has "$tmp/err" "empty.json:1:1: malformed JSON (unexpected end of input)"
+run 2 check ci/steady.json --baseline ci/grown.json "${L[@]}" && has "$tmp/err" "ci/grown.json: is a lifetimes/1, not a baseline or a plan"
+"$mplan" plan ci/steady.json "${L[@]}" -o steady.plan.json >/dev/null
+run 2 check ci/steady.json --baseline steady.plan.json "${L[@]}" && has "$tmp/err" "steady.plan.json: records no planning options to compare with (plan/1)"
+run 2 check ci/steady.json --baseline baselines/saved.baseline.json "${L[@]}" &&
+  has "$tmp/err" "baselines/saved.baseline.json: is the baseline of 'ci/saved.json', not of 'ci/steady.json'"
+# Other options: a clear error, not a false pass.
+run 2 check ci/steady.json --baseline-dir baselines &&
+  has "$tmp/err" "baselines/steady.baseline.json: baseline made with other options: strategy 'linear' (now 'auto'); check with the baseline's options or refresh it with --update-baseline"
+run 2 check ci/steady.json --baseline-dir baselines --strategy linear --budget-ms 5 &&
+  has "$tmp/err" "budget_ms 0 (now 5)"
+"$mplan" check "$src/models/mobilenet_v2.json" --baseline-dir gbl --update-baseline >/dev/null 2>&1
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --dim N=2 && has "$tmp/err" "dims {} (now {\"N\":2})"
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --order topo && has "$tmp/err" "order 'auto' (now 'topo')"
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --inputs activation && has "$tmp/err" "inputs 'resident' (now 'activation')"
+run 0 check "$src/models/mobilenet_v2.json" --baseline-dir gbl
+
+# ---- many models in one call; the worst verdict wins ----------------------
+run 2 check ci/*.json --baseline-dir baselines --tolerance 1.5% --budget 64KiB "${L[@]}" \
+  --json --junit report.xml --markdown report.md &&
+  expect "counts" "$(py "d['status'], d['counts']['models'], d['counts']['passed'], d['counts']['failed'], d['counts']['errors'], [m['status'] for m in d['models']]" "$tmp/out")" \
+    "error 4 2 1 1 ['error', 'pass', 'fail', 'pass']" &&
+  has "$tmp/err" "mplan: error: baselines/gone.baseline.json: no baseline" &&
+  has "$tmp/err" "mplan: check incomplete: 1 failed, 1 error of 4 models"
+[ -s report.xml ] && [ -s report.md ] && ok || bad "--junit/--markdown not written when the verdict is error"
+run 1 check ci/grown.json ci/saved.json ci/steady.json --baseline-dir baselines --tolerance 1.5% "${L[@]}" &&
+  has "$tmp/out" "result: FAIL: 2 passed, 1 failed, 0 errors of 3 models"
+
+# ---- JUnit XML, validated by a real parser -------------------------------
+junit_check() { # FILE TESTS FAILURES ERRORS SUITES
+  python3 - "$@" <<'PY'
+import sys, xml.etree.ElementTree as ET
+path, tests, failures, errors, suites = sys.argv[1], *map(int, sys.argv[2:])
+root = ET.parse(path).getroot()
+assert root.tag == "testsuites", root.tag
+got = (int(root.get("tests")), int(root.get("failures")), int(root.get("errors")))
+assert got == (tests, failures, errors), got
+ss = root.findall("testsuite")
+assert len(ss) == suites, len(ss)
+n = f = e = 0
+for s in ss:
+    cases = s.findall("testcase")
+    assert int(s.get("tests")) == len(cases)
+    for c in cases:
+        assert c.get("classname") == s.get("name") and c.get("name")
+        f += len(c.findall("failure"))
+        e += len(c.findall("error"))
+        for x in c.findall("failure") + c.findall("error"):
+            assert x.get("message") and x.text
+    n += len(cases)
+assert (n, f, e) == (tests, failures, errors), (n, f, e)
+print("ok")
+PY
+}
+expect "JUnit of 4 models" "$(junit_check report.xml 8 1 1 4 2>&1)" ok
+grep -q '<testcase classname="ci/grown.json" name="baseline">' report.xml && ok || bad "no baseline testcase for ci/grown.json"
+grep -q '<failure type="baseline" message="arena 49,152 B (48.00 KiB) vs baseline 50,176 B' report.xml && ok || bad "no baseline failure message"
+# Names that XML must escape, and bytes that are not UTF-8.
+weird=$'we<ird&"\'\xff\x01.json'
+cp ci/steady.json "$weird"
+run 2 check "$weird" ci/steady.json missing.json --budget 60KiB --junit weird.xml "${L[@]}"
+expect "JUnit with odd names" "$(junit_check weird.xml 3 0 1 3 2>&1)" ok
+python3 -c "
+import sys, xml.etree.ElementTree as ET
+names = [s.get('name') for s in ET.parse('weird.xml').getroot()]
+assert names[0] == 'we<ird&\"\'\ufffd\ufffd.json', names[0]
+" && ok || bad "odd names not preserved through XML"
+
+# ---- Markdown snapshot ----------------------------------------------------
+cp gone.keep baselines/gone.baseline.json
+table ci/gone.json "w:0:5:32768:r" "x:0:1:4096" "y:1:2:4096" "z:2:3:8192"
+table ci/new.json "w:0:5:32768:r" "x:0:1:4096" # no baseline: an error
+run 2 check ci/*.json --baseline-dir baselines --tolerance 1.5% --budget 64KiB "${L[@]}" --markdown check.md
+rm ci/new.json
+if [ "${MPLAN_UPDATE_GOLDEN:-}" = 1 ]; then cp check.md "$src/tests/golden/check.md"; fi
+if diff -u "$src/tests/golden/check.md" check.md; then ok; else bad "Markdown differs from tests/golden/check.md (MPLAN_UPDATE_GOLDEN=1 rewrites it)"; fi
+# Outputs are all or nothing: a JUnit file that cannot be written stops
+# the Markdown too.
+rm -f check.md
+run 2 check ci/steady.json --baseline-dir baselines "${L[@]}" --junit nodir/r.xml --markdown check.md
+[ ! -e check.md ] && ok || bad "--markdown written although --junit failed"
+
+# ---- --update-baseline: all or none --------------------------------------
+mkdir fresh
+table ci/broken.json "w:0:5:0:r"
+run 2 check ci/steady.json ci/broken.json --baseline-dir fresh --update-baseline "${L[@]}" &&
+  has "$tmp/err" "fresh/steady.baseline.json: not written: 1 model could not be planned (baselines are written all or none)"
+[ -z "$(ls fresh)" ] && ok || bad "--update-baseline wrote baselines although a model failed"
+rm ci/broken.json
+run 0 check ci/grown.json --baseline-dir baselines --update-baseline "${L[@]}" &&
+  has "$tmp/out" "baseline updated: arena 50,176 B (49.00 KiB) -> 50,688 B (49.50 KiB): +512 B (+1.02%)"
+run 0 check ci/grown.json --baseline-dir baselines "${L[@]}"
+
+# ---- mplan diff -------------------------------------------------------------
+table a.json "w:0:5:32768:r" "x:0:1:4096" "y:1:2:4096" "z:2:3:8192"
+table b.json "w:0:5:32768:r" "x:0:1:4096" "y:1:3:4096" "z:2:3:12288" "n:4:5:512"
+"$mplan" plan a.json -o a.plan.json >/dev/null && "$mplan" plan b.json -o b.plan.json >/dev/null
+run 0 diff a.plan.json b.plan.json &&
+  has "$tmp/out" "old: a.plan.json (plan/1 of a.json" &&
+  has "$tmp/out" "why: +4,096 B (4.00 KiB) = resident 0 B, sizes +4,096 B (4.00 KiB), order 0 B, fragmentation 0 B; mostly sizes" &&
+  has "$tmp/out" "tensors: 1 grew, 0 shrank, 1 appeared, 0 vanished, 0 moved, 1 lifetime" &&
+  has "$tmp/out" "peak: 12,288 B (12.00 KiB) at step 2 -> 16,384 B (16.00 KiB) at steps 2..3: moved"
+run 0 diff a.plan.json b.plan.json --json &&
+  expect "diff JSON sums" "$(py "d['mplan'], sum(d['total']['why'].values()) == d['total']['delta'], d['tensors']['counts']['appeared'], d['regions'][0]['peak']['moved']" "$tmp/out")" \
+    "diff/1 True 1 True"
+run 0 diff a.json b.json --markdown d.md && has d.md "**Why**: +4,096 B (4.00 KiB)" && has d.md "| **total** | arena |"
+"$mplan" check a.json --baseline a.bl.json --update-baseline >/dev/null
+run 0 diff a.bl.json b.json && has "$tmp/out" "old: a.bl.json (baseline/1 of a.json"
+run 0 diff a.bl.json a.plan.json && has "$tmp/out" "tensors: 0 grew, 0 shrank, 0 appeared, 0 vanished, 0 moved, 0 lifetime"
+"$mplan" report a.json --sqlite h.db >/dev/null && "$mplan" report b.json --sqlite h.db >/dev/null &&
+  "$mplan" report b.json --sqlite h.db --strategy linear >/dev/null
+run 0 diff h.db:1 h.db:-2 && has "$tmp/out" "new: h.db:2 (run of b.json" && has "$tmp/out" "why: +4,096 B (4.00 KiB)"
+run 0 diff h.db:-2 h.db:-1 --json &&
+  expect "runs: only fragmentation" "$(py "d['total']['why']['sizes'], d['total']['why']['order'], d['total']['main_cause']" "$tmp/out")" "0 0 fragmentation"
+run 0 diff "$tmp/h.db:1" b.plan.json
+cp h.db h.db.before
+run 2 diff h.db h.db:1 && has "$tmp/err" "h.db: a report database: name one of its runs, h.db:ID or h.db:-1 for the latest"
+run 2 diff h.db:9 h.db:1 && has "$tmp/err" "h.db: no run 9"
+run 2 diff h.db:first h.db:1 && has "$tmp/err" "run 'first': expected a run id"
+run 2 diff a.json:1 h.db:1 && has "$tmp/err" "a.json: not a report database, so 'a.json:1' names no run"
+run 2 diff nothere.json a.json && has "$tmp/err" "nothere.json: no such file"
+run 2 diff a.json && has "$tmp/err" "expected two arguments, A and B (1 given)"
+run 2 diff a.json b.json c.json
+run 2 diff a.json b.json --budget 1KiB && has "$tmp/err" "unknown option '--budget'"
+cmp -s h.db h.db.before && ok || bad "diffing runs changed the database"
+
+echo "check/diff: $pass checks passed, $fail failed"
+[ "$fail" -eq 0 ]
