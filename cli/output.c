@@ -53,6 +53,19 @@ static mp_status cli_adopt(const mp_model *m, mp_plan **plan, mp_error *err) {
   return st;
 }
 
+/* The per-pass table's arena columns: each pass's problem solved with the
+ * strategy and budget the plan itself uses. */
+static mp_status cli_arena(void *ud, const mp_problem *p, size_t *arena,
+                           mp_error *err) {
+  const cli_opts *o = ud;
+  mp_plan_opts po = {o->strategy, o->budget_ms};
+  mp_plan *plan = NULL;
+  mp_status st = mp_plan_solve(p, &po, &plan, err);
+  if (st == MP_OK) *arena = mp_plan_summary_of(plan)->arena_bytes;
+  mp_plan_destroy(plan);
+  return st;
+}
+
 mp_status cli_load(const cli_opts *o, bool allow_plan, mp_model **model,
                    mp_error *err) {
   mp_backend be;
@@ -68,6 +81,10 @@ mp_status cli_load(const cli_opts *o, bool allow_plan, mp_model **model,
       .n_values = o->n_values,
       .caps = o->caps,
       .n_caps = o->n_caps,
+      .passes = o->passes,
+      .arena = cli_arena,
+      .arena_ud = (void *)(uintptr_t)o,
+      .order_budget_ms = o->order_budget_ms,
   };
   if (o->backend) {
     mp_status st = mp_backend_load(o->backend, &be, err);

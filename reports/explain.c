@@ -121,8 +121,7 @@ static void ex_why(ex_ctx *c, size_t i, int64_t t, char *buf, size_t cap) {
   const mp_buffer *b = mp_problem_buffer(c->p, i);
   const char *cons = mp_model_last_consumer(c->m, i);
   const char *w = report_time_word(c->m);
-  const mp_graph *g = mp_model_graph(c->m);
-  if (g && mp_graph_tensor(g, i)->kind == MP_TENSOR_OUTPUT) {
+  if (report_holds_output(c->m, i)) {
     snprintf(buf, cap, "graph output: kept to the end");
   } else if (b->last == t && b->first == t) {
     snprintf(buf, cap, "born here%s%s", cons ? ", read by " : "",
@@ -308,5 +307,5 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
   if (s->detail && *s->detail)
     mp_buf_printf(out, "            %s\n", s->detail);
   report_caps(m, s, out);
-  return mp_buf_status(out, "summary", err);
+  return mp_report_passes(m, out, err);
 }
