@@ -24,7 +24,15 @@
  *      input, weight) and each absorbed op its pass_ew registers; the
  *      group stops before it would need more than 31 registers (v0 is
  *      the mask). A group the cap stopped is counted in the detail with
- *      the spills the next op would have cost.
+ *      the spills the next op would have cost;
+ *   5. every input the reader adds is written before the head in the
+ *      current order (a topological order of the graph): the fused op
+ *      then runs where the head ran, no input waits longer for it, and
+ *      the group's output lives where the intermediates lived (the same
+ *      shape and dtype), so fusing never raises the live bytes of any
+ *      step. A residual Add whose skip comes first qualifies; an Add
+ *      whose other operand is computed after the head does not (fused,
+ *      the head's inputs would stay alive until that operand exists).
  * A `fused_activation` attribute (the bundled models) becomes an
  * explicit epilogue entry (Relu, or Clip with 0 and 6) as soon as a group
  * absorbs anything, so that one attribute says everything.
@@ -155,8 +163,20 @@ static uint32_t fuse_spills(uint32_t regs, uint32_t vlen) {
   return need > FUSE_REGS ? need - FUSE_REGS : 0;
 }
 
-/* Grows the group from its head (conditions 1-4). */
-static void fuse_grow(pass_ctx *c, fuse_group *grp, size_t *boundaries) {
+/* Condition 5: the inputs op r adds besides v exist before the head. */
+static bool fuse_ready(const pass_ctx *c, const uint32_t *pos, uint32_t head,
+                       const mp_op *r, int32_t v) {
+  for (uint32_t k = 0; k < r->n_inputs; k++) {
+    if (r->inputs[k] < 0 || r->inputs[k] == v) continue;
+    int32_t p = mp_graph_tensor(c->g, (size_t)r->inputs[k])->producer;
+    if (p >= 0 && pos[p] > pos[head]) return false;
+  }
+  return true;
+}
+
+/* Grows the group from its head (conditions 1-5). */
+static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
+                      size_t *boundaries, size_t *late) {
   const mp_graph *g = c->g;
   const mp_op *head = mp_graph_op(g, grp->head);
   int32_t v = head->outputs[0];
@@ -179,6 +199,10 @@ static void fuse_grow(pass_ctx *c, fuse_group *grp, size_t *boundaries) {
     if (rop->n_outputs != 1 || rw_has_mplan_attr(rop) ||
         fuse_has_unknown_activation(rop) || !fuse_position_ok(rop, ew, v) ||
         !pass_same_type(g, rop->outputs[0], v)) {
+      break;
+    }
+    if (!fuse_ready(c, pos, grp->head, rop, v)) {
+      (*late)++;
       break;
     }
     uint32_t regs = grp->regs + ew->registers;
@@ -318,7 +342,11 @@ static mp_status fuse_apply(pass_ctx *c, const fuse_group *grp, mp_error *err) {
   }
   if (st == MP_OK) st = fuse_record(c, grp, mp_buf_str(&types), err);
   if (st == MP_OK) {
-    c->rw->ops[grp->head].key = c->rw->ops[grp->ops[grp->n_ops - 1]].key;
+    /* The fused op keeps its head's key: it runs as soon as every input
+     * is there (the commit's Kahn order), which is where the head ran
+     * when the epilogue's operands were ready before it, the common
+     * case (a residual). Running it where the tail ran instead would
+     * keep the head's inputs alive to there. */
     for (size_t k = 0; k < grp->n_ops; k++)
       rw_kill(c->rw, (uint32_t)grp->ops[k]);
     pass_tally(c, mp_graph_op(c->g, grp->head)->type);
@@ -328,15 +356,22 @@ static mp_status fuse_apply(pass_ctx *c, const fuse_group *grp, mp_error *err) {
 }
 
 mp_status pass_fuse(pass_ctx *c, mp_error *err) {
-  size_t boundaries = 0, capped = 0, cap_spills = 0, spills = 0;
-  mp_status st = MP_OK;
-  for (uint32_t o = 0; st == MP_OK && o < mp_graph_op_count(c->g); o++) {
+  size_t boundaries = 0, capped = 0, cap_spills = 0, spills = 0, late = 0;
+  size_t n = mp_graph_op_count(c->g);
+  const mp_alloc *a = mp_graph_alloc(c->g);
+  uint32_t *order = NULL, *pos = mp_calloc(a, n + 1, sizeof *pos);
+  mp_order_kind used;
+  mp_status st = pos ? mp_schedule(c->g, MP_ORDER_TOPO, &order, &used, err)
+                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                    mp_graph_source(c->g));
+  for (size_t k = 0; st == MP_OK && k < n; k++) pos[order[k]] = (uint32_t)k;
+  for (uint32_t o = 0; st == MP_OK && o < n; o++) {
     const mp_op *op = mp_graph_op(c->g, o);
     if (!fuse_is_head(op) || fuse_has_unknown_activation(op)) continue;
     fuse_group grp;
     memset(&grp, 0, sizeof grp);
     grp.head = o;
-    fuse_grow(c, &grp, &boundaries);
+    fuse_grow(c, pos, &grp, &boundaries, &late);
     if (grp.capped) {
       capped++;
       cap_spills += grp.cap_spills;
@@ -345,9 +380,17 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
     spills += c->vlen ? fuse_spills(grp.regs, c->vlen) : 0;
     st = fuse_apply(c, &grp, err);
   }
+  mp_free(a, order);
+  mp_free(a, pos);
   if (boundaries) {
     mp_buf_printf(&c->note, "%zu chain%s stopped at a full reduction",
                   boundaries, boundaries == 1 ? "" : "s");
+  }
+  if (late) {
+    mp_buf_printf(&c->note,
+                  "%s%zu chain%s stopped at an operand computed after the "
+                  "head",
+                  c->note.len ? "; " : "", late, late == 1 ? "" : "s");
   }
   if (c->vlen) {
     mp_buf_printf(&c->note,

@@ -12,8 +12,9 @@
  *      dims, opset and warnings of the source: a pass changes structure,
  *      never what a tensor is.
  *   4. The committed op order is topological and otherwise follows the
- *      keys (a fused op runs where the last op it absorbed ran), so the
- *      rewritten file order is the old one minus what was removed.
+ *      keys (a fused op keeps its head's key and runs as soon as its
+ *      inputs are ready), so the rewritten file order is the old one
+ *      minus what was removed.
  */
 #include "rewrite.h"
 

@@ -20,7 +20,8 @@ typedef struct rw_op {
   const int32_t *inputs, *outputs;
   uint32_t n_inputs, n_outputs, n_attrs;
   const mp_attr *attrs;
-  uint32_t key; /* the source position the op runs at in file order */
+  uint32_t key; /* the source position the op runs at in file order (or
+                   as soon after it as its inputs allow) */
   bool dead;
 } rw_op;
 

@@ -30,5 +30,5 @@ check models/seed_example.json seed_example yes conv_y
 check tests/data/input.12.csv input12 yes
 check tests/data/all_resident.json all_resident yes w1 # no activation: no peak
 # Graph passes and the memory-aware order (issue 9): the passes table.
-check models/resnet50.json resnet50_passes yes s1b1_down_out --passes all --order memory
+check models/resnet50.json resnet50_passes yes s1b1_c_out --passes all --order memory
 exit $fail
