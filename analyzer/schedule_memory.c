@@ -54,13 +54,15 @@
 #include "mplan/lifetime.h"
 #include "schedule_internal.h"
 
-#define SM_DEFAULT_BUDGET_MS 10000.0
 #define SM_DEFAULT_STATES 65536
 /* Predecessor links kept for one segment's search (8 bytes each). */
 #define SM_MAX_HISTORY ((size_t)1 << 24)
 /* Segments larger than this are ordered by the heuristics alone: a state
  * holds one bit per op and every expansion scans all of them. */
 #define SM_MAX_DP_OPS 4096
+/* Bytes of state bits one level may hold while it is built (up to four
+ * times max_states states): caps max_states for wide segments. */
+#define SM_LEVEL_BYTES ((size_t)32 << 20)
 
 typedef struct sm_model {
   const mp_graph *g;
@@ -972,6 +974,8 @@ static mp_status sm_segment(sm_run *r, const mp_schedule_opts *o, size_t lo,
   d.base = lo ? r->after[lo - 1] : r->m.start_mem;
   d.ub = ub;
   d.max_states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
+  size_t fit = SM_LEVEL_BYTES / (4 * sizeof(uint64_t) * ((n + 63) / 64));
+  if (d.max_states > fit) d.max_states = fit ? fit : 1;
   d.deadline = r->deadline;
   size_t peak = 0;
   bool found = false;
@@ -1065,7 +1069,7 @@ mp_status sched_memory(const mp_graph *g, const mp_schedule_opts *o,
     }
   }
   sm_deadline(&r.deadline,
-              o->budget_ms > 0 ? o->budget_ms : SM_DEFAULT_BUDGET_MS);
+              o->budget_ms > 0 ? o->budget_ms : MP_SCHEDULE_BUDGET_MS);
   if (st == MP_OK && n) st = sm_order(&r, o, info, err);
   if (st == MP_OK && !n) info->exact = true;
   if (st != MP_OK) {

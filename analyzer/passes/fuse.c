@@ -40,6 +40,18 @@
  * Optional inputs the head omits are written as -1 before the epilogue
  * inputs (Conv/ConvTranspose: X, W, B; Gemm: A, B, C), so the k-th
  * epilogue input is always at the same place.
+ *
+ * Invariants:
+ *   1. A group's head is a source op with no mplan.* attribute; an op is
+ *      absorbed by at most one group (its chained value has one reader,
+ *      and a killed op is never offered again).
+ *   2. The fused op's output is the tail's output (same name, shape and
+ *      dtype as every intermediate); the intermediates disappear.
+ *   3. saved_bytes = sum over the intermediates of 2 x size: each one was
+ *      written once and read once (seed 000 section 4); all have the
+ *      same size, so this is 2 x size(intermediate) x steps.
+ *   4. With a VLEN, registers x ceil(512 / VLEN) <= 31 for every group
+ *      the pass makes (spills 0 unless a head alone exceeds it).
  */
 #include <stdio.h>
 #include <string.h>

@@ -18,6 +18,12 @@
  * fusion removes no intermediate (saved_bytes 0): it saves N - 1 kernel
  * launches, and it makes every Y live from the same step, which the
  * per-pass table shows if it moves the peak.
+ *
+ * Invariants:
+ *   1. Siblings are grouped in consumer order of A; a sibling joins at
+ *      most one group (taken[]); groups of one are not fused.
+ *   2. The fused op keeps the first sibling's name, type, attributes and
+ *      position; outputs keep their names, in sibling order.
  */
 #include <string.h>
 

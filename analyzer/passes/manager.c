@@ -15,6 +15,9 @@
  *      the caller's is untouched.
  *   4. Row i's "after" figures are row i+1's "before" figures: each graph
  *      is measured once.
+ *   5. The memory order's time budget is shared: each of the (passes + 1)
+ *      measurements gets an equal part, so that --passes all --order
+ *      memory stays within the budget one order would take.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -453,12 +456,18 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   return pm_add_row(r, &row, err);
 }
 
-mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *o, mp_alias *alias,
+mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *opts, mp_alias *alias,
                         uint32_t **order, mp_schedule_info *info,
                         mp_pass_report **report, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(*g);
   pm_state s = {.g = *g, .owned = false};
   mp_pass_report *r = NULL;
+  mp_pass_opts shared = *opts, *o = &shared;
+  size_t runs = 1;
+  for (int p = 0; p < MP_PASS_COUNT; p++) runs += (o->mask >> p) & 1u;
+  double budget =
+      o->schedule.budget_ms > 0 ? o->schedule.budget_ms : MP_SCHEDULE_BUDGET_MS;
+  shared.schedule.budget_ms = budget / (double)runs; /* invariant 5 */
   mp_status st = pm_report(a, o, &r, err);
   if (st == MP_OK) {
     st = mp_alias_identity(a, mp_graph_tensor_count(*g), &s.alias, err);

@@ -53,13 +53,15 @@ typedef struct mp_schedule_opts {
   const mp_alias *alias;     /* NULL: every tensor its own buffer */
   const mp_backend *backend; /* alignment; NULL: mp_backend_default */
   bool inputs_as_activations;
-  double budget_ms;  /* wall-clock cap on the exact search; 0: 10000 */
+  double budget_ms;  /* wall-clock cap on the exact search; 0:
+                        MP_SCHEDULE_BUDGET_MS */
   size_t max_states; /* states kept per level of a segment's search; more
                         are cut to the best (the result is then no longer
                         proven optimal); 0: 65536 */
 } mp_schedule_opts;
 
 #define MP_SCHEDULE_CANDIDATES 6
+#define MP_SCHEDULE_BUDGET_MS 10000.0 /* default search time budget */
 
 /* One order the memory scheduler considered, and its activation peak. */
 typedef struct mp_schedule_candidate {
