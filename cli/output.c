@@ -54,11 +54,14 @@ static mp_status cli_adopt(const mp_model *m, mp_plan **plan, mp_error *err) {
 }
 
 /* The per-pass table's arena columns: each pass's problem solved with the
- * strategy and budget the plan itself uses. */
+ * strategy the plan itself uses, the search budget shared among the
+ * passes (the final plan still gets all of it). */
 static mp_status cli_arena(void *ud, const mp_problem *p, size_t *arena,
                            mp_error *err) {
   const cli_opts *o = ud;
-  mp_plan_opts po = {o->strategy, o->budget_ms};
+  unsigned runs = 1;
+  for (uint32_t m = o->passes; m; m >>= 1) runs += m & 1u;
+  mp_plan_opts po = {o->strategy, o->budget_ms / runs};
   mp_plan *plan = NULL;
   mp_status st = mp_plan_solve(p, &po, &plan, err);
   if (st == MP_OK) *arena = mp_plan_summary_of(plan)->arena_bytes;

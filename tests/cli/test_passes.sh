@@ -57,6 +57,16 @@ json.dump(d, open(sys.argv[2], 'w'))
 PY
 run 1 validate "$tmp/bad.json" && has "$tmp/err" "'b2_expand_out' (offset"
 
+# Every bundled graph: all passes, the memory order, validated, and the
+# passes never raise the lower bound. (seed_example.json is a lifetime
+# table: no ops to rewrite or reorder, so --passes is refused there.)
+for m in models/mobilenet_v1.json $mv2 models/resnet50.json tests/data/passes/convnet.json tests/data/pipeline.json; do
+  run 0 plan $m --passes all --order memory -o "$tmp/m.json" && run 0 validate "$tmp/m.json"
+  [ "$(py "$tmp/m.json" "d['passes']['rows'][-1]['lower_bound_after'] <= d['passes']['rows'][0]['lower_bound_before'] and d['summary']['lower_bound_bytes'] == d['schedule']['peak_bytes']")" = True ] && ok || bad "$m: passes raised the lower bound"
+  run 0 explain $m --passes all --order memory --no-map && has "$tmp/out" "order memory"
+done
+run 2 plan models/seed_example.json --passes all && has "$tmp/err" "--passes applies only to graph models, and this file is a lifetimes/1"
+
 # The published figures (also golden tests in test_models).
 run 0 plan models/resnet50.json --json && [ "$(py "$tmp/out" "d['summary']['lower_bound_bytes']")" = 2408448 ] && ok || bad "ResNet-50 without passes"
 run 0 plan models/resnet50.json --passes inplace --json && [ "$(py "$tmp/out" "d['summary']['lower_bound_bytes']")" = 1806336 ] && ok || bad "ResNet-50 with the residual add in place"
