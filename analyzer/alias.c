@@ -26,6 +26,8 @@ const char *mp_alias_rule_name(mp_alias_rule r) {
       return "in place (elementwise)";
     case MP_ALIAS_DEPTHWISE:
       return "in place (depthwise)";
+    case MP_ALIAS_EPILOGUE:
+      return "in place (epilogue)";
     case MP_ALIAS_RULE_COUNT:
       break;
   }

@@ -289,6 +289,44 @@ static void test_inplace(void) {
   mp_model_destroy(m);
 }
 
+/* Rule 4: a fused op writes over its epilogue operand (the residual),
+ * never over one its head reads (the reduction reads whole windows). */
+static void test_inplace_epilogue(void) {
+  mp_model *m = load("tests/data/passes/convnet.json", P(FUSE) | P(INPLACE), 0);
+  if (!m) return;
+  CHECK_STR(attr_s(op_named(m, "pw"), "mplan.epilogue"), "Add");
+  CHECK(buf_of(m, "a1") == buf_of(m, "r1"));
+  CHECK(rule_of(m, "a1") == MP_ALIAS_EPILOGUE);
+  mp_model_destroy(m);
+  char path[] = "/tmp/mplan_epi_XXXXXX";
+  int fd = mkstemp(path);
+  static const char graph[] =
+      "{\"mplan\":\"graph/1\",\"name\":\"e\",\"tensors\":["
+      "{\"name\":\"x\",\"dtype\":\"i8\",\"shape\":[1,4,8,8],\"kind\":"
+      "\"input\"},"
+      "{\"name\":\"w\",\"dtype\":\"i8\",\"shape\":[4,4,3,3],\"kind\":"
+      "\"weight\"},"
+      "{\"name\":\"a\",\"dtype\":\"i8\",\"shape\":[1,4,8,8]},"
+      "{\"name\":\"c\",\"dtype\":\"i8\",\"shape\":[1,4,8,8]},"
+      "{\"name\":\"y\",\"dtype\":\"i8\",\"shape\":[1,4,8,8],\"kind\":"
+      "\"output\"}],\"ops\":["
+      "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"x\"],"
+      "\"outputs\":[\"a\"]},"
+      "{\"name\":\"conv\",\"op\":\"Conv\",\"inputs\":[\"a\",\"w\"],"
+      "\"outputs\":[\"c\"],\"attrs\":{\"pads\":[1,1,1,1]}},"
+      "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"c\",\"a\"],"
+      "\"outputs\":[\"y\"]}],\"outputs\":[\"y\"]}";
+  CHECK(fd >= 0 &&
+        write(fd, graph, sizeof graph - 1) == (ssize_t)(sizeof graph - 1));
+  if (fd >= 0) close(fd);
+  m = load_with(path, P(FUSE) | P(INPLACE), 0, MP_ORDER_AUTO);
+  remove(path);
+  if (!m) return;
+  CHECK_STR(names(m, op_named(m, "conv"), true), "a,w,-,a");
+  CHECK(buf_of(m, "y") != buf_of(m, "a"));
+  mp_model_destroy(m);
+}
+
 static void test_views(void) {
   mp_model *m = load("tests/data/passes/convnet.json", P(VIEWS), 0);
   if (!m) return;
@@ -542,7 +580,7 @@ static bool no_read_after_overwrite(const mp_model *m,
   const mp_graph *g = mp_model_graph(m);
   for (size_t y = 0; y < mp_graph_tensor_count(g); y++) {
     mp_alias_rule r = mp_model_tensor_rule(m, y);
-    if (r != MP_ALIAS_ELEMENTWISE && r != MP_ALIAS_DEPTHWISE) continue;
+    if (r == MP_ALIAS_OWN || r == MP_ALIAS_VIEW) continue;
     uint32_t w = step_of[mp_graph_tensor(g, y)->producer];
     const uint32_t *members;
     size_t n =
@@ -630,6 +668,7 @@ int main(int argc, char **argv) {
   test_fuse_cap();
   test_fuse_resnet();
   test_inplace();
+  test_inplace_epilogue();
   test_views();
   test_fold();
   test_eliminate();

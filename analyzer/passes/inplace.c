@@ -1,7 +1,8 @@
 /*
  * inplace.c -- the inplace pass: an elementwise op writes its output over
- * an input nobody reads later, and a depthwise Conv over its input
- * (TinyEngine), per rules 2 and 3 of share_rule.
+ * an input nobody reads later, a depthwise Conv over its input
+ * (TinyEngine), and a fused op over its epilogue's operand (a residual),
+ * per rules 2, 3 and 4 of share_rule.
  *
  * Invariants:
  *   1. Ops are offered in topological order (share.c invariant 1), so a
@@ -26,9 +27,11 @@ mp_status pass_inplace(pass_ctx *c, mp_error *err) {
     uint32_t o = order[i], k = 0;
     const mp_op *op = mp_graph_op(g, o);
     mp_alias_rule r = share_rule(&s, o, &k);
-    if (r != MP_ALIAS_ELEMENTWISE && r != MP_ALIAS_DEPTHWISE) continue;
+    if (r == MP_ALIAS_OWN || r == MP_ALIAS_VIEW) continue;
     share_union(&s, (uint32_t)op->inputs[k], (uint32_t)op->outputs[0], r);
-    pass_tally(c, r == MP_ALIAS_DEPTHWISE ? "depthwise Conv" : op->type);
+    pass_tally(c, r == MP_ALIAS_DEPTHWISE  ? "depthwise Conv"
+                  : r == MP_ALIAS_EPILOGUE ? "fused epilogue"
+                                           : op->type);
   }
   share_release(&s);
   mp_free(mp_graph_alloc(g), order);

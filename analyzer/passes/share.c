@@ -187,6 +187,30 @@ static bool share_depthwise_ok(share_ctx *s, uint32_t o, const mp_op *op,
          share_alone(s, op, x) && share_writable(s, o, x);
 }
 
+/* Rule 4: input k of a fused op, one its epilogue added. */
+static bool share_epilogue_ok(share_ctx *s, uint32_t o, const mp_op *op,
+                              uint32_t k, int32_t y) {
+  const mp_graph *g = s->g;
+  uint32_t own = strcmp(op->type, "MatMul") == 0 ? 2 : 3;
+  int32_t x = op->inputs[k];
+  if (k < own || x < 0 || !mp_op_first_read(op, k) ||
+      !pass_same_type(g, x, y) || !pass_same_layout(g, x, y)) {
+    return false;
+  }
+  uint32_t r = share_find(s, (uint32_t)x);
+  for (uint32_t j = 0; j < own && j < op->n_inputs; j++) {
+    if (op->inputs[j] >= 0 && share_find(s, (uint32_t)op->inputs[j]) == r) {
+      return false;
+    }
+  }
+  return share_alone(s, op, x) && share_writable(s, o, x);
+}
+
+static bool share_is_fused(const mp_op *op) {
+  return mp_op_attr(op, "mplan.epilogue") &&
+         !mp_op_attr(op, "mplan.horizontal");
+}
+
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out) {
   const mp_graph *g = s->g;
   const mp_op *op = mp_graph_op(g, o);
@@ -210,6 +234,14 @@ mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out) {
       }
       *k_out = k;
       return MP_ALIAS_ELEMENTWISE;
+    }
+    return MP_ALIAS_OWN;
+  }
+  if (share_is_fused(op)) {
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      if (!share_epilogue_ok(s, o, op, k, y)) continue;
+      *k_out = k;
+      return MP_ALIAS_EPILOGUE;
     }
     return MP_ALIAS_OWN;
   }

@@ -55,6 +55,14 @@ void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why);
  *     computes each output channel into scratch and copies it down,
  *     channels in increasing order (docs/ir-conventions.md): it only
  *     overwrites input channels already consumed.
+ *  4. EPILOGUE -- o is a fused op (mplan.epilogue, no mplan.horizontal)
+ *     and input k is one its epilogue added (k >= the head's own count:
+ *     2 for MatMul, 3 for Conv, ConvTranspose, Gemm) with y's dtype,
+ *     dims and layout tag -- the residual of a Conv + Add. Every output
+ *     element reads only its own element of that operand, after the
+ *     head's reduction; none of the head's own inputs may be in x's
+ *     buffer (the reduction reads whole windows of them), and 2a and 2b
+ *     hold.
  */
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
 

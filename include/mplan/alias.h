@@ -23,6 +23,7 @@ typedef enum mp_alias_rule {
   MP_ALIAS_VIEW,        /* Reshape/Flatten/Squeeze/Unsqueeze/Identity */
   MP_ALIAS_ELEMENTWISE, /* elementwise op written over an input */
   MP_ALIAS_DEPTHWISE,   /* depthwise Conv written over its input */
+  MP_ALIAS_EPILOGUE,    /* fused op written over an epilogue operand */
   MP_ALIAS_RULE_COUNT
 } mp_alias_rule;
 
