@@ -56,7 +56,7 @@
 
 #define SM_DEFAULT_STATES 65536
 /* Predecessor links kept for one segment's search (8 bytes each). */
-#define SM_MAX_HISTORY ((size_t)1 << 24)
+#define SM_MAX_HISTORY ((size_t)1 << 23)
 /* Segments larger than this are ordered by the heuristics alone: a state
  * holds one bit per op and every expansion scans all of them. */
 #define SM_MAX_DP_OPS 4096
