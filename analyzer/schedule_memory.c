@@ -219,7 +219,9 @@ static void sm_emit_users(sm_model *m, uint32_t *stamp, uint32_t *count,
 
 static mp_status sm_build(sm_model *m, const mp_graph *g,
                           const mp_schedule_opts *o, mp_error *err) {
-  mp_lifetime_opts lo = {o->inputs_as_activations, o->backend, o->alias};
+  mp_lifetime_opts lo = {.inputs_as_activations = o->inputs_as_activations,
+                         .backend = o->backend,
+                         .alias = o->alias};
   memset(m, 0, sizeof *m);
   m->g = g;
   m->o = o;

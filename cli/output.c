@@ -61,7 +61,7 @@ static mp_status cli_arena(void *ud, const mp_problem *p, size_t *arena,
   const cli_opts *o = ud;
   unsigned runs = 1;
   for (uint32_t m = o->passes; m; m >>= 1) runs += m & 1u;
-  mp_plan_opts po = {o->strategy, o->budget_ms / runs};
+  mp_plan_opts po = {.strategy = o->strategy, .budget_ms = o->budget_ms / runs};
   mp_plan *plan = NULL;
   mp_status st = mp_plan_solve(p, &po, &plan, err);
   if (st == MP_OK) *arena = mp_plan_summary_of(plan)->arena_bytes;
