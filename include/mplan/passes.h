@@ -95,9 +95,12 @@ typedef struct mp_pass_row {
   const char *detail;               /* what it did, one line */
 } mp_pass_row;
 
+/* The per-pass table and the fusions, owned by whoever ran the passes
+ * (the model: mp_model_pass_report borrows it). Rows, fusions and their
+ * strings are borrowed from the report and live as long as it does. */
 typedef struct mp_pass_report mp_pass_report;
 
-void mp_pass_report_destroy(mp_pass_report *r);
+void mp_pass_report_destroy(mp_pass_report *r); /* NULL: no-op */
 size_t mp_pass_report_rows(const mp_pass_report *r);
 const mp_pass_row *mp_pass_report_row(const mp_pass_report *r, size_t i);
 size_t mp_pass_report_fusions(const mp_pass_report *r);
