@@ -25,7 +25,7 @@ static const char *const pl_buf_keys[] = {
     "name",          "class",    "kind",        "dtype",     "shape",
     "offset",        "size",     "padded_size", "alignment", "waste",
     "first_use",     "last_use", "region",      "pinned",    "producer",
-    "last_consumer", NULL};
+    "last_consumer", "tensors",  NULL};
 
 typedef struct pl_ctx {
   const char *file;

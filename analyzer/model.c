@@ -10,10 +10,12 @@
  *                shape inference (refused while any tensor is unknown) ->
  *                resolve sizes -> lifetimes -> sealed problem
  * (graph JSON with omitted intermediate shapes takes the ONNX route.)
+ * Graphs, after sizes: passes (each re-analysed; mplan/passes.h) -> the
+ * requested order over the final graph and its buffer map -> lifetimes.
  *
  * Invariants:
- *   1. On success the problem is sealed and, for graphs, buffer i is
- *      tensor i.
+ *   1. On success the problem is sealed and, for graphs, buffer b holds
+ *      the tensors the alias map gives it (without passes: tensor b).
  *   2. Options that cannot apply to the detected format are errors, not
  *      silently ignored (a --dim on a CSV means the user is confused).
  *   3. Nothing is kept from a failed load.
@@ -41,6 +43,9 @@ struct mp_model {
   mp_graph *graph;
   uint32_t *order;
   mp_order_kind order_used;
+  mp_alias alias; /* graphs: tensor -> buffer */
+  mp_pass_report *passes;
+  mp_schedule_info sched;
   mp_problem *problem;
   const char **producer; /* graphs: per buffer, borrowed from the graph */
   const char **consumer;
@@ -80,6 +85,8 @@ void mp_model_destroy(mp_model *m) {
   mp_free(m->alloc, (void *)(uintptr_t)m->consumer);
   mp_problem_destroy(m->problem);
   mp_free(m->alloc, m->order);
+  mp_alias_release(&m->alias);
+  mp_pass_report_destroy(m->passes);
   mp_graph_destroy(m->graph);
   mp_free(m->alloc, m->path);
   mp_free(m->alloc, m);
@@ -247,7 +254,11 @@ static mp_status model_infer(mp_model *m, const mp_load_opts *o,
   }
   if (st == MP_OK) st = model_inputs_bound(m, err);
   if (st == MP_OK) {
-    st = mp_schedule(m->graph, o->order, &m->order, &m->order_used, err);
+    /* Inference needs any topological order; the requested one is made
+     * once sizes are known (model_order). */
+    bool basic = o->order == MP_ORDER_FILE || o->order == MP_ORDER_TOPO;
+    st = mp_schedule(m->graph, basic ? o->order : MP_ORDER_AUTO, &m->order,
+                     &m->order_used, err);
   }
   if (st == MP_OK) st = mp_shape_infer(m->graph, m->order, NULL, err);
   if (st == MP_OK) st = mp_shape_check_resolved(m->graph, err);
@@ -255,40 +266,84 @@ static mp_status model_infer(mp_model *m, const mp_load_opts *o,
   return st;
 }
 
-/* Producer and last consumer names, under the chosen order. */
+/* Producer and last consumer names per buffer, under the chosen order:
+ * the op that writes the buffer first and the op that reads it last,
+ * over all the tensors it holds. */
 static mp_status model_names(mp_model *m, mp_error *err) {
   const mp_graph *g = m->graph;
   size_t n = mp_graph_tensor_count(g), n_ops = mp_graph_op_count(g);
+  size_t nb = m->alias.n_buffers;
   uint32_t *step_of = mp_calloc(m->alloc, n_ops ? n_ops : 1, sizeof *step_of);
-  m->producer = mp_calloc(m->alloc, n ? n : 1, sizeof *m->producer);
-  m->consumer = mp_calloc(m->alloc, n ? n : 1, sizeof *m->consumer);
-  if (!step_of || !m->producer || !m->consumer) {
+  m->producer = mp_calloc(m->alloc, nb ? nb : 1, sizeof *m->producer);
+  m->consumer = mp_calloc(m->alloc, nb ? nb : 1, sizeof *m->consumer);
+  uint32_t *first = mp_calloc(m->alloc, nb ? nb : 1, sizeof *first);
+  uint32_t *last = mp_calloc(m->alloc, nb ? nb : 1, sizeof *last);
+  if (!step_of || !m->producer || !m->consumer || !first || !last) {
     mp_free(m->alloc, step_of);
+    mp_free(m->alloc, first);
+    mp_free(m->alloc, last);
     return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", m->path);
   }
   for (size_t k = 0; k < n_ops; k++) step_of[m->order[k]] = (uint32_t)k;
   for (size_t i = 0; i < n; i++) {
     const mp_tensor *t = mp_graph_tensor(g, i);
-    if (t->producer >= 0) {
-      m->producer[i] = mp_graph_op(g, (size_t)t->producer)->name;
+    size_t b = m->alias.buffer_of[i];
+    if (t->producer >= 0 &&
+        (!m->producer[b] || step_of[t->producer] < first[b])) {
+      first[b] = step_of[t->producer];
+      m->producer[b] = mp_graph_op(g, (size_t)t->producer)->name;
     }
-    uint32_t best = 0;
     for (uint32_t c = 0; c < t->n_consumers; c++) {
       uint32_t op = t->consumers[c];
-      if (!m->consumer[i] || step_of[op] > best) {
-        best = step_of[op];
-        m->consumer[i] = mp_graph_op(g, op)->name;
+      if (!m->consumer[b] || step_of[op] > last[b]) {
+        last[b] = step_of[op];
+        m->consumer[b] = mp_graph_op(g, op)->name;
       }
     }
   }
   mp_free(m->alloc, step_of);
+  mp_free(m->alloc, first);
+  mp_free(m->alloc, last);
   return MP_OK;
+}
+
+/* The requested order over the final graph: after the passes (which
+ * re-analyse after every one and return the last graph's order), or
+ * directly. */
+static mp_status model_order(mp_model *m, const mp_load_opts *o,
+                             mp_error *err) {
+  mp_schedule_opts so = {.order = o->order,
+                         .backend = o->backend,
+                         .inputs_as_activations = o->inputs_as_activations,
+                         .budget_ms = o->order_budget_ms,
+                         .max_states = o->order_states};
+  mp_status st;
+  mp_free(m->alloc, m->order);
+  m->order = NULL;
+  if (o->passes) {
+    mp_pass_opts po = {.mask = o->passes,
+                       .schedule = so,
+                       .vlen = o->backend ? o->backend->vlen : 0,
+                       .arena = o->arena,
+                       .arena_ud = o->arena_ud};
+    st = mp_passes_run(&m->graph, &po, &m->alias, &m->order, &m->sched,
+                       &m->passes, err);
+  } else {
+    st = mp_schedule_run(m->graph, &so, &m->order, &m->sched, err);
+    if (st == MP_OK) {
+      st = mp_alias_identity(m->alloc, mp_graph_tensor_count(m->graph),
+                             &m->alias, err);
+    }
+  }
+  if (st == MP_OK) m->order_used = m->sched.used;
+  return st;
 }
 
 /* The analyzer pipeline once m->graph holds an imported, linked graph. */
 static mp_status model_pipeline(mp_model *m, const mp_load_opts *o,
                                 mp_error *err) {
-  mp_lifetime_opts lo = {o->inputs_as_activations, o->backend};
+  mp_lifetime_opts lo = {.inputs_as_activations = o->inputs_as_activations,
+                         .backend = o->backend};
   mp_status st = MP_OK;
   if (mp_graph_op_count(m->graph) == 0) {
     st = mp_error_set(err, MP_ERR_BAD_INPUT, "%s: ops: the graph has no ops",
@@ -297,10 +352,9 @@ static mp_status model_pipeline(mp_model *m, const mp_load_opts *o,
     st = model_infer(m, o, err);
   } else {
     st = model_bind(m, o, err);
-    if (st == MP_OK) {
-      st = mp_schedule(m->graph, o->order, &m->order, &m->order_used, err);
-    }
   }
+  if (st == MP_OK) st = model_order(m, o, err);
+  lo.alias = &m->alias;
   if (st == MP_OK)
     st = mp_lifetimes_build(m->graph, m->order, &lo, &m->problem, err);
   if (st == MP_OK) st = model_names(m, err);
@@ -336,6 +390,7 @@ static mp_status model_graph_only(const mp_model *m, const mp_load_opts *o,
                      : o->n_values               ? "--value"
                      : o->order != MP_ORDER_AUTO ? "--order"
                      : o->inputs_as_activations  ? "--inputs activation"
+                     : o->passes                 ? "--passes"
                                                  : NULL;
   if (!what) return MP_OK;
   return mp_error_set(err, MP_ERR_BAD_INPUT,
@@ -548,8 +603,33 @@ uint32_t mp_model_step_op_index(const mp_model *m, size_t step) {
 }
 
 size_t mp_model_tensor_buffer(const mp_model *m, size_t t) {
-  (void)m;
-  return t;
+  return m->alias.buffer_of ? m->alias.buffer_of[t] : t;
+}
+
+size_t mp_model_buffer_tensor(const mp_model *m, size_t b) {
+  return m->alias.root ? m->alias.root[b] : b;
+}
+
+size_t mp_model_buffer_tensors(const mp_model *m, size_t b,
+                               const uint32_t **members) {
+  if (!m->alias.members) {
+    *members = NULL;
+    return 0;
+  }
+  *members = m->alias.members + m->alias.start[b];
+  return m->alias.start[b + 1] - m->alias.start[b];
+}
+
+mp_alias_rule mp_model_tensor_rule(const mp_model *m, size_t t) {
+  return m->alias.rule ? (mp_alias_rule)m->alias.rule[t] : MP_ALIAS_OWN;
+}
+
+const mp_pass_report *mp_model_pass_report(const mp_model *m) {
+  return m->passes;
+}
+
+const mp_schedule_info *mp_model_schedule_info(const mp_model *m) {
+  return m->graph ? &m->sched : NULL;
 }
 
 const char *mp_model_producer(const mp_model *m, size_t i) {

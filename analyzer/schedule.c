@@ -1,5 +1,7 @@
 /*
- * schedule.c -- deterministic topological ordering and cycle reports.
+ * schedule.c -- deterministic topological orders (file, topo, dfs, rpo),
+ * cycle reports, and the dispatch to the memory-aware scheduler
+ * (schedule_memory.c).
  *
  * Invariants:
  *   1. indeg[o] counts the distinct input tensors of op o that some op
@@ -10,12 +12,16 @@
  *   3. If fewer than all ops get scheduled, every unscheduled op has an
  *      unscheduled predecessor, so walking predecessors must revisit an op:
  *      that closed walk is the cycle we report.
+ *   4. dfs and rpo walk with an explicit stack (a 10,000-op chain must not
+ *      overflow the C stack) and visit inputs, consumers and roots in file
+ *      order, so that both are deterministic.
  */
 #include "mplan/schedule.h"
 
 #include <string.h>
 
 #include "mplan/buf.h"
+#include "schedule_internal.h"
 
 const char *mp_order_name(mp_order_kind k) {
   switch (k) {
@@ -25,13 +31,20 @@ const char *mp_order_name(mp_order_kind k) {
       return "file";
     case MP_ORDER_TOPO:
       return "topo";
+    case MP_ORDER_DFS:
+      return "dfs";
+    case MP_ORDER_RPO:
+      return "rpo";
+    case MP_ORDER_MEMORY:
+      return "memory";
   }
   return "?";
 }
 
 bool mp_order_parse(const char *name, mp_order_kind *out) {
   static const mp_order_kind kinds[] = {MP_ORDER_AUTO, MP_ORDER_FILE,
-                                        MP_ORDER_TOPO};
+                                        MP_ORDER_TOPO, MP_ORDER_DFS,
+                                        MP_ORDER_RPO,  MP_ORDER_MEMORY};
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
     if (strcmp(name, mp_order_name(kinds[i])) == 0) {
       *out = kinds[i];
@@ -176,7 +189,104 @@ static bool sched_file_ok(const mp_graph *g, mp_error *err) {
   return true;
 }
 
-mp_status mp_schedule(const mp_graph *g, mp_order_kind want, uint32_t **order,
+/* ---- depth-first orders (invariant 4) ----------------------------------- */
+
+typedef struct sched_frame {
+  uint32_t op;
+  uint32_t next; /* next input (dfs) or successor (rpo) to look at */
+} sched_frame;
+
+/* The k-th predecessor of op (the producer of input k), or -1. */
+static int32_t sched_pred(const mp_graph *g, uint32_t op, uint32_t k) {
+  const mp_op *o = mp_graph_op(g, op);
+  if (k >= o->n_inputs || o->inputs[k] < 0) return -1;
+  return mp_graph_tensor(g, (size_t)o->inputs[k])->producer;
+}
+
+static bool sched_is_sink(const mp_graph *g, uint32_t op) {
+  const mp_op *o = mp_graph_op(g, op);
+  for (uint32_t k = 0; k < o->n_outputs; k++) {
+    if (mp_graph_tensor(g, (size_t)o->outputs[k])->n_consumers) return false;
+  }
+  return true;
+}
+
+/* dfs: post-order over predecessors from every sink, in file order. */
+static void sched_dfs(const mp_graph *g, uint32_t *out, bool *seen,
+                      sched_frame *stack) {
+  size_t n = mp_graph_op_count(g), n_out = 0;
+  for (uint32_t s = 0; s < n; s++) {
+    if (seen[s] || !sched_is_sink(g, s)) continue;
+    size_t top = 0;
+    stack[top++] = (sched_frame){s, 0};
+    seen[s] = true;
+    while (top) {
+      sched_frame *f = &stack[top - 1];
+      uint32_t n_in = mp_graph_op(g, f->op)->n_inputs;
+      if (f->next == n_in) {
+        out[n_out++] = f->op;
+        top--;
+        continue;
+      }
+      int32_t p = sched_pred(g, f->op, f->next++);
+      if (p >= 0 && !seen[p]) {
+        seen[p] = true;
+        stack[top++] = (sched_frame){(uint32_t)p, 0};
+      }
+    }
+  }
+}
+
+/* The k-th successor of op: consumers of its outputs, outputs in order,
+ * consumers ascending; -1 past the end. */
+static int32_t sched_succ(const mp_graph *g, uint32_t op, uint32_t k) {
+  const mp_op *o = mp_graph_op(g, op);
+  for (uint32_t j = 0; j < o->n_outputs; j++) {
+    const mp_tensor *t = mp_graph_tensor(g, (size_t)o->outputs[j]);
+    if (k < t->n_consumers) return (int32_t)t->consumers[k];
+    k -= t->n_consumers;
+  }
+  return -1;
+}
+
+static bool sched_is_source(const mp_graph *g, uint32_t op) {
+  for (uint32_t k = 0; k < mp_graph_op(g, op)->n_inputs; k++) {
+    if (sched_pred(g, op, k) >= 0) return false;
+  }
+  return true;
+}
+
+/* rpo: reverse post-order along consumers. Sources are started last to
+ * first so that, reversed, the first source's walk comes first. */
+static void sched_rpo(const mp_graph *g, uint32_t *out, bool *seen,
+                      sched_frame *stack) {
+  size_t n = mp_graph_op_count(g), n_out = 0;
+  for (size_t i = n; i-- > 0;) {
+    uint32_t s = (uint32_t)i;
+    if (seen[s] || !sched_is_source(g, s)) continue;
+    size_t top = 0;
+    stack[top++] = (sched_frame){s, 0};
+    seen[s] = true;
+    while (top) {
+      sched_frame *f = &stack[top - 1];
+      int32_t c = sched_succ(g, f->op, f->next++);
+      if (c < 0) {
+        out[n_out++] = f->op;
+        top--;
+      } else if (!seen[c]) {
+        seen[c] = true;
+        stack[top++] = (sched_frame){(uint32_t)c, 0};
+      }
+    }
+  }
+  for (size_t i = 0; i < n_out / 2; i++) {
+    uint32_t t = out[i];
+    out[i] = out[n_out - 1 - i];
+    out[n_out - 1 - i] = t;
+  }
+}
+
+mp_status sched_basic(const mp_graph *g, mp_order_kind want, uint32_t **order,
                       mp_order_kind *used, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(g);
   size_t n = mp_graph_op_count(g);
@@ -185,6 +295,7 @@ mp_status mp_schedule(const mp_graph *g, mp_order_kind want, uint32_t **order,
   uint32_t *indeg = mp_calloc(a, m, sizeof *indeg);
   uint32_t *heap = mp_calloc(a, m, sizeof *heap);
   bool *done = mp_calloc(a, m, sizeof *done);
+  sched_frame *stack = NULL;
   mp_status st = MP_OK;
   if (!out || !indeg || !heap || !done) {
     st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
@@ -196,7 +307,21 @@ mp_status mp_schedule(const mp_graph *g, mp_order_kind want, uint32_t **order,
   if (st != MP_OK) goto done;
   mp_order_kind got = MP_ORDER_TOPO;
   mp_error file_err;
-  if (want != MP_ORDER_TOPO && sched_file_ok(g, &file_err)) {
+  if (want == MP_ORDER_DFS || want == MP_ORDER_RPO) {
+    stack = mp_calloc(a, m, sizeof *stack);
+    if (!stack) {
+      st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(g));
+      goto done;
+    }
+    memset(done, 0, m * sizeof *done);
+    if (want == MP_ORDER_DFS) {
+      sched_dfs(g, out, done, stack);
+    } else {
+      sched_rpo(g, out, done, stack);
+    }
+    got = want;
+  } else if (want != MP_ORDER_TOPO && sched_file_ok(g, &file_err)) {
     for (uint32_t o = 0; o < n; o++) out[o] = o;
     got = MP_ORDER_FILE;
   } else if (want == MP_ORDER_FILE) {
@@ -208,9 +333,32 @@ mp_status mp_schedule(const mp_graph *g, mp_order_kind want, uint32_t **order,
   out = NULL;
   *used = got;
 done:
+  mp_free(a, stack);
   mp_free(a, done);
   mp_free(a, heap);
   mp_free(a, indeg);
   mp_free(a, out);
   return st;
+}
+
+mp_status mp_schedule(const mp_graph *g, mp_order_kind want, uint32_t **order,
+                      mp_order_kind *used, mp_error *err) {
+  if (want == MP_ORDER_MEMORY) {
+    mp_schedule_opts o = {.order = MP_ORDER_MEMORY};
+    mp_schedule_info info;
+    mp_status st = mp_schedule_run(g, &o, order, &info, err);
+    if (st == MP_OK) *used = MP_ORDER_MEMORY;
+    return st;
+  }
+  return sched_basic(g, want, order, used, err);
+}
+
+mp_status mp_schedule_run(const mp_graph *g, const mp_schedule_opts *o,
+                          uint32_t **order, mp_schedule_info *info,
+                          mp_error *err) {
+  mp_schedule_info local;
+  if (!info) info = &local;
+  memset(info, 0, sizeof *info);
+  if (o->order == MP_ORDER_MEMORY) return sched_memory(g, o, order, info, err);
+  return sched_basic(g, o->order, order, &info->used, err);
 }

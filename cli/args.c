@@ -159,11 +159,19 @@ static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
     o->strategy = v;
   } else if ((r = args_match(s, "--budget-ms", true, &v))) {
     if (r > 0) *st = args_number(s, "--budget-ms", v, &o->budget_ms);
+  } else if ((r = args_match(s, "--order-budget-ms", true, &v))) {
+    if (r > 0)
+      *st = args_number(s, "--order-budget-ms", v, &o->order_budget_ms);
   } else if ((r = args_match(s, "--order", true, &v))) {
     if (r > 0 && !mp_order_parse(v, &o->order)) {
       *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
-                         "mplan %s: --order '%s': expected auto, file or topo",
+                         "mplan %s: --order '%s': expected auto, file, topo, "
+                         "dfs, rpo or memory",
                          s->cmd, v);
+    }
+  } else if ((r = args_match(s, "--passes", true, &v))) {
+    if (r > 0 && (*st = mp_passes_parse(v, &o->passes, s->err)) != MP_OK) {
+      mp_error_prefix(s->err, "mplan %s", s->cmd);
     }
   } else if ((r = args_match(s, "--dim", true, &v))) {
     if (r > 0) *st = args_dim(s, o, v);
@@ -179,17 +187,6 @@ static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
                          s->cmd, v);
     }
     if (r > 0) o->inputs_as_activations = strcmp(v, "activation") == 0;
-  } else {
-    /* Planned options of DESIGN.md that later versions implement. */
-    static const char *const later[] = {"--passes"};
-    for (size_t k = 0; k < sizeof later / sizeof *later && !r; k++) {
-      r = args_match(s, later[k], true, &v);
-      if (r > 0) {
-        *st = mp_error_set(s->err, MP_ERR_UNSUPPORTED,
-                           "mplan %s: %s is not supported by this version",
-                           s->cmd, later[k]);
-      }
-    }
   }
   return r;
 }

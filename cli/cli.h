@@ -18,8 +18,8 @@
 enum {
   CLI_F_OUTPUT = 1u << 0,   /* -o FILE */
   CLI_F_PLANNING = 1u << 1, /* --backend --strategy --budget-ms --order
-                               --dim --shape --value --inputs (and --passes,
-                               refused until supported) */
+                               --order-budget-ms --dim --shape --value
+                               --inputs --passes */
   CLI_F_JSON = 1u << 2,     /* --json */
   CLI_F_REPORT = 1u << 3,   /* --top --map-width --map-rows --no-map */
   CLI_F_FILES = 1u << 4,    /* --html --sqlite --dot --svg --lifetimes */
@@ -37,6 +37,8 @@ typedef struct cli_opts {
   const char *strategy;
   double budget_ms;
   mp_order_kind order;
+  double order_budget_ms; /* --order-budget-ms: memory order search */
+  uint32_t passes;        /* --passes: mask of mp_pass_id bits */
   bool inputs_as_activations;
   mp_dim_binding dims[CLI_MAX_DIMS];
   size_t n_dims;

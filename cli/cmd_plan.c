@@ -13,7 +13,9 @@
 static const char plan_usage[] =
     "usage: mplan plan MODEL [-o PLAN.json] [--json]\n"
     "                  [--strategy seed-first-fit|linear] [--backend FILE]\n"
-    "                  [--order auto|file|topo] [--dim NAME=VALUE]...\n"
+    "                  [--order auto|file|topo|dfs|rpo|memory]\n"
+    "                  [--order-budget-ms N] [--passes LIST|all|none]\n"
+    "                  [--dim NAME=VALUE]...\n"
     "                  [--inputs resident|activation] [--budget-ms N]\n"
     "                  [--shape INPUT=1x3x48x320]... [--dim NAME<=MAX]...\n"
     "                  [--value INPUT=V]...\n"
@@ -25,7 +27,13 @@ static const char plan_usage[] =
     "a graph input's whole shape, --dim NAME<=MAX plans at the cap and\n"
     "reports the waste at 1/4, 1/2 and the cap, --value binds a scalar\n"
     "input's value (shape math, If). The report flags write the files of\n"
-    "mplan report (see mplan report --help).\n";
+    "mplan report (see mplan report --help).\n"
+    "--passes runs graph passes (comma-separated, always in this order):\n"
+    "fold, eliminate, fuse, hfuse, absorb, views, inplace; the summary then\n"
+    "shows every pass's ops, buffers, lower bound and arena before and\n"
+    "after. --order memory picks the lowest-peak order (dfs, rpo, greedy\n"
+    "and an exact search over sets of scheduled ops; --order-budget-ms\n"
+    "bounds the search, 10000 by default) and prints what it compared.\n";
 
 int cli_plan(int argc, char **argv) {
   cli_opts o;

@@ -64,9 +64,39 @@ static mp_status cli_adopt(const mp_model *m, mp_plan **plan, mp_error *err) {
   return st;
 }
 
+/* The per-pass table's arena columns: each pass's problem solved with the
+ * strategy the plan itself uses, the search budget shared among the
+ * passes (the final plan still gets all of it). */
+/* What the per-pass arena needs to plan like cli_solve will. */
+typedef struct cli_arena_ctx {
+  const cli_opts *o;
+  const mp_backend *be;
+} cli_arena_ctx;
+
+static mp_status cli_arena(void *ud, const mp_problem *p, size_t *arena,
+                           mp_error *err) {
+  const cli_arena_ctx *c = ud;
+  const cli_opts *o = c->o;
+  unsigned runs = 1;
+  for (uint32_t m = o->passes; m; m >>= 1) runs += m & 1u;
+  mp_region_desc regions[MP_BACKEND_MAX_REGIONS];
+  mp_plan_opts po = {
+      .strategy = o->strategy,
+      .budget_ms = o->budget_ms / runs,
+      .regions = regions,
+      .n_regions = c->be ? mp_backend_regions(c->be, regions) : 0,
+      .banks = c->be ? c->be->banks : (mp_bank_desc){0, 0}};
+  mp_plan *plan = NULL;
+  mp_status st = mp_plan_solve(p, &po, &plan, err);
+  if (st == MP_OK) *arena = mp_plan_summary_of(plan)->arena_bytes;
+  mp_plan_destroy(plan);
+  return st;
+}
+
 mp_status cli_load(const cli_opts *o, bool allow_plan, mp_model **model,
                    mp_error *err) {
   mp_backend be;
+  cli_arena_ctx actx = {o, NULL};
   mp_load_opts lo = {
       .order = o->order,
       .inputs_as_activations = o->inputs_as_activations,
@@ -79,11 +109,16 @@ mp_status cli_load(const cli_opts *o, bool allow_plan, mp_model **model,
       .n_values = o->n_values,
       .caps = o->caps,
       .n_caps = o->n_caps,
+      .passes = o->passes,
+      .arena = cli_arena,
+      .arena_ud = &actx,
+      .order_budget_ms = o->order_budget_ms,
   };
   if (o->backend) {
     mp_status st = mp_backend_resolve(o->backend, &be, err);
     if (st != MP_OK) return st;
     lo.backend = &be;
+    actx.be = &be;
   }
   return mp_model_load(o->model, &lo, NULL, model, err);
 }

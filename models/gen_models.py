@@ -2,8 +2,9 @@
 """Writes the bundled example graphs as mplan graph JSON (graph/1).
 
 MobileNetV1 (Howard et al. 2017) and MobileNetV2 (Sandler et al. 2018) at
-224x224, width multiplier 1.0, written from the published architecture
-tables. They describe an int8 deployment as TFLite Micro runs it: batch
+224x224, width multiplier 1.0, and ResNet-50 (He et al. 2016, the v1.5
+variant with the stride on the 3x3 convolution, as torchvision has it),
+written from the published architecture tables. They describe an int8 deployment as TFLite Micro runs it: batch
 norm folded into the convolutions, ReLU6 fused into the op that produces
 it (attribute "fused_activation"), int8 activations and weights, int32
 biases. No weight values: mplan plans memory, it does not need them.
@@ -136,6 +137,43 @@ def mobilenet_v2():
     g.write("mobilenet_v2.json")
 
 
+def resnet50():
+    g = Graph("resnet50_224",
+              "ResNet-50 v1.5 224x224 (He et al. 2016; stride on the 3x3 "
+              "convolution), int8, BN folded, ReLU fused, residual adds as "
+              "ops with a fused ReLU, projection shortcuts after the main "
+              "branch (torchvision order). Activation lower bound in file "
+              "order with the input resident: 2,408,448 bytes; with the "
+              "residual add in place: 1,806,336 bytes.")
+    x = g.tensor("input", ["N", 3, 224, 224], kind="input", layout="NCHW")
+    x, hw = g.conv("conv1", x, 3, 64, 7, 2, 224, act="Relu")
+    p = g.tensor("pool1_out", ["N", 64, hw // 2, hw // 2], layout="NCHW")
+    g.op("pool1", "MaxPool", [x], [p],
+         {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
+    x, hw, cin = p, hw // 2, 64
+    # (width, blocks, stride of the first block)
+    for stage, (w, n, s) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2),
+                                       (512, 3, 2)], start=1):
+        for b in range(n):
+            name = "s%db%d" % (stage, b + 1)
+            stride = s if b == 0 else 1
+            y, yhw = g.conv(name + "_a", x, cin, w, 1, 1, hw, act="Relu")
+            y, yhw = g.conv(name + "_b", y, w, w, 3, stride, yhw, act="Relu")
+            y, yhw = g.conv(name + "_c", y, w, 4 * w, 1, 1, yhw, act=None)
+            skip = x
+            if b == 0:
+                skip, _ = g.conv(name + "_down", x, cin, 4 * w, 1, stride, hw,
+                                 act=None)
+            out = g.tensor(name + "_out", ["N", 4 * w, yhw, yhw],
+                           layout="NCHW")
+            g.op(name + "_add", "Add", [y, skip], [out],
+                 {"fused_activation": "Relu"})
+            x, hw, cin = out, yhw, 4 * w
+    g.head(x, cin, 1000)
+    g.write("resnet50.json")
+
+
 if __name__ == "__main__":
     mobilenet_v1()
     mobilenet_v2()
+    resnet50()

@@ -24,6 +24,12 @@
  *   5. One gvc context serves every drawing of a process (mp_graphviz):
  *      Graphviz's pango plugin caches a pointer into the font table of
  *      the context it measured text with last.
+ *   6. Edges are tensors, styled after the buffer that holds them: a
+ *      tensor sharing another's bytes (view, in place) is live exactly
+ *      when its buffer is, and says whose bytes it uses.
+ *   7. A fused op (the passes' fusion records) is drawn inside a cluster
+ *      with one dashed note naming the ops it absorbed and the
+ *      intermediates that no longer exist.
  */
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
@@ -176,24 +182,39 @@ static void dot_style(dot_ctx *c, void *obj, size_t i, bool edge) {
   }
 }
 
+/* Label of edge i: graph tensor i (name, shape, dtype, bytes, and whose
+ * bytes it shares), or problem buffer i. */
 static void dot_edge_label(dot_ctx *c, size_t i, char *buf, size_t cap) {
-  const mp_buffer *b = mp_problem_buffer(c->p, i);
-  char shape[128], bytes[MP_FMT_MAX], esc[DOT_NAME_MAX];
-  const char *dtype = report_dtype(c->m, i);
-  report_shape(c->m, i, shape, sizeof shape);
-  dot_escape(b->name, esc, sizeof esc);
-  if (*shape || dtype) {
-    snprintf(buf, cap, "%s\\n%s %s\\n%s", esc, shape, dtype ? dtype : "",
-             mp_fmt_bytes(bytes, b->size));
-  } else {
+  char shape[128], bytes[MP_FMT_MAX], esc[DOT_NAME_MAX], in[DOT_NAME_MAX + 32];
+  if (!c->graph) {
+    const mp_buffer *b = mp_problem_buffer(c->p, i);
+    dot_escape(b->name, esc, sizeof esc);
     snprintf(buf, cap, "%s\\n%s", esc, mp_fmt_bytes(bytes, b->size));
+    return;
   }
+  const mp_tensor *t = mp_graph_tensor(c->graph, i);
+  size_t b = mp_model_tensor_buffer(c->m, i);
+  mp_graph_shape_str(c->graph, t, shape, sizeof shape);
+  dot_escape(t->name, esc, sizeof esc);
+  in[0] = '\0';
+  if (mp_model_buffer_tensor(c->m, b) != i) {
+    char root[DOT_NAME_MAX];
+    dot_escape(mp_problem_buffer(c->p, b)->name, root, sizeof root);
+    snprintf(
+        in, sizeof in, "\\n%s of %s",
+        mp_model_tensor_rule(c->m, i) == MP_ALIAS_VIEW ? "view" : "in place",
+        root);
+  }
+  snprintf(buf, cap, "%s\\n%s %s\\n%s%s", esc, shape, mp_dtype_name(t->dtype),
+           mp_fmt_bytes(bytes, t->bytes), in);
 }
 
+/* Edge for tensor (graphs) or buffer (problems) i. */
 static void dot_edge(dot_ctx *c, Agnode_t *from, Agnode_t *to, size_t i) {
   if (!from || !to) return;
-  const mp_buffer *b = mp_problem_buffer(c->p, i);
-  Agedge_t *e = agedge(c->g, from, to, dot_s(b->name), 1);
+  const char *name = c->graph ? mp_graph_tensor(c->graph, i)->name
+                              : mp_problem_buffer(c->p, i)->name;
+  Agedge_t *e = agedge(c->g, from, to, dot_s(name), 1);
   if (!e) {
     c->ok = false;
     return;
@@ -201,7 +222,7 @@ static void dot_edge(dot_ctx *c, Agnode_t *from, Agnode_t *to, size_t i) {
   char label[DOT_LABEL_MAX];
   dot_edge_label(c, i, label, sizeof label);
   dot_set(c, e, "label", label);
-  dot_style(c, e, i, true);
+  dot_style(c, e, c->graph ? mp_model_tensor_buffer(c->m, i) : i, true);
 }
 
 static void dot_ops(dot_ctx *c) {
@@ -232,7 +253,7 @@ static Agnode_t *dot_source(dot_ctx *c, size_t i, const mp_tensor *t) {
   if (!n) return NULL;
   dot_set(c, n, "shape", t->kind == MP_TENSOR_WEIGHT ? "note" : "ellipse");
   dot_set(c, n, "fontsize", "9");
-  dot_style(c, n, i, false);
+  dot_style(c, n, mp_model_tensor_buffer(c->m, i), false);
   return n;
 }
 
@@ -256,10 +277,56 @@ static void dot_tensor(dot_ctx *c, size_t i) {
   }
 }
 
+/* Invariant 7: the fused op and a note of what it absorbed, clustered. */
+static void dot_fusion(dot_ctx *c, const mp_fusion *f, size_t k) {
+  int32_t op;
+  if (!mp_graph_find_op(c->graph, f->op, &op) || !c->op_node[op]) return;
+  char id[64], label[DOT_LABEL_MAX], a[DOT_NAME_MAX], b[DOT_NAME_MAX];
+  char bytes[MP_FMT_MAX], title[DOT_LABEL_MAX];
+  snprintf(id, sizeof id, "cluster_fusion_%zu", k);
+  Agraph_t *sub = agsubg(c->g, id, 1);
+  if (!sub || !agsubnode(sub, c->op_node[op], 1)) {
+    c->ok = false;
+    return;
+  }
+  dot_escape(f->absorbed, a, sizeof a);
+  snprintf(title, sizeof title, "%s fusion: %s + %s; saved %s",
+           mp_fusion_kind_name(f->kind), f->head_type, a,
+           mp_fmt_bytes(bytes, f->saved_bytes));
+  dot_set(c, sub, "label", title);
+  dot_set(c, sub, "style", "dashed");
+  dot_set(c, sub, "color", "#8c8c8c");
+  dot_set(c, sub, "fontsize", "10");
+  dot_escape(f->absorbed_ops, a, sizeof a);
+  dot_escape(f->intermediates, b, sizeof b);
+  snprintf(label, sizeof label, "absorbed: %s%s%s", a,
+           *b ? "\\nno longer exist: " : "", b);
+  snprintf(id, sizeof id, "%zu", k);
+  Agnode_t *note = dot_node(c, "fused:", id, label);
+  if (!note || !agsubnode(sub, note, 1)) {
+    c->ok = false;
+    return;
+  }
+  dot_set(c, note, "shape", "note");
+  dot_set(c, note, "style", "dashed");
+  dot_set(c, note, "fontsize", "9");
+  Agedge_t *e = agedge(c->g, c->op_node[op], note, dot_s(id), 1);
+  if (!e) {
+    c->ok = false;
+    return;
+  }
+  dot_set(c, e, "style", "dashed");
+  dot_set(c, e, "arrowhead", "none");
+}
+
 static void dot_graph_model(dot_ctx *c) {
   dot_ops(c);
   for (size_t i = 0; i < mp_graph_tensor_count(c->graph) && c->ok; i++) {
     dot_tensor(c, i);
+  }
+  const mp_pass_report *r = mp_model_pass_report(c->m);
+  for (size_t k = 0; r && k < mp_pass_report_fusions(r) && c->ok; k++) {
+    dot_fusion(c, mp_pass_report_fusion(r, k), k);
   }
 }
 

@@ -148,8 +148,7 @@ static void ex_why(ex_ctx *c, size_t i, int64_t t, char *buf, size_t cap) {
   const mp_buffer *b = mp_problem_buffer(c->p, i);
   const char *cons = mp_model_last_consumer(c->m, i);
   const char *w = report_time_word(c->m);
-  const mp_graph *g = mp_model_graph(c->m);
-  if (g && mp_graph_tensor(g, i)->kind == MP_TENSOR_OUTPUT) {
+  if (report_holds_output(c->m, i)) {
     snprintf(buf, cap, "graph output: kept to the end");
   } else if (b->last == t && b->first == t) {
     snprintf(buf, cap, "born here%s%s", cons ? ", read by " : "",
@@ -173,6 +172,25 @@ static void ex_born(ex_ctx *c, size_t i, char *buf, size_t cap) {
     snprintf(buf, cap, "(graph input)");
   } else {
     snprintf(buf, cap, "%s %" PRId64, report_time_word(c->m), b->first);
+  }
+}
+
+/* Buffers at the peak that hold several tensors (views, in place): what
+ * else lives in their bytes and why. */
+static void ex_shared(ex_ctx *c, const size_t *idx, size_t n) {
+  const mp_graph *g = mp_model_graph(c->m);
+  for (size_t k = 0; g && k < n && k < c->top; k++) {
+    const uint32_t *members;
+    size_t m = mp_model_buffer_tensors(c->m, idx[k], &members);
+    if (m < 2) continue;
+    mp_buf_printf(c->out, "  %s also holds",
+                  mp_problem_buffer(c->p, idx[k])->name);
+    for (size_t j = 1; j < m; j++) {
+      mp_buf_printf(c->out, "%s %s (%s)", j > 1 ? "," : "",
+                    mp_graph_tensor(g, members[j])->name,
+                    mp_alias_rule_name(mp_model_tensor_rule(c->m, members[j])));
+    }
+    mp_buf_puts(c->out, "\n");
   }
 }
 
@@ -206,6 +224,7 @@ static void ex_live(ex_ctx *c, size_t *idx) {
     mp_buf_printf(c->out, "  ...  %zu more tensors, %s\n", n - c->top,
                   mp_fmt_bytes(bytes, rest));
   }
+  ex_shared(c, idx, n);
   mp_buf_puts(c->out, "\n");
 }
 
@@ -336,5 +355,5 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
     mp_buf_printf(out, "            %s\n", s->detail);
   ex_regions(plan, out);
   report_caps(m, s, out);
-  return mp_buf_status(out, "summary", err);
+  return mp_report_passes(m, out, err);
 }

@@ -218,6 +218,65 @@ static void html_buffers(html_ctx *c, cJSON *root) {
   }
 }
 
+/* The per-pass table, the fusions and the memory scheduler's candidates
+ * (row objects: they are few). */
+static void html_passes(html_ctx *c, cJSON *root) {
+  const mp_pass_report *r = mp_model_pass_report(c->m);
+  const mp_schedule_info *si = mp_model_schedule_info(c->m);
+  if (r) {
+    cJSON *o = html_obj(c, root, "passes");
+    html_num(c, o, "vlen", mp_pass_report_vlen(r));
+    cJSON *rows = html_arr(c, o, "rows");
+    for (size_t i = 0; c->ok && i < mp_pass_report_rows(r); i++) {
+      const mp_pass_row *w = mp_pass_report_row(r, i);
+      cJSON *e = cJSON_CreateObject();
+      html_push(c, rows, e);
+      if (!c->ok) break;
+      html_str(c, e, "pass", mp_pass_name(w->pass));
+      html_num(c, e, "ops_before", (double)w->ops_before);
+      html_num(c, e, "ops_after", (double)w->ops_after);
+      html_num(c, e, "buffers_before", (double)w->buffers_before);
+      html_num(c, e, "buffers_after", (double)w->buffers_after);
+      html_num(c, e, "lb_before", (double)w->lb_before);
+      html_num(c, e, "lb_after", (double)w->lb_after);
+      html_num(c, e, "arena_before", (double)w->arena_before);
+      html_num(c, e, "arena_after", (double)w->arena_after);
+      html_num(c, e, "saved_bytes", (double)w->saved_bytes);
+      html_str(c, e, "detail", w->detail);
+    }
+    cJSON *fus = html_arr(c, o, "fusions");
+    for (size_t i = 0; c->ok && i < mp_pass_report_fusions(r); i++) {
+      const mp_fusion *f = mp_pass_report_fusion(r, i);
+      cJSON *e = cJSON_CreateObject();
+      html_push(c, fus, e);
+      if (!c->ok) break;
+      html_str(c, e, "kind", mp_fusion_kind_name(f->kind));
+      html_str(c, e, "op", f->op);
+      html_str(c, e, "head", f->head_type);
+      html_str(c, e, "absorbed", f->absorbed);
+      html_num(c, e, "intermediate_bytes", (double)f->intermediate_bytes);
+      html_num(c, e, "steps", f->steps);
+      html_num(c, e, "saved_bytes", (double)f->saved_bytes);
+      html_num(c, e, "at_peak", f->at_peak);
+      html_num(c, e, "spills", f->spills);
+    }
+  }
+  if (si && si->used == MP_ORDER_MEMORY) {
+    cJSON *o = html_obj(c, root, "schedule");
+    html_num(c, o, "peak", (double)si->peak);
+    html_num(c, o, "segments", (double)si->segments);
+    html_num(c, o, "optimal", si->exact);
+    cJSON *cand = html_arr(c, o, "candidates");
+    for (size_t k = 0; c->ok && k < si->n_cand; k++) {
+      cJSON *e = cJSON_CreateObject();
+      html_push(c, cand, e);
+      if (!c->ok) break;
+      html_str(c, e, "name", si->cand[k].name);
+      html_num(c, e, "peak", (double)si->cand[k].peak);
+    }
+  }
+}
+
 /* The whole data document as text (owned, release with cJSON_free). */
 static char *html_data(html_ctx *c, const char *graph_note) {
   cJSON *root = cJSON_CreateObject();
@@ -227,6 +286,7 @@ static char *html_data(html_ctx *c, const char *graph_note) {
   if (c->ok) html_steps(c, root);
   if (c->ok) html_profile(c, root);
   if (c->ok) html_buffers(c, root);
+  if (c->ok) html_passes(c, root);
   if (c->ok) html_str(c, root, "graph_note", graph_note);
   /* No verification runs exist yet; the viewer shows the section when
    * this holds a list of events. */

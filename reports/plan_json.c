@@ -2,7 +2,9 @@
  * plan_json.c -- the plan as a plan/1 JSON document.
  *
  * {"mplan": "plan/1", "tool", "model", "summary", "regions", "peak",
- *  "execution", "buffers", "reuse"}
+ *  "execution", "buffers", "reuse"}, plus "passes" (the per-pass table
+ *  and the fusions) when passes ran and "schedule" (every candidate
+ *  order's peak) for --order memory.
  *
  * Invariants:
  *   1. Everything mplan validate needs to re-prove the plan is here:
@@ -235,6 +237,20 @@ static void pj_names(pj_ctx *c, cJSON *o, const char *key, const mp_graph *g,
   }
 }
 
+/* The mplan.* attributes of a fused op (docs/ir-conventions.md). */
+static void pj_fused(pj_ctx *c, cJSON *e, const mp_op *op) {
+  for (uint32_t k = 0; k < op->n_attrs; k++) {
+    const mp_attr *a = &op->attrs[k];
+    if (strcmp(a->name, "mplan.epilogue") == 0 && a->s) {
+      pj_str(c, e, "epilogue", a->s);
+    } else if (strcmp(a->name, "mplan.prologue") == 0 && a->s) {
+      pj_str(c, e, "prologue", a->s);
+    } else if (strcmp(a->name, "mplan.horizontal") == 0) {
+      pj_num(c, e, "horizontal", (double)a->i);
+    }
+  }
+}
+
 static void pj_execution(pj_ctx *c, cJSON *root) {
   size_t n = mp_model_steps(c->m);
   const mp_graph *g = mp_model_graph(c->m);
@@ -251,10 +267,24 @@ static void pj_execution(pj_ctx *c, cJSON *root) {
       const mp_op *op = mp_graph_op(g, mp_model_step_op_index(c->m, k));
       pj_names(c, e, "inputs", g, op->inputs, op->n_inputs);
       pj_names(c, e, "outputs", g, op->outputs, op->n_outputs);
+      pj_fused(c, e, op);
     }
     size_t seg = mp_profile_find(prof, (int64_t)k);
     pj_num(c, e, "live_bytes",
            seg < prof->n_segs ? (double)prof->segs[seg].live : 0);
+  }
+}
+
+/* "tensors": every tensor a shared buffer holds (views, in place), the
+ * buffer's own name first. Absent for a buffer of one tensor. */
+static void pj_members(pj_ctx *c, cJSON *e, size_t i) {
+  const mp_graph *g = mp_model_graph(c->m);
+  const uint32_t *members = NULL;
+  size_t n = g ? mp_model_buffer_tensors(c->m, i, &members) : 0;
+  if (n < 2) return;
+  cJSON *arr = pj_add_arr(c, e, "tensors");
+  for (size_t k = 0; arr && k < n; k++) {
+    pj_push_str(c, arr, mp_graph_tensor(g, members[k])->name);
   }
 }
 
@@ -264,7 +294,7 @@ static void pj_buffer(pj_ctx *c, cJSON *e, size_t i) {
   pj_str(c, e, "name", b->name);
   pj_str(c, e, "class", mp_class_name(b->cls));
   if (g) {
-    const mp_tensor *t = mp_graph_tensor(g, i);
+    const mp_tensor *t = report_tensor(c->m, i);
     char shape[256];
     pj_str(c, e, "kind", mp_tensor_kind_name(t->kind));
     pj_str(c, e, "dtype", mp_dtype_name(t->dtype));
@@ -283,6 +313,7 @@ static void pj_buffer(pj_ctx *c, cJSON *e, size_t i) {
   const char *cons = mp_model_last_consumer(c->m, i);
   if (prod) pj_str(c, e, "producer", prod);
   if (cons) pj_str(c, e, "last_consumer", cons);
+  pj_members(c, e, i);
 }
 
 static void pj_buffers(pj_ctx *c, cJSON *root) {
@@ -353,6 +384,91 @@ static void pj_reuse(pj_ctx *c, cJSON *root) {
   mp_free(al, s);
 }
 
+static void pj_bool(pj_ctx *c, cJSON *o, const char *key, bool v) {
+  if (!cJSON_AddBoolToObject(o, key, v)) c->ok = false;
+}
+
+static void pj_pass_row(pj_ctx *c, cJSON *e, const mp_pass_row *r) {
+  pj_str(c, e, "pass", mp_pass_name(r->pass));
+  pj_num(c, e, "ops_before", (double)r->ops_before);
+  pj_num(c, e, "ops_after", (double)r->ops_after);
+  pj_num(c, e, "tensors_before", (double)r->tensors_before);
+  pj_num(c, e, "tensors_after", (double)r->tensors_after);
+  pj_num(c, e, "buffers_before", (double)r->buffers_before);
+  pj_num(c, e, "buffers_after", (double)r->buffers_after);
+  pj_num(c, e, "lower_bound_before", (double)r->lb_before);
+  pj_num(c, e, "lower_bound_after", (double)r->lb_after);
+  pj_num(c, e, "arena_before", (double)r->arena_before);
+  pj_num(c, e, "arena_after", (double)r->arena_after);
+  pj_bool(c, e, "peak_moved", r->lb_before != r->lb_after);
+  pj_num(c, e, "saved_bytes", (double)r->saved_bytes);
+  pj_num(c, e, "rewrites", (double)r->rewrites);
+  pj_str(c, e, "detail", r->detail);
+}
+
+static void pj_fusion(pj_ctx *c, cJSON *e, const mp_fusion *f) {
+  pj_str(c, e, "pass", mp_pass_name(f->pass));
+  pj_str(c, e, "kind", mp_fusion_kind_name(f->kind));
+  pj_str(c, e, "op", f->op);
+  pj_str(c, e, "head_type", f->head_type);
+  pj_str(c, e, "absorbed", f->absorbed);
+  pj_str(c, e, "absorbed_ops", f->absorbed_ops);
+  pj_str(c, e, "intermediates", f->intermediates);
+  pj_num(c, e, "steps", f->steps);
+  pj_num(c, e, "intermediate_bytes", (double)f->intermediate_bytes);
+  pj_num(c, e, "saved_bytes", (double)f->saved_bytes);
+  pj_bool(c, e, "at_peak", f->at_peak);
+  if (f->spills >= 0) {
+    pj_num(c, e, "registers", f->registers);
+    pj_num(c, e, "spills", f->spills);
+    pj_bool(c, e, "capped", f->capped);
+  }
+}
+
+/* "passes": {"vlen", "rows": [...], "fusions": [...]} (issue 9). */
+static void pj_passes(pj_ctx *c, cJSON *root) {
+  const mp_pass_report *r = mp_model_pass_report(c->m);
+  if (!r) return;
+  cJSON *o = pj_add_obj(c, root, "passes");
+  if (!o) return;
+  if (mp_pass_report_vlen(r)) pj_num(c, o, "vlen", mp_pass_report_vlen(r));
+  cJSON *rows = pj_add_arr(c, o, "rows");
+  for (size_t i = 0; rows && i < mp_pass_report_rows(r); i++) {
+    cJSON *e = pj_push_obj(c, rows);
+    if (e) pj_pass_row(c, e, mp_pass_report_row(r, i));
+  }
+  cJSON *fus = pj_add_arr(c, o, "fusions");
+  for (size_t i = 0; fus && i < mp_pass_report_fusions(r); i++) {
+    cJSON *e = pj_push_obj(c, fus);
+    if (e) pj_fusion(c, e, mp_pass_report_fusion(r, i));
+  }
+}
+
+/* "schedule": what --order memory considered and found. */
+static void pj_schedule(pj_ctx *c, cJSON *root) {
+  const mp_schedule_info *s = mp_model_schedule_info(c->m);
+  if (!s || s->used != MP_ORDER_MEMORY) return;
+  cJSON *o = pj_add_obj(c, root, "schedule");
+  if (!o) return;
+  pj_str(c, o, "order", mp_order_name(s->used));
+  pj_num(c, o, "peak_bytes", (double)s->peak);
+  cJSON *arr = pj_add_arr(c, o, "candidates");
+  for (size_t k = 0; arr && k < s->n_cand; k++) {
+    cJSON *e = pj_push_obj(c, arr);
+    if (!e) return;
+    pj_str(c, e, "name", s->cand[k].name);
+    pj_num(c, e, "peak_bytes", (double)s->cand[k].peak);
+  }
+  pj_num(c, o, "segments", (double)s->segments);
+  pj_num(c, o, "largest_segment", (double)s->largest_segment);
+  pj_num(c, o, "exact_segments", (double)s->dp_segments);
+  pj_num(c, o, "improved_segments", (double)s->dp_improved);
+  pj_num(c, o, "states", (double)s->dp_states);
+  pj_bool(c, o, "optimal", s->exact);
+  pj_bool(c, o, "budget_hit", s->budget_hit);
+  pj_num(c, o, "ms", s->ms);
+}
+
 mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,
                               mp_buf *out, mp_error *err) {
   pj_ctx c = {m, plan, mp_plan_problem(plan), mp_plan_placements(plan), true};
@@ -366,6 +482,8 @@ mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,
     pj_model(&c, root);
     pj_summary(&c, root);
     pj_dynamic(&c, root);
+    pj_passes(&c, root);
+    pj_schedule(&c, root);
     pj_regions(&c, root);
     pj_banks(&c, root);
     pj_peak(&c, root, idx);

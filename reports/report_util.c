@@ -107,7 +107,17 @@ size_t report_peak_mask(const mp_plan *plan, bool *mask) {
 
 const mp_tensor *report_tensor(const mp_model *m, size_t i) {
   const mp_graph *g = mp_model_graph(m);
-  return g ? mp_graph_tensor(g, i) : NULL;
+  return g ? mp_graph_tensor(g, mp_model_buffer_tensor(m, i)) : NULL;
+}
+
+bool report_holds_output(const mp_model *m, size_t i) {
+  const mp_graph *g = mp_model_graph(m);
+  const uint32_t *members = NULL;
+  size_t n = g ? mp_model_buffer_tensors(m, i, &members) : 0;
+  for (size_t k = 0; k < n; k++) {
+    if (mp_graph_tensor(g, members[k])->kind == MP_TENSOR_OUTPUT) return true;
+  }
+  return false;
 }
 
 const char *report_kind(const mp_model *m, size_t i) {

@@ -29,8 +29,12 @@ size_t report_activation_base(const mp_plan *plan);
  * O(n log P) by binary search over the sorted peak segments. */
 size_t report_peak_mask(const mp_plan *plan, bool *mask);
 
-/* The graph tensor behind buffer i, or NULL for problem and plan files. */
+/* The graph tensor naming buffer i (its root: a buffer may hold several
+ * tensors, mplan/alias.h), or NULL for problem and plan files. */
 const mp_tensor *report_tensor(const mp_model *m, size_t i);
+
+/* Buffer i holds a graph output (graphs only). */
+bool report_holds_output(const mp_model *m, size_t i);
 
 /* A per-buffer kind word: the graph tensor kind ("weight", "output"...)
  * for graphs, the buffer class otherwise. */

@@ -195,7 +195,49 @@ static const char db_v2[] =
     "JOIN placement pl ON pl.run_id = t.run_id AND pl.tensor_idx = t.idx;\n"
     "CREATE INDEX run_by_model ON run(model_sha256, created_utc);\n";
 
-static const char *const db_migrations[] = {db_v1, db_v2};
+/* Version 3 (issue 9): the per-pass table's measurements, the fusions,
+ * which tensors share a buffer, and the memory scheduler's candidates. */
+static const char db_v3[] =
+    "ALTER TABLE pass ADD COLUMN buffers_before INTEGER;\n"
+    "ALTER TABLE pass ADD COLUMN buffers_after INTEGER;\n"
+    "ALTER TABLE pass ADD COLUMN lower_bound_before INTEGER;\n"
+    "ALTER TABLE pass ADD COLUMN lower_bound_after INTEGER;\n"
+    "ALTER TABLE pass ADD COLUMN arena_before INTEGER;\n"
+    "ALTER TABLE pass ADD COLUMN arena_after INTEGER;\n"
+    "ALTER TABLE pass ADD COLUMN peak_moved INTEGER;\n"
+    "CREATE TABLE fusion (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  pass TEXT NOT NULL,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  op TEXT NOT NULL,\n"
+    "  head_type TEXT NOT NULL,\n"
+    "  absorbed TEXT NOT NULL,\n"
+    "  absorbed_ops TEXT NOT NULL,\n"
+    "  intermediates TEXT NOT NULL,\n"
+    "  steps INTEGER NOT NULL,\n"
+    "  intermediate_bytes INTEGER NOT NULL,\n"
+    "  saved_bytes INTEGER NOT NULL,\n"
+    "  at_peak INTEGER NOT NULL,\n"
+    "  registers INTEGER,\n"
+    "  spills INTEGER,\n"
+    "  capped INTEGER,\n"
+    "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n"
+    "CREATE TABLE tensor_buffer (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  tensor TEXT NOT NULL,\n"
+    "  tensor_idx INTEGER NOT NULL,\n"
+    "  rule TEXT NOT NULL,\n"
+    "  PRIMARY KEY (run_id, tensor)) WITHOUT ROWID;\n"
+    "CREATE TABLE schedule_candidate (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  peak_bytes INTEGER NOT NULL,\n"
+    "  chosen INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
+
+static const char *const db_migrations[] = {db_v1, db_v2, db_v3};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -508,26 +550,32 @@ static mp_status db_insert_run(db_run *r) {
   return rc;
 }
 
-/* The consumers of buffer i in step order as a JSON array, or NULL (no
- * graph, or out of memory: *oom tells which). Owned (cJSON_free). */
+/* The ops reading buffer i (any tensor it holds) in step order as a JSON
+ * array, or NULL (no graph, or out of memory: *oom tells which). Owned
+ * (cJSON_free). */
 static char *db_consumers(db_run *r, size_t i, bool *oom) {
-  const mp_tensor *t = report_tensor(r->m, i);
+  const uint32_t *members = NULL;
   *oom = false;
-  if (!t) return NULL;
+  if (!report_tensor(r->m, i)) return NULL;
   const mp_graph *g = mp_model_graph(r->m);
+  size_t n_members = mp_model_buffer_tensors(r->m, i, &members);
   cJSON *arr = cJSON_CreateArray();
   bool ok = arr != NULL;
-  /* consumers are few per tensor: a selection by step is fine. */
+  /* Readers are few per buffer: a selection by step is fine. */
   uint32_t prev = 0;
-  for (uint32_t k = 0; ok && k < t->n_consumers; k++) {
+  for (bool first = true; ok; first = false) {
     uint32_t best = UINT32_MAX, op = 0;
-    for (uint32_t j = 0; j < t->n_consumers; j++) {
-      uint32_t sj = r->step_of[t->consumers[j]];
-      if ((k == 0 || sj > prev) && sj < best) {
-        best = sj;
-        op = t->consumers[j];
+    for (size_t m = 0; m < n_members; m++) {
+      const mp_tensor *t = mp_graph_tensor(g, members[m]);
+      for (uint32_t j = 0; j < t->n_consumers; j++) {
+        uint32_t sj = r->step_of[t->consumers[j]];
+        if ((first || sj > prev) && sj < best) {
+          best = sj;
+          op = t->consumers[j];
+        }
       }
     }
+    if (best == UINT32_MAX) break;
     prev = best;
     cJSON *name = cJSON_CreateString(mp_graph_op(g, op)->name);
     ok = name && cJSON_AddItemToArray(arr, name);
@@ -722,6 +770,131 @@ static mp_status db_insert_timeline(db_run *r) {
   return st;
 }
 
+/* ---- issue 9: passes, fusions, shared buffers, schedule ---------------- */
+
+static mp_status db_insert_pass_rows(db_run *r, const mp_pass_report *pr) {
+  static const char sql[] =
+      "INSERT INTO pass (run_id, seq, name, detail, ops_before, ops_after, "
+      "tensors_before, tensors_after, saved_bytes, buffers_before, "
+      "buffers_after, lower_bound_before, lower_bound_after, arena_before, "
+      "arena_after, peak_moved) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql, &s);
+  for (size_t i = 0; st == MP_OK && i < mp_pass_report_rows(pr); i++) {
+    const mp_pass_row *row = mp_pass_report_row(pr, i);
+    int k = 1;
+    sqlite3_bind_int64(s, k++, r->run_id);
+    db_size(s, k++, i);
+    db_text(s, k++, mp_pass_name(row->pass));
+    db_text(s, k++, row->detail);
+    db_size(s, k++, row->ops_before);
+    db_size(s, k++, row->ops_after);
+    db_size(s, k++, row->tensors_before);
+    db_size(s, k++, row->tensors_after);
+    db_size(s, k++, row->saved_bytes);
+    db_size(s, k++, row->buffers_before);
+    db_size(s, k++, row->buffers_after);
+    db_size(s, k++, row->lb_before);
+    db_size(s, k++, row->lb_after);
+    db_size(s, k++, row->arena_before);
+    db_size(s, k++, row->arena_after);
+    sqlite3_bind_int(s, k++, row->lb_before != row->lb_after);
+    st = db_row(r, s, "inserting a pass");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status db_insert_fusions(db_run *r, const mp_pass_report *pr) {
+  static const char sql[] =
+      "INSERT INTO fusion (run_id, seq, pass, kind, op, head_type, absorbed, "
+      "absorbed_ops, intermediates, steps, intermediate_bytes, saved_bytes, "
+      "at_peak, registers, spills, capped) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql, &s);
+  for (size_t i = 0; st == MP_OK && i < mp_pass_report_fusions(pr); i++) {
+    const mp_fusion *f = mp_pass_report_fusion(pr, i);
+    int k = 1;
+    sqlite3_bind_int64(s, k++, r->run_id);
+    db_size(s, k++, i);
+    db_text(s, k++, mp_pass_name(f->pass));
+    db_text(s, k++, mp_fusion_kind_name(f->kind));
+    db_text(s, k++, f->op);
+    db_text(s, k++, f->head_type);
+    db_text(s, k++, f->absorbed);
+    db_text(s, k++, f->absorbed_ops);
+    db_text(s, k++, f->intermediates);
+    sqlite3_bind_int64(s, k++, f->steps);
+    db_size(s, k++, f->intermediate_bytes);
+    db_size(s, k++, f->saved_bytes);
+    sqlite3_bind_int(s, k++, f->at_peak);
+    if (f->spills >= 0) {
+      sqlite3_bind_int64(s, k++, f->registers);
+      sqlite3_bind_int64(s, k++, f->spills);
+      sqlite3_bind_int(s, k++, f->capped);
+    } else {
+      for (int j = 0; j < 3; j++) sqlite3_bind_null(s, k++);
+    }
+    st = db_row(r, s, "inserting a fusion");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+/* Every graph tensor and the buffer (tensor row) that holds it. */
+static mp_status db_insert_tensor_buffers(db_run *r) {
+  static const char sql[] =
+      "INSERT INTO tensor_buffer (run_id, tensor, tensor_idx, rule) VALUES "
+      "(?,?,?,?)";
+  const mp_graph *g = mp_model_graph(r->m);
+  sqlite3_stmt *s = NULL;
+  mp_status st = g ? db_prepare(r, sql, &s) : MP_OK;
+  for (size_t t = 0; st == MP_OK && g && t < mp_graph_tensor_count(g); t++) {
+    sqlite3_bind_int64(s, 1, r->run_id);
+    db_text(s, 2, mp_graph_tensor(g, t)->name);
+    db_size(s, 3, mp_model_tensor_buffer(r->m, t));
+    db_text(s, 4, mp_alias_rule_name(mp_model_tensor_rule(r->m, t)));
+    st = db_row(r, s, "inserting a tensor buffer");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status db_insert_schedule(db_run *r) {
+  static const char sql[] =
+      "INSERT INTO schedule_candidate (run_id, seq, name, peak_bytes, chosen) "
+      "VALUES (?,?,?,?,?)";
+  const mp_schedule_info *info = mp_model_schedule_info(r->m);
+  if (!info || info->used != MP_ORDER_MEMORY) return MP_OK;
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql, &s);
+  for (size_t k = 0; st == MP_OK && k <= info->n_cand; k++) {
+    bool result = k == info->n_cand;
+    sqlite3_bind_int64(s, 1, r->run_id);
+    db_size(s, 2, k);
+    db_text(s, 3, result ? "memory" : info->cand[k].name);
+    db_size(s, 4, result ? info->peak : info->cand[k].peak);
+    sqlite3_bind_int(s, 5, result);
+    st = db_row(r, s, "inserting a schedule candidate");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status db_insert_passes(db_run *r) {
+  const mp_pass_report *pr = mp_model_pass_report(r->m);
+  mp_status st = MP_OK;
+  /* A handle opened at an older version (tests of the migrations) has
+   * neither the tables nor the columns. */
+  if (r->h->version < 3) return MP_OK;
+  if (pr) st = db_insert_pass_rows(r, pr);
+  if (st == MP_OK && pr) st = db_insert_fusions(r, pr);
+  if (st == MP_OK) st = db_insert_tensor_buffers(r);
+  if (st == MP_OK) st = db_insert_schedule(r);
+  return st;
+}
+
 static mp_status db_step_of(db_run *r) {
   const mp_graph *g = mp_model_graph(r->m);
   if (!g) return MP_OK;
@@ -752,6 +925,7 @@ mp_status mp_report_db_stage(mp_report_db *db, const mp_model *m,
   if (st == MP_OK) st = db_insert_run(&r);
   if (st == MP_OK) st = db_insert_tensors(&r);
   if (st == MP_OK) st = db_insert_timeline(&r);
+  if (st == MP_OK) st = db_insert_passes(&r);
   mp_free(db->alloc, r.step_of);
   if (st != MP_OK) {
     sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);

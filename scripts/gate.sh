@@ -11,4 +11,4 @@ mplan=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 cd "$(dirname "$0")/.."
 exec "$mplan" check models/*.json tests/bench/minimalloc/?.1048576.csv \
-  --baseline-dir baselines --budget 8MiB "$@"
+  --baseline-dir baselines --budget 32MiB "$@"

@@ -206,6 +206,14 @@ int main(int argc, char **argv) {
   oom_model(root, "tests/data/opset_new.onnx.bin");
   oom_model(root, "tests/data/control.onnx.bin"); /* If and Loop bodies */
   oom_model(root, "tests/data/pipeline.json");    /* two models, merged */
+  /* Issue 9: every pass (the rewrite, the re-analysis after each pass,
+   * the buffer map) and the memory-aware scheduler (candidates, splits,
+   * the exact search). */
+  mp_load_opts passes = {.passes = MP_PASSES_ALL, .order = MP_ORDER_MEMORY};
+  oom_model_with(root, "tests/data/passes/convnet.json", &passes, oom_run);
+  oom_model_with(root, "tests/data/passes/ops.onnx.bin", &passes, oom_run);
+  mp_load_opts memory = {.order = MP_ORDER_MEMORY};
+  oom_model_with(root, "tests/data/passes/branches.json", &memory, oom_run);
   /* The report files on top. */
   char db[] = "/tmp/mplan_oom_XXXXXX";
   int fd = mkstemp(db);

@@ -477,9 +477,17 @@ static void test_sqlite_schema(void) {
                    "'view'"),
              0);
   CHECK(mp_report_db_open(old, NULL, &db, &err) == MP_OK);
-  CHECK_EQ_I(mp_report_db_version(db), 2);
+  CHECK_EQ_I(mp_report_db_version(db), MP_REPORT_DB_VERSION);
   mp_report_db_destroy(db);
-  CHECK_EQ_I(q_int(old, "SELECT count(*) FROM schema_version"), 2);
+  CHECK_EQ_I(q_int(old, "SELECT count(*) FROM schema_version"),
+             MP_REPORT_DB_VERSION);
+  /* Version 3 added columns to pass and the issue 9 tables. */
+  CHECK_EQ_I(q_int(old,
+                   "SELECT count(*) FROM pragma_table_info('pass') WHERE "
+                   "name IN ('lower_bound_before', 'arena_after', "
+                   "'peak_moved')"),
+             3);
+  CHECK_EQ_I(q_int(old, "SELECT count(*) FROM tensor_buffer"), 0);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run_summary"), 1);
   CHECK_EQ_I(q_int(old, "SELECT sum(bytes) FROM live_at_peak"), 96);
 

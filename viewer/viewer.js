@@ -690,6 +690,58 @@
     };
   }
 
+  /* ---- passes and schedule ------------------------------------------------- */
+
+  function table(cols, rows) {
+    const t = el('table');
+    const head = el('tr');
+    for (const c of cols) head.appendChild(el('th', null, c));
+    t.appendChild(head);
+    for (const r of rows) {
+      const tr = el('tr');
+      for (const v of r) tr.appendChild(el('td', null, v));
+      t.appendChild(tr);
+    }
+    return t;
+  }
+
+  function change(a, b) {
+    return fmtCount(a) + ' \u2192 ' + fmtCount(b) +
+      (a === b ? ' (=)' : ' (' + (b < a ? '\u2212' : '+') + pct(Math.abs(a - b), a).toFixed(1) + '%)');
+  }
+
+  function passes() {
+    const box = document.getElementById('passes');
+    const P = D.passes, Sc = D.schedule;
+    if (!P && !Sc) {
+      box.appendChild(el('p', 'muted', 'No graph pass ran and the order is not memory-aware ' +
+        '(mplan plan MODEL --passes all --order memory).'));
+      return;
+    }
+    if (P) {
+      box.appendChild(table(['pass', 'ops', 'buffers', 'lower bound', 'arena', 'peak moved',
+        'saved bytes', 'what'], P.rows.map(r => [r.pass, r.ops_before + ' \u2192 ' + r.ops_after,
+        r.buffers_before + ' \u2192 ' + r.buffers_after, change(r.lb_before, r.lb_after),
+        r.arena_before || r.arena_after ? change(r.arena_before, r.arena_after) : '',
+        r.lb_before !== r.lb_after ? 'yes' : 'no', fmtCount(r.saved_bytes), r.detail])));
+      const top = P.fusions.slice().sort((a, b) => b.saved_bytes - a.saved_bytes).slice(0, 50);
+      if (top.length) {
+        box.appendChild(el('p', 'hint', P.fusions.length + ' fusions' +
+          (P.fusions.length > top.length ? ' (the 50 saving most shown)' : '') + ':'));
+        box.appendChild(table(['kind', 'op', 'fused', 'intermediate', 'steps', 'saved bytes',
+          'at peak', 'spills'], top.map(f => [f.kind, f.op, f.head + ' + ' + f.absorbed,
+          fmtBytes(f.intermediate_bytes), String(f.steps), fmtCount(f.saved_bytes),
+          f.at_peak ? 'yes' : '', f.spills >= 0 ? String(f.spills) : ''])));
+      }
+    }
+    if (Sc) {
+      box.appendChild(el('p', 'hint', 'Memory-aware order: ' + Sc.segments + ' segments, ' +
+        (Sc.optimal ? 'proven optimal for this graph.' : 'best found within the search budget.')));
+      box.appendChild(table(['order', 'peak'], Sc.candidates.map(c => [c.name, fmtBytes(c.peak)])
+        .concat([['memory (used)', fmtBytes(Sc.peak)]])));
+    }
+  }
+
   /* ---- verification --------------------------------------------------------- */
 
   function verification() {
@@ -767,6 +819,7 @@
   mapInit();
   peakInit();
   opTable();
+  passes();
   verification();
   graphInit();
   if (intervals.length) opTable.scrollToStep(intervals[0][0]);

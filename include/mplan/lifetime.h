@@ -11,17 +11,23 @@
  *   - weights are resident; graph inputs are resident unless
  *     inputs_as_activations, in which case they live from step 0 to their
  *     last consumer; retained state is its own tier.
- * Buffer i of the problem is tensor i of the graph.
+ *   - a buffer holding several tensors (mplan/alias.h: views, in place)
+ *     lives from the first use of any of them to the last use of any of
+ *     them; it is as large as the largest, aligned as the strictest, and
+ *     takes its name and class from its root tensor.
+ * Without an alias map buffer i of the problem is tensor i of the graph.
  */
 #ifndef MPLAN_LIFETIME_H
 #define MPLAN_LIFETIME_H
 
+#include "mplan/alias.h"
 #include "mplan/backend.h"
 #include "mplan/problem.h"
 
 typedef struct mp_lifetime_opts {
   bool inputs_as_activations;
   const mp_backend *backend; /* NULL: mp_backend_default */
+  const mp_alias *alias;     /* NULL: every tensor its own buffer */
 } mp_lifetime_opts;
 
 /* Builds a sealed problem from a linked, resolved graph and an order
@@ -30,5 +36,19 @@ typedef struct mp_lifetime_opts {
 mp_status mp_lifetimes_build(const mp_graph *g, const uint32_t *order,
                              const mp_lifetime_opts *o, mp_problem **out,
                              mp_error *err);
+
+/* The class a tensor's buffer gets (weights and, unless
+ * inputs_as_activations, graph inputs are resident). */
+mp_class mp_lifetime_class(const mp_tensor *t, bool inputs_as_activations);
+
+/* Size, alignment, class and name of buffer b (the interval is left for
+ * the caller): the one rule lifetimes and the memory-aware scheduler
+ * share, so that both count the same bytes. Borrows everything; the name
+ * points into g. */
+void mp_lifetime_buffer_desc(const mp_graph *g, const mp_lifetime_opts *o,
+                             size_t b, mp_buffer_desc *d);
+
+/* Number of buffers: the alias map's, or the graph's tensor count. */
+size_t mp_lifetime_buffer_count(const mp_graph *g, const mp_lifetime_opts *o);
 
 #endif /* MPLAN_LIFETIME_H */

@@ -10,8 +10,10 @@
 #ifndef MPLAN_MODEL_H
 #define MPLAN_MODEL_H
 
+#include "mplan/alias.h"
 #include "mplan/backend.h"
 #include "mplan/graph.h"
+#include "mplan/passes.h"
 #include "mplan/plan.h"
 #include "mplan/problem.h"
 #include "mplan/schedule.h"
@@ -72,6 +74,15 @@ typedef struct mp_load_opts {
    * smaller value; recorded on the model. */
   const mp_dim_binding *caps;
   size_t n_caps;
+  /* Graph passes (mplan/passes.h): a mask of mp_pass_id bits, 0: none.
+   * arena (may be NULL) measures the arena of every pass's problem for
+   * the per-pass table. */
+  uint32_t passes;
+  mp_arena_fn arena;
+  void *arena_ud;
+  /* --order memory: search budget (mp_schedule_opts). */
+  double order_budget_ms;
+  size_t order_states;
 } mp_load_opts;
 
 typedef struct mp_model mp_model;
@@ -106,11 +117,26 @@ const char *mp_model_step_type(const mp_model *m, size_t step);
 /* Op index of step k (graphs only). */
 uint32_t mp_model_step_op_index(const mp_model *m, size_t step);
 
-/* The buffer that holds graph tensor t (graphs only). Today every tensor
- * has a buffer of its own (buffer t); views and in-place ops (the passes
- * of docs/ir-conventions.md) will map several tensors to one buffer, so
- * code that goes from tensors to placements must go through this. */
+/* The buffer that holds graph tensor t (graphs only). Without the views
+ * and inplace passes every tensor has a buffer of its own (buffer t);
+ * with them several tensors share one (docs/ir-conventions.md), so code
+ * that goes from tensors to placements must go through this. */
 size_t mp_model_tensor_buffer(const mp_model *m, size_t t);
+
+/* The tensor that names buffer b (its root, mplan/alias.h), and all the
+ * tensors it holds: *members (borrowed) lists the count returned, in
+ * ascending tensor order. Graphs only. */
+size_t mp_model_buffer_tensor(const mp_model *m, size_t b);
+size_t mp_model_buffer_tensors(const mp_model *m, size_t b,
+                               const uint32_t **members);
+
+/* Why tensor t is in its buffer (MP_ALIAS_OWN without passes). */
+mp_alias_rule mp_model_tensor_rule(const mp_model *m, size_t t);
+
+/* The per-pass table (NULL when no pass ran) and what the scheduler did
+ * (NULL for models without a graph). Borrowed from the model. */
+const mp_pass_report *mp_model_pass_report(const mp_model *m);
+const mp_schedule_info *mp_model_schedule_info(const mp_model *m);
 
 /* Producer and last consumer op names of buffer i, or NULL. */
 const char *mp_model_producer(const mp_model *m, size_t i);

@@ -21,6 +21,13 @@ typedef struct mp_report_opts {
 mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
                             mp_error *err);
 
+/* The per-pass table (issue 9: ops, buffers, lower bound and arena before
+ * and after every pass, saved_bytes, whether the peak moved), the
+ * fusions saving most, and for --order memory the scheduling table (every
+ * candidate order's peak and the result). Nothing for a model without
+ * passes or memory order. */
+mp_status mp_report_passes(const mp_model *m, mp_buf *out, mp_error *err);
+
 /* The plan as a plan/1 JSON document (DESIGN.md). */
 mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,
                               mp_buf *out, mp_error *err);

@@ -11,20 +11,24 @@ dir=$3
 out=$dir/artifacts
 mkdir -p "$out"
 fail=0
-check() { # MODEL NAME GRAPH [HOVER]
-  local model=$src/$1 name=$2
-  "$mplan" plan "$model" -o "$out/$name.plan.json" >/dev/null &&
-    "$mplan" report "$model" --html "$out/$name.html" >/dev/null || {
+check() { # MODEL NAME GRAPH [HOVER [PLANNING FLAGS...]]
+  local model=$src/$1 name=$2 graph=$3 hover=${4:-}
+  shift 3
+  [ $# -gt 0 ] && shift
+  "$mplan" plan "$model" -o "$out/$name.plan.json" "$@" >/dev/null &&
+    "$mplan" report "$model" --html "$out/$name.html" "$@" >/dev/null || {
     echo "FAIL: mplan could not report $1"
     fail=1
     return
   }
   echo "== $name"
   node "$dir/test_viewer.mjs" --html "$out/$name.html" --plan "$out/$name.plan.json" \
-    --out "$out" --name "$name" --graph "$3" ${4:+--hover "$4"} || fail=1
+    --out "$out" --name "$name" --graph "$graph" ${hover:+--hover "$hover"} || fail=1
 }
 check models/mobilenet_v2.json mobilenet_v2 yes b2_expand_out
 check models/seed_example.json seed_example yes conv_y
 check tests/data/input.12.csv input12 yes
 check tests/data/all_resident.json all_resident yes w1 # no activation: no peak
+# Graph passes and the memory-aware order (issue 9): the passes table.
+check models/resnet50.json resnet50_passes yes s1b1_c_out --passes all --order memory
 exit $fail

@@ -164,6 +164,27 @@ try {
   if (args.graph === 'yes') {
     check(await page.$('#graph svg g.node') !== null, 'the graph SVG is embedded');
   }
+  // Passes (issue 9): one row per pass with the plan's lower bounds.
+  if (plan.passes) {
+    const rows = await page.$$eval('#passes table:first-of-type tr', rs =>
+      rs.slice(1).map(r => [...r.children].map(c => c.textContent)));
+    check(rows.length === plan.passes.rows.length, 'one row per pass',
+      `${rows.length} vs ${plan.passes.rows.length}`);
+    const count = v => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+    plan.passes.rows.forEach((r, k) => {
+      const cells = rows[k] || [];
+      check(cells[0] === r.pass && (cells[3] || '').startsWith(count(r.lower_bound_before)) &&
+        (cells[3] || '').includes(count(r.lower_bound_after)),
+        `pass row ${k} shows ${r.pass} and its lower bounds`, JSON.stringify(cells));
+    });
+    if (plan.passes.rows.some(r => r.peak_moved)) {
+      check(rows.some(c => c[5] === 'yes'), 'a pass that moved the peak says so');
+    }
+  }
+  if (plan.schedule) {
+    const text = await page.textContent('#passes');
+    check(text.includes(fmtBytes(plan.schedule.peak_bytes)), 'the memory order\'s peak is shown');
+  }
   await page.mouse.move(5, 5);
   const shot = path.join(args.out, `${name}.png`);
   await page.screenshot({ path: shot, fullPage: true });

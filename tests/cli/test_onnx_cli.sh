@@ -106,6 +106,13 @@ if [ -n "$cache" ] && [ -d "$cache/ocr" ]; then
     name=$(basename "$1" .onnx)
     run 0 plan "$cache/$1" "${args[@]}" -o "$tmp/$name.json" && has "$tmp/out" "validated: no two live buffers share a byte" && lines "$tmp/err" 0
     run 0 validate "$tmp/$name.json"
+    # Issue 9: every pass and the memory-aware order, validated; the
+    # passes never raise the lower bound and the order never beats
+    # itself into a worse peak than the file order.
+    run 0 plan "$cache/$1" "${args[@]}" --passes all --order memory -o "$tmp/$name.p.json" &&
+      has "$tmp/out" "validated: no two live buffers share a byte" && run 0 validate "$tmp/$name.p.json"
+    [ "$(py "$tmp/$name.p.json" "d['passes']['rows'][-1]['lower_bound_after'] <= d['passes']['rows'][0]['lower_bound_before'] and d['schedule']['peak_bytes'] <= d['schedule']['candidates'][0]['peak_bytes'] and d['summary']['lower_bound_bytes'] == d['schedule']['peak_bytes']")" = True ] && ok ||
+      bad "$name: passes raised the lower bound, or the memory order is worse than file order"
   done
   # rec with a capped width: the plan at 320 serves every smaller width.
   run 0 plan "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --dim p2o.DynamicDimension.0=1 --dim 'p2o.DynamicDimension.1<=320' --json &&

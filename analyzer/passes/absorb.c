@@ -1,0 +1,133 @@
+/*
+ * absorb.c -- dequantize/cast absorption (seed 000 section 3.3): a
+ * DequantizeLinear or a widening Cast whose only reader is a MatMul or a
+ * Conv disappears into it as mplan.prologue = "DequantizeLinear:<i>" or
+ * "Cast:<i>" (docs/ir-conventions.md): the head reads the narrow tensor at
+ * input i and widens it in its accumulation loop; the wide intermediate
+ * no longer exists.
+ *
+ * Rules:
+ *   1. The intermediate is an activation (no graph output) with one
+ *      reader, the head, which reads it once.
+ *   2. The head is a MatMul or Conv with no mplan.prologue and no
+ *      mplan.horizontal (one prologue per op, on a single product).
+ *   3. DequantizeLinear: per tensor (a one-element scale, no block_size),
+ *      so that no attribute is needed to apply it; its scale and zero
+ *      point (when given) follow all other inputs of the head, in that
+ *      order. Conv's omitted bias is written as -1 first, so positions
+ *      stay fixed.
+ *   4. Cast: widening (the element grows) to the head's output dtype, so
+ *      the target type is the head's own.
+ *   5. Only the product's operands (input 0 or 1) qualify. When both
+ *      do, the larger intermediate goes (one prologue per op); ties go
+ *      to input 0.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pass.h"
+
+static bool ab_head(const mp_op *op) {
+  return (strcmp(op->type, "MatMul") == 0 || strcmp(op->type, "Conv") == 0) &&
+         !mp_op_attr(op, "mplan.prologue") &&
+         !mp_op_attr(op, "mplan.horizontal");
+}
+
+/* The prologue kind if input k of head may be absorbed (rules 1, 3, 4). */
+static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
+  const mp_graph *g = c->g;
+  const mp_op *h = mp_graph_op(g, head);
+  int32_t y = h->inputs[k];
+  if (y < 0) return NULL;
+  const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
+  if (yt->kind != MP_TENSOR_ACTIVATION || yt->producer < 0 ||
+      pass_sole_reader(g, y) != (int32_t)head || pass_reads(h, y) != 1 ||
+      c->rw->ops[yt->producer].dead) {
+    return NULL;
+  }
+  const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
+  if (d->n_outputs != 1 || d->n_inputs < 1 || d->inputs[0] < 0) return NULL;
+  const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
+  if (strcmp(d->type, "DequantizeLinear") == 0) {
+    if (d->n_inputs < 2 || d->inputs[1] < 0) return NULL;
+    const mp_tensor *scale = mp_graph_tensor(g, (size_t)d->inputs[1]);
+    if (scale->bytes != mp_dtype_size(scale->dtype) ||
+        pass_attr_int(d, "block_size", 0) != 0) {
+      return NULL;
+    }
+    return "DequantizeLinear";
+  }
+  if (strcmp(d->type, "Cast") == 0) {
+    const mp_tensor *out = mp_graph_tensor(g, (size_t)h->outputs[0]);
+    if (mp_dtype_size(yt->dtype) > mp_dtype_size(x->dtype) &&
+        yt->dtype == out->dtype) {
+      return "Cast";
+    }
+  }
+  return NULL;
+}
+
+static mp_status ab_apply(pass_ctx *c, uint32_t head, uint32_t k,
+                          const char *kind, mp_error *err) {
+  const mp_graph *g = c->g;
+  const rw_op *h = &c->rw->ops[head];
+  int32_t y = h->inputs[k];
+  const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
+  const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
+  bool dq = strcmp(kind, "DequantizeLinear") == 0;
+  uint32_t own = h->n_inputs;
+  if (strcmp(h->type, "Conv") == 0 && own < 3) own = 3;
+  uint32_t extra = dq ? (d->n_inputs >= 3 && d->inputs[2] >= 0 ? 2 : 1) : 0;
+  int32_t *in = rw_alloc(c->rw, own + extra, sizeof *in, err);
+  if (!in) return MP_ERR_NOMEM;
+  for (uint32_t j = 0; j < own; j++) {
+    in[j] = j < h->n_inputs ? h->inputs[j] : -1;
+  }
+  in[k] = d->inputs[0];
+  for (uint32_t j = 0; j < extra; j++) in[own + j] = d->inputs[1 + j];
+  char value[64];
+  snprintf(value, sizeof value, "%s:%u", kind, k);
+  mp_attr a = {.name = "mplan.prologue", .kind = MP_ATTR_STRING, .s = value};
+  mp_status st = rw_set_inputs(c->rw, head, in, own + extra, err);
+  if (st == MP_OK) st = rw_set_attr(c->rw, head, &a, err);
+  if (st != MP_OK) return st;
+  rw_kill(c->rw, (uint32_t)yt->producer);
+  size_t saved = 0;
+  (void)mp_size_mul(yt->bytes, 2, &saved);
+  mp_fusion f = {.kind = MP_FUSION_PROLOGUE,
+                 .op = h->name,
+                 .head_type = h->type,
+                 .absorbed = kind,
+                 .absorbed_ops = d->name,
+                 .intermediates = yt->name,
+                 .steps = 1,
+                 .intermediate_bytes = yt->bytes,
+                 .saved_bytes = saved,
+                 .at_peak = c->at_peak[y],
+                 .spills = -1};
+  pass_tally(c, kind);
+  return pass_fusion(c, &f, err);
+}
+
+mp_status pass_absorb(pass_ctx *c, mp_error *err) {
+  mp_status st = MP_OK;
+  for (uint32_t o = 0; st == MP_OK && o < mp_graph_op_count(c->g); o++) {
+    const mp_op *h = mp_graph_op(c->g, o);
+    if (!ab_head(h)) continue;
+    const char *best_kind = NULL;
+    uint32_t best = 0;
+    size_t best_bytes = 0;
+    /* The product's own operands only (X and W, A and B): the inputs an
+     * epilogue added are not what the head multiplies. */
+    for (uint32_t k = 0; k < 2 && k < h->n_inputs; k++) {
+      const char *kind = ab_kind(c, o, k);
+      if (!kind) continue;
+      size_t bytes = mp_graph_tensor(c->g, (size_t)h->inputs[k])->bytes;
+      if (!best_kind || bytes > best_bytes) {
+        best_kind = kind, best = k, best_bytes = bytes;
+      }
+    }
+    if (best_kind) st = ab_apply(c, o, best, best_kind, err);
+  }
+  return st;
+}

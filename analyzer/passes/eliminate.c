@@ -1,0 +1,272 @@
+/*
+ * eliminate.c -- op elimination (seed 000 section 3.1): ops whose output
+ * equals an input, or that nobody reads.
+ *
+ * Rules, each "y is x": readers of y read x instead and the op goes.
+ *   1. Identity.
+ *   2. Dropout in inference (no training_mode, or a constant false one),
+ *      its mask output unread.
+ *   3. Cast to the type the input already has.
+ *   4. Transpose of a Transpose whose permutations compose to the
+ *      identity: y is the first one's input.
+ *   5. A view op (Reshape, Flatten, Squeeze, Unsqueeze) whose output has
+ *      the input's shape; or a chain of view ops that ends where it
+ *      started. A Reshape reading another view op reads that op's input
+ *      instead (a Reshape chain collapses) when its target shape has no
+ *      0 entry (0 would copy a dim of the input it no longer reads).
+ *   6. x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 with a constant of known
+ *      values that does not broadcast x to a larger shape.
+ *   7. Dead ops: no output read by a live op, no graph output, no
+ *      retained state, no control flow.
+ *
+ * Invariants:
+ *   1. y is never a graph output or retained state: a graph output keeps
+ *      its name and its writer (the views pass can still make it free).
+ *   2. Rules 1-6 read ops as already edited by this pass (rw->ops, and
+ *      tensors through rw_resolve), so chains collapse in one pass.
+ */
+#include <string.h>
+
+#include "pass.h"
+
+typedef struct el_ctx {
+  pass_ctx *c;
+  const mp_graph *g;
+  rw_graph *rw;
+} el_ctx;
+
+static bool el_is_view(const char *type) {
+  return strcmp(type, "Reshape") == 0 || strcmp(type, "Flatten") == 0 ||
+         strcmp(type, "Squeeze") == 0 || strcmp(type, "Unsqueeze") == 0;
+}
+
+static bool el_replaceable(const el_ctx *e, int32_t y) {
+  mp_tensor_kind k = mp_graph_tensor(e->g, (size_t)y)->kind;
+  return k != MP_TENSOR_OUTPUT && k != MP_TENSOR_RETAINED;
+}
+
+/* The live op of the rewrite writing (resolved) tensor t, or -1. */
+static int32_t el_writer(const el_ctx *e, int32_t t) {
+  if (t < 0 || e->rw->to_weight[t]) return -1;
+  int32_t p = mp_graph_tensor(e->g, (size_t)t)->producer;
+  if (p < 0 || e->rw->ops[p].dead) return -1;
+  const rw_op *op = &e->rw->ops[p];
+  for (uint32_t k = 0; k < op->n_outputs; k++) {
+    if (op->outputs[k] == t) return p;
+  }
+  return -1;
+}
+
+static int32_t el_input(const el_ctx *e, uint32_t o, uint32_t k) {
+  const rw_op *op = &e->rw->ops[o];
+  return k < op->n_inputs ? rw_resolve(e->rw, op->inputs[k]) : -1;
+}
+
+static void el_same(el_ctx *e, uint32_t o, int32_t y, int32_t x,
+                    const char *label) {
+  rw_replace(e->rw, y, x);
+  rw_kill(e->rw, o);
+  pass_tally(e->c, label);
+}
+
+static bool el_dropout(const el_ctx *e, uint32_t o) {
+  const rw_op *op = &e->rw->ops[o];
+  if (op->n_outputs > 1) {
+    const mp_tensor *mask = mp_graph_tensor(e->g, (size_t)op->outputs[1]);
+    if (mask->n_consumers || mask->kind != MP_TENSOR_ACTIVATION) return false;
+  }
+  int32_t tm = el_input(e, o, 2);
+  return tm < 0 || pass_all_equal(mp_graph_tensor(e->g, (size_t)tm), 0);
+}
+
+/* The permutation of a Transpose (default: reversed dims). */
+static bool el_perm(const mp_graph *g, const rw_op *op, int32_t in,
+                    int64_t *perm, uint32_t *rank) {
+  *rank = mp_graph_tensor(g, (size_t)in)->rank;
+  const mp_attr *a = rw_attr(op, "perm");
+  for (uint32_t k = 0; k < *rank; k++) perm[k] = *rank - 1 - k;
+  if (!a) return true;
+  if (a->kind != MP_ATTR_INTS || a->n != *rank) return false;
+  for (uint32_t k = 0; k < *rank; k++) perm[k] = a->ints[k];
+  return true;
+}
+
+/* Rule 4. */
+static bool el_transpose_pair(el_ctx *e, uint32_t o, int32_t *x) {
+  int32_t mid = el_input(e, o, 0);
+  int32_t p = el_writer(e, mid);
+  if (p < 0 || strcmp(e->rw->ops[p].type, "Transpose") != 0) return false;
+  int32_t src = el_input(e, (uint32_t)p, 0);
+  int64_t p1[MP_MAX_RANK], p2[MP_MAX_RANK];
+  uint32_t r1, r2;
+  if (src < 0 || !el_perm(e->g, &e->rw->ops[p], src, p1, &r1) ||
+      !el_perm(e->g, &e->rw->ops[o], mid, p2, &r2) || r1 != r2) {
+    return false;
+  }
+  /* y[i] = mid[p2[i]] = src[p1[p2[i]]]: the identity iff p1[p2[i]] == i. */
+  for (uint32_t i = 0; i < r1; i++) {
+    if (p2[i] < 0 || p2[i] >= (int64_t)r1 || p1[p2[i]] != (int64_t)i)
+      return false;
+  }
+  *x = src;
+  return true;
+}
+
+/* Rule 5: the start of the view chain ending at op o's data input. */
+static int32_t el_chain_start(const el_ctx *e, int32_t t) {
+  for (size_t guard = 0; guard < e->rw->n_ops; guard++) {
+    int32_t p = el_writer(e, t);
+    if (p < 0 || !el_is_view(e->rw->ops[p].type)) return t;
+    t = el_input(e, (uint32_t)p, 0);
+  }
+  return t;
+}
+
+static bool el_shape_has_zero(const el_ctx *e, uint32_t o) {
+  const rw_op *op = &e->rw->ops[o];
+  const mp_attr *az = rw_attr(op, "allowzero");
+  int32_t s = el_input(e, o, 1);
+  const mp_tensor *st = s >= 0 ? mp_graph_tensor(e->g, (size_t)s) : NULL;
+  if (!st || !st->value || !st->value->i) return true; /* unknown: refuse */
+  if (az && az->kind == MP_ATTR_INT && az->i) return false;
+  for (size_t k = 0; k < st->value->n; k++) {
+    if (st->value->i[k] == 0) return true;
+  }
+  return false;
+}
+
+static mp_status el_view(el_ctx *e, uint32_t o, int32_t y, mp_error *err) {
+  int32_t in = el_input(e, o, 0);
+  if (in < 0) return MP_OK;
+  int32_t start = el_chain_start(e, in);
+  if (pass_same_type(e->g, start, y)) {
+    el_same(e, o, y, start, start == in ? "no-op view" : "view chain");
+    return MP_OK;
+  }
+  const rw_op *op = &e->rw->ops[o];
+  if (start == in || strcmp(op->type, "Reshape") != 0 ||
+      el_shape_has_zero(e, o)) {
+    return MP_OK;
+  }
+  int32_t *ins = rw_alloc(e->rw, op->n_inputs, sizeof *ins, err);
+  if (!ins) return MP_ERR_NOMEM;
+  memcpy(ins, op->inputs, op->n_inputs * sizeof *ins);
+  ins[0] = start;
+  mp_status st = rw_set_inputs(e->rw, o, ins, op->n_inputs, err);
+  if (st == MP_OK) pass_tally(e->c, "Reshape chain");
+  return st;
+}
+
+/* Rule 6: which input is x when the op is x (op) neutral. */
+static bool el_neutral(const el_ctx *e, uint32_t o, int32_t y, int32_t *x) {
+  const rw_op *op = &e->rw->ops[o];
+  static const struct {
+    const char *type;
+    double neutral;
+    bool either; /* the neutral constant may be the first input */
+  } rules[] = {
+      {"Mul", 1, true}, {"Div", 1, false}, {"Add", 0, true}, {"Sub", 0, false}};
+  if (op->n_inputs != 2) return false;
+  for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
+    if (strcmp(op->type, rules[r].type) != 0) continue;
+    for (uint32_t k = 0; k < 2; k++) {
+      int32_t a = el_input(e, o, k), b = el_input(e, o, 1 - k);
+      if (k == 0 && !rules[r].either) continue;
+      if (a < 0 || b < 0) continue;
+      const mp_tensor *ct = mp_graph_tensor(e->g, (size_t)a);
+      bool constant = ct->kind == MP_TENSOR_WEIGHT || e->rw->to_weight[a];
+      if (constant && pass_all_equal(ct, rules[r].neutral) &&
+          pass_same_type(e->g, b, y)) {
+        *x = b;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/* Rules 1-6 on one op. */
+static mp_status el_op(el_ctx *e, uint32_t o, mp_error *err) {
+  const rw_op *op = &e->rw->ops[o];
+  if (op->dead || op->n_outputs == 0) return MP_OK;
+  int32_t y = op->outputs[0], x = el_input(e, o, 0);
+  if (!el_replaceable(e, y) || x < 0) return MP_OK;
+  if (strcmp(op->type, "Identity") == 0) {
+    el_same(e, o, y, x, "Identity");
+  } else if (strcmp(op->type, "Dropout") == 0 && el_dropout(e, o)) {
+    el_same(e, o, y, x, "Dropout");
+  } else if (strcmp(op->type, "Cast") == 0 && op->n_outputs == 1 &&
+             pass_same_type(e->g, x, y)) {
+    el_same(e, o, y, x, "no-op Cast");
+  } else if (strcmp(op->type, "Transpose") == 0) {
+    int32_t src;
+    if (el_transpose_pair(e, o, &src) && pass_same_type(e->g, src, y)) {
+      el_same(e, o, y, src, "Transpose pair");
+    }
+  } else if (el_is_view(op->type) && op->n_outputs == 1) {
+    return el_view(e, o, y, err);
+  } else if (el_neutral(e, o, y, &x)) {
+    el_same(e, o, y, x,
+            op->type[0] == 'M' || op->type[0] == 'D' ? "multiply by one"
+                                                     : "add zero");
+  }
+  return MP_OK;
+}
+
+static bool el_control(const char *type) {
+  return strcmp(type, "If") == 0 || strcmp(type, "Loop") == 0 ||
+         strcmp(type, "Scan") == 0 || strncmp(type, "mplan.", 6) == 0;
+}
+
+/* Rule 7, in reverse topological order so that chains of dead ops go at
+ * once. readers[t] counts live reads of resolved tensor t. */
+static mp_status el_dead(el_ctx *e, const uint32_t *order, mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(e->g);
+  size_t n = mp_graph_op_count(e->g);
+  uint32_t *readers =
+      mp_calloc(a, mp_graph_tensor_count(e->g) + 1, sizeof *readers);
+  if (!readers) {
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(e->g));
+  }
+  for (size_t o = 0; o < n; o++) {
+    const rw_op *op = &e->rw->ops[o];
+    for (uint32_t k = 0; !op->dead && k < op->n_inputs; k++) {
+      int32_t t = rw_resolve(e->rw, op->inputs[k]);
+      if (t >= 0) readers[t]++;
+    }
+  }
+  for (size_t s = n; s-- > 0;) {
+    uint32_t o = order[s];
+    const rw_op *op = &e->rw->ops[o];
+    bool used = op->dead || el_control(op->type);
+    for (uint32_t k = 0; !used && k < op->n_outputs; k++) {
+      const mp_tensor *t = mp_graph_tensor(e->g, (size_t)op->outputs[k]);
+      used = readers[op->outputs[k]] > 0 || t->kind == MP_TENSOR_OUTPUT ||
+             t->kind == MP_TENSOR_RETAINED;
+    }
+    if (used) continue;
+    rw_kill(e->rw, o);
+    pass_tally(e->c, "dead op");
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      int32_t t = rw_resolve(e->rw, op->inputs[k]);
+      if (t >= 0) readers[t]--;
+    }
+  }
+  mp_free(a, readers);
+  return MP_OK;
+}
+
+mp_status pass_eliminate(pass_ctx *c, mp_error *err) {
+  el_ctx e = {c, c->g, c->rw};
+  const mp_alloc *a = mp_graph_alloc(c->g);
+  uint32_t *order = NULL;
+  mp_order_kind used;
+  mp_status st = mp_schedule(c->g, MP_ORDER_TOPO, &order, &used, err);
+  for (size_t s = 0; st == MP_OK && s < mp_graph_op_count(c->g); s++) {
+    st = el_op(&e, order[s], err);
+  }
+  if (st == MP_OK) st = el_dead(&e, order, err);
+  mp_free(a, order);
+  return st;
+}

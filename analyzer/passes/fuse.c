@@ -1,0 +1,415 @@
+/*
+ * fuse.c -- vertical fusion (seed 000 sections 3.2 and 4, seed 002
+ * section 2.3): a reduction-type head (Conv, ConvTranspose, Gemm,
+ * MatMul) absorbs the chain of elementwise ops after it, in the form of
+ * docs/ir-conventions.md (mplan.epilogue, mplan.e<k>.<attr>).
+ *
+ * The chain grows from the head's output one reader at a time while
+ *   1. the value has exactly one reader and is no graph output or
+ *      retained state (a second reader would need the intermediate);
+ *   2. the reader is elementwise (pass_ew_find) with one output of the
+ *      value's own shape and dtype: it consumes whole elements of the
+ *      head's result, never a partial result of a full reduction. An op
+ *      like Softmax, LayerNormalization or a Reduce* needs a whole row
+ *      first: it is a boundary, counted in the detail (seed 000 section
+ *      4: a group must not consume a proper part of a reduction's
+ *      output);
+ *   3. the value sits where the conventions can say so: first input of
+ *      a non-commutative op, any input of a commutative one; Clip takes
+ *      both bounds as inputs or both as attributes; BatchNormalization
+ *      has its four parameters;
+ *   4. the group fits the vector registers: with the backend's VLEN, a
+ *      value of the fused loop (16 lanes of 32 bits) takes
+ *      ceil(512 / VLEN) registers; the head needs 3 values (accumulator,
+ *      input, weight) and each absorbed op its pass_ew registers; the
+ *      group stops before it would need more than 31 registers (v0 is
+ *      the mask). A group the cap stopped is counted in the detail with
+ *      the spills the next op would have cost;
+ *   5. every input the reader adds is written before the head in the
+ *      current order (a topological order of the graph): the fused op
+ *      then runs where the head ran, no input waits longer for it, and
+ *      the group's output lives where the intermediates lived (the same
+ *      shape and dtype), so fusing never raises the live bytes of any
+ *      step. A residual Add whose skip comes first qualifies; an Add
+ *      whose other operand is computed after the head does not (fused,
+ *      the head's inputs would stay alive until that operand exists).
+ * A `fused_activation` attribute (the bundled models) becomes an
+ * explicit epilogue entry (Relu, or Clip with 0 and 6) as soon as a group
+ * absorbs anything, so that one attribute says everything.
+ *
+ * Optional inputs the head omits are written as -1 before the epilogue
+ * inputs (Conv/ConvTranspose: X, W, B; Gemm: A, B, C), so the k-th
+ * epilogue input is always at the same place.
+ *
+ * Invariants:
+ *   1. A group's head is a source op with no mplan.* attribute; an op is
+ *      absorbed by at most one group (its chained value has one reader,
+ *      and a killed op is never offered again).
+ *   2. The fused op's output is the tail's output (same name, shape and
+ *      dtype as every intermediate); the intermediates disappear.
+ *   3. saved_bytes = sum over the intermediates of 2 x size: each one was
+ *      written once and read once (seed 000 section 4); all have the
+ *      same size, so this is 2 x size(intermediate) x steps.
+ *   4. With a VLEN, registers x ceil(512 / VLEN) <= 31 for every group
+ *      the pass makes (spills 0 unless a head alone exceeds it).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pass.h"
+
+#define FUSE_MAX 32        /* ops a group may absorb */
+#define FUSE_REGS 31       /* vector registers a group may use */
+#define FUSE_LOOP_BITS 512 /* bits of one value of the fused loop */
+
+typedef struct fuse_entry {
+  const char *type;   /* epilogue entry type */
+  int32_t op;         /* absorbed op, or -1 for a fused_activation */
+  const mp_op *attrs; /* op whose attributes the entry carries, or NULL */
+  double clip_min, clip_max; /* Relu6 as Clip */
+  bool clip_consts;
+} fuse_entry;
+
+typedef struct fuse_group {
+  uint32_t head;
+  fuse_entry e[2 * FUSE_MAX + 1];
+  size_t n_entries;
+  int32_t ops[FUSE_MAX];     /* absorbed ops, in order */
+  int32_t chained[FUSE_MAX]; /* the value each absorbed op chains on */
+  size_t n_ops;
+  uint32_t regs; /* values live in the loop */
+  bool capped;
+  uint32_t cap_spills; /* what the op the cap refused would have cost */
+} fuse_group;
+
+static uint32_t fuse_lmul(uint32_t vlen) {
+  return vlen ? (FUSE_LOOP_BITS + vlen - 1) / vlen : 1;
+}
+
+static bool fuse_is_head(const mp_op *op) {
+  static const char *const heads[] = {"Conv", "ConvTranspose", "Gemm",
+                                      "MatMul"};
+  for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+    if (strcmp(op->type, heads[i]) == 0) {
+      return op->n_outputs == 1 && !rw_has_mplan_attr(op);
+    }
+  }
+  return false;
+}
+
+static bool fuse_is_reduction(const char *type) {
+  static const char *const red[] = {"Softmax",
+                                    "LogSoftmax",
+                                    "Hardmax",
+                                    "LayerNormalization",
+                                    "InstanceNormalization",
+                                    "GroupNormalization",
+                                    "LpNormalization",
+                                    "MeanVarianceNormalization",
+                                    "GlobalAveragePool",
+                                    "GlobalMaxPool",
+                                    "GlobalLpPool",
+                                    "ArgMax",
+                                    "ArgMin",
+                                    "TopK",
+                                    NULL};
+  if (strncmp(type, "Reduce", 6) == 0) return true;
+  for (size_t i = 0; red[i]; i++) {
+    if (strcmp(red[i], type) == 0) return true;
+  }
+  return false;
+}
+
+/* The epilogue entry a fused_activation string stands for. */
+static bool fuse_activation(const mp_op *op, fuse_entry *e) {
+  const mp_attr *a = mp_op_attr(op, "fused_activation");
+  memset(e, 0, sizeof *e);
+  e->op = -1;
+  if (!a || a->kind != MP_ATTR_STRING || !a->s) return false;
+  if (strcmp(a->s, "Relu6") == 0) {
+    e->type = "Clip";
+    e->clip_consts = true;
+    e->clip_min = 0;
+    e->clip_max = 6;
+    return true;
+  }
+  const pass_ew *ew = pass_ew_find(a->s);
+  if (!ew || ew->kind != PASS_EW_UNARY) return false;
+  e->type = ew->type;
+  return true;
+}
+
+static bool fuse_has_unknown_activation(const mp_op *op) {
+  fuse_entry e;
+  return mp_op_attr(op, "fused_activation") && !fuse_activation(op, &e);
+}
+
+/* Condition 3 of the header. */
+static bool fuse_position_ok(const mp_op *r, const pass_ew *ew, int32_t v) {
+  if (pass_reads(r, v) != 1) return false;
+  bool first = r->inputs[0] == v;
+  for (uint32_t k = 0; k < r->n_inputs; k++) {
+    if (r->inputs[k] < 0 && ew->kind != PASS_EW_CLIP) return false;
+  }
+  switch (ew->kind) {
+    case PASS_EW_UNARY:
+      return first && r->n_inputs == 1;
+    case PASS_EW_BINARY:
+      return (first || ew->commutative) && r->n_inputs >= 2;
+    case PASS_EW_CLIP:
+      if (!first) return false;
+      if (r->n_inputs == 1) {
+        return mp_op_attr(r, "min") && mp_op_attr(r, "max");
+      }
+      return r->n_inputs == 3 && r->inputs[1] >= 0 && r->inputs[2] >= 0;
+    case PASS_EW_BATCHNORM:
+      return first && r->n_inputs == 5;
+    case PASS_EW_NONE:
+      break;
+  }
+  return false;
+}
+
+static uint32_t fuse_spills(uint32_t regs, uint32_t vlen) {
+  uint32_t need = regs * fuse_lmul(vlen);
+  return need > FUSE_REGS ? need - FUSE_REGS : 0;
+}
+
+/* Condition 5: the inputs op r adds besides v exist before the head. */
+static bool fuse_ready(const pass_ctx *c, const uint32_t *pos, uint32_t head,
+                       const mp_op *r, int32_t v) {
+  for (uint32_t k = 0; k < r->n_inputs; k++) {
+    if (r->inputs[k] < 0 || r->inputs[k] == v) continue;
+    int32_t p = mp_graph_tensor(c->g, (size_t)r->inputs[k])->producer;
+    if (p >= 0 && pos[p] > pos[head]) return false;
+  }
+  return true;
+}
+
+/* Grows the group from its head (conditions 1-5). */
+static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
+                      size_t *boundaries, size_t *late) {
+  const mp_graph *g = c->g;
+  const mp_op *head = mp_graph_op(g, grp->head);
+  int32_t v = head->outputs[0];
+  fuse_entry act;
+  grp->regs = 3;
+  if (fuse_activation(head, &act)) {
+    grp->e[grp->n_entries++] = act;
+    grp->regs += pass_ew_find(act.type)->registers;
+  }
+  while (grp->n_ops < FUSE_MAX) {
+    const mp_tensor *t = mp_graph_tensor(g, (size_t)v);
+    int32_t r = pass_sole_reader(g, v);
+    if (t->kind != MP_TENSOR_ACTIVATION || r < 0 || c->rw->ops[r].dead) break;
+    const mp_op *rop = mp_graph_op(g, (size_t)r);
+    const pass_ew *ew = pass_ew_find(rop->type);
+    if (!ew) {
+      if (fuse_is_reduction(rop->type)) (*boundaries)++;
+      break;
+    }
+    if (rop->n_outputs != 1 || rw_has_mplan_attr(rop) ||
+        fuse_has_unknown_activation(rop) || !fuse_position_ok(rop, ew, v) ||
+        !pass_same_type(g, rop->outputs[0], v)) {
+      break;
+    }
+    if (!fuse_ready(c, pos, grp->head, rop, v)) {
+      (*late)++;
+      break;
+    }
+    uint32_t regs = grp->regs + ew->registers;
+    bool has_act = fuse_activation(rop, &act);
+    if (has_act) regs += pass_ew_find(act.type)->registers;
+    if (c->vlen && fuse_spills(regs, c->vlen)) {
+      grp->capped = true;
+      grp->cap_spills = fuse_spills(regs, c->vlen);
+      break;
+    }
+    grp->e[grp->n_entries++] = (fuse_entry){ew->type, r, rop, 0, 0, false};
+    if (has_act) grp->e[grp->n_entries++] = act;
+    grp->ops[grp->n_ops] = r;
+    grp->chained[grp->n_ops++] = v;
+    grp->regs = regs;
+    v = rop->outputs[0];
+  }
+}
+
+/* The head's inputs, padded to its full count, then each absorbed op's
+ * inputs other than the chained value. */
+static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
+                             mp_error *err) {
+  const mp_op *head = mp_graph_op(c->g, grp->head);
+  uint32_t own = head->n_inputs;
+  if (strcmp(head->type, "MatMul") != 0 && own < 3) own = 3;
+  uint32_t n = own;
+  for (size_t k = 0; k < grp->n_ops; k++) {
+    n += mp_graph_op(c->g, (size_t)grp->ops[k])->n_inputs - 1;
+  }
+  int32_t *in = rw_alloc(c->rw, n, sizeof *in, err);
+  if (!in) return MP_ERR_NOMEM;
+  uint32_t at = 0;
+  for (uint32_t k = 0; k < own; k++) {
+    in[at++] = k < head->n_inputs ? head->inputs[k] : -1;
+  }
+  for (size_t k = 0; k < grp->n_ops; k++) {
+    const mp_op *r = mp_graph_op(c->g, (size_t)grp->ops[k]);
+    bool skipped = false;
+    for (uint32_t j = 0; j < r->n_inputs; j++) {
+      if (!skipped && r->inputs[j] == grp->chained[k]) {
+        skipped = true;
+        continue;
+      }
+      in[at++] = r->inputs[j];
+    }
+  }
+  return rw_set_inputs(c->rw, grp->head, in, at, err);
+}
+
+static mp_status fuse_attr_str(pass_ctx *c, uint32_t op, const char *name,
+                               const char *s, mp_error *err) {
+  mp_attr a = {.name = name, .kind = MP_ATTR_STRING, .s = s};
+  return rw_set_attr(c->rw, op, &a, err);
+}
+
+/* mplan.epilogue and every entry's attributes as mplan.e<k>.<name>. */
+static mp_status fuse_attrs(pass_ctx *c, const fuse_group *grp, mp_buf *types,
+                            mp_error *err) {
+  mp_status st = rw_remove_attr(c->rw, grp->head, "fused_activation", err);
+  for (size_t k = 0; st == MP_OK && k < grp->n_entries; k++) {
+    const fuse_entry *e = &grp->e[k];
+    char name[160];
+    mp_buf_printf(types, "%s%s", k ? "," : "", e->type);
+    if (e->clip_consts) {
+      const double v[2] = {e->clip_min, e->clip_max};
+      const char *key[2] = {"min", "max"};
+      for (int j = 0; st == MP_OK && j < 2; j++) {
+        snprintf(name, sizeof name, "mplan.e%zu.%s", k, key[j]);
+        mp_attr a = {.name = name, .kind = MP_ATTR_FLOAT, .f = v[j]};
+        st = rw_set_attr(c->rw, grp->head, &a, err);
+      }
+    }
+    for (uint32_t j = 0; st == MP_OK && e->attrs && j < e->attrs->n_attrs;
+         j++) {
+      mp_attr a = e->attrs->attrs[j];
+      if (strcmp(a.name, "fused_activation") == 0) continue;
+      snprintf(name, sizeof name, "mplan.e%zu.%s", k, a.name);
+      a.name = name;
+      st = rw_set_attr(c->rw, grp->head, &a, err);
+    }
+  }
+  if (st == MP_OK) st = mp_buf_status(types, "fuse", err);
+  if (st == MP_OK) {
+    st = fuse_attr_str(c, grp->head, "mplan.epilogue", mp_buf_str(types), err);
+  }
+  return st;
+}
+
+/* The fusion record: names, saved_bytes = 2 x size x steps. */
+static mp_status fuse_record(pass_ctx *c, const fuse_group *grp,
+                             const char *types, mp_error *err) {
+  const mp_graph *g = c->g;
+  const mp_op *head = mp_graph_op(g, grp->head);
+  mp_buf ops, mids;
+  mp_buf_init(&ops, mp_graph_alloc(g));
+  mp_buf_init(&mids, mp_graph_alloc(g));
+  mp_fusion f = {
+      .kind = MP_FUSION_VERTICAL,
+      .op = head->name,
+      .head_type = head->type,
+      .absorbed = types,
+      .steps = (uint32_t)grp->n_ops,
+      .registers = grp->regs * fuse_lmul(c->vlen),
+      .spills = c->vlen ? (int32_t)fuse_spills(grp->regs, c->vlen) : -1,
+      .capped = grp->capped};
+  for (size_t k = 0; k < grp->n_ops; k++) {
+    const mp_tensor *t = mp_graph_tensor(g, (size_t)grp->chained[k]);
+    mp_buf_printf(&ops, "%s%s", k ? "," : "",
+                  mp_graph_op(g, (size_t)grp->ops[k])->name);
+    mp_buf_printf(&mids, "%s%s", k ? "," : "", t->name);
+    if (k == 0) f.intermediate_bytes = t->bytes;
+    size_t twice;
+    if (mp_size_mul(t->bytes, 2, &twice)) {
+      (void)mp_size_add(f.saved_bytes, twice, &f.saved_bytes);
+    }
+    f.at_peak = f.at_peak || c->at_peak[grp->chained[k]];
+  }
+  mp_status st = mp_buf_status(&ops, "fuse", err);
+  if (st == MP_OK) st = mp_buf_status(&mids, "fuse", err);
+  f.absorbed_ops = mp_buf_str(&ops);
+  f.intermediates = mp_buf_str(&mids);
+  if (st == MP_OK) st = pass_fusion(c, &f, err);
+  mp_buf_free(&ops);
+  mp_buf_free(&mids);
+  return st;
+}
+
+static mp_status fuse_apply(pass_ctx *c, const fuse_group *grp, mp_error *err) {
+  const mp_op *last = mp_graph_op(c->g, (size_t)grp->ops[grp->n_ops - 1]);
+  mp_buf types;
+  mp_buf_init(&types, mp_graph_alloc(c->g));
+  mp_status st = fuse_inputs(c, grp, err);
+  if (st == MP_OK) st = fuse_attrs(c, grp, &types, err);
+  if (st == MP_OK) {
+    st = rw_set_outputs(c->rw, grp->head, last->outputs, 1, err);
+  }
+  if (st == MP_OK) st = fuse_record(c, grp, mp_buf_str(&types), err);
+  if (st == MP_OK) {
+    /* The fused op keeps its head's key: it runs as soon as every input
+     * is there (the commit's Kahn order), which is where the head ran
+     * when the epilogue's operands were ready before it, the common
+     * case (a residual). Running it where the tail ran instead would
+     * keep the head's inputs alive to there. */
+    for (size_t k = 0; k < grp->n_ops; k++)
+      rw_kill(c->rw, (uint32_t)grp->ops[k]);
+    pass_tally(c, mp_graph_op(c->g, grp->head)->type);
+  }
+  mp_buf_free(&types);
+  return st;
+}
+
+mp_status pass_fuse(pass_ctx *c, mp_error *err) {
+  size_t boundaries = 0, capped = 0, cap_spills = 0, spills = 0, late = 0;
+  size_t n = mp_graph_op_count(c->g);
+  const mp_alloc *a = mp_graph_alloc(c->g);
+  uint32_t *order = NULL, *pos = mp_calloc(a, n + 1, sizeof *pos);
+  mp_order_kind used;
+  mp_status st = pos ? mp_schedule(c->g, MP_ORDER_TOPO, &order, &used, err)
+                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                    mp_graph_source(c->g));
+  for (size_t k = 0; st == MP_OK && k < n; k++) pos[order[k]] = (uint32_t)k;
+  for (uint32_t o = 0; st == MP_OK && o < n; o++) {
+    const mp_op *op = mp_graph_op(c->g, o);
+    if (!fuse_is_head(op) || fuse_has_unknown_activation(op)) continue;
+    fuse_group grp;
+    memset(&grp, 0, sizeof grp);
+    grp.head = o;
+    fuse_grow(c, pos, &grp, &boundaries, &late);
+    if (grp.capped) {
+      capped++;
+      cap_spills += grp.cap_spills;
+    }
+    if (grp.n_ops == 0) continue;
+    spills += c->vlen ? fuse_spills(grp.regs, c->vlen) : 0;
+    st = fuse_apply(c, &grp, err);
+  }
+  mp_free(a, order);
+  mp_free(a, pos);
+  if (boundaries) {
+    mp_buf_printf(&c->note, "%zu chain%s stopped at a full reduction",
+                  boundaries, boundaries == 1 ? "" : "s");
+  }
+  if (late) {
+    mp_buf_printf(&c->note,
+                  "%s%zu chain%s stopped at an operand computed after the "
+                  "head",
+                  c->note.len ? "; " : "", late, late == 1 ? "" : "s");
+  }
+  if (c->vlen) {
+    mp_buf_printf(&c->note,
+                  "%sVLEN %u: %zu group%s capped by registers (avoided "
+                  "%zu spilled registers), %zu estimated spills",
+                  c->note.len ? "; " : "", c->vlen, capped,
+                  capped == 1 ? "" : "s", cap_spills, spills);
+  }
+  return st;
+}

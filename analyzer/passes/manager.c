@@ -1,0 +1,492 @@
+/*
+ * manager.c -- the pass manager: runs the selected passes in their fixed
+ * order, re-analyses the graph after each one, and keeps the per-pass
+ * table.
+ *
+ * Invariants:
+ *   1. Order and lifetimes are computed from scratch for the graph every
+ *      pass hands on (seed 001 section 4); a pass that changed nothing
+ *      hands on the same graph and the same analysis.
+ *   2. Graph passes run before alias passes (the fixed order puts them
+ *      first), so while graph passes run the buffer map is the identity,
+ *      and the map built by views and inplace belongs to the final graph.
+ *   3. The caller's graph is destroyed only on success, after the final
+ *      graph exists; on failure every intermediate graph is destroyed and
+ *      the caller's is untouched.
+ *   4. Row i's "after" figures are row i+1's "before" figures: each graph
+ *      is measured once.
+ *   5. The memory order's time budget is shared: each of the (passes + 1)
+ *      measurements gets an equal part, so that --passes all --order
+ *      memory stays within the budget one order would take.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "mplan/lifetime.h"
+#include "pass.h"
+
+struct mp_pass_report {
+  const mp_alloc *alloc;
+  mp_strpool *pool;
+  mp_pass_row *rows;
+  size_t n_rows, cap_rows;
+  mp_fusion *fusions;
+  size_t n_fusions, cap_fusions;
+  uint32_t vlen, mask;
+};
+
+typedef struct pm_pass {
+  mp_pass_id id;
+  const char *name;
+  const char *summary;
+  pass_fn run;
+  bool graph; /* rewrites the graph (else: extends the buffer map) */
+} pm_pass;
+
+static const pm_pass pm_passes[MP_PASS_COUNT] = {
+    {MP_PASS_FOLD, "fold",
+     "constant subgraphs and known shape math become weights", pass_fold, true},
+    {MP_PASS_ELIMINATE, "eliminate",
+     "Identity, Dropout, no-op Cast, cancelling Transposes, view chains, "
+     "x*1, x+0, dead ops",
+     pass_eliminate, true},
+    {MP_PASS_FUSE, "fuse",
+     "Conv/Gemm/MatMul + elementwise chain (mplan.epilogue), register "
+     "capped",
+     pass_fuse, true},
+    {MP_PASS_HFUSE, "hfuse",
+     "sibling MatMul/Gemm sharing an input (mplan.horizontal)", pass_hfuse,
+     true},
+    {MP_PASS_ABSORB, "absorb",
+     "DequantizeLinear / widening Cast into MatMul/Conv (mplan.prologue)",
+     pass_absorb, true},
+    {MP_PASS_VIEWS, "views",
+     "Reshape/Flatten/Squeeze/Unsqueeze/Identity share their input's "
+     "buffer",
+     pass_views, false},
+    {MP_PASS_INPLACE, "inplace",
+     "elementwise ops and depthwise Conv write over an input nobody "
+     "reads later",
+     pass_inplace, false},
+};
+
+const char *mp_pass_name(mp_pass_id p) {
+  return (unsigned)p < MP_PASS_COUNT ? pm_passes[p].name : "?";
+}
+
+const char *mp_pass_summary(mp_pass_id p) {
+  return (unsigned)p < MP_PASS_COUNT ? pm_passes[p].summary : "?";
+}
+
+const char *mp_fusion_kind_name(mp_fusion_kind k) {
+  switch (k) {
+    case MP_FUSION_VERTICAL:
+      return "vertical";
+    case MP_FUSION_HORIZONTAL:
+      return "horizontal";
+    case MP_FUSION_PROLOGUE:
+      return "prologue";
+  }
+  return "?";
+}
+
+static void pm_known(char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int p = 0; p < MP_PASS_COUNT && n < cap; p++) {
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", p ? ", " : "",
+                          pm_passes[p].name);
+  }
+}
+
+mp_status mp_passes_parse(const char *text, uint32_t *mask, mp_error *err) {
+  char known[256];
+  pm_known(known, sizeof known);
+  if (strcmp(text, "all") == 0) {
+    *mask = MP_PASSES_ALL;
+    return MP_OK;
+  }
+  if (strcmp(text, "none") == 0) {
+    *mask = 0;
+    return MP_OK;
+  }
+  uint32_t m = 0;
+  const char *p = text;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    int found = -1;
+    for (int k = 0; k < MP_PASS_COUNT && len; k++) {
+      if (strlen(pm_passes[k].name) == len &&
+          strncmp(pm_passes[k].name, p, len) == 0) {
+        found = k;
+      }
+    }
+    if (found < 0) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "--passes '%s': unknown pass '%.*s' (known: %s; or "
+                          "all, none)",
+                          text, (int)len, p, known);
+    }
+    if (m & (1u << found)) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "--passes '%s': pass '%s' is listed twice", text,
+                          pm_passes[found].name);
+    }
+    m |= 1u << found;
+    if (p[len] == '\0') break;
+    p += len + 1;
+  }
+  *mask = m;
+  return MP_OK;
+}
+
+/* ---- the report ---------------------------------------------------------- */
+
+void mp_pass_report_destroy(mp_pass_report *r) {
+  if (!r) return;
+  mp_strpool_destroy(r->pool);
+  mp_free(r->alloc, r->rows);
+  mp_free(r->alloc, r->fusions);
+  mp_free(r->alloc, r);
+}
+
+size_t mp_pass_report_rows(const mp_pass_report *r) {
+  return r->n_rows;
+}
+
+const mp_pass_row *mp_pass_report_row(const mp_pass_report *r, size_t i) {
+  return &r->rows[i];
+}
+
+size_t mp_pass_report_fusions(const mp_pass_report *r) {
+  return r->n_fusions;
+}
+
+const mp_fusion *mp_pass_report_fusion(const mp_pass_report *r, size_t i) {
+  return &r->fusions[i];
+}
+
+uint32_t mp_pass_report_vlen(const mp_pass_report *r) {
+  return r->vlen;
+}
+
+uint32_t mp_pass_report_mask(const mp_pass_report *r) {
+  return r->mask;
+}
+
+static mp_status pm_report(const mp_alloc *a, const mp_pass_opts *o,
+                           mp_pass_report **out, mp_error *err) {
+  mp_pass_report *r = mp_calloc(a, 1, sizeof *r);
+  if (!r) return mp_error_set(err, MP_ERR_NOMEM, "passes: out of memory");
+  r->alloc = a;
+  r->vlen = o->vlen;
+  r->mask = o->mask;
+  mp_status st = mp_strpool_create(a, &r->pool, err);
+  if (st != MP_OK) {
+    mp_free(a, r);
+    return st;
+  }
+  *out = r;
+  return MP_OK;
+}
+
+static const char *pm_intern(mp_pass_report *r, const char *s, bool *ok) {
+  if (!s) return NULL;
+  const char *p = mp_strpool_cstr(r->pool, s);
+  if (!p) *ok = false;
+  return p;
+}
+
+mp_status pass_fusion(pass_ctx *c, const mp_fusion *f, mp_error *err) {
+  mp_pass_report *r = c->report;
+  void *arr = r->fusions;
+  mp_status st = mp_grow(r->alloc, &arr, &r->cap_fusions, r->n_fusions + 1,
+                         sizeof *r->fusions, "passes", err);
+  if (st != MP_OK) return st;
+  r->fusions = arr;
+  bool ok = true;
+  mp_fusion copy = *f;
+  copy.pass = c->id;
+  copy.op = pm_intern(r, f->op, &ok);
+  copy.head_type = pm_intern(r, f->head_type, &ok);
+  copy.absorbed = pm_intern(r, f->absorbed, &ok);
+  copy.absorbed_ops = pm_intern(r, f->absorbed_ops, &ok);
+  copy.intermediates = pm_intern(r, f->intermediates, &ok);
+  if (!ok) return mp_error_set(err, MP_ERR_NOMEM, "passes: out of memory");
+  r->fusions[r->n_fusions++] = copy;
+  c->saved_bytes += f->saved_bytes;
+  return MP_OK;
+}
+
+void pass_tally(pass_ctx *c, const char *label) {
+  c->rewrites++;
+  for (size_t k = 0; k < c->n_tally; k++) {
+    if (strcmp(c->tally_label[k], label) == 0) {
+      c->tally_count[k]++;
+      return;
+    }
+  }
+  if (c->n_tally == PASS_TALLY_MAX) return; /* counted, not itemised */
+  c->tally_label[c->n_tally] = label;
+  c->tally_count[c->n_tally++] = 1;
+}
+
+/* ---- measuring a graph (invariant 1) ------------------------------------ */
+
+typedef struct pm_measure {
+  uint32_t *order;
+  mp_schedule_info info;
+  size_t lb, arena, buffers;
+  bool *at_peak; /* per tensor */
+} pm_measure;
+
+static void pm_measure_release(const mp_alloc *a, pm_measure *m) {
+  mp_free(a, m->order);
+  mp_free(a, m->at_peak);
+  memset(m, 0, sizeof *m);
+}
+
+/* Marks the tensors whose buffer is live at a peak step. */
+static void pm_peak_mask(const mp_problem *p, const mp_profile *prof,
+                         const mp_alias *al, size_t n_t, bool *at_peak) {
+  for (size_t t = 0; t < n_t; t++) {
+    const mp_buffer *b = mp_problem_buffer(p, al ? al->buffer_of[t] : t);
+    if (b->cls != MP_CLASS_ACTIVATION || prof->peak == 0) continue;
+    for (size_t k = 0; k < prof->n_peaks && !at_peak[t]; k++) {
+      const mp_segment *s = &prof->segs[prof->peaks[k]];
+      at_peak[t] = b->first <= s->last && s->first <= b->last;
+    }
+  }
+}
+
+static mp_status pm_measure_graph(const mp_graph *g, const mp_alias *al,
+                                  const mp_pass_opts *o, pm_measure *m,
+                                  mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(g);
+  mp_schedule_opts so = o->schedule;
+  so.alias = al;
+  mp_lifetime_opts lo = {.inputs_as_activations = so.inputs_as_activations,
+                         .backend = so.backend,
+                         .alias = al};
+  mp_problem *p = NULL;
+  mp_profile prof = {0};
+  memset(m, 0, sizeof *m);
+  size_t n_t = mp_graph_tensor_count(g);
+  m->at_peak = mp_calloc(a, n_t + 1, sizeof *m->at_peak);
+  mp_status st = m->at_peak
+                     ? MP_OK
+                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                    mp_graph_source(g));
+  if (st == MP_OK) st = mp_schedule_run(g, &so, &m->order, &m->info, err);
+  if (st == MP_OK) st = mp_lifetimes_build(g, m->order, &lo, &p, err);
+  if (st == MP_OK) st = mp_problem_profile(p, &prof, err);
+  if (st == MP_OK) {
+    m->lb = prof.peak;
+    m->buffers = mp_problem_count(p);
+    pm_peak_mask(p, &prof, al, n_t, m->at_peak);
+  }
+  if (st == MP_OK && o->arena) st = o->arena(o->arena_ud, p, &m->arena, err);
+  mp_profile_release(&prof);
+  mp_problem_destroy(p);
+  if (st != MP_OK) pm_measure_release(a, m);
+  return st;
+}
+
+/* ---- running one pass ---------------------------------------------------- */
+
+typedef struct pm_state {
+  mp_graph *g;     /* current graph (the caller's, or ours) */
+  bool owned;      /* g was made here */
+  mp_alias alias;  /* g's buffer map */
+  pm_measure meas; /* g's analysis */
+} pm_state;
+
+static double pm_now_ms(void) {
+  return (double)clock() * 1000.0 / CLOCKS_PER_SEC;
+}
+
+static mp_status pm_detail(pass_ctx *c, mp_pass_row *row, mp_error *err) {
+  mp_buf b;
+  mp_buf_init(&b, mp_graph_alloc(c->g));
+  for (size_t k = 0; k < c->n_tally; k++) {
+    mp_buf_printf(&b, "%s%s %zu", k ? ", " : "", c->tally_label[k],
+                  c->tally_count[k]);
+  }
+  if (c->note.len) {
+    mp_buf_printf(&b, "%s%s", c->n_tally ? "; " : "", mp_buf_str(&c->note));
+  }
+  if (!b.len) mp_buf_puts(&b, "nothing to do");
+  mp_status st = mp_buf_status(&b, "passes", err);
+  bool ok = true;
+  if (st == MP_OK) row->detail = pm_intern(c->report, mp_buf_str(&b), &ok);
+  if (st == MP_OK && !ok) {
+    st = mp_error_set(err, MP_ERR_NOMEM, "passes: out of memory");
+  }
+  mp_buf_free(&b);
+  return st;
+}
+
+/* A graph pass: edits committed as a new graph with an identity map. */
+static mp_status pm_graph_pass(pass_ctx *c, const pm_pass *p, mp_graph **out,
+                               mp_alias *alias, mp_error *err) {
+  mp_status st = rw_create(c->g, &c->rw, err);
+  if (st == MP_OK) st = p->run(c, err);
+  if (st == MP_OK && c->rw->changes) {
+    st = rw_commit(c->rw, out, err);
+    if (st == MP_OK) {
+      st = mp_alias_identity(mp_graph_alloc(*out), mp_graph_tensor_count(*out),
+                             alias, err);
+      if (st != MP_OK) {
+        mp_graph_destroy(*out);
+        *out = NULL;
+      }
+    }
+  }
+  rw_destroy(c->rw);
+  c->rw = NULL;
+  return st;
+}
+
+/* An alias pass: the map extended through parent links. */
+static mp_status pm_alias_pass(pass_ctx *c, const pm_pass *p, bool *changed,
+                               mp_alias *alias, mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(c->g);
+  size_t n = mp_graph_tensor_count(c->g);
+  c->parent = mp_calloc(a, n + 1, sizeof *c->parent);
+  c->rule = mp_calloc(a, n + 1, sizeof *c->rule);
+  mp_status st = MP_OK;
+  if (!c->parent || !c->rule) {
+    st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                      mp_graph_source(c->g));
+  }
+  for (size_t t = 0; st == MP_OK && t < n; t++) {
+    c->parent[t] = c->alias->root[c->alias->buffer_of[t]];
+    c->rule[t] = c->alias->rule[t];
+  }
+  if (st == MP_OK) st = p->run(c, err);
+  *changed = st == MP_OK && c->rewrites > 0;
+  if (*changed) st = mp_alias_build(a, n, c->parent, c->rule, alias, err);
+  mp_free(a, c->parent);
+  mp_free(a, c->rule);
+  c->parent = NULL;
+  c->rule = NULL;
+  return st;
+}
+
+static void pm_row_side(mp_pass_row *row, const pm_state *s, bool after) {
+  size_t ops = mp_graph_op_count(s->g), tensors = mp_graph_tensor_count(s->g);
+  if (after) {
+    row->ops_after = ops, row->tensors_after = tensors;
+    row->buffers_after = s->meas.buffers, row->lb_after = s->meas.lb;
+    row->arena_after = s->meas.arena;
+  } else {
+    row->ops_before = ops, row->tensors_before = tensors;
+    row->buffers_before = s->meas.buffers, row->lb_before = s->meas.lb;
+    row->arena_before = s->meas.arena;
+  }
+}
+
+static void pm_state_release(pm_state *s) {
+  const mp_alloc *a = mp_graph_alloc(s->g);
+  pm_measure_release(a, &s->meas);
+  mp_alias_release(&s->alias);
+  if (s->owned) mp_graph_destroy(s->g);
+  memset(s, 0, sizeof *s);
+}
+
+static mp_status pm_add_row(mp_pass_report *r, const mp_pass_row *row,
+                            mp_error *err) {
+  void *arr = r->rows;
+  mp_status st = mp_grow(r->alloc, &arr, &r->cap_rows, r->n_rows + 1,
+                         sizeof *r->rows, "passes", err);
+  if (st != MP_OK) return st;
+  r->rows = arr;
+  r->rows[r->n_rows++] = *row;
+  return MP_OK;
+}
+
+static mp_status pm_run_one(pm_state *s, const pm_pass *p,
+                            const mp_pass_opts *o, mp_pass_report *r,
+                            mp_error *err) {
+  double t0 = pm_now_ms();
+  pass_ctx c;
+  memset(&c, 0, sizeof c);
+  c.id = p->id;
+  c.g = s->g;
+  c.alias = &s->alias;
+  c.at_peak = s->meas.at_peak;
+  c.vlen = o->vlen;
+  c.report = r;
+  mp_buf_init(&c.note, mp_graph_alloc(s->g));
+  mp_pass_row row = {.pass = p->id};
+  pm_row_side(&row, s, false);
+  pm_state next = {0};
+  bool changed = false;
+  mp_status st;
+  if (p->graph) {
+    st = pm_graph_pass(&c, p, &next.g, &next.alias, err);
+    changed = st == MP_OK && next.g;
+    next.owned = changed;
+  } else {
+    st = pm_alias_pass(&c, p, &changed, &next.alias, err);
+    next.g = s->g;
+    next.owned = false;
+  }
+  if (st == MP_OK && changed) {
+    st = pm_measure_graph(next.g, &next.alias, o, &next.meas, err);
+  }
+  if (st == MP_OK) st = mp_buf_status(&c.note, "passes", err);
+  if (st == MP_OK) st = pm_detail(&c, &row, err);
+  if (st == MP_OK && changed) {
+    /* The alias pass's graph is s's: hand ownership on with it. */
+    if (!p->graph) next.owned = s->owned, s->owned = false;
+    pm_state_release(s);
+    *s = next;
+    next.g = NULL;
+  }
+  if (next.g) pm_state_release(&next);
+  mp_buf_free(&c.note);
+  if (st != MP_OK) return st;
+  pm_row_side(&row, s, true);
+  row.rewrites = c.rewrites;
+  row.saved_bytes = c.saved_bytes;
+  row.ms = pm_now_ms() - t0;
+  return pm_add_row(r, &row, err);
+}
+
+mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *opts, mp_alias *alias,
+                        uint32_t **order, mp_schedule_info *info,
+                        mp_pass_report **report, mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(*g);
+  pm_state s = {.g = *g, .owned = false};
+  mp_pass_report *r = NULL;
+  mp_pass_opts shared = *opts, *o = &shared;
+  size_t runs = 1;
+  for (int p = 0; p < MP_PASS_COUNT; p++) runs += (o->mask >> p) & 1u;
+  double budget =
+      o->schedule.budget_ms > 0 ? o->schedule.budget_ms : MP_SCHEDULE_BUDGET_MS;
+  shared.schedule.budget_ms = budget / (double)runs; /* invariant 5 */
+  mp_status st = pm_report(a, o, &r, err);
+  if (st == MP_OK) {
+    st = mp_alias_identity(a, mp_graph_tensor_count(*g), &s.alias, err);
+  }
+  if (st == MP_OK) st = pm_measure_graph(s.g, &s.alias, o, &s.meas, err);
+  for (int p = 0; st == MP_OK && p < MP_PASS_COUNT; p++) {
+    if (o->mask & (1u << p)) st = pm_run_one(&s, &pm_passes[p], o, r, err);
+  }
+  if (st != MP_OK) {
+    if (s.g) pm_state_release(&s);
+    mp_pass_report_destroy(r);
+    return st;
+  }
+  if (s.owned) mp_graph_destroy(*g);
+  *g = s.g;
+  *alias = s.alias;
+  *order = s.meas.order;
+  *info = s.meas.info;
+  *report = r;
+  mp_free(a, s.meas.at_peak);
+  return MP_OK;
+}

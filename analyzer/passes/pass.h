@@ -1,0 +1,100 @@
+/*
+ * pass.h -- what every pass sees and the helpers they share. Private to
+ * analyzer/passes/.
+ *
+ * A graph pass (fold, eliminate, fuse, hfuse, absorb) reads c->g and
+ * records edits in c->rw; the manager commits them as a new graph. An
+ * alias pass (views, inplace) leaves the graph alone and extends the
+ * buffer map through c->parent and c->rule (parent links into the same
+ * buffer; mplan/alias.h). Both report what they did through the tally,
+ * the note and fusion records.
+ */
+#ifndef MPLAN_PASSES_PASS_H
+#define MPLAN_PASSES_PASS_H
+
+#include "mplan/buf.h"
+#include "mplan/passes.h"
+#include "rewrite.h"
+
+#define PASS_TALLY_MAX 24
+
+typedef struct pass_ctx {
+  mp_pass_id id;
+  const mp_graph *g;     /* linked, resolved */
+  const mp_alias *alias; /* g's buffer map before the pass */
+  const bool *at_peak;   /* per tensor: its buffer is live at a peak step
+                            of g's order before the pass */
+  uint32_t vlen;         /* backend VLEN in bits, 0: none */
+  rw_graph *rw;          /* graph passes */
+  uint32_t *parent;      /* alias passes: per tensor */
+  uint8_t *rule;         /* alias passes: per tensor, mp_alias_rule */
+  mp_pass_report *report;
+  /* What the pass did, for the row's detail. */
+  const char *tally_label[PASS_TALLY_MAX];
+  size_t tally_count[PASS_TALLY_MAX];
+  size_t n_tally;
+  size_t rewrites;
+  size_t saved_bytes;
+  mp_buf note;
+} pass_ctx;
+
+typedef mp_status (*pass_fn)(pass_ctx *c, mp_error *err);
+
+mp_status pass_fold(pass_ctx *c, mp_error *err);
+mp_status pass_eliminate(pass_ctx *c, mp_error *err);
+mp_status pass_fuse(pass_ctx *c, mp_error *err);
+mp_status pass_hfuse(pass_ctx *c, mp_error *err);
+mp_status pass_absorb(pass_ctx *c, mp_error *err);
+mp_status pass_views(pass_ctx *c, mp_error *err);
+mp_status pass_inplace(pass_ctx *c, mp_error *err);
+
+/* Counts one rewrite under label (a static string) for the detail. */
+void pass_tally(pass_ctx *c, const char *label);
+
+/* Records a fusion in the report (copies the strings) and adds its
+ * saved_bytes to the pass's. */
+mp_status pass_fusion(pass_ctx *c, const mp_fusion *f, mp_error *err);
+
+/* ---- graph queries ------------------------------------------------------- */
+
+/* The only op reading t, when exactly one op reads it; -1 otherwise. */
+int32_t pass_sole_reader(const mp_graph *g, int32_t t);
+
+/* How many of op's inputs are tensor t. */
+uint32_t pass_reads(const mp_op *op, int32_t t);
+
+/* Same dtype and the same dims (dims by value). */
+bool pass_same_type(const mp_graph *g, int32_t a, int32_t b);
+
+/* Same layout tag (both unspecified counts as the same). */
+bool pass_same_layout(const mp_graph *g, int32_t a, int32_t b);
+
+/* The integer attribute name of op, or def when absent. */
+int64_t pass_attr_int(const mp_op *op, const char *name, int64_t def);
+
+/* Every element of a constant known to equal v (false when the values
+ * are not known). */
+bool pass_all_equal(const mp_tensor *t, double v);
+
+/* ---- elementwise ops ------------------------------------------------------
+ * One table says which ops work element by element and what they cost in
+ * vector registers inside a fused loop. */
+typedef enum pass_ew_kind {
+  PASS_EW_NONE = 0,
+  PASS_EW_UNARY,    /* y = f(x) */
+  PASS_EW_BINARY,   /* y = f(x, z), z broadcast to x */
+  PASS_EW_CLIP,     /* Clip: x, optional min and max */
+  PASS_EW_BATCHNORM /* x, scale, B, mean, var (per channel) */
+} pass_ew_kind;
+
+typedef struct pass_ew {
+  const char *type;
+  pass_ew_kind kind;
+  bool commutative;   /* binary: the chained value may be either input */
+  uint32_t registers; /* live vector values it adds to a fused loop */
+} pass_ew;
+
+/* The table entry of op type, or NULL when the op is not elementwise. */
+const pass_ew *pass_ew_find(const char *type);
+
+#endif /* MPLAN_PASSES_PASS_H */

@@ -1,0 +1,258 @@
+/*
+ * share.c -- the one predicate that decides when an op's output may live
+ * in the bytes of one of its inputs (STYLE rule 13), and the buffer
+ * bookkeeping the views and inplace passes share.
+ *
+ * Buffers under construction are a union-find over tensors (c->parent,
+ * with the root being the smallest tensor index only after
+ * mp_alias_build renumbers; here a root is any member), with a member
+ * list per root so that the predicate can look at every tensor already in
+ * a buffer.
+ *
+ * Invariants:
+ *   1. Ops are offered in a topological order, so when op o is offered,
+ *      its output's buffer holds only the output and its own views, and
+ *      every tensor of its inputs' buffers is written already.
+ *   2. "Every other reader is an ancestor of o" is checked on the graph,
+ *      not on an order: it holds in every order, so a memory-aware
+ *      scheduler can reorder freely without breaking an in-place write.
+ */
+#include "share.h"
+
+#include <string.h>
+
+/* Searches at most this many ops back from an op before giving up (and
+ * refusing to share): keeps a pathological graph linear in practice. */
+#define SHARE_SEARCH_MAX 100000
+
+mp_status share_init(share_ctx *s, pass_ctx *c, mp_error *err) {
+  const mp_graph *g = c->g;
+  const mp_alloc *a = mp_graph_alloc(g);
+  size_t n_t = mp_graph_tensor_count(g), n = mp_graph_op_count(g);
+  memset(s, 0, sizeof *s);
+  s->c = c;
+  s->g = g;
+  s->next = mp_calloc(a, n_t + 1, sizeof *s->next);
+  s->stamp = mp_calloc(a, n + 1, sizeof *s->stamp);
+  s->want = mp_calloc(a, n + 1, sizeof *s->want);
+  s->queue = mp_calloc(a, n + 1, sizeof *s->queue);
+  if (!s->next || !s->stamp || !s->want || !s->queue) {
+    share_release(s);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(g));
+  }
+  /* Member lists from the buffers the map has already (invariant 1). */
+  for (size_t t = 0; t < n_t; t++) s->next[t] = UINT32_MAX;
+  for (size_t t = n_t; t-- > 0;) {
+    uint32_t r = share_find(s, (uint32_t)t);
+    if (r != t) {
+      s->next[t] = s->next[r];
+      s->next[r] = (uint32_t)t;
+    }
+  }
+  return MP_OK;
+}
+
+void share_release(share_ctx *s) {
+  const mp_alloc *a = mp_graph_alloc(s->g);
+  mp_free(a, s->next);
+  mp_free(a, s->stamp);
+  mp_free(a, s->want);
+  mp_free(a, s->queue);
+  memset(s, 0, sizeof *s);
+}
+
+uint32_t share_find(share_ctx *s, uint32_t t) {
+  uint32_t *p = s->c->parent, r = t;
+  while (p[r] != r) r = p[r];
+  while (p[t] != r) {
+    uint32_t up = p[t];
+    p[t] = r;
+    t = up;
+  }
+  return r;
+}
+
+void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why) {
+  uint32_t a = share_find(s, into), b = share_find(s, y);
+  s->c->rule[y] = (uint8_t)why;
+  if (a == b) return;
+  s->c->parent[b] = a;
+  /* Splice b's member list (b first) after a. */
+  uint32_t tail = b;
+  while (s->next[tail] != UINT32_MAX) tail = s->next[tail];
+  s->next[tail] = s->next[a];
+  s->next[a] = b;
+}
+
+/* ---- the readers rule (invariant 2) -------------------------------------- */
+
+/* true when every op in want[0..n) (marked in s->want with the current
+ * epoch) is an ancestor of op o. Breadth first over producers. */
+static bool share_ancestors(share_ctx *s, uint32_t o, size_t n_want) {
+  const mp_graph *g = s->g;
+  uint32_t epoch = ++s->epoch;
+  size_t head = 0, tail = 0, found = 0, visited = 0;
+  s->queue[tail++] = o;
+  s->stamp[o] = epoch;
+  while (head < tail && found < n_want && visited < SHARE_SEARCH_MAX) {
+    const mp_op *op = mp_graph_op(g, s->queue[head++]);
+    visited++;
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      if (op->inputs[k] < 0) continue;
+      int32_t p = mp_graph_tensor(g, (size_t)op->inputs[k])->producer;
+      if (p < 0 || s->stamp[p] == epoch) continue;
+      s->stamp[p] = epoch;
+      s->queue[tail++] = (uint32_t)p;
+      if (s->want[p] == epoch - 1) found++;
+    }
+  }
+  return found == n_want;
+}
+
+/* Rule 2b of share.h: every other reader of buffer(x) runs before o in
+ * every order, and nothing in the buffer may not be overwritten. */
+static bool share_writable(share_ctx *s, uint32_t o, int32_t x) {
+  const mp_graph *g = s->g;
+  uint32_t r = share_find(s, (uint32_t)x);
+  uint32_t mark = ++s->epoch; /* want[] stamp; the search uses mark + 1 */
+  size_t n_want = 0;
+  for (uint32_t t = r; t != UINT32_MAX; t = s->next[t]) {
+    const mp_tensor *m = mp_graph_tensor(g, t);
+    if (m->kind != MP_TENSOR_ACTIVATION) return false;
+    for (uint32_t k = 0; k < m->n_consumers; k++) {
+      uint32_t q = m->consumers[k];
+      if (q == o || s->want[q] == mark) continue;
+      s->want[q] = mark;
+      n_want++;
+    }
+  }
+  return n_want == 0 || share_ancestors(s, o, n_want);
+}
+
+/* No other input of o is another tensor of x's buffer (o would read
+ * bytes it is overwriting through a different shape). */
+static bool share_alone(share_ctx *s, const mp_op *op, int32_t x) {
+  uint32_t r = share_find(s, (uint32_t)x);
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    int32_t t = op->inputs[k];
+    if (t >= 0 && t != x && share_find(s, (uint32_t)t) == r) return false;
+  }
+  return true;
+}
+
+/* ---- the rules ----------------------------------------------------------- */
+
+static bool share_is_view(const char *type) {
+  return strcmp(type, "Reshape") == 0 || strcmp(type, "Flatten") == 0 ||
+         strcmp(type, "Squeeze") == 0 || strcmp(type, "Unsqueeze") == 0 ||
+         strcmp(type, "Identity") == 0;
+}
+
+/* Rule 1. */
+static bool share_view_ok(share_ctx *s, const mp_op *op, int32_t y) {
+  const mp_graph *g = s->g;
+  int32_t x = op->inputs[0];
+  const mp_tensor *xt = mp_graph_tensor(g, (size_t)x);
+  const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
+  if (xt->dtype != yt->dtype || xt->bytes != yt->bytes) return false;
+  const mp_tensor *root = mp_graph_tensor(g, share_find(s, (uint32_t)x));
+  if (root->kind == MP_TENSOR_RETAINED) return false;
+  if (yt->kind == MP_TENSOR_OUTPUT) {
+    return root->kind == MP_TENSOR_ACTIVATION || root->kind == MP_TENSOR_OUTPUT;
+  }
+  return true;
+}
+
+/* Rule 3: depthwise, one channel per group, batch 1, output no larger. */
+static bool share_depthwise_ok(share_ctx *s, uint32_t o, const mp_op *op,
+                               int32_t y) {
+  const mp_graph *g = s->g;
+  if (strcmp(op->type, "Conv") != 0 || rw_has_mplan_attr(op) ||
+      op->n_inputs < 2 || op->inputs[1] < 0) {
+    return false;
+  }
+  int32_t x = op->inputs[0];
+  const mp_tensor *xt = mp_graph_tensor(g, (size_t)x);
+  const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
+  const mp_tensor *wt = mp_graph_tensor(g, (size_t)op->inputs[1]);
+  if (xt->rank != 4 || yt->rank != 4 || wt->rank != 4) return false;
+  int64_t ch = mp_graph_dim_of(g, &xt->shape[1]);
+  return pass_attr_int(op, "group", 1) == ch && ch > 1 &&
+         mp_graph_dim_of(g, &yt->shape[1]) == ch &&
+         mp_graph_dim_of(g, &wt->shape[0]) == ch &&
+         mp_graph_dim_of(g, &wt->shape[1]) == 1 &&
+         mp_graph_dim_of(g, &xt->shape[0]) == 1 && xt->dtype == yt->dtype &&
+         yt->bytes <= xt->bytes && pass_same_layout(g, x, y) &&
+         share_alone(s, op, x) && share_writable(s, o, x);
+}
+
+/* Rule 4: input k of a fused op, one its epilogue added. */
+static bool share_epilogue_ok(share_ctx *s, uint32_t o, const mp_op *op,
+                              uint32_t k, int32_t y) {
+  const mp_graph *g = s->g;
+  uint32_t own = strcmp(op->type, "MatMul") == 0 ? 2 : 3;
+  int32_t x = op->inputs[k];
+  if (k < own || x < 0 || !mp_op_first_read(op, k) ||
+      !pass_same_type(g, x, y) || !pass_same_layout(g, x, y)) {
+    return false;
+  }
+  uint32_t r = share_find(s, (uint32_t)x);
+  for (uint32_t j = 0; j < own && j < op->n_inputs; j++) {
+    if (op->inputs[j] >= 0 && share_find(s, (uint32_t)op->inputs[j]) == r) {
+      return false;
+    }
+  }
+  return share_alone(s, op, x) && share_writable(s, o, x);
+}
+
+static bool share_is_fused(const mp_op *op) {
+  return mp_op_attr(op, "mplan.epilogue") &&
+         !mp_op_attr(op, "mplan.horizontal");
+}
+
+mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out) {
+  const mp_graph *g = s->g;
+  const mp_op *op = mp_graph_op(g, o);
+  if (op->n_outputs != 1 || op->n_inputs < 1 || op->inputs[0] < 0) {
+    return MP_ALIAS_OWN;
+  }
+  int32_t y = op->outputs[0];
+  mp_tensor_kind yk = mp_graph_tensor(g, (size_t)y)->kind;
+  if (yk != MP_TENSOR_ACTIVATION && yk != MP_TENSOR_OUTPUT) return MP_ALIAS_OWN;
+  /* Rule 0: a tensor the user pinned keeps bytes of its own. */
+  if (mp_graph_tensor(g, (size_t)y)->pinned) return MP_ALIAS_OWN;
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    if (op->inputs[k] >= 0 &&
+        mp_graph_tensor(g, (size_t)op->inputs[k])->pinned) {
+      return MP_ALIAS_OWN;
+    }
+  }
+  if (share_is_view(op->type)) {
+    *k_out = 0;
+    return share_view_ok(s, op, y) ? MP_ALIAS_VIEW : MP_ALIAS_OWN;
+  }
+  if (pass_ew_find(op->type)) {
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      int32_t x = op->inputs[k];
+      if (x < 0 || !mp_op_first_read(op, k) || !pass_same_type(g, x, y) ||
+          !pass_same_layout(g, x, y) || !share_alone(s, op, x) ||
+          !share_writable(s, o, x)) {
+        continue;
+      }
+      *k_out = k;
+      return MP_ALIAS_ELEMENTWISE;
+    }
+    return MP_ALIAS_OWN;
+  }
+  if (share_is_fused(op)) {
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      if (!share_epilogue_ok(s, o, op, k, y)) continue;
+      *k_out = k;
+      return MP_ALIAS_EPILOGUE;
+    }
+    return MP_ALIAS_OWN;
+  }
+  *k_out = 0;
+  return share_depthwise_ok(s, o, op, y) ? MP_ALIAS_DEPTHWISE : MP_ALIAS_OWN;
+}

@@ -1,0 +1,70 @@
+/*
+ * share.h -- when may an op's output live in an input's bytes? Private to
+ * analyzer/passes/ (views.c, inplace.c).
+ */
+#ifndef MPLAN_PASSES_SHARE_H
+#define MPLAN_PASSES_SHARE_H
+
+#include "pass.h"
+
+typedef struct share_ctx {
+  pass_ctx *c; /* parent[] and rule[] live here */
+  const mp_graph *g;
+  uint32_t *next;  /* member lists: next tensor of the same buffer */
+  uint32_t *stamp; /* per op, for the ancestor search */
+  uint32_t *want;  /* per op: a reader the search must reach */
+  uint32_t *queue;
+  uint32_t epoch;
+} share_ctx;
+
+/* Borrows c (its parent links say which tensors share already). Owned
+ * scratch (release with share_release). */
+mp_status share_init(share_ctx *s, pass_ctx *c, mp_error *err);
+void share_release(share_ctx *s);
+
+/* A representative of t's buffer. */
+uint32_t share_find(share_ctx *s, uint32_t t);
+
+/* Puts y's buffer into into's buffer, y joining for reason why. */
+void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why);
+
+/* THE in-place and aliasing predicate: may op o's output y share the
+ * buffer of its input *k_out, and by which rule? MP_ALIAS_OWN: no.
+ *
+ *  0. o has exactly one output y, an activation or a graph output, and
+ *     reads a tensor at input 0; neither y nor any input of o is pinned
+ *     (a pinned tensor keeps the offset, and so the bytes, of its own).
+ *  1. VIEW -- o is Reshape, Flatten, Squeeze, Unsqueeze or Identity; x is
+ *     input 0 with y's dtype and byte size (a view reinterprets bytes and
+ *     never writes them, so other readers of x are unaffected); x's
+ *     buffer is not retained state; when y is a graph output, x's buffer
+ *     is an activation or graph output (outputs never alias inputs or
+ *     weights).
+ *  2. ELEMENTWISE -- o is in the elementwise table (pass_ew_find) and
+ *     input k (the first that qualifies, each tensor counted once) has
+ *     y's dtype, dims (x is not broadcast) and layout tag, and
+ *     a. no other input of o is a different tensor of x's buffer;
+ *     b. x's buffer may be overwritten: every tensor in it is an
+ *        activation (no graph input, weight, output or retained state),
+ *        and every op that reads any of them, other than o, is an
+ *        ancestor of o -- so in every order nothing reads those bytes
+ *        after o (the "no later consumer" rule, independent of order).
+ *  3. DEPTHWISE (TinyEngine) -- o is a Conv without mplan.* attributes,
+ *     4-D, batch 1, group = channels = output channels > 1, weight
+ *     [C, 1, kh, kw], the same dtype and layout tag in and out, output no
+ *     larger than input, and 2a and 2b hold for x = input 0. The runtime
+ *     computes each output channel into scratch and copies it down,
+ *     channels in increasing order (docs/ir-conventions.md): it only
+ *     overwrites input channels already consumed.
+ *  4. EPILOGUE -- o is a fused op (mplan.epilogue, no mplan.horizontal)
+ *     and input k is one its epilogue added (k >= the head's own count:
+ *     2 for MatMul, 3 for Conv, ConvTranspose, Gemm) with y's dtype,
+ *     dims and layout tag -- the residual of a Conv + Add. Every output
+ *     element reads only its own element of that operand, after the
+ *     head's reduction; none of the head's own inputs may be in x's
+ *     buffer (the reduction reads whole windows of them), and 2a and 2b
+ *     hold.
+ */
+mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
+
+#endif /* MPLAN_PASSES_SHARE_H */

@@ -1,0 +1,114 @@
+/*
+ * util.c -- graph queries the passes share, and the one table of
+ * elementwise ops.
+ *
+ * Invariants:
+ *   1. pass_ew_find knows only ops whose every output element depends on
+ *      the inputs' elements at the same (broadcast) position: fusing them
+ *      into a loop over the head's output, or writing them over an input,
+ *      never consumes a partial result of a reduction (seed 000 section 4).
+ *   2. Register costs are live vector values added to a fused loop: one
+ *      for a simple unary op or a loaded operand, two for a per-channel
+ *      scale and shift (BatchNormalization), three for functions evaluated
+ *      by a polynomial or an exponential (seed 000 section 4: "the more
+ *      ops a group holds, the more values must stay in registers").
+ */
+#include <string.h>
+
+#include "pass.h"
+
+static const pass_ew pass_ew_table[] = {
+    /* simple unary */
+    {"Relu", PASS_EW_UNARY, false, 1},
+    {"LeakyRelu", PASS_EW_UNARY, false, 1},
+    {"ThresholdedRelu", PASS_EW_UNARY, false, 1},
+    {"HardSigmoid", PASS_EW_UNARY, false, 1},
+    {"HardSwish", PASS_EW_UNARY, false, 2},
+    {"Abs", PASS_EW_UNARY, false, 1},
+    {"Neg", PASS_EW_UNARY, false, 1},
+    {"Floor", PASS_EW_UNARY, false, 1},
+    {"Ceil", PASS_EW_UNARY, false, 1},
+    {"Round", PASS_EW_UNARY, false, 1},
+    {"Sign", PASS_EW_UNARY, false, 1},
+    {"Reciprocal", PASS_EW_UNARY, false, 1},
+    {"Not", PASS_EW_UNARY, false, 1},
+    /* unary by polynomial or exponential */
+    {"Sigmoid", PASS_EW_UNARY, false, 3},
+    {"Tanh", PASS_EW_UNARY, false, 3},
+    {"Exp", PASS_EW_UNARY, false, 3},
+    {"Log", PASS_EW_UNARY, false, 3},
+    {"Sqrt", PASS_EW_UNARY, false, 3},
+    {"Erf", PASS_EW_UNARY, false, 3},
+    {"Gelu", PASS_EW_UNARY, false, 3},
+    {"Elu", PASS_EW_UNARY, false, 3},
+    {"Selu", PASS_EW_UNARY, false, 3},
+    {"Celu", PASS_EW_UNARY, false, 3},
+    {"Softplus", PASS_EW_UNARY, false, 3},
+    {"Softsign", PASS_EW_UNARY, false, 3},
+    {"Mish", PASS_EW_UNARY, false, 3},
+    {"Sin", PASS_EW_UNARY, false, 3},
+    {"Cos", PASS_EW_UNARY, false, 3},
+    /* binary (and n-ary Sum) with an operand broadcast to the output */
+    {"Add", PASS_EW_BINARY, true, 1},
+    {"Mul", PASS_EW_BINARY, true, 1},
+    {"Max", PASS_EW_BINARY, true, 1},
+    {"Min", PASS_EW_BINARY, true, 1},
+    {"Sum", PASS_EW_BINARY, true, 1},
+    {"Sub", PASS_EW_BINARY, false, 1},
+    {"Div", PASS_EW_BINARY, false, 1},
+    {"Pow", PASS_EW_BINARY, false, 3},
+    {"PRelu", PASS_EW_BINARY, false, 1},
+    {"Clip", PASS_EW_CLIP, false, 1},
+    {"BatchNormalization", PASS_EW_BATCHNORM, false, 2},
+};
+
+const pass_ew *pass_ew_find(const char *type) {
+  for (size_t i = 0; i < sizeof pass_ew_table / sizeof *pass_ew_table; i++) {
+    if (strcmp(pass_ew_table[i].type, type) == 0) return &pass_ew_table[i];
+  }
+  return NULL;
+}
+
+int32_t pass_sole_reader(const mp_graph *g, int32_t t) {
+  const mp_tensor *x = mp_graph_tensor(g, (size_t)t);
+  return x->n_consumers == 1 ? (int32_t)x->consumers[0] : -1;
+}
+
+uint32_t pass_reads(const mp_op *op, int32_t t) {
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < op->n_inputs; k++) n += op->inputs[k] == t;
+  return n;
+}
+
+bool pass_same_type(const mp_graph *g, int32_t a, int32_t b) {
+  const mp_tensor *x = mp_graph_tensor(g, (size_t)a);
+  const mp_tensor *y = mp_graph_tensor(g, (size_t)b);
+  if (x->dtype != y->dtype || x->rank != y->rank) return false;
+  for (uint32_t k = 0; k < x->rank; k++) {
+    if (mp_graph_dim_of(g, &x->shape[k]) != mp_graph_dim_of(g, &y->shape[k]))
+      return false;
+  }
+  return true;
+}
+
+bool pass_same_layout(const mp_graph *g, int32_t a, int32_t b) {
+  const char *x = mp_graph_tensor(g, (size_t)a)->layout;
+  const char *y = mp_graph_tensor(g, (size_t)b)->layout;
+  if (!x || !y) return x == y;
+  return strcmp(x, y) == 0;
+}
+
+int64_t pass_attr_int(const mp_op *op, const char *name, int64_t def) {
+  const mp_attr *a = mp_op_attr(op, name);
+  return a && a->kind == MP_ATTR_INT ? a->i : def;
+}
+
+bool pass_all_equal(const mp_tensor *t, double v) {
+  const mp_value *val = t->value;
+  if (!val || val->n == 0) return false;
+  for (size_t k = 0; k < val->n; k++) {
+    double x = val->i ? (double)val->i[k] : val->f[k];
+    if (x != v) return false;
+  }
+  return true;
+}

@@ -1,0 +1,1087 @@
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+/*
+ * schedule_memory.c -- the memory-aware order (--order memory).
+ *
+ * The cost of an order is its activation peak under the lifetime rules of
+ * lifetime.c, over buffers (mplan/alias.h), simulated op by op: before op
+ * u runs, the live bytes are those of every buffer born and not yet freed;
+ * u adds the buffers it creates; that sum is the step's live bytes; after
+ * u, every buffer whose last user was u (and that holds no graph output)
+ * is freed. Buffer sizes, alignments and classes come from
+ * mp_lifetime_buffer_desc, so the simulation counts exactly the bytes the
+ * problem will.
+ *
+ * Candidates: the file order (topo when the file is not topological),
+ * dfs, rpo, and two greedy list schedules (always the ready op that makes
+ * the step smallest / that grows the live bytes least). Then the graph is
+ * split at split ops -- ops that are ordered (ancestor or descendant) with
+ * respect to every other op. Every order runs exactly the same ops before
+ * a split op, so the live set after it is the same in every order and the
+ * pieces between split ops (segments) can be ordered independently: the
+ * peak of an order is the largest of its segments' peaks. Each segment
+ * takes the best candidate's sub-order, then an exact dynamic program over
+ * the sets of ops already run (SERENITY, MLSys 2020) tries to beat it.
+ *
+ * The dynamic program: a state is the set S of a segment's ops already
+ * run; the live bytes after S depend on S only, while the peak on the way
+ * there depends on the order, so each state keeps the lowest peak of any
+ * order reaching it. Level k holds the states with |S| = k; a state
+ * expands by every ready op. Transitions whose peak reaches the best
+ * known peak are cut (they cannot improve on it): if no full state
+ * survives, the heuristic was already optimal. Only predecessor links
+ * (8 bytes a state) are kept for earlier levels.
+ *
+ * Invariants:
+ *   1. Every candidate and the result is a topological order, and the
+ *      peak the scheduler reports for it equals the lower bound the
+ *      lifetimes of that order give (checked by the property tests).
+ *   2. A split op sits at the same step in every topological order: it
+ *      has exactly as many ancestors as ops before it in the reference
+ *      order. So segments are the same step ranges in every order.
+ *   3. The result's peak <= every candidate's peak, in particular the
+ *      file order's: per segment the result is never worse than the
+ *      file order's sub-order.
+ *   4. Deterministic: ties go to the earlier candidate, the earlier state
+ *      and the op that comes first in the reference order. Only the time
+ *      budget (off by default for small searches) can change a result.
+ *   5. exact is true only when every segment with more than one op was
+ *      searched to the end with no level cut to max_states.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mplan/lifetime.h"
+#include "schedule_internal.h"
+
+#define SM_DEFAULT_STATES 65536
+/* Predecessor links kept for one segment's search (8 bytes each). */
+#define SM_MAX_HISTORY ((size_t)1 << 23)
+/* Segments larger than this are ordered by the heuristics alone: a state
+ * holds one bit per op and every expansion scans all of them. */
+#define SM_MAX_DP_OPS 4096
+/* Bytes of state bits one level may hold while it is built (up to four
+ * times max_states states): caps max_states for wide segments. */
+#define SM_LEVEL_BYTES ((size_t)32 << 20)
+
+typedef struct sm_model {
+  const mp_graph *g;
+  const mp_schedule_opts *o;
+  const mp_alloc *a;
+  size_t n_ops, n_buf;
+  uint32_t *pred_start, *preds; /* distinct predecessor ops */
+  uint32_t *use_start, *uses;   /* distinct buffers an op reads */
+  uint32_t *born_start, *born;  /* buffers an op creates */
+  uint32_t *user_start, *users; /* per buffer: distinct ops reading it */
+  size_t *size;                 /* padded activation bytes; 0 otherwise */
+  size_t *born_bytes;           /* per op */
+  bool *keep;                   /* holds a graph output: never freed */
+  size_t start_mem;             /* activation buffers live before step 0 */
+  size_t start_free;            /* ... of which nobody reads (die at 0) */
+} sm_model;
+
+static void sm_release(sm_model *m) {
+  void *arrays[] = {m->pred_start, m->preds,      m->use_start,  m->uses,
+                    m->born_start, m->born,       m->user_start, m->users,
+                    m->size,       m->born_bytes, m->keep};
+  for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
+    mp_free(m->a, arrays[i]);
+  }
+}
+
+static mp_status sm_nomem(const sm_model *m, mp_error *err) {
+  return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                      mp_graph_source(m->g));
+}
+
+static uint32_t sm_buf(const sm_model *m, size_t t) {
+  return m->o->alias ? m->o->alias->buffer_of[t] : (uint32_t)t;
+}
+
+/* Buffer sizes and classes through the lifetime rules (header). */
+static mp_status sm_sizes(sm_model *m, const mp_lifetime_opts *lo,
+                          mp_error *err) {
+  size_t total = 0;
+  for (size_t b = 0; b < m->n_buf; b++) {
+    mp_buffer_desc d;
+    size_t padded;
+    mp_lifetime_buffer_desc(m->g, lo, b, &d);
+    if (d.cls != MP_CLASS_ACTIVATION) continue;
+    if (!mp_align_up(d.size, d.alignment, &padded) ||
+        !mp_size_add(total, padded, &total)) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s: the activations' sizes add up to more than "
+                          "SIZE_MAX",
+                          mp_graph_source(m->g));
+    }
+    m->size[b] = padded;
+  }
+  return MP_OK;
+}
+
+/* Fills a CSR (start, items) from pairs (key, value) counted twice: the
+ * emit callback is run once to count and once to fill. */
+typedef void (*sm_emit_fn)(sm_model *m, uint32_t *stamp, uint32_t *count,
+                           uint32_t *start, uint32_t *items);
+
+static mp_status sm_csr(sm_model *m, size_t n_keys, sm_emit_fn emit,
+                        uint32_t **start, uint32_t **items, mp_error *err) {
+  uint32_t *stamp = mp_calloc(m->a, m->n_buf + m->n_ops + 1, sizeof *stamp);
+  *start = mp_calloc(m->a, n_keys + 1, sizeof **start);
+  if (!stamp || !*start) {
+    mp_free(m->a, stamp);
+    return sm_nomem(m, err);
+  }
+  emit(m, stamp, *start + 1, NULL, NULL);
+  for (size_t k = 0; k < n_keys; k++) (*start)[k + 1] += (*start)[k];
+  *items = mp_calloc(m->a, (*start)[n_keys] + 1, sizeof **items);
+  uint32_t *fill = mp_calloc(m->a, n_keys + 1, sizeof *fill);
+  if (!*items || !fill) {
+    mp_free(m->a, fill);
+    mp_free(m->a, stamp);
+    return sm_nomem(m, err);
+  }
+  memset(stamp, 0, (m->n_buf + m->n_ops + 1) * sizeof *stamp);
+  emit(m, stamp, fill, *start, *items);
+  mp_free(m->a, fill);
+  mp_free(m->a, stamp);
+  return MP_OK;
+}
+
+/* The stamp arrays de-duplicate within one op: stamp[x] == op + 1 means x
+ * was seen for this op already. */
+static void sm_put(uint32_t key, uint32_t val, uint32_t *stamp,
+                   uint32_t stamp_v, uint32_t *count, uint32_t *start,
+                   uint32_t *items) {
+  if (stamp[val] == stamp_v) return;
+  stamp[val] = stamp_v;
+  if (items) {
+    items[start[key] + count[key]] = val;
+  }
+  count[key]++;
+}
+
+static void sm_emit_preds(sm_model *m, uint32_t *stamp, uint32_t *count,
+                          uint32_t *start, uint32_t *items) {
+  for (uint32_t o = 0; o < m->n_ops; o++) {
+    const mp_op *op = mp_graph_op(m->g, o);
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      if (op->inputs[k] < 0) continue;
+      int32_t p = mp_graph_tensor(m->g, (size_t)op->inputs[k])->producer;
+      if (p >= 0) sm_put(o, (uint32_t)p, stamp, o + 1, count, start, items);
+    }
+  }
+}
+
+static void sm_emit_uses(sm_model *m, uint32_t *stamp, uint32_t *count,
+                         uint32_t *start, uint32_t *items) {
+  for (uint32_t o = 0; o < m->n_ops; o++) {
+    const mp_op *op = mp_graph_op(m->g, o);
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      if (op->inputs[k] < 0) continue;
+      uint32_t b = sm_buf(m, (size_t)op->inputs[k]);
+      sm_put(o, b, stamp, o + 1, count, start, items);
+    }
+  }
+}
+
+/* An op creates buffer b when it writes a tensor of b and reads none:
+ * writers that read b (views, in place) extend a buffer born earlier. */
+static bool sm_reads(const sm_model *m, uint32_t o, uint32_t b) {
+  for (uint32_t k = m->use_start[o]; k < m->use_start[o + 1]; k++) {
+    if (m->uses[k] == b) return true;
+  }
+  return false;
+}
+
+static void sm_emit_born(sm_model *m, uint32_t *stamp, uint32_t *count,
+                         uint32_t *start, uint32_t *items) {
+  for (uint32_t o = 0; o < m->n_ops; o++) {
+    const mp_op *op = mp_graph_op(m->g, o);
+    for (uint32_t k = 0; k < op->n_outputs; k++) {
+      uint32_t b = sm_buf(m, (size_t)op->outputs[k]);
+      if (!sm_reads(m, o, b)) sm_put(o, b, stamp, o + 1, count, start, items);
+    }
+  }
+}
+
+static void sm_emit_users(sm_model *m, uint32_t *stamp, uint32_t *count,
+                          uint32_t *start, uint32_t *items) {
+  (void)stamp;
+  for (uint32_t o = 0; o < m->n_ops; o++) {
+    for (uint32_t k = m->use_start[o]; k < m->use_start[o + 1]; k++) {
+      uint32_t b = m->uses[k];
+      if (items) items[start[b] + count[b]] = o;
+      count[b]++;
+    }
+  }
+}
+
+static mp_status sm_build(sm_model *m, const mp_graph *g,
+                          const mp_schedule_opts *o, mp_error *err) {
+  mp_lifetime_opts lo = {.inputs_as_activations = o->inputs_as_activations,
+                         .backend = o->backend,
+                         .alias = o->alias};
+  memset(m, 0, sizeof *m);
+  m->g = g;
+  m->o = o;
+  m->a = mp_graph_alloc(g);
+  m->n_ops = mp_graph_op_count(g);
+  m->n_buf = mp_lifetime_buffer_count(g, &lo);
+  if (o->alias && o->alias->n_tensors != mp_graph_tensor_count(g)) {
+    return mp_error_set(err, MP_ERR_INTERNAL,
+                        "%s: the alias map does not match the graph",
+                        mp_graph_source(g));
+  }
+  m->size = mp_calloc(m->a, m->n_buf + 1, sizeof *m->size);
+  m->keep = mp_calloc(m->a, m->n_buf + 1, sizeof *m->keep);
+  m->born_bytes = mp_calloc(m->a, m->n_ops + 1, sizeof *m->born_bytes);
+  if (!m->size || !m->keep || !m->born_bytes) return sm_nomem(m, err);
+  mp_status st = sm_sizes(m, &lo, err);
+  if (st == MP_OK)
+    st = sm_csr(m, m->n_ops, sm_emit_preds, &m->pred_start, &m->preds, err);
+  if (st == MP_OK)
+    st = sm_csr(m, m->n_ops, sm_emit_uses, &m->use_start, &m->uses, err);
+  if (st == MP_OK)
+    st = sm_csr(m, m->n_ops, sm_emit_born, &m->born_start, &m->born, err);
+  if (st == MP_OK)
+    st = sm_csr(m, m->n_buf, sm_emit_users, &m->user_start, &m->users, err);
+  if (st != MP_OK) return st;
+  bool *has_birth = mp_calloc(m->a, m->n_buf + 1, sizeof *has_birth);
+  if (!has_birth) return sm_nomem(m, err);
+  for (size_t u = 0; u < m->n_ops; u++) {
+    for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
+      m->born_bytes[u] += m->size[m->born[k]];
+      has_birth[m->born[k]] = true;
+    }
+  }
+  for (size_t t = 0; t < mp_graph_tensor_count(g); t++) {
+    if (mp_graph_tensor(g, t)->kind == MP_TENSOR_OUTPUT) {
+      m->keep[sm_buf(m, t)] = true;
+    }
+  }
+  /* Activation buffers no op creates: graph inputs planned as
+   * activations, live from step 0. */
+  for (size_t b = 0; b < m->n_buf; b++) {
+    if (has_birth[b] || !m->size[b]) continue;
+    m->start_mem += m->size[b];
+    if (m->user_start[b] == m->user_start[b + 1] && !m->keep[b]) {
+      m->start_free += m->size[b];
+    }
+  }
+  mp_free(m->a, has_birth);
+  return MP_OK;
+}
+
+/* ---- simulation ---------------------------------------------------------- */
+
+/* Bytes freed after u runs, given remaining users per buffer (before u). */
+static size_t sm_freed(const sm_model *m, uint32_t u, const uint32_t *remain) {
+  size_t f = 0;
+  for (uint32_t k = m->use_start[u]; k < m->use_start[u + 1]; k++) {
+    uint32_t b = m->uses[k];
+    if (remain[b] == 1 && !m->keep[b]) f += m->size[b];
+  }
+  for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
+    uint32_t b = m->born[k];
+    if (m->user_start[b] == m->user_start[b + 1] && !m->keep[b])
+      f += m->size[b];
+  }
+  return f;
+}
+
+static void sm_run_op(const sm_model *m, uint32_t u, uint32_t *remain) {
+  for (uint32_t k = m->use_start[u]; k < m->use_start[u + 1]; k++) {
+    remain[m->uses[k]]--;
+  }
+}
+
+static void sm_reset(const sm_model *m, uint32_t *remain) {
+  for (size_t b = 0; b < m->n_buf; b++) {
+    remain[b] = m->user_start[b + 1] - m->user_start[b];
+  }
+}
+
+/* The peak of order; step[k] (when not NULL) gets the live bytes of step
+ * k and after[k] those left after it. */
+static size_t sm_sim(const sm_model *m, const uint32_t *order, uint32_t *remain,
+                     size_t *step, size_t *after) {
+  size_t live = m->start_mem, peak = 0;
+  sm_reset(m, remain);
+  for (size_t k = 0; k < m->n_ops; k++) {
+    uint32_t u = order[k];
+    live += m->born_bytes[u];
+    if (live > peak) peak = live;
+    if (step) step[k] = live;
+    live -= sm_freed(m, u, remain);
+    sm_run_op(m, u, remain);
+    if (k == 0) live -= m->start_free;
+    if (after) after[k] = live;
+  }
+  return peak;
+}
+
+/* ---- greedy list schedules ----------------------------------------------- */
+
+typedef enum { SM_GREEDY_PEAK, SM_GREEDY_NET } sm_greedy_kind;
+
+/* true when candidate (peak p, net n, position i) beats the best so far. */
+static bool sm_greedy_better(sm_greedy_kind kind, size_t p, size_t grow,
+                             size_t shrink, size_t bp, size_t bgrow,
+                             size_t bshrink) {
+  /* net = grow - shrink compared without signed overflow:
+   * grow - shrink < bgrow - bshrink <=> grow + bshrink < bgrow + shrink */
+  size_t l = grow + bshrink, r = bgrow + shrink;
+  if (kind == SM_GREEDY_PEAK) {
+    if (p != bp) return p < bp;
+    return l < r;
+  }
+  if (l != r) return l < r;
+  return p < bp;
+}
+
+static mp_status sm_greedy(const sm_model *m, const uint32_t *rank,
+                           sm_greedy_kind kind, uint32_t *out, uint32_t *remain,
+                           mp_error *err) {
+  size_t n = m->n_ops, n_ready = 0;
+  uint32_t *indeg = mp_calloc(m->a, n + 1, sizeof *indeg);
+  uint32_t *ready = mp_calloc(m->a, n + 1, sizeof *ready);
+  if (!indeg || !ready) {
+    mp_free(m->a, indeg);
+    mp_free(m->a, ready);
+    return sm_nomem(m, err);
+  }
+  sm_reset(m, remain);
+  for (size_t u = 0; u < n; u++) {
+    indeg[u] = m->pred_start[u + 1] - m->pred_start[u];
+    if (!indeg[u]) ready[n_ready++] = (uint32_t)u;
+  }
+  size_t live = m->start_mem;
+  for (size_t k = 0; k < n; k++) {
+    size_t best = 0, bp = 0, bgrow = 0, bshrink = 0;
+    for (size_t r = 0; r < n_ready; r++) {
+      uint32_t u = ready[r];
+      size_t grow = m->born_bytes[u], shrink = sm_freed(m, u, remain);
+      size_t p = live + grow;
+      if (r == 0 ||
+          sm_greedy_better(kind, p, grow, shrink, bp, bgrow, bshrink) ||
+          (p == bp && grow + bshrink == bgrow + shrink &&
+           rank[u] < rank[ready[best]])) {
+        best = r, bp = p, bgrow = grow, bshrink = shrink;
+      }
+    }
+    uint32_t u = ready[best];
+    ready[best] = ready[--n_ready];
+    out[k] = u;
+    live = live + bgrow - bshrink;
+    sm_run_op(m, u, remain);
+    if (k == 0) live -= m->start_free;
+    const mp_op *op = mp_graph_op(m->g, u);
+    for (uint32_t j = 0; j < op->n_outputs; j++) {
+      const mp_tensor *t = mp_graph_tensor(m->g, (size_t)op->outputs[j]);
+      for (uint32_t c = 0; c < t->n_consumers; c++) {
+        uint32_t v = t->consumers[c];
+        /* indeg counts distinct predecessors: decrement once per op. */
+        bool first = true;
+        for (uint32_t q = 0; q < j && first; q++) {
+          const mp_tensor *s = mp_graph_tensor(m->g, (size_t)op->outputs[q]);
+          for (uint32_t d = 0; d < s->n_consumers; d++) {
+            if (s->consumers[d] == v) first = false;
+          }
+        }
+        if (first && --indeg[v] == 0) ready[n_ready++] = v;
+      }
+    }
+  }
+  mp_free(m->a, indeg);
+  mp_free(m->a, ready);
+  return MP_OK;
+}
+
+/* ---- segments ------------------------------------------------------------ */
+
+/* Marks split ops of the reference order (invariant 2): position p holds
+ * a split op when every op before it reaches it and it reaches every op
+ * after it, which (in a topological order) is: every op before p has a
+ * successor at or before p, and every op after p a predecessor at or
+ * after p. Linear time with prefix maxima and suffix minima. */
+static mp_status sm_splits(const sm_model *m, const uint32_t *ref,
+                           const uint32_t *pos, bool *split, mp_error *err) {
+  size_t n = m->n_ops;
+  size_t *minsucc = mp_calloc(m->a, n + 1, sizeof *minsucc);
+  int64_t *maxpred = mp_calloc(m->a, n + 1, sizeof *maxpred);
+  if (!minsucc || !maxpred) {
+    mp_free(m->a, minsucc);
+    mp_free(m->a, maxpred);
+    return sm_nomem(m, err);
+  }
+  for (size_t u = 0; u < n; u++) {
+    minsucc[u] = n;
+    maxpred[u] = -1;
+  }
+  for (size_t u = 0; u < n; u++) {
+    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
+      uint32_t p = m->preds[k];
+      if (pos[u] < minsucc[p]) minsucc[p] = pos[u];
+      if ((int64_t)pos[p] > maxpred[u]) maxpred[u] = pos[p];
+    }
+  }
+  size_t pre = 0; /* max minsucc over positions < p */
+  for (size_t p = 0; p < n; p++) {
+    split[p] = pre <= p;
+    if (minsucc[ref[p]] > pre) pre = minsucc[ref[p]];
+  }
+  int64_t suf = INT64_MAX; /* min maxpred over positions > p */
+  for (size_t p = n; p-- > 0;) {
+    split[p] = split[p] && suf >= (int64_t)p;
+    if (maxpred[ref[p]] < suf) suf = maxpred[ref[p]];
+  }
+  mp_free(m->a, minsucc);
+  mp_free(m->a, maxpred);
+  return MP_OK;
+}
+
+/* ---- the exact search over one segment ----------------------------------- */
+
+typedef struct sm_dp {
+  const sm_model *m;
+  const uint32_t *ref; /* reference order */
+  const uint32_t *pos; /* op -> position in ref */
+  size_t lo, n;        /* the segment: positions lo .. lo + n - 1 */
+  size_t words;        /* 64-bit words per state */
+  size_t base;         /* live bytes before the segment */
+  uint64_t *pred_mask; /* per local op: local predecessors */
+  /* per local op: buffers that may be freed in the segment, CSR */
+  uint32_t *fb_start, *fb;
+  /* per such buffer: local users, CSR (indexed like fb) */
+  uint32_t *fu_start, *fu;
+  bool *fb_born;   /* the op creates it (freed now if nobody reads it) */
+  size_t *fb_size; /* its bytes */
+  /* history (every level) */
+  uint32_t *h_parent, *h_op;
+  size_t h_n, h_cap;
+  /* current and next level */
+  uint64_t *bits[2];
+  size_t *peak[2], *mem[2];
+  uint64_t *id[2]; /* next level: parent index * n + op; current: history */
+  size_t count[2], cap[2];
+  uint32_t *table; /* open addressing over the next level (index + 1) */
+  size_t table_cap;
+  size_t ub;         /* a transition must beat this peak */
+  size_t max_states; /* per level */
+  struct timespec deadline;
+  bool cut;       /* a level was cut to max_states */
+  bool timed_out; /* the deadline passed */
+  bool too_big;   /* history or state memory would exceed its cap */
+  size_t expansions;
+  mp_error *err;
+} sm_dp;
+
+static void sm_dp_release(sm_dp *d) {
+  const mp_alloc *a = d->m->a;
+  void *arrays[] = {
+      d->pred_mask, d->fb_start, d->fb,     d->fu_start, d->fu,      d->fb_born,
+      d->fb_size,   d->h_parent, d->h_op,   d->bits[0],  d->bits[1], d->peak[0],
+      d->peak[1],   d->mem[0],   d->mem[1], d->id[0],    d->id[1],   d->table};
+  for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
+    mp_free(a, arrays[i]);
+  }
+}
+
+static size_t sm_local(const sm_dp *d, uint32_t op) {
+  return d->pos[op] - d->lo;
+}
+
+static bool sm_in_seg(const sm_dp *d, uint32_t op) {
+  return d->pos[op] >= d->lo && d->pos[op] < d->lo + d->n;
+}
+
+/* Can buffer b be freed inside the segment: no graph output, and no user
+ * after the segment? (Users before it have run.) */
+static bool sm_freeable(const sm_dp *d, uint32_t b) {
+  const sm_model *m = d->m;
+  if (m->keep[b] || !m->size[b]) return false;
+  for (uint32_t k = m->user_start[b]; k < m->user_start[b + 1]; k++) {
+    if (d->pos[m->users[k]] >= d->lo + d->n) return false;
+  }
+  return true;
+}
+
+/* The per-op buffer lists of the segment: counted first (fill false,
+ * *nf and *nu receive the sizes), then filled. */
+static void sm_dp_lists(sm_dp *d, bool fill, size_t *nf_out, size_t *nu_out) {
+  const sm_model *m = d->m;
+  size_t nf = 0, nu = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    uint32_t u = d->ref[d->lo + i];
+    if (fill) d->fb_start[i] = (uint32_t)nf;
+    for (int pass = 0; pass < 2; pass++) {
+      const uint32_t *list = pass ? m->born : m->uses;
+      uint32_t s = pass ? m->born_start[u] : m->use_start[u];
+      uint32_t e = pass ? m->born_start[u + 1] : m->use_start[u + 1];
+      for (uint32_t k = s; k < e; k++) {
+        uint32_t b = list[k];
+        if (!sm_freeable(d, b)) continue;
+        if (fill) {
+          d->fb[nf] = b;
+          d->fb_born[nf] = pass == 1;
+          d->fb_size[nf] = m->size[b];
+          d->fu_start[nf] = (uint32_t)nu;
+        }
+        for (uint32_t j = m->user_start[b]; j < m->user_start[b + 1]; j++) {
+          uint32_t v = m->users[j];
+          if (!sm_in_seg(d, v)) continue;
+          if (fill) d->fu[nu] = (uint32_t)sm_local(d, v);
+          nu++;
+        }
+        nf++;
+      }
+    }
+  }
+  if (fill) {
+    d->fb_start[d->n] = (uint32_t)nf;
+    d->fu_start[nf] = (uint32_t)nu;
+  }
+  *nf_out = nf;
+  *nu_out = nu;
+}
+
+static mp_status sm_dp_init(sm_dp *d, mp_error *err) {
+  const sm_model *m = d->m;
+  const mp_alloc *a = m->a;
+  d->words = (d->n + 63) / 64;
+  d->pred_mask = mp_calloc(a, d->n * d->words, sizeof *d->pred_mask);
+  if (!d->pred_mask) return sm_nomem(m, err);
+  for (size_t i = 0; i < d->n; i++) {
+    uint32_t u = d->ref[d->lo + i];
+    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
+      uint32_t p = m->preds[k];
+      if (!sm_in_seg(d, p)) continue;
+      size_t j = sm_local(d, p);
+      d->pred_mask[i * d->words + j / 64] |= (uint64_t)1 << (j % 64);
+    }
+  }
+  size_t nf = 0, nu = 0;
+  sm_dp_lists(d, false, &nf, &nu);
+  d->fb_start = mp_calloc(a, d->n + 1, sizeof *d->fb_start);
+  d->fb = mp_calloc(a, nf + 1, sizeof *d->fb);
+  d->fb_born = mp_calloc(a, nf + 1, sizeof *d->fb_born);
+  d->fb_size = mp_calloc(a, nf + 1, sizeof *d->fb_size);
+  d->fu_start = mp_calloc(a, nf + 1, sizeof *d->fu_start);
+  d->fu = mp_calloc(a, nu + 1, sizeof *d->fu);
+  if (!d->fb_start || !d->fb || !d->fb_born || !d->fb_size || !d->fu_start ||
+      !d->fu) {
+    return sm_nomem(m, err);
+  }
+  sm_dp_lists(d, true, &nf, &nu);
+  return MP_OK;
+}
+
+static bool sm_has(const uint64_t *s, size_t i) {
+  return (s[i / 64] >> (i % 64)) & 1;
+}
+
+static bool sm_ready(const sm_dp *d, const uint64_t *s, size_t i) {
+  if (sm_has(s, i)) return false;
+  const uint64_t *p = &d->pred_mask[i * d->words];
+  for (size_t w = 0; w < d->words; w++) {
+    if (p[w] & ~s[w]) return false;
+  }
+  return true;
+}
+
+/* Bytes freed when local op i runs after set s (i not in s). */
+static size_t sm_dp_freed(const sm_dp *d, const uint64_t *s, size_t i) {
+  size_t f = 0;
+  for (uint32_t k = d->fb_start[i]; k < d->fb_start[i + 1]; k++) {
+    bool all = true;
+    for (uint32_t j = d->fu_start[k]; j < d->fu_start[k + 1] && all; j++) {
+      uint32_t v = d->fu[j];
+      all = v == i || sm_has(s, v);
+    }
+    /* A buffer both read and created by i cannot occur (it would not be
+     * created by i), so no buffer is counted twice. */
+    if (all) f += d->fb_size[k];
+  }
+  return f;
+}
+
+static uint64_t sm_hash(const uint64_t *s, size_t words) {
+  uint64_t h = 0x9e3779b97f4a7c15u;
+  for (size_t w = 0; w < words; w++) {
+    h ^= s[w] + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdu;
+  }
+  return h ^ (h >> 33);
+}
+
+static mp_status sm_grow_level(sm_dp *d, int l, size_t need, mp_error *err) {
+  if (need <= d->cap[l]) return MP_OK;
+  const mp_alloc *a = d->m->a;
+  size_t cap = d->cap[l] ? d->cap[l] : 256;
+  while (cap < need) cap *= 2;
+  uint64_t *bits = mp_realloc(a, d->bits[l], cap * d->words * sizeof *bits);
+  if (bits) d->bits[l] = bits;
+  size_t *peak = mp_realloc(a, d->peak[l], cap * sizeof *peak);
+  if (peak) d->peak[l] = peak;
+  size_t *mem = mp_realloc(a, d->mem[l], cap * sizeof *mem);
+  if (mem) d->mem[l] = mem;
+  uint64_t *id = mp_realloc(a, d->id[l], cap * sizeof *id);
+  if (id) d->id[l] = id;
+  if (!bits || !peak || !mem || !id) return sm_nomem(d->m, err);
+  d->cap[l] = cap;
+  return MP_OK;
+}
+
+static mp_status sm_table(sm_dp *d, size_t need, mp_error *err) {
+  size_t cap = 1024;
+  while (cap < 2 * need) cap *= 2;
+  if (cap != d->table_cap) {
+    mp_free(d->m->a, d->table);
+    d->table = mp_calloc(d->m->a, cap, sizeof *d->table);
+    if (!d->table) {
+      d->table_cap = 0;
+      return sm_nomem(d->m, err);
+    }
+    d->table_cap = cap;
+  } else {
+    memset(d->table, 0, cap * sizeof *d->table);
+  }
+  return MP_OK;
+}
+
+/* Rebuilds the table over the next level, with room for need states. */
+static mp_status sm_rehash(sm_dp *d, size_t need, mp_error *err) {
+  mp_status st = sm_table(d, need, err);
+  if (st != MP_OK) return st;
+  for (size_t i = 0; i < d->count[1]; i++) {
+    size_t h =
+        sm_hash(&d->bits[1][i * d->words], d->words) & (d->table_cap - 1);
+    while (d->table[h]) h = (h + 1) & (d->table_cap - 1);
+    d->table[h] = (uint32_t)(i + 1);
+  }
+  return MP_OK;
+}
+
+/* Adds (or improves) state s of the next level; parent is the index in
+ * the current level. The history entry is written when the level is
+ * final; until then id[] holds parent * n + op. */
+static mp_status sm_offer(sm_dp *d, const uint64_t *s, size_t peak, size_t mem,
+                          size_t parent, size_t op, mp_error *err) {
+  int l = 1;
+  if (2 * (d->count[l] + 1) > d->table_cap) {
+    mp_status st = sm_rehash(d, d->count[l] + 1, err);
+    if (st != MP_OK) return st;
+  }
+  size_t h = sm_hash(s, d->words) & (d->table_cap - 1);
+  while (d->table[h]) {
+    size_t i = d->table[h] - 1;
+    if (memcmp(&d->bits[l][i * d->words], s, d->words * sizeof *s) == 0) {
+      if (peak < d->peak[l][i]) {
+        d->peak[l][i] = peak;
+        d->id[l][i] = (uint64_t)parent * d->n + op;
+      }
+      return MP_OK;
+    }
+    h = (h + 1) & (d->table_cap - 1);
+  }
+  size_t i = d->count[l];
+  mp_status st = sm_grow_level(d, l, i + 1, err);
+  if (st != MP_OK) return st;
+  memcpy(&d->bits[l][i * d->words], s, d->words * sizeof *s);
+  d->peak[l][i] = peak;
+  d->mem[l][i] = mem;
+  d->id[l][i] = (uint64_t)parent * d->n + op;
+  d->table[h] = (uint32_t)(i + 1);
+  d->count[l]++;
+  return MP_OK;
+}
+
+static double sm_now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static bool sm_late(const struct timespec *deadline) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec > deadline->tv_sec ||
+         (t.tv_sec == deadline->tv_sec && t.tv_nsec >= deadline->tv_nsec);
+}
+
+/* A state of the next level as sorted when the level must be cut:
+ * lowest peak, then lowest live bytes, then first found (invariant 4). */
+typedef struct sm_rank {
+  size_t peak, mem;
+  uint32_t i;
+} sm_rank;
+
+static int sm_cmp(const void *x, const void *y) {
+  const sm_rank *a = x, *b = y;
+  if (a->peak != b->peak) return a->peak < b->peak ? -1 : 1;
+  if (a->mem != b->mem) return a->mem < b->mem ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+static int sm_cmp_index(const void *x, const void *y) {
+  const sm_rank *a = x, *b = y;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Keeps the best max_states states of the next level (in place). */
+static mp_status sm_cut(sm_dp *d, mp_error *err) {
+  size_t n = d->count[1], k = d->max_states, w = d->words;
+  sm_rank *r = mp_calloc(d->m->a, n, sizeof *r);
+  if (!r) return sm_nomem(d->m, err);
+  for (size_t i = 0; i < n; i++) {
+    r[i] = (sm_rank){d->peak[1][i], d->mem[1][i], (uint32_t)i};
+  }
+  qsort(r, n, sizeof *r, sm_cmp);
+  /* The survivors keep their discovery order, so that compacting them
+   * in place only ever moves a state to a lower index. */
+  qsort(r, k, sizeof *r, sm_cmp_index);
+  for (size_t j = 0; j < k; j++) {
+    size_t i = r[j].i;
+    memmove(&d->bits[1][j * w], &d->bits[1][i * w], w * sizeof *d->bits[1]);
+    d->peak[1][j] = d->peak[1][i];
+    d->mem[1][j] = d->mem[1][i];
+    d->id[1][j] = d->id[1][i];
+  }
+  d->count[1] = k;
+  d->cut = true;
+  mp_free(d->m->a, r);
+  return MP_OK;
+}
+
+/* Expands every state of the current level by every ready op into the
+ * next level, cutting transitions that cannot beat d->ub. */
+static mp_status sm_level(sm_dp *d, size_t level, uint64_t *s, mp_error *err) {
+  const sm_model *m = d->m;
+  mp_status st = sm_table(d, d->count[0] * 4 + 16, err);
+  d->count[1] = 0;
+  for (size_t i = 0; st == MP_OK && i < d->count[0]; i++) {
+    const uint64_t *cur = &d->bits[0][i * d->words];
+    for (size_t j = 0; st == MP_OK && j < d->n; j++) {
+      if (!sm_ready(d, cur, j)) continue;
+      size_t born = m->born_bytes[d->ref[d->lo + j]];
+      size_t mem = d->mem[0][i] + born;
+      size_t peak = mem > d->peak[0][i] ? mem : d->peak[0][i];
+      if (peak >= d->ub) continue;
+      mem -= sm_dp_freed(d, cur, j);
+      if (d->lo == 0 && level == 0) mem -= m->start_free;
+      memcpy(s, cur, d->words * sizeof *s);
+      s[j / 64] |= (uint64_t)1 << (j % 64);
+      st = sm_offer(d, s, peak, mem, i, j, err);
+      if (st == MP_OK && d->count[1] >= 4 * d->max_states) {
+        st = sm_cut(d, err);
+        if (st == MP_OK) st = sm_rehash(d, d->count[1] + 1, err);
+      }
+      if (++d->expansions % 1024 == 0 && sm_late(&d->deadline)) {
+        d->timed_out = true;
+        return st;
+      }
+    }
+  }
+  if (st == MP_OK && d->count[1] > d->max_states) st = sm_cut(d, err);
+  return st;
+}
+
+/* Makes room for need history entries. */
+static mp_status sm_history(sm_dp *d, size_t need, mp_error *err) {
+  if (need <= d->h_cap) return MP_OK;
+  size_t cap = d->h_cap ? d->h_cap : 1024;
+  while (cap < need) cap *= 2;
+  uint32_t *par = mp_realloc(d->m->a, d->h_parent, cap * sizeof *par);
+  if (par) d->h_parent = par;
+  uint32_t *op = mp_realloc(d->m->a, d->h_op, cap * sizeof *op);
+  if (op) d->h_op = op;
+  if (!par || !op) return sm_nomem(d->m, err);
+  d->h_cap = cap;
+  return MP_OK;
+}
+
+/* Appends the next level's predecessor links to the history and makes it
+ * the current level. Before: id[0][i] is current state i's history
+ * entry, id[1][j] is parent * n + op. After: id[0][j] is the history
+ * entry of (former next) state j. */
+static mp_status sm_advance(sm_dp *d, mp_error *err) {
+  size_t n = d->count[1];
+  if (d->h_n + n > SM_MAX_HISTORY) {
+    d->too_big = true;
+    return MP_OK;
+  }
+  mp_status st = sm_history(d, d->h_n + n, err);
+  if (st != MP_OK) return st;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t id = d->id[1][i];
+    d->h_parent[d->h_n + i] = (uint32_t)d->id[0][id / d->n];
+    d->h_op[d->h_n + i] = (uint32_t)(id % d->n);
+    d->id[1][i] = d->h_n + i;
+  }
+  d->h_n += n;
+  uint64_t *b = d->bits[0];
+  d->bits[0] = d->bits[1], d->bits[1] = b;
+  size_t *p = d->peak[0];
+  d->peak[0] = d->peak[1], d->peak[1] = p;
+  size_t *mm = d->mem[0];
+  d->mem[0] = d->mem[1], d->mem[1] = mm;
+  uint64_t *id = d->id[0];
+  d->id[0] = d->id[1], d->id[1] = id;
+  size_t c = d->cap[0];
+  d->cap[0] = d->cap[1], d->cap[1] = c;
+  d->count[0] = n;
+  d->count[1] = 0;
+  return MP_OK;
+}
+
+/* The search over one segment. *found: an order beating d->ub was found
+ * and written to out (d->n ops, global indices), its peak in *peak_out. */
+static mp_status sm_dp_run(sm_dp *d, uint32_t *out, size_t *peak_out,
+                           bool *found, mp_error *err) {
+  *found = false;
+  uint64_t *s = mp_calloc(d->m->a, d->words, sizeof *s);
+  mp_status st = s ? sm_grow_level(d, 0, 1, err) : sm_nomem(d->m, err);
+  if (st == MP_OK) st = sm_history(d, 1, err);
+  if (st != MP_OK) {
+    mp_free(d->m->a, s);
+    return st;
+  }
+  /* History entry 0 is the empty set, the only state of level 0. */
+  d->h_parent[0] = d->h_op[0] = 0;
+  d->h_n = 1;
+  memset(d->bits[0], 0, d->words * sizeof *d->bits[0]);
+  d->peak[0][0] = 0;
+  d->mem[0][0] = d->base;
+  d->id[0][0] = 0;
+  d->count[0] = 1;
+  size_t level = 0;
+  for (; st == MP_OK && level < d->n; level++) {
+    st = sm_level(d, level, s, err);
+    if (st != MP_OK || d->timed_out || d->count[1] == 0) break;
+    st = sm_advance(d, err);
+    if (d->too_big) break;
+  }
+  if (st == MP_OK && level == d->n) {
+    size_t h = d->id[0][0]; /* the full set: the only state left */
+    for (size_t k = d->n; k-- > 0;) {
+      out[k] = d->ref[d->lo + d->h_op[h]];
+      h = d->h_parent[h];
+    }
+    *peak_out = d->peak[0][0];
+    *found = true;
+  }
+  mp_free(d->m->a, s);
+  return st;
+}
+
+/* ---- the driver ---------------------------------------------------------- */
+
+enum { SM_REF, SM_DFS, SM_RPO, SM_GREEDY_P, SM_GREEDY_N, SM_NCAND };
+
+typedef struct sm_run {
+  sm_model m;
+  uint32_t *cand[SM_NCAND]; /* candidate orders */
+  size_t *step[SM_NCAND];   /* their live bytes per step */
+  size_t peak[SM_NCAND];
+  size_t *after;    /* live bytes after each step of the reference order */
+  uint32_t *pos;    /* op -> position in the reference order */
+  bool *split;      /* position -> split op */
+  uint32_t *remain; /* scratch: remaining users per buffer */
+  uint32_t *res;    /* the result */
+  uint32_t *rank;   /* op -> position (greedy ties) */
+  struct timespec deadline;
+} sm_run;
+
+static void sm_run_release(sm_run *r) {
+  const mp_alloc *a = r->m.a;
+  for (int c = 0; c < SM_NCAND; c++) {
+    mp_free(a, r->cand[c]);
+    mp_free(a, r->step[c]);
+  }
+  mp_free(a, r->after);
+  mp_free(a, r->pos);
+  mp_free(a, r->split);
+  mp_free(a, r->remain);
+  mp_free(a, r->res);
+  mp_free(a, r->rank);
+  sm_release(&r->m);
+}
+
+static mp_status sm_candidates(sm_run *r, mp_order_kind *ref_kind,
+                               mp_error *err) {
+  const sm_model *m = &r->m;
+  size_t n = m->n_ops;
+  mp_order_kind used;
+  mp_status st =
+      sched_basic(m->g, MP_ORDER_AUTO, &r->cand[SM_REF], ref_kind, err);
+  if (st == MP_OK)
+    st = sched_basic(m->g, MP_ORDER_DFS, &r->cand[SM_DFS], &used, err);
+  if (st == MP_OK)
+    st = sched_basic(m->g, MP_ORDER_RPO, &r->cand[SM_RPO], &used, err);
+  if (st != MP_OK) return st;
+  for (size_t k = 0; k < n; k++) r->rank[r->cand[SM_REF][k]] = (uint32_t)k;
+  for (int c = SM_GREEDY_P; c < SM_NCAND; c++) {
+    r->cand[c] = mp_calloc(m->a, n, sizeof *r->cand[c]);
+    if (!r->cand[c]) return sm_nomem(m, err);
+    st =
+        sm_greedy(m, r->rank, c == SM_GREEDY_P ? SM_GREEDY_PEAK : SM_GREEDY_NET,
+                  r->cand[c], r->remain, err);
+    if (st != MP_OK) return st;
+  }
+  for (int c = 0; c < SM_NCAND; c++) {
+    r->step[c] = mp_calloc(m->a, n, sizeof *r->step[c]);
+    if (!r->step[c]) return sm_nomem(m, err);
+    r->peak[c] = sm_sim(m, r->cand[c], r->remain, r->step[c],
+                        c == SM_REF ? r->after : NULL);
+  }
+  return MP_OK;
+}
+
+static size_t sm_range_max(const size_t *v, size_t lo, size_t hi) {
+  size_t best = 0;
+  for (size_t k = lo; k <= hi; k++) best = v[k] > best ? v[k] : best;
+  return best;
+}
+
+/* Orders one segment (positions lo..hi): the best candidate's sub-order,
+ * then the exact search against it. */
+static mp_status sm_segment(sm_run *r, const mp_schedule_opts *o, size_t lo,
+                            size_t hi, mp_schedule_info *info, mp_error *err) {
+  size_t n = hi - lo + 1, best = 0, ub = 0;
+  for (int c = 0; c < SM_NCAND; c++) {
+    size_t p = sm_range_max(r->step[c], lo, hi);
+    if (c == 0 || p < ub) best = (size_t)c, ub = p;
+  }
+  memcpy(&r->res[lo], &r->cand[best][lo], n * sizeof *r->res);
+  info->segments++;
+  if (n > info->largest_segment) info->largest_segment = n;
+  if (n == 1) return MP_OK; /* one op has one order */
+  if (n > SM_MAX_DP_OPS) {
+    info->exact = false; /* too large to search: heuristics only */
+    return MP_OK;
+  }
+  if (info->budget_hit || sm_late(&r->deadline)) {
+    info->budget_hit = true;
+    info->exact = false;
+    return MP_OK;
+  }
+  sm_dp d;
+  memset(&d, 0, sizeof d);
+  d.m = &r->m;
+  d.ref = r->cand[SM_REF];
+  d.pos = r->pos;
+  d.lo = lo;
+  d.n = n;
+  d.base = lo ? r->after[lo - 1] : r->m.start_mem;
+  d.ub = ub;
+  d.max_states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
+  size_t fit = SM_LEVEL_BYTES / (4 * sizeof(uint64_t) * ((n + 63) / 64));
+  if (d.max_states > fit) d.max_states = fit ? fit : 1;
+  d.deadline = r->deadline;
+  size_t peak = 0;
+  bool found = false;
+  uint32_t *out = mp_calloc(r->m.a, n, sizeof *out);
+  mp_status st = out ? sm_dp_init(&d, err) : sm_nomem(&r->m, err);
+  if (st == MP_OK) st = sm_dp_run(&d, out, &peak, &found, err);
+  if (st == MP_OK) {
+    info->dp_states += d.h_n;
+    if (d.timed_out) info->budget_hit = true;
+    if (d.cut || d.timed_out || d.too_big) {
+      info->exact = false;
+    } else {
+      info->dp_segments++;
+    }
+    if (found && peak < ub) {
+      memcpy(&r->res[lo], out, n * sizeof *out);
+      info->dp_improved++;
+    }
+  }
+  mp_free(r->m.a, out);
+  sm_dp_release(&d);
+  return st;
+}
+
+static void sm_deadline(struct timespec *t, double ms) {
+  clock_gettime(CLOCK_MONOTONIC, t);
+  long long ns = (long long)t->tv_nsec + (long long)(ms * 1e6);
+  t->tv_sec += (time_t)(ns / 1000000000LL);
+  t->tv_nsec = (long)(ns % 1000000000LL);
+}
+
+static const char *const sm_names[SM_NCAND] = {"file", "dfs", "rpo",
+                                               "greedy-peak", "greedy-net"};
+
+static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
+                          mp_schedule_info *info, mp_error *err) {
+  size_t n = r->m.n_ops;
+  mp_order_kind ref_kind = MP_ORDER_FILE;
+  mp_status st = sm_candidates(r, &ref_kind, err);
+  if (st != MP_OK) return st;
+  for (int c = 0; c < SM_NCAND; c++) {
+    info->cand[c].name = c == SM_REF ? mp_order_name(ref_kind) : sm_names[c];
+    info->cand[c].peak = r->peak[c];
+  }
+  info->n_cand = SM_NCAND;
+  for (size_t k = 0; k < n; k++) r->pos[r->cand[SM_REF][k]] = (uint32_t)k;
+  st = sm_splits(&r->m, r->cand[SM_REF], r->pos, r->split, err);
+  info->exact = true;
+  for (size_t p = 0; st == MP_OK && p < n;) {
+    if (r->split[p]) {
+      r->res[p] = r->cand[SM_REF][p];
+      p++;
+      continue;
+    }
+    size_t q = p;
+    while (q + 1 < n && !r->split[q + 1]) q++;
+    st = sm_segment(r, o, p, q, info, err);
+    p = q + 1;
+  }
+  if (st != MP_OK) return st;
+  info->peak = sm_sim(&r->m, r->res, r->remain, NULL, NULL);
+  for (int c = 0; c < SM_NCAND; c++) {
+    if (info->peak > r->peak[c]) {
+      return mp_error_set(err, MP_ERR_INTERNAL,
+                          "%s: memory order: peak %zu is worse than the %s "
+                          "order's %zu",
+                          mp_graph_source(r->m.g), info->peak,
+                          info->cand[c].name, r->peak[c]);
+    }
+  }
+  return MP_OK;
+}
+
+mp_status sched_memory(const mp_graph *g, const mp_schedule_opts *o,
+                       uint32_t **order, mp_schedule_info *info,
+                       mp_error *err) {
+  double t0 = sm_now_ms();
+  sm_run r;
+  memset(&r, 0, sizeof r);
+  mp_status st = sm_build(&r.m, g, o, err);
+  size_t n = r.m.n_ops, m1 = n ? n : 1;
+  if (st == MP_OK) {
+    r.after = mp_calloc(r.m.a, m1, sizeof *r.after);
+    r.pos = mp_calloc(r.m.a, m1, sizeof *r.pos);
+    r.split = mp_calloc(r.m.a, m1, sizeof *r.split);
+    r.remain = mp_calloc(r.m.a, r.m.n_buf + 1, sizeof *r.remain);
+    r.res = mp_calloc(r.m.a, m1, sizeof *r.res);
+    r.rank = mp_calloc(r.m.a, m1, sizeof *r.rank);
+    if (!r.after || !r.pos || !r.split || !r.remain || !r.res || !r.rank) {
+      st = sm_nomem(&r.m, err);
+    }
+  }
+  sm_deadline(&r.deadline,
+              o->budget_ms > 0 ? o->budget_ms : MP_SCHEDULE_BUDGET_MS);
+  if (st == MP_OK && n) st = sm_order(&r, o, info, err);
+  if (st == MP_OK && !n) info->exact = true;
+  if (st != MP_OK) {
+    sm_run_release(&r);
+    return st;
+  }
+  info->used = MP_ORDER_MEMORY;
+  info->ms = sm_now_ms() - t0;
+  *order = r.res;
+  r.res = NULL;
+  sm_run_release(&r);
+  return MP_OK;
+}

@@ -1,0 +1,140 @@
+/*
+ * mplan/passes.h -- graph passes and the per-pass table (seed 000
+ * sections 3-5, seed 001 section 4, seed 002 section 2.3).
+ *
+ * The passes rewrite the graph only within docs/ir-conventions.md:
+ *   fold       ops whose inputs are all constant, and ops whose outputs
+ *              shape inference knows the value of (shape math), become
+ *              weights; constants left unread are dropped
+ *   eliminate  Identity, inference Dropout, Cast to the same type,
+ *              Transpose pairs that cancel, view chains (Reshape, Flatten,
+ *              Squeeze, Unsqueeze) collapsed or removed, x*1, x/1, x+0,
+ *              x-0, and ops nobody reads
+ *   fuse       vertical fusion: Conv, ConvTranspose, Gemm or MatMul with
+ *              the chain of elementwise ops after it (mplan.epilogue)
+ *   hfuse      horizontal fusion: sibling MatMul/Gemm ops reading the
+ *              same input (mplan.horizontal)
+ *   absorb     DequantizeLinear or a widening Cast absorbed into the
+ *              MatMul/Conv that reads it (mplan.prologue)
+ *   views      Reshape/Flatten/Squeeze/Unsqueeze/Identity outputs share
+ *              their input's buffer
+ *   inplace    elementwise ops and depthwise Conv write into an input's
+ *              buffer when nothing reads it later
+ * Passes run in that fixed order whatever the order of the list; after
+ * every pass the order and the lifetimes are computed again (seed 001
+ * section 4: never reuse a stale analysis).
+ */
+#ifndef MPLAN_PASSES_H
+#define MPLAN_PASSES_H
+
+#include "mplan/alias.h"
+#include "mplan/problem.h"
+#include "mplan/schedule.h"
+
+typedef enum mp_pass_id {
+  MP_PASS_FOLD = 0,
+  MP_PASS_ELIMINATE,
+  MP_PASS_FUSE,
+  MP_PASS_HFUSE,
+  MP_PASS_ABSORB,
+  MP_PASS_VIEWS,
+  MP_PASS_INPLACE,
+  MP_PASS_COUNT
+} mp_pass_id;
+
+#define MP_PASSES_ALL ((1u << MP_PASS_COUNT) - 1u)
+
+const char *mp_pass_name(mp_pass_id p);
+/* One line saying what the pass does (help texts). */
+const char *mp_pass_summary(mp_pass_id p);
+
+/* Parses "all", "none" or a comma-separated list of pass names into a
+ * mask (bit p = pass p). Unknown or repeated names are errors that list
+ * the known ones. */
+mp_status mp_passes_parse(const char *text, uint32_t *mask, mp_error *err);
+
+typedef enum mp_fusion_kind {
+  MP_FUSION_VERTICAL = 0, /* head + elementwise chain (mplan.epilogue) */
+  MP_FUSION_HORIZONTAL,   /* siblings sharing an input (mplan.horizontal) */
+  MP_FUSION_PROLOGUE      /* dequantize / widening cast (mplan.prologue) */
+} mp_fusion_kind;
+
+const char *mp_fusion_kind_name(mp_fusion_kind k);
+
+/* One fusion a pass made. Strings are owned by the report. */
+typedef struct mp_fusion {
+  mp_pass_id pass;
+  mp_fusion_kind kind;
+  const char *op;            /* the fused op (it keeps its head's name) */
+  const char *head_type;     /* "Conv" */
+  const char *absorbed;      /* absorbed op types, "Add,Relu" */
+  const char *absorbed_ops;  /* their names, comma separated */
+  const char *intermediates; /* tensors that no longer exist, comma sep. */
+  uint32_t steps;            /* ops absorbed = steps eliminated */
+  size_t intermediate_bytes; /* size(intermediate) (the first one) */
+  size_t saved_bytes;        /* 2 x size(intermediate) x steps (seed 000
+                                section 4): memory traffic saved */
+  bool at_peak;              /* an eliminated tensor was live at a peak step
+                                before the pass: this fusion can move the peak */
+  uint32_t registers;        /* estimated vector registers the group needs */
+  int32_t spills;            /* estimated registers spilled; -1: no VLEN */
+  bool capped;               /* the register cap ended the group early */
+} mp_fusion;
+
+/* One row of the per-pass table. */
+typedef struct mp_pass_row {
+  mp_pass_id pass;
+  size_t ops_before, ops_after;
+  size_t tensors_before, tensors_after;
+  size_t buffers_before, buffers_after;
+  size_t lb_before, lb_after;       /* activation lower bound */
+  size_t arena_before, arena_after; /* whole arena; 0 when not measured */
+  size_t saved_bytes;               /* sum over the pass's fusions */
+  size_t rewrites;                  /* what the pass changed (count) */
+  double ms;                        /* the pass and its re-analysis */
+  const char *detail;               /* what it did, one line */
+} mp_pass_row;
+
+/* The per-pass table and the fusions, owned by whoever ran the passes
+ * (the model: mp_model_pass_report borrows it). Rows, fusions and their
+ * strings are borrowed from the report and live as long as it does. */
+typedef struct mp_pass_report mp_pass_report;
+
+void mp_pass_report_destroy(mp_pass_report *r); /* NULL: no-op */
+size_t mp_pass_report_rows(const mp_pass_report *r);
+const mp_pass_row *mp_pass_report_row(const mp_pass_report *r, size_t i);
+size_t mp_pass_report_fusions(const mp_pass_report *r);
+const mp_fusion *mp_pass_report_fusion(const mp_pass_report *r, size_t i);
+/* The VLEN the register estimates assumed (0: no vector target). */
+uint32_t mp_pass_report_vlen(const mp_pass_report *r);
+/* The mask of passes that ran. */
+uint32_t mp_pass_report_mask(const mp_pass_report *r);
+
+/* Measures the arena of a plan for problem p (the command line solves it
+ * with the chosen strategy); the analyzer itself knows nothing of
+ * offsets. Borrows p. */
+typedef mp_status (*mp_arena_fn)(void *ud, const mp_problem *p, size_t *arena,
+                                 mp_error *err);
+
+typedef struct mp_pass_opts {
+  uint32_t mask;
+  /* The order to measure every row with and how bytes are counted; the
+   * alias field is ignored (the passes supply it). */
+  mp_schedule_opts schedule;
+  uint32_t vlen;     /* backend VLEN in bits for the register cap; 0: none */
+  mp_arena_fn arena; /* NULL: arena columns stay 0 */
+  void *arena_ud;
+} mp_pass_opts;
+
+/* Runs the passes of o->mask on *g (linked, resolved). On success *g is
+ * the rewritten graph (the old one destroyed: the call takes it), *alias
+ * the final graph's buffer map, *order and *info its schedule under
+ * o->schedule.order, *report the table (owned: release with
+ * mp_alias_release, mp_free(mp_graph_alloc(*g), *order) and
+ * mp_pass_report_destroy). On failure *g is unchanged and nothing is
+ * returned. */
+mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *o, mp_alias *alias,
+                        uint32_t **order, mp_schedule_info *info,
+                        mp_pass_report **report, mp_error *err);
+
+#endif /* MPLAN_PASSES_H */

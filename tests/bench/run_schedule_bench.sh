@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The scheduling and passes benchmark of issue 9 (not a ctest: it prints
+# counts and ratios; the 1.68x goal is SERENITY's headline).
+#
+#  1. Seeded RandWire-WS networks and DARTS/NASNet-like cell stacks
+#     (gen_cells.py): the activation lower bound under the file order and
+#     under --order memory, per graph and the mean reduction, with the time
+#     and whether the search proved the order optimal (60 s budget each).
+#  2. The real ONNX models of the ONNX issue (scripts/fetch_models.sh) and
+#     the bundled models: the lower bound with passes none vs all, and
+#     file vs memory order.
+#
+# usage: run_schedule_bench.sh BUILD_DIR SOURCE_DIR [ONNX_CACHE] [N]
+#   N graphs of each kind (default 10), seeds 1..N.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+cache=${3:-$build/onnx-cache}
+n=${4:-10}
+mplan=$build/mplan
+out=$build/bench-cells
+mkdir -p "$out"
+
+echo "== 1. memory-aware order on irregularly wired graphs (seeds 1..$n)"
+python3 "$src/tests/bench/gen_cells.py" "$out" --randwire "$n" --darts "$n" --seed 1
+graphs=()
+for k in $(seq 1 "$n"); do graphs+=("$out/randwire_$k.json"); done
+for k in $(seq 1 "$n"); do graphs+=("$out/darts_$k.json"); done
+"$build/tests/bench_schedule" --budget-ms 60000 "${graphs[@]}"
+
+echo
+echo "== 2. lower bound: passes none vs all, file vs memory order"
+lb() { # MODEL ARGS...: the activation lower bound of one plan
+  "$mplan" plan "$@" --json | python3 -c \
+    "import json,sys; print(json.load(sys.stdin)['summary']['lower_bound_bytes'])"
+}
+printf '%-44s %14s %14s %14s %14s\n' model "none,file" "none,memory" \
+  "all,file" "all,memory"
+row() { # LABEL MODEL ARGS...
+  local label=$1
+  shift
+  printf '%-44s %14s %14s %14s %14s\n' "$label" \
+    "$(lb "$@" --passes none --order file)" \
+    "$(lb "$@" --passes none --order memory)" \
+    "$(lb "$@" --passes all --order file)" \
+    "$(lb "$@" --passes all --order memory)"
+}
+for m in mobilenet_v1 mobilenet_v2 resnet50; do
+  row "$m.json" "$src/models/$m.json"
+done
+if [ -d "$cache/ocr" ]; then
+  row ch_ppocr_mobile_v2.0_cls "$cache/ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx" --shape x=1x3x48x192
+  row ch_PP-OCRv4_det "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" --shape x=1x3x640x640
+  row ch_PP-OCRv4_rec "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --shape x=1x3x48x320
+  row blazeface_front_128 "$cache/blazeface/face_detection_front_128x128_barracuda.onnx"
+else
+  echo "(no ONNX models in $cache: run scripts/fetch_models.sh $cache)"
+fi

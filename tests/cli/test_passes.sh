@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Graph passes and memory-aware scheduling on the command line (issue 9):
+# --passes and --order parsing and errors, the per-pass and scheduling
+# tables, plan JSON with shared buffers validated and explained, SQLite
+# rows, DOT clusters, and the published lower bounds.
+# usage: test_passes.sh MPLAN SOURCE_DIR
+set -u
+mplan=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+run() { # EXPECTED_STATUS ARGS...
+  local want=$1
+  shift
+  "$mplan" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "mplan $* exited $rc, expected $want"
+    sed 's/^/    /' "$tmp/err" | head -5
+    return 1
+  fi
+  ok
+}
+has() { if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi; }
+lines() { [ "$(wc -l <"$1")" -eq "$2" ] && ok || bad "$(basename "$1") has $(wc -l <"$1") lines, expected $2"; }
+py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+cd "$src"
+mv2=models/mobilenet_v2.json
+# The table: every pass, before -> after; inplace moves the peak.
+run 0 plan $mv2 --passes all --order memory -o "$tmp/p.json" &&
+  has "$tmp/out" "passes      fold, eliminate, fuse, hfuse, absorb, views, inplace" &&
+  has "$tmp/out" "lower bound before -> after" &&
+  has "$tmp/out" "1,505,280 -> 1,404,928 (-6.7%)" &&
+  has "$tmp/out" "depthwise Conv 17, fused epilogue 10" &&
+  has "$tmp/out" "fusions     10" &&
+  has "$tmp/out" "schedule    memory:" &&
+  has "$tmp/out" "order memory"
+run 0 validate "$tmp/p.json" && has "$tmp/out" ": valid: 135 buffers"
+[ "$(py "$tmp/p.json" "(d['summary']['lower_bound_bytes'], len(d['passes']['rows']), d['passes']['rows'][-1]['peak_moved'], len(d['schedule']['candidates']), d['summary']['order'])")" = "(1404928, 7, True, 5, 'memory')" ] && ok || bad "plan JSON: passes or schedule fields wrong"
+# A shared buffer names every tensor it holds; fused ops say what they absorbed.
+[ "$(py "$tmp/p.json" "[b['tensors'] for b in d['buffers'] if b['name']=='b2_expand_out'][0]")" = "['b2_expand_out', 'b2_dw_out']" ] && ok || bad "b2_expand_out does not list b2_dw_out"
+[ "$(py "$tmp/p.json" "[e.get('epilogue') for e in d['execution'] if e['op']=='b3_project'][0]")" = "Add" ] && ok || bad "b3_project is not fused with its Add"
+# Explaining the stored plan gives the same peak.
+run 0 explain "$tmp/p.json" --no-map && has "$tmp/out" "Peak 1,404,928 B (1.34 MiB)"
+# A hand-edited plan that moves a shared buffer onto a live one is caught.
+python3 - "$tmp/p.json" "$tmp/bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = {x['name']: x for x in d['buffers']}
+b['b2_expand_out']['offset'] = b['b1_project_out']['offset']
+json.dump(d, open(sys.argv[2], 'w'))
+PY
+run 1 validate "$tmp/bad.json" && has "$tmp/err" "'b2_expand_out' (offset"
+
+# Every bundled graph: all passes, the memory order, validated, and the
+# passes never raise the lower bound. (seed_example.json is a lifetime
+# table: no ops to rewrite or reorder, so --passes is refused there.)
+for m in models/mobilenet_v1.json $mv2 models/resnet50.json tests/data/passes/convnet.json tests/data/pipeline.json; do
+  run 0 plan $m --passes all --order memory -o "$tmp/m.json" && run 0 validate "$tmp/m.json"
+  [ "$(py "$tmp/m.json" "d['passes']['rows'][-1]['lower_bound_after'] <= d['passes']['rows'][0]['lower_bound_before'] and d['summary']['lower_bound_bytes'] == d['schedule']['peak_bytes']")" = True ] && ok || bad "$m: passes raised the lower bound"
+  run 0 explain $m --passes all --order memory --no-map && has "$tmp/out" "order memory"
+done
+run 2 plan models/seed_example.json --passes all && has "$tmp/err" "--passes applies only to graph models, and this file is a lifetimes/1"
+
+# The published figures (also golden tests in test_models).
+run 0 plan models/resnet50.json --json && [ "$(py "$tmp/out" "d['summary']['lower_bound_bytes']")" = 2408448 ] && ok || bad "ResNet-50 without passes"
+run 0 plan models/resnet50.json --passes inplace --json && [ "$(py "$tmp/out" "d['summary']['lower_bound_bytes']")" = 1806336 ] && ok || bad "ResNet-50 with the residual add in place"
+run 0 plan models/resnet50.json --passes all --json && [ "$(py "$tmp/out" "d['summary']['lower_bound_bytes']")" = 1304576 ] && ok || bad "ResNet-50 with every pass"
+run 0 plan $mv2 --passes inplace --json && [ "$(py "$tmp/out" "d['summary']['lower_bound_bytes']")" = 1404928 ] && ok || bad "MobileNetV2 with depthwise in place"
+# A VLEN backend caps fusion groups and reports register estimates.
+run 0 plan tests/data/passes/convnet.json --passes fuse --backend tests/data/passes/backend_vlen128.json &&
+  has "$tmp/out" "(register estimates for VLEN 128)" &&
+  has "$tmp/out" "1 group capped by registers (avoided 5 spilled registers)" &&
+  has "$tmp/out" "24 vregs, 0 spills, capped"
+
+# Orders: dfs and rpo are plain orders; memory prints the table.
+run 0 plan tests/data/passes/branches.json --order dfs && has "$tmp/out" "order dfs"
+run 0 plan tests/data/passes/branches.json --order rpo --json && [ "$(py "$tmp/out" "[e['op'] for e in d['execution']]")" = "['a1', 'a2', 'b1', 'b2', 'join']" ] && ok || bad "rpo order"
+run 0 plan tests/data/passes/branches.json --order memory &&
+  has "$tmp/out" "file         8,256 B" && has "$tmp/out" "memory       4,224 B (4.12 KiB)  (1.955x lower than file)" &&
+  has "$tmp/out" "optimal for this graph"
+run 0 plan tests/data/passes/branches.json --order memory --order-budget-ms 5000
+
+# Errors: one line, exit 2.
+run 2 plan $mv2 --passes bogus && has "$tmp/err" "mplan plan: --passes 'bogus': unknown pass 'bogus' (known: fold, eliminate, fuse, hfuse, absorb, views, inplace; or all, none)" && lines "$tmp/err" 1
+run 2 plan $mv2 --passes fold,fold && has "$tmp/err" "pass 'fold' is listed twice" && lines "$tmp/err" 1
+run 2 plan $mv2 --order sideways && has "$tmp/err" "expected auto, file, topo, dfs, rpo or memory" && lines "$tmp/err" 1
+run 2 plan $mv2 --order-budget-ms -3 && has "$tmp/err" "expected a number >= 0"
+run 2 plan tests/data/input.12.csv --passes all && has "$tmp/err" "--passes applies only to graph models, and this file is a minimalloc-csv" && lines "$tmp/err" 1
+run 2 validate "$tmp/p.json" --passes all
+# --passes none is the plan without passes.
+run 0 plan $mv2 --passes none --json && [ "$(py "$tmp/out" "('passes' in d, d['summary']['lower_bound_bytes'])")" = "(False, 1505280)" ] && ok || bad "--passes none"
+
+# Reports: SQLite rows, DOT clusters and in-place labels.
+run 0 report $mv2 --passes all --order memory --sqlite "$tmp/h.db" --dot "$tmp/g.dot"
+[ "$(sqlite3 "$tmp/h.db" "SELECT count(*), sum(peak_moved) FROM pass")" = "7|1" ] && ok || bad "SQLite pass rows"
+[ "$(sqlite3 "$tmp/h.db" "SELECT count(*) FROM fusion WHERE absorbed = 'Add'")" = 10 ] && ok || bad "SQLite fusion rows"
+[ "$(sqlite3 "$tmp/h.db" "SELECT count(*) FROM tensor_buffer WHERE rule = 'in place (depthwise)'")" = 17 ] && ok || bad "SQLite tensor_buffer rows"
+[ "$(sqlite3 "$tmp/h.db" "SELECT name FROM schedule_candidate WHERE chosen = 1")" = memory ] && ok || bad "SQLite schedule rows"
+[ "$(grep -c 'subgraph cluster_fusion_' "$tmp/g.dot")" = 10 ] && ok || bad "DOT: one cluster per fusion"
+has "$tmp/g.dot" "in place of b2_expand_out"
+
+run 0 plan --help && has "$tmp/out" "--passes"
+echo "passes cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

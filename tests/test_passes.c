@@ -1,0 +1,680 @@
+#define _POSIX_C_SOURCE 200809L
+/*
+ * test_passes.c -- every graph pass on graphs built to exercise it
+ * (tests/data/passes/): the exact rewrite (ops gone, inputs and
+ * attributes of fused ops in the form of docs/ir-conventions.md, which
+ * tensors share a buffer and why), the fusion records (saved_bytes =
+ * 2 x size x steps, the register cap), the per-pass rows, the boundary
+ * and safety rules (no fusion across a full reduction, no in-place write
+ * over a tensor read later, no output aliasing an input), and a property
+ * test: random graphs through random sets of passes always give a valid
+ * plan whose buffers cover their tensors' lifetimes.
+ *
+ * usage: test_passes SOURCE_DIR
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "mplan/lifetime.h"
+#include "mplan/model.h"
+#include "mplan/passes.h"
+#include "mplan/plan.h"
+
+static char root[1024];
+
+#define P(name) (1u << MP_PASS_##name)
+
+static mp_model *load_with(const char *path, uint32_t mask, uint32_t vlen,
+                           mp_order_kind order) {
+  mp_backend be;
+  mp_backend_default(&be);
+  be.vlen = vlen;
+  mp_load_opts o = {.passes = mask, .backend = &be, .order = order};
+  mp_model *m = NULL;
+  mp_error err = {0};
+  if (mp_model_load(path, &o, NULL, &m, &err) != MP_OK) {
+    fprintf(stderr, "%s: %s\n", path, err.msg);
+    CHECK(!"load failed");
+    return NULL;
+  }
+  /* Whatever the passes did, the plan must prove itself. */
+  mp_plan *plan = NULL;
+  if (mp_plan_solve(mp_model_problem(m), NULL, &plan, &err) != MP_OK) {
+    fprintf(stderr, "%s: %s\n", path, err.msg);
+    CHECK(!"plan failed");
+  }
+  mp_plan_destroy(plan);
+  return m;
+}
+
+static mp_model *load(const char *rel, uint32_t mask, uint32_t vlen) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s", root, rel);
+  return load_with(path, mask, vlen, MP_ORDER_AUTO);
+}
+
+static const mp_op *op_named(const mp_model *m, const char *name) {
+  int32_t o;
+  const mp_graph *g = mp_model_graph(m);
+  return mp_graph_find_op(g, name, &o) ? mp_graph_op(g, (size_t)o) : NULL;
+}
+
+static bool has_tensor(const mp_model *m, const char *name) {
+  return mp_graph_find_tensor(mp_model_graph(m), name, NULL);
+}
+
+static const mp_attr *attr(const mp_op *op, const char *name) {
+  for (uint32_t k = 0; op && k < op->n_attrs; k++) {
+    if (strcmp(op->attrs[k].name, name) == 0) return &op->attrs[k];
+  }
+  return NULL;
+}
+
+static const char *attr_s(const mp_op *op, const char *name) {
+  const mp_attr *a = attr(op, name);
+  return a && a->kind == MP_ATTR_STRING ? a->s : NULL;
+}
+
+/* The op's inputs (or outputs) as "a,b,-,c" ('-' for an omitted one). */
+static const char *names(const mp_model *m, const mp_op *op, bool inputs) {
+  static char buf[512];
+  buf[0] = '\0';
+  if (!op) return "(no op)";
+  uint32_t n = inputs ? op->n_inputs : op->n_outputs;
+  for (uint32_t k = 0; k < n; k++) {
+    int32_t t = inputs ? op->inputs[k] : op->outputs[k];
+    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", k ? "," : "",
+             t < 0 ? "-" : mp_graph_tensor(mp_model_graph(m), (size_t)t)->name);
+  }
+  return buf;
+}
+
+static size_t buf_of(const mp_model *m, const char *tensor) {
+  int32_t t = -1;
+  if (!mp_graph_find_tensor(mp_model_graph(m), tensor, &t)) return (size_t)-1;
+  return mp_model_tensor_buffer(m, (size_t)t);
+}
+
+static mp_alias_rule rule_of(const mp_model *m, const char *tensor) {
+  int32_t t = -1;
+  if (!mp_graph_find_tensor(mp_model_graph(m), tensor, &t)) return MP_ALIAS_OWN;
+  return mp_model_tensor_rule(m, (size_t)t);
+}
+
+static const mp_fusion *fusion_of(const mp_model *m, const char *op) {
+  const mp_pass_report *r = mp_model_pass_report(m);
+  for (size_t i = 0; r && i < mp_pass_report_fusions(r); i++) {
+    if (strcmp(mp_pass_report_fusion(r, i)->op, op) == 0) {
+      return mp_pass_report_fusion(r, i);
+    }
+  }
+  return NULL;
+}
+
+static const mp_pass_row *row_of(const mp_model *m, mp_pass_id p) {
+  const mp_pass_report *r = mp_model_pass_report(m);
+  for (size_t i = 0; r && i < mp_pass_report_rows(r); i++) {
+    if (mp_pass_report_row(r, i)->pass == p) return mp_pass_report_row(r, i);
+  }
+  return NULL;
+}
+
+/* ---- fuse ---------------------------------------------------------------- */
+
+static void test_fuse(void) {
+  mp_model *m = load("tests/data/passes/convnet.json", P(FUSE), 0);
+  if (!m) return;
+  CHECK_EQ_U(mp_graph_op_count(mp_model_graph(m)), 9);
+  const mp_op *c1 = op_named(m, "conv1");
+  CHECK_STR(attr_s(c1, "mplan.epilogue"), "BatchNormalization,Relu,Sigmoid");
+  CHECK_STR(names(m, c1, true), "x,w1,b1,bn_s,bn_b,bn_m,bn_v");
+  CHECK_STR(names(m, c1, false), "r1");
+  const mp_attr *eps = attr(c1, "mplan.e0.epsilon");
+  CHECK(eps && eps->kind == MP_ATTR_FLOAT && eps->f > 0.00099 &&
+        eps->f < 0.00101);
+  /* The residual Add: its other operand was written before pw. */
+  const mp_op *pw = op_named(m, "pw");
+  CHECK_STR(attr_s(pw, "mplan.epilogue"), "Add");
+  CHECK_STR(names(m, pw, true), "d1,wpw,bpw,r1");
+  CHECK_STR(names(m, pw, false), "a1");
+  /* dw's reader is a Conv: nothing to absorb, its attribute stays. */
+  const mp_op *dw = op_named(m, "dw");
+  CHECK(!attr(dw, "mplan.epilogue"));
+  CHECK_STR(attr_s(dw, "fused_activation"), "Relu6");
+  for (const char *gone[] = {"c1", "n1", "q1", "p1", NULL}, **t = gone; *t;
+       t++) {
+    CHECK(!has_tensor(m, *t));
+  }
+  CHECK(!op_named(m, "bn1") && !op_named(m, "add"));
+  /* Gemm -> Softmax: a full reduction is a boundary. */
+  CHECK(!attr(op_named(m, "fc"), "mplan.epilogue"));
+  const mp_fusion *f = fusion_of(m, "conv1");
+  CHECK(f != NULL);
+  if (f) {
+    CHECK_EQ_U(f->steps, 3);
+    CHECK_EQ_U(f->intermediate_bytes, 2048);
+    CHECK_EQ_U(f->saved_bytes, 2 * 2048 * 3);
+    CHECK_STR(f->intermediates, "c1,n1,q1");
+    CHECK_STR(f->absorbed_ops, "bn1,relu1,sig1");
+    CHECK_EQ_I(f->spills, -1); /* no VLEN: no register estimate */
+  }
+  f = fusion_of(m, "pw");
+  CHECK(f && f->at_peak && f->saved_bytes == 4096);
+  const mp_pass_row *row = row_of(m, MP_PASS_FUSE);
+  CHECK(row && row->ops_before == 13 && row->ops_after == 9 &&
+        row->saved_bytes == 12288 + 4096);
+  if (row) CHECK_HAS(row->detail, "1 chain stopped at a full reduction");
+  mp_model_destroy(m);
+}
+
+/* The register cap: at VLEN 128 a value takes 4 registers; the head (3
+ * values) + BatchNormalization (2) + Relu (1) = 24 registers; Sigmoid (3
+ * more: 36 > 31) is refused. At VLEN 512 everything fits. */
+static void test_fuse_cap(void) {
+  mp_model *m = load("tests/data/passes/convnet.json", P(FUSE), 128);
+  if (!m) return;
+  const mp_op *c1 = op_named(m, "conv1");
+  CHECK_STR(attr_s(c1, "mplan.epilogue"), "BatchNormalization,Relu");
+  CHECK_STR(names(m, c1, false), "q1");
+  CHECK(op_named(m, "sig1") != NULL);
+  const mp_fusion *f = fusion_of(m, "conv1");
+  CHECK(f && f->capped && f->registers == 24 && f->spills == 0);
+  const mp_pass_row *row = row_of(m, MP_PASS_FUSE);
+  if (row) {
+    CHECK_HAS(row->detail,
+              "VLEN 128: 1 group capped by registers (avoided 5 "
+              "spilled registers)");
+  }
+  CHECK_EQ_U(mp_pass_report_vlen(mp_model_pass_report(m)), 128);
+  mp_model_destroy(m);
+  m = load("tests/data/passes/convnet.json", P(FUSE), 512);
+  if (!m) return;
+  CHECK_STR(attr_s(op_named(m, "conv1"), "mplan.epilogue"),
+            "BatchNormalization,Relu,Sigmoid");
+  f = fusion_of(m, "conv1");
+  CHECK(f && !f->capped && f->registers == 9 && f->spills == 0);
+  mp_model_destroy(m);
+}
+
+/* fused_activation (the bundled models) becomes an explicit epilogue
+ * entry; an Add whose other operand comes after the head is not fused
+ * into it (it would keep the head's inputs alive), but into the op that
+ * writes that operand. */
+static void test_fuse_resnet(void) {
+  mp_model *m = load("models/resnet50.json", P(FUSE), 0);
+  if (!m) return;
+  const mp_op *down = op_named(m, "s1b1_down");
+  CHECK_STR(attr_s(down, "mplan.epilogue"), "Add,Relu");
+  CHECK(!attr(down, "fused_activation"));
+  CHECK_STR(names(m, down, true),
+            "pool1_out,s1b1_down_w,s1b1_down_b,s1b1_c_out");
+  CHECK(!attr(op_named(m, "s1b1_c"), "mplan.epilogue"));
+  CHECK_STR(attr_s(op_named(m, "s1b2_c"), "mplan.epilogue"), "Add,Relu");
+  const mp_pass_row *row = row_of(m, MP_PASS_FUSE);
+  CHECK(row && row->lb_before == 2408448 && row->lb_after == 1806336);
+  if (row) {
+    CHECK_HAS(row->detail,
+              "4 chains stopped at an operand computed after the head");
+  }
+  mp_model_destroy(m);
+  /* Relu6 as Clip(0, 6) in front of an absorbed Add. */
+  char path[] = "/tmp/mplan_relu6_XXXXXX";
+  int fd = mkstemp(path);
+  static const char graph[] =
+      "{\"mplan\":\"graph/1\",\"name\":\"r6\",\"tensors\":["
+      "{\"name\":\"x\",\"dtype\":\"i8\",\"shape\":[1,4,8,8],\"kind\":"
+      "\"input\"},"
+      "{\"name\":\"w\",\"dtype\":\"i8\",\"shape\":[4,4,1,1],\"kind\":"
+      "\"weight\"},"
+      "{\"name\":\"s\",\"dtype\":\"i8\",\"shape\":[1,4,8,8]},"
+      "{\"name\":\"c\",\"dtype\":\"i8\",\"shape\":[1,4,8,8]},"
+      "{\"name\":\"y\",\"dtype\":\"i8\",\"shape\":[1,4,8,8],\"kind\":"
+      "\"output\"}],\"ops\":["
+      "{\"name\":\"skip\",\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":"
+      "[\"s\"]},"
+      "{\"name\":\"conv\",\"op\":\"Conv\",\"inputs\":[\"x\",\"w\"],"
+      "\"outputs\":[\"c\"],\"attrs\":{\"fused_activation\":\"Relu6\"}},"
+      "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"s\",\"c\"],"
+      "\"outputs\":[\"y\"]}],\"outputs\":[\"y\"]}";
+  CHECK(fd >= 0 &&
+        write(fd, graph, sizeof graph - 1) == (ssize_t)(sizeof graph - 1));
+  if (fd >= 0) close(fd);
+  m = load_with(path, P(FUSE), 0, MP_ORDER_AUTO);
+  remove(path);
+  if (!m) return;
+  const mp_op *conv = op_named(m, "conv");
+  CHECK_STR(attr_s(conv, "mplan.epilogue"), "Clip,Add");
+  /* The omitted bias is written as -1 before the epilogue's input. */
+  CHECK_STR(names(m, conv, true), "x,w,-,s");
+  CHECK_STR(names(m, conv, false), "y");
+  const mp_attr *lo = attr(conv, "mplan.e0.min"),
+                *hi = attr(conv, "mplan.e0.max");
+  CHECK(lo && hi && lo->f == 0 && hi->f == 6);
+  CHECK(!attr(conv, "fused_activation"));
+  mp_model_destroy(m);
+}
+
+/* ---- inplace and views --------------------------------------------------- */
+
+static void test_inplace(void) {
+  mp_model *m = load("tests/data/passes/convnet.json", P(INPLACE), 0);
+  if (!m) return;
+  /* conv1 -> bn1 -> relu1 -> sig1: each writes over its input. */
+  size_t b = buf_of(m, "c1");
+  CHECK(buf_of(m, "n1") == b && buf_of(m, "q1") == b && buf_of(m, "r1") == b);
+  CHECK(rule_of(m, "n1") == MP_ALIAS_ELEMENTWISE);
+  CHECK(rule_of(m, "c1") == MP_ALIAS_OWN);
+  /* dw reads r1, which add reads later: no in-place depthwise there. */
+  CHECK(buf_of(m, "d1") != b);
+  /* add writes over p1 (its first input nobody reads later). */
+  CHECK(buf_of(m, "a1") == buf_of(m, "p1"));
+  /* dw2 (stride 2, its input read by nothing else): in place, TinyEngine
+   * style; the buffer is as large as the input. */
+  CHECK(buf_of(m, "d2") == buf_of(m, "a1"));
+  CHECK(rule_of(m, "d2") == MP_ALIAS_DEPTHWISE);
+  CHECK(buf_of(m, "mr") == buf_of(m, "mp"));
+  /* The input is never written over. */
+  CHECK(buf_of(m, "x") != b);
+  const mp_problem *p = mp_model_problem(m);
+  const mp_buffer *big = mp_problem_buffer(p, buf_of(m, "a1"));
+  CHECK_EQ_U(big->size, 2048);
+  /* The shared buffer lives from conv1 (step 0) to add (step 6). */
+  const mp_buffer *chain = mp_problem_buffer(p, b);
+  CHECK(chain->first == 0 && chain->last == 6);
+  CHECK_STR(chain->name, "c1");
+  const uint32_t *members;
+  CHECK_EQ_U(mp_model_buffer_tensors(m, b, &members), 4);
+  CHECK_EQ_U(mp_problem_count(p), 22);
+  mp_model_destroy(m);
+}
+
+/* Rule 4: a fused op writes over its epilogue operand (the residual),
+ * never over one its head reads (the reduction reads whole windows). */
+static void test_inplace_epilogue(void) {
+  mp_model *m = load("tests/data/passes/convnet.json", P(FUSE) | P(INPLACE), 0);
+  if (!m) return;
+  CHECK_STR(attr_s(op_named(m, "pw"), "mplan.epilogue"), "Add");
+  CHECK(buf_of(m, "a1") == buf_of(m, "r1"));
+  CHECK(rule_of(m, "a1") == MP_ALIAS_EPILOGUE);
+  mp_model_destroy(m);
+  char path[] = "/tmp/mplan_epi_XXXXXX";
+  int fd = mkstemp(path);
+  static const char graph[] =
+      "{\"mplan\":\"graph/1\",\"name\":\"e\",\"tensors\":["
+      "{\"name\":\"x\",\"dtype\":\"i8\",\"shape\":[1,4,8,8],\"kind\":"
+      "\"input\"},"
+      "{\"name\":\"w\",\"dtype\":\"i8\",\"shape\":[4,4,3,3],\"kind\":"
+      "\"weight\"},"
+      "{\"name\":\"a\",\"dtype\":\"i8\",\"shape\":[1,4,8,8]},"
+      "{\"name\":\"c\",\"dtype\":\"i8\",\"shape\":[1,4,8,8]},"
+      "{\"name\":\"y\",\"dtype\":\"i8\",\"shape\":[1,4,8,8],\"kind\":"
+      "\"output\"}],\"ops\":["
+      "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"x\"],"
+      "\"outputs\":[\"a\"]},"
+      "{\"name\":\"conv\",\"op\":\"Conv\",\"inputs\":[\"a\",\"w\"],"
+      "\"outputs\":[\"c\"],\"attrs\":{\"pads\":[1,1,1,1]}},"
+      "{\"name\":\"add\",\"op\":\"Add\",\"inputs\":[\"c\",\"a\"],"
+      "\"outputs\":[\"y\"]}],\"outputs\":[\"y\"]}";
+  CHECK(fd >= 0 &&
+        write(fd, graph, sizeof graph - 1) == (ssize_t)(sizeof graph - 1));
+  if (fd >= 0) close(fd);
+  m = load_with(path, P(FUSE) | P(INPLACE), 0, MP_ORDER_AUTO);
+  remove(path);
+  if (!m) return;
+  CHECK_STR(names(m, op_named(m, "conv"), true), "a,w,-,a");
+  CHECK(buf_of(m, "y") != buf_of(m, "a"));
+  mp_model_destroy(m);
+}
+
+static void test_views(void) {
+  mp_model *m = load("tests/data/passes/convnet.json", P(VIEWS), 0);
+  if (!m) return;
+  CHECK(buf_of(m, "fl") == buf_of(m, "mr"));
+  CHECK(rule_of(m, "fl") == MP_ALIAS_VIEW);
+  CHECK_EQ_U(mp_problem_count(mp_model_problem(m)), 27);
+  mp_model_destroy(m);
+  /* A view of a graph input shares the resident bytes; a view that is a
+   * graph output never aliases an input. */
+  char path[] = "/tmp/mplan_views_XXXXXX";
+  int fd = mkstemp(path);
+  static const char graph[] =
+      "{\"mplan\":\"graph/1\",\"name\":\"v\",\"tensors\":["
+      "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,8],\"kind\":\"input\"},"
+      "{\"name\":\"xv\",\"dtype\":\"f32\",\"shape\":[16]},"
+      "{\"name\":\"r\",\"dtype\":\"f32\",\"shape\":[16]},"
+      "{\"name\":\"out_in\",\"dtype\":\"f32\",\"shape\":[16],\"kind\":"
+      "\"output\"},"
+      "{\"name\":\"out_act\",\"dtype\":\"f32\",\"shape\":[2,8],\"kind\":"
+      "\"output\"}],\"ops\":["
+      "{\"name\":\"v1\",\"op\":\"Flatten\",\"inputs\":[\"x\"],\"outputs\":"
+      "[\"xv\"],\"attrs\":{\"axis\":0}},"
+      "{\"name\":\"relu\",\"op\":\"Relu\",\"inputs\":[\"xv\"],\"outputs\":"
+      "[\"r\"]},"
+      "{\"name\":\"v2\",\"op\":\"Flatten\",\"inputs\":[\"x\"],\"outputs\":"
+      "[\"out_in\"],\"attrs\":{\"axis\":0}},"
+      "{\"name\":\"v3\",\"op\":\"Reshape\",\"inputs\":[\"r\"],\"outputs\":"
+      "[\"out_act\"]}],\"outputs\":[\"out_in\",\"out_act\"]}";
+  CHECK(fd >= 0 &&
+        write(fd, graph, sizeof graph - 1) == (ssize_t)(sizeof graph - 1));
+  if (fd >= 0) close(fd);
+  m = load_with(path, P(VIEWS) | P(INPLACE), 0, MP_ORDER_AUTO);
+  remove(path);
+  if (!m) return;
+  CHECK(buf_of(m, "xv") == buf_of(m, "x"));
+  CHECK(mp_problem_buffer(mp_model_problem(m), buf_of(m, "xv"))->cls ==
+        MP_CLASS_RESIDENT);
+  CHECK(buf_of(m, "out_in") != buf_of(m, "x"));
+  CHECK(buf_of(m, "out_act") == buf_of(m, "r"));
+  /* relu may not write over xv: it is the graph input's bytes. */
+  CHECK(buf_of(m, "r") != buf_of(m, "xv"));
+  mp_model_destroy(m);
+}
+
+/* ---- fold, eliminate, hfuse, absorb (ONNX: constant values) -------------- */
+
+static const char ops_onnx[] = "tests/data/passes/ops.onnx.bin";
+
+static void test_fold(void) {
+  mp_model *m = load(ops_onnx, P(FOLD), 0);
+  if (!m) return;
+  const mp_graph *g = mp_model_graph(m);
+  int32_t t;
+  CHECK(mp_graph_find_tensor(g, "tgt", &t) &&
+        mp_graph_tensor(g, (size_t)t)->kind == MP_TENSOR_WEIGHT);
+  CHECK(mp_graph_find_tensor(g, "wtt", &t) &&
+        mp_graph_tensor(g, (size_t)t)->kind == MP_TENSOR_WEIGHT);
+  /* Read by nothing once folded: gone. */
+  CHECK(!has_tensor(m, "sh") && !has_tensor(m, "d0") && !has_tensor(m, "wt"));
+  CHECK(!op_named(m, "shape") && !op_named(m, "w_transpose"));
+  /* The large dequantized weight is not folded: it would stay resident. */
+  CHECK(op_named(m, "dq") != NULL);
+  const mp_pass_row *row = row_of(m, MP_PASS_FOLD);
+  CHECK(row && row->ops_before == 29 && row->ops_after == 24);
+  /* Shape(o1) no longer keeps o1 alive: the lower bound drops. */
+  CHECK(row && row->lb_after < row->lb_before);
+  mp_model_destroy(m);
+}
+
+static void test_eliminate(void) {
+  mp_model *m = load(ops_onnx, P(ELIMINATE), 0);
+  if (!m) return;
+  for (const char *
+           gone[] = {"ident", "drop", "cast_same", "tr1", "tr2", "mul_one",
+                     "add_zero", "reshape1", "reshape2", "shape", NULL},
+          **o = gone;
+       *o; o++) {
+    if (op_named(m, *o)) fprintf(stderr, "op %s survived\n", *o);
+    CHECK(!op_named(m, *o));
+  }
+  CHECK_STR(names(m, op_named(m, "q_proj"), true), "x,wq");
+  CHECK_STR(names(m, op_named(m, "sum"), true), "o1,o3");
+  CHECK_EQ_U(mp_graph_op_count(mp_model_graph(m)), 16);
+  const mp_pass_row *row = row_of(m, MP_PASS_ELIMINATE);
+  if (row) {
+    CHECK_HAS(row->detail, "Transpose pair 1");
+    CHECK_HAS(row->detail, "multiply by one 1");
+    CHECK_HAS(row->detail, "view chain 1");
+  }
+  mp_model_destroy(m);
+}
+
+static void test_hfuse(void) {
+  mp_model *m = load(ops_onnx, P(HFUSE), 0);
+  if (!m) return;
+  const mp_op *q = op_named(m, "q_proj");
+  const mp_attr *h = attr(q, "mplan.horizontal");
+  CHECK(h && h->kind == MP_ATTR_INT && h->i == 3);
+  CHECK_STR(names(m, q, true), "a1,wq,wk,wv");
+  CHECK_STR(names(m, q, false), "q,k,v");
+  CHECK(!op_named(m, "k_proj") && !op_named(m, "v_proj"));
+  mp_model_destroy(m);
+  /* After vertical fusion Q has an epilogue: only K and V remain. */
+  m = load(ops_onnx, P(FUSE) | P(HFUSE), 0);
+  if (!m) return;
+  const mp_op *k = op_named(m, "k_proj");
+  CHECK_STR(attr_s(op_named(m, "q_proj"), "mplan.epilogue"), "Add,Relu");
+  CHECK(attr(k, "mplan.horizontal") && attr(k, "mplan.horizontal")->i == 2);
+  CHECK_STR(names(m, k, false), "k,v");
+  mp_model_destroy(m);
+  /* VLEN 128 fits 3 siblings (7 values x 4 registers <= 31). */
+  m = load(ops_onnx, P(HFUSE), 128);
+  if (!m) return;
+  const mp_fusion *f = fusion_of(m, "q_proj");
+  CHECK(f && f->kind == MP_FUSION_HORIZONTAL && f->registers == 28 &&
+        f->spills == 0 && f->saved_bytes == 0 && f->steps == 2);
+  mp_model_destroy(m);
+}
+
+static void test_absorb(void) {
+  mp_model *m = load(ops_onnx, P(ABSORB), 0);
+  if (!m) return;
+  const mp_op *o = op_named(m, "out_proj");
+  CHECK_STR(attr_s(o, "mplan.prologue"), "DequantizeLinear:1");
+  CHECK_STR(names(m, o, true), "att,w8,s8,z8");
+  const mp_op *s = op_named(m, "side_proj");
+  CHECK_STR(attr_s(s, "mplan.prologue"), "Cast:0");
+  CHECK_STR(names(m, s, true), "xi8,w2");
+  CHECK(!op_named(m, "dq") && !op_named(m, "widen"));
+  const mp_fusion *f = fusion_of(m, "out_proj");
+  CHECK(f && f->kind == MP_FUSION_PROLOGUE && f->saved_bytes == 2048 &&
+        f->intermediate_bytes == 1024);
+  mp_model_destroy(m);
+}
+
+/* ---- the whole list ------------------------------------------------------ */
+
+static void test_parse(void) {
+  uint32_t mask = 0;
+  mp_error err = {0};
+  CHECK(mp_passes_parse("all", &mask, &err) == MP_OK && mask == MP_PASSES_ALL);
+  CHECK(mp_passes_parse("none", &mask, &err) == MP_OK && mask == 0);
+  CHECK(mp_passes_parse("inplace,fold", &mask, &err) == MP_OK &&
+        mask == (P(INPLACE) | P(FOLD)));
+  CHECK(mp_passes_parse("fold,bogus", &mask, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "unknown pass 'bogus' (known: fold, eliminate, fuse");
+  CHECK(mp_passes_parse("fold,fold", &mask, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "pass 'fold' is listed twice");
+  CHECK(mp_passes_parse("", &mask, &err) == MP_ERR_BAD_INPUT);
+}
+
+/* Every pass, then the memory order: rows chain (a row's after is the
+ * next row's before), and the plan matches the last row. */
+static void test_all(void) {
+  mp_model *m = NULL;
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s", root, ops_onnx);
+  m = load_with(path, MP_PASSES_ALL, 0, MP_ORDER_MEMORY);
+  if (!m) return;
+  const mp_pass_report *r = mp_model_pass_report(m);
+  CHECK_EQ_U(mp_pass_report_rows(r), MP_PASS_COUNT);
+  for (size_t i = 1; i < mp_pass_report_rows(r); i++) {
+    const mp_pass_row *a = mp_pass_report_row(r, i - 1);
+    const mp_pass_row *b = mp_pass_report_row(r, i);
+    CHECK(a->ops_after == b->ops_before && a->lb_after == b->lb_before &&
+          a->buffers_after == b->buffers_before);
+  }
+  const mp_pass_row *last = mp_pass_report_row(r, mp_pass_report_rows(r) - 1);
+  mp_profile prof;
+  mp_error err = {0};
+  CHECK(mp_problem_profile(mp_model_problem(m), &prof, &err) == MP_OK);
+  CHECK_EQ_U(prof.peak, last->lb_after);
+  CHECK_EQ_U(mp_graph_op_count(mp_model_graph(m)), last->ops_after);
+  CHECK_EQ_U(mp_problem_count(mp_model_problem(m)), last->buffers_after);
+  CHECK_STR(mp_model_order_name(m), "memory");
+  CHECK(mp_model_schedule_info(m)->peak == prof.peak);
+  mp_profile_release(&prof);
+  mp_model_destroy(m);
+}
+
+/* ---- property: random graphs, random passes ------------------------------ */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n) {
+  rng_state = rng_state * 6364136223846793005u + 1442695040888963407u;
+  return (uint32_t)((rng_state >> 33) % n);
+}
+
+/* A random graph JSON of elementwise ops, views, convs and matmuls over
+ * [1, C, 4, 4] f32 tensors, written to path. */
+static bool rnd_graph_file(const char *path, uint64_t seed) {
+  static const char *const types[] = {"Relu",    "Add",     "Conv", "Mul",
+                                      "Sigmoid", "Reshape", "Conv", "Clip"};
+  FILE *f = fopen(path, "w");
+  if (!f) return false;
+  rng_state = seed;
+  size_t n_ops = 3 + rnd(12), n_t = 1;
+  fprintf(f, "{\"mplan\":\"graph/1\",\"name\":\"r%llu\",\"tensors\":[",
+          (unsigned long long)seed);
+  fprintf(f,
+          "{\"name\":\"t0\",\"dtype\":\"f32\",\"shape\":[1,4,4,4],"
+          "\"kind\":\"input\",\"layout\":\"NCHW\"},");
+  fprintf(f,
+          "{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[4,4,1,1],"
+          "\"kind\":\"weight\"},");
+  fprintf(f,
+          "{\"name\":\"dw\",\"dtype\":\"f32\",\"shape\":[4,1,3,3],"
+          "\"kind\":\"weight\"},");
+  fprintf(f,
+          "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[4],"
+          "\"kind\":\"weight\"}");
+  for (size_t o = 0; o < n_ops; o++) {
+    fprintf(f,
+            ",{\"name\":\"t%zu\",\"dtype\":\"f32\",\"shape\":[1,4,4,4],"
+            "\"layout\":\"NCHW\"%s}",
+            o + 1, o + 1 == n_ops ? ",\"kind\":\"output\"" : "");
+  }
+  fprintf(f, "],\"ops\":[");
+  for (size_t o = 0; o < n_ops; o++, n_t++) {
+    const char *type = types[rnd(8)];
+    size_t a = n_t - 1 - rnd(n_t < 3 ? (uint32_t)n_t : 3);
+    size_t b2 = n_t - 1 - rnd(n_t < 4 ? (uint32_t)n_t : 4);
+    fprintf(f, "%s{\"name\":\"op%zu\",\"op\":\"%s\",\"inputs\":[\"t%zu\"",
+            o ? "," : "", o, type, a);
+    if (!strcmp(type, "Add") || !strcmp(type, "Mul")) {
+      fprintf(f, ",\"t%zu\"", b2);
+    } else if (!strcmp(type, "Conv") && rnd(2)) {
+      fprintf(f,
+              ",\"dw\",\"b\"],\"outputs\":[\"t%zu\"],\"attrs\":{"
+              "\"group\":4,\"pads\":[1,1,1,1],\"kernel_shape\":[3,3]}}",
+              o + 1);
+      continue;
+    } else if (!strcmp(type, "Conv")) {
+      fprintf(f, ",\"w\"");
+    }
+    fprintf(f, "],\"outputs\":[\"t%zu\"]", o + 1);
+    if (!strcmp(type, "Clip")) fprintf(f, ",\"attrs\":{\"min\":0,\"max\":6}");
+    fprintf(f, "}");
+  }
+  fprintf(f, "],\"outputs\":[\"t%zu\"]}\n", n_ops);
+  return fclose(f) == 0;
+}
+
+/* No tensor is read after an op wrote over its bytes: for every tensor
+ * written in place by op w, every tensor of the same buffer written
+ * before w is last read at w's step or earlier (what poison mode checks
+ * at run time, here on the schedule). */
+static bool no_read_after_overwrite(const mp_model *m,
+                                    const uint32_t *step_of) {
+  const mp_graph *g = mp_model_graph(m);
+  for (size_t y = 0; y < mp_graph_tensor_count(g); y++) {
+    mp_alias_rule r = mp_model_tensor_rule(m, y);
+    if (r == MP_ALIAS_OWN || r == MP_ALIAS_VIEW) continue;
+    uint32_t w = step_of[mp_graph_tensor(g, y)->producer];
+    const uint32_t *members;
+    size_t n =
+        mp_model_buffer_tensors(m, mp_model_tensor_buffer(m, y), &members);
+    for (size_t k = 0; k < n; k++) {
+      const mp_tensor *x = mp_graph_tensor(g, members[k]);
+      if (x->producer >= 0 && step_of[x->producer] >= w) continue;
+      for (uint32_t c = 0; c < x->n_consumers; c++) {
+        if (step_of[x->consumers[c]] > w) {
+          fprintf(stderr,
+                  "'%s' is read at step %u after '%s' wrote over it "
+                  "at step %u\n",
+                  x->name, step_of[x->consumers[c]],
+                  mp_graph_tensor(g, y)->name, w);
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+static void test_property(void) {
+  char path[] = "/tmp/mplan_rnd_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd >= 0) close(fd);
+  size_t shared = 0, fused = 0;
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    if (!rnd_graph_file(path, seed)) {
+      CHECK(!"cannot write a random graph");
+      break;
+    }
+    uint32_t mask = (uint32_t)(seed * 2654435761u) & MP_PASSES_ALL;
+    mp_order_kind order = seed % 3 == 0 ? MP_ORDER_MEMORY : MP_ORDER_AUTO;
+    mp_model *m = load_with(path, mask, seed % 2 ? 128 : 0, order);
+    if (!m) {
+      fprintf(stderr, "seed %llu mask %u\n", (unsigned long long)seed, mask);
+      continue;
+    }
+    const mp_graph *g = mp_model_graph(m);
+    const mp_problem *p = mp_model_problem(m);
+    /* Every tensor's own lifetime lies inside its buffer's. */
+    uint32_t *step_of = calloc(mp_graph_op_count(g) + 1, sizeof *step_of);
+    for (size_t k = 0; step_of && k < mp_model_steps(m); k++) {
+      step_of[mp_model_step_op_index(m, k)] = (uint32_t)k;
+    }
+    bool ok = step_of != NULL;
+    for (size_t t = 0; ok && t < mp_graph_tensor_count(g); t++) {
+      const mp_tensor *x = mp_graph_tensor(g, t);
+      const mp_buffer *b = mp_problem_buffer(p, mp_model_tensor_buffer(m, t));
+      if (b->cls != MP_CLASS_ACTIVATION) continue;
+      if (x->producer >= 0 && step_of[x->producer] < b->first) ok = false;
+      for (uint32_t c = 0; c < x->n_consumers; c++) {
+        if (step_of[x->consumers[c]] > b->last) ok = false;
+      }
+      if (x->bytes > b->size) ok = false;
+    }
+    if (!ok)
+      fprintf(stderr, "seed %llu: a tensor outlives its buffer\n",
+              (unsigned long long)seed);
+    CHECK(ok);
+    if (step_of && !no_read_after_overwrite(m, step_of)) {
+      fprintf(stderr, "seed %llu mask %u\n", (unsigned long long)seed, mask);
+      CHECK(!"a tensor is read after it was overwritten");
+    }
+    if (!(mask & (P(VIEWS) | P(INPLACE)))) {
+      CHECK_EQ_U(mp_problem_count(p), mp_graph_tensor_count(g));
+    }
+    shared += mp_problem_count(p) < mp_graph_tensor_count(g);
+    fused += mp_model_pass_report(m) &&
+             mp_pass_report_fusions(mp_model_pass_report(m)) > 0;
+    free(step_of);
+    mp_model_destroy(m);
+  }
+  remove(path);
+  fprintf(stderr, "property: %zu plans with shared buffers, %zu with fusions\n",
+          shared, fused);
+  CHECK(shared > 20 && fused > 20);
+}
+
+int main(int argc, char **argv) {
+  snprintf(root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
+  test_parse();
+  test_fuse();
+  test_fuse_cap();
+  test_fuse_resnet();
+  test_inplace();
+  test_inplace_epilogue();
+  test_views();
+  test_fold();
+  test_eliminate();
+  test_hfuse();
+  test_absorb();
+  test_all();
+  test_property();
+  return check_exit("test_passes");
+}

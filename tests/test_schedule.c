@@ -1,0 +1,366 @@
+/*
+ * test_schedule.c -- execution orders: dfs and rpo are topological and
+ * deterministic; --order memory is never worse than any candidate, its
+ * reported peak is the lifetimes' lower bound, and on small random graphs
+ * it equals the optimum found by enumerating every topological order
+ * (with and without shared buffers, graph inputs resident or not). The
+ * seed of every random graph is printed on failure.
+ *
+ * usage: test_schedule SOURCE_DIR
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "mplan/lifetime.h"
+#include "mplan/model.h"
+#include "mplan/passes.h"
+#include "mplan/schedule.h"
+
+/* ---- random graphs ------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n) {
+  rng_state = rng_state * 6364136223846793005u + 1442695040888963407u;
+  return (uint32_t)((rng_state >> 33) % n);
+}
+
+/* A random DAG of n_ops ops over u8 tensors of random sizes: every op
+ * reads 1-3 earlier tensors (graph inputs included) and writes 1-2; some
+ * tensors nobody reads become graph outputs. With `ew`, ops are Relu/Add
+ * over same-sized tensors, so that the inplace pass has work. */
+static mp_graph *rnd_graph(uint64_t seed, size_t n_ops, bool ew) {
+  mp_graph *g = NULL;
+  mp_error err = {0};
+  rng_state = seed;
+  if (mp_graph_create(NULL, "random", "random", &g, &err) != MP_OK) return NULL;
+  size_t n_t = 0;
+  int32_t ids[256];
+  char name[32];
+  size_t n_in = 1 + rnd(2);
+  for (size_t i = 0; i < n_in; i++, n_t++) {
+    snprintf(name, sizeof name, "in%zu", i);
+    mp_tensor_desc d = {
+        .name = name, .dtype = MP_DTYPE_U8, .kind = MP_TENSOR_INPUT, .rank = 1};
+    d.shape[0] = (mp_dim){ew ? 256 : 16 * (1 + rnd(64)), MP_NO_SYM};
+    mp_graph_add_tensor(g, &d, &ids[n_t], &err);
+  }
+  for (size_t o = 0; o < n_ops; o++) {
+    int32_t in[3], out[2];
+    uint32_t ni = ew ? 1 + rnd(2) : 1 + rnd(3), no = ew ? 1 : 1 + rnd(2);
+    for (uint32_t k = 0; k < ni; k++) {
+      /* Prefer recent tensors, sometimes reach far back. */
+      size_t back =
+          rnd(4) == 0 ? rnd((uint32_t)n_t) : rnd(n_t < 4 ? (uint32_t)n_t : 4);
+      in[k] = ids[n_t - 1 - back];
+    }
+    for (uint32_t k = 0; k < no; k++, n_t++) {
+      snprintf(name, sizeof name, "t%zu", n_t);
+      mp_tensor_desc d = {.name = name,
+                          .dtype = MP_DTYPE_U8,
+                          .kind = MP_TENSOR_ACTIVATION,
+                          .rank = 1};
+      d.shape[0] = (mp_dim){ew ? 256 : 16 * (1 + rnd(64)), MP_NO_SYM};
+      mp_graph_add_tensor(g, &d, &ids[n_t], &err);
+      out[k] = ids[n_t];
+    }
+    snprintf(name, sizeof name, "op%zu", o);
+    const char *type = !ew ? "Op" : ni == 1 ? "Relu" : "Add";
+    mp_op_desc d = {.name = name,
+                    .type = type,
+                    .n_inputs = ni,
+                    .n_outputs = no,
+                    .inputs = in,
+                    .outputs = out};
+    mp_graph_add_op(g, &d, NULL, &err);
+  }
+  if (mp_graph_link(g, &err) != MP_OK) {
+    fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
+    mp_graph_destroy(g);
+    return NULL;
+  }
+  for (size_t t = n_in; t < n_t; t++) {
+    const mp_tensor *x = mp_graph_tensor(g, t);
+    if (x->n_consumers == 0 && rnd(2))
+      mp_graph_mark_output(g, (int32_t)t, &err);
+  }
+  if (mp_graph_link(g, &err) != MP_OK || mp_graph_resolve(g, &err) != MP_OK) {
+    fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
+    mp_graph_destroy(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* The lower bound of order under the lifetime rules (the oracle). */
+static size_t lb_of(const mp_graph *g, const uint32_t *order,
+                    const mp_alias *al, bool in_act) {
+  mp_lifetime_opts lo = {.inputs_as_activations = in_act, .alias = al};
+  mp_problem *p = NULL;
+  mp_profile prof;
+  mp_error err = {0};
+  if (mp_lifetimes_build(g, order, &lo, &p, &err) != MP_OK ||
+      mp_problem_profile(p, &prof, &err) != MP_OK) {
+    fprintf(stderr, "lifetimes: %s\n", err.msg);
+    mp_problem_destroy(p);
+    return (size_t)-1;
+  }
+  size_t peak = prof.peak;
+  mp_profile_release(&prof);
+  mp_problem_destroy(p);
+  return peak;
+}
+
+static bool topological(const mp_graph *g, const uint32_t *order) {
+  size_t n = mp_graph_op_count(g);
+  size_t *pos = calloc(n + 1, sizeof *pos);
+  bool *seen = calloc(n + 1, sizeof *seen);
+  bool ok = pos && seen;
+  for (size_t k = 0; ok && k < n; k++) {
+    ok = order[k] < n && !seen[order[k]];
+    if (ok) seen[order[k]] = true, pos[order[k]] = k;
+  }
+  for (size_t o = 0; ok && o < n; o++) {
+    const mp_op *op = mp_graph_op(g, o);
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      int32_t p = mp_graph_tensor(g, (size_t)op->inputs[k])->producer;
+      if (p >= 0 && pos[p] >= pos[o]) ok = false;
+    }
+  }
+  free(pos);
+  free(seen);
+  return ok;
+}
+
+/* ---- brute force --------------------------------------------------------- */
+
+typedef struct brute {
+  const mp_graph *g;
+  const mp_alias *al;
+  bool in_act;
+  uint32_t order[16];
+  bool done[16];
+  size_t best;
+  size_t orders;
+} brute;
+
+static bool brute_ready(const brute *b, uint32_t o) {
+  const mp_op *op = mp_graph_op(b->g, o);
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    int32_t p = mp_graph_tensor(b->g, (size_t)op->inputs[k])->producer;
+    if (p >= 0 && !b->done[p]) return false;
+  }
+  return true;
+}
+
+static void brute_walk(brute *b, size_t k) {
+  size_t n = mp_graph_op_count(b->g);
+  if (k == n) {
+    size_t lb = lb_of(b->g, b->order, b->al, b->in_act);
+    if (lb < b->best) b->best = lb;
+    b->orders++;
+    return;
+  }
+  for (uint32_t o = 0; o < n; o++) {
+    if (b->done[o] || !brute_ready(b, o)) continue;
+    b->done[o] = true;
+    b->order[k] = o;
+    brute_walk(b, k + 1);
+    b->done[o] = false;
+  }
+}
+
+static size_t brute_best(const mp_graph *g, const mp_alias *al, bool in_act) {
+  brute b = {.g = g, .al = al, .in_act = in_act, .best = (size_t)-1};
+  brute_walk(&b, 0);
+  return b.best;
+}
+
+/* ---- checks -------------------------------------------------------------- */
+
+/* The memory order of g (with alias al): topological, never worse than a
+ * candidate, its reported peak the lifetimes' lower bound, each
+ * candidate's reported peak its order's lower bound too. Returns the
+ * peak. */
+static size_t check_memory(const mp_graph *g, const mp_alias *al, bool in_act,
+                           size_t max_states, uint64_t seed) {
+  mp_schedule_opts o = {.order = MP_ORDER_MEMORY,
+                        .alias = al,
+                        .inputs_as_activations = in_act,
+                        .max_states = max_states};
+  uint32_t *order = NULL, *again = NULL;
+  mp_schedule_info info, info2;
+  mp_error err = {0};
+  if (mp_schedule_run(g, &o, &order, &info, &err) != MP_OK) {
+    fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
+    CHECK(!"memory order failed");
+    return 0;
+  }
+  size_t lb = lb_of(g, order, al, in_act);
+  bool ok = topological(g, order) && info.peak == lb;
+  for (size_t c = 0; c < info.n_cand; c++) ok = ok && lb <= info.cand[c].peak;
+  /* The candidates' peaks are real: dfs and rpo recomputed here. */
+  static const mp_order_kind kinds[] = {MP_ORDER_DFS, MP_ORDER_RPO};
+  for (size_t k = 0; k < 2; k++) {
+    uint32_t *co = NULL;
+    mp_schedule_opts bo = {.order = kinds[k]};
+    CHECK(mp_schedule_run(g, &bo, &co, NULL, &err) == MP_OK);
+    if (co) {
+      ok = ok && topological(g, co) &&
+           lb_of(g, co, al, in_act) == info.cand[1 + k].peak;
+    }
+    free(co);
+  }
+  /* Deterministic. */
+  CHECK(mp_schedule_run(g, &o, &again, &info2, &err) == MP_OK);
+  for (size_t k = 0; again && k < mp_graph_op_count(g); k++) {
+    ok = ok && again[k] == order[k];
+  }
+  if (!ok) {
+    fprintf(stderr, "seed %llu: memory order peak %zu, lifetimes %zu\n",
+            (unsigned long long)seed, info.peak, lb);
+  }
+  CHECK(ok);
+  free(order);
+  free(again);
+  return lb;
+}
+
+/* Small random graphs: the memory order is the optimum. */
+static void test_optimal(void) {
+  size_t graphs = 0, orders_beaten = 0;
+  for (uint64_t seed = 1; seed <= 150; seed++) {
+    mp_graph *g = rnd_graph(seed, 4 + seed % 5, false);
+    CHECK(g != NULL);
+    if (!g) continue;
+    bool in_act = seed % 3 == 0;
+    size_t best = brute_best(g, NULL, in_act);
+    size_t got = check_memory(g, NULL, in_act, 0, seed);
+    mp_schedule_opts o = {.order = MP_ORDER_MEMORY,
+                          .inputs_as_activations = in_act};
+    uint32_t *order = NULL;
+    mp_schedule_info info;
+    mp_error err = {0};
+    CHECK(mp_schedule_run(g, &o, &order, &info, &err) == MP_OK);
+    if (got != best || !info.exact) {
+      fprintf(stderr, "seed %llu: memory %zu, optimum %zu, exact %d\n",
+              (unsigned long long)seed, got, best, info.exact);
+    }
+    CHECK_EQ_U(got, best);
+    CHECK(info.exact);
+    orders_beaten += info.cand[0].peak > got;
+    graphs++;
+    free(order);
+    mp_graph_destroy(g);
+  }
+  fprintf(stderr, "optimal: %zu graphs, the file order beaten on %zu\n", graphs,
+          orders_beaten);
+  CHECK(orders_beaten > 10); /* the oracle is not trivially the file order */
+}
+
+/* Small random graphs after the views and inplace passes: the scheduler
+ * counts merged buffers exactly as lifetimes do, and stays optimal. */
+static void test_optimal_shared(void) {
+  size_t shared = 0;
+  for (uint64_t seed = 1000; seed < 1100; seed++) {
+    mp_graph *g = rnd_graph(seed, 4 + seed % 5, true);
+    CHECK(g != NULL);
+    if (!g) continue;
+    mp_pass_opts po = {.mask = 1u << MP_PASS_INPLACE | 1u << MP_PASS_VIEWS,
+                       .schedule = {.order = MP_ORDER_FILE}};
+    mp_alias al;
+    uint32_t *order = NULL;
+    mp_schedule_info info;
+    mp_pass_report *r = NULL;
+    mp_error err = {0};
+    if (mp_passes_run(&g, &po, &al, &order, &info, &r, &err) != MP_OK) {
+      fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
+      CHECK(!"passes failed");
+      mp_graph_destroy(g);
+      continue;
+    }
+    shared += al.n_buffers < al.n_tensors;
+    size_t best = brute_best(g, &al, false);
+    CHECK_EQ_U(check_memory(g, &al, false, 0, seed), best);
+    free(order);
+    mp_alias_release(&al);
+    mp_pass_report_destroy(r);
+    mp_graph_destroy(g);
+  }
+  fprintf(stderr, "optimal with shared buffers: %zu graphs share\n", shared);
+  CHECK(shared > 30);
+}
+
+/* Larger graphs: never worse than the file order; a tiny state budget
+ * gives up the proof, never validity. */
+static void test_large(void) {
+  for (uint64_t seed = 500; seed < 530; seed++) {
+    mp_graph *g = rnd_graph(seed, 30 + seed % 40, false);
+    CHECK(g != NULL);
+    if (!g) continue;
+    uint32_t *file = NULL;
+    mp_order_kind used;
+    mp_error err = {0};
+    CHECK(mp_schedule(g, MP_ORDER_FILE, &file, &used, &err) == MP_OK);
+    size_t lf = file ? lb_of(g, file, NULL, false) : 0;
+    CHECK(check_memory(g, NULL, false, 0, seed) <= lf);
+    CHECK(check_memory(g, NULL, false, 2, seed) <= lf);
+    free(file);
+    mp_graph_destroy(g);
+  }
+}
+
+/* dfs finishes a branch before the next; rpo follows chains. */
+static void test_dfs_rpo(const char *root) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/tests/data/passes/branches.json", root);
+  static const struct {
+    mp_order_kind kind;
+    const char *steps;
+  } want[] = {
+      {MP_ORDER_FILE, "a1 b1 a2 b2 join"},
+      {MP_ORDER_DFS, "a1 a2 b1 b2 join"},
+      {MP_ORDER_RPO, "a1 a2 b1 b2 join"},
+  };
+  for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+    mp_load_opts o = {.order = want[k].kind};
+    mp_model *m = NULL;
+    mp_error err = {0};
+    CHECK(mp_model_load(path, &o, NULL, &m, &err) == MP_OK);
+    if (!m) {
+      fprintf(stderr, "%s\n", err.msg);
+      continue;
+    }
+    char got[128] = "";
+    for (size_t s = 0; s < mp_model_steps(m); s++) {
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s",
+               s ? " " : "", mp_model_step_op(m, s));
+    }
+    CHECK_STR(got, want[k].steps);
+    CHECK_STR(mp_model_order_name(m), mp_order_name(want[k].kind));
+    mp_model_destroy(m);
+  }
+  /* The memory order: the interleaved file order keeps a1's and b1's
+   * big outputs alive together; finishing one branch first does not. */
+  mp_load_opts o = {.order = MP_ORDER_MEMORY};
+  mp_model *m = NULL;
+  mp_error err = {0};
+  CHECK(mp_model_load(path, &o, NULL, &m, &err) == MP_OK);
+  if (!m) return;
+  const mp_schedule_info *s = mp_model_schedule_info(m);
+  CHECK_EQ_U(s->cand[0].peak, 4096 + 4096 + 64);
+  CHECK_EQ_U(s->peak, 4096 + 64 + 64);
+  CHECK(s->exact);
+  CHECK_EQ_U(s->segments, 1);
+  CHECK_EQ_U(s->largest_segment, 4);
+  mp_model_destroy(m);
+}
+
+int main(int argc, char **argv) {
+  const char *root = argc > 1 ? argv[1] : ".";
+  test_optimal();
+  test_optimal_shared();
+  test_large();
+  test_dfs_rpo(root);
+  return check_exit("test_schedule");
+}
