@@ -20,7 +20,9 @@ enum {
                                refused until supported) */
   CLI_F_JSON = 1u << 2,     /* --json */
   CLI_F_REPORT = 1u << 3,   /* --top --map-width --map-rows --no-map */
-  CLI_F_FILES = 1u << 4     /* --html --sqlite --dot --svg --lifetimes */
+  CLI_F_FILES = 1u << 4,    /* --html --sqlite --dot --svg --lifetimes */
+  CLI_F_VERIFY = 1u << 5    /* --poison --paranoid --redzone --inject
+                               --target --vlen --seed --fail-fast */
 };
 
 typedef struct cli_opts {
@@ -49,6 +51,13 @@ typedef struct cli_opts {
   const char *dot;
   const char *svg;
   const char *lifetimes; /* .yaml/.yml: YAML, .json: JSON */
+  /* mplan verify / compile (CLI_F_VERIFY) */
+  bool poison, paranoid, fail_fast;
+  size_t redzone;
+  const char *inject; /* SPEC, parsed by mp_inject_parse */
+  const char *target; /* host (default) or rv64 */
+  size_t vlen;
+  uint64_t seed;
 } cli_opts;
 
 /* Parses argv[first..argc) for command cmd accepting the given flags.
@@ -101,5 +110,7 @@ int cli_plan(int argc, char **argv);
 int cli_report(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_explain(int argc, char **argv);
+int cli_compile(int argc, char **argv);
+int cli_verify(int argc, char **argv);
 
 #endif /* MPLAN_CLI_H */

@@ -22,6 +22,9 @@ static const char main_usage[] =
     "  validate PLAN   re-prove a plan file: exit 0 valid, 1 invalid\n"
     "  report MODEL    write report files: --html --sqlite --dot --svg\n"
     "                  --lifetimes (also accepted by plan)\n"
+    "  compile MODEL   write the program bundle (-o BUNDLE.mpk)\n"
+    "  verify MODEL    run the plan with real kernels in poison mode:\n"
+    "                  exit 0 clean, 1 a violation\n"
     "\n"
     "MODEL is an ONNX model, graph JSON (graph/1), a pipeline (pipeline/1),\n"
     "a lifetime table (lifetimes/1) or a minimalloc CSV (id,lower,upper,\n"
@@ -34,10 +37,9 @@ typedef struct main_cmd {
 } main_cmd;
 
 static const main_cmd main_cmds[] = {
-    {"plan", cli_plan},
-    {"explain", cli_explain},
-    {"validate", cli_validate},
-    {"report", cli_report},
+    {"plan", cli_plan},         {"explain", cli_explain},
+    {"validate", cli_validate}, {"report", cli_report},
+    {"compile", cli_compile},   {"verify", cli_verify},
 };
 
 int main(int argc, char **argv) {
