@@ -218,8 +218,8 @@ static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
     lo = -0.1;
     hi = 0.1;
     if (kd == MP_KD_I32) {
-      lo = -1024;
-      hi = 1024;
+      lo = -512;
+      hi = 512;
     }
   } else if ((strcmp(type, "BatchNormalization") == 0 &&
               (slot == 1 || slot == 4)) ||

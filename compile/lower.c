@@ -62,7 +62,7 @@ int lw_kdtype(mp_dtype d) {
 int lw_shift(int64_t k) {
   int bits = 0;
   while (bits < 62 && ((int64_t)1 << bits) < k) bits++;
-  int s = 7 + (bits + 1) / 2;
+  int s = 5 + (bits + 1) / 2;
   return s > 31 ? 31 : s;
 }
 

@@ -66,8 +66,10 @@ void mp_k_softmax_f32(int64_t outer, int64_t axis, int64_t inner,
   }
 }
 
-/* mplan's integer convention: the softmax of the integer values, written
- * as round(127 p) (so a certain class is 127). */
+/* mplan's integer convention: the softmax of the integer values relative
+ * to its largest probability, round(127 p / p_max) = round(127 exp(x -
+ * max)): the top class is 127 and the others keep their ratios (127 p
+ * itself would round a 1000-class distribution to zeros). */
 void mp_k_softmax_i8(int64_t outer, int64_t axis, int64_t inner,
                      const int8_t *x, int8_t *y) {
   for (int64_t o = 0; o < outer; o++) {
@@ -75,13 +77,11 @@ void mp_k_softmax_i8(int64_t outer, int64_t axis, int64_t inner,
       const int8_t *xs = x + o * axis * inner + in;
       int8_t *ys = y + o * axis * inner + in;
       int mx = -128;
-      double sum = 0;
       for (int64_t a = 0; a < axis; a++) {
         if (xs[a * inner] > mx) mx = xs[a * inner];
       }
-      for (int64_t a = 0; a < axis; a++) sum += exp(xs[a * inner] - mx);
       for (int64_t a = 0; a < axis; a++) {
-        ys[a * inner] = (int8_t)lround(127 * exp(xs[a * inner] - mx) / sum);
+        ys[a * inner] = (int8_t)lround(127 * exp(xs[a * inner] - mx));
       }
     }
   }

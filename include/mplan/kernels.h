@@ -15,7 +15,10 @@
  * Integer convention (graphs without quantization parameters, such as the
  * bundled int8 MobileNets): int8 Conv/Gemm/MatMul accumulate exactly
  * (int32 range, checked by the loader), add the int32 bias, then divide by
- * 2^shift rounding half away from zero and saturate to int8.
+ * 2^shift rounding half away from zero and saturate to int8 (the
+ * compiler picks shift = 5 + ceil(log2 K / 2) for K products, which keeps
+ * post-Relu6 activations spread over 0..6); int8 Softmax writes
+ * round(127 exp(x - max)).
  */
 #ifndef MPLAN_KERNELS_H
 #define MPLAN_KERNELS_H

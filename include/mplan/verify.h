@@ -55,6 +55,7 @@ typedef struct mp_verify_opts {
   double budget_ms;
   const void *inputs; /* tensors/1 bytes, or NULL: seeded */
   size_t in_len;
+  bool no_reference;   /* skip the no-reuse run and the comparison */
   mp_target_fn target; /* NULL: the host, in-process */
   void *target_ud;
 } mp_verify_opts;
