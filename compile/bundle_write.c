@@ -218,8 +218,10 @@ static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
     lo = -0.1;
     hi = 0.1;
     if (kd == MP_KD_I32) {
-      lo = -512;
-      hi = 512;
+      /* about half a unit after the shift: a larger bias would pin whole
+       * channels at 0 or 6 after Relu6 and starve later layers */
+      lo = -64;
+      hi = 64;
     }
   } else if ((strcmp(type, "BatchNormalization") == 0 &&
               (slot == 1 || slot == 4)) ||
