@@ -456,6 +456,12 @@ static mp_status lw_window(lw *x, const mp_tensor *in, const mp_tensor *w,
       int64_t ext = (k[i] - 1) * d[i] + 1, total;
       if (transpose) {
         total = s[i] * (in_d - 1) + op[i] + ext - out_d;
+        /* output_shape larger than the pads allow: the rest is
+         * output_padding (ONNX computes it implicitly) */
+        if (total < 0) {
+          op[i] -= total;
+          total = 0;
+        }
       } else {
         total = (out_d - 1) * s[i] + ext - in_d;
       }
@@ -865,6 +871,14 @@ static mp_status lw_misc(lw *x, const char *t) {
   return lw_unsup(x, "the runtime has no kernel for this op");
 }
 
+/* Dropout in training mode (a training_mode input not known to be 0)
+ * is random: not an identity. */
+static bool lw_dropout_trains(const lw *x) {
+  int64_t v[1];
+  if (x->op->n_inputs < 3 || !lw_t(x, 2)) return false;
+  return lw_const_ints(x, 2, v, 1) != 1 || v[0] != 0;
+}
+
 static mp_status lw_dispatch(lw *x) {
   const char *t = x->op->type;
   int u = lw_find(lw_unary, t), b = lw_find(lw_binary, t);
@@ -888,7 +902,8 @@ static mp_status lw_dispatch(lw *x) {
   if (strcmp(t, "Reshape") == 0 || strcmp(t, "Flatten") == 0 ||
       strcmp(t, "Squeeze") == 0 || strcmp(t, "Unsqueeze") == 0 ||
       strcmp(t, "Identity") == 0 ||
-      (strcmp(t, "Dropout") == 0 && x->op->n_outputs == 1)) {
+      (strcmp(t, "Dropout") == 0 && x->op->n_outputs == 1 &&
+       !lw_dropout_trains(x))) {
     x->o->kernel = MP_BOP_VIEW;
     lw_in(x, x->op->inputs[0]);
     return MP_OK;

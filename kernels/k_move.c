@@ -131,15 +131,16 @@ void mp_k_pad(size_t es, const mp_kshape *xs, const mp_kshape *ys,
 
 /* Input coordinate of output coordinate o along one axis. */
 static double kr_coord(const mp_kresize *p, uint32_t d, int64_t o) {
-  double s = p->scale[d], in = (double)p->in.dims[d],
-         out = (double)p->out.dims[d];
+  double s = p->scale[d], in = (double)p->in.dims[d];
   switch (p->coord) {
     case MP_KC_ASYMMETRIC:
       return o / s;
     case MP_KC_ALIGN_CORNERS:
-      return out == 1 ? 0 : o * (in - 1) / (out - 1);
+      /* ONNX: o (in - 1) / (length_resized - 1), length_resized = in x
+       * scale (not rounded) */
+      return in * s - 1 <= 0 ? 0 : o * (in - 1) / (in * s - 1);
     case MP_KC_PYTORCH_HALF_PIXEL:
-      return out > 1 ? (o + 0.5) / s - 0.5 : 0;
+      return p->out.dims[d] > 1 ? (o + 0.5) / s - 0.5 : 0;
     case MP_KC_TF_HALF_PIXEL_FOR_NN:
       return (o + 0.5) / s;
     default:

@@ -20,7 +20,10 @@ void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
       double z = zp ? mp_k_load(zp, dy, q) : 0;
       for (int64_t i = 0; i < inner; i++) {
         size_t at = (size_t)((o * ch + c) * inner + i);
-        double v = nearbyint((double)x[at] / scale[q]) + z;
+        /* the division in f32, as ONNX and ONNX Runtime do: a quotient
+         * that f32 rounds to .5 must round to even from there */
+        float d = x[at] / scale[q];
+        double v = nearbyint((double)d) + z;
         mp_k_store(y, dy, at, v);
       }
     }

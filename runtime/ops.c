@@ -1496,7 +1496,7 @@ static bool op_check_quant(op_ctx *c, bool quant) {
     return op_fail(c, "bad arity");
   }
   int64_t axis = c->op->params[0];
-  if (x->shape.rank && (axis < 0 || axis >= x->shape.rank)) {
+  if (op_count(s) != 1 && (axis < 0 || axis >= x->shape.rank)) {
     return op_fail(c, "bad axis");
   }
   int qd = quant ? y->dtype : x->dtype;
