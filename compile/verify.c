@@ -183,7 +183,7 @@ static mp_status vf_reference(vf *v, mp_buf *outs) {
   mp_buf bundle;
   mp_buf_init(&bundle, v->a);
   mp_compile_opts co = {v->o->seed, NULL, NULL};
-  mp_runner_opts ro = {false, false, false, NULL, v->o->seed};
+  mp_runner_opts ro = {false, false, false, NULL, v->o->seed, NULL};
   mp_status st = mp_plan_solve(mp_model_problem(v->m), &po, &lin, v->err);
   if (st == MP_OK) {
     st = mp_compile_model(v->m, mp_model_problem(v->m), mp_plan_placements(lin),
@@ -292,9 +292,12 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
   mp_compile_opts co = {o->seed, NULL, v.rz_before};
   if (st == MP_OK) st = mp_compile_model(m, p, pl, &co, a, &bundle, err);
   r.bundle_bytes = bundle.len;
-  mp_runner_opts ro = {o->poison || o->redzone > 0, o->paranoid, o->fail_fast,
+  mp_runner_opts ro = {o->poison || o->redzone > 0,
+                       o->paranoid,
+                       o->fail_fast,
                        o->inject.kind == MP_INJECT_OOB ? o->inject.a : NULL,
-                       o->seed};
+                       o->seed,
+                       NULL};
   if (st == MP_OK && !o->no_reference) st = vf_reference(&v, &ref);
   if (st == MP_OK) st = vf_run(&v, "planned", &bundle, &ro, &outs, &evs);
   if (st == MP_OK) {

@@ -302,6 +302,9 @@ static mp_status rn_inputs(const char *source, const mp_bundle *b, mp_rt *rt,
   mp_status st = MP_OK;
   if (inputs) st = mp_tensors_parse(source, inputs, in_len, a, &recs, &n, err);
   void *tmp = NULL;
+  if (o->inputs_used) {
+    mp_tensors_begin(o->inputs_used, (uint32_t)mp_bundle_input_count(b));
+  }
   for (size_t i = 0; st == MP_OK && i < mp_bundle_input_count(b); i++) {
     const mp_btensor *t = mp_bundle_tensor(b, mp_bundle_input(b, i));
     const mp_tensor_rec *r = NULL;
@@ -317,6 +320,10 @@ static mp_status rn_inputs(const char *source, const mp_bundle *b, mp_rt *rt,
                           mp_kd_name(t->dtype), (unsigned long long)t->bytes);
       } else {
         st = mp_rt_set_input(rt, i, r->data, r->bytes, err);
+        if (o->inputs_used) {
+          mp_tensors_add(o->inputs_used, t->name, t->dtype, &t->shape, r->data,
+                         r->bytes);
+        }
       }
       continue;
     }
@@ -334,6 +341,10 @@ static mp_status rn_inputs(const char *source, const mp_bundle *b, mp_rt *rt,
     mp_seed_fill(t->dtype, tmp, (size_t)(t->bytes / mp_kd_size(t->dtype)),
                  o->seed, i);
     st = mp_rt_set_input(rt, i, tmp, (size_t)t->bytes, err);
+    if (o->inputs_used) {
+      mp_tensors_add(o->inputs_used, t->name, t->dtype, &t->shape, tmp,
+                     (size_t)t->bytes);
+    }
     mp_free(a, tmp);
     tmp = NULL;
   }

@@ -4,8 +4,11 @@
  *
  *   mplan-runner BUNDLE [--inputs F] [--outputs F] [--events F]
  *                [--poison] [--paranoid] [--fail-fast] [--oob OP]
- *                [--seed N]
+ *                [--seed N] [--write-inputs F]
  *
+ * --write-inputs writes the inputs the run was fed (tensors/1), so that
+ * another runtime (ONNX Runtime in the comparison test) gets the very
+ * same seeded values.
  * Exit status: 0 a clean run, 1 the run recorded events, 2 an error (one
  * line on stderr). Events go to --events or stdout.
  */
@@ -19,7 +22,7 @@
 static const char usage[] =
     "usage: mplan-runner BUNDLE [--inputs F] [--outputs F] [--events F]\n"
     "                    [--poison] [--paranoid] [--fail-fast] [--oob OP]\n"
-    "                    [--seed N]\n";
+    "                    [--seed N] [--write-inputs F]\n";
 
 static int rm_fail(const mp_error *err) {
   fprintf(stderr, "mplan-runner: error: %s\n", err->msg);
@@ -27,7 +30,7 @@ static int rm_fail(const mp_error *err) {
 }
 
 int main(int argc, char **argv) {
-  const char *bundle = NULL, *in = NULL, *outp = NULL, *evp = NULL;
+  const char *bundle = NULL, *in = NULL, *outp = NULL, *evp = NULL, *inw = NULL;
   mp_runner_opts o = {0};
   mp_error err = {0};
   for (int i = 1; i < argc; i++) {
@@ -45,6 +48,8 @@ int main(int argc, char **argv) {
       outp = argv[++i];
     } else if (strcmp(a, "--events") == 0 && more) {
       evp = argv[++i];
+    } else if (strcmp(a, "--write-inputs") == 0 && more) {
+      inw = argv[++i];
     } else if (strcmp(a, "--oob") == 0 && more) {
       o.oob_op = argv[++i];
     } else if (strcmp(a, "--seed") == 0 && more) {
@@ -66,9 +71,11 @@ int main(int argc, char **argv) {
   }
   char *bdata = NULL, *idata = NULL;
   size_t blen = 0, ilen = 0;
-  mp_buf outs, evs;
+  mp_buf outs, evs, ins;
   mp_buf_init(&outs, NULL);
   mp_buf_init(&evs, NULL);
+  mp_buf_init(&ins, NULL);
+  if (inw) o.inputs_used = &ins;
   mp_runner_result res = {0, 0};
   mp_status st = mp_file_read(bundle, NULL, &bdata, &blen, &err);
   if (st == MP_OK && in) st = mp_file_read(in, NULL, &idata, &ilen, &err);
@@ -78,11 +85,13 @@ int main(int argc, char **argv) {
   }
   if (st == MP_OK && outp) st = mp_file_write(outp, outs.data, outs.len, &err);
   if (st == MP_OK && evp) st = mp_file_write(evp, evs.data, evs.len, &err);
+  if (st == MP_OK && inw) st = mp_file_write(inw, ins.data, ins.len, &err);
   if (st == MP_OK && !evp) fputs(mp_buf_str(&evs), stdout);
   free(bdata);
   free(idata);
   mp_buf_free(&outs);
   mp_buf_free(&evs);
+  mp_buf_free(&ins);
   if (st != MP_OK) return rm_fail(&err);
   return res.events ? 1 : 0;
 }

@@ -72,8 +72,10 @@ void mp_seed_fill(int d, void *p, size_t n, uint64_t seed, uint64_t index);
 
 typedef struct mp_runner_opts {
   bool poison, paranoid, fail_fast;
-  const char *oob_op; /* inject: this op writes one element past its output */
-  uint64_t seed;      /* for inputs not given */
+  const char *oob_op;  /* inject: this op writes one element past its output */
+  uint64_t seed;       /* for inputs not given */
+  mp_buf *inputs_used; /* when not NULL, receives the inputs bound
+                          (tensors/1): what another runtime must be fed */
 } mp_runner_opts;
 
 typedef struct mp_runner_result {
