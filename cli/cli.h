@@ -58,6 +58,10 @@ typedef struct cli_opts {
   const char *target; /* host (default) or rv64 */
   size_t vlen;
   uint64_t seed;
+  /* A verification's events for the report files (cmd_verify sets them). */
+  bool verified;
+  const mp_report_event *events;
+  size_t n_events;
 } cli_opts;
 
 /* Parses argv[first..argc) for command cmd accepting the given flags.

@@ -43,6 +43,30 @@ static void verify_event(mp_buf *out, const mp_event_rec *e) {
                 e->first, e->last, e->detail);
 }
 
+/* The run's events into the SQLite history and the HTML report. */
+static mp_status verify_files(cli_opts *o, int argc, char **argv,
+                              const mp_model *m, const mp_verify_result *res,
+                              mp_buf *log, mp_error *err) {
+  mp_report_event *ev = mp_calloc(NULL, res->n_events + 1, sizeof *ev);
+  if (!ev) return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < res->n_events; i++) {
+    const mp_event_rec *e = &res->events[i];
+    ev[i] = (mp_report_event){mp_event_kind_name(e->kind),
+                              e->step,
+                              e->op[0] ? e->op : NULL,
+                              e->tensor[0] ? e->tensor : NULL,
+                              e->first,
+                              e->last,
+                              e->detail};
+  }
+  o->verified = true;
+  o->events = ev;
+  o->n_events = res->n_events;
+  mp_status st = cli_write_files(o, argc, argv, m, res->plan, NULL, log, err);
+  mp_free(NULL, ev);
+  return st;
+}
+
 int cli_verify(int argc, char **argv) {
   cli_opts o;
   mp_error err = {0};
@@ -105,6 +129,11 @@ int cli_verify(int argc, char **argv) {
                   res.checks, res.outputs_equal, res.outputs);
     for (size_t i = 0; i < res.n_events; i++)
       verify_event(&log, &res.events[i]);
+    if (cli_wants_files(&o)) {
+      st = verify_files(&o, argc, argv, m, &res, &log, &err);
+    }
+  }
+  if (st == MP_OK) {
     if (res.n_events) {
       mp_buf_printf(&log, "verification FAILED: %zu event%s\n", res.n_events,
                     res.n_events == 1 ? "" : "s");
