@@ -80,7 +80,9 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
   size_t have = 0;
   if (tp->has_raw_data) {
     have = tp->raw_data.len / (es ? es : 1);
-    if (tp->raw_data.len == bytes) memcpy(p, tp->raw_data.data, bytes);
+    if (bytes && tp->raw_data.len == bytes) {
+      memcpy(p, tp->raw_data.data, bytes);
+    }
   } else {
     for (size_t k = 0; k < n; k++) {
       unsigned char *q = p + k * es;
