@@ -83,7 +83,7 @@ typedef struct vf {
 static mp_status vf_buffer(vf *v, const char *name, size_t *buf) {
   int32_t t;
   const mp_graph *g = mp_model_graph(v->m);
-  if (!mp_graph_find_tensor(g, name, &t)) {
+  if (!g || !mp_graph_find_tensor(g, name, &t)) {
     return mp_error_set(v->err, MP_ERR_BAD_INPUT,
                         "--inject: the model has no tensor named '%s'", name);
   }
@@ -265,13 +265,6 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
   mp_buf_init(&evs, a);
   mp_buf_init(&ref, a);
   const mp_problem *p0 = mp_model_problem(m);
-  if (!mp_model_graph(m)) {
-    return mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "%s: a %s has no ops to run (give a graph or an ONNX "
-                        "model)",
-                        mp_model_path(m),
-                        mp_model_format_name(mp_model_format_of(m)));
-  }
   v.rz_before = mp_calloc(a, mp_problem_count(p0) + 1, sizeof *v.rz_before);
   mp_status st =
       v.rz_before ? MP_OK : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
@@ -279,7 +272,13 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
   if (st == MP_OK && own) st = vf_problem(&v, &r.problem);
   const mp_problem *p = r.problem ? r.problem : p0;
   mp_plan_opts po = {o->strategy, o->budget_ms};
-  if (st == MP_OK) st = mp_plan_solve(p, &po, &r.plan, err);
+  if (st == MP_OK) {
+    st = mp_plan_solve(p, &po, &r.plan, err);
+    if (st != MP_OK && err &&
+        strncmp(err->msg, mp_model_path(m), strlen(mp_model_path(m))) != 0) {
+      mp_error_prefix(err, "%s", mp_model_path(m));
+    }
+  }
   mp_placement *pl = NULL;
   if (st == MP_OK) {
     pl = mp_calloc(a, mp_problem_count(p) + 1, sizeof *pl);
@@ -288,6 +287,15 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
   if (st == MP_OK) {
     memcpy(pl, mp_plan_placements(r.plan), mp_problem_count(p) * sizeof *pl);
     if (o->inject.kind == MP_INJECT_OVERLAP) st = vf_overlap(&v, p, pl);
+  }
+  /* Planning comes first, so that a problem file's planning errors
+   * (pins that conflict) read as they do for mplan plan. */
+  if (st == MP_OK && !mp_model_graph(m)) {
+    st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                      "%s: a %s has no ops to run (give a graph or an ONNX "
+                      "model)",
+                      mp_model_path(m),
+                      mp_model_format_name(mp_model_format_of(m)));
   }
   mp_compile_opts co = {o->seed, NULL, v.rz_before};
   if (st == MP_OK) st = mp_compile_model(m, p, pl, &co, a, &bundle, err);
@@ -304,9 +312,12 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
     st = mp_events_parse("events", evs.data, evs.len, a, &r.events, &r.n_events,
                          &r.checks, err);
   }
-  r.ops = mp_graph_op_count(mp_model_graph(m));
-  if (st == MP_OK && !o->no_reference)
+  r.ops = mp_model_graph(m) ? mp_graph_op_count(mp_model_graph(m)) : 0;
+  /* A run stopped at its first event has no outputs to compare. */
+  bool stopped = o->fail_fast && r.n_events > 0;
+  if (st == MP_OK && !o->no_reference && !stopped) {
     st = vf_compare(&v, &outs, &ref, p, pl, &r);
+  }
   mp_free(a, pl);
   mp_free(a, v.rz_before);
   mp_buf_free(&bundle);
