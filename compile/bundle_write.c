@@ -252,7 +252,10 @@ static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
   const mp_tensor *x = mp_graph_tensor(w->g, t);
   int kd = lw_kdtype(x->dtype);
   size_t n = x->bytes / mp_kd_size(kd);
-  while (w->weights.len % MP_BUNDLE_WEIGHT_ALIGN) bw_u8(&w->weights, 0);
+  /* a failed buffer stops growing: stop padding it too */
+  while (w->weights.len % MP_BUNDLE_WEIGHT_ALIGN && !w->weights.failed) {
+    bw_u8(&w->weights, 0);
+  }
   *off = w->weights.len;
   const void *src;
   size_t len;
@@ -402,7 +405,7 @@ static uint32_t bw_io(bw *w, mp_tensor_kind kind) {
 }
 
 static void bw_pad(mp_buf *out, size_t align) {
-  while (out->len % align) bw_u8(out, 0);
+  while (out->len % align && !out->failed) bw_u8(out, 0);
 }
 
 static mp_status bw_assemble(bw *w, uint32_t n_in, uint32_t n_out,
