@@ -232,10 +232,30 @@ static void test_kernels(void) {
   CHECK_EQ_I(ic[0], 2); /* 24 / 16 = 1.5 -> 2 (half away from zero) */
 }
 
+/* Weights given as graph JSON data reach the kernels exactly. */
+static void test_data_weights(const char *src) {
+  mp_buf bundle = bundle_of(src, "tests/data/data_weights.json");
+  mp_error err = {0};
+  mp_bundle *b = NULL;
+  mp_rt *rt = NULL;
+  float x[3] = {1, 1, 2}, want[2] = {1 + 2 + 6 + 0.5f, 0}; /* -9 + 10 = 1 */
+  want[1] = 1;
+  CHECK(mp_bundle_load("dw", bundle.data, bundle.len, NULL, &b, &err) == MP_OK);
+  CHECK(mp_rt_create(b, NULL, NULL, &rt, &err) == MP_OK);
+  CHECK(mp_rt_set_input(rt, 0, x, sizeof x, &err) == MP_OK);
+  CHECK(mp_rt_run(rt, &err) == MP_OK);
+  const float *y = mp_rt_tensor_data(rt, mp_bundle_output(b, 0));
+  CHECK(y[0] == want[0] && y[1] == want[1]);
+  mp_rt_destroy(rt);
+  mp_bundle_destroy(b);
+  mp_buf_free(&bundle);
+}
+
 int main(int argc, char **argv) {
   const char *src = argc > 1 ? argv[1] : ".";
   test_kernels();
   test_loader(src);
   test_no_alloc(src);
+  test_data_weights(src);
   return check_exit("test_runtime");
 }
