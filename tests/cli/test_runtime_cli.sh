@@ -47,6 +47,11 @@ for m in models/mobilenet_v1.json $v2 tests/data/tiny_net.json; do
   run 0 "$mplan" verify "$m" --paranoid --redzone 32 && has "$tmp/out" "paranoid"
 done
 run 0 "$mplan" verify tests/data/tiny_net.json --poison --strategy linear --seed 9
+# Graph inputs planned as activations are released after their last read.
+run 0 "$mplan" verify $v2 --inputs activation --paranoid --redzone 8
+run 0 "$mplan" verify $v2 --backend tests/data/backend_64.json --paranoid
+run 0 "$mplan" verify tests/data/pipeline.json --paranoid
+run 0 "$mplan" verify tests/data/data_weights.json --paranoid
 
 # Injected faults: exit 1, the event line names culprit and victim.
 run 1 "$mplan" verify $v2 --paranoid --inject overlap:b2_expand_out,b2_dw_out
