@@ -345,8 +345,8 @@ static mp_status bw_tensors(bw *w) {
     bw_u8(&w->tensors, (uint8_t)x->rank);
     bw_u8(&w->tensors, 0);
     bw_u32(&w->tensors, 0);
-    bool resident = x->kind == MP_TENSOR_WEIGHT || x->kind == MP_TENSOR_INPUT ||
-                    x->kind == MP_TENSOR_RETAINED;
+    /* retained state is born where its op writes it */
+    bool resident = x->kind == MP_TENSOR_WEIGHT || x->kind == MP_TENSOR_INPUT;
     bw_u32(&w->tensors, (uint32_t)(resident ? -1 : w->first[t]));
     bw_u32(&w->tensors, (uint32_t)w->last[t]);
     bw_u64(&w->tensors, data_off);

@@ -23,8 +23,9 @@
  *   6. ops: kernel id, refs and params inside their pools, every tensor
  *      produced once by an op whose step is its first step, every input
  *      produced earlier (or resident) and still live by the tensor's own
- *      lifetime, outputs never weights or inputs, then the kernel's own
- *      check of arity, parameters, dtypes and shapes (ops.c);
+ *      lifetime (retained state may be read before it is written: the
+ *      previous invocation's), outputs never weights or inputs, then the
+ *      kernel's own check of arity, parameters, dtypes and shapes (ops.c);
  *   7. graph inputs and outputs: indices and kinds.
  * A bundle that passes can run without touching memory outside the
  * regions (memory safety). Overlaps between activation buffers are NOT
@@ -533,7 +534,7 @@ static mp_status bl_ops(bl *x, const unsigned char *p, const mp_alloc *a) {
         break;
       }
       const mp_btensor *v = &b->tensors[t];
-      if (v->kind != MP_BT_ACTIVATION && v->kind != MP_BT_OUTPUT) {
+      if (v->kind == MP_BT_WEIGHT || v->kind == MP_BT_INPUT) {
         st = bl_bad(x, "op '%s' writes '%s', which is a weight or an input",
                     o->name, v->name);
       } else if (made[t] >= 0) {
@@ -555,7 +556,8 @@ static mp_status bl_ops(bl *x, const unsigned char *p, const mp_alloc *a) {
   }
   for (size_t t = 0; t < b->n_tensors && st == MP_OK; t++) {
     const mp_btensor *v = &b->tensors[t];
-    if ((v->kind == MP_BT_ACTIVATION || v->kind == MP_BT_OUTPUT) &&
+    if ((v->kind == MP_BT_ACTIVATION || v->kind == MP_BT_OUTPUT ||
+         v->kind == MP_BT_RETAINED) &&
         made[t] < 0) {
       st = bl_bad(x, "tensor '%s' is produced by no op", v->name);
     }

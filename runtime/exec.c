@@ -107,8 +107,10 @@ void mp_rt_destroy(mp_rt *rt) {
   mp_free(a, rt);
 }
 
+/* Written by an op (retained state too: it is the update of this run). */
 static bool rt_produced(const mp_btensor *t) {
-  return t->kind == MP_BT_ACTIVATION || t->kind == MP_BT_OUTPUT;
+  return t->kind == MP_BT_ACTIVATION || t->kind == MP_BT_OUTPUT ||
+         t->kind == MP_BT_RETAINED;
 }
 
 static mp_status rt_alloc_regions(mp_rt *rt, mp_error *err) {
