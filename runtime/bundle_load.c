@@ -8,7 +8,8 @@
  *   2. strings: the blob ends with NUL; every name is an offset into it
  *      and holds no control character (names go into one-line events);
  *   3. regions: kind, power-of-two alignment in [8, 4096], size within
- *      MP_BUNDLE_MAX_REGION;
+ *      MP_BUNDLE_MAX_REGION and no larger than its buffers need (plus the
+ *      alignment);
  *   4. buffers: region index, [offset - red zone, offset + size + red
  *      zone) inside the region, lifetime in [-1, steps], class, and the
  *      class matching the region's kind: weights, inputs and retained
@@ -360,6 +361,29 @@ static int bl_cmp_u64(const void *a, const void *b) {
   return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
+/* A region is no larger than its buffers need (plus its alignment): a
+ * corrupt size must not make a target allocate memory nothing uses. */
+static mp_status bl_region_tight(bl *x) {
+  mp_bundle *b = x->b;
+  for (size_t r = 0; r < b->n_regions; r++) {
+    uint64_t need = 0;
+    for (size_t i = 0; i < b->n_buffers; i++) {
+      const mp_bbuffer *u = &b->buffers[i];
+      uint64_t end = u->offset + u->size + u->rz_after;
+      if (u->region == r && end > need) need = end;
+    }
+    const mp_bregion *g = &b->regions[r];
+    if (g->size > need + g->alignment) {
+      return bl_bad(x,
+                    "region '%s' has %llu bytes where its buffers end at "
+                    "%llu",
+                    g->name, (unsigned long long)g->size,
+                    (unsigned long long)need);
+    }
+  }
+  return MP_OK;
+}
+
 /* Resident buffers never share a byte (invariant 4). */
 static mp_status bl_resident_disjoint(bl *x, const mp_alloc *a) {
   mp_bundle *b = x->b;
@@ -620,6 +644,7 @@ static mp_status bl_parse(bl *x, const mp_alloc *a) {
   int32_t steps = (int32_t)b->n_ops;
   st = bl_regions(x, p + l.regions);
   if (st == MP_OK) st = bl_buffers(x, p + l.buffers, steps);
+  if (st == MP_OK) st = bl_region_tight(x);
   if (st == MP_OK) st = bl_resident_disjoint(x, a);
   for (size_t i = 0; st == MP_OK && i < b->n_tensors; i++) {
     st = bl_tensor(x, p + l.tensors + i * MP_BUNDLE_TENSOR_REC, i);
