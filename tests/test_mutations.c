@@ -31,6 +31,12 @@ typedef struct mu_model {
 
 static size_t mu_detected, mu_total;
 
+/* The last n characters of s: long ONNX names differ at their ends. */
+static const char *mu_tail(const char *s, size_t n) {
+  size_t len = strlen(s);
+  return len > n ? s + len - n : s;
+}
+
 static const mp_op *mu_step(const mp_model *m, size_t k) {
   return mp_graph_op(mp_model_graph(m), mp_model_step_op_index(m, k));
 }
@@ -72,10 +78,19 @@ static void mu_run(const mp_model *m, const char *label, mp_inject_kind kind,
             (strcmp(e->tensor, want_victim) == 0 ||
              (or_victim && strcmp(e->tensor, or_victim) == 0));
   mu_detected += ok;
-  printf("| %-12.12s | %-48.48s | %-14s | %-28.28s | %-28.28s | %s |\n",
-         strrchr(mp_model_path(m), '/') + 1, label,
-         e ? mp_event_kind_name(e->kind) : "none", e ? e->op : "-",
-         e ? e->tensor : "-", ok ? "yes" : "NO");
+  char shown[64];
+  const char *colon = strchr(label, ':');
+  int klen = (int)(colon - label);
+  if (strlen(label) <= 48) {
+    snprintf(shown, sizeof shown, "%s", label);
+  } else {
+    snprintf(shown, sizeof shown, "%.*s:..%s", klen, label,
+             mu_tail(colon + 1, (size_t)(45 - klen)));
+  }
+  printf("| %-12.12s | %-48s | %-14s | %-28s | %-28s | %s |\n",
+         strrchr(mp_model_path(m), '/') + 1, shown,
+         e ? mp_event_kind_name(e->kind) : "none", mu_tail(e ? e->op : "-", 28),
+         mu_tail(e ? e->tensor : "-", 28), ok ? "yes" : "NO");
   if (!ok) {
     fprintf(stderr, "%s: expected %s by '%s' on '%s'\n", label, want_kind,
             want_op, want_victim);
