@@ -262,6 +262,52 @@ static int args_check(args_state *s, cli_opts *o, mp_status *st) {
   return r;
 }
 
+/* mplan verify and compile: poison mode, red zones, injection, target. */
+static int args_verify(args_state *s, cli_opts *o, mp_status *st) {
+  const char *v = NULL;
+  int r;
+  int64_t n;
+  if ((r = args_match(s, "--poison", false, &v))) {
+    o->poison = true;
+  } else if ((r = args_match(s, "--paranoid", false, &v))) {
+    o->paranoid = true;
+  } else if ((r = args_match(s, "--fail-fast", false, &v))) {
+    o->fail_fast = true;
+  } else if ((r = args_match(s, "--redzone", true, &v))) {
+    if (r > 0 && (!mp_parse_i64(v, &n) || n < 0 || n > 65536)) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --redzone '%s': expected bytes in "
+                         "[0, 65536]",
+                         s->cmd, v);
+    }
+    if (r > 0) o->redzone = (size_t)n;
+  } else if ((r = args_match(s, "--inject", true, &v))) {
+    o->inject = v;
+  } else if ((r = args_match(s, "--target", true, &v))) {
+    if (r > 0 && strcmp(v, "host") != 0 && strcmp(v, "rv64") != 0) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --target '%s': expected host or rv64",
+                         s->cmd, v);
+    }
+    o->target = v;
+  } else if ((r = args_match(s, "--vlen", true, &v))) {
+    if (r > 0 && (!mp_parse_i64(v, &n) || (n != 128 && n != 256 && n != 512))) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --vlen '%s': expected 128, 256 or 512",
+                         s->cmd, v);
+    }
+    if (r > 0) o->vlen = (size_t)n;
+  } else if ((r = args_match(s, "--seed", true, &v))) {
+    if (r > 0 && (!mp_parse_i64(v, &n) || n < 0)) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --seed '%s': expected an integer >= 0",
+                         s->cmd, v);
+    }
+    if (r > 0) o->seed = (uint64_t)n;
+  }
+  return r;
+}
+
 static int args_one(args_state *s, unsigned flags, cli_opts *o, mp_status *st) {
   const char *v = NULL;
   int r = 0;
@@ -277,6 +323,7 @@ static int args_one(args_state *s, unsigned flags, cli_opts *o, mp_status *st) {
   } else if ((flags & CLI_F_MARKDOWN) &&
              (r = args_match(s, "--markdown", true, &v))) {
     o->markdown = v;
+  } else if (flags & CLI_F_VERIFY && (r = args_verify(s, o, st))) {
   }
   return r;
 }

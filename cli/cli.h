@@ -26,7 +26,9 @@ enum {
   CLI_F_MODELS = 1u << 5,   /* several positional arguments (models[]) */
   CLI_F_CHECK = 1u << 6,    /* --budget --baseline --baseline-dir
                                --tolerance --update-baseline --junit */
-  CLI_F_MARKDOWN = 1u << 7  /* --markdown FILE */
+  CLI_F_MARKDOWN = 1u << 7, /* --markdown FILE */
+  CLI_F_VERIFY = 1u << 8    /* --poison --paranoid --redzone --inject
+                            --target --vlen --seed --fail-fast */
 };
 
 typedef struct cli_opts {
@@ -70,6 +72,17 @@ typedef struct cli_opts {
   bool update_baseline;
   const char *junit;
   const char *markdown;
+  /* mplan verify / compile (CLI_F_VERIFY) */
+  bool poison, paranoid, fail_fast;
+  size_t redzone;
+  const char *inject; /* SPEC, parsed by mp_inject_parse */
+  const char *target; /* host (default) or rv64 */
+  size_t vlen;
+  uint64_t seed;
+  /* A verification's events for the report files (cmd_verify sets them). */
+  bool verified;
+  const mp_report_event *events;
+  size_t n_events;
 } cli_opts;
 
 /* Parses argv[first..argc) for command cmd accepting the given flags.
@@ -128,5 +141,7 @@ int cli_diff(int argc, char **argv);
 
 /* The planning options of o, as baselines record them. */
 mp_run_options cli_run_options(const cli_opts *o);
+int cli_compile(int argc, char **argv);
+int cli_verify(int argc, char **argv);
 
 #endif /* MPLAN_CLI_H */

@@ -28,6 +28,9 @@ static const char main_usage[] =
     "                  (+-tolerance, both ways); exit 1 when one fails\n"
     "  diff A B        what changed between two plans, baselines, runs of\n"
     "                  a report database (DB:ID) or models, and why\n"
+    "  compile MODEL   write the program bundle (-o BUNDLE.mpk)\n"
+    "  verify MODEL    run the plan with real kernels in poison mode:\n"
+    "                  exit 0 clean, 1 a violation\n"
     "\n"
     "MODEL is an ONNX model, graph JSON (graph/1), a pipeline (pipeline/1),\n"
     "a lifetime table (lifetimes/1) or a minimalloc CSV (id,lower,upper,\n"
@@ -49,6 +52,8 @@ static const main_cmd main_cmds[] = {
     {"bench", cli_bench},
     {"check", cli_check},
     {"diff", cli_diff},
+    {"compile", cli_compile},
+    {"verify", cli_verify},
 };
 /* clang-format on */
 

@@ -277,6 +277,31 @@ static void html_passes(html_ctx *c, cJSON *root) {
   }
 }
 
+/* The events of a verification run (null when none ran). */
+static void html_verification(html_ctx *c, cJSON *root) {
+  if (!c->meta || !c->meta->verified) {
+    if (!cJSON_AddNullToObject(root, "verification")) c->ok = false;
+    return;
+  }
+  cJSON *arr = html_arr(c, root, "verification");
+  for (size_t k = 0; c->ok && k < c->meta->n_events; k++) {
+    const mp_report_event *e = &c->meta->events[k];
+    cJSON *o = cJSON_CreateObject();
+    if (!o) {
+      c->ok = false;
+      break;
+    }
+    html_str(c, o, "kind", e->kind);
+    html_str(c, o, "tensor", e->tensor);
+    html_str(c, o, "op", e->op);
+    html_num(c, o, "step", (double)e->step);
+    html_num(c, o, "byte_first", (double)e->byte_first);
+    html_num(c, o, "byte_last", (double)e->byte_last);
+    html_str(c, o, "detail", e->detail);
+    html_push(c, arr, o);
+  }
+}
+
 /* The whole data document as text (owned, release with cJSON_free). */
 static char *html_data(html_ctx *c, const char *graph_note) {
   cJSON *root = cJSON_CreateObject();
@@ -288,9 +313,8 @@ static char *html_data(html_ctx *c, const char *graph_note) {
   if (c->ok) html_buffers(c, root);
   if (c->ok) html_passes(c, root);
   if (c->ok) html_str(c, root, "graph_note", graph_note);
-  /* No verification runs exist yet; the viewer shows the section when
-   * this holds a list of events. */
-  if (c->ok && !cJSON_AddNullToObject(root, "verification")) c->ok = false;
+  /* null: no verification ran; a list (maybe empty): its events. */
+  if (c->ok) html_verification(c, root);
   char *text = c->ok ? cJSON_PrintUnformatted(root) : NULL;
   cJSON_Delete(root);
   return text;

@@ -909,6 +909,31 @@ static mp_status db_step_of(db_run *r) {
   return MP_OK;
 }
 
+/* The events of a verification run (mplan verify), in order. */
+static mp_status db_insert_events(db_run *r) {
+  static const char sql[] =
+      "INSERT INTO verification_event (run_id, seq, kind, tensor, op, step, "
+      "byte_first, byte_last, detail) VALUES (?,?,?,?,?,?,?,?,?)";
+  if (!r->meta || !r->meta->verified) return MP_OK;
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql, &s);
+  for (size_t k = 0; st == MP_OK && k < r->meta->n_events; k++) {
+    const mp_report_event *e = &r->meta->events[k];
+    sqlite3_bind_int64(s, 1, r->run_id);
+    db_size(s, 2, k);
+    db_text(s, 3, e->kind);
+    db_text(s, 4, e->tensor);
+    db_text(s, 5, e->op);
+    sqlite3_bind_int64(s, 6, e->step);
+    db_size(s, 7, (size_t)e->byte_first);
+    db_size(s, 8, (size_t)e->byte_last);
+    db_text(s, 9, e->detail);
+    st = db_row(r, s, "inserting a verification event");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
 mp_status mp_report_db_stage(mp_report_db *db, const mp_model *m,
                              const mp_plan *plan, const mp_report_meta *meta,
                              int64_t *run_id, mp_error *err) {
@@ -926,6 +951,7 @@ mp_status mp_report_db_stage(mp_report_db *db, const mp_model *m,
   if (st == MP_OK) st = db_insert_tensors(&r);
   if (st == MP_OK) st = db_insert_timeline(&r);
   if (st == MP_OK) st = db_insert_passes(&r);
+  if (st == MP_OK) st = db_insert_events(&r);
   mp_free(db->alloc, r.step_of);
   if (st != MP_OK) {
     sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);

@@ -261,8 +261,9 @@ static void test_html(void) {
   fixture f;
   mp_error err = {0};
   mp_buf h;
-  mp_report_meta meta = {"ab12", "report tiny.json --html x.html",
-                         "2025-01-02T03:04:05Z"};
+  mp_report_meta meta = {.model_sha256 = "ab12",
+                         .options = "report tiny.json --html x.html",
+                         .created_utc = "2025-01-02T03:04:05Z"};
   if (!load_text("tiny.json", tiny_graph, &f)) {
     CHECK(false);
     return;
@@ -364,7 +365,7 @@ static bool q_exec(const char *db_path, const char *sql) {
 static mp_status append(const char *path, const fixture *f, int64_t *id) {
   mp_report_db *db = NULL;
   mp_error err = {0};
-  mp_report_meta meta = {"00ff", "test", NULL};
+  mp_report_meta meta = {.model_sha256 = "00ff", .options = "test"};
   mp_status st = mp_report_db_open(path, NULL, &db, &err);
   if (st == MP_OK) st = mp_report_db_append(db, f->m, f->plan, &meta, id, &err);
   if (st != MP_OK) fprintf(stderr, "append: %s\n", err.msg);

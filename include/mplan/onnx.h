@@ -38,4 +38,27 @@ mp_status mp_onnx_bind_input(mp_graph *g, const char *name, const void *data,
  * fields, not a parse). */
 bool mp_onnx_sniff(const void *data, size_t len);
 
+/* ---- weight data (the bundle writer, issue 6) ------------------------- */
+
+/* The raw little-endian bytes of every initializer and Constant node of
+ * the model's main graph, by name. Returns an owned table (release with
+ * mp_onnx_data_destroy). Borrows data. */
+typedef struct mp_onnx_data mp_onnx_data;
+mp_status mp_onnx_data_load(const char *file, const void *data, size_t len,
+                            const mp_alloc *a, mp_onnx_data **out,
+                            mp_error *err);
+void mp_onnx_data_destroy(mp_onnx_data *d);
+
+/* The bytes of the named weight (borrowed from d), or false. */
+bool mp_onnx_data_find(const mp_onnx_data *d, const char *name,
+                       const void **bytes, size_t *len, mp_dtype *dtype);
+
+/* Decodes a serialized TensorProto (the input_*.pb / output_*.pb files of
+ * ONNX test data) into its dtype, dims and raw little-endian bytes
+ * (owned; release with mp_free). dims holds MP_MAX_RANK entries. */
+mp_status mp_onnx_tensor_decode(const char *file, const void *data, size_t len,
+                                const mp_alloc *a, mp_dtype *dtype,
+                                uint32_t *rank, int64_t *dims, void **bytes,
+                                size_t *n, mp_error *err);
+
 #endif /* MPLAN_ONNX_H */

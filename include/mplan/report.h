@@ -47,12 +47,28 @@ mp_status mp_report_memmap(const mp_model *m, const mp_plan *plan,
 
 /* ---- files for people and tools (issue 5) ----------------------------- */
 
+/* One event of a verification run (mplan verify, issue 6). */
+typedef struct mp_report_event {
+  const char *kind;   /* clobber, early-free, use-after-free, redzone, ... */
+  int64_t step;       /* step of detection */
+  const char *op;     /* culprit op, or NULL */
+  const char *tensor; /* victim tensor, or NULL */
+  uint64_t byte_first, byte_last; /* inclusive, plan coordinates */
+  const char *detail;
+} mp_report_event;
+
 /* What a report records about the run besides the model and the plan.
  * Every field may be NULL. */
 typedef struct mp_report_meta {
   const char *model_sha256; /* 64 hex digits of the model file */
   const char *options;      /* the command line as given, for the record */
   const char *created_utc;  /* "2025-01-31T12:00:00Z"; NULL: now */
+  /* A verification run's events (verified: it ran; n_events 0 is clean).
+   * The SQLite history stores them in verification_event, the HTML
+   * report's verification section lists them. */
+  bool verified;
+  const mp_report_event *events;
+  size_t n_events;
 } mp_report_meta;
 
 /* The lifetime dump of seed 001 section 2, one entry per buffer in buffer

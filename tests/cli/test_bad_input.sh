@@ -14,8 +14,8 @@ count=0
 check_one() { # command-name file expected-substring
   local cmd=$1 file=$2 want=$3 rc lines
   rm -f "$tmp/out.json"
-  if [ "$cmd" = plan ]; then
-    "$mplan" plan "$dir/$file" -o "$tmp/out.json" >"$tmp/stdout" 2>"$tmp/stderr"
+  if [ "$cmd" = plan ] || [ "$cmd" = compile ]; then
+    "$mplan" "$cmd" "$dir/$file" -o "$tmp/out.json" >"$tmp/stdout" 2>"$tmp/stderr"
   elif [ "$cmd" = report ]; then
     "$mplan" report "$dir/$file" --html "$tmp/out.json" --sqlite "$tmp/out.db" \
       --lifetimes "$tmp/out.yaml" >"$tmp/stdout" 2>"$tmp/stderr"
@@ -43,7 +43,9 @@ check_one() { # command-name file expected-substring
 
 while IFS=$'\t' read -r file want; do
   case "$file" in '#'* | '') continue ;; esac
-  for cmd in plan explain report; do check_one "$cmd" "$file" "$want"; done
+  for cmd in plan explain report compile verify; do
+    check_one "$cmd" "$file" "$want"
+  done
 done <"$dir/expect.tsv"
 
 echo "bad inputs: $count runs, $fail failed"

@@ -1,0 +1,258 @@
+/*
+ * onnx_data.c -- the bytes of an ONNX model's weights (initializers and
+ * Constant nodes) and of serialized TensorProtos (test data), as raw
+ * little-endian elements: what the bundle writer copies into a bundle.
+ *
+ * Invariants:
+ *   1. Every returned blob holds exactly dims x dtype-size bytes, from
+ *      raw_data or converted from the typed field; anything else (external
+ *      data, strings, a count that disagrees with the dims) is an error
+ *      naming the tensor.
+ *   2. Allocation goes through the caller's mp_alloc (protobuf-c too).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "mplan/onnx.h"
+#include "onnx.pb-c.h"
+
+typedef struct od_entry {
+  char *name;
+  mp_dtype dtype;
+  void *bytes;
+  size_t len;
+} od_entry;
+
+struct mp_onnx_data {
+  const mp_alloc *a;
+  od_entry *e;
+  size_t n, cap;
+};
+
+typedef struct od_pb {
+  const mp_alloc *a;
+  bool failed;
+} od_pb;
+
+static void *od_pb_alloc(void *ud, size_t size) {
+  od_pb *pb = ud;
+  void *p = mp_malloc(pb->a, size ? size : 1);
+  if (!p) pb->failed = true;
+  return p;
+}
+
+static void od_pb_free(void *ud, void *p) {
+  mp_free(((od_pb *)ud)->a, p);
+}
+
+/* Raw bytes of tp (invariant 1). Returns owned bytes. */
+static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
+                          const char *name, const mp_alloc *a, mp_dtype *dt,
+                          uint32_t *rank, int64_t *dims, void **out,
+                          size_t *len, mp_error *err) {
+  if (!mp_onnx_dtype(tp->data_type, dt) || *dt == MP_DTYPE_STRING) {
+    return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                        "%s: tensor '%s': element type %d has no fixed size",
+                        file, name, (int)tp->data_type);
+  }
+  if (tp->n_dims > MP_MAX_RANK || tp->n_external_data ||
+      (tp->has_data_location &&
+       tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
+    return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                        "%s: tensor '%s': rank above %d or external data", file,
+                        name, MP_MAX_RANK);
+  }
+  size_t n = 1, es = mp_dtype_size(*dt), bytes;
+  for (size_t k = 0; k < tp->n_dims; k++) {
+    if (tp->dims[k] < 0 || !mp_size_mul(n, (size_t)tp->dims[k], &n)) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: tensor '%s': bad dims",
+                          file, name);
+    }
+    dims[k] = tp->dims[k];
+  }
+  *rank = (uint32_t)tp->n_dims;
+  if (!mp_size_mul(n, es, &bytes)) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: tensor '%s': too large",
+                        file, name);
+  }
+  unsigned char *p = mp_malloc(a, bytes + 1);
+  if (!p) return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
+  size_t have = 0;
+  if (tp->has_raw_data) {
+    have = tp->raw_data.len / (es ? es : 1);
+    if (bytes && tp->raw_data.len == bytes) {
+      memcpy(p, tp->raw_data.data, bytes);
+    }
+  } else {
+    for (size_t k = 0; k < n; k++) {
+      unsigned char *q = p + k * es;
+      switch (*dt) {
+        case MP_DTYPE_F32:
+        case MP_DTYPE_C64:
+          have = tp->n_float_data / (*dt == MP_DTYPE_C64 ? 2 : 1);
+          if (k < have) memcpy(q, tp->float_data + k * (es / 4), es);
+          break;
+        case MP_DTYPE_F64:
+        case MP_DTYPE_C128:
+          have = tp->n_double_data / (*dt == MP_DTYPE_C128 ? 2 : 1);
+          if (k < have) memcpy(q, tp->double_data + k * (es / 8), es);
+          break;
+        case MP_DTYPE_I64:
+          have = tp->n_int64_data;
+          if (k < have) memcpy(q, &tp->int64_data[k], 8);
+          break;
+        case MP_DTYPE_U32:
+        case MP_DTYPE_U64:
+          have = tp->n_uint64_data;
+          if (k < have) memcpy(q, &tp->uint64_data[k], es);
+          break;
+        default: /* int32_data carries the narrow types, f16 and bf16 */
+          have = tp->n_int32_data;
+          if (k < have) memcpy(q, &tp->int32_data[k], es);
+          break;
+      }
+    }
+    if (n == 0) have = 0;
+  }
+  if ((tp->has_raw_data && tp->raw_data.len != bytes) ||
+      (!tp->has_raw_data && have != n)) {
+    mp_free(a, p);
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: tensor '%s' holds %zu values where its dims need "
+                        "%zu",
+                        file, name, have, n);
+  }
+  *out = p;
+  *len = bytes;
+  return MP_OK;
+}
+
+static mp_status od_add(mp_onnx_data *d, const char *file,
+                        const Onnx__TensorProto *tp, const char *name,
+                        mp_error *err) {
+  if (d->n == d->cap) {
+    void *p = d->e;
+    size_t cap = d->cap;
+    mp_status st = mp_grow(d->a, &p, &cap, d->n + 1, sizeof *d->e, file, err);
+    if (st != MP_OK) return st;
+    d->e = p;
+    d->cap = cap;
+  }
+  od_entry *e = &d->e[d->n];
+  uint32_t rank;
+  int64_t dims[MP_MAX_RANK];
+  e->name = mp_strdup(d->a, name);
+  if (!e->name)
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
+  mp_status st = od_bytes(file, tp, name, d->a, &e->dtype, &rank, dims,
+                          &e->bytes, &e->len, err);
+  if (st != MP_OK) {
+    mp_free(d->a, e->name);
+    return st;
+  }
+  d->n++;
+  return MP_OK;
+}
+
+static mp_status od_constant(mp_onnx_data *d, const char *file,
+                             const Onnx__NodeProto *n, mp_error *err) {
+  if (n->n_output != 1 || n->n_attribute != 1) return MP_OK;
+  const Onnx__AttributeProto *at = n->attribute[0];
+  const char *an = at->name ? at->name : "";
+  if (strcmp(an, "value") == 0 && at->t)
+    return od_add(d, file, at->t, n->output[0], err);
+  Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
+  int64_t dim;
+  if (strcmp(an, "value_float") == 0 || strcmp(an, "value_floats") == 0) {
+    bool one = an[11] == '\0';
+    tp.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tp.n_float_data = one ? 1 : at->n_floats;
+    tp.float_data = one ? (float *)(uintptr_t)&at->f : at->floats;
+    dim = (int64_t)tp.n_float_data;
+    tp.n_dims = one ? 0 : 1;
+  } else if (strcmp(an, "value_int") == 0 || strcmp(an, "value_ints") == 0) {
+    bool one = an[9] == '\0';
+    tp.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    tp.n_int64_data = one ? 1 : at->n_ints;
+    tp.int64_data = one ? (int64_t *)(uintptr_t)&at->i : at->ints;
+    dim = (int64_t)tp.n_int64_data;
+    tp.n_dims = one ? 0 : 1;
+  } else {
+    return MP_OK; /* the importer already refused it */
+  }
+  tp.dims = &dim;
+  return od_add(d, file, &tp, n->output[0], err);
+}
+
+mp_status mp_onnx_data_load(const char *file, const void *data, size_t len,
+                            const mp_alloc *a, mp_onnx_data **out,
+                            mp_error *err) {
+  od_pb pb = {a, false};
+  ProtobufCAllocator pa = {od_pb_alloc, od_pb_free, &pb};
+  Onnx__ModelProto *m = onnx__model_proto__unpack(&pa, len, data);
+  if (!m || !m->graph) {
+    if (m) onnx__model_proto__free_unpacked(m, &pa);
+    return mp_error_set(err, pb.failed ? MP_ERR_NOMEM : MP_ERR_BAD_INPUT,
+                        "%s: the ONNX model does not parse", file);
+  }
+  mp_onnx_data *d = mp_calloc(a, 1, sizeof *d);
+  mp_status st =
+      d ? MP_OK : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
+  if (d) d->a = a;
+  const Onnx__GraphProto *g = m->graph;
+  for (size_t k = 0; st == MP_OK && k < g->n_initializer; k++) {
+    const Onnx__TensorProto *tp = g->initializer[k];
+    st = od_add(d, file, tp, tp->name ? tp->name : "", err);
+  }
+  for (size_t k = 0; st == MP_OK && k < g->n_node; k++) {
+    const Onnx__NodeProto *n = g->node[k];
+    if (strcmp(n->op_type, "Constant") == 0) st = od_constant(d, file, n, err);
+  }
+  onnx__model_proto__free_unpacked(m, &pa);
+  if (st != MP_OK) {
+    mp_onnx_data_destroy(d);
+    return st;
+  }
+  *out = d;
+  return MP_OK;
+}
+
+void mp_onnx_data_destroy(mp_onnx_data *d) {
+  if (!d) return;
+  for (size_t i = 0; i < d->n; i++) {
+    mp_free(d->a, d->e[i].name);
+    mp_free(d->a, d->e[i].bytes);
+  }
+  mp_free(d->a, d->e);
+  mp_free(d->a, d);
+}
+
+bool mp_onnx_data_find(const mp_onnx_data *d, const char *name,
+                       const void **bytes, size_t *len, mp_dtype *dtype) {
+  for (size_t i = 0; d && i < d->n; i++) {
+    if (strcmp(d->e[i].name, name) == 0) {
+      *bytes = d->e[i].bytes;
+      *len = d->e[i].len;
+      *dtype = d->e[i].dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+mp_status mp_onnx_tensor_decode(const char *file, const void *data, size_t len,
+                                const mp_alloc *a, mp_dtype *dtype,
+                                uint32_t *rank, int64_t *dims, void **bytes,
+                                size_t *n, mp_error *err) {
+  od_pb pb = {a, false};
+  ProtobufCAllocator pa = {od_pb_alloc, od_pb_free, &pb};
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&pa, len, data);
+  if (!tp) {
+    return mp_error_set(err, pb.failed ? MP_ERR_NOMEM : MP_ERR_BAD_INPUT,
+                        "%s: the TensorProto does not parse", file);
+  }
+  mp_status st = od_bytes(file, tp, tp->name && tp->name[0] ? tp->name : file,
+                          a, dtype, rank, dims, bytes, n, err);
+  onnx__tensor_proto__free_unpacked(tp, &pa);
+  return st;
+}

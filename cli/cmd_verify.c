@@ -1,0 +1,152 @@
+/*
+ * cmd_verify.c -- mplan verify MODEL [--poison] [--paranoid] [--redzone N]
+ *                 [--inject SPEC] [--target host|rv64] [--vlen N]
+ *                 [--seed N] [--fail-fast] [planning flags] [--html F]
+ *                 [--sqlite DB]
+ *
+ * Invariants:
+ *   1. Exit status: 0 a clean run, 1 any event, 2 an error.
+ *   2. Every event is printed as one line; report files get the same
+ *      events.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mplan/units.h"
+#include "mplan/verify.h"
+
+static const char verify_usage[] =
+    "usage: mplan verify MODEL [--poison] [--paranoid] [--redzone N]\n"
+    "                    [--inject SPEC] [--target host|rv64] [--vlen N]\n"
+    "                    [--seed N] [--fail-fast] [--html F] [--sqlite DB]\n"
+    "                    [planning flags of mplan plan]\n"
+    "Plans the model, compiles it and runs it with the reference kernels in\n"
+    "its planned arena; compares the outputs bit for bit with a no-reuse\n"
+    "run on the same seeded inputs.\n"
+    "  --poison       poison free bytes, checksum every tensor when it is\n"
+    "                 produced and before every read\n"
+    "  --paranoid     also re-check every live tensor and every free byte\n"
+    "                 after every op: names the exact op that wrote\n"
+    "  --redzone N    plan N bytes of red zone around every buffer\n"
+    "  --inject SPEC  overlap:A,B | early-free:T | oob:OP (a fault to find)\n"
+    "  --fail-fast    stop at the first event\n"
+    "Exit 0: no event; 1: a violation (each printed as an event line).\n";
+
+static void verify_event(mp_buf *out, const mp_event_rec *e) {
+  mp_buf_printf(out,
+                "event %s step %" PRId64 " op %s tensor %s %s bytes %" PRIu64
+                "..%" PRIu64 ": %s\n",
+                mp_event_kind_name(e->kind), e->step, e->op[0] ? e->op : "-",
+                e->tensor[0] ? e->tensor : "-", e->region[0] ? e->region : "-",
+                e->first, e->last, e->detail);
+}
+
+/* The run's events into the SQLite history and the HTML report. */
+static mp_status verify_files(cli_opts *o, int argc, char **argv,
+                              const mp_model *m, const mp_verify_result *res,
+                              mp_buf *log, mp_error *err) {
+  mp_report_event *ev = mp_calloc(NULL, res->n_events + 1, sizeof *ev);
+  if (!ev) return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < res->n_events; i++) {
+    const mp_event_rec *e = &res->events[i];
+    ev[i] = (mp_report_event){mp_event_kind_name(e->kind),
+                              e->step,
+                              e->op[0] ? e->op : NULL,
+                              e->tensor[0] ? e->tensor : NULL,
+                              e->first,
+                              e->last,
+                              e->detail};
+  }
+  o->verified = true;
+  o->events = ev;
+  o->n_events = res->n_events;
+  mp_status st = cli_write_files(o, argc, argv, m, res->plan, NULL, log, err);
+  mp_free(NULL, ev);
+  return st;
+}
+
+int cli_verify(int argc, char **argv) {
+  cli_opts o;
+  mp_error err = {0};
+  mp_model *m = NULL;
+  mp_verify_result res;
+  mp_buf log;
+  int rc = 0;
+  memset(&res, 0, sizeof res);
+  if (cli_wants_help(argc, argv)) return cli_print(verify_usage) ? 0 : 2;
+  mp_buf_init(&log, NULL);
+  mp_status st =
+      cli_parse(argc, argv, 2, "verify",
+                CLI_F_PLANNING | CLI_F_VERIFY | CLI_F_FILES, &o, &err);
+  mp_verify_opts vo;
+  memset(&vo, 0, sizeof vo);
+  if (st == MP_OK && o.inject) st = mp_inject_parse(o.inject, &vo.inject, &err);
+  if (st == MP_OK && o.target && strcmp(o.target, "rv64") == 0) {
+    st = mp_error_set(&err, MP_ERR_UNSUPPORTED,
+                      "mplan verify: --target rv64 is not available yet (the "
+                      "RISC-V runner comes with the RVV issue); use --target "
+                      "host");
+  }
+  if (st == MP_OK && o.vlen) {
+    st = mp_error_set(&err, MP_ERR_BAD_INPUT,
+                      "mplan verify: --vlen applies to --target rv64");
+  }
+  if (st == MP_OK && (o.dot || o.svg || o.lifetimes)) {
+    st = mp_error_set(&err, MP_ERR_BAD_INPUT,
+                      "mplan verify: only --html and --sqlite record a "
+                      "verification (use mplan report for the others)");
+  }
+  if (st == MP_OK) st = cli_load(&o, false, &m, &err);
+  if (st == MP_OK) {
+    cli_warnings(m);
+    vo.poison = o.poison;
+    vo.paranoid = o.paranoid;
+    vo.fail_fast = o.fail_fast;
+    vo.redzone = o.redzone;
+    vo.seed = o.seed;
+    vo.strategy = o.strategy;
+    vo.budget_ms = o.budget_ms;
+    st = mp_verify_run(m, &vo, NULL, &res, &err);
+  }
+  if (st == MP_OK) {
+    const mp_plan_summary *s = mp_plan_summary_of(res.plan);
+    char human[MP_FMT_MAX];
+    mp_buf_printf(&log, "%s: %zu ops on host; arena %s (%s); %s%s",
+                  mp_model_path(m), res.ops,
+                  mp_fmt_bytes(human, s->arena_bytes), s->strategy,
+                  o.paranoid              ? "paranoid"
+                  : o.poison || o.redzone ? "poison"
+                                          : "plain run",
+                  o.inject ? ", injected " : "");
+    if (o.inject) mp_buf_puts(&log, o.inject);
+    if (o.redzone) mp_buf_printf(&log, ", red zones %zu B", o.redzone);
+    mp_buf_printf(&log,
+                  "\nchecks      %" PRIu64
+                  "\noutputs     %zu of %zu "
+                  "identical to the no-reuse run (bit for bit)\n",
+                  res.checks, res.outputs_equal, res.outputs);
+    for (size_t i = 0; i < res.n_events; i++)
+      verify_event(&log, &res.events[i]);
+    if (cli_wants_files(&o)) {
+      st = verify_files(&o, argc, argv, m, &res, &log, &err);
+    }
+  }
+  if (st == MP_OK) {
+    if (res.n_events) {
+      mp_buf_printf(&log, "verification FAILED: %zu event%s\n", res.n_events,
+                    res.n_events == 1 ? "" : "s");
+      rc = 1;
+    } else {
+      mp_buf_puts(&log, "verified: no event\n");
+    }
+    if (!cli_print(mp_buf_str(&log))) rc = 2;
+  } else {
+    rc = cli_fail(st, &err);
+  }
+  mp_buf_free(&log);
+  mp_verify_result_release(&res, NULL);
+  mp_model_destroy(m);
+  return rc;
+}

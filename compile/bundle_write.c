@@ -1,0 +1,555 @@
+/*
+ * bundle_write.c -- the bundle writer (mplan/compile.h, format in
+ * mplan/bundle.h).
+ *
+ * Regions: every plan region is split into a persistent region (its
+ * resident and retained buffers) and a scratch region (its activations),
+ * each covering exactly the plan offsets of its buffers (rounded to the
+ * largest alignment), so that a runtime allocates the tiers separately
+ * (seed 002 section 2.4) and events translate back to plan offsets
+ * (region base + offset).
+ *
+ * Invariants:
+ *   1. Buffer i of the bundle is buffer i of the problem; tensor t is
+ *      graph tensor t; op k is the op at step k.
+ *   2. A buffer's data starts at its planned offset plus its red zone;
+ *      its data size is the largest of its tensors; what the plan
+ *      reserved past that is the zone after.
+ *   3. The checksum is computed over the finished bytes last.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lower.h"
+#include "mplan/backend.h"
+#include "mplan/compile.h"
+#include "mplan/file.h"
+#include "mplan/runner.h"
+
+typedef struct bw {
+  const mp_graph *g;
+  const uint32_t *order;
+  const mp_problem *p;
+  const mp_placement *pl;
+  const size_t *tb;
+  const mp_compile_opts *o;
+  const mp_alloc *a;
+  mp_error *err;
+  mp_buf strings, regions, buffers, tensors, ops, refs, params, io, weights;
+  uint32_t n_regions, n_refs, n_params;
+  uint32_t *buf_region;  /* per buffer: bundle region */
+  uint64_t *reg_base;    /* per bundle region */
+  int32_t *first, *last; /* per tensor */
+} bw;
+
+static void bw_u8(mp_buf *b, uint8_t v) {
+  mp_buf_append(b, (const char *)&v, 1);
+}
+
+static void bw_u16(mp_buf *b, uint16_t v) {
+  bw_u8(b, (uint8_t)v);
+  bw_u8(b, (uint8_t)(v >> 8));
+}
+
+static void bw_u32(mp_buf *b, uint32_t v) {
+  bw_u16(b, (uint16_t)v);
+  bw_u16(b, (uint16_t)(v >> 16));
+}
+
+static void bw_u64(mp_buf *b, uint64_t v) {
+  bw_u32(b, (uint32_t)v);
+  bw_u32(b, (uint32_t)(v >> 32));
+}
+
+/* Interns nothing: every name is appended (names are few). Control
+ * characters, which the loader refuses, become '?'. */
+static uint32_t bw_str(bw *w, const char *s) {
+  uint32_t at = (uint32_t)w->strings.len;
+  for (; *s; s++) {
+    char c = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
+    mp_buf_append(&w->strings, &c, 1);
+  }
+  bw_u8(&w->strings, 0);
+  return at;
+}
+
+static size_t bw_buffer_of(const bw *w, size_t t) {
+  return w->tb ? w->tb[t] : t;
+}
+
+/* ---- regions and buffers ------------------------------------------------- */
+
+static mp_status bw_regions(bw *w) {
+  size_t nb = mp_problem_count(w->p);
+  uint32_t n_plan = 0;
+  for (size_t i = 0; i < nb; i++) {
+    if (w->pl[i].region + 1 > n_plan) n_plan = w->pl[i].region + 1;
+  }
+  w->buf_region = mp_calloc(w->a, nb + 1, sizeof *w->buf_region);
+  w->reg_base = mp_calloc(w->a, 2 * n_plan + 2, sizeof *w->reg_base);
+  if (!w->buf_region || !w->reg_base) {
+    return mp_error_set(w->err, MP_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t r = 0; r < n_plan; r++) {
+    for (int tier = 0; tier < 2; tier++) {
+      uint64_t lo = UINT64_MAX, hi = 0;
+      size_t align = 16;
+      for (size_t i = 0; i < nb; i++) {
+        const mp_buffer *b = mp_problem_buffer(w->p, i);
+        bool persistent = b->cls != MP_CLASS_ACTIVATION;
+        if (w->pl[i].region != r || persistent != (tier == 0)) continue;
+        if (w->pl[i].offset < lo) lo = w->pl[i].offset;
+        if (w->pl[i].offset + b->padded > hi) hi = w->pl[i].offset + b->padded;
+        if (b->alignment > align) align = b->alignment;
+      }
+      if (lo == UINT64_MAX) continue;
+      if (align > 4096) {
+        return mp_error_set(w->err, MP_ERR_UNSUPPORTED,
+                            "%s: alignment %zu exceeds the runtime's 4096",
+                            mp_graph_source(w->g), align);
+      }
+      lo &= ~(uint64_t)(align - 1);
+      uint32_t id = w->n_regions++;
+      w->reg_base[id] = lo;
+      for (size_t i = 0; i < nb; i++) {
+        const mp_buffer *b = mp_problem_buffer(w->p, i);
+        bool persistent = b->cls != MP_CLASS_ACTIVATION;
+        if (w->pl[i].region == r && persistent == (tier == 0)) {
+          w->buf_region[i] = id;
+        }
+      }
+      char name[64], plan_name[32];
+      if (r < w->o->n_region_names && w->o->region_names[r]) {
+        snprintf(plan_name, sizeof plan_name, "%s", w->o->region_names[r]);
+      } else {
+        snprintf(plan_name, sizeof plan_name, r == 0 ? "arena" : "region%u", r);
+      }
+      snprintf(name, sizeof name, "%s/%s", plan_name,
+               tier == 0 ? "persistent" : "scratch");
+      bw_u32(&w->regions, bw_str(w, name));
+      bw_u32(&w->regions, (uint32_t)tier);
+      bw_u64(&w->regions, hi - lo);
+      bw_u64(&w->regions, lo);
+      bw_u32(&w->regions, (uint32_t)align);
+      bw_u32(&w->regions, bw_str(w, plan_name));
+    }
+  }
+  return MP_OK;
+}
+
+static mp_status bw_buffers(bw *w) {
+  size_t nb = mp_problem_count(w->p), nt = mp_graph_tensor_count(w->g);
+  int32_t steps = (int32_t)mp_graph_op_count(w->g);
+  for (size_t i = 0; i < nb; i++) {
+    const mp_buffer *b = mp_problem_buffer(w->p, i);
+    uint64_t data = 0;
+    bool output = false;
+    for (size_t t = 0; t < nt; t++) {
+      const mp_tensor *x = mp_graph_tensor(w->g, t);
+      if (bw_buffer_of(w, t) != i) continue;
+      if (x->bytes > data) data = x->bytes;
+      output = output || x->kind == MP_TENSOR_OUTPUT;
+    }
+    uint32_t rzb = w->o->rz_before ? w->o->rz_before[i] : 0;
+    if (data + rzb > b->size) {
+      return mp_error_set(w->err, MP_ERR_INTERNAL,
+                          "buffer '%s': %llu data bytes and a %u-byte red "
+                          "zone exceed its planned %zu",
+                          b->name, (unsigned long long)data, rzb, b->size);
+    }
+    uint64_t rza = b->size - rzb - data;
+    bool resident = b->cls != MP_CLASS_ACTIVATION;
+    bw_u32(&w->buffers, bw_str(w, b->name));
+    bw_u32(&w->buffers, w->buf_region[i]);
+    bw_u64(&w->buffers, w->pl[i].offset + rzb - w->reg_base[w->buf_region[i]]);
+    bw_u64(&w->buffers, data);
+    bw_u32(&w->buffers, rzb);
+    bw_u32(&w->buffers, rza > UINT32_MAX ? UINT32_MAX : (uint32_t)rza);
+    bw_u32(&w->buffers, (uint32_t)(resident ? -1 : (int32_t)b->first));
+    bw_u32(&w->buffers, (uint32_t)(resident ? steps : (int32_t)b->last));
+    bw_u32(&w->buffers, b->cls == MP_CLASS_ACTIVATION ? 0
+                        : b->cls == MP_CLASS_RESIDENT ? 1
+                                                      : 2);
+    bw_u32(&w->buffers, output ? 1 : 0);
+  }
+  return MP_OK;
+}
+
+/* ---- weights ----------------------------------------------------------------
+ */
+
+/* The role of a weight: the first op reading it and the input slot. */
+static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
+  *type = "";
+  *slot = 0;
+  for (size_t k = 0; k < mp_graph_op_count(w->g); k++) {
+    const mp_op *op = mp_graph_op(w->g, w->order[k]);
+    for (uint32_t i = 0; i < op->n_inputs; i++) {
+      if (op->inputs[i] == (int32_t)t) {
+        *type = op->type;
+        *slot = i;
+        return;
+      }
+    }
+  }
+}
+
+/* Pseudo-random weights, scaled by role so that activations keep a
+ * useful range: products' weights +-sqrt(3/fan_in) (int8: +-127), biases
+ * small, BatchNormalization scales and variances in [0.5, 1.5]. */
+static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
+                      size_t n) {
+  const mp_tensor *x = mp_graph_tensor(w->g, t);
+  const char *type;
+  uint32_t slot;
+  bw_role(w, t, &type, &slot);
+  /* The stream is the weight's name, not its index: passes remove and
+   * renumber tensors but keep the weights' names, so a graph and its
+   * rewritten form get the same weights. */
+  uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+  for (const char *s = x->name; *s; s++) {
+    h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+  }
+  mp_seed_fill(kd, dst, n, w->o->seed ^ 0x77656967687473u, h);
+  double lo = -1, hi = 1;
+  bool product =
+      (strcmp(type, "Conv") == 0 || strcmp(type, "Gemm") == 0 ||
+       strcmp(type, "MatMul") == 0 || strcmp(type, "ConvTranspose") == 0);
+  if (product && slot == 1) {
+    double fan = 1;
+    for (uint32_t i = 1; i < x->rank; i++) {
+      fan *= (double)mp_graph_dim_of(w->g, &x->shape[i]);
+    }
+    if (strcmp(type, "Conv") != 0)
+      fan = (double)mp_graph_dim_of(w->g, &x->shape[0]);
+    hi = sqrt(3.0 / (fan > 0 ? fan : 1));
+    lo = -hi;
+    if (kd == MP_KD_I8) return; /* full int8 range */
+  } else if (product && slot == 2) {
+    lo = -0.1;
+    hi = 0.1;
+    if (kd == MP_KD_I32) {
+      /* about half a unit after the shift: a larger bias would pin whole
+       * channels at 0 or 6 after Relu6 and starve later layers */
+      lo = -64;
+      hi = 64;
+    }
+  } else if ((strcmp(type, "BatchNormalization") == 0 &&
+              (slot == 1 || slot == 4)) ||
+             (strcmp(type, "LayerNormalization") == 0 && slot == 1)) {
+    lo = 0.5;
+    hi = 1.5;
+  } else if (strcmp(type, "BatchNormalization") == 0 ||
+             strcmp(type, "LayerNormalization") == 0) {
+    lo = -0.1;
+    hi = 0.1;
+  } else if (!mp_kd_is_float(kd)) {
+    lo = 0;
+    hi = 1;
+  }
+  if (!mp_kd_is_float(kd) && kd != MP_KD_I32) {
+    for (size_t i = 0; i < n; i++) mp_k_store(dst, kd, i, 0);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    double u = (mp_k_load(dst, kd, i) + (mp_kd_is_float(kd) ? 1 : 0)) / 2;
+    if (!mp_kd_is_float(kd))
+      u = (double)((mp_k_load_i(dst, kd, i) & 0xffff)) / 65536.0;
+    mp_k_store(dst, kd, i, lo + (hi - lo) * u);
+  }
+}
+
+static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
+  const mp_tensor *x = mp_graph_tensor(w->g, t);
+  int kd = lw_kdtype(x->dtype);
+  size_t n = x->bytes / mp_kd_size(kd);
+  /* a failed buffer stops growing: stop padding it too */
+  while (w->weights.len % MP_BUNDLE_WEIGHT_ALIGN && !w->weights.failed) {
+    bw_u8(&w->weights, 0);
+  }
+  *off = w->weights.len;
+  const void *src;
+  size_t len;
+  mp_dtype dt;
+  if (mp_onnx_data_find(w->o->onnx, x->name, &src, &len, &dt)) {
+    if (dt != x->dtype || len != x->bytes) {
+      return mp_error_set(w->err, MP_ERR_BAD_INPUT,
+                          "%s: weight '%s': the model's data is %s of %zu "
+                          "bytes, the tensor %s of %zu",
+                          mp_graph_source(w->g), x->name, mp_dtype_name(dt),
+                          len, mp_dtype_name(x->dtype), x->bytes);
+    }
+    mp_buf_append(&w->weights, src, len);
+    return MP_OK;
+  }
+  size_t at = w->weights.len;
+  mp_buf_repeat(&w->weights, '\0', x->bytes);
+  if (w->weights.failed) return mp_buf_status(&w->weights, "weights", w->err);
+  unsigned char *dst = (unsigned char *)w->weights.data + at;
+  if (x->value && x->value->n == n) {
+    for (size_t i = 0; i < n; i++) {
+      if (x->value->f) {
+        mp_k_store(dst, kd, i, x->value->f[i]);
+      } else {
+        uint64_t u = (uint64_t)x->value->i[i];
+        memcpy(dst + i * mp_kd_size(kd), &u, mp_kd_size(kd));
+      }
+    }
+  } else {
+    bw_random(w, t, kd, dst, n);
+  }
+  return MP_OK;
+}
+
+/* ---- tensors and ops --------------------------------------------------------
+ */
+
+static void bw_lifetimes(bw *w) {
+  size_t nt = mp_graph_tensor_count(w->g), steps = mp_graph_op_count(w->g);
+  for (size_t t = 0; t < nt; t++) w->first[t] = w->last[t] = -1;
+  for (size_t k = 0; k < steps; k++) {
+    const mp_op *op = mp_graph_op(w->g, w->order[k]);
+    for (uint32_t i = 0; i < op->n_outputs; i++) {
+      w->first[op->outputs[i]] = w->last[op->outputs[i]] = (int32_t)k;
+    }
+    for (uint32_t i = 0; i < op->n_inputs; i++) {
+      if (op->inputs[i] >= 0) w->last[op->inputs[i]] = (int32_t)k;
+    }
+  }
+  for (size_t t = 0; t < nt; t++) {
+    if (mp_graph_tensor(w->g, t)->kind == MP_TENSOR_OUTPUT) {
+      w->last[t] = (int32_t)steps - 1;
+    }
+  }
+}
+
+static mp_status bw_tensors(bw *w) {
+  size_t nt = mp_graph_tensor_count(w->g);
+  for (size_t t = 0; t < nt; t++) {
+    const mp_tensor *x = mp_graph_tensor(w->g, t);
+    int kd = lw_kdtype(x->dtype);
+    if (!kd) {
+      return mp_error_set(w->err, MP_ERR_UNSUPPORTED,
+                          "%s: tensor '%s' is %s, which the runtime does not "
+                          "support",
+                          mp_graph_source(w->g), x->name,
+                          mp_dtype_name(x->dtype));
+    }
+    static const uint8_t kinds[MP_TENSOR_KIND_COUNT] = {
+        [MP_TENSOR_ACTIVATION] = MP_BT_ACTIVATION,
+        [MP_TENSOR_INPUT] = MP_BT_INPUT,
+        [MP_TENSOR_WEIGHT] = MP_BT_WEIGHT,
+        [MP_TENSOR_OUTPUT] = MP_BT_OUTPUT,
+        [MP_TENSOR_RETAINED] = MP_BT_RETAINED};
+    uint64_t data_off = 0, data_len = 0;
+    if (x->kind == MP_TENSOR_WEIGHT) {
+      mp_status st = bw_weight(w, t, &data_off);
+      if (st != MP_OK) return st;
+      data_len = x->bytes;
+    }
+    bw_u32(&w->tensors, bw_str(w, x->name));
+    bw_u32(&w->tensors, (uint32_t)bw_buffer_of(w, t));
+    bw_u64(&w->tensors, 0);
+    bw_u64(&w->tensors, x->bytes);
+    bw_u8(&w->tensors, (uint8_t)kd);
+    bw_u8(&w->tensors, kinds[x->kind]);
+    bw_u8(&w->tensors, (uint8_t)x->rank);
+    bw_u8(&w->tensors, 0);
+    bw_u32(&w->tensors, 0);
+    /* retained state is born where its op writes it */
+    bool resident = x->kind == MP_TENSOR_WEIGHT || x->kind == MP_TENSOR_INPUT;
+    bw_u32(&w->tensors, (uint32_t)(resident ? -1 : w->first[t]));
+    bw_u32(&w->tensors, (uint32_t)w->last[t]);
+    bw_u64(&w->tensors, data_off);
+    bw_u64(&w->tensors, data_len);
+    for (uint32_t d = 0; d < MP_MAX_RANK; d++) {
+      bw_u64(&w->tensors,
+             d < x->rank ? (uint64_t)mp_graph_dim_of(w->g, &x->shape[d]) : 0);
+    }
+    bw_u64(&w->tensors, 0); /* reserved */
+  }
+  return MP_OK;
+}
+
+static mp_status bw_ops(bw *w) {
+  lw_op *lo = mp_malloc(w->a, sizeof *lo);
+  if (!lo) return mp_error_set(w->err, MP_ERR_NOMEM, "out of memory");
+  mp_status st = MP_OK;
+  for (size_t k = 0; k < mp_graph_op_count(w->g) && st == MP_OK; k++) {
+    const mp_op *op = mp_graph_op(w->g, w->order[k]);
+    st = lw_lower(w->g, op, lo, w->err);
+    if (st != MP_OK) break;
+    bw_u32(&w->ops, bw_str(w, op->name));
+    bw_u32(&w->ops, bw_str(w, op->type));
+    bw_u16(&w->ops, (uint16_t)lo->kernel);
+    bw_u16(&w->ops, lo->flags);
+    bw_u16(&w->ops, (uint16_t)lo->n_in);
+    bw_u16(&w->ops, (uint16_t)op->n_outputs);
+    bw_u32(&w->ops, w->n_refs);
+    bw_u32(&w->ops, w->n_params);
+    bw_u32(&w->ops, lo->n_params);
+    bw_u32(&w->ops, 0);
+    for (uint32_t i = 0; i < lo->n_in; i++) {
+      bw_u32(&w->refs, lo->in[i] < 0 ? MP_BUNDLE_NONE : (uint32_t)lo->in[i]);
+    }
+    for (uint32_t i = 0; i < op->n_outputs; i++) {
+      bw_u32(&w->refs, (uint32_t)op->outputs[i]);
+    }
+    for (uint32_t i = 0; i < lo->n_params; i++)
+      bw_u64(&w->params, (uint64_t)lo->params[i]);
+    w->n_refs += lo->n_in + op->n_outputs;
+    w->n_params += lo->n_params;
+  }
+  mp_free(w->a, lo);
+  return st;
+}
+
+static uint32_t bw_io(bw *w, mp_tensor_kind kind) {
+  uint32_t n = 0;
+  for (size_t t = 0; t < mp_graph_tensor_count(w->g); t++) {
+    if (mp_graph_tensor(w->g, t)->kind == kind) {
+      bw_u32(&w->io, (uint32_t)t);
+      n++;
+    }
+  }
+  return n;
+}
+
+static void bw_pad(mp_buf *out, size_t align) {
+  while (out->len % align && !out->failed) bw_u8(out, 0);
+}
+
+static mp_status bw_assemble(bw *w, uint32_t n_in, uint32_t n_out,
+                             mp_buf *out) {
+  size_t start = out->len;
+  bw_pad(&w->strings, 1);
+  mp_buf_append(out, MP_BUNDLE_MAGIC, 8);
+  bw_u32(out, MP_BUNDLE_VERSION);
+  bw_u32(out, MP_BUNDLE_HEADER);
+  bw_u64(out, 0); /* file bytes, patched */
+  bw_u32(out, 0); /* CRC, patched */
+  bw_u32(out, 0);
+  bw_u32(out, (uint32_t)w->strings.len);
+  bw_u32(out, w->n_regions);
+  bw_u32(out, (uint32_t)mp_problem_count(w->p));
+  bw_u32(out, (uint32_t)mp_graph_tensor_count(w->g));
+  bw_u32(out, (uint32_t)mp_graph_op_count(w->g));
+  bw_u32(out, w->n_refs);
+  bw_u32(out, w->n_params);
+  bw_u32(out, n_in);
+  bw_u32(out, n_out);
+  bw_u32(out, 0);
+  bw_u64(out, w->weights.len);
+  bw_u64(out, 0);
+  bw_u64(out, 0);
+  mp_buf *secs[] = {&w->strings, &w->regions, &w->buffers, &w->tensors,
+                    &w->ops,     &w->refs,    &w->params,  &w->io};
+  for (size_t i = 0; i < 8; i++) {
+    if (secs[i]->len) mp_buf_append(out, secs[i]->data, secs[i]->len);
+    bw_pad(out, i == 7 ? MP_BUNDLE_WEIGHT_ALIGN : 8);
+  }
+  if (w->weights.len) mp_buf_append(out, w->weights.data, w->weights.len);
+  mp_status st = mp_buf_status(out, "bundle", w->err);
+  if (st != MP_OK) return st;
+  unsigned char *p = (unsigned char *)out->data + start;
+  size_t len = out->len - start;
+  for (int i = 0; i < 8; i++)
+    p[16 + i] = (unsigned char)((uint64_t)len >> (8 * i));
+  uint32_t crc = mp_crc32(0, p, len);
+  for (int i = 0; i < 4; i++) p[24 + i] = (unsigned char)(crc >> (8 * i));
+  return MP_OK;
+}
+
+mp_status mp_compile(const mp_graph *g, const uint32_t *order,
+                     const mp_problem *p, const mp_placement *pl,
+                     const size_t *tensor_buffer, const mp_compile_opts *o,
+                     const mp_alloc *a, mp_buf *out, mp_error *err) {
+  mp_compile_opts none = {0};
+  bw w;
+  memset(&w, 0, sizeof w);
+  w.g = g;
+  w.order = order;
+  w.p = p;
+  w.pl = pl;
+  w.tb = tensor_buffer;
+  w.o = o ? o : &none;
+  w.a = a;
+  w.err = err;
+  mp_buf *bufs[] = {&w.strings, &w.regions, &w.buffers, &w.tensors, &w.ops,
+                    &w.refs,    &w.params,  &w.io,      &w.weights};
+  for (size_t i = 0; i < 9; i++) mp_buf_init(bufs[i], a);
+  size_t nt = mp_graph_tensor_count(g);
+  w.first = mp_calloc(a, nt + 1, sizeof *w.first);
+  w.last = mp_calloc(a, nt + 1, sizeof *w.last);
+  mp_status st = w.first && w.last
+                     ? MP_OK
+                     : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  if (st == MP_OK) bw_str(&w, ""); /* offset 0: the empty name */
+  if (st == MP_OK) bw_lifetimes(&w);
+  if (st == MP_OK) st = bw_regions(&w);
+  if (st == MP_OK) st = bw_buffers(&w);
+  if (st == MP_OK) st = bw_tensors(&w);
+  if (st == MP_OK) st = bw_ops(&w);
+  uint32_t n_in = 0, n_out = 0;
+  if (st == MP_OK) {
+    n_in = bw_io(&w, MP_TENSOR_INPUT);
+    n_out = bw_io(&w, MP_TENSOR_OUTPUT);
+  }
+  for (size_t i = 0; st == MP_OK && i < 9; i++) {
+    st = mp_buf_status(bufs[i], "bundle", err);
+  }
+  if (st == MP_OK) st = bw_assemble(&w, n_in, n_out, out);
+  for (size_t i = 0; i < 9; i++) mp_buf_free(bufs[i]);
+  mp_free(a, w.buf_region);
+  mp_free(a, w.reg_base);
+  mp_free(a, w.first);
+  mp_free(a, w.last);
+  return st;
+}
+
+mp_status mp_compile_model(const mp_model *m, const mp_problem *p,
+                           const mp_placement *pl, const mp_compile_opts *o,
+                           const mp_alloc *a, mp_buf *out, mp_error *err) {
+  const mp_graph *g = mp_model_graph(m);
+  if (!g) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: a %s has no ops to compile (give a graph or an "
+                        "ONNX model)",
+                        mp_model_path(m),
+                        mp_model_format_name(mp_model_format_of(m)));
+  }
+  size_t steps = mp_graph_op_count(g), nt = mp_graph_tensor_count(g);
+  uint32_t *order = mp_calloc(a, steps + 1, sizeof *order);
+  size_t *tb = mp_calloc(a, nt + 1, sizeof *tb);
+  mp_onnx_data *od = NULL;
+  mp_compile_opts co = o ? *o : (mp_compile_opts){0};
+  mp_status st =
+      order && tb ? MP_OK : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  for (size_t k = 0; st == MP_OK && k < steps; k++) {
+    order[k] = mp_model_step_op_index(m, k);
+  }
+  for (size_t t = 0; st == MP_OK && t < nt; t++)
+    tb[t] = mp_model_tensor_buffer(m, t);
+  if (st == MP_OK && mp_model_format_of(m) == MP_FORMAT_ONNX && !co.onnx) {
+    char *data = NULL;
+    size_t len = 0;
+    st = mp_file_read(mp_model_path(m), a, &data, &len, err);
+    if (st == MP_OK)
+      st = mp_onnx_data_load(mp_model_path(m), data, len, a, &od, err);
+    mp_free(a, data);
+    co.onnx = od;
+  }
+  const mp_backend *be = mp_model_backend(m);
+  const char *names[MP_BACKEND_MAX_REGIONS];
+  if (be && be->n_regions && !co.region_names) {
+    for (size_t r = 0; r < be->n_regions; r++) names[r] = be->regions[r].name;
+    co.region_names = names;
+    co.n_region_names = be->n_regions;
+  }
+  if (st == MP_OK) st = mp_compile(g, order, p, pl, tb, &co, a, out, err);
+  mp_onnx_data_destroy(od);
+  mp_free(a, order);
+  mp_free(a, tb);
+  return st;
+}

@@ -1,0 +1,981 @@
+/*
+ * lower.c -- lowering graph ops (ONNX types and attributes, and the fused
+ * forms of docs/ir-conventions.md) to bundle ops: a kernel id, the input
+ * list, and the kernel's parameters (layouts in mplan/bundle.h).
+ *
+ * Invariants:
+ *   1. Everything shape-like that ONNX passes as a tensor (Slice starts,
+ *      Pad pads, Resize scales, Reduce axes, Clip bounds aside) must be a
+ *      constant known at compile time; it becomes a parameter, so the
+ *      loader can check shapes before anything runs.
+ *   2. An op or a variant the runtime lacks is MP_ERR_UNSUPPORTED naming
+ *      the op and the variant; nothing is approximated silently.
+ *   3. Fused heads get their own inputs padded to the head's full arity
+ *      (an omitted bias is an explicit "none"), so that the runtime finds
+ *      the epilogue's and the prologue's inputs by position.
+ */
+#include "lower.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct lw {
+  const mp_graph *g;
+  const mp_op *op;
+  lw_op *o;
+  mp_error *err;
+  bool overflow;
+} lw;
+
+int lw_kdtype(mp_dtype d) {
+  switch (d) {
+    case MP_DTYPE_F32:
+      return MP_KD_F32;
+    case MP_DTYPE_F64:
+      return MP_KD_F64;
+    case MP_DTYPE_I8:
+      return MP_KD_I8;
+    case MP_DTYPE_U8:
+      return MP_KD_U8;
+    case MP_DTYPE_I16:
+      return MP_KD_I16;
+    case MP_DTYPE_U16:
+      return MP_KD_U16;
+    case MP_DTYPE_I32:
+      return MP_KD_I32;
+    case MP_DTYPE_U32:
+      return MP_KD_U32;
+    case MP_DTYPE_I64:
+      return MP_KD_I64;
+    case MP_DTYPE_U64:
+      return MP_KD_U64;
+    case MP_DTYPE_BOOL:
+      return MP_KD_BOOL;
+    default:
+      return 0;
+  }
+}
+
+int lw_shift(int64_t k) {
+  int bits = 0;
+  while (bits < 62 && ((int64_t)1 << bits) < k) bits++;
+  int s = 5 + (bits + 1) / 2;
+  return s > 31 ? 31 : s;
+}
+
+static mp_status lw_unsup(lw *x, const char *fmt, ...) MP_PRINTF(2, 3);
+
+static mp_status lw_unsup(lw *x, const char *fmt, ...) {
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return mp_error_set(x->err, MP_ERR_UNSUPPORTED, "%s: op '%s' (%s): %s",
+                      mp_graph_source(x->g), x->op->name, x->op->type, msg);
+}
+
+static void lw_p(lw *x, int64_t v) {
+  if (x->o->n_params == LW_MAX_PARAMS) {
+    x->overflow = true;
+    return;
+  }
+  x->o->params[x->o->n_params++] = v;
+}
+
+static void lw_pf(lw *x, double v) {
+  int64_t i;
+  memcpy(&i, &v, sizeof i);
+  lw_p(x, i);
+}
+
+static void lw_in(lw *x, int32_t t) {
+  if (x->o->n_in == LW_MAX_INPUTS) {
+    x->overflow = true;
+    return;
+  }
+  x->o->in[x->o->n_in++] = t;
+}
+
+static const mp_attr *lw_attr(const lw *x, const char *name) {
+  for (uint32_t i = 0; i < x->op->n_attrs; i++) {
+    if (strcmp(x->op->attrs[i].name, name) == 0) return &x->op->attrs[i];
+  }
+  return NULL;
+}
+
+static int64_t lw_int(const lw *x, const char *name, int64_t def) {
+  const mp_attr *a = lw_attr(x, name);
+  return a && a->kind == MP_ATTR_INT ? a->i : def;
+}
+
+static double lw_float(const lw *x, const char *name, double def) {
+  const mp_attr *a = lw_attr(x, name);
+  if (!a) return def;
+  return a->kind == MP_ATTR_FLOAT ? a->f
+         : a->kind == MP_ATTR_INT ? (double)a->i
+                                  : def;
+}
+
+static const char *lw_str(const lw *x, const char *name, const char *def) {
+  const mp_attr *a = lw_attr(x, name);
+  return a && a->kind == MP_ATTR_STRING ? a->s : def;
+}
+
+/* An INTS attribute into out (at most max); -1 when absent. */
+static int lw_ints(const lw *x, const char *name, int64_t *out, int max) {
+  const mp_attr *a = lw_attr(x, name);
+  if (!a || a->kind != MP_ATTR_INTS || a->n > (size_t)max) return -1;
+  for (size_t i = 0; i < a->n; i++) out[i] = a->ints[i];
+  return (int)a->n;
+}
+
+static const mp_tensor *lw_t(const lw *x, uint32_t k) {
+  if (k >= x->op->n_inputs || x->op->inputs[k] < 0) return NULL;
+  return mp_graph_tensor(x->g, (size_t)x->op->inputs[k]);
+}
+
+static const mp_tensor *lw_out(const lw *x, uint32_t k) {
+  return mp_graph_tensor(x->g, (size_t)x->op->outputs[k]);
+}
+
+static int64_t lw_dim(const lw *x, const mp_tensor *t, uint32_t i) {
+  return mp_graph_dim_of(x->g, &t->shape[i]);
+}
+
+/* The constant integer values of input k (invariant 1); -1 when unknown. */
+static int lw_const_ints(const lw *x, uint32_t k, int64_t *out, int max) {
+  const mp_tensor *t = lw_t(x, k);
+  if (!t || !t->value || t->value->n > (size_t)max) return -1;
+  for (size_t i = 0; i < t->value->n; i++) {
+    out[i] = t->value->i ? t->value->i[i] : (int64_t)t->value->f[i];
+  }
+  return (int)t->value->n;
+}
+
+static int lw_const_floats(const lw *x, uint32_t k, double *out, int max) {
+  const mp_tensor *t = lw_t(x, k);
+  if (!t || !t->value || t->value->n > (size_t)max) return -1;
+  for (size_t i = 0; i < t->value->n; i++) {
+    out[i] = t->value->f ? t->value->f[i] : (double)t->value->i[i];
+  }
+  return (int)t->value->n;
+}
+
+static void lw_copy_inputs(lw *x) {
+  for (uint32_t k = 0; k < x->op->n_inputs; k++) lw_in(x, x->op->inputs[k]);
+}
+
+static int64_t lw_axis(int64_t a, uint32_t rank) {
+  return a < 0 ? a + (int64_t)rank : a;
+}
+
+/* ---- unary and binary tables ----------------------------------------------
+ */
+
+typedef struct lw_name {
+  const char *type;
+  int code;
+} lw_name;
+
+static const lw_name lw_unary[] = {{"Relu", MP_KU_RELU},
+                                   {"Sigmoid", MP_KU_SIGMOID},
+                                   {"Tanh", MP_KU_TANH},
+                                   {"Exp", MP_KU_EXP},
+                                   {"Sqrt", MP_KU_SQRT},
+                                   {"Erf", MP_KU_ERF},
+                                   {"Gelu", MP_KU_GELU},
+                                   {"HardSigmoid", MP_KU_HARDSIGMOID},
+                                   {"HardSwish", MP_KU_HARDSWISH},
+                                   {"LeakyRelu", MP_KU_LEAKYRELU},
+                                   {"Clip", MP_KU_CLIP},
+                                   {"Neg", MP_KU_NEG},
+                                   {"Abs", MP_KU_ABS},
+                                   {"Floor", MP_KU_FLOOR},
+                                   {"Ceil", MP_KU_CEIL},
+                                   {"Reciprocal", MP_KU_RECIPROCAL},
+                                   {"Log", MP_KU_LOG},
+                                   {"Sin", MP_KU_SIN},
+                                   {"Cos", MP_KU_COS},
+                                   {"Tan", MP_KU_TAN},
+                                   {"Asin", MP_KU_ASIN},
+                                   {"Acos", MP_KU_ACOS},
+                                   {"Atan", MP_KU_ATAN},
+                                   {"Sinh", MP_KU_SINH},
+                                   {"Cosh", MP_KU_COSH},
+                                   {"Asinh", MP_KU_ASINH},
+                                   {"Acosh", MP_KU_ACOSH},
+                                   {"Atanh", MP_KU_ATANH},
+                                   {"Elu", MP_KU_ELU},
+                                   {"Selu", MP_KU_SELU},
+                                   {"Softplus", MP_KU_SOFTPLUS},
+                                   {"Softsign", MP_KU_SOFTSIGN},
+                                   {"Not", MP_KU_NOT},
+                                   {"Sign", MP_KU_SIGN},
+                                   {"Round", MP_KU_ROUND},
+                                   {"ThresholdedRelu", MP_KU_THRESHOLDEDRELU},
+                                   {"Celu", MP_KU_CELU},
+                                   {NULL, 0}};
+
+static const lw_name lw_binary[] = {{"Add", MP_KB_ADD},
+                                    {"Sub", MP_KB_SUB},
+                                    {"Mul", MP_KB_MUL},
+                                    {"Div", MP_KB_DIV},
+                                    {"Pow", MP_KB_POW},
+                                    {"PRelu", MP_KB_PRELU},
+                                    {"Equal", MP_KB_EQUAL},
+                                    {"Less", MP_KB_LESS},
+                                    {"LessOrEqual", MP_KB_LESS_EQUAL},
+                                    {"Greater", MP_KB_GREATER},
+                                    {"GreaterOrEqual", MP_KB_GREATER_EQUAL},
+                                    {"And", MP_KB_AND},
+                                    {"Or", MP_KB_OR},
+                                    {"Xor", MP_KB_XOR},
+                                    {"Mod", MP_KB_MOD},
+                                    {NULL, 0}};
+
+static int lw_find(const lw_name *t, const char *type) {
+  for (; t->type; t++) {
+    if (strcmp(t->type, type) == 0) return t->code;
+  }
+  return -1;
+}
+
+/* alpha and beta of a unary op from the attributes read through get(name,
+ * default) with the given prefix ("" or "mplan.e<k>."). */
+static void lw_unary_params(const lw *x, int u, const char *pre, double *alpha,
+                            double *beta) {
+  char a[64], b[64];
+  snprintf(a, sizeof a, "%salpha", pre);
+  snprintf(b, sizeof b, "%sbeta", pre);
+  *alpha = *beta = 0;
+  switch (u) {
+    case MP_KU_HARDSIGMOID:
+      *alpha = lw_float(x, a, 0.2);
+      *beta = lw_float(x, b, 0.5);
+      break;
+    case MP_KU_LEAKYRELU:
+      *alpha = lw_float(x, a, 0.01);
+      break;
+    case MP_KU_ELU:
+    case MP_KU_THRESHOLDEDRELU:
+    case MP_KU_CELU:
+      *alpha = lw_float(x, a, 1.0);
+      break;
+    case MP_KU_SELU: {
+      char gname[64];
+      snprintf(gname, sizeof gname, "%sgamma", pre);
+      *alpha = lw_float(x, a, 1.67326319217681884765625);
+      *beta = lw_float(x, gname, 1.05070102214813232421875);
+      break;
+    }
+    case MP_KU_CLIP: {
+      char lo[64], hi[64];
+      snprintf(lo, sizeof lo, "%smin", pre);
+      snprintf(hi, sizeof hi, "%smax", pre);
+      *alpha = lw_float(x, lo, -INFINITY);
+      *beta = lw_float(x, hi, INFINITY);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+/* ---- the fused head tail
+ * ----------------------------------------------------- */
+
+/* Appends the prologue and the epilogue (docs/ir-conventions.md) and the
+ * head's inputs; full is the head's full own arity (invariant 3). */
+static mp_status lw_tail(lw *x, uint32_t full) {
+  const char *epi = lw_str(x, "mplan.epilogue", NULL);
+  const char *fa = lw_str(x, "fused_activation", NULL);
+  const char *pro = lw_str(x, "mplan.prologue", NULL);
+  char list[512] = "";
+  if (fa) {
+    if (strcmp(fa, "Relu") && strcmp(fa, "Relu6")) {
+      return lw_unsup(x, "fused_activation '%s' (Relu and Relu6 are known)",
+                      fa);
+    }
+    snprintf(list, sizeof list, "%s",
+             strcmp(fa, "Relu") == 0 ? "Relu" : "Relu6");
+  }
+  if (epi && *epi) {
+    size_t n = strlen(list);
+    snprintf(list + n, sizeof list - n, "%s%s", n ? "," : "", epi);
+  }
+  /* Split the list and count the fixed extra inputs. */
+  char *names[16];
+  int n_epi = 0;
+  for (char *p = list; *p && n_epi < 16;) {
+    names[n_epi++] = p;
+    char *c = strchr(p, ',');
+    if (!c) break;
+    *c = '\0';
+    p = c + 1;
+  }
+  if (n_epi == 16) return lw_unsup(x, "an epilogue of 16 or more ops");
+  uint32_t fixed = 0, clips = 0;
+  int pro_kind = 0;
+  uint32_t pro_input = 0, pro_n = 0;
+  if (pro) {
+    const char *colon = strchr(pro, ':');
+    if (!colon)
+      return lw_unsup(x, "mplan.prologue '%s' has no input index", pro);
+    pro_input = (uint32_t)atoi(colon + 1);
+    if (strncmp(pro, "DequantizeLinear:", 17) == 0) {
+      pro_kind = 1;
+    } else if (strncmp(pro, "Cast:", 5) == 0) {
+      pro_kind = 2;
+    } else {
+      return lw_unsup(x, "mplan.prologue '%s'", pro);
+    }
+  }
+  for (int k = 0; k < n_epi; k++) {
+    const char *t = names[k];
+    if (strcmp(t, "Clip") == 0) {
+      clips++;
+    } else if (strcmp(t, "BatchNormalization") == 0) {
+      fixed += 4;
+    } else if (lw_find(lw_binary, t) >= 0) {
+      fixed += 1;
+    } else if (lw_find(lw_unary, t) < 0 && strcmp(t, "Relu6") != 0) {
+      return lw_unsup(x,
+                      "epilogue op '%s' is not an elementwise op the "
+                      "runtime knows",
+                      t);
+    }
+  }
+  uint32_t n = x->op->n_inputs, own = full;
+  if (pro_kind == 1) {
+    /* scale and an optional zero point follow everything else */
+    pro_n = n >= full + fixed + 2 ? 2 : 1;
+    if (n < fixed + pro_n + 2) return lw_unsup(x, "too few inputs");
+  }
+  int64_t rest = (int64_t)n - fixed - pro_n;
+  uint32_t clip_in = 0;
+  if (rest > full) {
+    if (clips != 1 || rest - full > 2) {
+      return lw_unsup(x, "%u inputs do not match the head and its epilogue", n);
+    }
+    clip_in = (uint32_t)(rest - full);
+  } else {
+    if (rest < 2) return lw_unsup(x, "too few inputs for the head");
+    own = (uint32_t)rest;
+  }
+  if (pro_kind && pro_input >= own) {
+    return lw_unsup(x, "prologue input %u is not a head input", pro_input);
+  }
+  for (uint32_t k = 0; k < full; k++) lw_in(x, k < own ? x->op->inputs[k] : -1);
+  lw_p(x, pro_kind);
+  lw_p(x, pro_input);
+  lw_p(x, lw_int(x, "mplan.p.axis", 1));
+  lw_p(x, n_epi);
+  uint32_t at = own;
+  for (int k = 0; k < n_epi; k++) {
+    const char *t = names[k];
+    char pre[32];
+    snprintf(pre, sizeof pre, "mplan.e%d.", k - (fa ? 1 : 0));
+    double alpha = 0, beta = 0;
+    uint32_t extra = 0;
+    int code;
+    if (strcmp(t, "Relu6") == 0) {
+      code = MP_BEPI_UNARY | MP_KU_CLIP;
+      alpha = 0;
+      beta = 6;
+    } else if (strcmp(t, "BatchNormalization") == 0) {
+      code = MP_BEPI_BATCHNORM;
+      extra = 4;
+      char e[48];
+      snprintf(e, sizeof e, "%sepsilon", pre);
+      alpha = lw_float(x, e, 1e-5);
+    } else if (lw_find(lw_binary, t) >= 0) {
+      code = MP_BEPI_BINARY | lw_find(lw_binary, t);
+      extra = 1;
+    } else {
+      int u = lw_find(lw_unary, t);
+      code = MP_BEPI_UNARY | u;
+      lw_unary_params(x, u, pre, &alpha, &beta);
+      if (u == MP_KU_CLIP) extra = clip_in;
+    }
+    lw_p(x, code);
+    lw_p(x, extra);
+    lw_pf(x, alpha);
+    lw_pf(x, beta);
+    for (uint32_t j = 0; j < extra; j++) lw_in(x, x->op->inputs[at + j]);
+    at += extra;
+  }
+  if (pro_kind == 1) {
+    lw_in(x, x->op->inputs[at]);
+    lw_in(x, pro_n == 2 ? x->op->inputs[at + 1] : -1);
+  }
+  if (n_epi || pro_kind) x->o->flags |= MP_BOPF_FUSED;
+  return MP_OK;
+}
+
+/* ---- Conv, ConvTranspose, pools
+ * ------------------------------------------------ */
+
+/* kernel, strides, dilations, begin and end pads of a windowed op over the
+ * nd spatial dims of x (output dims y), auto_pad resolved. */
+static mp_status lw_window(lw *x, const mp_tensor *in, const mp_tensor *w,
+                           const mp_tensor *y, int64_t nd, bool transpose,
+                           int64_t *k, int64_t *s, int64_t *d, int64_t *pb,
+                           int64_t *pe, int64_t *op) {
+  int64_t tmp[16];
+  for (int64_t i = 0; i < nd; i++) {
+    k[i] = w ? lw_dim(x, w, (uint32_t)(2 + i)) : 1;
+    s[i] = d[i] = 1;
+    pb[i] = pe[i] = op[i] = 0;
+  }
+  if (lw_ints(x, "kernel_shape", tmp, 16) == nd) memcpy(k, tmp, nd * sizeof *k);
+  if (lw_ints(x, "strides", tmp, 16) == nd) memcpy(s, tmp, nd * sizeof *s);
+  if (lw_ints(x, "dilations", tmp, 16) == nd) memcpy(d, tmp, nd * sizeof *d);
+  if (lw_ints(x, "output_padding", tmp, 16) == nd)
+    memcpy(op, tmp, nd * sizeof *op);
+  int np = lw_ints(x, "pads", tmp, 16);
+  const char *ap = lw_str(x, "auto_pad", "NOTSET");
+  if (np == 2 * nd) {
+    for (int64_t i = 0; i < nd; i++) {
+      pb[i] = tmp[i];
+      pe[i] = tmp[nd + i];
+    }
+  } else if (np >= 0) {
+    return lw_unsup(x, "pads has %d values for %lld spatial dims", np,
+                    (long long)nd);
+  }
+  bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+  bool out_shape = lw_attr(x, "output_shape") != NULL;
+  if (same || (transpose && out_shape && np < 0)) {
+    for (int64_t i = 0; i < nd; i++) {
+      int64_t in_d = lw_dim(x, in, (uint32_t)(2 + i));
+      int64_t out_d = lw_dim(x, y, (uint32_t)(2 + i));
+      int64_t ext = (k[i] - 1) * d[i] + 1, total;
+      if (transpose) {
+        total = s[i] * (in_d - 1) + op[i] + ext - out_d;
+        /* output_shape larger than the pads allow: the rest is
+         * output_padding (ONNX computes it implicitly) */
+        if (total < 0) {
+          op[i] -= total;
+          total = 0;
+        }
+      } else {
+        total = (out_d - 1) * s[i] + ext - in_d;
+      }
+      if (total < 0) total = 0;
+      bool upper = strcmp(ap, "SAME_LOWER") != 0;
+      pb[i] = upper ? total / 2 : total - total / 2;
+      pe[i] = total - pb[i];
+    }
+  } else if (strcmp(ap, "VALID") == 0) {
+    for (int64_t i = 0; i < nd; i++) pb[i] = pe[i] = 0;
+  }
+  return MP_OK;
+}
+
+static mp_status lw_conv(lw *x, bool transpose) {
+  const mp_tensor *in = lw_t(x, 0), *w = lw_t(x, 1), *y = lw_out(x, 0);
+  if (!in || !w || in->rank < 3 || in->rank > 5 || w->rank != in->rank) {
+    return lw_unsup(x, "1 to 3 spatial dims with X and W are supported");
+  }
+  int64_t nd = in->rank - 2, k[3], s[3], d[3], pb[3], pe[3], op[3];
+  mp_status st = lw_window(x, in, w, y, nd, transpose, k, s, d, pb, pe, op);
+  if (st != MP_OK) return st;
+  x->o->kernel = transpose ? MP_BOP_CONV_TRANSPOSE : MP_BOP_CONV;
+  lw_p(x, nd);
+  lw_p(x, lw_int(x, "group", 1));
+  int64_t kk = lw_dim(x, w, 1);
+  for (int64_t i = 0; i < nd; i++) kk *= k[i];
+  lw_p(x, lw_int(x, "mplan.shift", lw_shift(kk)));
+  int64_t *arr[] = {k, s, d, pb, pe, op};
+  int64_t fill[] = {1, 1, 1, 0, 0, 0};
+  for (int a = 0; a < 6; a++) {
+    for (int i = 0; i < 3; i++) lw_p(x, i < nd ? arr[a][i] : fill[a]);
+  }
+  return lw_tail(x, 3);
+}
+
+static mp_status lw_pool(lw *x, int kind, bool global) {
+  const mp_tensor *in = lw_t(x, 0), *y = lw_out(x, 0);
+  if (!in || in->rank < 3 || in->rank > 5) {
+    return lw_unsup(x, "1 to 3 spatial dims are supported");
+  }
+  if (x->op->n_outputs != 1) return lw_unsup(x, "the Indices output");
+  int64_t nd = in->rank - 2, k[3], s[3], d[3], pb[3], pe[3], op[3];
+  if (global) {
+    for (int64_t i = 0; i < nd; i++) {
+      k[i] = lw_dim(x, in, (uint32_t)(2 + i));
+      s[i] = d[i] = 1;
+      pb[i] = pe[i] = 0;
+    }
+  } else {
+    if (lw_int(x, "storage_order", 0) != 0)
+      return lw_unsup(x, "storage_order 1");
+    mp_status st = lw_window(x, in, NULL, y, nd, false, k, s, d, pb, pe, op);
+    if (st != MP_OK) return st;
+  }
+  x->o->kernel = kind;
+  lw_in(x, x->op->inputs[0]);
+  lw_p(x, nd);
+  int64_t *arr[] = {k, s, d, pb, pe};
+  int64_t fill[] = {1, 1, 1, 0, 0};
+  for (int a = 0; a < 5; a++) {
+    for (int i = 0; i < 3; i++) lw_p(x, i < nd ? arr[a][i] : fill[a]);
+  }
+  lw_p(x, lw_int(x, "count_include_pad", 0));
+  return MP_OK;
+}
+
+/* ---- Gemm, MatMul
+ * ------------------------------------------------------------------ */
+
+static mp_status lw_gemm(lw *x, bool gemm) {
+  int64_t h = lw_int(x, "mplan.horizontal", 0);
+  x->o->kernel = gemm ? MP_BOP_GEMM : MP_BOP_MATMUL;
+  if (gemm) {
+    lw_p(x, lw_int(x, "transA", 0));
+    lw_p(x, lw_int(x, "transB", 0));
+    lw_pf(x, lw_float(x, "alpha", 1.0));
+    lw_pf(x, lw_float(x, "beta", 1.0));
+  }
+  int64_t kk = 1;
+  const mp_tensor *a = lw_t(x, 0);
+  if (a && a->rank >= 1) {
+    kk = lw_dim(x, a, gemm && lw_int(x, "transA", 0) ? 0 : a->rank - 1);
+  }
+  lw_p(x, lw_int(x, "mplan.shift", lw_shift(kk)));
+  lw_p(x, h);
+  if (h) {
+    lw_copy_inputs(x);
+    for (int i = 0; i < 4; i++) lw_p(x, 0);
+    return MP_OK;
+  }
+  return lw_tail(x, gemm ? 3 : 2);
+}
+
+/* ---- elementwise
+ * ----------------------------------------------------------------------- */
+
+static mp_status lw_unary_op(lw *x, int u) {
+  double alpha, beta;
+  lw_unary_params(x, u, "", &alpha, &beta);
+  if (u == MP_KU_GELU &&
+      strcmp(lw_str(x, "approximate", "none"), "tanh") == 0) {
+    u = MP_KU_GELU_TANH;
+  }
+  x->o->kernel = MP_BOP_UNARY;
+  lw_p(x, u);
+  lw_pf(x, alpha);
+  lw_pf(x, beta);
+  lw_copy_inputs(x);
+  return MP_OK;
+}
+
+static mp_status lw_binary_op(lw *x, int b) {
+  const mp_tensor *a = lw_t(x, 0), *c = lw_t(x, 1);
+  if (!a || !c || a->dtype != c->dtype) {
+    return lw_unsup(x, "operands of different dtypes");
+  }
+  if (b == MP_KB_MOD && lw_int(x, "fmod", 0)) b = MP_KB_FMOD;
+  if (b == MP_KB_MOD &&
+      (a->dtype == MP_DTYPE_F32 || a->dtype == MP_DTYPE_F64)) {
+    return lw_unsup(x, "Mod of floats needs fmod=1");
+  }
+  /* fused_activation of the bundled graphs (docs/ir-conventions.md):
+   * applied to the result, 0 none, 1 Relu, 2 Relu6. */
+  const char *fa = lw_str(x, "fused_activation", NULL);
+  int act = 0;
+  if (fa && strcmp(fa, "Relu") == 0) {
+    act = 1;
+  } else if (fa && strcmp(fa, "Relu6") == 0) {
+    act = 2;
+  } else if (fa) {
+    return lw_unsup(x, "fused_activation '%s' (Relu and Relu6 are known)", fa);
+  }
+  x->o->kernel = MP_BOP_BINARY;
+  lw_p(x, b);
+  lw_p(x, act);
+  lw_copy_inputs(x);
+  return MP_OK;
+}
+
+/* ---- data movement and the rest
+ * -------------------------------------------------------- */
+
+static mp_status lw_slice(lw *x) {
+  const mp_tensor *in = lw_t(x, 0), *y = lw_out(x, 0);
+  int64_t starts[MP_MAX_RANK], ends[MP_MAX_RANK], axes[MP_MAX_RANK],
+      steps[MP_MAX_RANK];
+  int ns, ne, na, nst;
+  if (x->op->n_inputs >= 3) {
+    ns = lw_const_ints(x, 1, starts, MP_MAX_RANK);
+    ne = lw_const_ints(x, 2, ends, MP_MAX_RANK);
+    na = x->op->n_inputs > 3 && lw_t(x, 3)
+             ? lw_const_ints(x, 3, axes, MP_MAX_RANK)
+             : -2;
+    nst = x->op->n_inputs > 4 && lw_t(x, 4)
+              ? lw_const_ints(x, 4, steps, MP_MAX_RANK)
+              : -2;
+  } else {
+    ns = lw_ints(x, "starts", starts, MP_MAX_RANK);
+    ne = lw_ints(x, "ends", ends, MP_MAX_RANK);
+    na = lw_attr(x, "axes") ? lw_ints(x, "axes", axes, MP_MAX_RANK) : -2;
+    nst = -2;
+  }
+  if (ns < 0 || ne != ns || na == -1 || nst == -1 || (na >= 0 && na != ns) ||
+      (nst >= 0 && nst != ns)) {
+    return lw_unsup(x, "starts, ends, axes and steps must be constants");
+  }
+  int64_t start[MP_MAX_RANK], step[MP_MAX_RANK];
+  for (uint32_t i = 0; i < in->rank; i++) {
+    start[i] = 0;
+    step[i] = 1;
+  }
+  for (int j = 0; j < ns; j++) {
+    int64_t ax = lw_axis(na >= 0 ? axes[j] : j, in->rank);
+    if (ax < 0 || ax >= in->rank) return lw_unsup(x, "bad axis");
+    int64_t dim = lw_dim(x, in, (uint32_t)ax), st = nst >= 0 ? steps[j] : 1;
+    int64_t b = starts[j];
+    if (st == 0) return lw_unsup(x, "step 0");
+    if (b < 0) b += dim;
+    if (st > 0) {
+      b = b < 0 ? 0 : b > dim ? dim : b;
+    } else {
+      b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
+    }
+    start[ax] = b;
+    step[ax] = st;
+  }
+  for (uint32_t i = 0; i < in->rank; i++) {
+    if (lw_dim(x, y, i) == 0) start[i] = 0;
+  }
+  x->o->kernel = MP_BOP_SLICE;
+  lw_in(x, x->op->inputs[0]);
+  for (uint32_t i = 0; i < in->rank; i++) lw_p(x, start[i]);
+  for (uint32_t i = 0; i < in->rank; i++) lw_p(x, step[i]);
+  return MP_OK;
+}
+
+static mp_status lw_pad(lw *x) {
+  const mp_tensor *in = lw_t(x, 0);
+  int64_t pads[2 * MP_MAX_RANK];
+  int np = x->op->n_inputs >= 2 ? lw_const_ints(x, 1, pads, 2 * MP_MAX_RANK)
+                                : lw_ints(x, "pads", pads, 2 * MP_MAX_RANK);
+  if (np != 2 * (int)in->rank || (x->op->n_inputs > 3 && lw_t(x, 3))) {
+    return lw_unsup(x,
+                    "pads must be a constant for every axis (no axes input)");
+  }
+  double v = lw_float(x, "value", 0);
+  if (x->op->n_inputs >= 3 && lw_t(x, 2)) {
+    double cv[1];
+    if (lw_const_floats(x, 2, cv, 1) != 1) {
+      return lw_unsup(x, "constant_value must be a constant");
+    }
+    v = cv[0];
+  }
+  const char *mode = lw_str(x, "mode", "constant");
+  int m = strcmp(mode, "constant") == 0  ? MP_KPAD_CONSTANT
+          : strcmp(mode, "reflect") == 0 ? MP_KPAD_REFLECT
+          : strcmp(mode, "edge") == 0    ? MP_KPAD_EDGE
+                                         : -1;
+  if (m < 0) return lw_unsup(x, "mode '%s'", mode);
+  x->o->kernel = MP_BOP_PAD;
+  lw_in(x, x->op->inputs[0]);
+  lw_p(x, m);
+  for (uint32_t i = 0; i < in->rank; i++) lw_p(x, pads[i]);
+  lw_pf(x, v);
+  return MP_OK;
+}
+
+static mp_status lw_resize(lw *x) {
+  const mp_tensor *in = lw_t(x, 0), *y = lw_out(x, 0);
+  const char *mode = lw_str(x, "mode", "nearest");
+  const char *ct = lw_str(x, "coordinate_transformation_mode", "half_pixel");
+  const char *nm = lw_str(x, "nearest_mode", "round_prefer_floor");
+  int lin = strcmp(mode, "linear") == 0    ? 1
+            : strcmp(mode, "nearest") == 0 ? 0
+                                           : -1;
+  int c = strcmp(ct, "half_pixel") == 0             ? MP_KC_HALF_PIXEL
+          : strcmp(ct, "asymmetric") == 0           ? MP_KC_ASYMMETRIC
+          : strcmp(ct, "align_corners") == 0        ? MP_KC_ALIGN_CORNERS
+          : strcmp(ct, "pytorch_half_pixel") == 0   ? MP_KC_PYTORCH_HALF_PIXEL
+          : strcmp(ct, "tf_half_pixel_for_nn") == 0 ? MP_KC_TF_HALF_PIXEL_FOR_NN
+                                                    : -1;
+  int n = strcmp(nm, "round_prefer_floor") == 0  ? MP_KN_ROUND_PREFER_FLOOR
+          : strcmp(nm, "round_prefer_ceil") == 0 ? MP_KN_ROUND_PREFER_CEIL
+          : strcmp(nm, "floor") == 0             ? MP_KN_FLOOR
+          : strcmp(nm, "ceil") == 0              ? MP_KN_CEIL
+                                                 : -1;
+  if (lin < 0 || c < 0 || n < 0 || lw_int(x, "antialias", 0) ||
+      lw_attr(x, "axes")) {
+    return lw_unsup(x,
+                    "mode '%s', coordinate_transformation_mode '%s' "
+                    "(cubic, tf_crop_and_resize, antialias and axes are not "
+                    "supported)",
+                    mode, ct);
+  }
+  double scales[MP_MAX_RANK];
+  int sidx = x->op->n_inputs == 2 ? 1 : 2;
+  int ns = lw_t(x, (uint32_t)sidx)
+               ? lw_const_floats(x, (uint32_t)sidx, scales, MP_MAX_RANK)
+               : -2;
+  x->o->kernel = MP_BOP_RESIZE;
+  lw_in(x, x->op->inputs[0]);
+  lw_p(x, lin);
+  lw_p(x, c);
+  lw_p(x, n);
+  for (uint32_t i = 0; i < in->rank; i++) {
+    double s = (ns == (int)in->rank && ns > 0 && scales[i] > 0)
+                   ? scales[i]
+                   : (double)lw_dim(x, y, i) / (double)lw_dim(x, in, i);
+    lw_pf(x, s);
+  }
+  return MP_OK;
+}
+
+static mp_status lw_reduce(lw *x, int r) {
+  const mp_tensor *in = lw_t(x, 0);
+  int64_t axes[MP_MAX_RANK];
+  int na = lw_ints(x, "axes", axes, MP_MAX_RANK);
+  if (na < 0 && x->op->n_inputs >= 2 && lw_t(x, 1)) {
+    na = lw_const_ints(x, 1, axes, MP_MAX_RANK);
+    if (na < 0) return lw_unsup(x, "axes must be a constant");
+  }
+  uint32_t mask = 0;
+  if (na <= 0) {
+    if (lw_int(x, "noop_with_empty_axes", 0)) {
+      x->o->kernel = MP_BOP_VIEW;
+      lw_in(x, x->op->inputs[0]);
+      return MP_OK;
+    }
+    mask = (1u << in->rank) - 1;
+  }
+  for (int j = 0; j < na; j++) {
+    int64_t a = lw_axis(axes[j], in->rank);
+    if (a < 0 || a >= in->rank) return lw_unsup(x, "bad axis");
+    mask |= 1u << a;
+  }
+  x->o->kernel = MP_BOP_REDUCE;
+  lw_in(x, x->op->inputs[0]);
+  lw_p(x, r);
+  lw_p(x, mask);
+  return MP_OK;
+}
+
+/* The output's constant values (Shape, Size, Range, ConstantOfShape
+ * folded by shape inference) as FILL parameters. */
+static bool lw_fill_value(lw *x) {
+  const mp_tensor *y = lw_out(x, 0);
+  int64_t n = 1;
+  for (uint32_t i = 0; i < y->rank; i++) n *= lw_dim(x, y, i);
+  if (!y->value || (int64_t)y->value->n != n || n > LW_MAX_PARAMS) return false;
+  x->o->kernel = MP_BOP_FILL;
+  bool fl = y->dtype == MP_DTYPE_F32 || y->dtype == MP_DTYPE_F64;
+  for (int64_t i = 0; i < n; i++) {
+    if (fl) {
+      lw_pf(x, y->value->f ? y->value->f[i] : (double)y->value->i[i]);
+    } else {
+      lw_p(x, y->value->i ? y->value->i[i] : (int64_t)y->value->f[i]);
+    }
+  }
+  return true;
+}
+
+static mp_status lw_constant_of_shape(lw *x) {
+  const mp_attr *v = lw_attr(x, "value");
+  const mp_tensor *y = lw_out(x, 0);
+  x->o->kernel = MP_BOP_FILL;
+  bool fl = y->dtype == MP_DTYPE_F32 || y->dtype == MP_DTYPE_F64;
+  double f = 0;
+  int64_t i = 0;
+  if (v && v->kind == MP_ATTR_FLOATS && v->n == 1) {
+    f = v->floats[0];
+    i = (int64_t)f;
+  } else if (v && v->kind == MP_ATTR_INTS && v->n == 1) {
+    i = v->ints[0];
+    f = (double)i;
+  } else if (v) {
+    return lw_unsup(x, "value is not a one-element tensor");
+  }
+  if (fl) {
+    lw_pf(x, f);
+  } else {
+    lw_p(x, i);
+  }
+  return MP_OK;
+}
+
+static mp_status lw_misc(lw *x, const char *t) {
+  const mp_tensor *in = lw_t(x, 0);
+  uint32_t rank = in ? in->rank : 0;
+  if (strcmp(t, "Softmax") == 0 || strcmp(t, "LogSoftmax") == 0) {
+    bool old = mp_graph_opset(x->g) > 0 && mp_graph_opset(x->g) < 13;
+    x->o->kernel = MP_BOP_SOFTMAX;
+    lw_in(x, x->op->inputs[0]);
+    lw_p(x, lw_axis(lw_int(x, "axis", old ? 1 : -1), rank));
+    lw_p(x, t[0] == 'L');
+    lw_p(x, old);
+    return MP_OK;
+  }
+  if (strcmp(t, "BatchNormalization") == 0) {
+    if (x->op->n_outputs != 1 || lw_int(x, "training_mode", 0)) {
+      return lw_unsup(x, "training mode");
+    }
+    x->o->kernel = MP_BOP_BATCHNORM;
+    lw_copy_inputs(x);
+    lw_pf(x, lw_float(x, "epsilon", 1e-5));
+    return MP_OK;
+  }
+  if (strcmp(t, "LayerNormalization") == 0) {
+    x->o->kernel = MP_BOP_LAYERNORM;
+    lw_copy_inputs(x);
+    lw_p(x, lw_axis(lw_int(x, "axis", -1), rank));
+    lw_pf(x, lw_float(x, "epsilon", 1e-5));
+    return MP_OK;
+  }
+  if (strcmp(t, "Concat") == 0 || strcmp(t, "Split") == 0) {
+    bool split = t[0] == 'S';
+    const mp_tensor *w = split ? in : lw_out(x, 0);
+    x->o->kernel = split ? MP_BOP_SPLIT : MP_BOP_CONCAT;
+    if (split) {
+      lw_in(x, x->op->inputs[0]);
+    } else {
+      lw_copy_inputs(x);
+    }
+    lw_p(x, lw_axis(lw_int(x, "axis", 0), w->rank));
+    return MP_OK;
+  }
+  if (strcmp(t, "Gather") == 0) {
+    x->o->kernel = MP_BOP_GATHER;
+    lw_copy_inputs(x);
+    lw_p(x, lw_axis(lw_int(x, "axis", 0), rank));
+    return MP_OK;
+  }
+  if (strcmp(t, "Transpose") == 0) {
+    int64_t perm[MP_MAX_RANK];
+    int n = lw_ints(x, "perm", perm, MP_MAX_RANK);
+    x->o->kernel = MP_BOP_TRANSPOSE;
+    lw_in(x, x->op->inputs[0]);
+    for (uint32_t i = 0; i < rank; i++) {
+      lw_p(x, n == (int)rank ? perm[i] : (int64_t)(rank - 1 - i));
+    }
+    return MP_OK;
+  }
+  if (strcmp(t, "QuantizeLinear") == 0 || strcmp(t, "DequantizeLinear") == 0) {
+    x->o->kernel = t[0] == 'Q' ? MP_BOP_QUANTIZE : MP_BOP_DEQUANTIZE;
+    lw_copy_inputs(x);
+    lw_p(x, rank ? lw_axis(lw_int(x, "axis", 1), rank) : 0);
+    return MP_OK;
+  }
+  if (strcmp(t, "Cast") == 0) {
+    x->o->kernel = MP_BOP_CAST;
+    lw_in(x, x->op->inputs[0]);
+    return MP_OK;
+  }
+  if (strcmp(t, "Where") == 0) {
+    x->o->kernel = MP_BOP_WHERE;
+    lw_copy_inputs(x);
+    return MP_OK;
+  }
+  return lw_unsup(x, "the runtime has no kernel for this op");
+}
+
+/* Dropout in training mode (a training_mode input not known to be 0)
+ * is random: not an identity. */
+static bool lw_dropout_trains(const lw *x) {
+  int64_t v[1];
+  if (x->op->n_inputs < 3 || !lw_t(x, 2)) return false;
+  return lw_const_ints(x, 2, v, 1) != 1 || v[0] != 0;
+}
+
+static mp_status lw_dispatch(lw *x) {
+  const char *t = x->op->type;
+  int u = lw_find(lw_unary, t), b = lw_find(lw_binary, t);
+  if (strcmp(t, "Conv") == 0) return lw_conv(x, false);
+  if (strcmp(t, "ConvTranspose") == 0) return lw_conv(x, true);
+  if (strcmp(t, "Gemm") == 0) return lw_gemm(x, true);
+  if (strcmp(t, "MatMul") == 0) return lw_gemm(x, false);
+  if (lw_attr(x, "fused_activation") && b < 0) {
+    return lw_unsup(x,
+                    "fused_activation on a %s (only Conv, ConvTranspose, "
+                    "Gemm, MatMul and binary elementwise ops carry one)",
+                    t);
+  }
+  if (strcmp(t, "MaxPool") == 0) return lw_pool(x, MP_BOP_MAXPOOL, false);
+  if (strcmp(t, "AveragePool") == 0) return lw_pool(x, MP_BOP_AVGPOOL, false);
+  if (strcmp(t, "GlobalAveragePool") == 0)
+    return lw_pool(x, MP_BOP_AVGPOOL, true);
+  if (strcmp(t, "GlobalMaxPool") == 0) return lw_pool(x, MP_BOP_MAXPOOL, true);
+  if (lw_attr(x, "mplan.epilogue") || lw_attr(x, "mplan.prologue") ||
+      lw_attr(x, "mplan.horizontal")) {
+    return lw_unsup(x,
+                    "only Conv, ConvTranspose, Gemm and MatMul carry "
+                    "fused ops");
+  }
+  if (u >= 0) return lw_unary_op(x, u);
+  if (b >= 0) return lw_binary_op(x, b);
+  if (strcmp(t, "Reshape") == 0 || strcmp(t, "Flatten") == 0 ||
+      strcmp(t, "Squeeze") == 0 || strcmp(t, "Unsqueeze") == 0 ||
+      strcmp(t, "Identity") == 0 ||
+      (strcmp(t, "Dropout") == 0 && x->op->n_outputs == 1 &&
+       !lw_dropout_trains(x))) {
+    x->o->kernel = MP_BOP_VIEW;
+    lw_in(x, x->op->inputs[0]);
+    return MP_OK;
+  }
+  if (strcmp(t, "Sum") == 0 || strcmp(t, "Max") == 0 || strcmp(t, "Min") == 0 ||
+      strcmp(t, "Mean") == 0) {
+    x->o->kernel = MP_BOP_VARIADIC;
+    lw_p(x, t[1] == 'u' ? 0 : t[1] == 'a' ? 1 : t[1] == 'i' ? 2 : 3);
+    lw_copy_inputs(x);
+    return MP_OK;
+  }
+  static const lw_name reduces[] = {{"ReduceMean", MP_KR_MEAN},
+                                    {"ReduceSum", MP_KR_SUM},
+                                    {"ReduceMax", MP_KR_MAX},
+                                    {"ReduceMin", MP_KR_MIN},
+                                    {"ReduceProd", MP_KR_PROD},
+                                    {"ReduceL1", MP_KR_L1},
+                                    {"ReduceL2", MP_KR_L2},
+                                    {"ReduceSumSquare", MP_KR_SUM_SQUARE},
+                                    {"ReduceLogSum", MP_KR_LOG_SUM},
+                                    {"ReduceLogSumExp", MP_KR_LOG_SUM_EXP},
+                                    {NULL, 0}};
+  int r = lw_find(reduces, t);
+  if (r >= 0) return lw_reduce(x, r);
+  if (strcmp(t, "Slice") == 0) return lw_slice(x);
+  if (strcmp(t, "Pad") == 0) return lw_pad(x);
+  if (strcmp(t, "Resize") == 0) return lw_resize(x);
+  if (strcmp(t, "ConstantOfShape") == 0) {
+    return lw_fill_value(x) ? MP_OK : lw_constant_of_shape(x);
+  }
+  if (strcmp(t, "Shape") == 0 || strcmp(t, "Size") == 0 ||
+      strcmp(t, "Range") == 0) {
+    if (lw_fill_value(x)) return MP_OK;
+    return lw_unsup(x, "the output is not a known constant");
+  }
+  return lw_misc(x, t);
+}
+
+mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
+                   mp_error *err) {
+  lw x = {g, op, out, err, false};
+  memset(out, 0, sizeof *out);
+  for (uint32_t k = 0; k < op->n_outputs; k++) {
+    const mp_tensor *t = mp_graph_tensor(g, (size_t)op->outputs[k]);
+    if (!lw_kdtype(t->dtype)) {
+      return lw_unsup(&x,
+                      "output '%s' is %s, which the runtime does not "
+                      "compute with",
+                      t->name, mp_dtype_name(t->dtype));
+    }
+  }
+  mp_status st = lw_dispatch(&x);
+  if (st == MP_OK && x.overflow) {
+    st = lw_unsup(&x, "more than %d parameters or inputs", LW_MAX_PARAMS);
+  }
+  return st;
+}

@@ -1,0 +1,35 @@
+/*
+ * lower.h -- from a graph op to a bundle op: kernel id, inputs and i64
+ * parameters (private to compile/).
+ */
+#ifndef MPLAN_COMPILE_LOWER_H
+#define MPLAN_COMPILE_LOWER_H
+
+#include "mplan/bundle.h"
+#include "mplan/graph.h"
+
+#define LW_MAX_PARAMS 512
+#define LW_MAX_INPUTS 256
+
+typedef struct lw_op {
+  int kernel;
+  uint16_t flags;
+  uint32_t n_in;
+  int32_t in[LW_MAX_INPUTS]; /* tensor indices, -1: omitted */
+  uint32_t n_params;
+  int64_t params[LW_MAX_PARAMS];
+} lw_op;
+
+/* The mp_kdtype of a graph dtype, or 0 when the runtime has none. */
+int lw_kdtype(mp_dtype d);
+
+/* Lowers op (of graph g) into out. MP_ERR_UNSUPPORTED names the op and
+ * what is missing. */
+mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
+                   mp_error *err);
+
+/* The int8 requantization shift for a sum of k products (see
+ * mplan/kernels.h). */
+int lw_shift(int64_t k);
+
+#endif /* MPLAN_COMPILE_LOWER_H */

@@ -1,0 +1,223 @@
+/*
+ * mplan/bundle.h -- the program bundle (`mplan compile`, format mpk/1) and
+ * its loader.
+ *
+ * A bundle is everything a target needs to run a planned graph: memory
+ * regions, buffers with their planned offsets and lifetimes, tensors
+ * (dtype, shape, buffer), ops in execution order with kernel ids and
+ * parameters, and weight data. Little-endian, fixed-size records, in this
+ * order after a 96-byte header (every section 8-byte aligned, the weights
+ * 64-byte aligned):
+ *
+ *   header   magic "MPLANPK\0", u32 version (1), u32 header bytes (96),
+ *            u64 file bytes, u32 CRC-32 (IEEE) of the whole file with this
+ *            field read as 0, u32 flags, u32 string bytes, u32 regions,
+ *            u32 buffers, u32 tensors, u32 ops, u32 refs, u32 params,
+ *            u32 inputs, u32 outputs, u32 reserved (0), u64 weight bytes,
+ *            u64 reserved (0), u64 reserved (0)
+ *   strings  NUL-terminated names; a name is a u32 offset into this blob
+ *   regions  32 B: u32 name, u32 kind (0 persistent, 1 scratch), u64 size,
+ *            u64 base (offset of the region in its plan region), u32
+ *            alignment, u32 plan region name
+ *   buffers  48 B: u32 name, u32 region, u64 offset (of the data), u64
+ *            size, u32 red zone before, u32 red zone after, i32 first
+ *            step, i32 last step, u32 class (0 activation, 1 resident,
+ *            2 retained), u32 flags (1: graph output)
+ *   tensors  128 B: u32 name, u32 buffer, u64 offset in buffer, u64 bytes,
+ *            u8 dtype (mp_kdtype), u8 kind (mp_bt_kind), u8 rank, u8 0,
+ *            u32 flags, i32 first step, i32 last step (producer .. last
+ *            reader; -1 for inputs and weights), u64 weight data offset,
+ *            u64 weight data bytes, i64 dims[8], u64 reserved (0)
+ *   ops      32 B: u32 name, u32 type name (the ONNX op type), u16
+ *            kernel (mp_bop), u16 flags, u16 inputs, u16 outputs, u32
+ *            first ref (inputs then outputs), u32 first param, u32 params,
+ *            u32 0
+ *   refs     u32 tensor indices (MP_BUNDLE_NONE: an omitted input)
+ *   params   i64 (a double is stored as its bit pattern)
+ *   io       u32 graph input tensors, then u32 graph output tensors
+ *   weights  raw little-endian element data
+ *
+ * The loader trusts nothing: every count, offset, index, size, shape and
+ * parameter is checked before anything runs (see runtime/bundle_load.c
+ * for the list). A bundle it accepts can be executed without any access
+ * outside the regions the runtime allocates -- that is memory safety.
+ * Whether the plan is *right* (no live buffer shares bytes) is what a
+ * poison-mode run then checks with data.
+ */
+#ifndef MPLAN_BUNDLE_H
+#define MPLAN_BUNDLE_H
+
+#include "mplan/base.h"
+#include "mplan/kernels.h"
+
+#define MP_BUNDLE_MAGIC "MPLANPK"
+#define MP_BUNDLE_VERSION 1
+#define MP_BUNDLE_HEADER 96
+#define MP_BUNDLE_REGION_REC 32
+#define MP_BUNDLE_BUFFER_REC 48
+#define MP_BUNDLE_TENSOR_REC 128
+#define MP_BUNDLE_OP_REC 32
+#define MP_BUNDLE_NONE 0xFFFFFFFFu
+#define MP_BUNDLE_WEIGHT_ALIGN 64
+
+/* Limits that keep every derived size far from overflow. */
+#define MP_BUNDLE_MAX_COUNT (1u << 24)
+#define MP_BUNDLE_MAX_REGION ((uint64_t)1 << 40)
+
+typedef enum mp_bregion_kind {
+  MP_BREGION_PERSISTENT = 0, /* weights, graph inputs, retained state */
+  MP_BREGION_SCRATCH = 1     /* activations, shared by reuse */
+} mp_bregion_kind;
+
+typedef enum mp_bt_kind {
+  MP_BT_ACTIVATION = 0,
+  MP_BT_INPUT,
+  MP_BT_WEIGHT,
+  MP_BT_OUTPUT,
+  MP_BT_RETAINED,
+  MP_BT_KIND_COUNT
+} mp_bt_kind;
+
+/* Kernels (the op record's kernel id). Parameter layouts, as i64 values:
+ *   CONV, CONV_TRANSPOSE: nd, group, shift, k[3], stride[3], dil[3],
+ *       pad_begin[3], pad_end[3], output_padding[3], then the head tail
+ *   GEMM: trans_a, trans_b, alpha, beta, shift, horizontal, head tail
+ *   MATMUL: shift, horizontal, head tail
+ *     head tail: prologue kind (0 none, 1 DequantizeLinear, 2 Cast),
+ *       prologue input, prologue axis, epilogue count E, then E entries
+ *       of 4: code (MP_BEPI_* | op), extra inputs, alpha, beta
+ *   UNARY: op (mp_kunary), alpha, beta
+ *   BINARY: op (mp_kbinary), activation applied to the result (0 none,
+ *       1 Relu, 2 Relu6: the graphs' fused_activation)
+ *   VARIADIC: op (Sum/Max/Min/Mean)
+ *   WHERE, CAST, VIEW: none           BATCHNORM: epsilon
+ *   SOFTMAX: axis, log, coerce_2d     LAYERNORM: axis, epsilon
+ *   MAXPOOL, AVGPOOL: nd, k[3], stride[3], dil[3], pad_begin[3],
+ *       pad_end[3], count_include_pad
+ *   REDUCE: op (mp_kreduce), axes mask
+ *   CONCAT, SPLIT, GATHER: axis      TRANSPOSE: perm[rank]
+ *   SLICE: start[rank], step[rank]    PAD: mode, pad_begin[rank], value
+ *   RESIZE: linear, coord, nearest, scale[rank]
+ *   QUANTIZE, DEQUANTIZE: axis        FILL: values (one per element, or
+ *       one repeated), as the output dtype's value in a double or i64 */
+typedef enum mp_bop {
+  MP_BOP_CONV = 1,
+  MP_BOP_CONV_TRANSPOSE,
+  MP_BOP_GEMM,
+  MP_BOP_MATMUL,
+  MP_BOP_UNARY,
+  MP_BOP_BINARY,
+  MP_BOP_VARIADIC,
+  MP_BOP_WHERE,
+  MP_BOP_CAST,
+  MP_BOP_VIEW,
+  MP_BOP_SOFTMAX,
+  MP_BOP_BATCHNORM,
+  MP_BOP_LAYERNORM,
+  MP_BOP_MAXPOOL,
+  MP_BOP_AVGPOOL,
+  MP_BOP_REDUCE,
+  MP_BOP_CONCAT,
+  MP_BOP_SPLIT,
+  MP_BOP_SLICE,
+  MP_BOP_GATHER,
+  MP_BOP_PAD,
+  MP_BOP_TRANSPOSE,
+  MP_BOP_RESIZE,
+  MP_BOP_QUANTIZE,
+  MP_BOP_DEQUANTIZE,
+  MP_BOP_FILL,
+  MP_BOP_COUNT
+} mp_bop;
+
+const char *mp_bop_name(int kernel);
+
+/* Epilogue entry classes (high byte of the code). */
+#define MP_BEPI_UNARY 0x000
+#define MP_BEPI_BINARY 0x100
+#define MP_BEPI_BATCHNORM 0x200
+
+/* Op flags. */
+#define MP_BOPF_FUSED 1u /* carries a prologue or an epilogue */
+
+/* ---- the loaded, validated bundle ---------------------------------------- */
+
+typedef struct mp_bregion {
+  const char *name;
+  const char *plan_region;
+  mp_bregion_kind kind;
+  uint64_t size, base;
+  uint32_t alignment;
+} mp_bregion;
+
+typedef struct mp_bbuffer {
+  const char *name;
+  uint32_t region;
+  uint64_t offset, size;
+  uint32_t rz_before, rz_after;
+  int32_t first, last;
+  uint32_t cls; /* 0 activation, 1 resident, 2 retained */
+  bool output;
+} mp_bbuffer;
+
+typedef struct mp_btensor {
+  const char *name;
+  uint32_t buffer;
+  uint64_t offset, bytes;
+  int dtype; /* mp_kdtype */
+  mp_bt_kind kind;
+  mp_kshape shape;
+  int32_t first, last;
+  uint64_t data_offset, data_bytes;
+} mp_btensor;
+
+typedef struct mp_bopr {
+  const char *name;
+  const char *type;
+  uint16_t kernel, flags;
+  uint16_t n_in, n_out;
+  const uint32_t *in; /* n_in tensor indices (MP_BUNDLE_NONE: omitted) */
+  const uint32_t *out;
+  const int64_t *params;
+  uint32_t n_params;
+} mp_bopr;
+
+typedef struct mp_bundle mp_bundle;
+
+/* Validates data[0..len) as a bundle and returns an owned, read-only view
+ * of it (release with mp_bundle_destroy). Copies what it keeps (the
+ * weights are referenced from an owned copy). Every error is one line
+ * naming the record and the problem, prefixed with source. */
+mp_status mp_bundle_load(const char *source, const void *data, size_t len,
+                         const mp_alloc *a, mp_bundle **out, mp_error *err);
+void mp_bundle_destroy(mp_bundle *b);
+
+/* Accessors: every pointer returned (records, names, weights) is owned by
+ * the bundle and valid until mp_bundle_destroy. */
+size_t mp_bundle_region_count(const mp_bundle *b);
+size_t mp_bundle_buffer_count(const mp_bundle *b);
+size_t mp_bundle_tensor_count(const mp_bundle *b);
+size_t mp_bundle_op_count(const mp_bundle *b);
+const mp_bregion *mp_bundle_region(const mp_bundle *b, size_t i);
+const mp_bbuffer *mp_bundle_buffer(const mp_bundle *b, size_t i);
+const mp_btensor *mp_bundle_tensor(const mp_bundle *b, size_t i);
+const mp_bopr *mp_bundle_op(const mp_bundle *b, size_t i);
+size_t mp_bundle_input_count(const mp_bundle *b);
+size_t mp_bundle_output_count(const mp_bundle *b);
+uint32_t mp_bundle_input(const mp_bundle *b, size_t i);
+uint32_t mp_bundle_output(const mp_bundle *b, size_t i);
+const unsigned char *mp_bundle_weights(const mp_bundle *b);
+/* Index of the named tensor, or false. */
+bool mp_bundle_find_tensor(const mp_bundle *b, const char *name, uint32_t *t);
+/* Index of the named op, or false. */
+bool mp_bundle_find_op(const mp_bundle *b, const char *name, uint32_t *op);
+
+/* Scratch bytes the heaviest op needs (its kernel workspace), computed at
+ * load. */
+size_t mp_bundle_workspace(const mp_bundle *b);
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes, continuing
+ * from crc (0 to start). */
+uint32_t mp_crc32(uint32_t crc, const void *data, size_t n);
+
+#endif /* MPLAN_BUNDLE_H */

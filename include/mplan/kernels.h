@@ -1,0 +1,354 @@
+/*
+ * mplan/kernels.h -- pure compute functions: the scalar reference kernels.
+ *
+ * A kernel knows nothing of plans, arenas or bundles: it reads its inputs
+ * and writes its output through the pointers it is given, and never
+ * allocates. Shapes and parameters arrive already validated (the runtime's
+ * loader checks every one against the tensors before a kernel runs), so a
+ * kernel does no input checking of its own. Pointers may alias where a
+ * kernel says so (in place); no pointer is `restrict`, because a wrong
+ * plan may overlap buffers and the kernel must still stay inside them.
+ *
+ * Ownership: every kernel borrows its pointers for the duration of the
+ * call and keeps nothing; parameter structs are plain values.
+ *
+ * These scalar kernels are the specification: vector kernels (kernels/rvv/)
+ * keep the same signatures and are tested against them.
+ *
+ * Integer convention (graphs without quantization parameters, such as the
+ * bundled int8 MobileNets): int8 Conv/Gemm/MatMul accumulate exactly
+ * (int32 range, checked by the loader), add the int32 bias, then divide by
+ * 2^shift rounding half away from zero and saturate to int8 (the
+ * compiler picks shift = 5 + ceil(log2 K / 2) for K products, which keeps
+ * post-Relu6 activations spread over 0..6); int8 Softmax writes
+ * round(127 exp(x - max)).
+ */
+#ifndef MPLAN_KERNELS_H
+#define MPLAN_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MP_K_MAX_RANK 8
+
+/* Element types, with their on-disk codes (bundle format). */
+typedef enum mp_kdtype {
+  MP_KD_F32 = 1,
+  MP_KD_F64 = 2,
+  MP_KD_I8 = 3,
+  MP_KD_U8 = 4,
+  MP_KD_I16 = 5,
+  MP_KD_U16 = 6,
+  MP_KD_I32 = 7,
+  MP_KD_U32 = 8,
+  MP_KD_I64 = 9,
+  MP_KD_U64 = 10,
+  MP_KD_BOOL = 11,
+  MP_KD_COUNT
+} mp_kdtype;
+
+/* Bytes per element (0 for an unknown code) and a short name ("f32"). */
+size_t mp_kd_size(int code);
+const char *mp_kd_name(int code);
+bool mp_kd_is_float(int code);
+
+/* Element k of p (of dtype d) as a double, and the store of a double into
+ * element k with the ONNX Cast conversion (float->int truncates toward
+ * zero; out-of-range is saturated, as the host's behaviour for it is
+ * undefined; bool is v != 0). */
+double mp_k_load(const void *p, int d, size_t k);
+void mp_k_store(void *p, int d, size_t k, double v);
+int64_t mp_k_load_i(const void *p, int d, size_t k);
+
+/* ---- shapes and broadcasting --------------------------------------------- */
+
+typedef struct mp_kshape {
+  uint32_t rank;
+  int64_t dims[MP_K_MAX_RANK];
+} mp_kshape;
+
+int64_t mp_kshape_count(const mp_kshape *s);
+
+/* Iteration of an output shape with per-operand element strides (0 on a
+ * broadcast dim), built by mp_k_bcast_init. */
+typedef struct mp_kbcast {
+  uint32_t rank;
+  int64_t dims[MP_K_MAX_RANK];
+  int64_t sa[MP_K_MAX_RANK];
+  int64_t sb[MP_K_MAX_RANK];
+  int64_t sc[MP_K_MAX_RANK];
+} mp_kbcast;
+
+/* Numpy broadcasting of up to three operands (c may be NULL) to out. The
+ * operands are right-aligned; a dim of 1 broadcasts. Returns false when
+ * the shapes do not broadcast to out. */
+bool mp_k_bcast_init(mp_kbcast *bc, const mp_kshape *out, const mp_kshape *a,
+                     const mp_kshape *b, const mp_kshape *c);
+
+/* ---- elementwise ----------------------------------------------------------
+ */
+
+typedef enum mp_kunary {
+  MP_KU_RELU = 0,
+  MP_KU_SIGMOID,
+  MP_KU_TANH,
+  MP_KU_EXP,
+  MP_KU_SQRT,
+  MP_KU_ERF,
+  MP_KU_GELU,      /* exact: x/2 (1 + erf(x/sqrt 2)) */
+  MP_KU_GELU_TANH, /* approximate = "tanh" */
+  MP_KU_HARDSIGMOID,
+  MP_KU_HARDSWISH,
+  MP_KU_LEAKYRELU,
+  MP_KU_CLIP,
+  MP_KU_NEG,
+  MP_KU_ABS,
+  MP_KU_FLOOR,
+  MP_KU_CEIL,
+  MP_KU_RECIPROCAL,
+  MP_KU_LOG,
+  MP_KU_SIN,
+  MP_KU_COS,
+  MP_KU_ELU,
+  MP_KU_SELU,
+  MP_KU_SOFTPLUS,
+  MP_KU_SOFTSIGN,
+  MP_KU_IDENTITY,
+  MP_KU_NOT,
+  MP_KU_SIGN,
+  MP_KU_ROUND,
+  MP_KU_TAN,
+  MP_KU_ASIN,
+  MP_KU_ACOS,
+  MP_KU_ATAN,
+  MP_KU_SINH,
+  MP_KU_COSH,
+  MP_KU_ASINH,
+  MP_KU_ACOSH,
+  MP_KU_ATANH,
+  MP_KU_THRESHOLDEDRELU,
+  MP_KU_CELU,
+  MP_KU_COUNT
+} mp_kunary;
+
+/* The parameters a unary op reads: alpha, beta (HardSigmoid, LeakyRelu,
+ * Elu, Selu, ThresholdedRelu, Celu) or lo, hi (Clip). */
+typedef struct mp_kunary_params {
+  double alpha, beta;
+} mp_kunary_params;
+
+/* y[i] = f(x[i]) for n elements of dtype d (in place allowed: y == x). */
+void mp_k_unary(mp_kunary op, const mp_kunary_params *p, int d, const void *x,
+                void *y, size_t n);
+
+typedef enum mp_kbinary {
+  MP_KB_ADD = 0,
+  MP_KB_SUB,
+  MP_KB_MUL,
+  MP_KB_DIV,
+  MP_KB_POW,
+  MP_KB_PRELU, /* x < 0 ? x * slope : x */
+  MP_KB_MAX,
+  MP_KB_MIN,
+  MP_KB_EQUAL, /* comparisons and logic write bool */
+  MP_KB_LESS,
+  MP_KB_LESS_EQUAL,
+  MP_KB_GREATER,
+  MP_KB_GREATER_EQUAL,
+  MP_KB_AND,
+  MP_KB_OR,
+  MP_KB_XOR,
+  MP_KB_MOD,  /* Python-style (sign of the divisor) */
+  MP_KB_FMOD, /* C fmod (sign of the dividend) */
+  MP_KB_COUNT
+} mp_kbinary;
+
+/* y = a op b with broadcasting (bc from mp_k_bcast_init with y, a, b).
+ * a and b have dtype d, y dtype dy (d, or bool for comparisons). In place
+ * is allowed where y has a's (or b's) full shape and the same bytes.
+ * Integer arithmetic wraps (computed in unsigned 64 bits), integer
+ * division truncates and a division by zero gives 0; saturating int8 Add
+ * is selected with sat. */
+void mp_k_binary(mp_kbinary op, const mp_kbcast *bc, int d, const void *a,
+                 const void *b, int dy, void *y, bool sat);
+
+/* Where: y = cond ? a : b, bool cond, dtype d (bc from y, cond, a, b as
+ * a = cond, b = a, c = b). */
+void mp_k_where(const mp_kbcast *bc, int d, const void *cond, const void *a,
+                const void *b, void *y);
+
+/* Cast n elements from dtype dx to dtype dy. */
+void mp_k_cast(int dx, const void *x, int dy, void *y, size_t n);
+
+/* ---- convolution and products -------------------------------------------- */
+
+/* 1 to 3 spatial dims, always stored as three (leading ones are 1). */
+typedef struct mp_kconv {
+  int64_t n, c, m, group; /* batch, input channels, output channels */
+  int64_t in[3], out[3], k[3], stride[3], dil[3], pad[3];
+  int shift; /* int8: requantization shift */
+} mp_kconv;
+
+/* Conv: x [n, c, in], w [m, c/group, k], b [m] or NULL, y [n, m, out].
+ * scratch holds out[0]*out[1]*out[2] elements (4 bytes each). y may
+ * equal x for depthwise convolution (group == c == m) only: each output
+ * channel is computed into scratch and then copied down, channels in
+ * increasing order, which overwrites only input channels already read. */
+void mp_k_conv_f32(const mp_kconv *p, const float *x, const float *w,
+                   const float *b, float *y, void *scratch);
+void mp_k_conv_i8(const mp_kconv *p, const int8_t *x, const int8_t *w,
+                  const int32_t *b, int8_t *y, void *scratch);
+
+/* ConvTranspose: x [n, c, in], w [c, m/group, k], y [n, m, out]; pad is
+ * the begin padding. */
+void mp_k_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,
+                             const float *b, float *y);
+
+/* Gemm: y[M,N] = alpha * op(A) op(B) + beta * C, C broadcast to [M,N]
+ * through cstride (row stride, col stride; 0 for a broadcast dim) or NULL. */
+typedef struct mp_kgemm {
+  int64_t m, n, k;
+  bool trans_a, trans_b;
+  double alpha, beta;
+  int64_t c_rs, c_cs;
+  int shift; /* int8 */
+} mp_kgemm;
+
+void mp_k_gemm_f32(const mp_kgemm *p, const float *a, const float *b,
+                   const float *c, float *y);
+void mp_k_gemm_i8(const mp_kgemm *p, const int8_t *a, const int8_t *b,
+                  const int32_t *c, int8_t *y);
+
+/* ---- normalisation, softmax, pooling, reductions ------------------------- */
+
+/* BatchNormalization (inference): x [n, c, rest], per-channel parameters.
+ * In place allowed. */
+void mp_k_batchnorm_f32(int64_t n, int64_t c, int64_t rest, const float *x,
+                        const float *scale, const float *bias,
+                        const float *mean, const float *var, double eps,
+                        float *y);
+
+/* LayerNormalization over the inner `inner` elements of `outer` rows;
+ * scale and bias broadcast over rows (sizes inner, or bias NULL). mean and
+ * inv_std (may be NULL) receive one value per row. In place allowed. */
+void mp_k_layernorm_f32(int64_t outer, int64_t inner, const float *x,
+                        const float *scale, const float *bias, double eps,
+                        float *y, float *mean, float *inv_std);
+
+/* Softmax (or LogSoftmax) along an axis: x viewed as [outer, axis, inner].
+ * In place allowed. */
+void mp_k_softmax_f32(int64_t outer, int64_t axis, int64_t inner,
+                      const float *x, float *y, bool log);
+void mp_k_softmax_i8(int64_t outer, int64_t axis, int64_t inner,
+                     const int8_t *x, int8_t *y);
+
+typedef struct mp_kpool {
+  int64_t n, c;
+  int64_t in[3], out[3], k[3], stride[3], dil[3], pad[3], pad_end[3];
+  bool count_include_pad;
+} mp_kpool;
+
+/* MaxPool on any ordered dtype; AveragePool on f32 and i8 (rounded half
+ * away from zero). Windows are clipped to the input. */
+void mp_k_maxpool(const mp_kpool *p, int d, const void *x, void *y);
+void mp_k_avgpool(const mp_kpool *p, int d, const void *x, void *y);
+
+typedef enum mp_kreduce {
+  MP_KR_MEAN = 0,
+  MP_KR_SUM,
+  MP_KR_MAX,
+  MP_KR_MIN,
+  MP_KR_PROD,
+  MP_KR_L1,
+  MP_KR_L2,
+  MP_KR_SUM_SQUARE,
+  MP_KR_LOG_SUM,
+  MP_KR_LOG_SUM_EXP,
+  MP_KR_COUNT
+} mp_kreduce;
+
+/* Reduction over the axes set in mask of x (shape xs); y has the kept
+ * dims (keepdims does not change the element order). Floats accumulate in
+ * double; integer mean rounds half away from zero. */
+void mp_k_reduce(mp_kreduce op, int d, const mp_kshape *xs, uint32_t mask,
+                 const void *x, void *y);
+
+/* ---- data movement (dtype-agnostic, element size es) --------------------- */
+
+/* Transpose: y[i] = x[perm-ordered index]. */
+void mp_k_transpose(size_t es, const mp_kshape *xs, const uint32_t *perm,
+                    const void *x, void *y);
+
+/* Concat / Split along axis: x viewed as [outer, len, inner]; the piece
+ * of length len_i is copied to/from offset off_i along the axis of a
+ * [outer, total, inner] tensor. */
+void mp_k_copy_block(size_t es, int64_t outer, int64_t inner, const void *src,
+                     int64_t src_len, int64_t src_off, void *dst,
+                     int64_t dst_len, int64_t dst_off, int64_t len);
+
+/* Slice: y[j] = x[start + j * step] per axis (steps may be negative). */
+void mp_k_slice(size_t es, const mp_kshape *xs, const mp_kshape *ys,
+                const int64_t *start, const int64_t *step, const void *x,
+                void *y);
+
+/* Gather along axis: x viewed as [outer, axis_len, inner], idx holds
+ * n_idx indices already normalised to [0, axis_len). */
+void mp_k_gather(size_t es, int64_t outer, int64_t axis_len, int64_t inner,
+                 const int64_t *idx, int64_t n_idx, const void *x, void *y);
+
+typedef enum mp_kpad_mode {
+  MP_KPAD_CONSTANT = 0,
+  MP_KPAD_REFLECT,
+  MP_KPAD_EDGE
+} mp_kpad_mode;
+
+/* Pad: pads[d] (begin) may be negative (a crop); value is the constant
+ * as an element of x's dtype (es bytes). */
+void mp_k_pad(size_t es, const mp_kshape *xs, const mp_kshape *ys,
+              const int64_t *pad_begin, mp_kpad_mode mode, const void *value,
+              const void *x, void *y);
+
+/* Resize (nearest or n-linear) with ONNX coordinate transformation. */
+typedef enum mp_kcoord {
+  MP_KC_HALF_PIXEL = 0,
+  MP_KC_ASYMMETRIC,
+  MP_KC_ALIGN_CORNERS,
+  MP_KC_PYTORCH_HALF_PIXEL,
+  MP_KC_TF_HALF_PIXEL_FOR_NN
+} mp_kcoord;
+
+typedef enum mp_knearest {
+  MP_KN_ROUND_PREFER_FLOOR = 0,
+  MP_KN_ROUND_PREFER_CEIL,
+  MP_KN_FLOOR,
+  MP_KN_CEIL
+} mp_knearest;
+
+typedef struct mp_kresize {
+  mp_kshape in, out;
+  double scale[MP_K_MAX_RANK];
+  bool linear;
+  mp_kcoord coord;
+  mp_knearest nearest;
+} mp_kresize;
+
+/* Nearest works on any dtype (es bytes); linear on f32 only. */
+void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y);
+
+/* ---- quantization ---------------------------------------------------------
+ */
+
+/* QuantizeLinear: y = saturate(round_half_even(x / scale) + zp), per
+ * tensor (n_scale 1) or per channel of axis (x viewed as [outer, ch,
+ * inner]). y dtype i8 or u8; zp of y's dtype or NULL. */
+void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
+                   const float *scale, int n_scale, const void *zp, int dy,
+                   void *y);
+
+/* DequantizeLinear: y = (x - zp) * scale; x i8, u8 or i32. */
+void mp_k_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
+                     const void *x, const float *scale, int n_scale,
+                     const void *zp, float *y);
+
+#endif /* MPLAN_KERNELS_H */

@@ -1,0 +1,209 @@
+/*
+ * k_conv.c -- Conv (f32, int8), ConvTranspose (f32), Gemm (f32, int8).
+ *
+ * Conv is computed one output channel at a time into a scratch plane
+ * (weight-stationary: for each weight tap the valid output range of a row
+ * is computed once, so the inner loop has no bounds test), then copied
+ * out. That order is what makes in-place depthwise convolution safe.
+ *
+ * Invariants:
+ *   1. Each output element is bias + the sum over (input channel, kd, kh,
+ *      kw) in increasing order; f32 sums in f32, int8 in wrapping int32.
+ *   2. Only output channel (b, oc) is written after reading input channels
+ *      of group g(oc); for depthwise, input channel (b, oc) only.
+ */
+#include <string.h>
+
+#include "mplan/kernels.h"
+
+/* Output positions o in [0, out) whose input o*s - p + off is in [0, in). */
+static void kc_range(int64_t out, int64_t in, int64_t s, int64_t p, int64_t off,
+                     int64_t *lo, int64_t *hi) {
+  int64_t a = p - off;      /* need o*s >= a */
+  int64_t b = in + p - off; /* need o*s < b */
+  int64_t l = a <= 0 ? 0 : (a + s - 1) / s;
+  int64_t h = b <= 0 ? 0 : (b + s - 1) / s;
+  *lo = l < out ? l : out;
+  *hi = h < out ? h : out;
+  if (*hi < *lo) *hi = *lo;
+}
+
+static int64_t kc_plane(const int64_t *d) {
+  return d[0] * d[1] * d[2];
+}
+
+/* acc[o] += w * x[...] over every output position valid for tap (kd,kh,kw). */
+#define KC_TAP(ACC_T, W_EXPR, X_EXPR)                                      \
+  do {                                                                     \
+    int64_t d0, d1, h0, h1, w0, w1;                                        \
+    kc_range(p->out[0], p->in[0], p->stride[0], p->pad[0], kd * p->dil[0], \
+             &d0, &d1);                                                    \
+    kc_range(p->out[1], p->in[1], p->stride[1], p->pad[1], kh * p->dil[1], \
+             &h0, &h1);                                                    \
+    kc_range(p->out[2], p->in[2], p->stride[2], p->pad[2], kw * p->dil[2], \
+             &w0, &w1);                                                    \
+    for (int64_t od = d0; od < d1; od++) {                                 \
+      int64_t id = od * p->stride[0] - p->pad[0] + kd * p->dil[0];         \
+      for (int64_t oh = h0; oh < h1; oh++) {                               \
+        int64_t ih = oh * p->stride[1] - p->pad[1] + kh * p->dil[1];       \
+        ACC_T *row = acc + (od * p->out[1] + oh) * p->out[2];              \
+        int64_t base =                                                     \
+            (id * p->in[1] + ih) * p->in[2] - p->pad[2] + kw * p->dil[2];  \
+        for (int64_t ow = w0; ow < w1; ow++) {                             \
+          row[ow] W_EXPR(X_EXPR(xin[base + ow * p->stride[2]]));           \
+        }                                                                  \
+      }                                                                    \
+    }                                                                      \
+  } while (0)
+
+#define KC_F32_ADD(v) += wv * (v)
+#define KC_ID(v) v
+
+void mp_k_conv_f32(const mp_kconv *p, const float *x, const float *w,
+                   const float *b, float *y, void *scratch) {
+  int64_t cg = p->c / p->group, mg = p->m / p->group;
+  int64_t pin = kc_plane(p->in), pout = kc_plane(p->out), ks = kc_plane(p->k);
+  float *acc = scratch;
+  for (int64_t bi = 0; bi < p->n; bi++) {
+    for (int64_t oc = 0; oc < p->m; oc++) {
+      int64_t g = oc / mg;
+      float bias = b ? b[oc] : 0.0f;
+      for (int64_t o = 0; o < pout; o++) acc[o] = bias;
+      for (int64_t icg = 0; icg < cg; icg++) {
+        const float *xin = x + (bi * p->c + g * cg + icg) * pin;
+        const float *wk = w + (oc * cg + icg) * ks;
+        for (int64_t kd = 0; kd < p->k[0]; kd++) {
+          for (int64_t kh = 0; kh < p->k[1]; kh++) {
+            for (int64_t kw = 0; kw < p->k[2]; kw++) {
+              float wv = wk[(kd * p->k[1] + kh) * p->k[2] + kw];
+              KC_TAP(float, KC_F32_ADD, KC_ID);
+            }
+          }
+        }
+      }
+      memmove(y + (bi * p->m + oc) * pout, acc, (size_t)pout * sizeof *acc);
+    }
+  }
+}
+
+/* Round half away from zero of v / 2^shift, saturated to int8. */
+static int8_t kc_requant(int32_t v, int shift) {
+  int64_t a = v;
+  if (shift > 0) {
+    int64_t half = (int64_t)1 << (shift - 1);
+    a = a >= 0 ? (a + half) >> shift : -((-a + half) >> shift);
+  }
+  return (int8_t)(a < -128 ? -128 : a > 127 ? 127 : a);
+}
+
+/* Wrapping int32 multiply-accumulate (never undefined). */
+#define KC_I8_ADD(v) = (int32_t)((uint32_t)row[ow] + (uint32_t)(wv * (v)))
+
+void mp_k_conv_i8(const mp_kconv *p, const int8_t *x, const int8_t *w,
+                  const int32_t *b, int8_t *y, void *scratch) {
+  int64_t cg = p->c / p->group, mg = p->m / p->group;
+  int64_t pin = kc_plane(p->in), pout = kc_plane(p->out), ks = kc_plane(p->k);
+  int32_t *acc = scratch;
+  for (int64_t bi = 0; bi < p->n; bi++) {
+    for (int64_t oc = 0; oc < p->m; oc++) {
+      int64_t g = oc / mg;
+      int32_t bias = b ? b[oc] : 0;
+      for (int64_t o = 0; o < pout; o++) acc[o] = bias;
+      for (int64_t icg = 0; icg < cg; icg++) {
+        const int8_t *xin = x + (bi * p->c + g * cg + icg) * pin;
+        const int8_t *wk = w + (oc * cg + icg) * ks;
+        for (int64_t kd = 0; kd < p->k[0]; kd++) {
+          for (int64_t kh = 0; kh < p->k[1]; kh++) {
+            for (int64_t kw = 0; kw < p->k[2]; kw++) {
+              int32_t wv = wk[(kd * p->k[1] + kh) * p->k[2] + kw];
+              KC_TAP(int32_t, KC_I8_ADD, KC_ID);
+            }
+          }
+        }
+      }
+      int8_t *out = y + (bi * p->m + oc) * pout;
+      for (int64_t o = 0; o < pout; o++) out[o] = kc_requant(acc[o], p->shift);
+    }
+  }
+}
+
+void mp_k_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,
+                             const float *b, float *y) {
+  int64_t cg = p->c / p->group, mg = p->m / p->group;
+  int64_t pin = kc_plane(p->in), pout = kc_plane(p->out), ks = kc_plane(p->k);
+  for (int64_t bi = 0; bi < p->n; bi++) {
+    for (int64_t oc = 0; oc < p->m; oc++) {
+      float *out = y + (bi * p->m + oc) * pout;
+      for (int64_t o = 0; o < pout; o++) out[o] = b ? b[oc] : 0.0f;
+      int64_t g = oc / mg, ocg = oc % mg;
+      for (int64_t icg = 0; icg < cg; icg++) {
+        int64_t ic = g * cg + icg;
+        const float *xin = x + (bi * p->c + ic) * pin;
+        const float *wk = w + (ic * mg + ocg) * ks;
+        for (int64_t i0 = 0; i0 < p->in[0]; i0++)
+          for (int64_t i1 = 0; i1 < p->in[1]; i1++)
+            for (int64_t i2 = 0; i2 < p->in[2]; i2++) {
+              float xv = xin[(i0 * p->in[1] + i1) * p->in[2] + i2];
+              for (int64_t k0 = 0; k0 < p->k[0]; k0++) {
+                int64_t o0 = i0 * p->stride[0] - p->pad[0] + k0 * p->dil[0];
+                if (o0 < 0 || o0 >= p->out[0]) continue;
+                for (int64_t k1 = 0; k1 < p->k[1]; k1++) {
+                  int64_t o1 = i1 * p->stride[1] - p->pad[1] + k1 * p->dil[1];
+                  if (o1 < 0 || o1 >= p->out[1]) continue;
+                  for (int64_t k2 = 0; k2 < p->k[2]; k2++) {
+                    int64_t o2 = i2 * p->stride[2] - p->pad[2] + k2 * p->dil[2];
+                    if (o2 < 0 || o2 >= p->out[2]) continue;
+                    out[(o0 * p->out[1] + o1) * p->out[2] + o2] +=
+                        xv * wk[(k0 * p->k[1] + k1) * p->k[2] + k2];
+                  }
+                }
+              }
+            }
+      }
+    }
+  }
+}
+
+void mp_k_gemm_f32(const mp_kgemm *p, const float *a, const float *b,
+                   const float *c, float *y) {
+  for (int64_t i = 0; i < p->m; i++) {
+    float *row = y + i * p->n;
+    if (!p->trans_b) {
+      for (int64_t j = 0; j < p->n; j++) row[j] = 0;
+      for (int64_t k = 0; k < p->k; k++) {
+        float av = p->trans_a ? a[k * p->m + i] : a[i * p->k + k];
+        const float *brow = b + k * p->n;
+        for (int64_t j = 0; j < p->n; j++) row[j] += av * brow[j];
+      }
+    } else {
+      for (int64_t j = 0; j < p->n; j++) {
+        float s = 0;
+        const float *bcol = b + j * p->k;
+        for (int64_t k = 0; k < p->k; k++) {
+          s += (p->trans_a ? a[k * p->m + i] : a[i * p->k + k]) * bcol[k];
+        }
+        row[j] = s;
+      }
+    }
+    for (int64_t j = 0; j < p->n; j++) {
+      double v = p->alpha * row[j];
+      if (c) v += p->beta * c[i * p->c_rs + j * p->c_cs];
+      row[j] = (float)v;
+    }
+  }
+}
+
+void mp_k_gemm_i8(const mp_kgemm *p, const int8_t *a, const int8_t *b,
+                  const int32_t *c, int8_t *y) {
+  for (int64_t i = 0; i < p->m; i++) {
+    for (int64_t j = 0; j < p->n; j++) {
+      uint32_t s = c ? (uint32_t)c[i * p->c_rs + j * p->c_cs] : 0;
+      for (int64_t k = 0; k < p->k; k++) {
+        int32_t av = p->trans_a ? a[k * p->m + i] : a[i * p->k + k];
+        int32_t bv = p->trans_b ? b[j * p->k + k] : b[k * p->n + j];
+        s += (uint32_t)(av * bv);
+      }
+      y[i * p->n + j] = kc_requant((int32_t)s, p->shift);
+    }
+  }
+}

@@ -1,0 +1,217 @@
+/*
+ * k_move.c -- data movement: Transpose, Concat/Split blocks, Slice,
+ * Gather, Pad, Resize.
+ *
+ * Invariants:
+ *   1. Dtype-agnostic kernels move whole elements of es bytes with memcpy
+ *      (memmove where source and destination may be one buffer).
+ *   2. Every source index is inside x for shapes and parameters the loader
+ *      accepted (Slice and Pad indices are derived, never read from data;
+ *      Gather indices arrive normalised and checked).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "mplan/kernels.h"
+
+static void km_strides(const mp_kshape *s, int64_t *st) {
+  int64_t v = 1;
+  for (uint32_t i = s->rank; i-- > 0;) {
+    st[i] = v;
+    v *= s->dims[i];
+  }
+}
+
+void mp_k_transpose(size_t es, const mp_kshape *xs, const uint32_t *perm,
+                    const void *x, void *y) {
+  int64_t xst[MP_K_MAX_RANK], st[MP_K_MAX_RANK], dims[MP_K_MAX_RANK];
+  int64_t idx[MP_K_MAX_RANK] = {0};
+  km_strides(xs, xst);
+  for (uint32_t i = 0; i < xs->rank; i++) {
+    dims[i] = xs->dims[perm[i]];
+    st[i] = xst[perm[i]];
+  }
+  int64_t n = mp_kshape_count(xs), off = 0;
+  const char *px = x;
+  char *py = y;
+  for (int64_t i = 0; i < n; i++) {
+    memcpy(py + (size_t)i * es, px + (size_t)off * es, es);
+    for (uint32_t d = xs->rank; d-- > 0;) {
+      off += st[d];
+      if (++idx[d] < dims[d]) break;
+      off -= st[d] * dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void mp_k_copy_block(size_t es, int64_t outer, int64_t inner, const void *src,
+                     int64_t src_len, int64_t src_off, void *dst,
+                     int64_t dst_len, int64_t dst_off, int64_t len) {
+  const char *s = src;
+  char *d = dst;
+  size_t row = (size_t)(len * inner) * es;
+  for (int64_t o = 0; o < outer; o++) {
+    memmove(d + (size_t)((o * dst_len + dst_off) * inner) * es,
+            s + (size_t)((o * src_len + src_off) * inner) * es, row);
+  }
+}
+
+void mp_k_slice(size_t es, const mp_kshape *xs, const mp_kshape *ys,
+                const int64_t *start, const int64_t *step, const void *x,
+                void *y) {
+  int64_t xst[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0}, off = 0;
+  km_strides(xs, xst);
+  for (uint32_t d = 0; d < xs->rank; d++) off += start[d] * xst[d];
+  int64_t n = mp_kshape_count(ys);
+  const char *px = x;
+  char *py = y;
+  for (int64_t i = 0; i < n; i++) {
+    memcpy(py + (size_t)i * es, px + (size_t)off * es, es);
+    for (uint32_t d = ys->rank; d-- > 0;) {
+      off += step[d] * xst[d];
+      if (++idx[d] < ys->dims[d]) break;
+      off -= step[d] * xst[d] * ys->dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void mp_k_gather(size_t es, int64_t outer, int64_t axis_len, int64_t inner,
+                 const int64_t *idx, int64_t n_idx, const void *x, void *y) {
+  const char *px = x;
+  char *py = y;
+  size_t row = (size_t)inner * es;
+  for (int64_t o = 0; o < outer; o++) {
+    for (int64_t j = 0; j < n_idx; j++) {
+      memcpy(py + (size_t)(o * n_idx + j) * row,
+             px + (size_t)(o * axis_len + idx[j]) * row, row);
+    }
+  }
+}
+
+/* Source index along one axis of length n for output coordinate o, or -1
+ * for the constant. */
+static int64_t kp_src(int64_t o, int64_t pad, int64_t n, mp_kpad_mode mode) {
+  int64_t i = o - pad;
+  if (i >= 0 && i < n) return i;
+  if (mode == MP_KPAD_CONSTANT) return -1;
+  if (mode == MP_KPAD_EDGE) return i < 0 ? 0 : n - 1;
+  if (n == 1) return 0;
+  /* Reflect without repeating the edge: period 2(n-1). */
+  int64_t period = 2 * (n - 1);
+  i %= period;
+  if (i < 0) i += period;
+  return i < n ? i : period - i;
+}
+
+void mp_k_pad(size_t es, const mp_kshape *xs, const mp_kshape *ys,
+              const int64_t *pad_begin, mp_kpad_mode mode, const void *value,
+              const void *x, void *y) {
+  int64_t xst[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0};
+  km_strides(xs, xst);
+  int64_t n = mp_kshape_count(ys);
+  const char *px = x;
+  char *py = y;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = 0;
+    bool constant = false;
+    for (uint32_t d = 0; d < ys->rank && !constant; d++) {
+      int64_t s = kp_src(idx[d], pad_begin[d], xs->dims[d], mode);
+      if (s < 0) constant = true;
+      off += s * xst[d];
+    }
+    memcpy(py + (size_t)i * es, constant ? value : px + (size_t)off * es, es);
+    for (uint32_t d = ys->rank; d-- > 0;) {
+      if (++idx[d] < ys->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* Input coordinate of output coordinate o along one axis. */
+static double kr_coord(const mp_kresize *p, uint32_t d, int64_t o) {
+  double s = p->scale[d], in = (double)p->in.dims[d];
+  switch (p->coord) {
+    case MP_KC_ASYMMETRIC:
+      return o / s;
+    case MP_KC_ALIGN_CORNERS:
+      /* ONNX: o (in - 1) / (length_resized - 1), length_resized = in x
+       * scale (not rounded) */
+      return in * s - 1 <= 0 ? 0 : o * (in - 1) / (in * s - 1);
+    case MP_KC_PYTORCH_HALF_PIXEL:
+      return p->out.dims[d] > 1 ? (o + 0.5) / s - 0.5 : 0;
+    case MP_KC_TF_HALF_PIXEL_FOR_NN:
+      return (o + 0.5) / s;
+    default:
+      return (o + 0.5) / s - 0.5;
+  }
+}
+
+static int64_t kr_nearest(const mp_kresize *p, double c, int64_t n) {
+  double r;
+  switch (p->nearest) {
+    case MP_KN_FLOOR:
+      r = floor(c);
+      break;
+    case MP_KN_CEIL:
+      r = ceil(c);
+      break;
+    case MP_KN_ROUND_PREFER_CEIL:
+      r = floor(c + 0.5);
+      break;
+    default:
+      r = c == floor(c) + 0.5 ? floor(c) : floor(c + 0.5);
+      break;
+  }
+  int64_t i = (int64_t)r;
+  return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+
+void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
+  int64_t xst[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0};
+  km_strides(&p->in, xst);
+  size_t es = mp_kd_size(d);
+  int64_t n = mp_kshape_count(&p->out);
+  uint32_t r = p->in.rank;
+  for (int64_t i = 0; i < n; i++) {
+    if (!p->linear) {
+      int64_t off = 0;
+      for (uint32_t a = 0; a < r; a++) {
+        off += kr_nearest(p, kr_coord(p, a, idx[a]), p->in.dims[a]) * xst[a];
+      }
+      memcpy((char *)y + (size_t)i * es, (const char *)x + (size_t)off * es,
+             es);
+    } else {
+      /* n-linear: the 2^r corners of the cell, each weighted. Axes with
+       * equal in and out sizes and scale 1 contribute one corner. */
+      int64_t lo[MP_K_MAX_RANK], hi[MP_K_MAX_RANK];
+      double w[MP_K_MAX_RANK];
+      for (uint32_t a = 0; a < r; a++) {
+        double c = kr_coord(p, a, idx[a]);
+        int64_t nd = p->in.dims[a];
+        if (c < 0) c = 0;
+        if (c > (double)(nd - 1)) c = (double)(nd - 1);
+        lo[a] = (int64_t)floor(c);
+        hi[a] = lo[a] + 1 < nd ? lo[a] + 1 : lo[a];
+        w[a] = c - (double)lo[a];
+      }
+      double acc = 0;
+      for (uint32_t corner = 0; corner < (1u << r); corner++) {
+        double wt = 1;
+        int64_t off = 0;
+        for (uint32_t a = 0; a < r; a++) {
+          bool up = corner >> a & 1;
+          wt *= up ? w[a] : 1 - w[a];
+          off += (up ? hi[a] : lo[a]) * xst[a];
+        }
+        if (wt != 0) acc += wt * mp_k_load(x, d, (size_t)off);
+      }
+      mp_k_store(y, d, (size_t)i, acc);
+    }
+    for (uint32_t a = r; a-- > 0;) {
+      if (++idx[a] < p->out.dims[a]) break;
+      idx[a] = 0;
+    }
+  }
+}

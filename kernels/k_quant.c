@@ -1,0 +1,46 @@
+/*
+ * k_quant.c -- QuantizeLinear and DequantizeLinear (int8, uint8, int32).
+ *
+ * Invariants:
+ *   1. Quantization rounds half to even (ONNX) and saturates to the
+ *      output type; a zero point absent is 0.
+ *   2. Per-axis parameters index by the channel of the [outer, ch, inner]
+ *      view; per-tensor parameters (n_scale 1) apply everywhere.
+ */
+#include <math.h>
+
+#include "mplan/kernels.h"
+
+void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
+                   const float *scale, int n_scale, const void *zp, int dy,
+                   void *y) {
+  for (int64_t o = 0; o < outer; o++) {
+    for (int64_t c = 0; c < ch; c++) {
+      size_t q = n_scale == 1 ? 0 : (size_t)c;
+      double z = zp ? mp_k_load(zp, dy, q) : 0;
+      for (int64_t i = 0; i < inner; i++) {
+        size_t at = (size_t)((o * ch + c) * inner + i);
+        /* the division in f32, as ONNX and ONNX Runtime do: a quotient
+         * that f32 rounds to .5 must round to even from there */
+        float d = x[at] / scale[q];
+        double v = nearbyint((double)d) + z;
+        mp_k_store(y, dy, at, v);
+      }
+    }
+  }
+}
+
+void mp_k_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
+                     const void *x, const float *scale, int n_scale,
+                     const void *zp, float *y) {
+  for (int64_t o = 0; o < outer; o++) {
+    for (int64_t c = 0; c < ch; c++) {
+      size_t q = n_scale == 1 ? 0 : (size_t)c;
+      int64_t z = zp ? mp_k_load_i(zp, dx, q) : 0;
+      for (int64_t i = 0; i < inner; i++) {
+        size_t at = (size_t)((o * ch + c) * inner + i);
+        y[at] = (float)((double)(mp_k_load_i(x, dx, at) - z) * scale[q]);
+      }
+    }
+  }
+}

@@ -1,0 +1,201 @@
+/*
+ * k_util.c -- element types, element loads and stores, broadcasting.
+ *
+ * Invariants:
+ *   1. Element access goes through memcpy, so that a kernel never makes an
+ *      unaligned typed access even on a bundle the loader accepted with a
+ *      packed layout.
+ *   2. Float to integer stores saturate (C leaves out-of-range conversion
+ *      undefined; a reference kernel must not have undefined behaviour on
+ *      any input), NaN stores 0.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "mplan/kernels.h"
+
+static const struct {
+  const char *name;
+  size_t size;
+} kd_info[MP_KD_COUNT] = {
+    [MP_KD_F32] = {"f32", 4},   [MP_KD_F64] = {"f64", 8},
+    [MP_KD_I8] = {"i8", 1},     [MP_KD_U8] = {"u8", 1},
+    [MP_KD_I16] = {"i16", 2},   [MP_KD_U16] = {"u16", 2},
+    [MP_KD_I32] = {"i32", 4},   [MP_KD_U32] = {"u32", 4},
+    [MP_KD_I64] = {"i64", 8},   [MP_KD_U64] = {"u64", 8},
+    [MP_KD_BOOL] = {"bool", 1},
+};
+
+size_t mp_kd_size(int code) {
+  return code > 0 && code < MP_KD_COUNT ? kd_info[code].size : 0;
+}
+
+const char *mp_kd_name(int code) {
+  return code > 0 && code < MP_KD_COUNT ? kd_info[code].name : "?";
+}
+
+bool mp_kd_is_float(int code) {
+  return code == MP_KD_F32 || code == MP_KD_F64;
+}
+
+int64_t mp_k_load_i(const void *p, int d, size_t k) {
+  const unsigned char *b = (const unsigned char *)p + k * mp_kd_size(d);
+  union {
+    int8_t i8;
+    uint8_t u8;
+    int16_t i16;
+    uint16_t u16;
+    int32_t i32;
+    uint32_t u32;
+    int64_t i64;
+    uint64_t u64;
+    float f32;
+    double f64;
+  } u;
+  memcpy(&u, b, mp_kd_size(d));
+  switch (d) {
+    case MP_KD_I8:
+      return u.i8;
+    case MP_KD_U8:
+    case MP_KD_BOOL:
+      return u.u8;
+    case MP_KD_I16:
+      return u.i16;
+    case MP_KD_U16:
+      return u.u16;
+    case MP_KD_I32:
+      return u.i32;
+    case MP_KD_U32:
+      return u.u32;
+    case MP_KD_I64:
+      return u.i64;
+    case MP_KD_U64:
+      return (int64_t)u.u64;
+    case MP_KD_F32:
+      return (int64_t)u.f32;
+    default:
+      return (int64_t)u.f64;
+  }
+}
+
+double mp_k_load(const void *p, int d, size_t k) {
+  const unsigned char *b = (const unsigned char *)p + k * mp_kd_size(d);
+  if (d == MP_KD_F32) {
+    float f;
+    memcpy(&f, b, sizeof f);
+    return f;
+  }
+  if (d == MP_KD_F64) {
+    double f;
+    memcpy(&f, b, sizeof f);
+    return f;
+  }
+  if (d == MP_KD_U64) {
+    uint64_t u;
+    memcpy(&u, b, sizeof u);
+    return (double)u;
+  }
+  return (double)mp_k_load_i(p, d, k);
+}
+
+/* v clamped to [lo, hi], NaN to 0, truncated toward zero. */
+static double k_sat(double v, double lo, double hi) {
+  if (v != v) return 0;
+  v = trunc(v);
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+void mp_k_store(void *p, int d, size_t k, double v) {
+  unsigned char *b = (unsigned char *)p + k * mp_kd_size(d);
+  union {
+    int8_t i8;
+    uint8_t u8;
+    int16_t i16;
+    uint16_t u16;
+    int32_t i32;
+    uint32_t u32;
+    int64_t i64;
+    uint64_t u64;
+    float f32;
+    double f64;
+  } u;
+  switch (d) {
+    case MP_KD_F32:
+      u.f32 = (float)v;
+      break;
+    case MP_KD_F64:
+      u.f64 = v;
+      break;
+    case MP_KD_I8:
+      u.i8 = (int8_t)k_sat(v, -128, 127);
+      break;
+    case MP_KD_U8:
+      u.u8 = (uint8_t)k_sat(v, 0, 255);
+      break;
+    case MP_KD_BOOL:
+      u.u8 = v != 0;
+      break;
+    case MP_KD_I16:
+      u.i16 = (int16_t)k_sat(v, -32768, 32767);
+      break;
+    case MP_KD_U16:
+      u.u16 = (uint16_t)k_sat(v, 0, 65535);
+      break;
+    case MP_KD_I32:
+      u.i32 = (int32_t)k_sat(v, -2147483648.0, 2147483647.0);
+      break;
+    case MP_KD_U32:
+      u.u32 = (uint32_t)k_sat(v, 0, 4294967295.0);
+      break;
+    case MP_KD_I64:
+      /* 2^63 is the first double past INT64_MAX. */
+      u.i64 = v != v                        ? 0
+              : v >= 9223372036854775808.0  ? INT64_MAX
+              : v <= -9223372036854775808.0 ? INT64_MIN
+                                            : (int64_t)v;
+      break;
+    default:
+      u.u64 = v != v || v <= 0              ? 0
+              : v >= 18446744073709551616.0 ? UINT64_MAX
+                                            : (uint64_t)v;
+      break;
+  }
+  memcpy(b, &u, mp_kd_size(d));
+}
+
+int64_t mp_kshape_count(const mp_kshape *s) {
+  int64_t n = 1;
+  for (uint32_t i = 0; i < s->rank; i++) n *= s->dims[i];
+  return n;
+}
+
+/* Element strides of operand x right-aligned to out (0 where broadcast). */
+static bool k_strides(const mp_kshape *out, const mp_kshape *x, int64_t *st) {
+  if (!x) {
+    for (uint32_t i = 0; i < out->rank; i++) st[i] = 0;
+    return true;
+  }
+  if (x->rank > out->rank) return false;
+  int64_t s = 1;
+  for (uint32_t i = out->rank; i-- > 0;) {
+    uint32_t off = out->rank - x->rank;
+    if (i < off) {
+      st[i] = 0;
+      continue;
+    }
+    int64_t d = x->dims[i - off];
+    if (d != out->dims[i] && d != 1) return false;
+    st[i] = d == 1 ? 0 : s;
+    s *= d;
+  }
+  return true;
+}
+
+bool mp_k_bcast_init(mp_kbcast *bc, const mp_kshape *out, const mp_kshape *a,
+                     const mp_kshape *b, const mp_kshape *c) {
+  memset(bc, 0, sizeof *bc);
+  bc->rank = out->rank;
+  memcpy(bc->dims, out->dims, sizeof bc->dims);
+  return k_strides(out, a, bc->sa) && k_strides(out, b, bc->sb) &&
+         k_strides(out, c, bc->sc);
+}

@@ -1,0 +1,613 @@
+/*
+ * exec.c -- the executor: regions allocated once, ops run in order with
+ * the scalar kernels, and poison mode (mplan/runtime.h).
+ *
+ * Invariants:
+ *   1. mp_rt_create allocates everything; mp_rt_run allocates nothing (a
+ *      test counts allocator calls during a run).
+ *   2. In poison mode, outside the buffers live at the current step (data
+ *      and red zones), every byte of a scratch region holds the poison:
+ *      the run fills everything first and re-poisons a buffer's whole
+ *      extent when its planned lifetime ends.
+ *   3. A tensor's checksum is recorded right after its producer ran (and
+ *      after an injected out-of-bounds write, which lands outside it), and
+ *      any later check compares against it; its shadow copy gives the
+ *      exact changed byte range.
+ *   4. A tensor is reported once until it is produced again, so that one
+ *      corruption is one event.
+ *   5. Regions are allocated with a guard of MP_RT_GUARD poison bytes past
+ *      their end, so that an injected write one element past the last
+ *      buffer stays inside the allocation.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mplan/runtime.h"
+#include "ops.h"
+
+#define MP_RT_GUARD 64
+
+struct mp_rt {
+  const mp_alloc *alloc;
+  const mp_bundle *b;
+  mp_rt_opts o;
+  uint8_t poison;
+  size_t n_regions;
+  unsigned char **raw;    /* per region: the allocation */
+  unsigned char **base;   /* per region: aligned start */
+  unsigned char **ptr;    /* per tensor: first byte */
+  uint64_t *sum;          /* per tensor: checksum */
+  bool *valid;            /* per tensor: holds a recorded checksum */
+  bool *reported;         /* per tensor: already named in an event */
+  unsigned char **shadow; /* per tensor: shadow copy (produced tensors) */
+  unsigned char *shadow_mem;
+  unsigned char **staged; /* per graph input */
+  unsigned char *staged_mem;
+  unsigned char *ws;
+  uint64_t *ivs;      /* per buffer: [start, end) pairs for the free check */
+  uint32_t *released; /* buffers released after the current step */
+  mp_rt_event *events;
+  size_t n_events, dropped;
+  uint64_t checks;
+  bool stop;
+};
+
+static const char *const ev_names[MP_EV_COUNT] = {
+    "clobber",    "early-free", "use-after-free", "redzone",
+    "free-write", "guard",      "output-mismatch"};
+
+const char *mp_event_kind_name(mp_event_kind k) {
+  return k < MP_EV_COUNT ? ev_names[k] : "?";
+}
+
+bool mp_event_kind_parse(const char *name, mp_event_kind *out) {
+  for (int k = 0; k < MP_EV_COUNT; k++) {
+    if (strcmp(name, ev_names[k]) == 0) {
+      *out = (mp_event_kind)k;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* 64-bit checksum: FNV-1a over 8-byte words (and the tail bytes). */
+static uint64_t rt_hash(const unsigned char *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325u;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x100000001b3u;
+    h ^= h >> 29;
+  }
+  for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3u;
+  return h;
+}
+
+void mp_rt_destroy(mp_rt *rt) {
+  if (!rt) return;
+  const mp_alloc *a = rt->alloc;
+  for (size_t r = 0; rt->raw && r < rt->n_regions; r++) mp_free(a, rt->raw[r]);
+  mp_free(a, rt->raw);
+  mp_free(a, rt->base);
+  mp_free(a, rt->ptr);
+  mp_free(a, rt->sum);
+  mp_free(a, rt->valid);
+  mp_free(a, rt->reported);
+  mp_free(a, rt->shadow);
+  mp_free(a, rt->shadow_mem);
+  mp_free(a, rt->staged);
+  mp_free(a, rt->staged_mem);
+  mp_free(a, rt->ws);
+  mp_free(a, rt->ivs);
+  mp_free(a, rt->released);
+  mp_free(a, rt->events);
+  mp_free(a, rt);
+}
+
+/* Written by an op (retained state too: it is the update of this run). */
+static bool rt_produced(const mp_btensor *t) {
+  return t->kind == MP_BT_ACTIVATION || t->kind == MP_BT_OUTPUT ||
+         t->kind == MP_BT_RETAINED;
+}
+
+static mp_status rt_alloc_regions(mp_rt *rt, mp_error *err) {
+  const mp_bundle *b = rt->b;
+  for (size_t r = 0; r < rt->n_regions; r++) {
+    const mp_bregion *g = mp_bundle_region(b, r);
+    size_t n = (size_t)g->size + g->alignment + MP_RT_GUARD;
+    rt->raw[r] = mp_calloc(rt->alloc, n, 1);
+    if (!rt->raw[r]) {
+      return mp_error_set(err, MP_ERR_NOMEM,
+                          "out of memory allocating region '%s' (%llu bytes)",
+                          g->name, (unsigned long long)g->size);
+    }
+    uintptr_t p = (uintptr_t)rt->raw[r];
+    p = (p + g->alignment - 1) & ~(uintptr_t)(g->alignment - 1);
+    rt->base[r] = (unsigned char *)p;
+  }
+  return MP_OK;
+}
+
+static mp_status rt_alloc_tables(mp_rt *rt, mp_error *err) {
+  const mp_bundle *b = rt->b;
+  const mp_alloc *a = rt->alloc;
+  size_t nt = mp_bundle_tensor_count(b), nb = mp_bundle_buffer_count(b);
+  size_t ni = mp_bundle_input_count(b), shadow = 0, staged = 0;
+  rt->ptr = mp_calloc(a, nt + 1, sizeof *rt->ptr);
+  rt->sum = mp_calloc(a, nt + 1, sizeof *rt->sum);
+  rt->valid = mp_calloc(a, nt + 1, sizeof *rt->valid);
+  rt->reported = mp_calloc(a, nt + 1, sizeof *rt->reported);
+  rt->shadow = mp_calloc(a, nt + 1, sizeof *rt->shadow);
+  rt->staged = mp_calloc(a, ni + 1, sizeof *rt->staged);
+  rt->ivs = mp_calloc(a, 2 * nb + 2, sizeof *rt->ivs);
+  rt->released = mp_calloc(a, nb + 1, sizeof *rt->released);
+  rt->events = mp_calloc(a, rt->o.max_events, sizeof *rt->events);
+  rt->ws = mp_calloc(a, mp_bundle_workspace(b) + 64, 1);
+  if (!rt->ptr || !rt->sum || !rt->valid || !rt->reported || !rt->shadow ||
+      !rt->staged || !rt->ivs || !rt->released || !rt->events || !rt->ws) {
+    return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  }
+  for (size_t t = 0; t < nt; t++) {
+    const mp_btensor *x = mp_bundle_tensor(b, t);
+    const mp_bbuffer *u = mp_bundle_buffer(b, x->buffer);
+    rt->ptr[t] = rt->base[u->region] + u->offset + x->offset;
+    if (rt->o.poison && rt_produced(x)) shadow += (size_t)x->bytes;
+  }
+  for (size_t i = 0; i < ni; i++) {
+    staged += (size_t)mp_bundle_tensor(b, mp_bundle_input(b, i))->bytes;
+  }
+  rt->shadow_mem = mp_calloc(a, shadow + 1, 1);
+  rt->staged_mem = mp_calloc(a, staged + 1, 1);
+  if (!rt->shadow_mem || !rt->staged_mem) {
+    return mp_error_set(err, MP_ERR_NOMEM, "out of memory (shadow copies)");
+  }
+  shadow = staged = 0;
+  for (size_t t = 0; t < nt; t++) {
+    const mp_btensor *x = mp_bundle_tensor(b, t);
+    if (rt->o.poison && rt_produced(x)) {
+      rt->shadow[t] = rt->shadow_mem + shadow;
+      shadow += (size_t)x->bytes;
+    }
+  }
+  for (size_t i = 0; i < ni; i++) {
+    rt->staged[i] = rt->staged_mem + staged;
+    staged += (size_t)mp_bundle_tensor(b, mp_bundle_input(b, i))->bytes;
+  }
+  return MP_OK;
+}
+
+mp_status mp_rt_create(const mp_bundle *b, const mp_rt_opts *o,
+                       const mp_alloc *a, mp_rt **out, mp_error *err) {
+  mp_rt *rt = mp_calloc(a, 1, sizeof *rt);
+  if (!rt) return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  rt->alloc = a;
+  rt->b = b;
+  if (o) rt->o = *o;
+  if (!o) rt->o.oob_op = -1;
+  if (rt->o.paranoid) rt->o.poison = true;
+  if (!rt->o.max_events) rt->o.max_events = 256;
+  rt->poison = rt->o.poison_byte ? rt->o.poison_byte : 0xA5;
+  rt->n_regions = mp_bundle_region_count(b);
+  rt->raw = mp_calloc(a, rt->n_regions + 1, sizeof *rt->raw);
+  rt->base = mp_calloc(a, rt->n_regions + 1, sizeof *rt->base);
+  mp_status st = rt->raw && rt->base
+                     ? MP_OK
+                     : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  if (st == MP_OK) st = rt_alloc_regions(rt, err);
+  if (st == MP_OK) st = rt_alloc_tables(rt, err);
+  if (st == MP_OK && rt->o.oob_op >= (int32_t)mp_bundle_op_count(b)) {
+    st = mp_error_set(err, MP_ERR_BAD_INPUT, "oob injection: no op %d",
+                      rt->o.oob_op);
+  }
+  if (st != MP_OK) {
+    mp_rt_destroy(rt);
+    return st;
+  }
+  *out = rt;
+  return MP_OK;
+}
+
+mp_status mp_rt_set_input(mp_rt *rt, size_t i, const void *data, size_t len,
+                          mp_error *err) {
+  const mp_bundle *b = rt->b;
+  if (i >= mp_bundle_input_count(b)) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT, "no graph input %zu", i);
+  }
+  const mp_btensor *t = mp_bundle_tensor(b, mp_bundle_input(b, i));
+  if (len != t->bytes) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "input '%s': %zu bytes given, it has %llu", t->name,
+                        len, (unsigned long long)t->bytes);
+  }
+  if (len) memcpy(rt->staged[i], data, len);
+  return MP_OK;
+}
+
+/* ---- events -----------------------------------------------------------------
+ */
+
+static void rt_event(mp_rt *rt, mp_event_kind kind, int32_t step, int32_t op,
+                     int32_t tensor, int32_t buffer, uint32_t region,
+                     uint64_t first, uint64_t last, const char *fmt, ...)
+    MP_PRINTF(10, 11);
+
+static void rt_event(mp_rt *rt, mp_event_kind kind, int32_t step, int32_t op,
+                     int32_t tensor, int32_t buffer, uint32_t region,
+                     uint64_t first, uint64_t last, const char *fmt, ...) {
+  if (rt->o.fail_fast) rt->stop = true;
+  if (rt->n_events == rt->o.max_events) {
+    rt->dropped++;
+    return;
+  }
+  mp_rt_event *e = &rt->events[rt->n_events++];
+  const mp_bregion *g = mp_bundle_region(rt->b, region);
+  *e = (mp_rt_event){
+      kind,           step, op, tensor, buffer, region, g->base + first,
+      g->base + last, ""};
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->detail, sizeof e->detail, fmt, ap);
+  va_end(ap);
+}
+
+/* First and last index where p differs from q (or from the poison when q
+ * is NULL); false when none. */
+static bool rt_diff(const unsigned char *p, const unsigned char *q, uint8_t pv,
+                    size_t n, size_t *lo, size_t *hi) {
+  size_t i = 0, j = n;
+  while (i < n && p[i] == (q ? q[i] : pv)) i++;
+  if (i == n) return false;
+  while (j > i && p[j - 1] == (q ? q[j - 1] : pv)) j--;
+  *lo = i;
+  *hi = j - 1;
+  return true;
+}
+
+static bool rt_all_poison(const unsigned char *p, size_t n, uint8_t pv) {
+  for (size_t i = 0; i < n; i++) {
+    if (p[i] != pv) return false;
+  }
+  return true;
+}
+
+/* ---- checks -----------------------------------------------------------------
+ */
+
+static void rt_record(mp_rt *rt, uint32_t t) {
+  const mp_btensor *x = mp_bundle_tensor(rt->b, t);
+  rt->sum[t] = rt_hash(rt->ptr[t], (size_t)x->bytes);
+  rt->valid[t] = true;
+  rt->reported[t] = false;
+  if (rt->shadow[t]) memcpy(rt->shadow[t], rt->ptr[t], (size_t)x->bytes);
+}
+
+/* The reference bytes of a resident tensor: weights from the bundle,
+ * inputs from the staged copy. */
+static const unsigned char *rt_reference(const mp_rt *rt, uint32_t t) {
+  const mp_btensor *x = mp_bundle_tensor(rt->b, t);
+  if (rt->shadow[t]) return rt->shadow[t];
+  if (x->kind == MP_BT_WEIGHT) return mp_bundle_weights(rt->b) + x->data_offset;
+  for (size_t i = 0; i < mp_bundle_input_count(rt->b); i++) {
+    if (mp_bundle_input(rt->b, i) == t) return rt->staged[i];
+  }
+  return NULL;
+}
+
+typedef enum rt_when {
+  RT_BEFORE_READ,
+  RT_AFTER_OP,
+  RT_AFTER_RELEASE,
+  RT_AT_END
+} rt_when;
+
+/* Checks tensor t against its checksum; a mismatch is an event. */
+static void rt_verify(mp_rt *rt, uint32_t t, int32_t step, int32_t culprit,
+                      rt_when when, int32_t released) {
+  const mp_bundle *b = rt->b;
+  const mp_btensor *x = mp_bundle_tensor(b, t);
+  if (!rt->valid[t] || rt->reported[t]) return;
+  rt->checks++;
+  if (rt_hash(rt->ptr[t], (size_t)x->bytes) == rt->sum[t]) return;
+  rt->reported[t] = true;
+  const mp_bbuffer *u = mp_bundle_buffer(b, x->buffer);
+  size_t lo = 0, hi = x->bytes ? (size_t)x->bytes - 1 : 0;
+  const unsigned char *ref = rt_reference(rt, t);
+  if (ref) (void)rt_diff(rt->ptr[t], ref, 0, (size_t)x->bytes, &lo, &hi);
+  uint64_t at = u->offset + x->offset;
+  bool poisoned = rt_all_poison(rt->ptr[t] + lo, hi - lo + 1, rt->poison);
+  bool freed = u->last < step || (when == RT_AFTER_RELEASE && u->last <= step);
+  const mp_bopr *op = culprit >= 0 ? mp_bundle_op(b, (size_t)culprit) : NULL;
+  if (poisoned && freed && when == RT_BEFORE_READ) {
+    rt_event(rt, MP_EV_USE_AFTER_FREE, step, culprit, (int32_t)t,
+             (int32_t)x->buffer, u->region, at + lo, at + hi,
+             "'%s' reads '%s', whose buffer was released after step %d "
+             "(its last use is step %d)",
+             op ? op->name : "?", x->name, u->last, x->last);
+  } else if (poisoned && freed) {
+    rt_event(rt, MP_EV_EARLY_FREE, step, culprit, (int32_t)t,
+             (int32_t)x->buffer, u->region, at + lo, at + hi,
+             "'%s' was poisoned when its buffer was released after step %d, "
+             "but it is read until step %d",
+             x->name, u->last, x->last);
+  } else if (when == RT_AFTER_RELEASE && released >= 0) {
+    rt_event(rt, MP_EV_CLOBBER, step, culprit, (int32_t)t, released, u->region,
+             at + lo, at + hi,
+             "'%s' was poisoned by the release of '%s' after step %d while "
+             "live",
+             x->name, mp_bundle_buffer(b, (size_t)released)->name, step);
+  } else {
+    const char *how = when == RT_AFTER_OP ? "changed by"
+                      : when == RT_BEFORE_READ
+                          ? "changed before being read by"
+                          : "changed by the end of the run; last op";
+    rt_event(
+        rt, MP_EV_CLOBBER, step, culprit, (int32_t)t, (int32_t)x->buffer,
+        u->region, at + lo, at + hi, "'%s' %s '%s'%s", x->name, how,
+        op ? op->name : "?",
+        when == RT_AFTER_OP ? "" : " (run with --paranoid to name the writer)");
+  }
+}
+
+static bool rt_buffer_live(const mp_bbuffer *u, int32_t step) {
+  return u->first <= step && (step <= u->last || u->output);
+}
+
+/* Red zones of live buffers and region guards, after op `step`. */
+static void rt_check_zones(mp_rt *rt, int32_t step) {
+  const mp_bundle *b = rt->b;
+  for (size_t i = 0; i < mp_bundle_buffer_count(b); i++) {
+    const mp_bbuffer *u = mp_bundle_buffer(b, i);
+    if (!(u->rz_before | u->rz_after) || !rt_buffer_live(u, step)) continue;
+    unsigned char *d = rt->base[u->region] + u->offset;
+    size_t lo, hi;
+    rt->checks++;
+    if (rt_diff(d - u->rz_before, NULL, rt->poison, u->rz_before, &lo, &hi)) {
+      rt_event(rt, MP_EV_REDZONE, step, step, -1, (int32_t)i, u->region,
+               u->offset - u->rz_before + lo, u->offset - u->rz_before + hi,
+               "red zone before '%s' written by '%s'", u->name,
+               mp_bundle_op(b, (size_t)step)->name);
+      memset(d - u->rz_before, rt->poison, u->rz_before);
+    }
+    if (rt_diff(d + u->size, NULL, rt->poison, u->rz_after, &lo, &hi)) {
+      rt_event(rt, MP_EV_REDZONE, step, step, -1, (int32_t)i, u->region,
+               u->offset + u->size + lo, u->offset + u->size + hi,
+               "red zone after '%s' written by '%s'", u->name,
+               mp_bundle_op(b, (size_t)step)->name);
+      memset(d + u->size, rt->poison, u->rz_after);
+    }
+  }
+  for (size_t r = 0; r < rt->n_regions; r++) {
+    const mp_bregion *g = mp_bundle_region(b, r);
+    unsigned char *end = rt->base[r] + g->size;
+    size_t lo, hi;
+    rt->checks++;
+    if (rt_diff(end, NULL, rt->poison, MP_RT_GUARD, &lo, &hi)) {
+      rt_event(rt, MP_EV_GUARD, step, step, -1, -1, (uint32_t)r, g->size + lo,
+               g->size + hi, "'%s' wrote past the end of region '%s'",
+               mp_bundle_op(b, (size_t)step)->name, g->name);
+      memset(end, rt->poison, MP_RT_GUARD);
+    }
+  }
+}
+
+static int rt_cmp_iv(const void *a, const void *b) {
+  const uint64_t *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Paranoid: no byte of a scratch region outside the live buffers (with
+ * their red zones) changed from the poison (invariant 2). */
+static void rt_check_free(mp_rt *rt, int32_t step) {
+  const mp_bundle *b = rt->b;
+  for (size_t r = 0; r < rt->n_regions; r++) {
+    const mp_bregion *g = mp_bundle_region(b, r);
+    if (g->kind != MP_BREGION_SCRATCH) continue;
+    size_t n = 0;
+    for (size_t i = 0; i < mp_bundle_buffer_count(b); i++) {
+      const mp_bbuffer *u = mp_bundle_buffer(b, i);
+      if (u->region != r || !rt_buffer_live(u, step)) continue;
+      rt->ivs[2 * n] = u->offset - u->rz_before;
+      rt->ivs[2 * n + 1] = u->offset + u->size + u->rz_after;
+      n++;
+    }
+    qsort(rt->ivs, n, 2 * sizeof *rt->ivs, rt_cmp_iv);
+    uint64_t at = 0;
+    for (size_t k = 0; k <= n && !rt->stop; k++) {
+      uint64_t end = k < n ? rt->ivs[2 * k] : g->size;
+      size_t lo, hi;
+      rt->checks++;
+      if (end > at && rt_diff(rt->base[r] + at, NULL, rt->poison,
+                              (size_t)(end - at), &lo, &hi)) {
+        rt_event(rt, MP_EV_FREE_WRITE, step, step, -1, -1, (uint32_t)r, at + lo,
+                 at + hi, "'%s' wrote bytes that belong to no live buffer",
+                 mp_bundle_op(b, (size_t)step)->name);
+        memset(rt->base[r] + at + lo, rt->poison, hi - lo + 1);
+      }
+      if (k < n && rt->ivs[2 * k + 1] > at) at = rt->ivs[2 * k + 1];
+    }
+  }
+}
+
+/* Tensors live after step: produced, and read later (or outputs); a
+ * graph input planned as an activation (--inputs activation) until its
+ * last read, resident tensors for the whole run. */
+static bool rt_tensor_live_after(const mp_bundle *b, const mp_btensor *x,
+                                 int32_t step) {
+  if (x->kind == MP_BT_OUTPUT) return x->first <= step;
+  if (x->kind == MP_BT_ACTIVATION) return x->first <= step && x->last > step;
+  if (x->kind == MP_BT_INPUT && mp_bundle_buffer(b, x->buffer)->cls == 0) {
+    return x->last > step;
+  }
+  return true;
+}
+
+static bool rt_overlap(const mp_bundle *b, const mp_btensor *x, uint32_t buf) {
+  const mp_bbuffer *u = mp_bundle_buffer(b, x->buffer);
+  const mp_bbuffer *v = mp_bundle_buffer(b, buf);
+  if (u->region != v->region) return false;
+  uint64_t a0 = u->offset + x->offset, a1 = a0 + x->bytes;
+  uint64_t b0 = v->offset - v->rz_before,
+           b1 = v->offset + v->size + v->rz_after;
+  return a0 < b1 && b0 < a1;
+}
+
+/* Re-poisons buffers whose planned lifetime ends at step; in paranoid
+ * mode re-checks the live tensors those bytes overlap. */
+static void rt_release(mp_rt *rt, int32_t step) {
+  const mp_bundle *b = rt->b;
+  size_t n = 0;
+  for (size_t i = 0; i < mp_bundle_buffer_count(b); i++) {
+    const mp_bbuffer *u = mp_bundle_buffer(b, i);
+    if (u->cls != 0 || u->last != step || u->output) continue;
+    memset(rt->base[u->region] + u->offset - u->rz_before, rt->poison,
+           (size_t)(u->size + u->rz_before + u->rz_after));
+    rt->released[n++] = (uint32_t)i;
+  }
+  if (!rt->o.paranoid) return;
+  for (size_t k = 0; k < n; k++) {
+    for (size_t t = 0; t < mp_bundle_tensor_count(b); t++) {
+      const mp_btensor *x = mp_bundle_tensor(b, t);
+      if (!rt_produced(x) || !rt_tensor_live_after(b, x, step)) continue;
+      if (!rt_overlap(b, x, rt->released[k])) continue;
+      rt_verify(rt, (uint32_t)t, step, step, RT_AFTER_RELEASE,
+                (int32_t)rt->released[k]);
+    }
+  }
+}
+
+/* ---- the run
+ * ------------------------------------------------------------------ */
+
+static void rt_prepare(mp_rt *rt) {
+  const mp_bundle *b = rt->b;
+  if (rt->o.poison) {
+    for (size_t r = 0; r < rt->n_regions; r++) {
+      memset(rt->base[r], rt->poison,
+             (size_t)mp_bundle_region(b, r)->size + MP_RT_GUARD);
+    }
+  }
+  for (size_t t = 0; t < mp_bundle_tensor_count(b); t++) {
+    const mp_btensor *x = mp_bundle_tensor(b, t);
+    rt->valid[t] = rt->reported[t] = false;
+    if (x->kind == MP_BT_WEIGHT && x->bytes) {
+      memcpy(rt->ptr[t], mp_bundle_weights(b) + x->data_offset,
+             (size_t)x->bytes);
+    }
+  }
+  for (size_t i = 0; i < mp_bundle_input_count(b); i++) {
+    uint32_t t = mp_bundle_input(b, i);
+    size_t n = (size_t)mp_bundle_tensor(b, t)->bytes;
+    if (n) memcpy(rt->ptr[t], rt->staged[i], n);
+  }
+  if (rt->o.poison) {
+    for (size_t t = 0; t < mp_bundle_tensor_count(b); t++) {
+      const mp_btensor *x = mp_bundle_tensor(b, t);
+      if (!rt_produced(x)) rt_record(rt, (uint32_t)t);
+    }
+  }
+  rt->n_events = rt->dropped = 0;
+  rt->checks = 0;
+  rt->stop = false;
+}
+
+/* The injected fault: one element written past output 0, as a kernel with
+ * an off-by-one loop bound would. It writes the complement of the bytes
+ * there, so the write always changes them (a write of identical bytes is
+ * harmless and undetectable by definition). */
+static void rt_inject_oob(mp_rt *rt, size_t step) {
+  const mp_bopr *op = mp_bundle_op(rt->b, step);
+  uint32_t t = op->out[0];
+  const mp_btensor *x = mp_bundle_tensor(rt->b, t);
+  unsigned char *p = rt->ptr[t] + x->bytes;
+  for (size_t i = 0; i < mp_kd_size(x->dtype); i++) p[i] = (unsigned char)~p[i];
+}
+
+static void rt_check_live(mp_rt *rt, int32_t step) {
+  const mp_bundle *b = rt->b;
+  for (size_t t = 0; t < mp_bundle_tensor_count(b) && !rt->stop; t++) {
+    const mp_btensor *x = mp_bundle_tensor(b, t);
+    if (rt_tensor_live_after(b, x, step) || x->first == step) {
+      rt_verify(rt, (uint32_t)t, step, step, RT_AFTER_OP, -1);
+    }
+  }
+}
+
+/* An op never changes its inputs, except one that is in its output's
+ * buffer by design (in place): a change means the op wrote over a tensor
+ * it was still reading (live at this step, invariant 3). */
+static void rt_check_inputs_kept(mp_rt *rt, size_t k) {
+  const mp_bundle *b = rt->b;
+  const mp_bopr *op = mp_bundle_op(b, k);
+  for (uint32_t i = 0; i < op->n_in; i++) {
+    uint32_t t = op->in[i];
+    if (t == MP_BUNDLE_NONE) continue;
+    bool in_place = false;
+    for (uint32_t j = 0; j < op->n_out; j++) {
+      in_place = in_place || mp_bundle_tensor(b, op->out[j])->buffer ==
+                                 mp_bundle_tensor(b, t)->buffer;
+    }
+    if (!in_place) rt_verify(rt, t, (int32_t)k, (int32_t)k, RT_AFTER_OP, -1);
+  }
+}
+
+mp_status mp_rt_run(mp_rt *rt, mp_error *err) {
+  const mp_bundle *b = rt->b;
+  size_t steps = mp_bundle_op_count(b);
+  rt_prepare(rt);
+  for (size_t k = 0; k < steps && !rt->stop; k++) {
+    const mp_bopr *op = mp_bundle_op(b, k);
+    int32_t s = (int32_t)k;
+    if (rt->o.poison) {
+      for (uint32_t i = 0; i < op->n_in; i++) {
+        if (op->in[i] != MP_BUNDLE_NONE) {
+          rt_verify(rt, op->in[i], s, s, RT_BEFORE_READ, -1);
+        }
+      }
+    }
+    char why[300];
+    if (!mp_rt_op_run(b, k, rt->ptr, rt->ws, why, sizeof why)) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT, "op '%s' (%s) at step %zu: %s",
+                          op->name, op->type, k, why);
+    }
+    if (rt->o.oob_op == s) rt_inject_oob(rt, k);
+    if (!rt->o.poison) continue;
+    rt_check_inputs_kept(rt, k);
+    for (uint32_t i = 0; i < op->n_out; i++) rt_record(rt, op->out[i]);
+    rt_check_zones(rt, s);
+    if (rt->o.paranoid) {
+      rt_check_live(rt, s);
+      rt_check_free(rt, s);
+    }
+    rt_release(rt, s);
+  }
+  if (rt->o.poison && !rt->stop) {
+    int32_t end = (int32_t)steps;
+    for (size_t i = 0; i < mp_bundle_output_count(b); i++) {
+      rt_verify(rt, mp_bundle_output(b, i), end, end - 1, RT_AT_END, -1);
+    }
+  }
+  return MP_OK;
+}
+
+size_t mp_rt_event_count(const mp_rt *rt) {
+  return rt->n_events;
+}
+
+const mp_rt_event *mp_rt_event_at(const mp_rt *rt, size_t i) {
+  return &rt->events[i];
+}
+
+size_t mp_rt_events_dropped(const mp_rt *rt) {
+  return rt->dropped;
+}
+
+uint64_t mp_rt_check_count(const mp_rt *rt) {
+  return rt->checks;
+}
+
+const void *mp_rt_tensor_data(const mp_rt *rt, uint32_t t) {
+  return rt->ptr[t];
+}

@@ -1,0 +1,1686 @@
+/*
+ * ops.c -- one bundle op: its validation against the tensors it touches
+ * (the loader's per-op check) and its execution with the scalar kernels.
+ *
+ * Invariants:
+ *   1. A check derives every shape a kernel will use from the input
+ *      tensors and the parameters, and requires the output tensors to
+ *      have exactly those shapes; so a kernel never reads or writes past
+ *      a tensor's bytes.
+ *   2. Check and run decode parameters with the same functions (op_*
+ *      decoders), so they cannot disagree about a layout.
+ *   3. Run never allocates; scratch comes from the workspace sized by the
+ *      check.
+ *   4. An output in an input's buffer (in place, docs/ir-conventions.md)
+ *      is accepted only for kernels that compute it safely: elementwise
+ *      ops of equal shapes, normalisations, softmax, depthwise Conv whose
+ *      output plane is no larger than its input plane, and views.
+ */
+#include "ops.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct op_ctx {
+  const mp_bundle *b;
+  const mp_bopr *op;
+  size_t step;
+  char *why;
+  size_t cap;
+  unsigned char *const *ptr; /* run only */
+  unsigned char *ws;
+  size_t need_ws;
+} op_ctx;
+
+static bool op_fail(op_ctx *c, const char *fmt, ...) MP_PRINTF(2, 3);
+
+static bool op_fail(op_ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->why, c->cap, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static const mp_btensor *op_in(const op_ctx *c, uint32_t k) {
+  if (k >= c->op->n_in || c->op->in[k] == MP_BUNDLE_NONE) return NULL;
+  return mp_bundle_tensor(c->b, c->op->in[k]);
+}
+
+static const mp_btensor *op_out(const op_ctx *c, uint32_t k) {
+  return mp_bundle_tensor(c->b, c->op->out[k]);
+}
+
+static void *op_pin(const op_ctx *c, uint32_t k) {
+  if (k >= c->op->n_in || c->op->in[k] == MP_BUNDLE_NONE) return NULL;
+  return c->ptr[c->op->in[k]];
+}
+
+static void *op_pout(const op_ctx *c, uint32_t k) {
+  return c->ptr[c->op->out[k]];
+}
+
+static int64_t op_count(const mp_btensor *t) {
+  return mp_kshape_count(&t->shape);
+}
+
+static int64_t op_div(int64_t a, int64_t b) {
+  return b ? a / b : 0;
+}
+
+static bool op_same_shape(const mp_kshape *a, const mp_kshape *b) {
+  if (a->rank != b->rank) return false;
+  for (uint32_t i = 0; i < a->rank; i++) {
+    if (a->dims[i] != b->dims[i]) return false;
+  }
+  return true;
+}
+
+static void op_shape_str(const mp_kshape *s, char *buf, size_t cap) {
+  size_t n = (size_t)snprintf(buf, cap, "[");
+  for (uint32_t i = 0; i < s->rank && n < cap; i++) {
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "",
+                          (long long)s->dims[i]);
+  }
+  if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+static bool op_expect_shape(op_ctx *c, const mp_btensor *t,
+                            const mp_kshape *want) {
+  if (op_same_shape(&t->shape, want)) return true;
+  char a[160], b[160];
+  op_shape_str(&t->shape, a, sizeof a);
+  op_shape_str(want, b, sizeof b);
+  return op_fail(c, "tensor '%s' has shape %s where the op computes %s",
+                 t->name, a, b);
+}
+
+/* The tensors share a buffer (the op computes in place). */
+static bool op_aliases(const mp_btensor *a, const mp_btensor *b) {
+  return a && b && a->buffer == b->buffer;
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+typedef struct op_rd {
+  const int64_t *p;
+  uint32_t n, at;
+  bool bad;
+} op_rd;
+
+static op_rd op_reader(const op_ctx *c) {
+  op_rd r = {c->op->params, c->op->n_params, 0, false};
+  return r;
+}
+
+static int64_t rd_i(op_rd *r) {
+  if (r->at >= r->n) {
+    r->bad = true;
+    return 0;
+  }
+  return r->p[r->at++];
+}
+
+static double rd_f(op_rd *r) {
+  int64_t v = rd_i(r);
+  double d;
+  memcpy(&d, &v, sizeof d);
+  return d;
+}
+
+/* Reads an integer in [lo, hi]; out of range marks the reader bad. */
+static int64_t rd_range(op_rd *r, int64_t lo, int64_t hi) {
+  int64_t v = rd_i(r);
+  if (v < lo || v > hi) r->bad = true;
+  return v;
+}
+
+/* ---- the head tail: prologue and epilogue (docs/ir-conventions.md) ------- */
+
+#define OP_MAX_EPI 16
+
+typedef struct op_epi {
+  int code;
+  uint32_t n_extra;
+  double alpha, beta;
+} op_epi;
+
+typedef struct op_tail {
+  int pro_kind; /* 0 none, 1 DequantizeLinear, 2 Cast */
+  uint32_t pro_input;
+  int64_t pro_axis;
+  uint32_t n_epi;
+  op_epi epi[OP_MAX_EPI];
+  uint32_t extras; /* inputs taken by the epilogue */
+  uint32_t pro_extra;
+} op_tail;
+
+static void rd_tail(op_rd *r, op_tail *t) {
+  memset(t, 0, sizeof *t);
+  t->pro_kind = (int)rd_range(r, 0, 2);
+  t->pro_input = (uint32_t)rd_range(r, 0, 2);
+  t->pro_axis = rd_range(r, -MP_K_MAX_RANK, MP_K_MAX_RANK - 1);
+  t->n_epi = (uint32_t)rd_range(r, 0, OP_MAX_EPI);
+  for (uint32_t k = 0; k < t->n_epi && !r->bad; k++) {
+    op_epi *e = &t->epi[k];
+    e->code = (int)rd_range(r, 0, 0x2ff);
+    e->n_extra = (uint32_t)rd_range(r, 0, 4);
+    e->alpha = rd_f(r);
+    e->beta = rd_f(r);
+    t->extras += e->n_extra;
+  }
+}
+
+/* The head's own inputs: what is left after the epilogue's extra inputs
+ * and a DequantizeLinear prologue's two trailing slots (scale, zero
+ * point; the zero point may be omitted). */
+static uint32_t op_own(const op_ctx *c, const op_tail *t) {
+  uint32_t tail = t->extras + (t->pro_kind == 1 ? 2 : 0);
+  return c->op->n_in > tail ? c->op->n_in - tail : 0;
+}
+
+/* Effective dtype of head input k: the prologue widens it to f32. */
+static int op_in_dtype(const op_ctx *c, const op_tail *t, uint32_t k) {
+  const mp_btensor *x = op_in(c, k);
+  if (t->pro_kind && t->pro_input == k) return MP_KD_F32;
+  return x ? x->dtype : 0;
+}
+
+static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
+  if (!t->pro_kind) return true;
+  const mp_btensor *x = op_in(c, t->pro_input);
+  if (!x || t->pro_input >= own) {
+    return op_fail(c, "prologue input %u is missing", t->pro_input);
+  }
+  if (t->pro_kind == 1) {
+    if (x->dtype != MP_KD_I8 && x->dtype != MP_KD_U8 && x->dtype != MP_KD_I32) {
+      return op_fail(c,
+                     "prologue DequantizeLinear: input '%s' is %s, not "
+                     "an integer type",
+                     x->name, mp_kd_name(x->dtype));
+    }
+    const mp_btensor *s = op_in(c, own + t->extras);
+    const mp_btensor *z = op_in(c, own + t->extras + 1);
+    if (!s || s->dtype != MP_KD_F32) {
+      return op_fail(c, "prologue DequantizeLinear: no f32 scale input");
+    }
+    int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
+    int64_t ns = op_count(s);
+    if (ns != 1 && (axis < 0 || axis >= x->shape.rank ||
+                    ns != x->shape.dims[axis] || s->shape.rank != 1)) {
+      return op_fail(c,
+                     "prologue DequantizeLinear: scale '%s' is neither a "
+                     "scalar nor one value per channel of axis %lld",
+                     s->name, (long long)t->pro_axis);
+    }
+    if (z && (z->dtype != x->dtype || op_count(z) != ns)) {
+      return op_fail(c,
+                     "prologue DequantizeLinear: zero point '%s' does not "
+                     "match the scale and the input type",
+                     z->name);
+    }
+  } else if (x->dtype == MP_KD_F32) {
+    return op_fail(c, "prologue Cast: input '%s' is already f32", x->name);
+  }
+  size_t need = (size_t)op_count(x) * 4;
+  c->need_ws += need + 64;
+  return true;
+}
+
+/* Checks the epilogue's extra inputs (after the head's own inputs) against
+ * the head's output y. */
+static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
+                              const mp_btensor *y) {
+  uint32_t at = own;
+  for (uint32_t k = 0; k < t->n_epi; k++) {
+    const op_epi *e = &t->epi[k];
+    int cls = e->code & 0xf00, op = e->code & 0xff;
+    if (cls == MP_BEPI_UNARY) {
+      if (op >= MP_KU_COUNT || (e->n_extra && op != MP_KU_CLIP) ||
+          e->n_extra > 2) {
+        return op_fail(c, "epilogue entry %u: bad unary op %d", k, op);
+      }
+      for (uint32_t j = 0; j < e->n_extra; j++) {
+        const mp_btensor *v = op_in(c, at + j);
+        if (v && (op_count(v) != 1 || v->dtype != y->dtype)) {
+          return op_fail(c, "epilogue Clip bound '%s' is not a %s scalar",
+                         v->name, mp_kd_name(y->dtype));
+        }
+      }
+    } else if (cls == MP_BEPI_BINARY) {
+      const mp_btensor *v = op_in(c, at);
+      mp_kbcast bc;
+      if (op >= MP_KB_EQUAL || e->n_extra != 1 || !v) {
+        return op_fail(c, "epilogue entry %u: bad binary op %d", k, op);
+      }
+      if (v->dtype != y->dtype ||
+          !mp_k_bcast_init(&bc, &y->shape, &y->shape, &v->shape, NULL)) {
+        return op_fail(c,
+                       "epilogue operand '%s' does not broadcast to the "
+                       "output '%s' (or has another dtype)",
+                       v->name, y->name);
+      }
+      if (op_aliases(v, y)) {
+        /* In place over an epilogue operand (docs/ir-conventions.md): the
+         * head computes into the workspace, the epilogue reads the
+         * operand from there before the result is copied over it. */
+        if (v->offset != y->offset || op_count(v) != op_count(y)) {
+          return op_fail(c,
+                         "epilogue operand '%s' shares the output's buffer "
+                         "at another offset or with another size",
+                         v->name);
+        }
+        c->need_ws += (size_t)op_count(y) * mp_kd_size(y->dtype) + 64;
+      }
+    } else if (cls == MP_BEPI_BATCHNORM) {
+      if (e->n_extra != 4 || y->dtype != MP_KD_F32 || y->shape.rank < 2) {
+        return op_fail(c,
+                       "epilogue BatchNormalization needs 4 inputs and "
+                       "an f32 output of rank >= 2");
+      }
+      for (uint32_t j = 0; j < 4; j++) {
+        const mp_btensor *v = op_in(c, at + j);
+        if (!v || v->dtype != MP_KD_F32 || op_count(v) != y->shape.dims[1]) {
+          return op_fail(c,
+                         "epilogue BatchNormalization input %u is not "
+                         "f32 [%lld]",
+                         j, (long long)y->shape.dims[1]);
+        }
+      }
+    } else {
+      return op_fail(c, "epilogue entry %u: unknown class %#x", k, cls);
+    }
+    at += e->n_extra;
+  }
+  (void)at;
+  return true;
+}
+
+/* Where the head writes its output y: y's bytes, or the workspace when an
+ * epilogue operand lives in y's buffer (op_check_epilogue); then
+ * op_finish_epilogue copies the result over the operand. */
+static void *op_head_out(op_ctx *c, const op_tail *t, uint32_t own,
+                         const mp_btensor *y, void *py) {
+  uint32_t at = own;
+  for (uint32_t k = 0; k < t->n_epi; k++) {
+    const op_epi *e = &t->epi[k];
+    if ((e->code & 0xf00) == MP_BEPI_BINARY && op_aliases(op_in(c, at), y)) {
+      void *w = c->ws;
+      c->ws += ((size_t)op_count(y) * mp_kd_size(y->dtype) + 63) / 64 * 64;
+      return w;
+    }
+    at += e->n_extra;
+  }
+  return py;
+}
+
+static void op_finish_epilogue(const mp_btensor *y, void *head, void *py) {
+  if (head != py) memcpy(py, head, (size_t)op_count(y) * mp_kd_size(y->dtype));
+}
+
+/* Applies the epilogue to y in place. */
+static void op_run_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
+                            const mp_btensor *y, void *py) {
+  uint32_t at = own;
+  size_t n = (size_t)op_count(y);
+  for (uint32_t k = 0; k < t->n_epi; k++) {
+    const op_epi *e = &t->epi[k];
+    int cls = e->code & 0xf00, op = e->code & 0xff;
+    if (cls == MP_BEPI_UNARY) {
+      mp_kunary_params up = {e->alpha, e->beta};
+      if (e->n_extra >= 1 && op_pin(c, at)) {
+        up.alpha = mp_k_load(op_pin(c, at), y->dtype, 0);
+      }
+      if (e->n_extra >= 2 && op_pin(c, at + 1)) {
+        up.beta = mp_k_load(op_pin(c, at + 1), y->dtype, 0);
+      }
+      mp_k_unary((mp_kunary)op, &up, y->dtype, py, py, n);
+    } else if (cls == MP_BEPI_BINARY) {
+      const mp_btensor *v = op_in(c, at);
+      mp_kbcast bc;
+      (void)mp_k_bcast_init(&bc, &y->shape, &y->shape, &v->shape, NULL);
+      mp_k_binary((mp_kbinary)op, &bc, y->dtype, py, op_pin(c, at), y->dtype,
+                  py, false);
+    } else {
+      int64_t nb = y->shape.dims[0], ch = y->shape.dims[1];
+      int64_t rest = op_div(op_count(y), nb * ch);
+      mp_k_batchnorm_f32(nb, ch, rest, py, op_pin(c, at), op_pin(c, at + 1),
+                         op_pin(c, at + 2), op_pin(c, at + 3), e->alpha, py);
+    }
+    at += e->n_extra;
+  }
+}
+
+/* The pointer the head reads for input k: the prologue's widened copy in
+ * the workspace, or the tensor itself. */
+static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
+                                   uint32_t k) {
+  if (!t->pro_kind || t->pro_input != k) return op_pin(c, k);
+  const mp_btensor *x = op_in(c, k);
+  float *w = (float *)(void *)c->ws;
+  c->ws += ((size_t)op_count(x) * 4 + 63) / 64 * 64;
+  if (t->pro_kind == 2) {
+    mp_k_cast(x->dtype, op_pin(c, k), MP_KD_F32, w, (size_t)op_count(x));
+    return w;
+  }
+  const mp_btensor *s = op_in(c, own + t->extras);
+  int64_t ns = op_count(s),
+          axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
+  int64_t outer = 1, ch = 1, inner = op_count(x);
+  if (ns != 1) {
+    outer = 1;
+    for (int64_t i = 0; i < axis; i++) outer *= x->shape.dims[i];
+    ch = x->shape.dims[axis];
+    inner = op_div(op_count(x), outer * ch);
+  }
+  mp_k_dequantize(outer, ch, inner, x->dtype, op_pin(c, k),
+                  op_pin(c, own + t->extras), (int)ns,
+                  op_pin(c, own + t->extras + 1), w);
+  return w;
+}
+
+/* ---- Conv and ConvTranspose --------------------------------------------- */
+
+typedef struct op_convp {
+  int64_t nd, group, shift;
+  int64_t k[3], s[3], d[3], pb[3], pe[3], op[3];
+} op_convp;
+
+static void rd_conv(op_rd *r, op_convp *p) {
+  p->nd = rd_range(r, 1, 3);
+  p->group = rd_range(r, 1, INT32_MAX);
+  p->shift = rd_range(r, 0, 31);
+  int64_t *arr[] = {p->k, p->s, p->d, p->pb, p->pe, p->op};
+  int64_t lo[] = {1, 1, 1, 0, 0, 0};
+  for (int a = 0; a < 6; a++) {
+    for (int i = 0; i < 3; i++) arr[a][i] = rd_range(r, lo[a], INT32_MAX);
+  }
+}
+
+/* The kernel's struct from the tensors (spatial dims right-aligned into
+ * three, leading ones 1). */
+static void op_kconv(const op_convp *p, const mp_kshape *x, const mp_kshape *y,
+                     int64_t m, mp_kconv *k) {
+  memset(k, 0, sizeof *k);
+  k->n = x->dims[0];
+  k->c = x->dims[1];
+  k->m = m;
+  k->group = p->group;
+  k->shift = (int)p->shift;
+  for (int i = 0; i < 3; i++) {
+    int j = i - (3 - (int)p->nd); /* index into the nd spatial dims */
+    bool real = j >= 0;
+    k->in[i] = real ? x->dims[2 + j] : 1;
+    k->out[i] = real ? y->dims[2 + j] : 1;
+    k->k[i] = real ? p->k[j] : 1;
+    k->stride[i] = real ? p->s[j] : 1;
+    k->dil[i] = real ? p->d[j] : 1;
+    k->pad[i] = real ? p->pb[j] : 0;
+  }
+}
+
+static bool op_check_conv(op_ctx *c, bool transpose) {
+  op_rd r = op_reader(c);
+  op_convp p;
+  op_tail t;
+  rd_conv(&r, &p);
+  rd_tail(&r, &t);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1), *y = op_out(c, 0);
+  uint32_t own = op_own(c, &t); /* X, W and an optional B */
+  if (own < 2 || own > 3) {
+    return op_fail(c, "%u inputs do not leave X, W and B for the head",
+                   c->op->n_in);
+  }
+  const mp_btensor *bias = own == 3 ? op_in(c, 2) : NULL;
+  if (!x || !w || c->op->n_out != 1)
+    return op_fail(c, "needs X, W and one output");
+  if (!op_check_prologue(c, &t, own)) return false;
+  int xd = op_in_dtype(c, &t, 0), wd = op_in_dtype(c, &t, 1);
+  bool f32 = xd == MP_KD_F32 && wd == MP_KD_F32 && y->dtype == MP_KD_F32 &&
+             (!bias || bias->dtype == MP_KD_F32);
+  bool i8 = !transpose && xd == MP_KD_I8 && wd == MP_KD_I8 &&
+            y->dtype == MP_KD_I8 && (!bias || bias->dtype == MP_KD_I32);
+  if (!f32 && !i8) {
+    return op_fail(c,
+                   "unsupported dtypes x %s, w %s, y %s (f32, or int8 "
+                   "with an int32 bias)",
+                   mp_kd_name(xd), mp_kd_name(wd), mp_kd_name(y->dtype));
+  }
+  uint32_t rank = (uint32_t)p.nd + 2;
+  if (x->shape.rank != rank || w->shape.rank != rank) {
+    return op_fail(c, "x and w must have rank %u", rank);
+  }
+  int64_t cch = x->shape.dims[1], g = p.group;
+  int64_t m = transpose ? w->shape.dims[1] * g : w->shape.dims[0];
+  if (cch % g || m % g || m == 0 ||
+      (transpose ? w->shape.dims[0] != cch : w->shape.dims[1] * g != cch)) {
+    return op_fail(c, "channels: x has %lld, w %s, group %lld do not agree",
+                   (long long)cch, w->name, (long long)g);
+  }
+  mp_kshape want = {rank, {x->shape.dims[0], m}};
+  for (int64_t i = 0; i < p.nd; i++) {
+    if (w->shape.dims[2 + i] != p.k[i]) {
+      return op_fail(c, "kernel_shape disagrees with w '%s'", w->name);
+    }
+    int64_t in = x->shape.dims[2 + i], ext = p.d[i] * (p.k[i] - 1) + 1, o;
+    if (transpose) {
+      o = p.s[i] * (in - 1) + p.op[i] + ext - p.pb[i] - p.pe[i];
+    } else {
+      int64_t span = in + p.pb[i] + p.pe[i] - ext;
+      o = span < 0 ? -1 : span / p.s[i] + 1;
+    }
+    if (o < 1)
+      return op_fail(c, "spatial dim %lld: empty output", (long long)i);
+    want.dims[2 + i] = o;
+  }
+  if (!op_expect_shape(c, y, &want)) return false;
+  if (bias && (bias->shape.rank != 1 || bias->shape.dims[0] != m)) {
+    return op_fail(c, "bias '%s' is not [%lld]", bias->name, (long long)m);
+  }
+  mp_kconv k;
+  op_kconv(&p, &x->shape, &y->shape, m, &k);
+  if (op_aliases(x, y)) {
+    bool dw = !transpose && g == cch && m == cch;
+    if (!dw || k.out[0] * k.out[1] * k.out[2] > k.in[0] * k.in[1] * k.in[2] ||
+        x->offset != y->offset) {
+      return op_fail(c,
+                     "output '%s' shares the input's buffer: only a "
+                     "depthwise Conv whose output plane is no larger than "
+                     "its input plane runs in place",
+                     y->name);
+    }
+  }
+  if (op_aliases(w, y) || op_aliases(bias, y)) {
+    return op_fail(c, "output '%s' shares a weight's buffer", y->name);
+  }
+  c->need_ws += (size_t)(k.out[0] * k.out[1] * k.out[2]) * 4;
+  return op_check_epilogue(c, &t, own, y);
+}
+
+static bool op_run_conv(op_ctx *c, bool transpose) {
+  op_rd r = op_reader(c);
+  op_convp p;
+  op_tail t;
+  rd_conv(&r, &p);
+  rd_tail(&r, &t);
+  uint32_t own = op_own(c, &t);
+  const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
+  int64_t m = y->shape.dims[1];
+  mp_kconv k;
+  op_kconv(&p, &x->shape, &y->shape, m, &k);
+  const void *px = op_run_prologue(c, &t, own, 0);
+  const void *pw = op_run_prologue(c, &t, own, 1);
+  const void *pb = own == 3 ? op_pin(c, 2) : NULL;
+  void *out = op_pout(c, 0), *py = op_head_out(c, &t, own, y, out);
+  if (transpose) {
+    mp_k_conv_transpose_f32(&k, px, pw, pb, py);
+  } else if (y->dtype == MP_KD_F32) {
+    mp_k_conv_f32(&k, px, pw, pb, py, c->ws);
+  } else {
+    mp_k_conv_i8(&k, px, pw, pb, py, c->ws);
+  }
+  op_run_epilogue(c, &t, own, y, py);
+  op_finish_epilogue(y, py, out);
+  return true;
+}
+
+/* ---- Gemm and MatMul ----------------------------------------------------- */
+
+typedef struct op_gemmp {
+  int64_t ta, tb, shift, horiz;
+  double alpha, beta;
+} op_gemmp;
+
+static void rd_gemm(op_rd *r, op_gemmp *p, bool gemm) {
+  memset(p, 0, sizeof *p);
+  p->alpha = 1;
+  if (gemm) {
+    p->ta = rd_range(r, 0, 1);
+    p->tb = rd_range(r, 0, 1);
+    p->alpha = rd_f(r);
+    p->beta = rd_f(r);
+  }
+  p->shift = rd_range(r, 0, 31);
+  p->horiz = rd_range(r, 0, 64);
+}
+
+/* Matrix shapes of MatMul operands (numpy semantics): rows, cols, batch
+ * dims (out-of-matrix leading dims). */
+static bool op_mm_shape(op_ctx *c, const mp_kshape *a, const mp_kshape *b,
+                        mp_kshape *out, int64_t *m, int64_t *n, int64_t *k) {
+  if (a->rank < 1 || b->rank < 1) return op_fail(c, "MatMul of a scalar");
+  int64_t am = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+  int64_t ak = a->dims[a->rank - 1];
+  int64_t bk = b->rank >= 2 ? b->dims[b->rank - 2] : b->dims[0];
+  int64_t bn = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+  if (ak != bk)
+    return op_fail(c, "inner dims %lld and %lld differ", (long long)ak,
+                   (long long)bk);
+  mp_kshape ab = {a->rank > 2 ? a->rank - 2 : 0, {0}};
+  mp_kshape bb = {b->rank > 2 ? b->rank - 2 : 0, {0}};
+  memcpy(ab.dims, a->dims, ab.rank * sizeof *ab.dims);
+  memcpy(bb.dims, b->dims, bb.rank * sizeof *bb.dims);
+  uint32_t br = ab.rank > bb.rank ? ab.rank : bb.rank;
+  memset(out, 0, sizeof *out);
+  for (uint32_t i = 0; i < br; i++) {
+    int64_t da = i + ab.rank >= br ? ab.dims[i + ab.rank - br] : 1;
+    int64_t db = i + bb.rank >= br ? bb.dims[i + bb.rank - br] : 1;
+    if (da != db && da != 1 && db != 1) {
+      return op_fail(c, "batch dims do not broadcast");
+    }
+    out->dims[out->rank++] = da == 1 ? db : da;
+  }
+  if (a->rank >= 2) out->dims[out->rank++] = am;
+  if (b->rank >= 2) out->dims[out->rank++] = bn;
+  *m = am;
+  *n = bn;
+  *k = ak;
+  return true;
+}
+
+static bool op_check_gemm(op_ctx *c, bool gemm) {
+  op_rd r = op_reader(c);
+  op_gemmp p;
+  op_tail t;
+  rd_gemm(&r, &p, gemm);
+  rd_tail(&r, &t);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  uint32_t nh = p.horiz ? (uint32_t)p.horiz : 1;
+  if (p.horiz && (t.n_epi || t.pro_kind)) {
+    return op_fail(c, "a horizontal fusion carries no prologue or epilogue");
+  }
+  if (c->op->n_out != nh)
+    return op_fail(c, "%u outputs, expected %u", c->op->n_out, nh);
+  uint32_t own;
+  if (p.horiz) {
+    own = 1 + nh + (gemm && c->op->n_in == 1 + 2 * nh ? nh : 0);
+    if (c->op->n_in != own)
+      return op_fail(c, "%u inputs, expected %u", c->op->n_in, own);
+  } else {
+    own = op_own(c, &t);
+    if (own < 2 || own > (gemm ? 3u : 2u)) {
+      return op_fail(c, "%u inputs do not leave A, B (and C) for the head",
+                     c->op->n_in);
+    }
+  }
+  if (!op_check_prologue(c, &t, own)) return false;
+  const mp_btensor *a = op_in(c, 0);
+  for (uint32_t h = 0; h < nh; h++) {
+    const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
+    const mp_btensor *cc =
+        gemm && own > 1 + nh ? op_in(c, p.horiz ? 1 + nh + h : 2) : NULL;
+    if (!a || !b) return op_fail(c, "missing A or B");
+    int ad = op_in_dtype(c, &t, 0), bd = op_in_dtype(c, &t, 1);
+    bool f32 = ad == MP_KD_F32 && bd == MP_KD_F32 && y->dtype == MP_KD_F32 &&
+               (!cc || cc->dtype == MP_KD_F32);
+    bool i8 = ad == MP_KD_I8 && bd == MP_KD_I8 && y->dtype == MP_KD_I8 &&
+              (!cc || cc->dtype == MP_KD_I32) && p.alpha == 1 &&
+              (p.beta == 1 || !cc);
+    if (!f32 && !i8) {
+      return op_fail(c, "unsupported dtypes a %s, b %s, y %s", mp_kd_name(ad),
+                     mp_kd_name(bd), mp_kd_name(y->dtype));
+    }
+    mp_kshape want;
+    int64_t m, n, k;
+    if (gemm) {
+      if (a->shape.rank != 2 || b->shape.rank != 2) {
+        return op_fail(c, "Gemm operands must be matrices");
+      }
+      m = a->shape.dims[p.ta ? 1 : 0];
+      k = a->shape.dims[p.ta ? 0 : 1];
+      n = b->shape.dims[p.tb ? 0 : 1];
+      if (b->shape.dims[p.tb ? 1 : 0] != k) {
+        return op_fail(c, "inner dims of '%s' and '%s' differ", a->name,
+                       b->name);
+      }
+      want = (mp_kshape){2, {m, n}};
+      mp_kbcast bc;
+      if (cc && !mp_k_bcast_init(&bc, &want, &cc->shape, NULL, NULL)) {
+        return op_fail(c, "C '%s' does not broadcast to [M,N]", cc->name);
+      }
+    } else if (!op_mm_shape(c, &a->shape, &b->shape, &want, &m, &n, &k)) {
+      return false;
+    }
+    if (!op_expect_shape(c, y, &want)) return false;
+    if (op_aliases(a, y) || op_aliases(b, y) || op_aliases(cc, y)) {
+      return op_fail(c, "output '%s' shares an input's buffer", y->name);
+    }
+    if (!p.horiz && !op_check_epilogue(c, &t, own, y)) return false;
+  }
+  return true;
+}
+
+/* One 2-D product y = a b (+ c) of the (batch) matrices. */
+static void op_gemm_one(const op_gemmp *p, bool i8, int64_t m, int64_t n,
+                        int64_t k, const void *a, const void *b,
+                        const mp_btensor *ct, const void *pc, void *y) {
+  mp_kgemm g = {m,        n,       k, p->ta != 0, p->tb != 0,
+                p->alpha, p->beta, 0, 0,          (int)p->shift};
+  if (ct) {
+    mp_kshape mn = {2, {m, n}};
+    mp_kbcast bc;
+    (void)mp_k_bcast_init(&bc, &mn, &ct->shape, NULL, NULL);
+    g.c_rs = bc.sa[0];
+    g.c_cs = bc.sa[1];
+  }
+  if (i8) {
+    mp_k_gemm_i8(&g, a, b, pc, y);
+  } else {
+    mp_k_gemm_f32(&g, a, b, pc, y);
+  }
+}
+
+static bool op_run_gemm(op_ctx *c, bool gemm) {
+  op_rd r = op_reader(c);
+  op_gemmp p;
+  op_tail t;
+  rd_gemm(&r, &p, gemm);
+  rd_tail(&r, &t);
+  uint32_t nh = p.horiz ? (uint32_t)p.horiz : 1, own;
+  if (p.horiz) {
+    own = c->op->n_in;
+  } else {
+    own = op_own(c, &t);
+  }
+  const mp_btensor *a = op_in(c, 0);
+  const void *pa = op_run_prologue(c, &t, own, 0);
+  for (uint32_t h = 0; h < nh; h++) {
+    const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
+    uint32_t ci = p.horiz ? 1 + nh + h : 2;
+    const mp_btensor *ct = gemm && own > 1 + nh ? op_in(c, ci) : NULL;
+    const void *pb =
+        p.horiz ? op_pin(c, 1 + h) : op_run_prologue(c, &t, own, 1);
+    bool i8 = y->dtype == MP_KD_I8;
+    size_t es = i8 ? 1 : 4;
+    void *out = op_pout(c, h);
+    char *py = p.horiz ? out : op_head_out(c, &t, own, y, out);
+    if (gemm) {
+      int64_t m = y->shape.dims[0], n = y->shape.dims[1];
+      int64_t k = a->shape.dims[p.ta ? 0 : 1];
+      op_gemm_one(&p, i8, m, n, k, pa, pb, ct, ct ? op_pin(c, ci) : NULL, py);
+    } else {
+      mp_kshape ys;
+      int64_t m, n, k;
+      char why[8];
+      op_ctx tmp = *c;
+      tmp.why = why;
+      tmp.cap = sizeof why;
+      (void)op_mm_shape(&tmp, &a->shape, &b->shape, &ys, &m, &n, &k);
+      uint32_t br = ys.rank - (a->shape.rank >= 2) - (b->shape.rank >= 2);
+      mp_kshape bs = {br, {0}},
+                as = {a->shape.rank > 2 ? a->shape.rank - 2 : 0, {0}},
+                bbs = {b->shape.rank > 2 ? b->shape.rank - 2 : 0, {0}};
+      memcpy(bs.dims, ys.dims, br * sizeof *bs.dims);
+      memcpy(as.dims, a->shape.dims, as.rank * sizeof *as.dims);
+      memcpy(bbs.dims, b->shape.dims, bbs.rank * sizeof *bbs.dims);
+      mp_kbcast bc;
+      (void)mp_k_bcast_init(&bc, &bs, &as, &bbs, NULL);
+      int64_t nb = mp_kshape_count(&bs), idx[MP_K_MAX_RANK] = {0}, ia = 0,
+              ib = 0;
+      for (int64_t i = 0; i < nb; i++) {
+        op_gemm_one(&p, i8, m, n, k,
+                    (const char *)pa + (size_t)(ia * m * k) * es,
+                    (const char *)pb + (size_t)(ib * k * n) * es, NULL, NULL,
+                    py + (size_t)(i * m * n) * es);
+        for (uint32_t d = br; d-- > 0;) {
+          ia += bc.sa[d];
+          ib += bc.sb[d];
+          if (++idx[d] < bs.dims[d]) break;
+          ia -= bc.sa[d] * bs.dims[d];
+          ib -= bc.sb[d] * bs.dims[d];
+          idx[d] = 0;
+        }
+      }
+    }
+    if (!p.horiz) {
+      op_run_epilogue(c, &t, own, y, py);
+      op_finish_epilogue(y, py, out);
+    }
+  }
+  return true;
+}
+
+/* ---- elementwise ----------------------------------------------------------
+ */
+
+static bool op_check_unary(op_ctx *c) {
+  op_rd r = op_reader(c);
+  int64_t u = rd_range(&r, 0, MP_KU_COUNT - 1);
+  (void)rd_f(&r);
+  (void)rd_f(&r);
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  uint32_t max_in = u == MP_KU_CLIP ? 3 : 1;
+  if (!x || !y || c->op->n_in > max_in) return op_fail(c, "bad arity");
+  int want = u == MP_KU_NOT ? MP_KD_BOOL : x->dtype;
+  if (y->dtype != want)
+    return op_fail(c, "output dtype %s, expected %s", mp_kd_name(y->dtype),
+                   mp_kd_name(want));
+  for (uint32_t k = 1; k < c->op->n_in; k++) {
+    const mp_btensor *v = op_in(c, k);
+    if (v && (op_count(v) != 1 || v->dtype != x->dtype)) {
+      return op_fail(c, "Clip bound '%s' is not a scalar of x's dtype",
+                     v->name);
+    }
+  }
+  if (op_aliases(x, y) && x->offset != y->offset) {
+    return op_fail(c, "in place at another offset of the buffer");
+  }
+  return op_expect_shape(c, y, &x->shape);
+}
+
+static bool op_run_unary(op_ctx *c) {
+  op_rd r = op_reader(c);
+  mp_kunary u = (mp_kunary)rd_i(&r);
+  mp_kunary_params p;
+  p.alpha = rd_f(&r);
+  p.beta = rd_f(&r);
+  const mp_btensor *x = op_in(c, 0);
+  if (op_pin(c, 1)) p.alpha = mp_k_load(op_pin(c, 1), x->dtype, 0);
+  if (op_pin(c, 2)) p.beta = mp_k_load(op_pin(c, 2), x->dtype, 0);
+  mp_k_unary(u, &p, x->dtype, op_pin(c, 0), op_pout(c, 0), (size_t)op_count(x));
+  return true;
+}
+
+static bool op_is_compare(int64_t op) {
+  return op >= MP_KB_EQUAL && op <= MP_KB_XOR;
+}
+
+/* y = a op b: the output shape is the broadcast of the two. */
+static bool op_check_bin2(op_ctx *c, int64_t op, const mp_btensor *a,
+                          const mp_btensor *b, const mp_btensor *y) {
+  if (a->dtype != b->dtype) {
+    return op_fail(c, "operands '%s' (%s) and '%s' (%s) differ in dtype",
+                   a->name, mp_kd_name(a->dtype), b->name,
+                   mp_kd_name(b->dtype));
+  }
+  int want = op_is_compare(op) ? MP_KD_BOOL : a->dtype;
+  if (y->dtype != want)
+    return op_fail(c, "output dtype %s, expected %s", mp_kd_name(y->dtype),
+                   mp_kd_name(want));
+  mp_kshape s = {a->shape.rank > b->shape.rank ? a->shape.rank : b->shape.rank,
+                 {0}};
+  for (uint32_t i = 0; i < s.rank; i++) {
+    int64_t da = i + a->shape.rank >= s.rank
+                     ? a->shape.dims[i + a->shape.rank - s.rank]
+                     : 1;
+    int64_t db = i + b->shape.rank >= s.rank
+                     ? b->shape.dims[i + b->shape.rank - s.rank]
+                     : 1;
+    if (da != db && da != 1 && db != 1) {
+      return op_fail(c, "'%s' and '%s' do not broadcast", a->name, b->name);
+    }
+    s.dims[i] = da == 1 ? db : da;
+  }
+  if (op == MP_KB_PRELU) {
+    /* The slope broadcasts to x, never the other way. */
+    if (!op_same_shape(&s, &a->shape)) {
+      return op_fail(c, "slope '%s' does not broadcast to x", b->name);
+    }
+  }
+  if (!op_expect_shape(c, y, &s)) return false;
+  for (int k = 0; k < 2; k++) {
+    const mp_btensor *v = k ? b : a;
+    if (op_aliases(v, y) &&
+        (!op_same_shape(&v->shape, &y->shape) || v->offset != y->offset ||
+         mp_kd_size(v->dtype) != mp_kd_size(y->dtype))) {
+      return op_fail(c,
+                     "output '%s' shares the buffer of '%s' without the "
+                     "same shape and offset",
+                     y->name, v->name);
+    }
+  }
+  return true;
+}
+
+static bool op_check_binary(op_ctx *c) {
+  op_rd r = op_reader(c);
+  int64_t op = rd_range(&r, 0, MP_KB_COUNT - 1);
+  (void)rd_range(&r, 0, 2); /* fused activation: none, Relu, Relu6 */
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (c->op->n_in != 2 || c->op->n_out != 1 || !op_in(c, 0) || !op_in(c, 1)) {
+    return op_fail(c, "needs two inputs and one output");
+  }
+  return op_check_bin2(c, op, op_in(c, 0), op_in(c, 1), op_out(c, 0));
+}
+
+static bool op_run_binary(op_ctx *c) {
+  op_rd r = op_reader(c);
+  mp_kbinary op = (mp_kbinary)rd_i(&r);
+  int64_t act = rd_i(&r);
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
+  mp_kbcast bc;
+  (void)mp_k_bcast_init(&bc, &y->shape, &a->shape, &b->shape, NULL);
+  mp_k_binary(op, &bc, a->dtype, op_pin(c, 0), op_pin(c, 1), y->dtype,
+              op_pout(c, 0), false);
+  if (act) {
+    mp_kunary_params up = {0, 6};
+    mp_k_unary(act == 1 ? MP_KU_RELU : MP_KU_CLIP, &up, y->dtype, op_pout(c, 0),
+               op_pout(c, 0), (size_t)op_count(y));
+  }
+  return true;
+}
+
+/* Sum, Max, Min, Mean of n inputs: folded pairwise into the output. */
+static bool op_check_variadic(op_ctx *c) {
+  op_rd r = op_reader(c);
+  int64_t op = rd_range(&r, 0, 3);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (c->op->n_in < 1 || c->op->n_out != 1) return op_fail(c, "bad arity");
+  const mp_btensor *y = op_out(c, 0);
+  mp_kshape s = {0, {0}};
+  for (uint32_t k = 0; k < c->op->n_in; k++) {
+    const mp_btensor *v = op_in(c, k);
+    if (!v || v->dtype != y->dtype) return op_fail(c, "input %u: bad dtype", k);
+    if (op_aliases(v, y)) return op_fail(c, "output shares an input's buffer");
+    mp_kshape t = {s.rank > v->shape.rank ? s.rank : v->shape.rank, {0}};
+    for (uint32_t i = 0; i < t.rank; i++) {
+      int64_t da = i + s.rank >= t.rank ? s.dims[i + s.rank - t.rank] : 1;
+      int64_t db = i + v->shape.rank >= t.rank
+                       ? v->shape.dims[i + v->shape.rank - t.rank]
+                       : 1;
+      if (da != db && da != 1 && db != 1) return op_fail(c, "no broadcast");
+      t.dims[i] = da == 1 ? db : da;
+    }
+    s = t;
+  }
+  if (op == 3 && !mp_kd_is_float(y->dtype)) {
+    return op_fail(c, "Mean of integers");
+  }
+  return op_expect_shape(c, y, &s);
+}
+
+static bool op_run_variadic(op_ctx *c) {
+  op_rd r = op_reader(c);
+  int64_t op = rd_i(&r);
+  static const mp_kbinary fold[] = {MP_KB_ADD, MP_KB_MAX, MP_KB_MIN, MP_KB_ADD};
+  const mp_btensor *y = op_out(c, 0);
+  mp_kbcast bc;
+  const mp_btensor *x0 = op_in(c, 0);
+  /* y = broadcast(x0) first: a Max with itself broadcasts exactly. */
+  (void)mp_k_bcast_init(&bc, &y->shape, &x0->shape, &x0->shape, NULL);
+  mp_k_binary(MP_KB_MAX, &bc, y->dtype, op_pin(c, 0), op_pin(c, 0), y->dtype,
+              op_pout(c, 0), false);
+  for (uint32_t k = 1; k < c->op->n_in; k++) {
+    (void)mp_k_bcast_init(&bc, &y->shape, &y->shape, &op_in(c, k)->shape, NULL);
+    mp_k_binary(fold[op], &bc, y->dtype, op_pout(c, 0), op_pin(c, k), y->dtype,
+                op_pout(c, 0), false);
+  }
+  if (op == 3) {
+    void *py = op_pout(c, 0);
+    size_t n = (size_t)op_count(y);
+    for (size_t i = 0; i < n; i++) {
+      mp_k_store(py, y->dtype, i, mp_k_load(py, y->dtype, i) / c->op->n_in);
+    }
+  }
+  return true;
+}
+
+static bool op_check_where(op_ctx *c) {
+  if (c->op->n_params || c->op->n_in != 3 || c->op->n_out != 1) {
+    return op_fail(c, "bad arity");
+  }
+  const mp_btensor *cd = op_in(c, 0), *a = op_in(c, 1), *b = op_in(c, 2),
+                   *y = op_out(c, 0);
+  if (!cd || !a || !b || cd->dtype != MP_KD_BOOL || a->dtype != b->dtype ||
+      y->dtype != a->dtype) {
+    return op_fail(c, "bad dtypes");
+  }
+  mp_kshape s = {0, {0}};
+  const mp_btensor *v3[3] = {cd, a, b};
+  for (int k = 0; k < 3; k++) {
+    const mp_kshape *vs = &v3[k]->shape;
+    mp_kshape t = {s.rank > vs->rank ? s.rank : vs->rank, {0}};
+    for (uint32_t i = 0; i < t.rank; i++) {
+      int64_t da = i + s.rank >= t.rank ? s.dims[i + s.rank - t.rank] : 1;
+      int64_t db = i + vs->rank >= t.rank ? vs->dims[i + vs->rank - t.rank] : 1;
+      if (da != db && da != 1 && db != 1) return op_fail(c, "no broadcast");
+      t.dims[i] = da == 1 ? db : da;
+    }
+    s = t;
+    if (op_aliases(v3[k], y)) return op_fail(c, "output shares an input");
+  }
+  return op_expect_shape(c, y, &s);
+}
+
+static bool op_run_where(op_ctx *c) {
+  const mp_btensor *y = op_out(c, 0);
+  mp_kbcast bc;
+  (void)mp_k_bcast_init(&bc, &y->shape, &op_in(c, 0)->shape,
+                        &op_in(c, 1)->shape, &op_in(c, 2)->shape);
+  mp_k_where(&bc, y->dtype, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
+             op_pout(c, 0));
+  return true;
+}
+
+static bool op_check_cast(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (c->op->n_params || c->op->n_in != 1 || !x || !y)
+    return op_fail(c, "bad arity");
+  if (op_aliases(x, y) && (mp_kd_size(x->dtype) != mp_kd_size(y->dtype) ||
+                           x->offset != y->offset)) {
+    return op_fail(c, "in-place Cast between element sizes");
+  }
+  return op_expect_shape(c, y, &x->shape);
+}
+
+static bool op_run_cast(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
+  mp_k_cast(x->dtype, op_pin(c, 0), y->dtype, op_pout(c, 0),
+            (size_t)op_count(x));
+  return true;
+}
+
+/* Reshape, Flatten, Squeeze, Unsqueeze, Identity: the same bytes. */
+static bool op_check_view(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (c->op->n_params || !x || !y) return op_fail(c, "bad arity");
+  if (x->bytes != y->bytes || x->dtype != y->dtype) {
+    return op_fail(c, "view '%s' has %llu bytes of %s, its input %llu of %s",
+                   y->name, (unsigned long long)y->bytes, mp_kd_name(y->dtype),
+                   (unsigned long long)x->bytes, mp_kd_name(x->dtype));
+  }
+  if (op_aliases(x, y) && x->offset != y->offset) {
+    return op_fail(c, "view '%s' at another offset of its input's buffer",
+                   y->name);
+  }
+  return true;
+}
+
+static bool op_run_view(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0);
+  void *px = op_pin(c, 0), *py = op_pout(c, 0);
+  if (px != py) memmove(py, px, (size_t)x->bytes);
+  return true;
+}
+
+/* ---- softmax and normalisation ------------------------------------------- */
+
+static void op_split3(const mp_kshape *s, int64_t axis, bool coerce,
+                      int64_t *outer, int64_t *mid, int64_t *inner) {
+  *outer = *mid = *inner = 1;
+  for (uint32_t i = 0; i < s->rank; i++) {
+    if ((int64_t)i < axis) {
+      *outer *= s->dims[i];
+    } else if ((int64_t)i == axis || coerce) {
+      *mid *= s->dims[i];
+    } else {
+      *inner *= s->dims[i];
+    }
+  }
+}
+
+static bool op_check_softmax(op_ctx *c) {
+  op_rd r = op_reader(c);
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (!x || !y || c->op->n_in != 1) return op_fail(c, "bad arity");
+  int64_t axis = rd_range(&r, 0, x->shape.rank ? x->shape.rank - 1 : 0);
+  int64_t lg = rd_range(&r, 0, 1);
+  (void)rd_range(&r, 0, 1);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  (void)axis;
+  bool ok = (x->dtype == MP_KD_F32 || (x->dtype == MP_KD_I8 && !lg)) &&
+            y->dtype == x->dtype;
+  if (!ok) return op_fail(c, "unsupported dtype %s", mp_kd_name(x->dtype));
+  if (op_aliases(x, y) && x->offset != y->offset) {
+    return op_fail(c, "in place at another offset");
+  }
+  return op_expect_shape(c, y, &x->shape);
+}
+
+static bool op_run_softmax(op_ctx *c) {
+  op_rd r = op_reader(c);
+  int64_t axis = rd_i(&r), lg = rd_i(&r), coerce = rd_i(&r), o, m, i;
+  const mp_btensor *x = op_in(c, 0);
+  op_split3(&x->shape, axis, coerce != 0, &o, &m, &i);
+  if (x->dtype == MP_KD_I8) {
+    mp_k_softmax_i8(o, m, i, op_pin(c, 0), op_pout(c, 0));
+  } else {
+    mp_k_softmax_f32(o, m, i, op_pin(c, 0), op_pout(c, 0), lg != 0);
+  }
+  return true;
+}
+
+static bool op_check_batchnorm(op_ctx *c) {
+  op_rd r = op_reader(c);
+  (void)rd_f(&r);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (c->op->n_in != 5 || !x || !y) {
+    return op_fail(c,
+                   "needs X, scale, B, mean, var and one output "
+                   "(training mode is not supported)");
+  }
+  if (x->dtype != MP_KD_F32 || y->dtype != MP_KD_F32 || x->shape.rank < 2) {
+    return op_fail(c, "needs f32 of rank >= 2");
+  }
+  for (uint32_t k = 1; k < 5; k++) {
+    const mp_btensor *v = op_in(c, k);
+    if (!v || v->dtype != MP_KD_F32 || op_count(v) != x->shape.dims[1]) {
+      return op_fail(c, "input %u is not f32 [%lld]", k,
+                     (long long)x->shape.dims[1]);
+    }
+    if (op_aliases(v, y)) return op_fail(c, "output shares a parameter");
+  }
+  if (op_aliases(x, y) && x->offset != y->offset) {
+    return op_fail(c, "in place at another offset");
+  }
+  return op_expect_shape(c, y, &x->shape);
+}
+
+static bool op_run_batchnorm(op_ctx *c) {
+  op_rd r = op_reader(c);
+  double eps = rd_f(&r);
+  const mp_btensor *x = op_in(c, 0);
+  int64_t n = x->shape.dims[0], ch = x->shape.dims[1];
+  int64_t rest = op_div(op_count(x), n * ch);
+  mp_k_batchnorm_f32(n, ch, rest, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
+                     op_pin(c, 3), op_pin(c, 4), eps, op_pout(c, 0));
+  return true;
+}
+
+static bool op_check_layernorm(op_ctx *c) {
+  op_rd r = op_reader(c);
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out >= 1 ? op_out(c, 0) : NULL;
+  if (!x || !y || c->op->n_in < 2 || c->op->n_in > 3 || c->op->n_out > 3) {
+    return op_fail(c, "bad arity");
+  }
+  int64_t axis = rd_range(&r, 0, x->shape.rank ? x->shape.rank - 1 : 0);
+  (void)rd_f(&r);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  int64_t outer, mid, inner;
+  op_split3(&x->shape, axis, true, &outer, &mid, &inner);
+  if (x->dtype != MP_KD_F32 || y->dtype != MP_KD_F32) {
+    return op_fail(c, "needs f32");
+  }
+  for (uint32_t k = 1; k < c->op->n_in; k++) {
+    const mp_btensor *v = op_in(c, k);
+    if (v && (v->dtype != MP_KD_F32 || op_count(v) != mid)) {
+      return op_fail(c, "scale/bias '%s' is not f32 of %lld elements", v->name,
+                     (long long)mid);
+    }
+    if (op_aliases(v, y)) return op_fail(c, "output shares a parameter");
+  }
+  if (!op_in(c, 1)) return op_fail(c, "missing scale");
+  for (uint32_t k = 1; k < c->op->n_out; k++) {
+    const mp_btensor *s = op_out(c, k);
+    mp_kshape want = x->shape;
+    for (uint32_t i = (uint32_t)axis; i < want.rank; i++) want.dims[i] = 1;
+    if (s->dtype != MP_KD_F32) return op_fail(c, "Mean/InvStdDev not f32");
+    if (!op_expect_shape(c, s, &want)) return false;
+  }
+  if (op_aliases(x, y) && x->offset != y->offset) {
+    return op_fail(c, "in place at another offset");
+  }
+  return op_expect_shape(c, y, &x->shape);
+}
+
+static bool op_run_layernorm(op_ctx *c) {
+  op_rd r = op_reader(c);
+  int64_t axis = rd_i(&r), outer, mid, inner;
+  double eps = rd_f(&r);
+  const mp_btensor *x = op_in(c, 0);
+  op_split3(&x->shape, axis, true, &outer, &mid, &inner);
+  mp_k_layernorm_f32(outer, mid, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2), eps,
+                     op_pout(c, 0), c->op->n_out > 1 ? op_pout(c, 1) : NULL,
+                     c->op->n_out > 2 ? op_pout(c, 2) : NULL);
+  return true;
+}
+
+/* ---- pooling and reductions ---------------------------------------------- */
+
+typedef struct op_poolp {
+  int64_t nd, k[3], s[3], d[3], pb[3], pe[3], cip;
+} op_poolp;
+
+static void rd_pool(op_rd *r, op_poolp *p) {
+  p->nd = rd_range(r, 1, 3);
+  int64_t *arr[] = {p->k, p->s, p->d, p->pb, p->pe};
+  int64_t lo[] = {1, 1, 1, 0, 0};
+  for (int a = 0; a < 5; a++) {
+    for (int i = 0; i < 3; i++) arr[a][i] = rd_range(r, lo[a], INT32_MAX);
+  }
+  p->cip = rd_range(r, 0, 1);
+}
+
+static void op_kpool(const op_poolp *p, const mp_kshape *x, const mp_kshape *y,
+                     mp_kpool *k) {
+  memset(k, 0, sizeof *k);
+  k->n = x->dims[0];
+  k->c = x->dims[1];
+  k->count_include_pad = p->cip != 0;
+  for (int i = 0; i < 3; i++) {
+    int j = i - (3 - (int)p->nd);
+    bool real = j >= 0;
+    k->in[i] = real ? x->dims[2 + j] : 1;
+    k->out[i] = real ? y->dims[2 + j] : 1;
+    k->k[i] = real ? p->k[j] : 1;
+    k->stride[i] = real ? p->s[j] : 1;
+    k->dil[i] = real ? p->d[j] : 1;
+    k->pad[i] = real ? p->pb[j] : 0;
+    k->pad_end[i] = real ? p->pe[j] : 0;
+  }
+}
+
+static bool op_check_pool(op_ctx *c, bool max) {
+  op_rd r = op_reader(c);
+  op_poolp p;
+  rd_pool(&r, &p);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (!x || !y || c->op->n_in != 1) {
+    return op_fail(c,
+                   "needs one input and one output (MaxPool Indices are "
+                   "not supported)");
+  }
+  bool ok = max ? (x->dtype != MP_KD_BOOL)
+                : (x->dtype == MP_KD_F32 || x->dtype == MP_KD_I8 ||
+                   x->dtype == MP_KD_F64);
+  if (!ok || y->dtype != x->dtype)
+    return op_fail(c, "unsupported dtype %s", mp_kd_name(x->dtype));
+  uint32_t rank = (uint32_t)p.nd + 2;
+  if (x->shape.rank != rank) return op_fail(c, "x must have rank %u", rank);
+  /* The output size comes from the tensor (ceil_mode decided it); each
+   * window must start inside the padded input. */
+  mp_kshape want = {rank, {x->shape.dims[0], x->shape.dims[1]}};
+  for (int64_t i = 0; i < p.nd; i++) {
+    int64_t o = y->shape.rank == rank ? y->shape.dims[2 + i] : 0;
+    int64_t in = x->shape.dims[2 + i];
+    if (o < 1 || (o - 1) * p.s[i] >= in + p.pb[i] + p.pe[i] ||
+        (o - 1) * p.s[i] - p.pb[i] >= in + p.pe[i]) {
+      return op_fail(c, "output dim %lld (%lld) does not fit the input",
+                     (long long)i, (long long)o);
+    }
+    int64_t ext = p.d[i] * (p.k[i] - 1) + 1;
+    int64_t span = in + p.pb[i] + p.pe[i] - ext;
+    int64_t floor_o = span < 0 ? 0 : span / p.s[i] + 1;
+    int64_t ceil_o = span < 0 ? 0 : (span + p.s[i] - 1) / p.s[i] + 1;
+    if (o != floor_o && o != ceil_o) {
+      return op_fail(c, "output dim %lld is %lld, the window gives %lld",
+                     (long long)i, (long long)o, (long long)floor_o);
+    }
+    want.dims[2 + i] = o;
+  }
+  if (op_aliases(x, y)) return op_fail(c, "pooling does not run in place");
+  return op_expect_shape(c, y, &want);
+}
+
+static bool op_run_pool(op_ctx *c, bool max) {
+  op_rd r = op_reader(c);
+  op_poolp p;
+  rd_pool(&r, &p);
+  const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
+  mp_kpool k;
+  op_kpool(&p, &x->shape, &y->shape, &k);
+  if (max) {
+    mp_k_maxpool(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
+  } else {
+    mp_k_avgpool(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
+  }
+  return true;
+}
+
+static bool op_check_reduce(op_ctx *c) {
+  op_rd r = op_reader(c);
+  int64_t op = rd_range(&r, 0, MP_KR_COUNT - 1);
+  int64_t mask = rd_range(&r, 0, (1 << MP_K_MAX_RANK) - 1);
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (!x || !y || y->dtype != x->dtype || x->dtype == MP_KD_BOOL) {
+    return op_fail(c, "bad arity or dtype");
+  }
+  (void)op;
+  if (mask >> x->shape.rank) return op_fail(c, "axes beyond the rank");
+  int64_t n = 1;
+  for (uint32_t i = 0; i < x->shape.rank; i++) {
+    if (!(mask >> i & 1)) n *= x->shape.dims[i];
+  }
+  if (op_count(y) != n) {
+    return op_fail(c, "output '%s' has %lld elements, the reduction %lld",
+                   y->name, (long long)op_count(y), (long long)n);
+  }
+  if (op_aliases(x, y)) return op_fail(c, "reductions do not run in place");
+  return true;
+}
+
+static bool op_run_reduce(op_ctx *c) {
+  op_rd r = op_reader(c);
+  mp_kreduce op = (mp_kreduce)rd_i(&r);
+  uint32_t mask = (uint32_t)rd_i(&r);
+  const mp_btensor *x = op_in(c, 0);
+  mp_k_reduce(op, x->dtype, &x->shape, mask, op_pin(c, 0), op_pout(c, 0));
+  return true;
+}
+
+/* ---- data movement ---------------------------------------------------------
+ */
+
+/* Concat (inputs -> one output) or Split (one input -> outputs). */
+static bool op_check_concat(op_ctx *c, bool split) {
+  op_rd r = op_reader(c);
+  const mp_btensor *whole =
+      split ? op_in(c, 0) : (c->op->n_out == 1 ? op_out(c, 0) : NULL);
+  if (!whole || (split ? c->op->n_in != 1 : c->op->n_in < 1)) {
+    return op_fail(c, "bad arity");
+  }
+  int64_t axis = rd_range(&r, 0, whole->shape.rank ? whole->shape.rank - 1 : 0);
+  if (r.bad || r.at != r.n || whole->shape.rank == 0) {
+    return op_fail(c, "bad parameters");
+  }
+  uint32_t n = split ? c->op->n_out : c->op->n_in;
+  int64_t sum = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    const mp_btensor *p = split ? op_out(c, k) : op_in(c, k);
+    if (!p || p->dtype != whole->dtype || p->shape.rank != whole->shape.rank) {
+      return op_fail(c, "piece %u: dtype or rank differs", k);
+    }
+    for (uint32_t i = 0; i < p->shape.rank; i++) {
+      if ((int64_t)i != axis && p->shape.dims[i] != whole->shape.dims[i]) {
+        return op_fail(c, "piece '%s': dim %u differs", p->name, i);
+      }
+    }
+    sum += p->shape.dims[axis];
+    if (op_aliases(p, whole)) return op_fail(c, "piece shares the buffer");
+  }
+  if (sum != whole->shape.dims[axis]) {
+    return op_fail(c, "pieces sum to %lld along axis %lld, not %lld",
+                   (long long)sum, (long long)axis,
+                   (long long)whole->shape.dims[axis]);
+  }
+  return true;
+}
+
+static bool op_run_concat(op_ctx *c, bool split) {
+  op_rd r = op_reader(c);
+  int64_t axis = rd_i(&r);
+  const mp_btensor *whole = split ? op_in(c, 0) : op_out(c, 0);
+  void *pw = split ? op_pin(c, 0) : op_pout(c, 0);
+  int64_t outer = 1, inner = 1;
+  for (uint32_t i = 0; i < whole->shape.rank; i++) {
+    if ((int64_t)i < axis) outer *= whole->shape.dims[i];
+    if ((int64_t)i > axis) inner *= whole->shape.dims[i];
+  }
+  size_t es = mp_kd_size(whole->dtype);
+  int64_t total = whole->shape.dims[axis], off = 0;
+  uint32_t n = split ? c->op->n_out : c->op->n_in;
+  for (uint32_t k = 0; k < n; k++) {
+    const mp_btensor *p = split ? op_out(c, k) : op_in(c, k);
+    int64_t len = p->shape.dims[axis];
+    if (split) {
+      mp_k_copy_block(es, outer, inner, pw, total, off, op_pout(c, k), len, 0,
+                      len);
+    } else {
+      mp_k_copy_block(es, outer, inner, op_pin(c, k), len, 0, pw, total, off,
+                      len);
+    }
+    off += len;
+  }
+  return true;
+}
+
+static bool op_check_slice(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (!x || !y || y->dtype != x->dtype || y->shape.rank != x->shape.rank) {
+    return op_fail(c, "bad arity, dtype or rank");
+  }
+  op_rd r = op_reader(c);
+  for (uint32_t i = 0; i < x->shape.rank; i++) {
+    int64_t start = rd_i(&r);
+    int64_t step =
+        r.at + x->shape.rank - 1 < r.n ? r.p[r.at + x->shape.rank - 1] : 0;
+    int64_t len = y->shape.dims[i], in = x->shape.dims[i];
+    if (step == 0 || step > INT32_MAX || step < -INT32_MAX) {
+      return op_fail(c, "axis %u: bad step", i);
+    }
+    if (len > 0) {
+      int64_t last = start + (len - 1) * step;
+      if (start < 0 || start >= in || last < 0 || last >= in ||
+          len - 1 > (in > 0 ? in : 1)) {
+        return op_fail(c,
+                       "axis %u: start %lld, step %lld, %lld elements "
+                       "leave the input's %lld",
+                       i, (long long)start, (long long)step, (long long)len,
+                       (long long)in);
+      }
+    }
+  }
+  for (uint32_t i = 0; i < x->shape.rank; i++) (void)rd_i(&r);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (op_aliases(x, y)) return op_fail(c, "Slice does not run in place");
+  return true;
+}
+
+static bool op_run_slice(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
+  uint32_t rk = x->shape.rank;
+  mp_k_slice(mp_kd_size(x->dtype), &x->shape, &y->shape, c->op->params,
+             c->op->params + rk, op_pin(c, 0), op_pout(c, 0));
+  return true;
+}
+
+static bool op_check_gather(op_ctx *c) {
+  op_rd r = op_reader(c);
+  const mp_btensor *x = op_in(c, 0), *ix = op_in(c, 1);
+  const mp_btensor *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (!x || !ix || !y || c->op->n_in != 2 || x->shape.rank == 0) {
+    return op_fail(c, "bad arity");
+  }
+  int64_t axis = rd_range(&r, 0, x->shape.rank - 1);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if ((ix->dtype != MP_KD_I32 && ix->dtype != MP_KD_I64) ||
+      y->dtype != x->dtype) {
+    return op_fail(c, "indices must be i32 or i64");
+  }
+  if (x->shape.rank - 1 + ix->shape.rank > MP_K_MAX_RANK) {
+    return op_fail(c, "result rank too large");
+  }
+  mp_kshape want = {0, {0}};
+  for (uint32_t i = 0; i < (uint32_t)axis; i++)
+    want.dims[want.rank++] = x->shape.dims[i];
+  for (uint32_t i = 0; i < ix->shape.rank; i++)
+    want.dims[want.rank++] = ix->shape.dims[i];
+  for (uint32_t i = (uint32_t)axis + 1; i < x->shape.rank; i++) {
+    want.dims[want.rank++] = x->shape.dims[i];
+  }
+  if (op_aliases(x, y) || op_aliases(ix, y)) {
+    return op_fail(c, "Gather does not run in place");
+  }
+  /* Normalised indices go to the workspace. */
+  c->need_ws += (size_t)op_count(ix) * 8;
+  return op_expect_shape(c, y, &want);
+}
+
+static bool op_run_gather(op_ctx *c) {
+  int64_t axis = c->op->params[0];
+  const mp_btensor *x = op_in(c, 0), *ix = op_in(c, 1);
+  int64_t n = op_count(ix), len = x->shape.dims[axis], outer = 1, inner = 1;
+  int64_t *idx = (int64_t *)(void *)c->ws;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = mp_k_load_i(op_pin(c, 1), ix->dtype, (size_t)i);
+    if (v < -len || v >= len) {
+      return op_fail(c, "index %lld of '%s' is out of range [%lld, %lld)",
+                     (long long)v, ix->name, (long long)-len, (long long)len);
+    }
+    idx[i] = v < 0 ? v + len : v;
+  }
+  for (uint32_t i = 0; i < x->shape.rank; i++) {
+    if ((int64_t)i < axis) outer *= x->shape.dims[i];
+    if ((int64_t)i > axis) inner *= x->shape.dims[i];
+  }
+  mp_k_gather(mp_kd_size(x->dtype), outer, len, inner, idx, n, op_pin(c, 0),
+              op_pout(c, 0));
+  return true;
+}
+
+static bool op_check_pad(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (!x || !y || y->dtype != x->dtype || y->shape.rank != x->shape.rank) {
+    return op_fail(c, "bad arity, dtype or rank");
+  }
+  op_rd r = op_reader(c);
+  int64_t mode = rd_range(&r, 0, 2);
+  for (uint32_t i = 0; i < x->shape.rank; i++) {
+    int64_t pb = rd_range(&r, -INT32_MAX, INT32_MAX);
+    int64_t in = x->shape.dims[i], out = y->shape.dims[i];
+    int64_t pe = out - in - pb;
+    if (pe < -INT32_MAX || pe > INT32_MAX) return op_fail(c, "bad pads");
+    /* Reflect and edge copy an element of the axis: it needs one. */
+    if (out > 0 && in == 0 && mode != MP_KPAD_CONSTANT) {
+      return op_fail(c, "axis %u: reflect/edge of an empty axis", i);
+    }
+  }
+  (void)rd_f(&r);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (op_aliases(x, y)) return op_fail(c, "Pad does not run in place");
+  c->need_ws += 16;
+  return true;
+}
+
+static bool op_run_pad(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
+  uint32_t rk = x->shape.rank;
+  double v;
+  memcpy(&v, &c->op->params[1 + rk], sizeof v);
+  mp_k_store(c->ws, x->dtype, 0, v);
+  mp_k_pad(mp_kd_size(x->dtype), &x->shape, &y->shape, c->op->params + 1,
+           (mp_kpad_mode)c->op->params[0], c->ws, op_pin(c, 0), op_pout(c, 0));
+  return true;
+}
+
+static bool op_check_transpose(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (!x || !y || y->dtype != x->dtype || c->op->n_params != x->shape.rank) {
+    return op_fail(c, "bad arity, dtype or perm length");
+  }
+  mp_kshape want = {x->shape.rank, {0}};
+  uint32_t seen = 0;
+  for (uint32_t i = 0; i < x->shape.rank; i++) {
+    int64_t p = c->op->params[i];
+    if (p < 0 || p >= x->shape.rank || (seen >> p & 1)) {
+      return op_fail(c, "perm is not a permutation");
+    }
+    seen |= 1u << p;
+    want.dims[i] = x->shape.dims[p];
+  }
+  if (op_aliases(x, y)) return op_fail(c, "Transpose does not run in place");
+  return op_expect_shape(c, y, &want);
+}
+
+static bool op_run_transpose(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0);
+  uint32_t perm[MP_K_MAX_RANK];
+  for (uint32_t i = 0; i < x->shape.rank; i++)
+    perm[i] = (uint32_t)c->op->params[i];
+  mp_k_transpose(mp_kd_size(x->dtype), &x->shape, perm, op_pin(c, 0),
+                 op_pout(c, 0));
+  return true;
+}
+
+static bool op_check_resize(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0),
+                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (!x || !y || y->dtype != x->dtype || y->shape.rank != x->shape.rank) {
+    return op_fail(c, "bad arity, dtype or rank");
+  }
+  op_rd r = op_reader(c);
+  int64_t lin = rd_range(&r, 0, 1);
+  (void)rd_range(&r, 0, MP_KC_TF_HALF_PIXEL_FOR_NN);
+  (void)rd_range(&r, 0, MP_KN_CEIL);
+  for (uint32_t i = 0; i < x->shape.rank; i++) {
+    double s = rd_f(&r);
+    if (!(s > 0) || s > 1e9) return op_fail(c, "axis %u: bad scale", i);
+    if (y->shape.dims[i] > 0 && x->shape.dims[i] == 0) {
+      return op_fail(c, "axis %u: resize of an empty axis", i);
+    }
+  }
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (lin && !mp_kd_is_float(x->dtype))
+    return op_fail(c, "linear needs floats");
+  if (op_aliases(x, y)) return op_fail(c, "Resize does not run in place");
+  return true;
+}
+
+static bool op_run_resize(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
+  mp_kresize k;
+  memset(&k, 0, sizeof k);
+  k.in = x->shape;
+  k.out = y->shape;
+  k.linear = c->op->params[0] != 0;
+  k.coord = (mp_kcoord)c->op->params[1];
+  k.nearest = (mp_knearest)c->op->params[2];
+  for (uint32_t i = 0; i < x->shape.rank; i++) {
+    memcpy(&k.scale[i], &c->op->params[3 + i], sizeof(double));
+  }
+  mp_k_resize(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
+  return true;
+}
+
+/* QuantizeLinear / DequantizeLinear: x, scale, [zero point]. */
+static bool op_check_quant(op_ctx *c, bool quant) {
+  const mp_btensor *x = op_in(c, 0), *s = op_in(c, 1), *z = op_in(c, 2);
+  const mp_btensor *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (!x || !s || !y || c->op->n_in > 3 || c->op->n_params != 1) {
+    return op_fail(c, "bad arity");
+  }
+  int64_t axis = c->op->params[0];
+  if (op_count(s) != 1 && (axis < 0 || axis >= x->shape.rank)) {
+    return op_fail(c, "bad axis");
+  }
+  int qd = quant ? y->dtype : x->dtype;
+  int fd = quant ? x->dtype : y->dtype;
+  if (fd != MP_KD_F32 || s->dtype != MP_KD_F32 ||
+      (qd != MP_KD_I8 && qd != MP_KD_U8 && (quant || qd != MP_KD_I32))) {
+    return op_fail(c, "unsupported dtypes");
+  }
+  int64_t ns = op_count(s);
+  if (ns != 1 &&
+      (s->shape.rank != 1 || !x->shape.rank || ns != x->shape.dims[axis])) {
+    return op_fail(c, "scale is neither a scalar nor per channel");
+  }
+  if (z && (z->dtype != qd || op_count(z) != ns)) {
+    return op_fail(c, "zero point does not match");
+  }
+  if (op_aliases(x, y)) return op_fail(c, "does not run in place");
+  return op_expect_shape(c, y, &x->shape);
+}
+
+static bool op_run_quant(op_ctx *c, bool quant) {
+  const mp_btensor *x = op_in(c, 0), *s = op_in(c, 1), *y = op_out(c, 0);
+  int64_t ns = op_count(s), outer = 1, ch = 1, inner = op_count(x);
+  if (ns != 1) {
+    int64_t axis = c->op->params[0];
+    for (int64_t i = 0; i < axis; i++) outer *= x->shape.dims[i];
+    ch = x->shape.dims[axis];
+    inner = op_div(op_count(x), outer * ch);
+  }
+  if (quant) {
+    mp_k_quantize(outer, ch, inner, op_pin(c, 0), op_pin(c, 1), (int)ns,
+                  op_pin(c, 2), y->dtype, op_pout(c, 0));
+  } else {
+    mp_k_dequantize(outer, ch, inner, x->dtype, op_pin(c, 0), op_pin(c, 1),
+                    (int)ns, op_pin(c, 2), op_pout(c, 0));
+  }
+  return true;
+}
+
+/* FILL: constant data (Shape, ConstantOfShape, Range with known values). */
+static bool op_check_fill(op_ctx *c) {
+  const mp_btensor *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+  if (!y || c->op->n_in > 1) return op_fail(c, "bad arity");
+  int64_t n = op_count(y);
+  if (c->op->n_params != 1 && (int64_t)c->op->n_params != n) {
+    return op_fail(c, "%u values for %lld elements", c->op->n_params,
+                   (long long)n);
+  }
+  return true;
+}
+
+static bool op_run_fill(op_ctx *c) {
+  const mp_btensor *y = op_out(c, 0);
+  size_t n = (size_t)op_count(y);
+  bool fl = mp_kd_is_float(y->dtype);
+  for (size_t i = 0; i < n; i++) {
+    int64_t v = c->op->params[c->op->n_params == 1 ? 0 : i];
+    double d;
+    memcpy(&d, &v, sizeof d);
+    if (fl) {
+      mp_k_store(op_pout(c, 0), y->dtype, i, d);
+    } else {
+      uint64_t u = (uint64_t)v;
+      memcpy((char *)op_pout(c, 0) + i * mp_kd_size(y->dtype), &u,
+             mp_kd_size(y->dtype));
+    }
+  }
+  return true;
+}
+
+/* ---- dispatch ---------------------------------------------------------------
+ */
+
+static bool op_dispatch(op_ctx *c, bool run) {
+  switch (c->op->kernel) {
+    case MP_BOP_CONV:
+      return run ? op_run_conv(c, false) : op_check_conv(c, false);
+    case MP_BOP_CONV_TRANSPOSE:
+      return run ? op_run_conv(c, true) : op_check_conv(c, true);
+    case MP_BOP_GEMM:
+      return run ? op_run_gemm(c, true) : op_check_gemm(c, true);
+    case MP_BOP_MATMUL:
+      return run ? op_run_gemm(c, false) : op_check_gemm(c, false);
+    case MP_BOP_UNARY:
+      return run ? op_run_unary(c) : op_check_unary(c);
+    case MP_BOP_BINARY:
+      return run ? op_run_binary(c) : op_check_binary(c);
+    case MP_BOP_VARIADIC:
+      return run ? op_run_variadic(c) : op_check_variadic(c);
+    case MP_BOP_WHERE:
+      return run ? op_run_where(c) : op_check_where(c);
+    case MP_BOP_CAST:
+      return run ? op_run_cast(c) : op_check_cast(c);
+    case MP_BOP_VIEW:
+      return run ? op_run_view(c) : op_check_view(c);
+    case MP_BOP_SOFTMAX:
+      return run ? op_run_softmax(c) : op_check_softmax(c);
+    case MP_BOP_BATCHNORM:
+      return run ? op_run_batchnorm(c) : op_check_batchnorm(c);
+    case MP_BOP_LAYERNORM:
+      return run ? op_run_layernorm(c) : op_check_layernorm(c);
+    case MP_BOP_MAXPOOL:
+      return run ? op_run_pool(c, true) : op_check_pool(c, true);
+    case MP_BOP_AVGPOOL:
+      return run ? op_run_pool(c, false) : op_check_pool(c, false);
+    case MP_BOP_REDUCE:
+      return run ? op_run_reduce(c) : op_check_reduce(c);
+    case MP_BOP_CONCAT:
+      return run ? op_run_concat(c, false) : op_check_concat(c, false);
+    case MP_BOP_SPLIT:
+      return run ? op_run_concat(c, true) : op_check_concat(c, true);
+    case MP_BOP_SLICE:
+      return run ? op_run_slice(c) : op_check_slice(c);
+    case MP_BOP_GATHER:
+      return run ? op_run_gather(c) : op_check_gather(c);
+    case MP_BOP_PAD:
+      return run ? op_run_pad(c) : op_check_pad(c);
+    case MP_BOP_TRANSPOSE:
+      return run ? op_run_transpose(c) : op_check_transpose(c);
+    case MP_BOP_RESIZE:
+      return run ? op_run_resize(c) : op_check_resize(c);
+    case MP_BOP_QUANTIZE:
+      return run ? op_run_quant(c, true) : op_check_quant(c, true);
+    case MP_BOP_DEQUANTIZE:
+      return run ? op_run_quant(c, false) : op_check_quant(c, false);
+    case MP_BOP_FILL:
+      return run ? op_run_fill(c) : op_check_fill(c);
+    default:
+      return op_fail(c, "unknown kernel id %u", c->op->kernel);
+  }
+}
+
+bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,
+                    char *why, size_t cap) {
+  op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, NULL, NULL, 0};
+  if (!op_dispatch(&c, false)) return false;
+  *workspace = c.need_ws;
+  return true;
+}
+
+bool mp_rt_op_run(const mp_bundle *b, size_t step, unsigned char *const *ptr,
+                  void *ws, char *why, size_t cap) {
+  op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, ptr, ws, 0};
+  return op_dispatch(&c, true);
+}

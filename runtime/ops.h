@@ -1,0 +1,25 @@
+/*
+ * ops.h -- per-kernel validation and execution of one bundle op (private
+ * to runtime/).
+ */
+#ifndef MPLAN_RUNTIME_OPS_H
+#define MPLAN_RUNTIME_OPS_H
+
+#include "mplan/bundle.h"
+
+/* The op at `step` is consistent: arity, parameters, dtypes and shapes
+ * agree with what its kernel will read and write, and an output that
+ * shares an input's buffer is one this kernel computes in place. On
+ * success *workspace is the scratch bytes it needs; on failure why holds
+ * the reason (no file or op name: the caller prefixes them). */
+bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,
+                    char *why, size_t cap);
+
+/* Runs the op at `step` of a checked bundle. ptr[t] is tensor t's first
+ * byte; ws holds the op's workspace. Fails only on data-dependent errors
+ * (a Gather index out of range), with the reason in why. Never
+ * allocates. */
+bool mp_rt_op_run(const mp_bundle *b, size_t step, unsigned char *const *ptr,
+                  void *ws, char *why, size_t cap);
+
+#endif /* MPLAN_RUNTIME_OPS_H */

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# mplan compile, mplan-runner and mplan verify end to end: clean runs and
+# exit codes, injected faults named on their event lines, report files,
+# the runner protocol's files, and every usage and input error as one
+# line with exit 2 and no partial output.
+# usage: test_runtime_cli.sh MPLAN RUNNER SOURCE_DIR
+set -u
+mplan=$1
+runner=$2
+src=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass=0
+
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+run() { # EXPECTED_STATUS PROGRAM ARGS...
+  local want=$1 prog=$2
+  shift 2
+  "$prog" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "$(basename "$prog") $* exited $rc, expected $want"
+    sed 's/^/    /' "$tmp/err" | head -5
+    return 1
+  fi
+  ok
+}
+
+has() { # FILE TEXT
+  if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi
+}
+
+one_line() { # the error file has exactly one line
+  if [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "stderr has $(wc -l <"$tmp/err") lines"; fi
+}
+
+cd "$src"
+v2=models/mobilenet_v2.json
+
+# Clean runs: every bundled graph, plain, poison, paranoid, red zones.
+for m in models/mobilenet_v1.json $v2 tests/data/tiny_net.json; do
+  run 0 "$mplan" verify "$m" && has "$tmp/out" "verified: no event"
+  has "$tmp/out" "identical to the no-reuse run (bit for bit)"
+  run 0 "$mplan" verify "$m" --paranoid --redzone 32 && has "$tmp/out" "paranoid"
+done
+run 0 "$mplan" verify tests/data/tiny_net.json --poison --strategy linear --seed 9
+# Graph inputs planned as activations are released after their last read.
+run 0 "$mplan" verify $v2 --inputs activation --paranoid --redzone 8
+run 0 "$mplan" verify $v2 --backend tests/data/backend_64.json --paranoid
+run 0 "$mplan" verify tests/data/pipeline.json --paranoid
+run 0 "$mplan" verify tests/data/data_weights.json --paranoid
+# Retained state: written by an op into the persistent tier.
+cat >"$tmp/ret.json" <<'JSON'
+{"mplan": "graph/1", "name": "ret",
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [1, 8], "kind": "input"},
+             {"name": "state", "dtype": "f32", "shape": [1, 8], "kind": "retained"},
+             {"name": "y", "dtype": "f32", "shape": [1, 8], "kind": "output"}],
+ "ops": [{"name": "upd", "op": "Relu", "inputs": ["x"], "outputs": ["state"]},
+         {"name": "out", "op": "Add", "inputs": ["x", "state"], "outputs": ["y"]}],
+ "outputs": ["y"]}
+JSON
+run 0 "$mplan" verify "$tmp/ret.json" --paranoid --redzone 8
+
+# Injected faults: exit 1, the event line names culprit and victim.
+run 1 "$mplan" verify $v2 --paranoid --inject overlap:b2_expand_out,b2_dw_out
+has "$tmp/out" "event clobber step 4 op b2_dw tensor b2_expand_out"
+has "$tmp/out" "verification FAILED"
+run 1 "$mplan" verify $v2 --paranoid --inject early-free:b2_expand_out
+has "$tmp/out" "event early-free step 3 op b2_expand tensor b2_expand_out"
+run 1 "$mplan" verify $v2 --poison --inject early-free:b2_expand_out
+has "$tmp/out" "event use-after-free step 4 op b2_dw tensor b2_expand_out"
+run 1 "$mplan" verify $v2 --redzone 16 --inject oob:b3_dw
+has "$tmp/out" "event redzone step 7 op b3_dw tensor b3_dw_out"
+run 1 "$mplan" verify $v2 --paranoid --inject oob:b3_dw --fail-fast
+[ "$(grep -c '^event' "$tmp/out")" -eq 1 ] && ok || bad "--fail-fast reported more than one event"
+
+# Events into the reports.
+run 1 "$mplan" verify $v2 --paranoid --inject oob:b3_dw --sqlite "$tmp/h.db" --html "$tmp/r.html"
+has "$tmp/out" "appended run 1 to"
+[ "$(sqlite3 "$tmp/h.db" "SELECT op || ' ' || tensor FROM verification_event WHERE seq = 0")" = "b3_dw b2_project_out" ] && ok || bad "verification_event row"
+has "$tmp/r.html" '"verification":[{"kind":"clobber"'
+run 0 "$mplan" verify tests/data/tiny_net.json --html "$tmp/clean.html"
+has "$tmp/clean.html" '"verification":[]'
+
+# compile and the runner protocol.
+run 0 "$mplan" compile $v2 -o "$tmp/m.mpk" && has "$tmp/out" "wrote $tmp/m.mpk"
+run 0 "$runner" "$tmp/m.mpk" --paranoid --outputs "$tmp/o.mpt" --events "$tmp/e.tsv" --write-inputs "$tmp/i.mpt"
+has "$tmp/e.tsv" "mplan-events/1"
+grep -q "^end	0	0	" "$tmp/e.tsv" && ok || bad "events end line"
+[ "$(head -c 8 "$tmp/o.mpt")" = MPTENSOR ] && ok || bad "outputs are not tensors/1"
+run 0 "$runner" "$tmp/m.mpk" --inputs "$tmp/i.mpt" --outputs "$tmp/o2.mpt"
+cmp -s "$tmp/o.mpt" "$tmp/o2.mpt" && ok || bad "the same inputs gave other outputs"
+run 1 "$runner" "$tmp/m.mpk" --poison --oob b3_dw
+has "$tmp/out" "event	"
+head -c 5000 "$tmp/m.mpk" >"$tmp/short.mpk"
+run 2 "$runner" "$tmp/short.mpk" && one_line && has "$tmp/err" "invalid bundle"
+run 2 "$runner" "$tmp/m.mpk" --inputs "$tmp/e.tsv" && has "$tmp/err" "not a tensors/1 file"
+run 2 "$runner" && has "$tmp/err" "usage"
+
+# Usage and input errors: one line, exit 2, no file written.
+run 2 "$mplan" verify $v2 --target rv64 && one_line && has "$tmp/err" "--target rv64 is not available yet"
+run 2 "$mplan" verify $v2 --vlen 256 && has "$tmp/err" "--vlen applies to --target rv64"
+run 2 "$mplan" verify $v2 --vlen 100 && has "$tmp/err" "expected 128, 256 or 512"
+run 2 "$mplan" verify $v2 --target gpu && has "$tmp/err" "expected host or rv64"
+run 2 "$mplan" verify $v2 --inject nonsense && has "$tmp/err" "expected overlap:A,B, early-free:T or oob:OP"
+run 2 "$mplan" verify $v2 --inject early-free:ghost && has "$tmp/err" "no tensor named 'ghost'"
+run 2 "$mplan" verify $v2 --inject oob:ghost && has "$tmp/err" "no op named 'ghost'"
+run 2 "$mplan" verify $v2 --inject overlap:input,b2_dw_out && has "$tmp/err" "must be distinct activations live at a common step"
+run 2 "$mplan" verify $v2 --inject overlap:conv1_out,b2_dw_out && has "$tmp/err" "live at a common step"
+run 2 "$mplan" verify $v2 --redzone 70000 && has "$tmp/err" "--redzone '70000'"
+run 2 "$mplan" verify $v2 --dot "$tmp/g.dot" && has "$tmp/err" "only --html and --sqlite"
+run 2 "$mplan" verify models/seed_example.json && has "$tmp/err" "has no ops to run"
+run 2 "$mplan" compile $v2 && has "$tmp/err" "give the bundle's path with -o"
+run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --paranoid && has "$tmp/err" "belong to mplan verify"
+run 2 "$mplan" compile models/seed_example.json -o "$tmp/x.mpk" && has "$tmp/err" "has no ops to compile"
+[ -e "$tmp/x.mpk" ] && bad "compile wrote a bundle after an error" || ok
+# An op the runtime lacks: a clear error naming it; planning still works.
+cat >"$tmp/topk.json" <<'JSON'
+{"mplan": "graph/1", "name": "u",
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [1, 8], "kind": "input"},
+             {"name": "y", "dtype": "f32", "shape": [1, 8]},
+             {"name": "z", "dtype": "f32", "shape": [1, 8], "kind": "output"}],
+ "ops": [{"name": "e", "op": "Einsum", "inputs": ["x"], "outputs": ["y"]},
+         {"name": "r", "op": "Relu", "inputs": ["y"], "outputs": ["z"]}],
+ "outputs": ["z"]}
+JSON
+run 0 "$mplan" plan "$tmp/topk.json"
+run 2 "$mplan" verify "$tmp/topk.json" && one_line && has "$tmp/err" "op 'e' (Einsum): the runtime has no kernel for this op"
+run 2 "$mplan" compile "$tmp/topk.json" -o "$tmp/x.mpk" && has "$tmp/err" "(Einsum)"
+run 0 "$mplan" verify --help && has "$tmp/out" "--inject SPEC"
+run 0 "$mplan" compile --help && has "$tmp/out" "mplan compile MODEL -o BUNDLE.mpk"
+
+echo "runtime cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The runtime against ONNX Runtime (onnxruntime-node 1.30.0 from npm,
+# installed with --ignore-scripts into the build folder: its linux-x64
+# library ships inside the package) on the same seeded inputs, for PP-OCR
+# cls and BlazeFace front (and PP-OCRv4 rec and det): max abs/rel error
+# per output, asserted within
+# |d| <= 1e-4 + 1e-3 |ort| (float32 kernels summing in another order).
+# usage: test_ort.sh MPLAN RUNNER SOURCE_DIR ONNX_CACHE ORT_DIR
+set -euo pipefail
+mplan=$1 runner=$2 src=$3 cache=$4 ort=$5
+if [ ! -f "$ort/node_modules/onnxruntime-node/package.json" ]; then
+  mkdir -p "$ort"
+  (cd "$ort" && npm install --silent --ignore-scripts --no-audit --no-fund \
+     onnxruntime-node@1.30.0 >/dev/null)
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+check() { # LABEL MODEL [planning flags]
+  local label=$1 model=$2
+  shift 2
+  "$mplan" compile "$model" "$@" -o "$tmp/$label.mpk" >/dev/null
+  "$runner" "$tmp/$label.mpk" --seed 1 --poison --write-inputs "$tmp/$label.in" \
+    --outputs "$tmp/$label.ours" --events "$tmp/$label.events"
+  node "$src/tests/ort/run_ort.js" "$ort" "$model" "$tmp/$label.in" "$tmp/$label.ort"
+  python3 "$src/tests/ort/compare.py" "$tmp/$label.ours" "$tmp/$label.ort" 1e-4 1e-3 "$label" || status=1
+}
+check cls "$cache/ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx" --shape x=1x3x48x192
+check blazeface "$cache/blazeface/face_detection_front_128x128_barracuda.onnx"
+# Beyond the two the issue names: the PP-OCRv4 recognizer and detector.
+check rec "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --shape x=1x3x48x320
+check det "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" --shape x=1x3x320x320
+exit $status

@@ -1,0 +1,335 @@
+/*
+ * test_onnx_run.c -- the ONNX backend node tests (Debian libonnx-testdata)
+ * executed by the runtime: import, bind test_data_set_0's inputs, infer,
+ * plan, compile (weights from the model), run in poison mode with the
+ * reference kernels, and compare every output with output_K.pb.
+ *
+ * Tolerance: f32 and f64 |got - want| <= 1e-7 + 1e-3 |want|, the
+ * defaults of ONNX's own backend test runner (NaN equals NaN); integers
+ * and bool exactly; dtype and shape exactly. Test data whose input dtype
+ * differs from the model's declared input (bfloat16 bits fed as uint16)
+ * is skipped.
+ *
+ * Each test is passed, failed (ran, a value or a shape differs, or the
+ * run reported an event), or skipped (an op or a variant the runtime
+ * does not support, or a model the importer refuses). The test fails when
+ * any test of a supported op fails or fewer than FLOOR pass, and lists
+ * the ops that caused skips.
+ *
+ * usage: test_onnx_run NODE_DIR FLOOR [-v]
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "mplan/compile.h"
+#include "mplan/file.h"
+#include "mplan/lifetime.h"
+#include "mplan/onnx.h"
+#include "mplan/runtime.h"
+#include "mplan/schedule.h"
+#include "mplan/shape.h"
+#include "onnx.pb-c.h"
+
+typedef enum { PASS, FAIL, SKIP } verdict;
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *slurp(const char *path, size_t *len) {
+  char *data = NULL;
+  mp_error err;
+  if (mp_file_read(path, NULL, &data, len, &err) != MP_OK) return NULL;
+  return data;
+}
+
+/* Adds the op type named in an "op 'x' (Type): ..." message to list. */
+static void note_skip(const char *msg, char *list, size_t cap) {
+  const char *p = strstr(msg, "' (");
+  char item[160] = " import";
+  if (p) {
+    const char *e = strstr(p, "): ");
+    if (e && e - p < 100)
+      snprintf(item, sizeof item, " %.*s", (int)(e - p - 3), p + 3);
+  }
+  size_t n = strlen(item);
+  for (const char *q = list; (q = strstr(q, item)); q += n) {
+    if (q[n] == '\0' || q[n] == ' ') return;
+  }
+  size_t len = strlen(list);
+  snprintf(list + len, cap - len, "%s", item);
+}
+
+static bool close_enough(const void *g, const void *w, int kd, size_t n,
+                         char *why, size_t cap) {
+  for (size_t i = 0; i < n; i++) {
+    if (mp_kd_is_float(kd)) {
+      double a = mp_k_load(g, kd, i), b = mp_k_load(w, kd, i);
+      if (isnan(a) && isnan(b)) continue;
+      if (isinf(b) && a == b) continue;
+      if (!(fabs(a - b) <= 1e-7 + 1e-3 * fabs(b))) {
+        snprintf(why, cap, "element %zu: %.9g, expected %.9g", i, a, b);
+        return false;
+      }
+    } else if (mp_k_load_i(g, kd, i) != mp_k_load_i(w, kd, i)) {
+      snprintf(why, cap, "element %zu: %lld, expected %lld", i,
+               (long long)mp_k_load_i(g, kd, i),
+               (long long)mp_k_load_i(w, kd, i));
+      return false;
+    }
+  }
+  return true;
+}
+
+typedef struct run_state {
+  mp_graph *g;
+  uint32_t *order;
+  mp_problem *p;
+  mp_plan *plan;
+  mp_onnx_data *od;
+  mp_bundle *b;
+  mp_rt *rt;
+  mp_buf bundle;
+  Onnx__ModelProto *m;
+} run_state;
+
+static void run_free(run_state *s) {
+  mp_rt_destroy(s->rt);
+  mp_bundle_destroy(s->b);
+  mp_buf_free(&s->bundle);
+  mp_onnx_data_destroy(s->od);
+  mp_plan_destroy(s->plan);
+  mp_problem_destroy(s->p);
+  free(s->order);
+  mp_graph_destroy(s->g);
+  if (s->m) onnx__model_proto__free_unpacked(s->m, NULL);
+}
+
+/* Binds the inputs (shapes and values for inference). */
+static mp_status bind_inputs(const char *dir, run_state *s, mp_error *err) {
+  const Onnx__GraphProto *gp = s->m->graph;
+  size_t k = 0;
+  for (size_t i = 0; i < gp->n_input; i++) {
+    bool init = false;
+    for (size_t j = 0; j < gp->n_initializer; j++) {
+      init = init || strcmp(gp->initializer[j]->name, gp->input[i]->name) == 0;
+    }
+    int32_t t;
+    if (init || !mp_graph_find_tensor(s->g, gp->input[i]->name, &t)) continue;
+    char path[1400];
+    size_t len;
+    snprintf(path, sizeof path, "%s/test_data_set_0/input_%zu.pb", dir, k++);
+    char *in = slurp(path, &len);
+    mp_status st =
+        in ? mp_onnx_bind_input(s->g, gp->input[i]->name, in, len, err)
+           : mp_error_set(err, MP_ERR_BAD_INPUT, "no %s", path);
+    free(in);
+    if (st != MP_OK) return st;
+  }
+  return MP_OK;
+}
+
+/* Stages every bundle input from its .pb (by graph input order). */
+static mp_status stage_inputs(const char *dir, run_state *s, mp_error *err) {
+  const Onnx__GraphProto *gp = s->m->graph;
+  size_t k = 0;
+  for (size_t i = 0; i < gp->n_input; i++) {
+    bool init = false;
+    for (size_t j = 0; j < gp->n_initializer; j++) {
+      init = init || strcmp(gp->initializer[j]->name, gp->input[i]->name) == 0;
+    }
+    if (init) continue;
+    char path[1400];
+    size_t len, n;
+    snprintf(path, sizeof path, "%s/test_data_set_0/input_%zu.pb", dir, k++);
+    char *in = slurp(path, &len);
+    mp_dtype dt;
+    uint32_t rank;
+    int64_t dims[MP_MAX_RANK];
+    void *bytes = NULL;
+    mp_status st = in ? mp_onnx_tensor_decode(path, in, len, NULL, &dt, &rank,
+                                              dims, &bytes, &n, err)
+                      : MP_ERR_IO;
+    free(in);
+    uint32_t t;
+    for (size_t x = 0; st == MP_OK && x < mp_bundle_input_count(s->b); x++) {
+      t = mp_bundle_input(s->b, x);
+      const mp_btensor *bt = mp_bundle_tensor(s->b, t);
+      if (strcmp(bt->name, gp->input[i]->name) != 0) continue;
+      const Onnx__TypeProto *ty = gp->input[i]->type;
+      mp_dtype declared = dt;
+      if (ty && ty->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+        (void)mp_onnx_dtype(ty->tensor_type->elem_type, &declared);
+      }
+      if (declared != dt ||
+          strcmp(mp_kd_name(bt->dtype), mp_dtype_name(dt)) != 0) {
+        st = mp_error_set(err, MP_ERR_UNSUPPORTED,
+                          "input '%s': the test data is %s, the model "
+                          "declares %s",
+                          bt->name, mp_dtype_name(dt), mp_kd_name(bt->dtype));
+      } else {
+        st = mp_rt_set_input(s->rt, x, bytes, n, err);
+      }
+    }
+    mp_free(NULL, bytes);
+    if (st != MP_OK) return st;
+  }
+  return MP_OK;
+}
+
+static verdict compare(const char *dir, run_state *s, char *why, size_t cap) {
+  const Onnx__GraphProto *gp = s->m->graph;
+  for (size_t k = 0; k < gp->n_output; k++) {
+    char path[1400];
+    size_t len, n;
+    snprintf(path, sizeof path, "%s/test_data_set_0/output_%zu.pb", dir, k);
+    char *data = slurp(path, &len);
+    mp_dtype dt;
+    uint32_t rank, t;
+    int64_t dims[MP_MAX_RANK];
+    void *bytes = NULL;
+    mp_error err = {0};
+    if (!data || mp_onnx_tensor_decode(path, data, len, NULL, &dt, &rank, dims,
+                                       &bytes, &n, &err) != MP_OK) {
+      free(data);
+      snprintf(why, cap, "output %zu: no data", k);
+      return SKIP;
+    }
+    free(data);
+    verdict v = PASS;
+    if (!mp_bundle_find_tensor(s->b, gp->output[k]->name, &t)) {
+      snprintf(why, cap, "no output '%s'", gp->output[k]->name);
+      v = FAIL;
+    } else {
+      const mp_btensor *x = mp_bundle_tensor(s->b, t);
+      bool same = x->shape.rank == rank && x->bytes == n;
+      for (uint32_t d = 0; same && d < rank; d++)
+        same = x->shape.dims[d] == dims[d];
+      if (!same || mp_kd_size(x->dtype) != mp_dtype_size(dt)) {
+        snprintf(why, cap, "output '%s': shape or dtype differs", x->name);
+        v = FAIL;
+      } else if (!close_enough(mp_rt_tensor_data(s->rt, t), bytes, x->dtype,
+                               n / mp_kd_size(x->dtype), why, cap)) {
+        v = FAIL;
+      }
+    }
+    mp_free(NULL, bytes);
+    if (v != PASS) return v;
+  }
+  return PASS;
+}
+
+static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
+                       size_t skips_cap) {
+  char path[1400];
+  size_t len;
+  mp_error err = {0};
+  run_state s;
+  memset(&s, 0, sizeof s);
+  mp_buf_init(&s.bundle, NULL);
+  mp_order_kind used;
+  snprintf(path, sizeof path, "%s/model.onnx", dir);
+  char *data = slurp(path, &len);
+  if (!data) return SKIP;
+  s.m = onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
+  mp_status st = s.m ? mp_onnx_import(path, data, len, NULL, &s.g, &err)
+                     : MP_ERR_BAD_INPUT;
+  if (st == MP_OK) st = mp_onnx_data_load(path, data, len, NULL, &s.od, &err);
+  free(data);
+  if (st == MP_OK) st = bind_inputs(dir, &s, &err);
+  if (st == MP_OK) st = mp_schedule(s.g, MP_ORDER_AUTO, &s.order, &used, &err);
+  if (st == MP_OK) st = mp_shape_infer(s.g, s.order, NULL, &err);
+  if (st == MP_OK) st = mp_shape_check_resolved(s.g, &err);
+  if (st == MP_OK) st = mp_graph_resolve(s.g, &err);
+  mp_lifetime_opts lo = {.inputs_as_activations = false};
+  if (st == MP_OK) st = mp_lifetimes_build(s.g, s.order, &lo, &s.p, &err);
+  if (st == MP_OK) st = mp_plan_solve(s.p, NULL, &s.plan, &err);
+  mp_compile_opts co = {.seed = 3, .onnx = s.od};
+  bool planned = st == MP_OK;
+  if (st == MP_OK) {
+    st = mp_compile(s.g, s.order, s.p, mp_plan_placements(s.plan), NULL, &co,
+                    NULL, &s.bundle, &err);
+  }
+  verdict v = SKIP;
+  if (st != MP_OK) {
+    snprintf(why, cap, "%.900s", err.msg);
+    note_skip(planned ? err.msg : "import", skips, skips_cap);
+    run_free(&s);
+    return SKIP;
+  }
+  mp_rt_opts ro = {true, true, false, -1, 0, 0};
+  st = mp_bundle_load(path, s.bundle.data, s.bundle.len, NULL, &s.b, &err);
+  if (st == MP_OK) st = mp_rt_create(s.b, &ro, NULL, &s.rt, &err);
+  if (st == MP_OK) st = stage_inputs(dir, &s, &err);
+  if (st == MP_ERR_UNSUPPORTED) {
+    snprintf(why, cap, "%.900s", err.msg);
+    note_skip("test data", skips, skips_cap);
+    run_free(&s);
+    return SKIP;
+  }
+  if (st == MP_OK) st = mp_rt_run(s.rt, &err);
+  if (st != MP_OK) {
+    snprintf(why, cap, "%.900s", err.msg);
+    v = FAIL;
+  } else if (mp_rt_event_count(s.rt)) {
+    snprintf(why, cap, "%zu poison events: %s", mp_rt_event_count(s.rt),
+             mp_rt_event_at(s.rt, 0)->detail);
+    v = FAIL;
+  } else {
+    v = compare(dir, &s, why, cap);
+  }
+  run_free(&s);
+  return v;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: test_onnx_run NODE_DIR FLOOR [-v]\n");
+    return 2;
+  }
+  long floor_n = atol(argv[2]);
+  bool verbose = argc > 3 && strcmp(argv[3], "-v") == 0;
+  DIR *d = opendir(argv[1]);
+  if (!d) {
+    fprintf(stderr, "test_onnx_run: cannot open %s\n", argv[1]);
+    return 1;
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 256;
+      names = realloc(names, cap * sizeof *names);
+    }
+    names[n] = malloc(strlen(e->d_name) + 1);
+    strcpy(names[n++], e->d_name);
+  }
+  closedir(d);
+  qsort(names, n, sizeof *names, name_cmp);
+  size_t count[3] = {0};
+  static char skips[16384];
+  for (size_t i = 0; i < n; i++) {
+    char dir[1200], why[1000] = "";
+    snprintf(dir, sizeof dir, "%s/%s", argv[1], names[i]);
+    verdict v = run_one(dir, why, sizeof why, skips, sizeof skips);
+    count[v]++;
+    if (v == FAIL || (verbose && v == SKIP)) {
+      fprintf(stderr, "%s %s: %s\n", v == FAIL ? "FAILED" : "skipped", names[i],
+              why);
+    }
+    free(names[i]);
+  }
+  free(names);
+  printf("skipped for ops (or variants):%s\n", skips);
+  printf(
+      "node tests run by the runtime: %zu: %zu passed, %zu failed, %zu "
+      "skipped (floor %ld)\n",
+      n, count[PASS], count[FAIL], count[SKIP], floor_n);
+  CHECK(n > 0);
+  CHECK_EQ_U(count[FAIL], 0);
+  CHECK((long)count[PASS] >= floor_n);
+  return check_exit("test_onnx_run");
+}

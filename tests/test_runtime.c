@@ -1,0 +1,311 @@
+/*
+ * test_runtime.c -- the bundle loader against truncated and corrupted
+ * bundles, the executor's allocation discipline, and kernels on known
+ * results.
+ *
+ * usage: test_runtime SOURCE_DIR
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "mplan/compile.h"
+#include "mplan/runner.h"
+
+typedef struct count_alloc {
+  long calls;
+} count_alloc;
+
+static void *count_fn(void *ud, void *ptr, size_t size) {
+  ((count_alloc *)ud)->calls++;
+  if (size == 0) {
+    free(ptr);
+    return NULL;
+  }
+  return realloc(ptr, size);
+}
+
+static mp_buf bundle_of(const char *src, const char *model) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", src, model);
+  mp_error err = {0};
+  mp_model *m = NULL;
+  mp_plan *plan = NULL;
+  mp_buf out;
+  mp_buf_init(&out, NULL);
+  mp_compile_opts co = {.seed = 7};
+  mp_status st = mp_model_load(path, NULL, NULL, &m, &err);
+  if (st == MP_OK) st = mp_plan_solve(mp_model_problem(m), NULL, &plan, &err);
+  if (st == MP_OK) {
+    st = mp_compile_model(m, mp_model_problem(m), mp_plan_placements(plan), &co,
+                          NULL, &out, &err);
+  }
+  if (st != MP_OK) fprintf(stderr, "bundle_of %s: %s\n", model, err.msg);
+  CHECK(st == MP_OK);
+  mp_plan_destroy(plan);
+  mp_model_destroy(m);
+  return out;
+}
+
+/* Recomputes the CRC so that a corruption reaches the field checks. */
+static void fix_crc(unsigned char *p, size_t len) {
+  memset(p + 24, 0, 4);
+  uint32_t crc = mp_crc32(0, p, len);
+  for (int i = 0; i < 4; i++) p[24 + i] = (unsigned char)(crc >> (8 * i));
+}
+
+static void put_u32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static mp_status load(const unsigned char *p, size_t len, mp_error *err) {
+  mp_bundle *b = NULL;
+  mp_status st = mp_bundle_load("t.mpk", p, len, NULL, &b, err);
+  mp_bundle_destroy(b);
+  return st;
+}
+
+/* Section offsets, as the loader computes them. */
+static size_t section(const unsigned char *p, int which) {
+  static const size_t rec[] = {1, 32, 48, 128, 32};
+  size_t at = 96;
+  for (int i = 0; i < which; i++) {
+    uint32_t n = (uint32_t)p[32 + 4 * i] | (uint32_t)p[33 + 4 * i] << 8 |
+                 (uint32_t)p[34 + 4 * i] << 16 | (uint32_t)p[35 + 4 * i] << 24;
+    at += n * rec[i];
+    at = (at + 7) & ~(size_t)7;
+  }
+  return at;
+}
+
+/* One corruption with a fixed CRC, and the message it must produce. */
+static void corrupt(const mp_buf *good, void (*mutate)(unsigned char *),
+                    const char *want) {
+  unsigned char *p = malloc(good->len);
+  memcpy(p, good->data, good->len);
+  mutate(p);
+  fix_crc(p, good->len);
+  mp_error err = {0};
+  mp_status st = load(p, good->len, &err);
+  CHECK(st == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, want);
+  free(p);
+}
+
+static void m_region_size(unsigned char *p) {
+  put_u64(p + section(p, 1) + 32 + 8, 16); /* scratch region of 16 bytes */
+}
+static void m_kernel(unsigned char *p) {
+  p[section(p, 4) + 8] = 200; /* op 0: kernel id 200 */
+}
+static void m_dims(unsigned char *p) {
+  put_u64(p + section(p, 3) + 56, 7); /* tensor 0: dim 0 = 7 */
+}
+static void m_weight_data(unsigned char *p) {
+  /* tensor 1 (conv1_w): its data past the weight blob */
+  put_u64(p + section(p, 3) + 128 + 40, (uint64_t)1 << 39);
+}
+static void m_weight_region(unsigned char *p) {
+  /* buffer 1 (a weight) into the scratch region (1) */
+  put_u32(p + section(p, 2) + 48 + 4, 1);
+}
+static void m_version(unsigned char *p) {
+  put_u32(p + 8, 2);
+}
+static void m_ref(unsigned char *p) {
+  /* every ref of op 0 points at tensor 100000 */
+  size_t op = section(p, 4);
+  uint32_t r0 = (uint32_t)p[op + 16] | (uint32_t)p[op + 17] << 8;
+  uint32_t nops = (uint32_t)p[48] | (uint32_t)p[49] << 8;
+  size_t refs = op + 32 * (size_t)nops;
+  refs = (refs + 7) & ~(size_t)7;
+  put_u32(p + refs + 4 * r0, 100000);
+}
+static void m_lifetime(unsigned char *p) {
+  /* tensor 3 (conv1_out, produced at step 0) says it is born at step 5 */
+  put_u32(p + section(p, 3) + 3 * 128 + 32, 5);
+}
+
+static void test_loader(const char *src) {
+  mp_buf good = bundle_of(src, "tests/data/tiny_net.json");
+  mp_error err = {0};
+  CHECK(load((const unsigned char *)good.data, good.len, &err) == MP_OK);
+  /* Every truncation is refused (the header's size and the CRC). */
+  size_t refused = 0, tried = 0;
+  for (size_t n = 0; n < good.len; n++) {
+    tried++;
+    if (load((const unsigned char *)good.data, n, &err) == MP_ERR_BAD_INPUT)
+      refused++;
+  }
+  CHECK_EQ_U(refused, tried);
+  CHECK_HAS(err.msg, "invalid bundle");
+  size_t truncations = tried;
+  /* Every single-byte flip is refused (CRC-32 catches all of them). */
+  unsigned char *p = malloc(good.len);
+  refused = tried = 0;
+  for (size_t at = 0; at < good.len; at++) {
+    memcpy(p, good.data, good.len);
+    p[at] ^= 0x5a;
+    tried++;
+    if (load(p, good.len, &err) == MP_ERR_BAD_INPUT) refused++;
+  }
+  free(p);
+  CHECK_EQ_U(refused, tried);
+  printf("loader: %zu truncations and %zu byte flips refused\n", truncations,
+         refused);
+  mp_buf_free(&good);
+  /* Field checks behind a valid CRC, each with its message, on a real
+   * model. */
+  mp_buf v2 = bundle_of(src, "models/mobilenet_v2.json");
+  corrupt(&v2, m_region_size, "outside region");
+  corrupt(&v2, m_kernel, "unknown kernel id 200");
+  corrupt(&v2, m_dims, "where its shape and dtype give");
+  corrupt(&v2, m_weight_data, "inside the");
+  corrupt(&v2, m_weight_region,
+          "must be persistent and apart from the activation arena");
+  corrupt(&v2, m_version, "version 2");
+  corrupt(&v2, m_ref, "is tensor 100000");
+  corrupt(&v2, m_lifetime, "born at 5");
+  mp_buf_free(&v2);
+}
+
+/* Structured fuzzing behind a valid CRC: random bytes of the records and
+ * parameters changed, the CRC fixed. Every mutant is refused with a
+ * message or, when the loader accepts it, runs to the end (under ASan in
+ * the sanitizer build: no access outside the regions). Seed printed. */
+static void test_fuzz(const char *src) {
+  mp_buf good = bundle_of(src, "tests/data/tiny_net.json");
+  unsigned char *p = malloc(good.len);
+  uint64_t seed = 20261129, s = seed;
+  size_t refused = 0, accepted = 0, ran = 0;
+  /* the weights (64-aligned, last) stay: changing them is not a
+   * structural mutation */
+  size_t end = good.len - 4 * 64;
+  for (int it = 0; it < 3000; it++) {
+    memcpy(p, good.data, good.len);
+    int n = 1 + (int)(s % 4);
+    for (int k = 0; k < n; k++) {
+      s = s * 6364136223846793005u + 1442695040888963407u;
+      size_t at = 32 + (size_t)(s >> 33) % (end - 32);
+      s = s * 6364136223846793005u + 1442695040888963407u;
+      p[at] = (unsigned char)(s >> 56);
+    }
+    fix_crc(p, good.len);
+    mp_error err = {0};
+    mp_bundle *b = NULL;
+    mp_status st = mp_bundle_load("fuzz", p, good.len, NULL, &b, &err);
+    if (st != MP_OK) {
+      CHECK(st == MP_ERR_BAD_INPUT);
+      CHECK(strstr(err.msg, "invalid bundle") != NULL);
+      refused++;
+      continue;
+    }
+    accepted++;
+    mp_rt *rt = NULL;
+    mp_rt_opts o = {true, true, false, -1, 0, 0};
+    if (mp_rt_create(b, &o, NULL, &rt, &err) == MP_OK) {
+      if (mp_rt_run(rt, &err) == MP_OK) ran++;
+      mp_rt_destroy(rt);
+    }
+    mp_bundle_destroy(b);
+  }
+  printf(
+      "fuzz (seed %llu): 3000 mutants behind a valid CRC, %zu refused, "
+      "%zu accepted (%zu ran to the end)\n",
+      (unsigned long long)seed, refused, accepted, ran);
+  CHECK(refused > 2000);
+  free(p);
+  mp_buf_free(&good);
+}
+
+/* mp_rt_run allocates nothing, in poison and paranoid mode too. */
+static void test_no_alloc(const char *src) {
+  mp_buf good = bundle_of(src, "models/mobilenet_v1.json");
+  count_alloc ca = {0};
+  mp_alloc a = {count_fn, &ca};
+  mp_error err = {0};
+  mp_bundle *b = NULL;
+  mp_rt *rt = NULL;
+  mp_rt_opts o = {true, true, false, -1, 0, 0};
+  CHECK(mp_bundle_load("v1", good.data, good.len, &a, &b, &err) == MP_OK);
+  CHECK(mp_rt_create(b, &o, &a, &rt, &err) == MP_OK);
+  long before = ca.calls;
+  CHECK(mp_rt_run(rt, &err) == MP_OK);
+  CHECK(mp_rt_run(rt, &err) == MP_OK);
+  CHECK_EQ_I(ca.calls - before, 0);
+  CHECK(before > 0);
+  CHECK_EQ_U(mp_rt_event_count(rt), 0);
+  printf("allocator calls: %ld to load and create, %ld during two runs\n",
+         before, ca.calls - before);
+  mp_rt_destroy(rt);
+  mp_bundle_destroy(b);
+  mp_buf_free(&good);
+}
+
+/* Conv on a hand-computed case: 1x1x3x3 input, 2x2 kernel, pad 1. */
+static void test_kernels(void) {
+  float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 0, 0, -1}, y[16];
+  float scratch[16];
+  mp_kconv p = {1,         1,         1,         1,
+                {1, 3, 3}, {1, 4, 4}, {1, 2, 2}, {1, 1, 1},
+                {1, 1, 1}, {0, 1, 1}, 0};
+  mp_k_conv_f32(&p, x, w, NULL, y, scratch);
+  /* y[i][j] = x[i-1][j-1] - x[i][j] over the zero-padded input */
+  CHECK(y[0] == -1 && y[5] == 1 - 5 && y[15] == 9 && y[3] == 0 && y[12] == 0);
+  /* In-place depthwise equals out-of-place. */
+  float a[2 * 16], b2[2 * 8], wd[2 * 3] = {1, 2, 3, -1, 0, 1}, s[16];
+  for (int i = 0; i < 32; i++) a[i] = (float)(i * 7 % 11) - 5;
+  mp_kconv d = {1,          2,         2,         2,
+                {1, 1, 16}, {1, 1, 8}, {1, 1, 3}, {1, 1, 2},
+                {1, 1, 1},  {0, 0, 1}, 0};
+  mp_k_conv_f32(&d, a, wd, NULL, b2, s);
+  mp_k_conv_f32(&d, a, wd, NULL, a, s);
+  CHECK(memcmp(a, b2, sizeof b2) == 0);
+  /* Broadcast add and int8 requantization. */
+  float u[6] = {1, 2, 3, 4, 5, 6}, v[3] = {10, 20, 30}, r[6];
+  mp_kshape su = {2, {2, 3}}, sv = {1, {3}};
+  mp_kbcast bc;
+  CHECK(mp_k_bcast_init(&bc, &su, &su, &sv, NULL));
+  mp_k_binary(MP_KB_ADD, &bc, MP_KD_F32, u, v, MP_KD_F32, r, false);
+  CHECK(r[0] == 11 && r[5] == 36);
+  int8_t ia[2] = {100, -100}, ib[2] = {100, 100}, ic[1];
+  int32_t bias[1] = {3};
+  mp_kgemm g = {1, 1, 2, false, false, 1, 1, 0, 0, 4};
+  mp_k_gemm_i8(&g, ia, ib, bias, ic);
+  CHECK_EQ_I(ic[0], 0); /* (10000 - 10000 + 3) / 16 = 0.19 -> 0 */
+  bias[0] = 24;
+  mp_k_gemm_i8(&g, ia, ib, bias, ic);
+  CHECK_EQ_I(ic[0], 2); /* 24 / 16 = 1.5 -> 2 (half away from zero) */
+}
+
+/* Weights given as graph JSON data reach the kernels exactly. */
+static void test_data_weights(const char *src) {
+  mp_buf bundle = bundle_of(src, "tests/data/data_weights.json");
+  mp_error err = {0};
+  mp_bundle *b = NULL;
+  mp_rt *rt = NULL;
+  float x[3] = {1, 1, 2}, want[2] = {1 + 2 + 6 + 0.5f, 0}; /* -9 + 10 = 1 */
+  want[1] = 1;
+  CHECK(mp_bundle_load("dw", bundle.data, bundle.len, NULL, &b, &err) == MP_OK);
+  CHECK(mp_rt_create(b, NULL, NULL, &rt, &err) == MP_OK);
+  CHECK(mp_rt_set_input(rt, 0, x, sizeof x, &err) == MP_OK);
+  CHECK(mp_rt_run(rt, &err) == MP_OK);
+  const float *y = mp_rt_tensor_data(rt, mp_bundle_output(b, 0));
+  CHECK(y[0] == want[0] && y[1] == want[1]);
+  mp_rt_destroy(rt);
+  mp_bundle_destroy(b);
+  mp_buf_free(&bundle);
+}
+
+int main(int argc, char **argv) {
+  const char *src = argc > 1 ? argv[1] : ".";
+  test_kernels();
+  test_loader(src);
+  test_fuzz(src);
+  test_no_alloc(src);
+  test_data_weights(src);
+  return check_exit("test_runtime");
+}
