@@ -143,7 +143,7 @@ static mp_status vf_problem(vf *v, mp_problem **out) {
 
 /* Moves B onto A's bytes (invariant 3); both must be live together. */
 static mp_status vf_overlap(vf *v, const mp_problem *p, mp_placement *pl) {
-  size_t ba, bb;
+  size_t ba = 0, bb = 0;
   mp_status st = vf_buffer(v, v->o->inject.a, &ba);
   if (st == MP_OK) st = vf_buffer(v, v->o->inject.b, &bb);
   if (st != MP_OK) return st;

@@ -52,6 +52,7 @@ int64_t mp_k_load_i(const void *p, int d, size_t k) {
     float f32;
     double f64;
   } u;
+  memset(&u, 0, sizeof u); /* an unknown code (size 0) reads as zero */
   memcpy(&u, b, mp_kd_size(d));
   switch (d) {
     case MP_KD_I8:
