@@ -252,7 +252,10 @@ static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
   const mp_tensor *x = mp_graph_tensor(w->g, t);
   int kd = lw_kdtype(x->dtype);
   size_t n = x->bytes / mp_kd_size(kd);
-  while (w->weights.len % MP_BUNDLE_WEIGHT_ALIGN) bw_u8(&w->weights, 0);
+  /* a failed buffer stops growing: stop padding it too */
+  while (w->weights.len % MP_BUNDLE_WEIGHT_ALIGN && !w->weights.failed) {
+    bw_u8(&w->weights, 0);
+  }
   *off = w->weights.len;
   const void *src;
   size_t len;
@@ -342,8 +345,8 @@ static mp_status bw_tensors(bw *w) {
     bw_u8(&w->tensors, (uint8_t)x->rank);
     bw_u8(&w->tensors, 0);
     bw_u32(&w->tensors, 0);
-    bool resident = x->kind == MP_TENSOR_WEIGHT || x->kind == MP_TENSOR_INPUT ||
-                    x->kind == MP_TENSOR_RETAINED;
+    /* retained state is born where its op writes it */
+    bool resident = x->kind == MP_TENSOR_WEIGHT || x->kind == MP_TENSOR_INPUT;
     bw_u32(&w->tensors, (uint32_t)(resident ? -1 : w->first[t]));
     bw_u32(&w->tensors, (uint32_t)w->last[t]);
     bw_u64(&w->tensors, data_off);
@@ -402,7 +405,7 @@ static uint32_t bw_io(bw *w, mp_tensor_kind kind) {
 }
 
 static void bw_pad(mp_buf *out, size_t align) {
-  while (out->len % align) bw_u8(out, 0);
+  while (out->len % align && !out->failed) bw_u8(out, 0);
 }
 
 static mp_status bw_assemble(bw *w, uint32_t n_in, uint32_t n_out,

@@ -8,7 +8,8 @@
  *   2. strings: the blob ends with NUL; every name is an offset into it
  *      and holds no control character (names go into one-line events);
  *   3. regions: kind, power-of-two alignment in [8, 4096], size within
- *      MP_BUNDLE_MAX_REGION;
+ *      MP_BUNDLE_MAX_REGION and no larger than its buffers need (plus the
+ *      alignment);
  *   4. buffers: region index, [offset - red zone, offset + size + red
  *      zone) inside the region, lifetime in [-1, steps], class, and the
  *      class matching the region's kind: weights, inputs and retained
@@ -23,8 +24,9 @@
  *   6. ops: kernel id, refs and params inside their pools, every tensor
  *      produced once by an op whose step is its first step, every input
  *      produced earlier (or resident) and still live by the tensor's own
- *      lifetime, outputs never weights or inputs, then the kernel's own
- *      check of arity, parameters, dtypes and shapes (ops.c);
+ *      lifetime (retained state may be read before it is written: the
+ *      previous invocation's), outputs never weights or inputs, then the
+ *      kernel's own check of arity, parameters, dtypes and shapes (ops.c);
  *   7. graph inputs and outputs: indices and kinds.
  * A bundle that passes can run without touching memory outside the
  * regions (memory safety). Overlaps between activation buffers are NOT
@@ -359,6 +361,29 @@ static int bl_cmp_u64(const void *a, const void *b) {
   return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
+/* A region is no larger than its buffers need (plus its alignment): a
+ * corrupt size must not make a target allocate memory nothing uses. */
+static mp_status bl_region_tight(bl *x) {
+  mp_bundle *b = x->b;
+  for (size_t r = 0; r < b->n_regions; r++) {
+    uint64_t need = 0;
+    for (size_t i = 0; i < b->n_buffers; i++) {
+      const mp_bbuffer *u = &b->buffers[i];
+      uint64_t end = u->offset + u->size + u->rz_after;
+      if (u->region == r && end > need) need = end;
+    }
+    const mp_bregion *g = &b->regions[r];
+    if (g->size > need + g->alignment) {
+      return bl_bad(x,
+                    "region '%s' has %llu bytes where its buffers end at "
+                    "%llu",
+                    g->name, (unsigned long long)g->size,
+                    (unsigned long long)need);
+    }
+  }
+  return MP_OK;
+}
+
 /* Resident buffers never share a byte (invariant 4). */
 static mp_status bl_resident_disjoint(bl *x, const mp_alloc *a) {
   mp_bundle *b = x->b;
@@ -533,7 +558,7 @@ static mp_status bl_ops(bl *x, const unsigned char *p, const mp_alloc *a) {
         break;
       }
       const mp_btensor *v = &b->tensors[t];
-      if (v->kind != MP_BT_ACTIVATION && v->kind != MP_BT_OUTPUT) {
+      if (v->kind == MP_BT_WEIGHT || v->kind == MP_BT_INPUT) {
         st = bl_bad(x, "op '%s' writes '%s', which is a weight or an input",
                     o->name, v->name);
       } else if (made[t] >= 0) {
@@ -555,7 +580,8 @@ static mp_status bl_ops(bl *x, const unsigned char *p, const mp_alloc *a) {
   }
   for (size_t t = 0; t < b->n_tensors && st == MP_OK; t++) {
     const mp_btensor *v = &b->tensors[t];
-    if ((v->kind == MP_BT_ACTIVATION || v->kind == MP_BT_OUTPUT) &&
+    if ((v->kind == MP_BT_ACTIVATION || v->kind == MP_BT_OUTPUT ||
+         v->kind == MP_BT_RETAINED) &&
         made[t] < 0) {
       st = bl_bad(x, "tensor '%s' is produced by no op", v->name);
     }
@@ -618,6 +644,7 @@ static mp_status bl_parse(bl *x, const mp_alloc *a) {
   int32_t steps = (int32_t)b->n_ops;
   st = bl_regions(x, p + l.regions);
   if (st == MP_OK) st = bl_buffers(x, p + l.buffers, steps);
+  if (st == MP_OK) st = bl_region_tight(x);
   if (st == MP_OK) st = bl_resident_disjoint(x, a);
   for (size_t i = 0; st == MP_OK && i < b->n_tensors; i++) {
     st = bl_tensor(x, p + l.tensors + i * MP_BUNDLE_TENSOR_REC, i);

@@ -107,8 +107,10 @@ void mp_rt_destroy(mp_rt *rt) {
   mp_free(a, rt);
 }
 
+/* Written by an op (retained state too: it is the update of this run). */
 static bool rt_produced(const mp_btensor *t) {
-  return t->kind == MP_BT_ACTIVATION || t->kind == MP_BT_OUTPUT;
+  return t->kind == MP_BT_ACTIVATION || t->kind == MP_BT_OUTPUT ||
+         t->kind == MP_BT_RETAINED;
 }
 
 static mp_status rt_alloc_regions(mp_rt *rt, mp_error *err) {
@@ -429,11 +431,17 @@ static void rt_check_free(mp_rt *rt, int32_t step) {
   }
 }
 
-/* Tensors live after step: produced, and read later (or outputs). */
-static bool rt_tensor_live_after(const mp_btensor *x, int32_t step) {
+/* Tensors live after step: produced, and read later (or outputs); a
+ * graph input planned as an activation (--inputs activation) until its
+ * last read, resident tensors for the whole run. */
+static bool rt_tensor_live_after(const mp_bundle *b, const mp_btensor *x,
+                                 int32_t step) {
   if (x->kind == MP_BT_OUTPUT) return x->first <= step;
   if (x->kind == MP_BT_ACTIVATION) return x->first <= step && x->last > step;
-  return true; /* weights, inputs, retained: the whole run */
+  if (x->kind == MP_BT_INPUT && mp_bundle_buffer(b, x->buffer)->cls == 0) {
+    return x->last > step;
+  }
+  return true;
 }
 
 static bool rt_overlap(const mp_bundle *b, const mp_btensor *x, uint32_t buf) {
@@ -462,7 +470,7 @@ static void rt_release(mp_rt *rt, int32_t step) {
   for (size_t k = 0; k < n; k++) {
     for (size_t t = 0; t < mp_bundle_tensor_count(b); t++) {
       const mp_btensor *x = mp_bundle_tensor(b, t);
-      if (!rt_produced(x) || !rt_tensor_live_after(x, step)) continue;
+      if (!rt_produced(x) || !rt_tensor_live_after(b, x, step)) continue;
       if (!rt_overlap(b, x, rt->released[k])) continue;
       rt_verify(rt, (uint32_t)t, step, step, RT_AFTER_RELEASE,
                 (int32_t)rt->released[k]);
@@ -521,7 +529,7 @@ static void rt_check_live(mp_rt *rt, int32_t step) {
   const mp_bundle *b = rt->b;
   for (size_t t = 0; t < mp_bundle_tensor_count(b) && !rt->stop; t++) {
     const mp_btensor *x = mp_bundle_tensor(b, t);
-    if (rt_tensor_live_after(x, step) || x->first == step) {
+    if (rt_tensor_live_after(b, x, step) || x->first == step) {
       rt_verify(rt, (uint32_t)t, step, step, RT_AFTER_OP, -1);
     }
   }

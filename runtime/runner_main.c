@@ -9,8 +9,11 @@
  * --write-inputs writes the inputs the run was fed (tensors/1), so that
  * another runtime (ONNX Runtime in the comparison test) gets the very
  * same seeded values.
- * Exit status: 0 a clean run, 1 the run recorded events, 2 an error (one
- * line on stderr). Events go to --events or stdout.
+ * Invariants:
+ *   1. Exit status: 0 a clean run, 1 the run recorded events, 2 an error
+ *      (one line on stderr).
+ *   2. Files are written atomically (mp_file_write) and only after a
+ *      complete run; events go to --events or stdout.
  */
 #include <stdio.h>
 #include <stdlib.h>

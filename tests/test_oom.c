@@ -15,6 +15,7 @@
 #include "mplan/model.h"
 #include "mplan/report.h"
 #include "mplan/report_db.h"
+#include "mplan/verify.h"
 
 typedef struct oom_state {
   long calls, fail_at, live;
@@ -87,6 +88,24 @@ static mp_status oom_reports(const char *path, const mp_load_opts *o,
   return st;
 }
 
+/* mplan verify (issue 6): compile, load, run paranoid with red zones, the
+ * no-reuse run and the comparison, all through a. */
+static mp_status oom_verify(const char *path, const mp_load_opts *o,
+                            const mp_alloc *a) {
+  mp_error err = {0};
+  mp_model *m = NULL;
+  mp_verify_result r;
+  mp_verify_opts vo = {.paranoid = true, .redzone = 8, .seed = 1};
+  mp_status st = mp_model_load(path, o, a, &m, &err);
+  if (st == MP_OK) st = mp_verify_run(m, &vo, a, &r, &err);
+  if (st == MP_OK) mp_verify_result_release(&r, a);
+  if (st != MP_OK && st != MP_ERR_NOMEM) {
+    fprintf(stderr, "unexpected status %d: %s\n", st, err.msg);
+  }
+  mp_model_destroy(m);
+  return st;
+}
+
 typedef mp_status (*oom_pipeline)(const char *, const mp_load_opts *,
                                   const mp_alloc *);
 
@@ -131,6 +150,9 @@ int main(int argc, char **argv) {
   oom_model(root, "tests/data/opset_new.onnx.bin");
   oom_model(root, "tests/data/control.onnx.bin"); /* If and Loop bodies */
   oom_model(root, "tests/data/pipeline.json");    /* two models, merged */
+  /* The verification runtime: graph JSON and ONNX weights. */
+  oom_model_with(root, "tests/data/tiny_net.json", NULL, oom_verify);
+  oom_model_with(root, "tests/data/dynamic.onnx.bin", &o, oom_verify);
   /* The report files on top. */
   char db[] = "/tmp/mplan_oom_XXXXXX";
   int fd = mkstemp(db);

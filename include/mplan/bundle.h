@@ -190,6 +190,8 @@ mp_status mp_bundle_load(const char *source, const void *data, size_t len,
                          const mp_alloc *a, mp_bundle **out, mp_error *err);
 void mp_bundle_destroy(mp_bundle *b);
 
+/* Accessors: every pointer returned (records, names, weights) is owned by
+ * the bundle and valid until mp_bundle_destroy. */
 size_t mp_bundle_region_count(const mp_bundle *b);
 size_t mp_bundle_buffer_count(const mp_bundle *b);
 size_t mp_bundle_tensor_count(const mp_bundle *b);

@@ -9,6 +9,9 @@
  * kernel says so (in place); no pointer is `restrict`, because a wrong
  * plan may overlap buffers and the kernel must still stay inside them.
  *
+ * Ownership: every kernel borrows its pointers for the duration of the
+ * call and keeps nothing; parameter structs are plain values.
+ *
  * These scalar kernels are the specification: vector kernels (kernels/rvv/)
  * keep the same signatures and are tested against them.
  *

@@ -81,6 +81,8 @@ mp_status mp_rt_set_input(mp_rt *rt, size_t i, const void *data, size_t len,
  * kernel error (MP_ERR_BAD_INPUT); violations are events, not failures. */
 mp_status mp_rt_run(mp_rt *rt, mp_error *err);
 
+/* The last run's events, owned by the runtime (valid until the next run
+ * or mp_rt_destroy). */
 size_t mp_rt_event_count(const mp_rt *rt);
 const mp_rt_event *mp_rt_event_at(const mp_rt *rt, size_t i);
 size_t mp_rt_events_dropped(const mp_rt *rt);

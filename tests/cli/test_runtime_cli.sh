@@ -47,6 +47,22 @@ for m in models/mobilenet_v1.json $v2 tests/data/tiny_net.json; do
   run 0 "$mplan" verify "$m" --paranoid --redzone 32 && has "$tmp/out" "paranoid"
 done
 run 0 "$mplan" verify tests/data/tiny_net.json --poison --strategy linear --seed 9
+# Graph inputs planned as activations are released after their last read.
+run 0 "$mplan" verify $v2 --inputs activation --paranoid --redzone 8
+run 0 "$mplan" verify $v2 --backend tests/data/backend_64.json --paranoid
+run 0 "$mplan" verify tests/data/pipeline.json --paranoid
+run 0 "$mplan" verify tests/data/data_weights.json --paranoid
+# Retained state: written by an op into the persistent tier.
+cat >"$tmp/ret.json" <<'JSON'
+{"mplan": "graph/1", "name": "ret",
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [1, 8], "kind": "input"},
+             {"name": "state", "dtype": "f32", "shape": [1, 8], "kind": "retained"},
+             {"name": "y", "dtype": "f32", "shape": [1, 8], "kind": "output"}],
+ "ops": [{"name": "upd", "op": "Relu", "inputs": ["x"], "outputs": ["state"]},
+         {"name": "out", "op": "Add", "inputs": ["x", "state"], "outputs": ["y"]}],
+ "outputs": ["y"]}
+JSON
+run 0 "$mplan" verify "$tmp/ret.json" --paranoid --redzone 8
 
 # Injected faults: exit 1, the event line names culprit and victim.
 run 1 "$mplan" verify $v2 --paranoid --inject overlap:b2_expand_out,b2_dw_out

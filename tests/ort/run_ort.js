@@ -9,7 +9,7 @@ const fs = require('fs');
 const path = require('path');
 
 const [ortDir, modelPath, inPath, outPath] = process.argv.slice(2);
-const ort = require(path.join(ortDir, 'node_modules', 'onnxruntime-node'));
+const ort = require(path.resolve(ortDir, 'node_modules', 'onnxruntime-node'));
 
 // mp_kdtype codes (include/mplan/kernels.h) <-> ONNX Runtime type names.
 const types = {1: 'float32', 2: 'float64', 3: 'int8', 4: 'uint8', 7: 'int32', 9: 'int64'};

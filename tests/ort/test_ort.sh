@@ -2,7 +2,8 @@
 # The runtime against ONNX Runtime (onnxruntime-node 1.30.0 from npm,
 # installed with --ignore-scripts into the build folder: its linux-x64
 # library ships inside the package) on the same seeded inputs, for PP-OCR
-# cls and BlazeFace front: max abs/rel error per output, asserted within
+# cls and BlazeFace front (and PP-OCRv4 rec and det): max abs/rel error
+# per output, asserted within
 # |d| <= 1e-4 + 1e-3 |ort| (float32 kernels summing in another order).
 # usage: test_ort.sh MPLAN RUNNER SOURCE_DIR ONNX_CACHE ORT_DIR
 set -euo pipefail
@@ -26,4 +27,7 @@ check() { # LABEL MODEL [planning flags]
 }
 check cls "$cache/ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx" --shape x=1x3x48x192
 check blazeface "$cache/blazeface/face_detection_front_128x128_barracuda.onnx"
+# Beyond the two the issue names: the PP-OCRv4 recognizer and detector.
+check rec "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --shape x=1x3x48x320
+check det "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" --shape x=1x3x320x320
 exit $status
