@@ -6,11 +6,10 @@
  * a block of up to four output channels of one group, each vector of
  * input row elements (unit stride, or strided for stride > 1) is loaded
  * once per tap and multiplied into the accumulators of all channels of
- * the block, which stay in registers over every tap. Columns whose taps
- * all read inside the input row (the interior) are vectorised; the few
- * border columns that padding reaches are computed one by one with the
- * same tap order. A 1x1 convolution with unit strides and no padding is
- * run as one row of the whole plane, so that short rows do not waste
+ * the block, which stay in registers over every tap. In the chunks of a
+ * row that padding reaches, a tap whose input column falls outside the
+ * row is masked off for those lanes. A 1x1 convolution with unit strides and no
+ * padding is run as one row of the whole plane, so that short rows do not waste
  * lanes.
  *
  * LMUL: 4 for the f32 and int32 accumulators (register pressure, seed 000
@@ -29,7 +28,6 @@
  *      channel order, as the scalar kernel does; otherwise y is written
  *      directly and never read.
  */
-#include <math.h>
 #include <riscv_vector.h>
 #include <string.h>
 
@@ -37,11 +35,14 @@
 #include "mplan/kernels_rvv.h"
 
 #define KV_OCB 4
+#define KV_KW 16
 
 typedef struct kv_cg {
   const mp_kconv *p;
   int64_t cg, mg, pin, pout, ks;
   int64_t lo, hi; /* interior output columns */
+  /* per tap kw < KV_KW: the output columns it reads inside the row */
+  int64_t klo[KV_KW], khi[KV_KW];
 } kv_cg;
 
 /* Output positions o in [0, out) whose input o*s - p + off is in [0, in)
@@ -67,6 +68,10 @@ static void kv_geom(const mp_kconv *p, kv_cg *g) {
   kv_range(p->out[2], p->in[2], p->stride[2], p->pad[2], 0, &l0, &h0);
   kv_range(p->out[2], p->in[2], p->stride[2], p->pad[2],
            (p->k[2] - 1) * p->dil[2], &l1, &h1);
+  for (int64_t kw = 0; kw < p->k[2] && kw < KV_KW; kw++) {
+    kv_range(p->out[2], p->in[2], p->stride[2], p->pad[2], kw * p->dil[2],
+             &g->klo[kw], &g->khi[kw]);
+  }
   g->lo = l0 > l1 ? l0 : l1;
   g->hi = h0 < h1 ? h0 : h1;
   if (g->hi < g->lo) g->hi = g->lo;
@@ -92,19 +97,63 @@ static int64_t kv_src(const mp_kconv *p, int d, int64_t o, int64_t k) {
   return i >= 0 && i < p->in[d] ? i : -1;
 }
 
+/* Columns [a, b) of the chunk [ow, ow + vl) that tap kw reads inside the
+ * input row; false when that is the whole chunk (no mask needed). */
+static inline __attribute__((always_inline)) bool kv_tap_cols(
+    const kv_cg *g, int64_t ow, size_t vl, int64_t kw, size_t *a, size_t *b) {
+  const mp_kconv *p = g->p;
+  int64_t lo, hi;
+  if (kw < KV_KW) {
+    lo = g->klo[kw];
+    hi = g->khi[kw];
+  } else {
+    kv_range(p->out[2], p->in[2], p->stride[2], p->pad[2], kw * p->dil[2], &lo,
+             &hi);
+  }
+  int64_t end = ow + (int64_t)vl;
+  if (lo <= ow && hi >= end) return false;
+  lo = lo < ow ? ow : lo > end ? end : lo;
+  hi = hi < lo ? lo : hi > end ? end : hi;
+  *a = (size_t)(lo - ow);
+  *b = (size_t)(hi - ow);
+  return true;
+}
+
+/* Lanes [a, b) of vl. */
+static inline __attribute__((always_inline)) vbool8_t kv_lanes(size_t a,
+                                                               size_t b,
+                                                               size_t vl) {
+  vuint32m4_t id = __riscv_vid_v_u32m4(vl);
+  return __riscv_vmand_mm_b8(__riscv_vmsgeu_vx_u32m4_b8(id, (uint32_t)a, vl),
+                             __riscv_vmsltu_vx_u32m4_b8(id, (uint32_t)b, vl),
+                             vl);
+}
+
+/* The address of lane 0 of a row load: where padding puts it before the
+ * row it is formed as an integer, since only the lanes of the mask, which
+ * are inside the row, are accessed. */
+#define KV_LANE0(T, row, off)               \
+  ((const T *)(uintptr_t)((intptr_t)(row) + \
+                          (intptr_t)(off) * (intptr_t)sizeof(T)))
+
 /* ---- f32 ------------------------------------------------------------------
  */
 
-/* The interior of one output row for nb (1..4, a constant after
- * inlining) output channels: w points at the first channel's weights,
- * the others follow at cg * ks. */
+/* One output row for nb (1..4, a constant after inlining) output
+ * channels: w points at the first channel's weights, the others follow at
+ * cg * ks. Chunks that padding reaches mask the taps that fall outside
+ * the input row: masked loads touch no other element and masked
+ * multiply-adds leave those accumulators as they are, as the scalar
+ * kernel skips the tap. */
 static inline __attribute__((always_inline)) void kv_row_f32(
     const kv_cg *g, const float *xb, const float *w, const float *b,
     float *const *yr, int64_t od, int64_t oh, int nb) {
   const mp_kconv *p = g->p;
   int64_t wst = g->cg * g->ks, s2 = p->stride[2];
-  for (int64_t ow = g->lo; ow < g->hi;) {
-    size_t vl = __riscv_vsetvl_e32m4((size_t)(g->hi - ow));
+  ptrdiff_t sb = (ptrdiff_t)(s2 * (int64_t)sizeof(float));
+  for (int64_t ow = 0; ow < p->out[2];) {
+    size_t vl = __riscv_vsetvl_e32m4((size_t)(p->out[2] - ow));
+    bool inside = ow >= g->lo && ow + (int64_t)vl <= g->hi;
     vfloat32m4_t a0 = __riscv_vfmv_v_f_f32m4(b ? b[0] : 0.0f, vl);
     vfloat32m4_t a1 = a0, a2 = a0, a3 = a0;
     if (nb > 1) a1 = __riscv_vfmv_v_f_f32m4(b ? b[1] : 0.0f, vl);
@@ -117,21 +166,39 @@ static inline __attribute__((always_inline)) void kv_row_f32(
         for (int64_t kh = 0; kh < p->k[1]; kh++) {
           int64_t ih = kv_src(p, 1, oh, kh);
           if (ih < 0) continue;
-          const float *xr = xb + ic * g->pin + (id * p->in[1] + ih) * p->in[2] +
-                            ow * s2 - p->pad[2];
+          const float *xr = xb + ic * g->pin + (id * p->in[1] + ih) * p->in[2];
+          int64_t x0 = ow * s2 - p->pad[2];
           const float *wr = w + ic * g->ks + (kd * p->k[1] + kh) * p->k[2];
           for (int64_t kw = 0; kw < p->k[2]; kw++) {
-            const float *xp = xr + kw * p->dil[2];
-            vfloat32m4_t xv =
-                s2 == 1 ? __riscv_vle32_v_f32m4(xp, vl)
-                        : __riscv_vlse32_v_f32m4(
-                              xp, (ptrdiff_t)(s2 * (int64_t)sizeof(float)), vl);
-            a0 = __riscv_vfmacc_vf_f32m4(a0, wr[kw], xv, vl);
-            if (nb > 1) a1 = __riscv_vfmacc_vf_f32m4(a1, wr[wst + kw], xv, vl);
+            int64_t off = x0 + kw * p->dil[2];
+            size_t la = 0, lb = 0;
+            if (inside || !kv_tap_cols(g, ow, vl, kw, &la, &lb)) {
+              const float *xp = xr + off;
+              vfloat32m4_t xv = s2 == 1 ? __riscv_vle32_v_f32m4(xp, vl)
+                                        : __riscv_vlse32_v_f32m4(xp, sb, vl);
+              a0 = __riscv_vfmacc_vf_f32m4(a0, wr[kw], xv, vl);
+              if (nb > 1)
+                a1 = __riscv_vfmacc_vf_f32m4(a1, wr[wst + kw], xv, vl);
+              if (nb > 2)
+                a2 = __riscv_vfmacc_vf_f32m4(a2, wr[2 * wst + kw], xv, vl);
+              if (nb > 3)
+                a3 = __riscv_vfmacc_vf_f32m4(a3, wr[3 * wst + kw], xv, vl);
+              continue;
+            }
+            if (la == lb) continue;
+            vbool8_t m = kv_lanes(la, lb, vl);
+            const float *xp = KV_LANE0(float, xr, off);
+            vfloat32m4_t z = __riscv_vfmv_v_f_f32m4(0.0f, vl);
+            vfloat32m4_t xv = s2 == 1
+                                  ? __riscv_vle32_v_f32m4_mu(m, z, xp, vl)
+                                  : __riscv_vlse32_v_f32m4_mu(m, z, xp, sb, vl);
+            a0 = __riscv_vfmacc_vf_f32m4_mu(m, a0, wr[kw], xv, vl);
+            if (nb > 1)
+              a1 = __riscv_vfmacc_vf_f32m4_mu(m, a1, wr[wst + kw], xv, vl);
             if (nb > 2)
-              a2 = __riscv_vfmacc_vf_f32m4(a2, wr[2 * wst + kw], xv, vl);
+              a2 = __riscv_vfmacc_vf_f32m4_mu(m, a2, wr[2 * wst + kw], xv, vl);
             if (nb > 3)
-              a3 = __riscv_vfmacc_vf_f32m4(a3, wr[3 * wst + kw], xv, vl);
+              a3 = __riscv_vfmacc_vf_f32m4_mu(m, a3, wr[3 * wst + kw], xv, vl);
           }
         }
       }
@@ -156,48 +223,33 @@ static void kv_row_f32_4(const kv_cg *g, const void *xb, const void *w,
   kv_row_f32(g, xb, w, b, (float *const *)yr, od, oh, 4);
 }
 
-/* One border output element, same tap order. */
-static void kv_point_f32(const kv_cg *g, const void *xb, const void *w,
-                         const void *b, void *yrow, int64_t od, int64_t oh,
-                         int64_t ow) {
-  const mp_kconv *p = g->p;
-  const float *x = xb, *wk = w;
-  float acc = b ? *(const float *)b : 0.0f;
-  for (int64_t ic = 0; ic < g->cg; ic++) {
-    for (int64_t kd = 0; kd < p->k[0]; kd++) {
-      int64_t id = kv_src(p, 0, od, kd);
-      for (int64_t kh = 0; id >= 0 && kh < p->k[1]; kh++) {
-        int64_t ih = kv_src(p, 1, oh, kh);
-        for (int64_t kw = 0; ih >= 0 && kw < p->k[2]; kw++) {
-          int64_t iw = kv_src(p, 2, ow, kw);
-          if (iw < 0) continue;
-          acc =
-              fmaf(wk[ic * g->ks + (kd * p->k[1] + kh) * p->k[2] + kw],
-                   x[ic * g->pin + (id * p->in[1] + ih) * p->in[2] + iw], acc);
-        }
-      }
-    }
-  }
-  ((float *)yrow)[ow] = acc;
-}
-
-/* ---- int8 -----------------------------------------------------------------
+/* ---- int8 ------------------------------------------------------------------
  */
 
 static inline __attribute__((always_inline)) vint16m2_t
-kv_ld_i8(const int8_t *xp, int64_t s, size_t vl) {
-  vint8m1_t v = s == 1 ? __riscv_vle8_v_i8m1(xp, vl)
-                       : __riscv_vlse8_v_i8m1(xp, (ptrdiff_t)s, vl);
+kv_ld_i8(vbool8_t m, bool masked, const int8_t *xp, int64_t s, size_t vl) {
+  vint8m1_t v;
+  if (masked) {
+    vint8m1_t z = __riscv_vmv_v_x_i8m1(0, vl);
+    v = s == 1 ? __riscv_vle8_v_i8m1_mu(m, z, xp, vl)
+               : __riscv_vlse8_v_i8m1_mu(m, z, xp, (ptrdiff_t)s, vl);
+  } else {
+    v = s == 1 ? __riscv_vle8_v_i8m1(xp, vl)
+               : __riscv_vlse8_v_i8m1(xp, (ptrdiff_t)s, vl);
+  }
   return __riscv_vsext_vf2_i16m2(v, vl);
 }
 
+/* The int8 row: as kv_row_f32, int16 products accumulated into int32
+ * (wrapping, exact), requantized at the end. */
 static inline __attribute__((always_inline)) void kv_row_i8(
     const kv_cg *g, const int8_t *xb, const int8_t *w, const int32_t *b,
     int8_t *const *yr, int64_t od, int64_t oh, int nb) {
   const mp_kconv *p = g->p;
   int64_t wst = g->cg * g->ks, s2 = p->stride[2];
-  for (int64_t ow = g->lo; ow < g->hi;) {
-    size_t vl = __riscv_vsetvl_e32m4((size_t)(g->hi - ow));
+  for (int64_t ow = 0; ow < p->out[2];) {
+    size_t vl = __riscv_vsetvl_e32m4((size_t)(p->out[2] - ow));
+    bool inside = ow >= g->lo && ow + (int64_t)vl <= g->hi;
     vint32m4_t a0 = __riscv_vmv_v_x_i32m4(b ? b[0] : 0, vl);
     vint32m4_t a1 = a0, a2 = a0, a3 = a0;
     if (nb > 1) a1 = __riscv_vmv_v_x_i32m4(b ? b[1] : 0, vl);
@@ -210,18 +262,34 @@ static inline __attribute__((always_inline)) void kv_row_i8(
         for (int64_t kh = 0; kh < p->k[1]; kh++) {
           int64_t ih = kv_src(p, 1, oh, kh);
           if (ih < 0) continue;
-          const int8_t *xr = xb + ic * g->pin +
-                             (id * p->in[1] + ih) * p->in[2] + ow * s2 -
-                             p->pad[2];
+          const int8_t *xr = xb + ic * g->pin + (id * p->in[1] + ih) * p->in[2];
+          int64_t x0 = ow * s2 - p->pad[2];
           const int8_t *wr = w + ic * g->ks + (kd * p->k[1] + kh) * p->k[2];
           for (int64_t kw = 0; kw < p->k[2]; kw++) {
-            vint16m2_t xv = kv_ld_i8(xr + kw * p->dil[2], s2, vl);
-            a0 = __riscv_vwmacc_vx_i32m4(a0, wr[kw], xv, vl);
-            if (nb > 1) a1 = __riscv_vwmacc_vx_i32m4(a1, wr[wst + kw], xv, vl);
+            int64_t off = x0 + kw * p->dil[2];
+            size_t la = 0, lb = 0;
+            bool masked = !inside && kv_tap_cols(g, ow, vl, kw, &la, &lb);
+            if (masked && la == lb) continue;
+            vbool8_t m = kv_lanes(la, masked ? lb : vl, vl);
+            vint16m2_t xv =
+                kv_ld_i8(m, masked, KV_LANE0(int8_t, xr, off), s2, vl);
+            if (!masked) {
+              a0 = __riscv_vwmacc_vx_i32m4(a0, wr[kw], xv, vl);
+              if (nb > 1)
+                a1 = __riscv_vwmacc_vx_i32m4(a1, wr[wst + kw], xv, vl);
+              if (nb > 2)
+                a2 = __riscv_vwmacc_vx_i32m4(a2, wr[2 * wst + kw], xv, vl);
+              if (nb > 3)
+                a3 = __riscv_vwmacc_vx_i32m4(a3, wr[3 * wst + kw], xv, vl);
+              continue;
+            }
+            a0 = __riscv_vwmacc_vx_i32m4_mu(m, a0, wr[kw], xv, vl);
+            if (nb > 1)
+              a1 = __riscv_vwmacc_vx_i32m4_mu(m, a1, wr[wst + kw], xv, vl);
             if (nb > 2)
-              a2 = __riscv_vwmacc_vx_i32m4(a2, wr[2 * wst + kw], xv, vl);
+              a2 = __riscv_vwmacc_vx_i32m4_mu(m, a2, wr[2 * wst + kw], xv, vl);
             if (nb > 3)
-              a3 = __riscv_vwmacc_vx_i32m4(a3, wr[3 * wst + kw], xv, vl);
+              a3 = __riscv_vwmacc_vx_i32m4_mu(m, a3, wr[3 * wst + kw], xv, vl);
           }
         }
       }
@@ -250,45 +318,16 @@ static void kv_row_i8_4(const kv_cg *g, const void *xb, const void *w,
   kv_row_i8(g, xb, w, b, (int8_t *const *)yr, od, oh, 4);
 }
 
-static void kv_point_i8(const kv_cg *g, const void *xb, const void *w,
-                        const void *b, void *yrow, int64_t od, int64_t oh,
-                        int64_t ow) {
-  const mp_kconv *p = g->p;
-  const int8_t *x = xb, *wk = w;
-  uint32_t acc = b ? (uint32_t)*(const int32_t *)b : 0;
-  for (int64_t ic = 0; ic < g->cg; ic++) {
-    for (int64_t kd = 0; kd < p->k[0]; kd++) {
-      int64_t id = kv_src(p, 0, od, kd);
-      for (int64_t kh = 0; id >= 0 && kh < p->k[1]; kh++) {
-        int64_t ih = kv_src(p, 1, oh, kh);
-        for (int64_t kw = 0; ih >= 0 && kw < p->k[2]; kw++) {
-          int64_t iw = kv_src(p, 2, ow, kw);
-          if (iw < 0) continue;
-          int32_t wv = wk[ic * g->ks + (kd * p->k[1] + kh) * p->k[2] + kw];
-          acc +=
-              (uint32_t)(wv *
-                         x[ic * g->pin + (id * p->in[1] + ih) * p->in[2] + iw]);
-        }
-      }
-    }
-  }
-  ((int8_t *)yrow)[ow] = kv_requant1((int32_t)acc, p->shift);
-}
-
 /* ---- the driver ------------------------------------------------------------
  */
 
 typedef void (*kv_row_fn)(const kv_cg *g, const void *xb, const void *w,
                           const void *b, void *const *yr, int64_t od,
                           int64_t oh);
-typedef void (*kv_point_fn)(const kv_cg *g, const void *xb, const void *w,
-                            const void *b, void *yrow, int64_t od, int64_t oh,
-                            int64_t ow);
 
 typedef struct kv_conv_ops {
   size_t xes, yes; /* bytes of an x (and w) element and of a y element */
   kv_row_fn row1, row4;
-  kv_point_fn point;
 } kv_conv_ops;
 
 static bool kv_overlap(const void *a, size_t na, const void *b, size_t nb) {
@@ -301,24 +340,15 @@ static bool kv_overlap(const void *a, size_t na, const void *b, size_t nb) {
 static void kv_block(const kv_cg *g, const kv_conv_ops *o, const char *xb,
                      const char *w, const char *b, char *const *yc, int nb) {
   const mp_kconv *p = g->p;
-  int64_t w2 = p->out[2];
   for (int64_t od = 0; od < p->out[0]; od++) {
     for (int64_t oh = 0; oh < p->out[1]; oh++) {
       void *yr[KV_OCB];
-      int64_t at = (od * p->out[1] + oh) * w2 * (int64_t)o->yes;
+      int64_t at = (od * p->out[1] + oh) * p->out[2] * (int64_t)o->yes;
       for (int j = 0; j < nb; j++) yr[j] = yc[j] + at;
       if (nb == KV_OCB) {
         o->row4(g, xb, w, b, yr, od, oh);
       } else {
         o->row1(g, xb, w, b, yr, od, oh);
-      }
-      for (int j = 0; j < nb; j++) {
-        const char *wj = w + (size_t)(j * g->cg * g->ks) * o->xes;
-        const char *bj = b ? b + 4 * j : NULL;
-        for (int64_t ow = 0; ow < g->lo; ow++)
-          o->point(g, xb, wj, bj, yr[j], od, oh, ow);
-        for (int64_t ow = g->hi; ow < w2; ow++)
-          o->point(g, xb, wj, bj, yr[j], od, oh, ow);
       }
     }
   }
@@ -357,10 +387,8 @@ static void kv_conv(const mp_kconv *p0, const kv_conv_ops *o, const void *x,
   }
 }
 
-static const kv_conv_ops kv_f32_ops = {4, 4, kv_row_f32_1, kv_row_f32_4,
-                                       kv_point_f32};
-static const kv_conv_ops kv_i8_ops = {1, 1, kv_row_i8_1, kv_row_i8_4,
-                                      kv_point_i8};
+static const kv_conv_ops kv_f32_ops = {4, 4, kv_row_f32_1, kv_row_f32_4};
+static const kv_conv_ops kv_i8_ops = {1, 1, kv_row_i8_1, kv_row_i8_4};
 
 void mp_kv_conv_f32(const mp_kconv *p, const float *x, const float *w,
                     const float *b, float *y, void *scratch) {
