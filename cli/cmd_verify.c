@@ -83,11 +83,27 @@ static mp_status verify_files(cli_opts *o, int argc, char **argv,
                               e->last,
                               e->detail};
   }
+  const mp_run_target *t = &res->target;
+  mp_report_scalar_op *so = mp_calloc(NULL, t->n_scalar + 1, sizeof *so);
+  if (!so) {
+    mp_free(NULL, ev);
+    return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < t->n_scalar; i++) {
+    const mp_scalar_rec *r = &t->scalar[i];
+    so[i] = (mp_report_scalar_op){r->op, r->type, r->kernel, r->dtype};
+  }
   o->verified = true;
   o->events = ev;
   o->n_events = res->n_events;
+  o->target_arch = t->arch[0] ? t->arch : "host";
+  o->target_kernels = t->kernels[0] ? t->kernels : "scalar";
+  o->target_vlen = t->vlen;
+  o->scalar_ops = so;
+  o->n_scalar_ops = t->n_scalar;
   mp_status st = cli_write_files(o, argc, argv, m, res->plan, NULL, log, err);
   mp_free(NULL, ev);
+  mp_free(NULL, so);
   return st;
 }
 

@@ -478,9 +478,10 @@ static void test_sqlite_schema(void) {
                    "'view'"),
              0);
   CHECK(mp_report_db_open(old, NULL, &db, &err) == MP_OK);
-  CHECK_EQ_I(mp_report_db_version(db), 2);
+  CHECK_EQ_I(mp_report_db_version(db), MP_REPORT_DB_VERSION);
   mp_report_db_destroy(db);
-  CHECK_EQ_I(q_int(old, "SELECT count(*) FROM schema_version"), 2);
+  CHECK_EQ_I(q_int(old, "SELECT count(*) FROM schema_version"),
+             MP_REPORT_DB_VERSION);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run_summary"), 1);
   CHECK_EQ_I(q_int(old, "SELECT sum(bytes) FROM live_at_peak"), 96);
 

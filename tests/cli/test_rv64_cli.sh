@@ -69,9 +69,18 @@ for spec in oob:b3_dw early-free:b2_dw_out overlap:b1_dw_out,b1_project_out; do
   fi
 done
 
-# Report files record the rv64 run like a host run.
-run 0 "$mplan" verify $v2 --target rv64 --poison --sqlite "$tmp/h.db" --html "$tmp/r.html"
-[ -s "$tmp/h.db" ] && [ -s "$tmp/r.html" ] && ok || bad "rv64 report files"
+# Report files record the rv64 run like a host run, with where it ran and
+# the ops on scalar kernels (verification_target, verification_scalar_op).
+run 0 "$mplan" verify $v2 --target rv64 --vlen 512 --poison --sqlite "$tmp/h.db" --html "$tmp/r.html"
+run 0 "$mplan" verify $v2 --poison --sqlite "$tmp/h.db" --html "$tmp/host.html"
+q() { sqlite3 "$tmp/h.db" "$1"; }
+[ "$(q "SELECT arch || ' ' || kernels || ' ' || vlen FROM verification_target ORDER BY run_id")" = "rv64 rvv 512
+host scalar 0" ] && ok || bad "verification_target rows: $(q 'SELECT * FROM verification_target')"
+[ "$(q "SELECT op || ' ' || op_type || ' ' || kernel || ' ' || dtype FROM verification_scalar_op")" = "pool GlobalAveragePool avgpool i8" ] &&
+  ok || bad "verification_scalar_op rows: $(q 'SELECT * FROM verification_scalar_op')"
+[ "$(q "SELECT count(*) FROM verification_event")" = 0 ] && ok || bad "rv64 events in the history"
+has "$tmp/r.html" '"verification_target":{"arch":"rv64","kernels":"rvv","vlen":512,"scalar_ops":[{"op":"pool","type":"GlobalAveragePool","kernel":"avgpool","dtype":"i8"}]}'
+has "$tmp/host.html" '"verification_target":{"arch":"host","kernels":"scalar","vlen":0,"scalar_ops":[]}'
 
 # Missing tools and bad --vlen: one line, exit 2, no file written.
 MPLAN_QEMU=/nonexistent/qemu-riscv64 run 2 "$mplan" verify $v2 --target rv64 --html "$tmp/x.html" &&
