@@ -35,6 +35,12 @@ typedef struct mu_model {
 
 static size_t mu_detected, mu_total;
 
+/* The last n characters of s: long ONNX names differ at their ends. */
+static const char *mu_tail(const char *s, size_t n) {
+  size_t len = strlen(s);
+  return len > n ? s + len - n : s;
+}
+
 /* The targets every mutation runs on: the host, then rv64 (the riscv64
  * runner with the RVV kernels under QEMU) at each VLEN given. */
 #define MU_MAX_TARGETS 4
@@ -113,11 +119,20 @@ static void mu_run(const mp_model *m, const char *label, mp_inject_kind kind,
       mu_rv64_same += same;
       CHECK(same);
     }
-    char tn[32];
-    printf(
-        "| %-12.12s | %-8s | %-48.48s | %-14s | %-28.28s | %-28.28s | %s |\n",
-        strrchr(mp_model_path(m), '/') + 1, mu_target_name(tg, tn, sizeof tn),
-        label, kn, e ? e->op : "-", e ? e->tensor : "-", ok ? "yes" : "NO");
+    char tn[32], shown[64];
+    const char *colon = strchr(label, ':');
+    int klen = (int)(colon - label);
+    if (strlen(label) <= 48) {
+      snprintf(shown, sizeof shown, "%s", label);
+    } else {
+      snprintf(shown, sizeof shown, "%.*s:..%s", klen, label,
+               mu_tail(colon + 1, (size_t)(45 - klen)));
+    }
+    printf("| %-12.12s | %-8s | %-48s | %-14s | %-28s | %-28s | %s |\n",
+           strrchr(mp_model_path(m), '/') + 1,
+           mu_target_name(tg, tn, sizeof tn), shown, kn,
+           mu_tail(e ? e->op : "-", 28), mu_tail(e ? e->tensor : "-", 28),
+           ok ? "yes" : "NO");
     if (!ok) {
       fprintf(stderr, "%s: expected %s by '%s' on '%s'\n", label, want_kind,
               want_op, want_victim);
