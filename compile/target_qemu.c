@@ -72,11 +72,11 @@ mp_status mp_qemu_target_init(mp_qemu_target *t, unsigned vlen, mp_error *err) {
   if (!*r || access(r, X_OK) != 0) {
     return mp_error_set(
         err, MP_ERR_UNSUPPORTED,
-        "--target rv64: the riscv64 runner %s%s%s is not built (install the "
+        "--target rv64: the riscv64 runner%s%s%s is not built (install the "
         "cross toolchain: apt-get install clang-19 lld-19 "
         "gcc-riscv64-linux-gnu libc6-dev-riscv64-cross, then reconfigure "
         "with -DMPLAN_RV64=ON and rebuild; or set MPLAN_RV64_RUNNER)",
-        *r ? "'" : "", r, *r ? "'" : "");
+        *r ? " '" : "", r, *r ? "'" : "");
   }
   snprintf(t->runner, sizeof t->runner, "%s", r);
   t->vlen = vlen;

@@ -21,8 +21,8 @@
  * Invariants:
  *   1. Each output element is bias + the taps in the scalar order
  *      (input channel, kd, kh, kw); f32 with fused multiply-adds (the
- *      scalar kernel rounds the product separately unless the compiler
- *      contracts it), int8 in wrapping int32, which is exact.
+ *      scalar kernel, built with -ffp-contract=off, rounds each product
+ *      and each sum), int8 in wrapping int32, which is exact.
  *   2. In place (depthwise, y in x's bytes) each output channel is
  *      computed into scratch and copied down afterwards, in increasing
  *      channel order, as the scalar kernel does; otherwise y is written
