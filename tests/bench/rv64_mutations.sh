@@ -3,7 +3,7 @@
 # on rv64 (the riscv64 runner with the RVV kernels under qemu-riscv64) at
 # VLEN 128, 256 and 512: every mutation must be found with the same first
 # event (kind, culprit op, victim tensor) on every target. ctest runs VLEN
-# 256 only (test_mutations_rv64); this runs all three (about 2 minutes).
+# 256 only (test_mutations_rv64); this runs all three (about 3.5 minutes).
 # usage: tests/bench/rv64_mutations.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: rv64_mutations.sh BUILD_DIR}
