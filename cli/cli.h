@@ -83,6 +83,10 @@ typedef struct cli_opts {
   bool verified;
   const mp_report_event *events;
   size_t n_events;
+  const char *target_arch, *target_kernels;
+  unsigned target_vlen;
+  const mp_report_scalar_op *scalar_ops;
+  size_t n_scalar_ops;
 } cli_opts;
 
 /* Parses argv[first..argc) for command cmd accepting the given flags.

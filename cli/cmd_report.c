@@ -150,8 +150,17 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
     st = mp_sha256_file(mp_model_path(m), NULL, sha, err);
   }
   report_utc(utc, sizeof utc);
-  mp_report_meta meta = {sha,       mp_buf_str(&options), utc, o->verified,
-                         o->events, o->n_events};
+  mp_report_meta meta = {sha,
+                         mp_buf_str(&options),
+                         utc,
+                         o->verified,
+                         o->events,
+                         o->n_events,
+                         o->target_arch,
+                         o->target_kernels,
+                         o->target_vlen,
+                         o->scalar_ops,
+                         o->n_scalar_ops};
   if (st == MP_OK) st = report_render(o, m, plan, &meta, &j, err);
   if (st == MP_OK && o->output) {
     j.files[j.n].path = o->output;

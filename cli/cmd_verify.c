@@ -25,6 +25,10 @@ static const char verify_usage[] =
     "Plans the model, compiles it and runs it with the reference kernels in\n"
     "its planned arena; compares the outputs bit for bit with a no-reuse\n"
     "run on the same seeded inputs.\n"
+    "  --target rv64  run on riscv64 with the RVV kernels: the cross-built\n"
+    "                 runner under qemu-riscv64 (both runs on the target)\n"
+    "  --vlen N       the vector length in bits for rv64: 128, 256 (the\n"
+    "                 default) or 512\n"
     "  --poison       poison free bytes, checksum every tensor when it is\n"
     "                 produced and before every read\n"
     "  --paranoid     also re-check every live tensor and every free byte\n"
@@ -43,6 +47,26 @@ static void verify_event(mp_buf *out, const mp_event_rec *e) {
                 e->first, e->last, e->detail);
 }
 
+/* Where the run executed, and the ops that fell back to scalar kernels
+ * on a target with vector kernels. */
+static void verify_target(mp_buf *out, const mp_run_target *t, size_t ops) {
+  if (strcmp(t->kernels, "rvv") == 0) {
+    mp_buf_printf(out,
+                  "target      %s under qemu-riscv64, VLEN %u: RVV kernels, "
+                  "%zu op%s on scalar kernels (no RVV kernel)\n",
+                  t->arch, t->vlen, t->n_scalar, t->n_scalar == 1 ? "" : "s");
+  } else {
+    mp_buf_printf(out, "target      %s: scalar reference kernels\n",
+                  t->arch[0] ? t->arch : "host");
+  }
+  (void)ops;
+  for (size_t i = 0; i < t->n_scalar; i++) {
+    const mp_scalar_rec *r = &t->scalar[i];
+    mp_buf_printf(out, "scalar op   %s (%s): kernel %s, %s\n", r->op, r->type,
+                  r->kernel, r->dtype[0] ? r->dtype : "-");
+  }
+}
+
 /* The run's events into the SQLite history and the HTML report. */
 static mp_status verify_files(cli_opts *o, int argc, char **argv,
                               const mp_model *m, const mp_verify_result *res,
@@ -59,11 +83,27 @@ static mp_status verify_files(cli_opts *o, int argc, char **argv,
                               e->last,
                               e->detail};
   }
+  const mp_run_target *t = &res->target;
+  mp_report_scalar_op *so = mp_calloc(NULL, t->n_scalar + 1, sizeof *so);
+  if (!so) {
+    mp_free(NULL, ev);
+    return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < t->n_scalar; i++) {
+    const mp_scalar_rec *r = &t->scalar[i];
+    so[i] = (mp_report_scalar_op){r->op, r->type, r->kernel, r->dtype};
+  }
   o->verified = true;
   o->events = ev;
   o->n_events = res->n_events;
+  o->target_arch = t->arch[0] ? t->arch : "host";
+  o->target_kernels = t->kernels[0] ? t->kernels : "scalar";
+  o->target_vlen = t->vlen;
+  o->scalar_ops = so;
+  o->n_scalar_ops = t->n_scalar;
   mp_status st = cli_write_files(o, argc, argv, m, res->plan, NULL, log, err);
   mp_free(NULL, ev);
+  mp_free(NULL, so);
   return st;
 }
 
@@ -83,15 +123,17 @@ int cli_verify(int argc, char **argv) {
   mp_verify_opts vo;
   memset(&vo, 0, sizeof vo);
   if (st == MP_OK && o.inject) st = mp_inject_parse(o.inject, &vo.inject, &err);
-  if (st == MP_OK && o.target && strcmp(o.target, "rv64") == 0) {
-    st = mp_error_set(&err, MP_ERR_UNSUPPORTED,
-                      "mplan verify: --target rv64 is not available yet (the "
-                      "RISC-V runner comes with the RVV issue); use --target "
-                      "host");
-  }
-  if (st == MP_OK && o.vlen) {
+  bool rv64 = o.target && strcmp(o.target, "rv64") == 0;
+  mp_qemu_target qt;
+  if (st == MP_OK && o.vlen && !rv64) {
     st = mp_error_set(&err, MP_ERR_BAD_INPUT,
                       "mplan verify: --vlen applies to --target rv64");
+  }
+  if (st == MP_OK && rv64) {
+    st = mp_qemu_target_init(&qt, o.vlen ? (unsigned)o.vlen : 256, &err);
+    if (st != MP_OK) mp_error_prefix(&err, "mplan verify");
+    vo.target = mp_target_qemu;
+    vo.target_ud = &qt;
   }
   if (st == MP_OK && (o.dot || o.svg || o.lifetimes)) {
     st = mp_error_set(&err, MP_ERR_BAD_INPUT,
@@ -113,8 +155,8 @@ int cli_verify(int argc, char **argv) {
   if (st == MP_OK) {
     const mp_plan_summary *s = mp_plan_summary_of(res.plan);
     char human[MP_FMT_MAX];
-    mp_buf_printf(&log, "%s: %zu ops on host; arena %s (%s); %s%s",
-                  mp_model_path(m), res.ops,
+    mp_buf_printf(&log, "%s: %zu ops on %s; arena %s (%s); %s%s",
+                  mp_model_path(m), res.ops, rv64 ? "rv64" : "host",
                   mp_fmt_bytes(human, s->arena_bytes), s->strategy,
                   o.paranoid              ? "paranoid"
                   : o.poison || o.redzone ? "poison"
@@ -127,6 +169,7 @@ int cli_verify(int argc, char **argv) {
                   "\noutputs     %zu of %zu "
                   "identical to the no-reuse run (bit for bit)\n",
                   res.checks, res.outputs_equal, res.outputs);
+    verify_target(&log, &res.target, res.ops);
     for (size_t i = 0; i < res.n_events; i++)
       verify_event(&log, &res.events[i]);
     if (cli_wants_files(&o)) {

@@ -66,6 +66,7 @@ mp_status mp_target_host(void *ud, const char *source, const mp_buf *bundle,
 void mp_verify_result_release(mp_verify_result *r, const mp_alloc *a) {
   if (!r) return;
   mp_free(a, r->events);
+  mp_free(a, r->target.scalar);
   mp_plan_destroy(r->plan);
   mp_problem_destroy(r->problem);
   memset(r, 0, sizeof *r);
@@ -320,6 +321,9 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
   if (st == MP_OK) {
     st = mp_events_parse("events", evs.data, evs.len, a, &r.events, &r.n_events,
                          &r.checks, err);
+  }
+  if (st == MP_OK) {
+    st = mp_events_parse_target("events", evs.data, evs.len, a, &r.target, err);
   }
   r.ops = mp_model_graph(m) ? mp_graph_op_count(mp_model_graph(m)) : 0;
   /* A run stopped at its first event has no outputs to compare. */

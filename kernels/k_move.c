@@ -14,19 +14,11 @@
 
 #include "mplan/kernels.h"
 
-static void km_strides(const mp_kshape *s, int64_t *st) {
-  int64_t v = 1;
-  for (uint32_t i = s->rank; i-- > 0;) {
-    st[i] = v;
-    v *= s->dims[i];
-  }
-}
-
 void mp_k_transpose(size_t es, const mp_kshape *xs, const uint32_t *perm,
                     const void *x, void *y) {
   int64_t xst[MP_K_MAX_RANK], st[MP_K_MAX_RANK], dims[MP_K_MAX_RANK];
   int64_t idx[MP_K_MAX_RANK] = {0};
-  km_strides(xs, xst);
+  mp_kshape_strides(xs, xst);
   for (uint32_t i = 0; i < xs->rank; i++) {
     dims[i] = xs->dims[perm[i]];
     st[i] = xst[perm[i]];
@@ -61,7 +53,7 @@ void mp_k_slice(size_t es, const mp_kshape *xs, const mp_kshape *ys,
                 const int64_t *start, const int64_t *step, const void *x,
                 void *y) {
   int64_t xst[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0}, off = 0;
-  km_strides(xs, xst);
+  mp_kshape_strides(xs, xst);
   for (uint32_t d = 0; d < xs->rank; d++) off += start[d] * xst[d];
   int64_t n = mp_kshape_count(ys);
   const char *px = x;
@@ -109,7 +101,7 @@ void mp_k_pad(size_t es, const mp_kshape *xs, const mp_kshape *ys,
               const int64_t *pad_begin, mp_kpad_mode mode, const void *value,
               const void *x, void *y) {
   int64_t xst[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0};
-  km_strides(xs, xst);
+  mp_kshape_strides(xs, xst);
   int64_t n = mp_kshape_count(ys);
   const char *px = x;
   char *py = y;
@@ -170,7 +162,7 @@ static int64_t kr_nearest(const mp_kresize *p, double c, int64_t n) {
 
 void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
   int64_t xst[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0};
-  km_strides(&p->in, xst);
+  mp_kshape_strides(&p->in, xst);
   size_t es = mp_kd_size(d);
   int64_t n = mp_kshape_count(&p->out);
   uint32_t r = p->in.rank;

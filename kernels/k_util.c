@@ -164,6 +164,14 @@ void mp_k_store(void *p, int d, size_t k, double v) {
   memcpy(b, &u, mp_kd_size(d));
 }
 
+void mp_kshape_strides(const mp_kshape *s, int64_t *st) {
+  int64_t v = 1;
+  for (uint32_t i = s->rank; i-- > 0;) {
+    st[i] = v;
+    v *= s->dims[i];
+  }
+}
+
 int64_t mp_kshape_count(const mp_kshape *s) {
   int64_t n = 1;
   for (uint32_t i = 0; i < s->rank; i++) n *= s->dims[i];

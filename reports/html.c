@@ -302,6 +302,38 @@ static void html_verification(html_ctx *c, cJSON *root) {
   }
 }
 
+/* Where the verification ran and the ops on scalar kernels; null when no
+ * verification (or one that does not say) is recorded. */
+static void html_target(html_ctx *c, cJSON *root) {
+  const mp_report_meta *m = c->meta;
+  if (!m || !m->verified || !m->target_arch) {
+    if (!cJSON_AddNullToObject(root, "verification_target")) c->ok = false;
+    return;
+  }
+  cJSON *t = cJSON_AddObjectToObject(root, "verification_target");
+  if (!t) {
+    c->ok = false;
+    return;
+  }
+  html_str(c, t, "arch", m->target_arch);
+  html_str(c, t, "kernels", m->target_kernels);
+  html_num(c, t, "vlen", (double)m->target_vlen);
+  cJSON *arr = html_arr(c, t, "scalar_ops");
+  for (size_t k = 0; c->ok && k < m->n_scalar_ops; k++) {
+    const mp_report_scalar_op *s = &m->scalar_ops[k];
+    cJSON *o = cJSON_CreateObject();
+    if (!o) {
+      c->ok = false;
+      break;
+    }
+    html_str(c, o, "op", s->op);
+    html_str(c, o, "type", s->type);
+    html_str(c, o, "kernel", s->kernel);
+    html_str(c, o, "dtype", s->dtype);
+    html_push(c, arr, o);
+  }
+}
+
 /* The whole data document as text (owned, release with cJSON_free). */
 static char *html_data(html_ctx *c, const char *graph_note) {
   cJSON *root = cJSON_CreateObject();
@@ -315,6 +347,7 @@ static char *html_data(html_ctx *c, const char *graph_note) {
   if (c->ok) html_str(c, root, "graph_note", graph_note);
   /* null: no verification ran; a list (maybe empty): its events. */
   if (c->ok) html_verification(c, root);
+  if (c->ok) html_target(c, root);
   char *text = c->ok ? cJSON_PrintUnformatted(root) : NULL;
   cJSON_Delete(root);
   return text;

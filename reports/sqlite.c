@@ -237,7 +237,24 @@ static const char db_v3[] =
     "  chosen INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
 
-static const char *const db_migrations[] = {db_v1, db_v2, db_v3};
+/* Version 4 (issue 7): where a verification ran, and the ops that fell
+ * back to scalar kernels on a target with vector kernels. */
+static const char db_v4[] =
+    "CREATE TABLE verification_target (\n"
+    "  run_id INTEGER PRIMARY KEY REFERENCES run(id),\n"
+    "  arch TEXT NOT NULL,\n"
+    "  kernels TEXT NOT NULL,\n"
+    "  vlen INTEGER NOT NULL);\n"
+    "CREATE TABLE verification_scalar_op (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  op TEXT NOT NULL,\n"
+    "  op_type TEXT,\n"
+    "  kernel TEXT,\n"
+    "  dtype TEXT,\n"
+    "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
+
+static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -934,6 +951,43 @@ static mp_status db_insert_events(db_run *r) {
   return st;
 }
 
+/* Where the verification ran and the ops on scalar kernels (a record
+ * without a target says nothing of it). */
+static mp_status db_insert_target(db_run *r) {
+  static const char sql_t[] =
+      "INSERT INTO verification_target (run_id, arch, kernels, vlen) "
+      "VALUES (?,?,?,?)";
+  static const char sql_s[] =
+      "INSERT INTO verification_scalar_op (run_id, seq, op, op_type, kernel, "
+      "dtype) VALUES (?,?,?,?,?,?)";
+  const mp_report_meta *m = r->meta;
+  if (!m || !m->verified || !m->target_arch) return MP_OK;
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql_t, &s);
+  if (st == MP_OK) {
+    sqlite3_bind_int64(s, 1, r->run_id);
+    db_text(s, 2, m->target_arch);
+    db_text(s, 3, m->target_kernels ? m->target_kernels : "scalar");
+    sqlite3_bind_int64(s, 4, m->target_vlen);
+    st = db_row(r, s, "inserting the verification target");
+  }
+  sqlite3_finalize(s);
+  s = NULL;
+  if (st == MP_OK) st = db_prepare(r, sql_s, &s);
+  for (size_t k = 0; st == MP_OK && k < m->n_scalar_ops; k++) {
+    const mp_report_scalar_op *o = &m->scalar_ops[k];
+    sqlite3_bind_int64(s, 1, r->run_id);
+    db_size(s, 2, k);
+    db_text(s, 3, o->op);
+    db_text(s, 4, o->type);
+    db_text(s, 5, o->kernel);
+    db_text(s, 6, o->dtype);
+    st = db_row(r, s, "inserting a scalar-kernel op");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
 mp_status mp_report_db_stage(mp_report_db *db, const mp_model *m,
                              const mp_plan *plan, const mp_report_meta *meta,
                              int64_t *run_id, mp_error *err) {
@@ -952,6 +1006,7 @@ mp_status mp_report_db_stage(mp_report_db *db, const mp_model *m,
   if (st == MP_OK) st = db_insert_timeline(&r);
   if (st == MP_OK) st = db_insert_passes(&r);
   if (st == MP_OK) st = db_insert_events(&r);
+  if (st == MP_OK) st = db_insert_target(&r);
   mp_free(db->alloc, r.step_of);
   if (st != MP_OK) {
     sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);

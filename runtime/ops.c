@@ -23,6 +23,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The kernels: on riscv64 with V (MPLAN_RVV) the RVV kernels, which have
+ * the scalar ones' signatures and hand them the cases they do not cover
+ * (mplan/kernels_rvv.h); elsewhere the scalar reference kernels. */
+#ifdef MPLAN_RVV
+#include "mplan/kernels_rvv.h"
+#define OP_K(name) mp_kv_##name
+#define OP_MEMMOVE mp_kv_memmove
+#else
+#define OP_K(name) mp_k_##name
+#define OP_MEMMOVE memmove
+#endif
+
 typedef struct op_ctx {
   const mp_bundle *b;
   const mp_bopr *op;
@@ -336,18 +348,18 @@ static void op_run_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
       if (e->n_extra >= 2 && op_pin(c, at + 1)) {
         up.beta = mp_k_load(op_pin(c, at + 1), y->dtype, 0);
       }
-      mp_k_unary((mp_kunary)op, &up, y->dtype, py, py, n);
+      OP_K(unary)((mp_kunary)op, &up, y->dtype, py, py, n);
     } else if (cls == MP_BEPI_BINARY) {
       const mp_btensor *v = op_in(c, at);
       mp_kbcast bc;
       (void)mp_k_bcast_init(&bc, &y->shape, &y->shape, &v->shape, NULL);
-      mp_k_binary((mp_kbinary)op, &bc, y->dtype, py, op_pin(c, at), y->dtype,
-                  py, false);
+      OP_K(binary)((mp_kbinary)op, &bc, y->dtype, py, op_pin(c, at), y->dtype,
+                   py, false);
     } else {
       int64_t nb = y->shape.dims[0], ch = y->shape.dims[1];
       int64_t rest = op_div(op_count(y), nb * ch);
-      mp_k_batchnorm_f32(nb, ch, rest, py, op_pin(c, at), op_pin(c, at + 1),
-                         op_pin(c, at + 2), op_pin(c, at + 3), e->alpha, py);
+      OP_K(batchnorm_f32)(nb, ch, rest, py, op_pin(c, at), op_pin(c, at + 1),
+                          op_pin(c, at + 2), op_pin(c, at + 3), e->alpha, py);
     }
     at += e->n_extra;
   }
@@ -375,9 +387,9 @@ static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
     ch = x->shape.dims[axis];
     inner = op_div(op_count(x), outer * ch);
   }
-  mp_k_dequantize(outer, ch, inner, x->dtype, op_pin(c, k),
-                  op_pin(c, own + t->extras), (int)ns,
-                  op_pin(c, own + t->extras + 1), w);
+  OP_K(dequantize)(outer, ch, inner, x->dtype, op_pin(c, k),
+                   op_pin(c, own + t->extras), (int)ns,
+                   op_pin(c, own + t->extras + 1), w);
   return w;
 }
 
@@ -518,9 +530,9 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   if (transpose) {
     mp_k_conv_transpose_f32(&k, px, pw, pb, py);
   } else if (y->dtype == MP_KD_F32) {
-    mp_k_conv_f32(&k, px, pw, pb, py, c->ws);
+    OP_K(conv_f32)(&k, px, pw, pb, py, c->ws);
   } else {
-    mp_k_conv_i8(&k, px, pw, pb, py, c->ws);
+    OP_K(conv_i8)(&k, px, pw, pb, py, c->ws);
   }
   op_run_epilogue(c, &t, own, y, py);
   op_finish_epilogue(y, py, out);
@@ -667,9 +679,9 @@ static void op_gemm_one(const op_gemmp *p, bool i8, int64_t m, int64_t n,
     g.c_cs = bc.sa[1];
   }
   if (i8) {
-    mp_k_gemm_i8(&g, a, b, pc, y);
+    OP_K(gemm_i8)(&g, a, b, pc, y);
   } else {
-    mp_k_gemm_f32(&g, a, b, pc, y);
+    OP_K(gemm_f32)(&g, a, b, pc, y);
   }
 }
 
@@ -782,7 +794,8 @@ static bool op_run_unary(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0);
   if (op_pin(c, 1)) p.alpha = mp_k_load(op_pin(c, 1), x->dtype, 0);
   if (op_pin(c, 2)) p.beta = mp_k_load(op_pin(c, 2), x->dtype, 0);
-  mp_k_unary(u, &p, x->dtype, op_pin(c, 0), op_pout(c, 0), (size_t)op_count(x));
+  OP_K(unary)(u, &p, x->dtype, op_pin(c, 0), op_pout(c, 0),
+              (size_t)op_count(x));
   return true;
 }
 
@@ -855,12 +868,12 @@ static bool op_run_binary(op_ctx *c) {
   const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
   mp_kbcast bc;
   (void)mp_k_bcast_init(&bc, &y->shape, &a->shape, &b->shape, NULL);
-  mp_k_binary(op, &bc, a->dtype, op_pin(c, 0), op_pin(c, 1), y->dtype,
-              op_pout(c, 0), false);
+  OP_K(binary)(op, &bc, a->dtype, op_pin(c, 0), op_pin(c, 1), y->dtype,
+               op_pout(c, 0), false);
   if (act) {
     mp_kunary_params up = {0, 6};
-    mp_k_unary(act == 1 ? MP_KU_RELU : MP_KU_CLIP, &up, y->dtype, op_pout(c, 0),
-               op_pout(c, 0), (size_t)op_count(y));
+    OP_K(unary)(act == 1 ? MP_KU_RELU : MP_KU_CLIP, &up, y->dtype,
+                op_pout(c, 0), op_pout(c, 0), (size_t)op_count(y));
   }
   return true;
 }
@@ -903,12 +916,12 @@ static bool op_run_variadic(op_ctx *c) {
   const mp_btensor *x0 = op_in(c, 0);
   /* y = broadcast(x0) first: a Max with itself broadcasts exactly. */
   (void)mp_k_bcast_init(&bc, &y->shape, &x0->shape, &x0->shape, NULL);
-  mp_k_binary(MP_KB_MAX, &bc, y->dtype, op_pin(c, 0), op_pin(c, 0), y->dtype,
-              op_pout(c, 0), false);
+  OP_K(binary)(MP_KB_MAX, &bc, y->dtype, op_pin(c, 0), op_pin(c, 0), y->dtype,
+               op_pout(c, 0), false);
   for (uint32_t k = 1; k < c->op->n_in; k++) {
     (void)mp_k_bcast_init(&bc, &y->shape, &y->shape, &op_in(c, k)->shape, NULL);
-    mp_k_binary(fold[op], &bc, y->dtype, op_pout(c, 0), op_pin(c, k), y->dtype,
-                op_pout(c, 0), false);
+    OP_K(binary)(fold[op], &bc, y->dtype, op_pout(c, 0), op_pin(c, k), y->dtype,
+                 op_pout(c, 0), false);
   }
   if (op == 3) {
     void *py = op_pout(c, 0);
@@ -996,7 +1009,7 @@ static bool op_check_view(op_ctx *c) {
 static bool op_run_view(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0);
   void *px = op_pin(c, 0), *py = op_pout(c, 0);
-  if (px != py) memmove(py, px, (size_t)x->bytes);
+  if (px != py) OP_MEMMOVE(py, px, (size_t)x->bytes);
   return true;
 }
 
@@ -1041,9 +1054,9 @@ static bool op_run_softmax(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0);
   op_split3(&x->shape, axis, coerce != 0, &o, &m, &i);
   if (x->dtype == MP_KD_I8) {
-    mp_k_softmax_i8(o, m, i, op_pin(c, 0), op_pout(c, 0));
+    OP_K(softmax_i8)(o, m, i, op_pin(c, 0), op_pout(c, 0));
   } else {
-    mp_k_softmax_f32(o, m, i, op_pin(c, 0), op_pout(c, 0), lg != 0);
+    OP_K(softmax_f32)(o, m, i, op_pin(c, 0), op_pout(c, 0), lg != 0);
   }
   return true;
 }
@@ -1082,8 +1095,8 @@ static bool op_run_batchnorm(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0);
   int64_t n = x->shape.dims[0], ch = x->shape.dims[1];
   int64_t rest = op_div(op_count(x), n * ch);
-  mp_k_batchnorm_f32(n, ch, rest, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
-                     op_pin(c, 3), op_pin(c, 4), eps, op_pout(c, 0));
+  OP_K(batchnorm_f32)(n, ch, rest, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
+                      op_pin(c, 3), op_pin(c, 4), eps, op_pout(c, 0));
   return true;
 }
 
@@ -1130,9 +1143,9 @@ static bool op_run_layernorm(op_ctx *c) {
   double eps = rd_f(&r);
   const mp_btensor *x = op_in(c, 0);
   op_split3(&x->shape, axis, true, &outer, &mid, &inner);
-  mp_k_layernorm_f32(outer, mid, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2), eps,
-                     op_pout(c, 0), c->op->n_out > 1 ? op_pout(c, 1) : NULL,
-                     c->op->n_out > 2 ? op_pout(c, 2) : NULL);
+  OP_K(layernorm_f32)(outer, mid, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2), eps,
+                      op_pout(c, 0), c->op->n_out > 1 ? op_pout(c, 1) : NULL,
+                      c->op->n_out > 2 ? op_pout(c, 2) : NULL);
   return true;
 }
 
@@ -1223,9 +1236,9 @@ static bool op_run_pool(op_ctx *c, bool max) {
   mp_kpool k;
   op_kpool(&p, &x->shape, &y->shape, &k);
   if (max) {
-    mp_k_maxpool(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
+    OP_K(maxpool)(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
   } else {
-    mp_k_avgpool(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
+    OP_K(avgpool)(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
   }
   return true;
 }
@@ -1318,11 +1331,11 @@ static bool op_run_concat(op_ctx *c, bool split) {
     const mp_btensor *p = split ? op_out(c, k) : op_in(c, k);
     int64_t len = p->shape.dims[axis];
     if (split) {
-      mp_k_copy_block(es, outer, inner, pw, total, off, op_pout(c, k), len, 0,
-                      len);
+      OP_K(copy_block)(es, outer, inner, pw, total, off, op_pout(c, k), len, 0,
+                       len);
     } else {
-      mp_k_copy_block(es, outer, inner, op_pin(c, k), len, 0, pw, total, off,
-                      len);
+      OP_K(copy_block)(es, outer, inner, op_pin(c, k), len, 0, pw, total, off,
+                       len);
     }
     off += len;
   }
@@ -1455,8 +1468,8 @@ static bool op_run_pad(op_ctx *c) {
   double v;
   memcpy(&v, &c->op->params[1 + rk], sizeof v);
   mp_k_store(c->ws, x->dtype, 0, v);
-  mp_k_pad(mp_kd_size(x->dtype), &x->shape, &y->shape, c->op->params + 1,
-           (mp_kpad_mode)c->op->params[0], c->ws, op_pin(c, 0), op_pout(c, 0));
+  OP_K(pad)(mp_kd_size(x->dtype), &x->shape, &y->shape, c->op->params + 1,
+            (mp_kpad_mode)c->op->params[0], c->ws, op_pin(c, 0), op_pout(c, 0));
   return true;
 }
 
@@ -1485,8 +1498,8 @@ static bool op_run_transpose(op_ctx *c) {
   uint32_t perm[MP_K_MAX_RANK];
   for (uint32_t i = 0; i < x->shape.rank; i++)
     perm[i] = (uint32_t)c->op->params[i];
-  mp_k_transpose(mp_kd_size(x->dtype), &x->shape, perm, op_pin(c, 0),
-                 op_pout(c, 0));
+  OP_K(transpose)(mp_kd_size(x->dtype), &x->shape, perm, op_pin(c, 0),
+                  op_pout(c, 0));
   return true;
 }
 
@@ -1569,11 +1582,11 @@ static bool op_run_quant(op_ctx *c, bool quant) {
     inner = op_div(op_count(x), outer * ch);
   }
   if (quant) {
-    mp_k_quantize(outer, ch, inner, op_pin(c, 0), op_pin(c, 1), (int)ns,
-                  op_pin(c, 2), y->dtype, op_pout(c, 0));
+    OP_K(quantize)(outer, ch, inner, op_pin(c, 0), op_pin(c, 1), (int)ns,
+                   op_pin(c, 2), y->dtype, op_pout(c, 0));
   } else {
-    mp_k_dequantize(outer, ch, inner, x->dtype, op_pin(c, 0), op_pin(c, 1),
-                    (int)ns, op_pin(c, 2), op_pout(c, 0));
+    OP_K(dequantize)(outer, ch, inner, x->dtype, op_pin(c, 0), op_pin(c, 1),
+                     (int)ns, op_pin(c, 2), op_pout(c, 0));
   }
   return true;
 }
@@ -1669,6 +1682,97 @@ static bool op_dispatch(op_ctx *c, bool run) {
     default:
       return op_fail(c, "unknown kernel id %u", c->op->kernel);
   }
+}
+
+/* ---- which kernels run ------------------------------------------------------
+ */
+
+#ifdef MPLAN_RVV
+/* The fused prologue and epilogue steps have vector kernels too. */
+static bool op_vec_tail(const op_ctx *c, const op_tail *t, int dtype) {
+  if (t->pro_kind == 2) return false; /* Cast */
+  if (t->pro_kind == 1) {
+    const mp_btensor *x = op_in(c, t->pro_input);
+    if (!x || !mp_kv_dequantize_vector(x->dtype)) return false;
+  }
+  for (uint32_t k = 0; k < t->n_epi; k++) {
+    int cls = t->epi[k].code & 0xf00, op = t->epi[k].code & 0xff;
+    bool v = cls == MP_BEPI_UNARY ? mp_kv_unary_vector((mp_kunary)op, dtype)
+             : cls == MP_BEPI_BINARY
+                 ? mp_kv_binary_vector((mp_kbinary)op, dtype, dtype, false)
+                 : dtype == MP_KD_F32;
+    if (!v) return false;
+  }
+  return true;
+}
+
+static bool op_vec(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0);
+  const mp_btensor *y = c->op->n_out ? op_out(c, 0) : NULL;
+  int dx = x ? x->dtype : 0, dy = y ? y->dtype : 0;
+  op_rd r = op_reader(c);
+  op_tail t;
+  switch (c->op->kernel) {
+    case MP_BOP_CONV: {
+      op_convp p;
+      rd_conv(&r, &p);
+      rd_tail(&r, &t);
+      return (dy == MP_KD_F32 || dy == MP_KD_I8) && op_vec_tail(c, &t, dy);
+    }
+    case MP_BOP_GEMM:
+    case MP_BOP_MATMUL: {
+      op_gemmp p;
+      rd_gemm(&r, &p, c->op->kernel == MP_BOP_GEMM);
+      rd_tail(&r, &t);
+      return (dy == MP_KD_F32 || dy == MP_KD_I8) && op_vec_tail(c, &t, dy);
+    }
+    case MP_BOP_UNARY:
+      return mp_kv_unary_vector((mp_kunary)rd_i(&r), dx);
+    case MP_BOP_BINARY:
+      return mp_kv_binary_vector((mp_kbinary)rd_i(&r), dx, dy, false);
+    case MP_BOP_VARIADIC: {
+      static const mp_kbinary fold[] = {MP_KB_ADD, MP_KB_MAX, MP_KB_MIN};
+      int64_t op = rd_i(&r);
+      return op >= 0 && op < 3 && mp_kv_binary_vector(MP_KB_MAX, dy, dy, 0) &&
+             mp_kv_binary_vector(fold[op], dy, dy, false);
+    }
+    case MP_BOP_VIEW: /* a copy at most */
+    case MP_BOP_CONCAT:
+    case MP_BOP_SPLIT:
+      return true;
+    case MP_BOP_SOFTMAX:
+      return dx == MP_KD_F32 || dx == MP_KD_I8;
+    case MP_BOP_BATCHNORM:
+    case MP_BOP_LAYERNORM:
+      return dx == MP_KD_F32;
+    case MP_BOP_MAXPOOL:
+    case MP_BOP_AVGPOOL:
+      return mp_kv_pool_vector(c->op->kernel == MP_BOP_MAXPOOL, dx);
+    case MP_BOP_TRANSPOSE:
+      return mp_kv_move_vector(mp_kd_size(dx));
+    case MP_BOP_PAD:
+      return c->op->n_params > 0 && c->op->params[0] == MP_KPAD_CONSTANT &&
+             mp_kv_move_vector(mp_kd_size(dx));
+    case MP_BOP_QUANTIZE:
+      return dy == MP_KD_I8 || dy == MP_KD_U8;
+    case MP_BOP_DEQUANTIZE:
+      return mp_kv_dequantize_vector(dx);
+    default:
+      return false;
+  }
+}
+#endif
+
+bool mp_rt_op_vector(const mp_bundle *b, size_t step) {
+#ifdef MPLAN_RVV
+  char why[8];
+  op_ctx c = {b, mp_bundle_op(b, step), step, why, sizeof why, NULL, NULL, 0};
+  return op_vec(&c);
+#else
+  (void)b;
+  (void)step;
+  return false;
+#endif
 }
 
 bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,

@@ -22,4 +22,11 @@ bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,
 bool mp_rt_op_run(const mp_bundle *b, size_t step, unsigned char *const *ptr,
                   void *ws, char *why, size_t cap);
 
+/* On a build with vector kernels (riscv64 with V, MPLAN_RVV): whether
+ * the op at `step` of a checked bundle runs them, for its head and every
+ * fused prologue and epilogue step; false for an op that falls back to a
+ * scalar kernel, and always false on a build without vector kernels. A
+ * view (a copy at most) counts as vector. */
+bool mp_rt_op_vector(const mp_bundle *b, size_t step);
+
 #endif /* MPLAN_RUNTIME_OPS_H */

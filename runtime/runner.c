@@ -17,6 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
+#ifdef MPLAN_RVV
+#include "mplan/kernels_rvv.h"
+#endif
+
 static void rn_u32(mp_buf *out, uint32_t v) {
   unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8),
                         (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
@@ -136,6 +141,28 @@ static void rn_field(mp_buf *out, const char *s) {
     mp_buf_append(out, (*s == '\t' || *s == '\n' || *s == '\r') ? " " : s, 1);
 }
 
+/* The target line, and on a build with vector kernels one scalar line
+ * per op that falls back to a scalar kernel. */
+static void rn_target(const mp_bundle *b, mp_buf *out) {
+#ifdef MPLAN_RVV
+  mp_buf_printf(out, "target\trv64\trvv\t%u\n", mp_kv_vlen());
+  for (size_t i = 0; i < mp_bundle_op_count(b); i++) {
+    if (mp_rt_op_vector(b, i)) continue;
+    const mp_bopr *op = mp_bundle_op(b, i);
+    const mp_btensor *y = op->n_out ? mp_bundle_tensor(b, op->out[0]) : NULL;
+    mp_buf_puts(out, "scalar");
+    rn_field(out, op->name);
+    rn_field(out, op->type);
+    rn_field(out, mp_bop_name(op->kernel));
+    rn_field(out, y ? mp_kd_name(y->dtype) : NULL);
+    mp_buf_puts(out, "\n");
+  }
+#else
+  (void)b;
+  mp_buf_puts(out, "target\thost\tscalar\t0\n");
+#endif
+}
+
 static void rn_events(const mp_bundle *b, const mp_rt *rt, mp_buf *out) {
   mp_buf_puts(out, "mplan-events/1\n");
   for (size_t i = 0; i < mp_rt_event_count(rt); i++) {
@@ -153,6 +180,7 @@ static void rn_events(const mp_bundle *b, const mp_rt *rt, mp_buf *out) {
     rn_field(out, e->detail);
     mp_buf_puts(out, "\n");
   }
+  rn_target(b, out);
   mp_buf_printf(out, "end\t%zu\t%zu\t%" PRIu64 "\t%zu\n", mp_rt_event_count(rt),
                 mp_rt_events_dropped(rt), mp_rt_check_count(rt),
                 mp_bundle_op_count(b));
@@ -223,6 +251,9 @@ mp_status mp_events_parse(const char *source, const char *text, size_t len,
       rn_copy(e->tensor, sizeof e->tensor, f[4]);
       rn_copy(e->region, sizeof e->region, f[5]);
       rn_copy(e->detail, sizeof e->detail, f[8]);
+    } else if ((strcmp(f[0], "target") == 0 && nf == 4) ||
+               (strcmp(f[0], "scalar") == 0 && nf == 5)) {
+      /* read by mp_events_parse_target */
     } else if (strcmp(f[0], "end") == 0 && nf == 5) {
       uint64_t ne;
       if (!rn_u64p(f[1], &ne) || ne < n || !rn_u64p(f[3], checks)) {
@@ -248,6 +279,55 @@ done:
   }
   *recs = r;
   *count = n;
+  return MP_OK;
+}
+
+mp_status mp_events_parse_target(const char *source, const char *text,
+                                 size_t len, const mp_alloc *a,
+                                 mp_run_target *out, mp_error *err) {
+  mp_run_target t;
+  memset(&t, 0, sizeof t);
+  size_t lines = 1;
+  for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+  char *copy = mp_malloc(a, len + 1);
+  t.scalar = mp_calloc(a, lines, sizeof *t.scalar);
+  if (!copy || !t.scalar) {
+    mp_free(a, copy);
+    mp_free(a, t.scalar);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", source);
+  }
+  memcpy(copy, text, len);
+  copy[len] = '\0';
+  mp_status st = MP_OK;
+  for (char *line = copy; *line && st == MP_OK;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    char *f[5];
+    size_t nf = rn_split(line, f, 5);
+    if (strcmp(f[0], "target") == 0 && nf == 4) {
+      uint64_t v = 0;
+      if (!rn_u64p(f[3], &v) || v > 65536) {
+        st = mp_error_set(err, MP_ERR_BAD_INPUT, "%s: bad target line", source);
+      }
+      snprintf(t.arch, sizeof t.arch, "%s", f[1]);
+      snprintf(t.kernels, sizeof t.kernels, "%s", f[2]);
+      t.vlen = (unsigned)v;
+    } else if (strcmp(f[0], "scalar") == 0 && nf == 5) {
+      mp_scalar_rec *r = &t.scalar[t.n_scalar++];
+      rn_copy(r->op, sizeof r->op, f[1]);
+      rn_copy(r->type, sizeof r->type, f[2]);
+      rn_copy(r->kernel, sizeof r->kernel, f[3]);
+      rn_copy(r->dtype, sizeof r->dtype, f[4]);
+    }
+    if (!nl) break;
+    line = nl + 1;
+  }
+  mp_free(a, copy);
+  if (st != MP_OK) {
+    mp_free(a, t.scalar);
+    return st;
+  }
+  *out = t;
   return MP_OK;
 }
 

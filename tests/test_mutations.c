@@ -17,7 +17,11 @@
  * 1/3 and 1/2 of the steps). Mutated runs stop at the first event.
  * Prints the detection table.
  *
- * usage: test_mutations SOURCE_DIR ONNX_CACHE
+ * With VLENs after the cache folder, every run is repeated on rv64 (the
+ * riscv64 runner with the RVV kernels under qemu-riscv64) at each VLEN,
+ * and must find the same first event (kind, culprit, victim) as the host.
+ *
+ * usage: test_mutations SOURCE_DIR ONNX_CACHE [VLEN...]
  */
 #include <stdlib.h>
 
@@ -35,6 +39,25 @@ static size_t mu_detected, mu_total;
 static const char *mu_tail(const char *s, size_t n) {
   size_t len = strlen(s);
   return len > n ? s + len - n : s;
+}
+
+/* The targets every mutation runs on: the host, then rv64 (the riscv64
+ * runner with the RVV kernels under QEMU) at each VLEN given. */
+#define MU_MAX_TARGETS 4
+static mp_qemu_target mu_qemu[MU_MAX_TARGETS];
+static size_t mu_n_rv64;
+static size_t mu_rv64_detected, mu_rv64_total, mu_rv64_same;
+
+static const char *mu_target_name(size_t t, char *buf, size_t cap) {
+  if (t == 0) return "host";
+  snprintf(buf, cap, "rv64/%u", mu_qemu[t - 1].vlen);
+  return buf;
+}
+
+static void mu_target(mp_verify_opts *o, size_t t) {
+  if (t == 0) return;
+  o->target = mp_target_qemu;
+  o->target_ud = &mu_qemu[t - 1];
 }
 
 static const mp_op *mu_step(const mp_model *m, size_t k) {
@@ -56,69 +79,94 @@ static void mu_run(const mp_model *m, const char *label, mp_inject_kind kind,
                    const char *a, const char *b, const char *want_kind,
                    const char *want_op, const char *want_victim,
                    const char *or_victim) {
-  mp_verify_opts o;
-  memset(&o, 0, sizeof o);
-  o.paranoid = true;
-  o.fail_fast = true;
-  o.no_reference = true;
-  o.seed = 1;
-  o.redzone = kind == MP_INJECT_OOB ? 16 : 0;
-  o.inject.kind = kind;
-  snprintf(o.inject.a, sizeof o.inject.a, "%s", a);
-  snprintf(o.inject.b, sizeof o.inject.b, "%s", b ? b : "");
-  mp_verify_result r;
-  mp_error err = {0};
-  mp_status st = mp_verify_run(m, &o, NULL, &r, &err);
-  if (st != MP_OK) fprintf(stderr, "%s: %s\n", label, err.msg);
-  CHECK(st == MP_OK);
-  mu_total++;
-  const mp_event_rec *e = st == MP_OK && r.n_events ? &r.events[0] : NULL;
-  bool ok = e && strcmp(mp_event_kind_name(e->kind), want_kind) == 0 &&
-            strcmp(e->op, want_op) == 0 &&
-            (strcmp(e->tensor, want_victim) == 0 ||
-             (or_victim && strcmp(e->tensor, or_victim) == 0));
-  mu_detected += ok;
-  char shown[64];
-  const char *colon = strchr(label, ':');
-  int klen = (int)(colon - label);
-  if (strlen(label) <= 48) {
-    snprintf(shown, sizeof shown, "%s", label);
-  } else {
-    snprintf(shown, sizeof shown, "%.*s:..%s", klen, label,
-             mu_tail(colon + 1, (size_t)(45 - klen)));
+  char host[3][256] = {"", "", ""};
+  for (size_t tg = 0; tg <= mu_n_rv64; tg++) {
+    mp_verify_opts o;
+    memset(&o, 0, sizeof o);
+    o.paranoid = true;
+    o.fail_fast = true;
+    o.no_reference = true;
+    o.seed = 1;
+    o.redzone = kind == MP_INJECT_OOB ? 16 : 0;
+    o.inject.kind = kind;
+    snprintf(o.inject.a, sizeof o.inject.a, "%s", a);
+    snprintf(o.inject.b, sizeof o.inject.b, "%s", b ? b : "");
+    mu_target(&o, tg);
+    mp_verify_result r;
+    mp_error err = {0};
+    mp_status st = mp_verify_run(m, &o, NULL, &r, &err);
+    if (st != MP_OK) fprintf(stderr, "%s: %s\n", label, err.msg);
+    CHECK(st == MP_OK);
+    const mp_event_rec *e = st == MP_OK && r.n_events ? &r.events[0] : NULL;
+    bool ok = e && strcmp(mp_event_kind_name(e->kind), want_kind) == 0 &&
+              strcmp(e->op, want_op) == 0 &&
+              (strcmp(e->tensor, want_victim) == 0 ||
+               (or_victim && strcmp(e->tensor, or_victim) == 0));
+    const char *kn = e ? mp_event_kind_name(e->kind) : "none";
+    if (tg == 0) {
+      mu_total++;
+      mu_detected += ok;
+      snprintf(host[0], sizeof host[0], "%s", kn);
+      snprintf(host[1], sizeof host[1], "%s", e ? e->op : "-");
+      snprintf(host[2], sizeof host[2], "%s", e ? e->tensor : "-");
+    } else {
+      /* the same first event (kind, culprit, victim) as on the host */
+      bool same = strcmp(host[0], kn) == 0 &&
+                  strcmp(host[1], e ? e->op : "-") == 0 &&
+                  strcmp(host[2], e ? e->tensor : "-") == 0;
+      mu_rv64_total++;
+      mu_rv64_detected += ok;
+      mu_rv64_same += same;
+      CHECK(same);
+    }
+    char tn[32], shown[64];
+    const char *colon = strchr(label, ':');
+    int klen = (int)(colon - label);
+    if (strlen(label) <= 48) {
+      snprintf(shown, sizeof shown, "%s", label);
+    } else {
+      snprintf(shown, sizeof shown, "%.*s:..%s", klen, label,
+               mu_tail(colon + 1, (size_t)(45 - klen)));
+    }
+    printf("| %-12.12s | %-8s | %-48s | %-14s | %-28s | %-28s | %s |\n",
+           strrchr(mp_model_path(m), '/') + 1,
+           mu_target_name(tg, tn, sizeof tn), shown, kn,
+           mu_tail(e ? e->op : "-", 28), mu_tail(e ? e->tensor : "-", 28),
+           ok ? "yes" : "NO");
+    if (!ok) {
+      fprintf(stderr, "%s: expected %s by '%s' on '%s'\n", label, want_kind,
+              want_op, want_victim);
+    }
+    CHECK(ok);
+    if (st == MP_OK) mp_verify_result_release(&r, NULL);
   }
-  printf("| %-12.12s | %-48s | %-14s | %-28s | %-28s | %s |\n",
-         strrchr(mp_model_path(m), '/') + 1, shown,
-         e ? mp_event_kind_name(e->kind) : "none", mu_tail(e ? e->op : "-", 28),
-         mu_tail(e ? e->tensor : "-", 28), ok ? "yes" : "NO");
-  if (!ok) {
-    fprintf(stderr, "%s: expected %s by '%s' on '%s'\n", label, want_kind,
-            want_op, want_victim);
-  }
-  CHECK(ok);
-  if (st == MP_OK) mp_verify_result_release(&r, NULL);
 }
 
 /* The unmodified plan: no event, outputs equal to the no-reuse run. */
 static void mu_clean(const mp_model *m) {
-  mp_verify_opts o;
-  memset(&o, 0, sizeof o);
-  o.paranoid = true;
-  o.redzone = 16;
-  o.seed = 1;
-  mp_verify_result r;
-  mp_error err = {0};
-  mp_status st = mp_verify_run(m, &o, NULL, &r, &err);
-  if (st != MP_OK) fprintf(stderr, "%s\n", err.msg);
-  CHECK(st == MP_OK);
-  if (st != MP_OK) return;
-  CHECK_EQ_U(r.n_events, 0);
-  CHECK_EQ_U(r.outputs, r.outputs_equal);
-  printf("| %-12.12s | %-48s | %-14s | %-28s | %-28s | %s |\n",
-         strrchr(mp_model_path(m), '/') + 1, "(unmodified, red zones 16 B)",
-         r.n_events ? "EVENTS" : "0 events", "-", "-",
-         r.n_events ? "NO" : "yes");
-  mp_verify_result_release(&r, NULL);
+  for (size_t tg = 0; tg <= mu_n_rv64; tg++) {
+    mp_verify_opts o;
+    memset(&o, 0, sizeof o);
+    o.paranoid = true;
+    o.redzone = 16;
+    o.seed = 1;
+    mu_target(&o, tg);
+    mp_verify_result r;
+    mp_error err = {0};
+    mp_status st = mp_verify_run(m, &o, NULL, &r, &err);
+    if (st != MP_OK) fprintf(stderr, "%s\n", err.msg);
+    CHECK(st == MP_OK);
+    if (st != MP_OK) return;
+    CHECK_EQ_U(r.n_events, 0);
+    CHECK_EQ_U(r.outputs, r.outputs_equal);
+    char tn[32];
+    printf("| %-12.12s | %-8s | %-48s | %-14s | %-28s | %-28s | %s |\n",
+           strrchr(mp_model_path(m), '/') + 1,
+           mu_target_name(tg, tn, sizeof tn), "(unmodified, red zones 16 B)",
+           r.n_events ? "EVENTS" : "0 events", "-", "-",
+           r.n_events ? "NO" : "yes");
+    mp_verify_result_release(&r, NULL);
+  }
 }
 
 static void mu_model_run(const mp_model *m) {
@@ -186,12 +234,21 @@ int main(int argc, char **argv) {
            "%s/ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx", cache);
   snprintf(paths[3], sizeof paths[3],
            "%s/blazeface/face_detection_front_128x128_barracuda.onnx", cache);
-  printf("| %-12s | %-48s | %-14s | %-28s | %-28s | %s |\n", "model",
-         "mutation", "first event", "culprit op", "victim", "right");
+  for (int i = 3; i < argc && mu_n_rv64 < MU_MAX_TARGETS; i++) {
+    mp_error err = {0};
+    unsigned vlen = (unsigned)strtoul(argv[i], NULL, 10);
+    if (mp_qemu_target_init(&mu_qemu[mu_n_rv64], vlen, &err) != MP_OK) {
+      fprintf(stderr, "test_mutations: %s\n", err.msg);
+      return 1;
+    }
+    mu_n_rv64++;
+  }
+  printf("| %-12s | %-8s | %-48s | %-14s | %-28s | %-28s | %s |\n", "model",
+         "target", "mutation", "first event", "culprit op", "victim", "right");
   printf(
-      "|--------------|--------------------------------------------------|"
-      "----------------|------------------------------|-------------------"
-      "-----------|-------|\n");
+      "|--------------|----------|------------------------------------------"
+      "--------|----------------|------------------------------|-----------"
+      "-------------------|-------|\n");
   for (int i = 0; i < 4; i++) {
     mp_load_opts lo = {0};
     mp_shape_binding sb = {"x", 4, {1, 3, 48, 192}};
@@ -209,6 +266,16 @@ int main(int argc, char **argv) {
   }
   printf("mutations detected with the right culprit and victim: %zu of %zu\n",
          mu_detected, mu_total);
+  if (mu_n_rv64) {
+    printf(
+        "on rv64 (RVV kernels, QEMU, %zu VLEN%s): %zu of %zu detected with "
+        "the right culprit and victim, %zu of %zu the same first event as on "
+        "the host\n",
+        mu_n_rv64, mu_n_rv64 == 1 ? "" : "s", mu_rv64_detected, mu_rv64_total,
+        mu_rv64_same, mu_rv64_total);
+    CHECK_EQ_U(mu_rv64_total, mu_total * mu_n_rv64);
+    CHECK_EQ_U(mu_rv64_same, mu_rv64_total);
+  }
   CHECK(mu_total >= 30);
   CHECK_EQ_U(mu_detected, mu_total);
   return check_exit("test_mutations");

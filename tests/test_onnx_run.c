@@ -16,17 +16,25 @@
  * any test of a supported op fails or fewer than FLOOR pass, and lists
  * the ops that caused skips.
  *
- * usage: test_onnx_run NODE_DIR FLOOR [-v]
+ * With --rv64 QEMU RUNNER WORK VLEN..., every test that ran is also run
+ * by the riscv64 runner (RVV kernels) under qemu-riscv64 at each VLEN,
+ * one process per VLEN for all of them, compared with the same
+ * tolerance; its pass count must equal the host's and nothing may fail.
+ *
+ * usage: test_onnx_run NODE_DIR FLOOR [-v] [--rv64 QEMU RUNNER WORK VLEN...]
  */
+#define _POSIX_C_SOURCE 200809L /* mkdir */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "mplan/compile.h"
 #include "mplan/file.h"
 #include "mplan/lifetime.h"
 #include "mplan/onnx.h"
+#include "mplan/runner.h"
 #include "mplan/runtime.h"
 #include "mplan/schedule.h"
 #include "mplan/shape.h"
@@ -92,6 +100,7 @@ typedef struct run_state {
   mp_bundle *b;
   mp_rt *rt;
   mp_buf bundle;
+  mp_buf inputs; /* the staged inputs as tensors/1 (for a target run) */
   Onnx__ModelProto *m;
 } run_state;
 
@@ -99,6 +108,7 @@ static void run_free(run_state *s) {
   mp_rt_destroy(s->rt);
   mp_bundle_destroy(s->b);
   mp_buf_free(&s->bundle);
+  mp_buf_free(&s->inputs);
   mp_onnx_data_destroy(s->od);
   mp_plan_destroy(s->plan);
   mp_problem_destroy(s->p);
@@ -135,6 +145,7 @@ static mp_status bind_inputs(const char *dir, run_state *s, mp_error *err) {
 static mp_status stage_inputs(const char *dir, run_state *s, mp_error *err) {
   const Onnx__GraphProto *gp = s->m->graph;
   size_t k = 0;
+  mp_tensors_begin(&s->inputs, (uint32_t)mp_bundle_input_count(s->b));
   for (size_t i = 0; i < gp->n_input; i++) {
     bool init = false;
     for (size_t j = 0; j < gp->n_initializer; j++) {
@@ -171,6 +182,7 @@ static mp_status stage_inputs(const char *dir, run_state *s, mp_error *err) {
                           bt->name, mp_dtype_name(dt), mp_kd_name(bt->dtype));
       } else {
         st = mp_rt_set_input(s->rt, x, bytes, n, err);
+        mp_tensors_add(&s->inputs, bt->name, bt->dtype, &bt->shape, bytes, n);
       }
     }
     mp_free(NULL, bytes);
@@ -179,15 +191,38 @@ static mp_status stage_inputs(const char *dir, run_state *s, mp_error *err) {
   return MP_OK;
 }
 
-static verdict compare(const char *dir, run_state *s, char *why, size_t cap) {
-  const Onnx__GraphProto *gp = s->m->graph;
+/* An output as a run left it: in the host runtime, or read back from a
+ * target's tensors/1 file. */
+typedef struct out_view {
+  int dtype;
+  mp_kshape shape;
+  const void *data;
+  size_t bytes;
+} out_view;
+
+typedef bool (*out_fn)(void *ud, const char *name, out_view *v);
+
+static bool host_output(void *ud, const char *name, out_view *v) {
+  run_state *s = ud;
+  uint32_t t;
+  if (!mp_bundle_find_tensor(s->b, name, &t)) return false;
+  const mp_btensor *x = mp_bundle_tensor(s->b, t);
+  v->dtype = x->dtype;
+  v->shape = x->shape;
+  v->data = mp_rt_tensor_data(s->rt, t);
+  v->bytes = (size_t)x->bytes;
+  return true;
+}
+
+static verdict compare(const char *dir, const Onnx__GraphProto *gp, out_fn get,
+                       void *ud, char *why, size_t cap) {
   for (size_t k = 0; k < gp->n_output; k++) {
     char path[1400];
     size_t len, n;
     snprintf(path, sizeof path, "%s/test_data_set_0/output_%zu.pb", dir, k);
     char *data = slurp(path, &len);
     mp_dtype dt;
-    uint32_t rank, t;
+    uint32_t rank;
     int64_t dims[MP_MAX_RANK];
     void *bytes = NULL;
     mp_error err = {0};
@@ -199,19 +234,20 @@ static verdict compare(const char *dir, run_state *s, char *why, size_t cap) {
     }
     free(data);
     verdict v = PASS;
-    if (!mp_bundle_find_tensor(s->b, gp->output[k]->name, &t)) {
+    out_view x;
+    if (!get(ud, gp->output[k]->name, &x)) {
       snprintf(why, cap, "no output '%s'", gp->output[k]->name);
       v = FAIL;
     } else {
-      const mp_btensor *x = mp_bundle_tensor(s->b, t);
-      bool same = x->shape.rank == rank && x->bytes == n;
+      bool same = x.shape.rank == rank && x.bytes == n;
       for (uint32_t d = 0; same && d < rank; d++)
-        same = x->shape.dims[d] == dims[d];
-      if (!same || mp_kd_size(x->dtype) != mp_dtype_size(dt)) {
-        snprintf(why, cap, "output '%s': shape or dtype differs", x->name);
+        same = x.shape.dims[d] == dims[d];
+      if (!same || mp_kd_size(x.dtype) != mp_dtype_size(dt)) {
+        snprintf(why, cap, "output '%s': shape or dtype differs",
+                 gp->output[k]->name);
         v = FAIL;
-      } else if (!close_enough(mp_rt_tensor_data(s->rt, t), bytes, x->dtype,
-                               n / mp_kd_size(x->dtype), why, cap)) {
+      } else if (!close_enough(x.data, bytes, x.dtype, n / mp_kd_size(x.dtype),
+                               why, cap)) {
         v = FAIL;
       }
     }
@@ -219,6 +255,148 @@ static verdict compare(const char *dir, run_state *s, char *why, size_t cap) {
     if (v != PASS) return v;
   }
   return PASS;
+}
+
+/* ---- the same tests on riscv64 under QEMU (--rv64) ------------------------
+ * Every test that ran on the host is queued: its bundle and staged inputs
+ * are written to WORK, and one runner process per VLEN runs them all
+ * (mplan-runner --batch, paranoid poison mode as here); the outputs are
+ * then compared with output_K.pb exactly as the host's are. */
+
+typedef struct rv64_job {
+  char dir[1200];
+  verdict host;
+} rv64_job;
+
+static struct {
+  bool on;
+  const char *qemu, *runner, *work;
+  rv64_job *jobs;
+  size_t n, cap;
+} rv64;
+
+static verdict rv64_queue(const char *dir, run_state *s, verdict v, char *why,
+                          size_t cap) {
+  if (rv64.n == rv64.cap) {
+    rv64.cap = rv64.cap ? 2 * rv64.cap : 256;
+    rv64.jobs = realloc(rv64.jobs, rv64.cap * sizeof *rv64.jobs);
+    if (!rv64.jobs) abort();
+  }
+  char path[1400];
+  mp_error err = {0};
+  snprintf(path, sizeof path, "%s/j%zu.mpk", rv64.work, rv64.n);
+  mp_status st = mp_file_write(path, s->bundle.data, s->bundle.len, &err);
+  snprintf(path, sizeof path, "%s/j%zu.in", rv64.work, rv64.n);
+  if (st == MP_OK)
+    st = mp_file_write(path, s->inputs.data, s->inputs.len, &err);
+  if (st != MP_OK) {
+    snprintf(why, cap, "%.900s", err.msg);
+    return FAIL;
+  }
+  rv64_job *j = &rv64.jobs[rv64.n++];
+  snprintf(j->dir, sizeof j->dir, "%s", dir);
+  j->host = v;
+  return v;
+}
+
+typedef struct rv64_outs {
+  mp_tensor_rec *recs;
+  size_t n;
+} rv64_outs;
+
+static bool rv64_output(void *ud, const char *name, out_view *v) {
+  const rv64_outs *o = ud;
+  for (size_t i = 0; i < o->n; i++) {
+    if (strcmp(o->recs[i].name, name) != 0) continue;
+    v->dtype = o->recs[i].dtype;
+    v->shape = o->recs[i].shape;
+    v->data = o->recs[i].data;
+    v->bytes = o->recs[i].bytes;
+    return true;
+  }
+  return false;
+}
+
+/* Job k's verdict at this VLEN from its batch status and outputs. */
+static verdict rv64_judge(size_t k, const char *status, unsigned vlen,
+                          char *why, size_t cap) {
+  if (strcmp(status, "ok") != 0) {
+    snprintf(why, cap, "runner: %.900s", status);
+    return FAIL;
+  }
+  char path[1400];
+  size_t len, mlen;
+  snprintf(path, sizeof path, "%s/j%zu.v%u.out", rv64.work, k, vlen);
+  char *out = slurp(path, &len);
+  snprintf(path, sizeof path, "%s/model.onnx", rv64.jobs[k].dir);
+  char *model = slurp(path, &mlen);
+  Onnx__ModelProto *m =
+      model ? onnx__model_proto__unpack(NULL, mlen, (const uint8_t *)model)
+            : NULL;
+  rv64_outs o = {NULL, 0};
+  mp_error err = {0};
+  verdict v = FAIL;
+  if (!out || !m) {
+    snprintf(why, cap, "no outputs or model");
+  } else if (mp_tensors_parse(path, out, len, NULL, &o.recs, &o.n, &err) !=
+             MP_OK) {
+    snprintf(why, cap, "%.900s", err.msg);
+  } else {
+    v = compare(rv64.jobs[k].dir, m->graph, rv64_output, &o, why, cap);
+  }
+  mp_free(NULL, o.recs);
+  if (m) onnx__model_proto__free_unpacked(m, NULL);
+  free(model);
+  free(out);
+  return v;
+}
+
+/* Runs every queued job at one VLEN; counts[PASS/FAIL]. */
+static void rv64_run(unsigned vlen, bool verbose, size_t *counts) {
+  char list[1400], status[1400], cmd[5000];
+  snprintf(list, sizeof list, "%s/jobs.v%u.tsv", rv64.work, vlen);
+  snprintf(status, sizeof status, "%s/status.v%u.txt", rv64.work, vlen);
+  FILE *f = fopen(list, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  for (size_t k = 0; k < rv64.n; k++) {
+    fprintf(f, "%s/j%zu.mpk\t%s/j%zu.in\t%s/j%zu.v%u.out\t%s/j%zu.v%u.ev\n",
+            rv64.work, k, rv64.work, k, rv64.work, k, vlen, rv64.work, k, vlen);
+  }
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "'%s' -cpu rv64,v=true,vlen=%u,vext_spec=v1.0 '%s' --batch '%s' "
+           "--poison --paranoid > '%s'",
+           rv64.qemu, vlen, rv64.runner, list, status);
+  int rc = system(cmd);
+  CHECK_EQ_I(rc, 0);
+  size_t len = 0;
+  char *text = slurp(status, &len);
+  CHECK(text != NULL);
+  size_t k = 0;
+  for (char *line = text; text && *line && k < rv64.n;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    char st[1000] = "";
+    size_t id = SIZE_MAX;
+    int used = 0;
+    if (sscanf(line, "job %zu %n", &id, &used) == 1) {
+      snprintf(st, sizeof st, "%s", line + used);
+    }
+    char why[1000] = "";
+    verdict v = id == k ? rv64_judge(k, st, vlen, why, sizeof why) : FAIL;
+    counts[v]++;
+    if (v == FAIL || verbose) {
+      fprintf(stderr, "rv64 VLEN %u %s %s: %s\n", vlen,
+              v == FAIL ? "FAILED" : "passed", strrchr(rv64.jobs[k].dir, '/'),
+              why);
+    }
+    k++;
+    if (!nl) break;
+    line = nl + 1;
+  }
+  counts[FAIL] += rv64.n - k; /* jobs without a status line */
+  free(text);
 }
 
 static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
@@ -229,6 +407,7 @@ static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
   run_state s;
   memset(&s, 0, sizeof s);
   mp_buf_init(&s.bundle, NULL);
+  mp_buf_init(&s.inputs, NULL);
   mp_order_kind used;
   snprintf(path, sizeof path, "%s/model.onnx", dir);
   char *data = slurp(path, &len);
@@ -278,7 +457,8 @@ static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
              mp_rt_event_at(s.rt, 0)->detail);
     v = FAIL;
   } else {
-    v = compare(dir, &s, why, cap);
+    v = compare(dir, s.m->graph, host_output, &s, why, cap);
+    if (rv64.on && v != SKIP) v = rv64_queue(dir, &s, v, why, cap);
   }
   run_free(&s);
   return v;
@@ -286,11 +466,24 @@ static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: test_onnx_run NODE_DIR FLOOR [-v]\n");
+    fprintf(stderr,
+            "usage: test_onnx_run NODE_DIR FLOOR [-v] [--rv64 QEMU RUNNER "
+            "WORK VLEN...]\n");
     return 2;
   }
   long floor_n = atol(argv[2]);
-  bool verbose = argc > 3 && strcmp(argv[3], "-v") == 0;
+  bool verbose = false;
+  for (int a = 3; a < argc; a++) {
+    if (strcmp(argv[a], "-v") == 0) verbose = true;
+    if (strcmp(argv[a], "--rv64") == 0 && a + 3 < argc) {
+      rv64.on = true;
+      rv64.qemu = argv[a + 1];
+      rv64.runner = argv[a + 2];
+      rv64.work = argv[a + 3];
+      mkdir(rv64.work, 0755);
+      a += 3;
+    }
+  }
   DIR *d = opendir(argv[1]);
   if (!d) {
     fprintf(stderr, "test_onnx_run: cannot open %s\n", argv[1]);
@@ -324,6 +517,20 @@ int main(int argc, char **argv) {
   }
   free(names);
   printf("skipped for ops (or variants):%s\n", skips);
+  for (int a = 3; rv64.on && a < argc; a++) {
+    char *end;
+    unsigned long vlen = strtoul(argv[a], &end, 10);
+    if (*end || !vlen) continue;
+    size_t rc[3] = {0};
+    rv64_run((unsigned)vlen, verbose, rc);
+    rc[SKIP] = n - rv64.n;
+    printf(
+        "node tests under qemu-riscv64 at VLEN %lu (RVV kernels): %zu: %zu "
+        "passed, %zu failed, %zu skipped (host: %zu passed)\n",
+        vlen, n, rc[PASS], rc[FAIL], rc[SKIP], count[PASS]);
+    CHECK_EQ_U(rc[FAIL], 0);
+    CHECK_EQ_U(rc[PASS], count[PASS]);
+  }
   printf(
       "node tests run by the runtime: %zu: %zu passed, %zu failed, %zu "
       "skipped (floor %ld)\n",
@@ -331,5 +538,6 @@ int main(int argc, char **argv) {
   CHECK(n > 0);
   CHECK_EQ_U(count[FAIL], 0);
   CHECK((long)count[PASS] >= floor_n);
+  free(rv64.jobs);
   return check_exit("test_onnx_run");
 }

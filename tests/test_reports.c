@@ -482,7 +482,8 @@ static void test_sqlite_schema(void) {
   mp_report_db_destroy(db);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM schema_version"),
              MP_REPORT_DB_VERSION);
-  /* Version 3 added columns to pass and the issue 9 tables. */
+  /* Version 3 added columns to pass and the issue 9 tables, version 4
+   * the verification target tables. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('pass') WHERE "
                    "name IN ('lower_bound_before', 'arena_after', "

@@ -744,8 +744,32 @@
 
   /* ---- verification --------------------------------------------------------- */
 
+  /* Where the run executed, and the ops that fell back to scalar kernels
+   * on a target with vector kernels (mplan verify --target rv64). */
+  function verificationTarget(box) {
+    const t = D.verification_target;
+    if (!t) return;
+    const vec = t.kernels === 'rvv';
+    box.appendChild(el('p', null, 'Ran on ' + t.arch + (vec ?
+      ' under qemu-riscv64, VLEN ' + t.vlen + ', with the RVV kernels; ' +
+      t.scalar_ops.length + ' op' + (t.scalar_ops.length === 1 ? '' : 's') +
+      ' on scalar kernels (no RVV kernel).' : ' with the scalar reference kernels.')));
+    if (!t.scalar_ops.length) return;
+    const table = el('table');
+    const head = el('tr');
+    for (const c of ['scalar op', 'type', 'kernel', 'dtype']) head.appendChild(el('th', null, c));
+    table.appendChild(head);
+    for (const s of t.scalar_ops) {
+      const tr = el('tr');
+      for (const v of [s.op, s.type, s.kernel, s.dtype]) tr.appendChild(el('td', null, v || ''));
+      table.appendChild(tr);
+    }
+    box.appendChild(table);
+  }
+
   function verification() {
     const box = document.getElementById('verification');
+    if (Array.isArray(D.verification)) verificationTarget(box);
     if (!Array.isArray(D.verification)) {
       box.appendChild(el('p', 'muted', 'No verification run is recorded in this report. ' +
         'A poison-mode run (mplan verify) adds its events here.'));

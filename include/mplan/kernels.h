@@ -69,6 +69,8 @@ typedef struct mp_kshape {
 } mp_kshape;
 
 int64_t mp_kshape_count(const mp_kshape *s);
+/* Row-major element strides of s into st[rank]. */
+void mp_kshape_strides(const mp_kshape *s, int64_t *st);
 
 /* Iteration of an output shape with per-operand element strides (0 on a
  * broadcast dim), built by mp_k_bcast_init. */

@@ -57,6 +57,12 @@ typedef struct mp_report_event {
   const char *detail;
 } mp_report_event;
 
+/* An op of a verification run that fell back to a scalar kernel on a
+ * target with vector kernels (mplan verify --target rv64, issue 7). */
+typedef struct mp_report_scalar_op {
+  const char *op, *type, *kernel, *dtype;
+} mp_report_scalar_op;
+
 /* What a report records about the run besides the model and the plan.
  * Every field may be NULL. */
 typedef struct mp_report_meta {
@@ -69,6 +75,14 @@ typedef struct mp_report_meta {
   bool verified;
   const mp_report_event *events;
   size_t n_events;
+  /* Where the verification ran (verification_target, the HTML report's
+   * verification section): arch "host" or "rv64", kernels "scalar" or
+   * "rvv", vlen in bits (0 without vector kernels), and the ops that fell
+   * back to scalar kernels (verification_scalar_op). */
+  const char *target_arch, *target_kernels;
+  unsigned target_vlen;
+  const mp_report_scalar_op *scalar_ops;
+  size_t n_scalar_ops;
 } mp_report_meta;
 
 /* The lifetime dump of seed 001 section 2, one entry per buffer in buffer

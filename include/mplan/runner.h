@@ -12,7 +12,14 @@
  *   "mplan-events/1", then per event
  *   "event KIND STEP OP TENSOR REGION FIRST LAST DETAIL" (OP and TENSOR
  *   are names or "-"; FIRST..LAST the inclusive byte range in the plan
- *   region REGION), and a last line "end EVENTS DROPPED CHECKS OPS".
+ *   region REGION), then "target ARCH KERNELS VLEN" (ARCH "host" or
+ *   "rv64", KERNELS "scalar" or "rvv", VLEN the vector length in bits, 0
+ *   without vector kernels), then on a target with vector kernels one
+ *   line "scalar OP TYPE KERNEL DTYPE" per op that fell back to a scalar
+ *   kernel (OP its name, TYPE its ONNX op type, KERNEL the bundle kernel,
+ *   DTYPE its output's), and a last line "end EVENTS DROPPED CHECKS OPS".
+ *   The target and scalar lines came with the rv64 runner; a reader
+ *   accepts files without them.
  */
 #ifndef MPLAN_RUNNER_H
 #define MPLAN_RUNNER_H
@@ -59,6 +66,28 @@ typedef struct mp_event_rec {
 mp_status mp_events_parse(const char *source, const char *text, size_t len,
                           const mp_alloc *a, mp_event_rec **recs, size_t *count,
                           uint64_t *checks, mp_error *err);
+
+/* Where a run executed: the events' target line and its scalar lines. */
+typedef struct mp_scalar_rec {
+  char op[256];
+  char type[64];
+  char kernel[32];
+  char dtype[16];
+} mp_scalar_rec;
+
+typedef struct mp_run_target {
+  char arch[16];         /* "host", "rv64"; "" when the file names none */
+  char kernels[16];      /* "scalar", "rvv" */
+  unsigned vlen;         /* bits; 0 without vector kernels */
+  mp_scalar_rec *scalar; /* owned (mp_free): the ops that fell back */
+  size_t n_scalar;
+} mp_run_target;
+
+/* Parses the target and scalar lines of events/1 text (the rest is
+ * mp_events_parse's). Fills *out (release out->scalar with mp_free). */
+mp_status mp_events_parse_target(const char *source, const char *text,
+                                 size_t len, const mp_alloc *a,
+                                 mp_run_target *out, mp_error *err);
 
 /* ---- seeded inputs ---------------------------------------------------------
  */

@@ -5,7 +5,7 @@
  *
  * The run goes through the runner protocol (mplan/runner.h): the host
  * target calls mp_runner_run in-process; another target (riscv64 under
- * QEMU, a later issue) runs the same bundle and inputs bytes elsewhere
+ * QEMU, mp_target_qemu) runs the same bundle and inputs bytes elsewhere
  * and returns the same outputs and events bytes.
  *
  * Red zones (--redzone N) are planned: every buffer of the problem is
@@ -67,9 +67,11 @@ typedef struct mp_verify_result {
   size_t ops;
   size_t outputs, outputs_equal;
   size_t bundle_bytes;
-  mp_plan *plan;       /* the plan that ran (owned) */
-  mp_problem *problem; /* the problem it solved when it differs from the
-                          model's (red zones, injection; owned) */
+  mp_run_target target; /* where the planned run executed, and the ops
+                           that fell back to scalar kernels (owned) */
+  mp_plan *plan;        /* the plan that ran (owned) */
+  mp_problem *problem;  /* the problem it solved when it differs from the
+                           model's (red zones, injection; owned) */
 } mp_verify_result;
 
 /* Verifies model m (a graph or ONNX model). Borrows m and o. Fills res
@@ -82,6 +84,29 @@ void mp_verify_result_release(mp_verify_result *r, const mp_alloc *a);
 
 /* The host target: mp_runner_run in-process. */
 mp_status mp_target_host(void *ud, const char *source, const mp_buf *bundle,
+                         const void *inputs, size_t in_len,
+                         const mp_runner_opts *o, mp_buf *outputs,
+                         mp_buf *events, mp_error *err);
+
+/* The rv64 target: the riscv64 mplan-runner (RVV kernels) under
+ * qemu-riscv64 -cpu rv64,v=true,vlen=VLEN (compile/target_qemu.c). */
+typedef struct mp_qemu_target {
+  char qemu[1024];   /* the emulator */
+  char runner[1024]; /* the cross-built runner */
+  unsigned vlen;     /* bits */
+} mp_qemu_target;
+
+/* Finds qemu-riscv64 (MPLAN_QEMU, else on PATH) and the riscv64 runner
+ * (MPLAN_RV64_RUNNER, else the one this build cross-built) and checks
+ * vlen (a power of two from 128 to 1024). Errors say how to install or
+ * build what is missing (MP_ERR_UNSUPPORTED) or what vlen may be. */
+mp_status mp_qemu_target_init(mp_qemu_target *t, unsigned vlen, mp_error *err);
+
+/* The target function for mp_verify_opts.target; ud is an initialised
+ * mp_qemu_target. Writes the bundle and inputs into a private temporary
+ * folder (TMPDIR, else /tmp), runs the runner under QEMU, reads its
+ * outputs and events back and removes the folder. */
+mp_status mp_target_qemu(void *ud, const char *source, const mp_buf *bundle,
                          const void *inputs, size_t in_len,
                          const mp_runner_opts *o, mp_buf *outputs,
                          mp_buf *events, mp_error *err);

@@ -6,11 +6,14 @@
 # ones); and the rewritten plans (fused epilogues written in place over
 # their residual, in-place depthwise Conv, views) verify clean in paranoid
 # mode with red zones, also with the NPU preset's regions and banks.
-# usage: test_passes_run.sh MPLAN MPLAN_RUNNER SOURCE_DIR
+# With RV64=1 the rewritten MobileNetV2 also verifies on rv64 (the RVV
+# kernels under qemu-riscv64) at VLEN 128.
+# usage: test_passes_run.sh MPLAN MPLAN_RUNNER SOURCE_DIR [RV64]
 set -u
 mplan=$1
 runner=$2
 src=$3
+rv64=${4:-0}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -60,6 +63,10 @@ verify() { # ARGS...: mplan verify must exit 0 with no event
 verify "$src/models/mobilenet_v2.json" --passes all --order memory
 verify "$src/models/resnet50.json" --passes all --order memory
 verify "$src/models/mobilenet_v2.json" --passes all --backend npu
+if [ "$rv64" = 1 ]; then
+  verify "$src/models/mobilenet_v2.json" --passes all --order memory \
+    --target rv64 --vlen 128
+fi
 
 # A wrong runtime would show here: a Conv whose fused Add writes over its
 # residual must still read the residual (the bundle of a plan that put

@@ -101,7 +101,8 @@ run 2 "$runner" "$tmp/m.mpk" --inputs "$tmp/e.tsv" && has "$tmp/err" "not a tens
 run 2 "$runner" && has "$tmp/err" "usage"
 
 # Usage and input errors: one line, exit 2, no file written.
-run 2 "$mplan" verify $v2 --target rv64 && one_line && has "$tmp/err" "--target rv64 is not available yet"
+MPLAN_RV64_RUNNER=/nonexistent/mplan-runner run 2 "$mplan" verify $v2 --target rv64 && one_line && has "$tmp/err" "is not built"
+MPLAN_QEMU=/nonexistent/qemu-riscv64 run 2 "$mplan" verify $v2 --target rv64 && one_line && has "$tmp/err" "apt-get install qemu-user"
 run 2 "$mplan" verify $v2 --vlen 256 && has "$tmp/err" "--vlen applies to --target rv64"
 run 2 "$mplan" verify $v2 --vlen 100 && has "$tmp/err" "expected 128, 256 or 512"
 run 2 "$mplan" verify $v2 --target gpu && has "$tmp/err" "expected host or rv64"

@@ -1,0 +1,145 @@
+/*
+ * bench_kernels_rvv.c -- one kernel, scalar or RVV, on a fixed f32 shape,
+ * between two marker calls, for counting executed instructions under
+ * qemu-riscv64 (tests/bench/rvv_insn_count.sh). Deterministic: fixed
+ * inputs, no timing.
+ *
+ *   bench_kernels_rvv --markers        the marker addresses (hex)
+ *   bench_kernels_rvv KERNEL IMPL      KERNEL conv3x3 | dw3x3 | conv1x1 |
+ *                                      gemm | empty; IMPL scalar (the
+ *                                      scalar kernel as built, scalar
+ *                                      code) | autovec (the same source
+ *                                      auto-vectorised by clang) | rvv
+ *
+ * The markers are empty non-inlined functions; everything executed from
+ * the first marker's entry to the second's is the kernel call (plus the
+ * few instructions of the call sequence, which the "empty" kernel
+ * measures as a baseline).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mplan/kernels_rvv.h"
+
+/* kernels/k_conv.c compiled with clang's auto-vectoriser (CMake target
+ * mp_kernels_autovec): the scalar source, vectorised by the compiler. */
+void mp_ka_conv_f32(const mp_kconv *p, const float *x, const float *w,
+                    const float *b, float *y, void *scratch);
+void mp_ka_gemm_f32(const mp_kgemm *p, const float *a, const float *b,
+                    const float *c, float *y);
+
+typedef enum { B_SCALAR, B_AUTOVEC, B_RVV } bench_impl;
+
+__attribute__((noinline)) void bench_begin(void);
+__attribute__((noinline)) void bench_end(void);
+
+__attribute__((noinline)) void bench_begin(void) {
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void bench_end(void) {
+  __asm__ volatile("" ::: "memory");
+}
+
+typedef struct bench_shape {
+  const char *name, *shape;
+  int64_t c, m, group, hw, k, pad;
+} bench_shape;
+
+/* The shapes of the table (tests/bench/README.md). */
+static const bench_shape bench_shapes[] = {
+    {"conv3x3", "16x24x24 -> 16, 3x3 pad 1", 16, 16, 1, 24, 3, 1},
+    {"dw3x3", "32x24x24 depthwise 3x3 pad 1", 32, 32, 32, 24, 3, 1},
+    {"conv1x1", "32x24x24 -> 32, 1x1", 32, 32, 1, 24, 1, 0},
+};
+
+static float *bench_data(size_t n, unsigned seed) {
+  float *p = malloc(n * sizeof *p + 64);
+  if (!p) exit(2);
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    p[i] = (float)((seed >> 9) & 0xffff) / 32768.0f - 1.0f;
+  }
+  return p;
+}
+
+static const char *const bench_impl_names[] = {"scalar", "autovec", "rvv"};
+
+static int bench_conv(const bench_shape *s, bench_impl impl) {
+  mp_kconv p;
+  memset(&p, 0, sizeof p);
+  p.n = 1;
+  p.c = s->c;
+  p.m = s->m;
+  p.group = s->group;
+  for (int i = 0; i < 3; i++) {
+    p.in[i] = p.out[i] = i ? s->hw : 1;
+    p.k[i] = i ? s->k : 1;
+    p.pad[i] = i ? s->pad : 0;
+    p.stride[i] = p.dil[i] = 1;
+  }
+  size_t plane = (size_t)(s->hw * s->hw);
+  float *x = bench_data((size_t)s->c * plane, 1);
+  float *w = bench_data((size_t)(s->m * (s->c / s->group) * s->k * s->k), 2);
+  float *b = bench_data((size_t)s->m, 3);
+  float *y = bench_data((size_t)s->m * plane, 4);
+  float *scratch = bench_data(plane, 5);
+  bench_begin();
+  if (impl == B_RVV) {
+    mp_kv_conv_f32(&p, x, w, b, y, scratch);
+  } else if (impl == B_AUTOVEC) {
+    mp_ka_conv_f32(&p, x, w, b, y, scratch);
+  } else {
+    mp_k_conv_f32(&p, x, w, b, y, scratch);
+  }
+  bench_end();
+  printf("%s %s y[7] = %.6g\n", s->name, bench_impl_names[impl], y[7]);
+  return 0;
+}
+
+static int bench_gemm(bench_impl impl) {
+  mp_kgemm g = {48, 64, 64, false, false, 1.0, 1.0, 0, 1, 0};
+  float *a = bench_data(48 * 64, 1), *b = bench_data(64 * 64, 2);
+  float *c = bench_data(64, 3), *y = bench_data(48 * 64, 4);
+  bench_begin();
+  if (impl == B_RVV) {
+    mp_kv_gemm_f32(&g, a, b, c, y);
+  } else if (impl == B_AUTOVEC) {
+    mp_ka_gemm_f32(&g, a, b, c, y);
+  } else {
+    mp_k_gemm_f32(&g, a, b, c, y);
+  }
+  bench_end();
+  printf("gemm %s y[7] = %.6g\n", bench_impl_names[impl], y[7]);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--markers") == 0) {
+    printf("%lx %lx\n", (unsigned long)(uintptr_t)bench_begin,
+           (unsigned long)(uintptr_t)bench_end);
+    return 0;
+  }
+  if (argc != 3) {
+    fprintf(stderr,
+            "usage: bench_kernels_rvv --markers | KERNEL scalar|autovec|rvv\n");
+    return 2;
+  }
+  bench_impl impl = strcmp(argv[2], "rvv") == 0       ? B_RVV
+                    : strcmp(argv[2], "autovec") == 0 ? B_AUTOVEC
+                                                      : B_SCALAR;
+  if (strcmp(argv[1], "empty") == 0) {
+    bench_begin();
+    bench_end();
+    return 0;
+  }
+  if (strcmp(argv[1], "gemm") == 0) return bench_gemm(impl);
+  for (size_t i = 0; i < sizeof bench_shapes / sizeof *bench_shapes; i++) {
+    if (strcmp(argv[1], bench_shapes[i].name) == 0) {
+      return bench_conv(&bench_shapes[i], impl);
+    }
+  }
+  fprintf(stderr, "bench_kernels_rvv: unknown kernel '%s'\n", argv[1]);
+  return 2;
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# mplan verify --target rv64 end to end: the cross-built riscv64 runner
+# under qemu-riscv64 at VLEN 128, 256 and 512 reports as a host run does
+# (clean runs bit for bit against the no-reuse run on the target, the same
+# injected faults named with the same culprit and victim), lists the ops
+# that fell back to scalar kernels, and every missing-tool and bad --vlen
+# case is one line with exit 2 and no partial output.
+# usage: test_rv64_cli.sh MPLAN SOURCE_DIR
+set -u
+mplan=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass=0
+
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+run() { # EXPECTED_STATUS PROGRAM ARGS...
+  local want=$1 prog=$2
+  shift 2
+  "$prog" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "$(basename "$prog") $* exited $rc, expected $want"
+    sed 's/^/    /' "$tmp/err" | head -5
+    return 1
+  fi
+  ok
+}
+
+has() { # FILE TEXT
+  if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi
+}
+
+one_line() {
+  if [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "stderr has $(wc -l <"$tmp/err") lines"; fi
+}
+
+# The event lines of a run, without the run's header (same on both targets).
+events() { grep '^event ' "$tmp/out" >"$1"; }
+
+cd "$src"
+v1=models/mobilenet_v1.json
+v2=models/mobilenet_v2.json
+
+for vlen in 128 256 512; do
+  # paranoid (every live byte re-checked after every op) once; it is the
+  # slow part under QEMU
+  mode=--poison
+  [ $vlen = 256 ] && mode=--paranoid
+  run 0 "$mplan" verify $v2 --target rv64 --vlen $vlen $mode --redzone 16 &&
+    has "$tmp/out" "66 ops on rv64" &&
+    has "$tmp/out" "VLEN $vlen: RVV kernels" &&
+    has "$tmp/out" "outputs     1 of 1 identical to the no-reuse run" &&
+    has "$tmp/out" "verified: no event"
+done
+# The one op of MobileNetV2 without an RVV kernel is listed.
+has "$tmp/out" "scalar op   pool (GlobalAveragePool): kernel avgpool, i8"
+run 0 "$mplan" verify $v1 --target rv64 --poison && has "$tmp/out" "VLEN 256"
+
+# Injected faults: the same events as on the host.
+for spec in oob:b3_dw early-free:b2_dw_out overlap:b1_dw_out,b1_project_out; do
+  extra=()
+  [ "${spec%%:*}" = oob ] && extra=(--redzone 16)
+  run 1 "$mplan" verify $v2 --paranoid --fail-fast --inject "$spec" "${extra[@]}"
+  events "$tmp/host.ev"
+  run 1 "$mplan" verify $v2 --paranoid --fail-fast --inject "$spec" "${extra[@]}" --target rv64 --vlen 128
+  events "$tmp/rv64.ev"
+  if [ -s "$tmp/host.ev" ] && cmp -s "$tmp/host.ev" "$tmp/rv64.ev"; then ok; else
+    bad "$spec: rv64 events differ from the host's"; diff "$tmp/host.ev" "$tmp/rv64.ev" | head -5
+  fi
+done
+
+# Report files record the rv64 run like a host run, with where it ran and
+# the ops on scalar kernels (verification_target, verification_scalar_op).
+run 0 "$mplan" verify $v2 --target rv64 --vlen 512 --poison --sqlite "$tmp/h.db" --html "$tmp/r.html"
+run 0 "$mplan" verify $v2 --poison --sqlite "$tmp/h.db" --html "$tmp/host.html"
+q() { sqlite3 "$tmp/h.db" "$1"; }
+[ "$(q "SELECT arch || ' ' || kernels || ' ' || vlen FROM verification_target ORDER BY run_id")" = "rv64 rvv 512
+host scalar 0" ] && ok || bad "verification_target rows: $(q 'SELECT * FROM verification_target')"
+[ "$(q "SELECT op || ' ' || op_type || ' ' || kernel || ' ' || dtype FROM verification_scalar_op")" = "pool GlobalAveragePool avgpool i8" ] &&
+  ok || bad "verification_scalar_op rows: $(q 'SELECT * FROM verification_scalar_op')"
+[ "$(q "SELECT count(*) FROM verification_event")" = 0 ] && ok || bad "rv64 events in the history"
+has "$tmp/r.html" '"verification_target":{"arch":"rv64","kernels":"rvv","vlen":512,"scalar_ops":[{"op":"pool","type":"GlobalAveragePool","kernel":"avgpool","dtype":"i8"}]}'
+has "$tmp/host.html" '"verification_target":{"arch":"host","kernels":"scalar","vlen":0,"scalar_ops":[]}'
+
+# Missing tools and bad --vlen: one line, exit 2, no file written.
+MPLAN_QEMU=/nonexistent/qemu-riscv64 run 2 "$mplan" verify $v2 --target rv64 --html "$tmp/x.html" &&
+  one_line && has "$tmp/err" "apt-get install qemu-user"
+MPLAN_RV64_RUNNER=/nonexistent/runner run 2 "$mplan" verify $v2 --target rv64 --html "$tmp/x.html" &&
+  one_line && has "$tmp/err" "-DMPLAN_RV64=ON"
+[ ! -e "$tmp/x.html" ] && ok || bad "a failed rv64 verify wrote its report"
+for v in 100 64 1000 abc; do
+  run 2 "$mplan" verify $v2 --target rv64 --vlen $v && one_line && has "$tmp/err" "--vlen '$v'"
+done
+run 2 "$mplan" verify $v2 --vlen 256 && has "$tmp/err" "--vlen applies to --target rv64"
+# An emulator that fails is an error, not a crash.
+printf '#!/bin/sh\nexit 7\n' >"$tmp/fake" && chmod +x "$tmp/fake"
+MPLAN_QEMU="$tmp/fake" run 2 "$mplan" verify $v2 --target rv64 &&
+  one_line && has "$tmp/err" "exited with status 7"
+
+echo "rv64 cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
