@@ -125,12 +125,6 @@ static mp_status model_bind_dims(mp_model *m, const mp_load_opts *o,
   return model_caps(m, o, err);
 }
 
-static mp_status model_bind(mp_model *m, const mp_load_opts *o, mp_error *err) {
-  mp_status st = model_bind_dims(m, o, err);
-  if (st != MP_OK) return st;
-  return mp_graph_resolve(m->graph, err);
-}
-
 /* The graph input named by a --shape or --value option. */
 static mp_status model_input(mp_model *m, const char *flag, const char *name,
                              int32_t *t, mp_error *err) {
@@ -235,14 +229,7 @@ static mp_status model_inputs_bound(const mp_model *m, mp_error *err) {
   return MP_OK;
 }
 
-static bool model_has_pending(const mp_graph *g) {
-  for (size_t i = 0; i < mp_graph_tensor_count(g); i++) {
-    if (mp_graph_tensor(g, i)->origin == MP_SHAPE_PENDING) return true;
-  }
-  return false;
-}
-
-/* Binding, ordering and shape inference for graphs with pending shapes. */
+/* Binding, ordering and shape inference (which also checks given shapes). */
 static mp_status model_infer(mp_model *m, const mp_load_opts *o,
                              mp_error *err) {
   mp_status st = model_bind_dims(m, o, err);
@@ -348,10 +335,10 @@ static mp_status model_pipeline(mp_model *m, const mp_load_opts *o,
   if (mp_graph_op_count(m->graph) == 0) {
     st = mp_error_set(err, MP_ERR_BAD_INPUT, "%s: ops: the graph has no ops",
                       m->path);
-  } else if (model_has_pending(m->graph) || o->n_shapes || o->n_values) {
-    st = model_infer(m, o, err);
   } else {
-    st = model_bind(m, o, err);
+    /* Also when every shape is written in the file: inference checks them
+     * (a declared size the op does not compute is an error). */
+    st = model_infer(m, o, err);
   }
   if (st == MP_OK) st = model_order(m, o, err);
   lo.alias = &m->alias;

@@ -519,6 +519,57 @@ static mp_status sh_declared(sh_run *r, const mp_op *op) {
   return MP_OK;
 }
 
+/* Appends "[1,96,112,112] i8" to buf. */
+static void sh_fmt(char *buf, size_t cap, uint32_t rank, const int64_t *d,
+                   mp_dtype dt) {
+  size_t n = (size_t)snprintf(buf, cap, "[");
+  for (uint32_t j = 0; j < rank && n < cap; j++) {
+    n += (size_t)snprintf(buf + n, cap - n, "%s%" PRId64, j ? "," : "", d[j]);
+  }
+  if (n < cap) snprintf(buf + n, cap - n, "] %s", mp_dtype_name(dt));
+}
+
+/* Shapes written in the file for an op's outputs (graph JSON) must be the
+ * shapes the op computes when its rule can compute them (st: the rule's
+ * status): a wrong size would be planned silently otherwise. Where the
+ * rule cannot (no rule, or inputs it needs are absent, such as a Reshape
+ * given only its data), the written shapes stand. The values a rule
+ * computes (shape math) are kept. */
+static mp_status sh_check_given(sh_run *r, const mp_op *op, mp_status st) {
+  if (st == MP_ERR_NOMEM) return st;
+  if (st != MP_OK) return MP_OK;
+  for (uint32_t k = 0; k < op->n_outputs; k++) {
+    const sh_out *o = &r->out[k];
+    const mp_tensor *x = mp_graph_tensor(r->g, (size_t)op->outputs[k]);
+    if (!o->set || x->origin != MP_SHAPE_GIVEN) continue;
+    int64_t given[MP_MAX_RANK];
+    bool same = o->rank == x->rank && o->dt == x->dtype, bound = true;
+    for (uint32_t j = 0; j < x->rank; j++) {
+      given[j] = mp_graph_dim_of(r->g, &x->shape[j]);
+      bound = bound && given[j] >= 0;
+      same = same && j < o->rank && given[j] == o->d[j];
+    }
+    if (!bound) continue; /* an unbound dim: mp_graph_resolve names it */
+    if (!same) {
+      char want[160], got[160];
+      sh_fmt(want, sizeof want, x->rank, given, x->dtype);
+      sh_fmt(got, sizeof got, o->rank, o->d, o->dt);
+      return mp_error_set(r->err, MP_ERR_BAD_INPUT,
+                          "%s: op '%s' (%s): output '%s' is declared %s but "
+                          "the op computes %s from its inputs",
+                          mp_graph_source(r->g), op->name, op->type, x->name,
+                          want, got);
+    }
+    if (o->has_value && !x->value) {
+      mp_status vs =
+          mp_graph_set_value(r->g, op->outputs[k], o->is_float ? NULL : o->i,
+                             o->is_float ? o->f : NULL, o->n, r->err);
+      if (vs != MP_OK) return vs;
+    }
+  }
+  return MP_OK;
+}
+
 static mp_status sh_op(sh_run *r, const mp_op *op) {
   sh_ctx c = {r->g,         op,    mp_graph_opset(r->g),
               op->n_inputs, r->in, op->n_outputs,
@@ -538,8 +589,8 @@ static mp_status sh_op(sh_run *r, const mp_op *op) {
     r->out[k] = (sh_out){.i = r->ibuf + (size_t)k * MP_VALUE_MAX,
                          .f = r->fbuf + (size_t)k * MP_VALUE_MAX};
   }
-  if (!pending) return MP_OK; /* shapes were given (graph JSON) */
   sh_rule_fn fn = sh_lookup(op->type);
+  if (!pending) return sh_check_given(r, op, fn && known ? fn(&c) : MP_OK);
   if (!fn) r->stats.no_rule++;
   mp_status st = fn && known ? fn(&c) : MP_ERR_UNSUPPORTED;
   if (st == MP_OK) return sh_store(r, op);

@@ -59,7 +59,7 @@ static const char multi[] =
     "[\"t3\"]},\n"
     "  {\"name\": \"add\", \"op\": \"Add\", \"inputs\": [\"t1\", \"t3\"], "
     "\"outputs\": [\"y\"], \"attrs\": {\"note\": \"x\", \"k\": [1, 2]}},\n"
-    "  {\"name\": \"side\", \"op\": \"Shape\", \"inputs\": [\"t2\"], "
+    "  {\"name\": \"side\", \"op\": \"SideProbe\", \"inputs\": [\"t2\"], "
     "\"outputs\": [\"z\"]}],\n"
     " \"outputs\": [\"y\"]}\n";
 
@@ -182,7 +182,7 @@ static void test_graph_errors(void) {
       " \"ops\": [{\"name\": \"o\", \"op\": \"Relu\", \"inputs\": [\"x\"], "
       "\"outputs\": [\"y\"]}]}\n";
   load("unbound.json", unbound, NULL, MP_ERR_BAD_INPUT, &err);
-  CHECK_HAS(err.msg, "tensor 'x': dim 'S' is not bound (use --dim S=VALUE)");
+  CHECK_HAS(err.msg, "dim 'S' is not bound (use --dim S=VALUE");
   mp_dim_binding d = {"S", 1000};
   mp_load_opts o = {.dims = &d, .n_dims = 1};
   mp_model *m = load("unbound.json", unbound, &o, MP_OK, &err);

@@ -341,9 +341,9 @@ static void test_views(void) {
   static const char graph[] =
       "{\"mplan\":\"graph/1\",\"name\":\"v\",\"tensors\":["
       "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[2,8],\"kind\":\"input\"},"
-      "{\"name\":\"xv\",\"dtype\":\"f32\",\"shape\":[16]},"
-      "{\"name\":\"r\",\"dtype\":\"f32\",\"shape\":[16]},"
-      "{\"name\":\"out_in\",\"dtype\":\"f32\",\"shape\":[16],\"kind\":"
+      "{\"name\":\"xv\",\"dtype\":\"f32\",\"shape\":[1,16]},"
+      "{\"name\":\"r\",\"dtype\":\"f32\",\"shape\":[1,16]},"
+      "{\"name\":\"out_in\",\"dtype\":\"f32\",\"shape\":[1,16],\"kind\":"
       "\"output\"},"
       "{\"name\":\"out_act\",\"dtype\":\"f32\",\"shape\":[2,8],\"kind\":"
       "\"output\"}],\"ops\":["

@@ -40,20 +40,22 @@ def main():
     hw, ch = 112, 16
     x = tensor("input", [1, 3, 224, 224], "input")
     w = tensor("stem_w", [ch, 3, 3, 3], "weight")
-    x = op("Conv", [x, w], [1, ch, hw, hw], {"strides": [2, 2]})
+    x = op("Conv", [x, w], [1, ch, hw, hw],
+           {"strides": [2, 2], "pads": [1, 1, 1, 1]})
     pending = []  # (tensor, ops remaining until it is added back)
-    while len(ops) < a.ops - 3:
+    while len(ops) < a.ops - 4:
         if rng.random() < 0.01 and hw > 7:  # a new stage: smaller, wider
             hw, ch = max(7, hw // 2), min(256, ch * 2)
             w = tensor(f"w_{len(ops)}", [ch, ch // 2, 3, 3], "weight")
-            x = op("Conv", [x, w], [1, ch, hw, hw], {"strides": [2, 2]})
+            x = op("Conv", [x, w], [1, ch, hw, hw],
+                   {"strides": [2, 2], "pads": [1, 1, 1, 1]})
             pending.clear()
             continue
         r = rng.random()
         if r < 0.08:
             pending.append((x, rng.choice([2, 3, 5, 9, 17])))
         due = [p for p in pending if p[1] <= 0]
-        if due and len(ops) < a.ops - 4:
+        if due and len(ops) < a.ops - 5:
             skip = due[0]
             pending.remove(skip)
             x = op("Add", [x, skip[0]], [1, ch, hw, hw])
@@ -61,16 +63,18 @@ def main():
             # Pointwise or depthwise, as in mobile networks.
             shape = rng.choice([[ch, ch, 1, 1], [ch, 1, 3, 3]])
             w = tensor(f"w_{len(ops)}", shape, "weight")
-            x = op("Conv", [x, w], [1, ch, hw, hw])
+            dw = {"group": ch, "pads": [1, 1, 1, 1]}
+            x = op("Conv", [x, w], [1, ch, hw, hw], dw if shape[1] == 1 else None)
         else:
             x = op("Relu", [x], [1, ch, hw, hw])
         pending = [(t, n - 1) for t, n in pending]
     # Whatever skips are still pending are joined before the head.
     for t, _ in pending:
-        if len(ops) >= a.ops - 3:
+        if len(ops) >= a.ops - 4:
             break
         x = op("Add", [x, t], [1, ch, hw, hw])
     x = op("GlobalAveragePool", [x], [1, ch, 1, 1])
+    x = op("Flatten", [x], [1, ch], {"axis": 1})
     w = tensor("fc_w", [1000, ch], "weight")
     x = op("Gemm", [x, w], [1, 1000], {"transB": 1})
     while len(ops) < a.ops - 1:

@@ -124,7 +124,8 @@ cat >"$tmp/topk.json" <<'JSON'
  "tensors": [{"name": "x", "dtype": "f32", "shape": [1, 8], "kind": "input"},
              {"name": "y", "dtype": "f32", "shape": [1, 8]},
              {"name": "z", "dtype": "f32", "shape": [1, 8], "kind": "output"}],
- "ops": [{"name": "e", "op": "Einsum", "inputs": ["x"], "outputs": ["y"]},
+ "ops": [{"name": "e", "op": "Einsum", "inputs": ["x"], "outputs": ["y"],
+          "attrs": {"equation": "ij->ij"}},
          {"name": "r", "op": "Relu", "inputs": ["y"], "outputs": ["z"]}],
  "outputs": ["z"]}
 JSON
