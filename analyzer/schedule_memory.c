@@ -54,7 +54,7 @@
 #include "mplan/lifetime.h"
 #include "schedule_internal.h"
 
-#define SM_DEFAULT_STATES 65536
+#define SM_DEFAULT_STATES ((size_t)1 << 19)
 /* Predecessor links kept for one segment's search (8 bytes each). */
 #define SM_MAX_HISTORY ((size_t)1 << 23)
 /* Segments larger than this are ordered by the heuristics alone: a state
