@@ -25,8 +25,12 @@ The file order is the order a framework emits: node by node in index
 order, as the original implementations construct them. All tensors are
 int8 NCHW with batch 1; no weight values are written (mplan plans memory).
 
-usage: gen_cells.py OUT_DIR [--randwire N] [--darts N] [--seed S]
+usage: gen_cells.py OUT_DIR [--randwire N] [--darts N] [--seed S] [--cells]
 Writes randwire_SEED.json and darts_SEED.json files, seeds S, S+1, ...
+With --cells, every RandWire stage and every DARTS cell of those networks
+becomes a graph of its own (randwire_SEED_stageK.json, darts_SEED_cellK.json)
+whose inputs are the stage's or cell's inputs: SERENITY measured peaks per
+cell.
 """
 import argparse
 import json
@@ -35,11 +39,11 @@ import random
 
 
 class Graph:
-    def __init__(self, name, description):
+    def __init__(self, name, description, first=0):
         self.doc = {"mplan": "graph/1", "name": name,
                     "description": description, "dims": {},
                     "tensors": [], "ops": [], "outputs": []}
-        self.n = 0
+        self.n = first  # names stay unique across the cells of a network
 
     def tensor(self, name, shape, dtype="i8", kind=None):
         t = {"name": name, "dtype": dtype, "shape": shape}
@@ -136,7 +140,8 @@ def ws_dag(rng, n, k, p):
     return preds, succs
 
 
-def randwire(seed, n_nodes=32, k=4, p=0.75, c=78):
+def randwire(seed, n_nodes=32, k=4, p=0.75, c=78, cells=False):
+    """The whole network, or (cells) a list of one graph per stage."""
     rng = random.Random(seed)
     g = Graph("randwire_ws_%d" % seed,
               "RandWire-WS small regime, WS(%d, %d, %.2f), C=%d, seed %d "
@@ -145,8 +150,15 @@ def randwire(seed, n_nodes=32, k=4, p=0.75, c=78):
     x, hw = g.conv(x, 3, c // 2, 224, stride=2, act="Relu", base="conv1")
     x, hw = g.sepconv(x, c // 2, hw, stride=2, cout=c)
     cin = c
+    stages = []
     for stage, cout in enumerate([c, 2 * c, 4 * c]):
         preds, succs = ws_dag(rng, n_nodes, k, p)
+        if cells:
+            g = Graph("randwire_ws_%d_stage%d" % (seed, stage + 1),
+                      "stage %d of RandWire-WS seed %d as one graph "
+                      "(tests/bench/gen_cells.py --cells)" % (stage + 1, seed),
+                      first=g.n)
+            x = g.tensor(x, [1, cin, hw, hw], kind="input")
         out = {}
         hw_in = hw
         hw = hw_in // 2
@@ -163,7 +175,12 @@ def randwire(seed, n_nodes=32, k=4, p=0.75, c=78):
         scale = g.tensor(name + "_scale", [1], kind="weight")
         y = g.tensor(name + "_out", [1, cout, hw, hw])
         g.op(name, "Mul", [s, scale], [y])
+        if cells:
+            g.doc["outputs"].append(y)
+            stages.append(g)
         x, cin = y, cout
+    if cells:
+        return stages
     x, hw = g.conv(x, cin, 1280, hw, k=1, act="Relu", base="classifier")
     g.head(x, 1280)
     return g
@@ -192,7 +209,8 @@ def darts_op(g, kind, x, c, hw, stride):
     return g.conv(x, c, c, hw, k=1, stride=2, base="fr")[0]
 
 
-def darts(seed, cells=8, c=36):
+def darts(seed, cells=8, c=36, split=False):
+    """The whole stack, or (split) a list of one graph per cell."""
     rng = random.Random(seed)
     g = Graph("darts_cells_%d" % seed,
               "DARTS/NASNet-like stack of %d cells (4 nodes, 2 inputs "
@@ -203,11 +221,21 @@ def darts(seed, cells=8, c=36):
     prev = [(stem, 3 * c, hw), (stem, 3 * c, hw)]
     reductions = {cells // 3, 2 * cells // 3}
     cc = c
+    whole, parts = g, []
     for cell in range(cells):
         red = cell in reductions
         if red:
             cc *= 2
         (p0, c0, h0), (p1, c1, h1) = prev
+        if split:
+            g = Graph("darts_cells_%d_cell%d" % (seed, cell + 1),
+                      "%s cell %d of the DARTS-like stack seed %d as one "
+                      "graph (tests/bench/gen_cells.py --cells)"
+                      % ("reduction" if red else "normal", cell + 1, seed),
+                      first=whole.n)
+            g.tensor(p0, [1, c0, h0, h0], kind="input")
+            if p1 != p0:
+                g.tensor(p1, [1, c1, h1, h1], kind="input")
         hw = h1
         # The cell before a reduction is at twice the resolution.
         s0 = g.conv(p0, c0, cc, h0, k=1, stride=h0 // hw, act="Relu",
@@ -232,7 +260,13 @@ def darts(seed, cells=8, c=36):
         name = g.uniq("cell")
         y = g.tensor(name + "_out", [1, 4 * cc, out_hw, out_hw])
         g.op(name, "Concat", nodes, [y], {"axis": 1})
+        if split:
+            g.doc["outputs"].append(y)
+            parts.append(g)
+            whole.n = g.n
         prev = [prev[1], (y, 4 * cc, out_hw)]
+    if split:
+        return parts
     g.head(prev[1][0], prev[1][1], classes=10)
     return g
 
@@ -243,8 +277,19 @@ def main():
     ap.add_argument("--randwire", type=int, default=5)
     ap.add_argument("--darts", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cells", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.cells:
+        for i in range(a.randwire):
+            for k, g in enumerate(randwire(a.seed + i, cells=True)):
+                g.write(os.path.join(a.out, "randwire_%d_stage%d.json"
+                                     % (a.seed + i, k + 1)))
+        for i in range(a.darts):
+            for k, g in enumerate(darts(a.seed + i, split=True)):
+                g.write(os.path.join(a.out, "darts_%d_cell%d.json"
+                                     % (a.seed + i, k + 1)))
+        return
     for i in range(a.randwire):
         randwire(a.seed + i).write(
             os.path.join(a.out, "randwire_%d.json" % (a.seed + i)))

@@ -5,7 +5,8 @@
 #  1. Seeded RandWire-WS networks and DARTS/NASNet-like cell stacks
 #     (gen_cells.py): the activation lower bound under the file order and
 #     under --order memory, per graph and the mean reduction, with the time
-#     and whether the search proved the order optimal (60 s budget each).
+#     and whether the search proved the order optimal (60 s budget each);
+#     then the same networks cut into one graph per stage or cell.
 #  2. The real ONNX models of the ONNX issue (scripts/fetch_models.sh) and
 #     the bundled models: the lower bound with passes none vs all, and
 #     file vs memory order.
@@ -27,6 +28,14 @@ graphs=()
 for k in $(seq 1 "$n"); do graphs+=("$out/randwire_$k.json"); done
 for k in $(seq 1 "$n"); do graphs+=("$out/darts_$k.json"); done
 "$build/tests/bench_schedule" --budget-ms 60000 "${graphs[@]}"
+
+echo
+echo "== 1b. the same networks cut into cells (SERENITY's unit): every RandWire"
+echo "   stage and DARTS cell alone, its inputs counted as activations"
+rm -rf "$out/cells"
+python3 "$src/tests/bench/gen_cells.py" "$out/cells" --randwire "$n" --darts "$n" --seed 1 --cells
+"$build/tests/bench_schedule" --budget-ms 60000 --inputs activation "$out"/cells/randwire_*.json
+"$build/tests/bench_schedule" --budget-ms 60000 --inputs activation "$out"/cells/darts_*.json
 
 echo
 echo "== 2. lower bound: passes none vs all, file vs memory order"

@@ -10,13 +10,7 @@
 set -u
 mplan=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$(cd "$2" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-pass=0
-
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 # run EXPECTED_STATUS ARGS...: runs mplan in the current directory, keeps
 # stdout and stderr in $tmp.

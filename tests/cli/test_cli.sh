@@ -6,13 +6,7 @@
 set -u
 mplan=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-pass=0
-
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 # run EXPECTED_STATUS ARGS...: runs mplan, keeps stdout/stderr in $tmp.
 run() {

@@ -14,12 +14,7 @@ mplan=$1
 runner=$2
 src=$3
 rv64=${4:-0}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 outputs() { # MODEL NAME ARGS...: compile and run, outputs to $tmp/NAME.mpt
   local model=$1 name=$2

@@ -8,13 +8,8 @@
 set -u
 mplan=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-pass=0
+. "$(dirname "$0")/lib.sh"
 
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 run() { # EXPECTED_STATUS ARGS...
   local want=$1
   shift
