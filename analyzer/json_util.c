@@ -104,6 +104,10 @@ static const char *json_sep(const char *where) {
 
 mp_status json_keys(const char *file, const cJSON *obj, const char *where,
                     const char *const *allowed, mp_error *err) {
+  if (!cJSON_IsObject(obj)) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: %s: expected an object",
+                        file, where && *where ? where : "document");
+  }
   for (const cJSON *it = obj->child; it; it = it->next) {
     bool known = false;
     for (const char *const *a = allowed; *a && !known; a++) {
