@@ -426,6 +426,11 @@ static mp_status ox_declare(ox *x, const Onnx__ValueInfoProto *vi,
 
 /* ---- nodes --------------------------------------------------------------- */
 
+/* A node's name is optional in ONNX (absent: NULL in protobuf-c). */
+static const char *ox_nm(const Onnx__NodeProto *n) {
+  return n->name ? n->name : "";
+}
+
 static bool ox_is_constant(const Onnx__NodeProto *n) {
   return strcmp(n->op_type, "Constant") == 0 &&
          (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0);
@@ -437,7 +442,7 @@ static mp_status ox_constant(ox *x, const Onnx__NodeProto *n) {
     return mp_error_set(x->err, MP_ERR_BAD_INPUT,
                         "%s: Constant node '%s' must have one output and one "
                         "attribute",
-                        x->file, n->name);
+                        x->file, ox_nm(n));
   }
   const Onnx__AttributeProto *at = n->attribute[0];
   const char *out = n->output[0];
@@ -462,7 +467,7 @@ static mp_status ox_constant(ox *x, const Onnx__NodeProto *n) {
     return mp_error_set(x->err, MP_ERR_UNSUPPORTED,
                         "%s: Constant node '%s': attribute '%s' is not "
                         "supported (value, value_float(s), value_int(s) are)",
-                        x->file, n->name, an);
+                        x->file, ox_nm(n), an);
   }
   bool list = an[strlen(an) - 1] == 's';
   tp.n_dims = list ? 1 : 0;
@@ -476,7 +481,7 @@ static mp_status ox_outputs(ox *x, const Onnx__NodeProto *n) {
     mp_tensor_desc d = {.name = n->output[k], .pending = true};
     mp_status st = mp_graph_add_tensor(x->g, &d, NULL, x->err);
     if (st != MP_OK) {
-      mp_error_prefix(x->err, "node '%s' (%s)", n->name, n->op_type);
+      mp_error_prefix(x->err, "node '%s' (%s)", ox_nm(n), n->op_type);
       return st;
     }
   }
@@ -942,8 +947,58 @@ static mp_status ox_opset(ox *x, const Onnx__ModelProto *m) {
   return MP_OK;
 }
 
+/* The strings ONNX requires (IR: "MUST be present") are present: value
+ * info names, op types, attribute names, in the graph and every subgraph.
+ * protobuf-c leaves an absent string NULL; nothing after this checks. */
+static mp_status ox_check_strings(ox *x, const Onnx__GraphProto *gp,
+                                  int depth) {
+  if (depth > 64) {
+    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                        "%s: subgraphs nested more than 64 deep", x->file);
+  }
+  const struct {
+    const char *what;
+    size_t n;
+    Onnx__ValueInfoProto *const *v;
+  } lists[] = {{"input", gp->n_input, gp->input},
+               {"output", gp->n_output, gp->output},
+               {"value_info", gp->n_value_info, gp->value_info}};
+  for (size_t l = 0; l < sizeof lists / sizeof *lists; l++) {
+    for (size_t k = 0; k < lists[l].n; k++) {
+      if (!lists[l].v[k]->name || !lists[l].v[k]->name[0]) {
+        return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                            "%s: graph %s[%zu] has no name", x->file,
+                            lists[l].what, k);
+      }
+    }
+  }
+  for (size_t k = 0; k < gp->n_node; k++) {
+    const Onnx__NodeProto *n = gp->node[k];
+    if (!n->op_type || !n->op_type[0]) {
+      return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                          "%s: node[%zu] '%s' has no op_type", x->file, k,
+                          ox_nm(n));
+    }
+    for (size_t a = 0; a < n->n_attribute; a++) {
+      const Onnx__AttributeProto *at = n->attribute[a];
+      mp_status st = MP_OK;
+      if (!at->name || !at->name[0]) {
+        return mp_error_set(x->err, MP_ERR_BAD_INPUT,
+                            "%s: node '%s' (%s): attribute[%zu] has no name",
+                            x->file, ox_nm(n), n->op_type, a);
+      }
+      if (at->g) st = ox_check_strings(x, at->g, depth + 1);
+      for (size_t g = 0; st == MP_OK && g < at->n_graphs; g++) {
+        st = ox_check_strings(x, at->graphs[g], depth + 1);
+      }
+      if (st != MP_OK) return st;
+    }
+  }
+  return MP_OK;
+}
+
 static mp_status ox_graph(ox *x, const Onnx__GraphProto *gp) {
-  mp_status st = MP_OK;
+  mp_status st = ox_check_strings(x, gp, 0);
   for (size_t k = 0; st == MP_OK && k < gp->n_initializer; k++) {
     const Onnx__TensorProto *tp = gp->initializer[k];
     st = ox_weight(x, tp, "initializer", tp->name ? tp->name : "");

@@ -206,7 +206,9 @@ mp_status mp_onnx_data_load(const char *file, const void *data, size_t len,
   }
   for (size_t k = 0; st == MP_OK && k < g->n_node; k++) {
     const Onnx__NodeProto *n = g->node[k];
-    if (strcmp(n->op_type, "Constant") == 0) st = od_constant(d, file, n, err);
+    if (n->op_type && strcmp(n->op_type, "Constant") == 0) {
+      st = od_constant(d, file, n, err);
+    }
   }
   onnx__model_proto__free_unpacked(m, &pa);
   if (st != MP_OK) {

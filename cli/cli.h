@@ -112,6 +112,10 @@ mp_status cli_load_and_plan(const cli_opts *o, bool allow_plan,
  * each. */
 void cli_warnings(const mp_model *m);
 
+/* Prints "mplan: KIND: MSG" as one line on stderr, control characters
+ * (from names in the input) escaped as \xNN. */
+void cli_message(const char *kind, const char *msg);
+
 /* Prints "mplan: error: MESSAGE" on stderr and returns the exit status for
  * st: 1 for a failed check, 2 for everything else. */
 int cli_fail(mp_status st, const mp_error *err);

@@ -257,11 +257,11 @@ static mp_status check_report(const cli_opts *o, check_model *cm,
   for (size_t i = 0; st == MP_OK && i < o->n_models; i++) {
     check_model *c = &cm[i];
     if (c->failed) {
-      fprintf(stderr, "mplan: error: %s\n", c->error.msg);
+      cli_message("error", c->error.msg);
       st = mp_check_report_error(r, o->models[i], c->error.msg, err);
       continue;
     }
-    if (c->base_failed) fprintf(stderr, "mplan: error: %s\n", c->base_err.msg);
+    if (c->base_failed) cli_message("error", c->base_err.msg);
     bool base = o->baseline || o->baseline_dir;
     st = mp_check_report_add(r, o->models[i], c->now, c->base,
                              base ? c->path : NULL,

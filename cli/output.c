@@ -12,15 +12,27 @@
 #include "cli.h"
 #include "mplan/validate.h"
 
+void cli_message(const char *kind, const char *msg) {
+  fprintf(stderr, "mplan: %s: ", kind);
+  for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+    if (*c < 0x20 || *c == 0x7f) {
+      fprintf(stderr, "\\x%02x", *c); /* names from files stay one line */
+    } else {
+      fputc(*c, stderr);
+    }
+  }
+  fputc('\n', stderr);
+}
+
 int cli_fail(mp_status st, const mp_error *err) {
-  fprintf(stderr, "mplan: %s: %s\n", st == MP_ERR_CHECK ? "invalid" : "error",
-          err->msg[0] ? err->msg : mp_status_name(st));
+  cli_message(st == MP_ERR_CHECK ? "invalid" : "error",
+              err->msg[0] ? err->msg : mp_status_name(st));
   return st == MP_ERR_CHECK ? 1 : 2;
 }
 
 void cli_warnings(const mp_model *m) {
   for (size_t i = 0; m && i < mp_model_warning_count(m); i++) {
-    fprintf(stderr, "mplan: warning: %s\n", mp_model_warning(m, i));
+    cli_message("warning", mp_model_warning(m, i));
   }
 }
 

@@ -42,6 +42,11 @@ save("tests/bad/onnx_missing_initializer.onnx.bin", model([conv], [x], [y]))
 foo = helper.make_node("FrobnicateV2", ["x"], ["t"], name="frob")
 relu = helper.make_node("Relu", ["t"], ["y"], name="relu")
 save("tests/bad/onnx_unknown_op.onnx.bin", model([foo, relu], [x], [y]))
+# A graph output without a name (ONNX requires one). The committed file is
+# a fuzzed copy of onnx_unknown_op whose output name is absent, not empty;
+# both get the same error.
+save("tests/bad/onnx_unnamed_output.onnx.bin",
+     model([foo, relu], [x], [helper.make_tensor_value_info("", F, None)]))
 # The same with value_info giving the unknown op's output: this one plans.
 t_vi = helper.make_tensor_value_info("t", F, [1, 3, 8, 8])
 save("tests/data/unknown_op_declared.onnx.bin", model([foo, relu], [x], [y], vi=[t_vi]))
