@@ -575,7 +575,7 @@ static mp_status ox_attr_one(ox *x, const Onnx__AttributeProto *at, size_t k,
       break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
       o->kind = MP_ATTR_INTS;
-      memcpy(iv, at->ints, at->n_ints * sizeof *iv);
+      if (at->n_ints) memcpy(iv, at->ints, at->n_ints * sizeof *iv);
       o->ints = iv;
       o->n = at->n_ints;
       *used += at->n_ints;

@@ -221,7 +221,7 @@ static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
     for (uint32_t i = 1; i < x->rank; i++) {
       fan *= (double)mp_graph_dim_of(w->g, &x->shape[i]);
     }
-    if (strcmp(type, "Conv") != 0)
+    if (strcmp(type, "Conv") != 0 && x->rank > 0)
       fan = (double)mp_graph_dim_of(w->g, &x->shape[0]);
     hi = sqrt(3.0 / (fan > 0 ? fan : 1));
     lo = -hi;
@@ -284,8 +284,19 @@ static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
     return MP_OK;
   }
   size_t at = w->weights.len;
+  if (x->bytes > MP_BUNDLE_MAX_REGION - at) {
+    return mp_error_set(w->err, MP_ERR_BAD_INPUT,
+                        "%s: weight '%s' of %zu bytes takes the weights above "
+                        "the bundle limit of %llu bytes",
+                        mp_graph_source(w->g), x->name, x->bytes,
+                        (unsigned long long)MP_BUNDLE_MAX_REGION);
+  }
   mp_buf_repeat(&w->weights, '\0', x->bytes);
-  if (w->weights.failed) return mp_buf_status(&w->weights, "weights", w->err);
+  if (w->weights.failed) {
+    return mp_error_set(w->err, MP_ERR_NOMEM,
+                        "%s: weight '%s' of %zu bytes: out of memory",
+                        mp_graph_source(w->g), x->name, x->bytes);
+  }
   unsigned char *dst = (unsigned char *)w->weights.data + at;
   if (x->value && x->value->n == n) {
     for (size_t i = 0; i < n; i++) {

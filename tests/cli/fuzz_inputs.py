@@ -166,7 +166,8 @@ def run_case(a, case, seed_path, kind, data, work, status):
     else:
         cmd = [a.mplan, "plan", inp, "-o", out]
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=a.timeout)
+        p = subprocess.run(cmd, capture_output=True, timeout=a.timeout,
+                           env=a.env)
     except subprocess.TimeoutExpired:
         return cmd, inp, "no answer within %g s" % a.timeout
     err = p.stderr.decode(errors="replace")
@@ -206,6 +207,11 @@ def main():
     ap.add_argument("--timeout", type=float, default=60)
     a = ap.parse_args()
     a.mplan = os.path.abspath(a.mplan)
+    # Under ASan a huge allocation returns NULL as libc's would, rather
+    # than abort: mplan's handling of that NULL is what is under test.
+    a.env = dict(os.environ)
+    a.env["ASAN_OPTIONS"] = "allocator_may_return_null=1:" + \
+        a.env.get("ASAN_OPTIONS", "")
     pool = seeds(a.src, a.onnx)
     rng = random.Random(a.seed)
     work = tempfile.mkdtemp(prefix="mplan-fuzz-")

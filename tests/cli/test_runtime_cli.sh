@@ -104,6 +104,19 @@ run 2 "$mplan" verify $v2 --inject nonsense && has "$tmp/err" "expected overlap:
 run 2 "$mplan" verify $v2 --inject early-free:ghost && has "$tmp/err" "no tensor named 'ghost'"
 run 2 "$mplan" verify $v2 --inject oob:ghost && has "$tmp/err" "no op named 'ghost'"
 run 2 "$mplan" verify $v2 --inject overlap:input,b2_dw_out && has "$tmp/err" "must be distinct activations live at a common step"
+# An 8 TiB weight plans (resident), but verify refuses to generate it.
+cat >"$tmp/huge.json" <<'EOF'
+{"mplan": "graph/1", "name": "huge_weight", "dims": {},
+ "tensors": [
+  {"name": "x", "dtype": "f32", "shape": [1, 1048576], "kind": "input"},
+  {"name": "w", "dtype": "f32", "shape": [2097152, 1048576], "kind": "weight"},
+  {"name": "y", "dtype": "f32", "shape": [1, 2097152]}],
+ "ops": [{"name": "fc", "op": "Gemm", "inputs": ["x", "w"], "outputs": ["y"],
+          "attrs": {"transB": 1}}],
+ "outputs": ["y"]}
+EOF
+run 0 "$mplan" plan "$tmp/huge.json" && has "$tmp/out" "8.00 TiB"
+run 2 "$mplan" verify "$tmp/huge.json" && one_line && has "$tmp/err" "weight 'w' of 8796093022208 bytes takes the weights above the bundle limit"
 run 2 "$mplan" verify $v2 --inject overlap:conv1_out,b2_dw_out && has "$tmp/err" "live at a common step"
 run 2 "$mplan" verify $v2 --redzone 70000 && has "$tmp/err" "--redzone '70000'"
 run 2 "$mplan" verify $v2 --dot "$tmp/g.dot" && has "$tmp/err" "only --html and --sqlite"
