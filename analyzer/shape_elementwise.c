@@ -89,7 +89,9 @@ static void ew_values(sh_ctx *c, uint32_t first, uint32_t last, bool int_math,
                       bool float_out) {
   sh_out *o = &c->out[0];
   int64_t n = 1;
-  for (uint32_t j = 0; j < o->rank; j++) n *= o->d[j];
+  for (uint32_t j = 0; j < o->rank; j++) {
+    if (o->d[j] < 0 || __builtin_mul_overflow(n, o->d[j], &n)) return;
+  }
   if (n > MP_VALUE_MAX) return;
   for (uint32_t k = first; k <= last; k++) {
     if (!sh_in(c, k) || !c->in[k].v) return;

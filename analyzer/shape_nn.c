@@ -27,6 +27,8 @@ typedef struct nn_window {
   const char *auto_pad;
 } nn_window;
 
+#define NN_MAX ((int64_t)1 << 31)
+
 /* Reads strides, dilations, pads and auto_pad; kernel comes from the
  * kernel_shape attribute or from kernel_dims (weights) when absent. */
 static mp_status nn_window_of(sh_ctx *c, uint32_t k, const int64_t *kernel_dims,
@@ -67,6 +69,13 @@ static mp_status nn_window_of(sh_ctx *c, uint32_t k, const int64_t *kernel_dims,
       return sh_fail(c,
                      "kernel, strides and dilations must be >= 1 and pads "
                      ">= 0");
+    }
+    /* Bounded, so that the window arithmetic below cannot overflow. */
+    if (w->kernel[j] > NN_MAX || w->stride[j] > NN_MAX || w->dil[j] > NN_MAX ||
+        w->pad_begin[j] > NN_MAX || w->pad_end[j] > NN_MAX) {
+      return sh_fail(c,
+                     "kernel, strides, dilations and pads must be <= "
+                     "2^31");
     }
   }
   return MP_OK;
@@ -110,8 +119,9 @@ mp_status sh_conv(sh_ctx *c) {
                    ">= 3",
                    x->rank, wt->rank);
   }
-  int64_t group = sh_attr_i(c, "group", 1);
-  if (group < 1 || x->d[1] != wt->d[1] * group || wt->d[0] % group) {
+  int64_t group = sh_attr_i(c, "group", 1), cin;
+  if (group < 1 || __builtin_mul_overflow(wt->d[1], group, &cin) ||
+      x->d[1] != cin || wt->d[0] % group) {
     return sh_fail(c,
                    "X has %" PRId64 " channels but W expects %" PRId64
                    " x group %" PRId64,
@@ -150,19 +160,32 @@ mp_status sh_conv_transpose(sh_ctx *c) {
   size_t n_os = 0, n_op = 0;
   const int64_t *os = sh_attr_ints(c, "output_shape", &n_os);
   const int64_t *op = sh_attr_ints(c, "output_padding", &n_op);
-  int64_t d[MP_MAX_RANK] = {x->d[0], wt->d[1] * group};
+  int64_t d[MP_MAX_RANK] = {x->d[0], 0};
+  if (__builtin_mul_overflow(wt->d[1], group, &d[1])) {
+    return sh_fail(c, "W[1] x group overflows");
+  }
   for (uint32_t j = 0; j < k; j++) {
-    int64_t opad = op && n_op == k ? op[j] : 0;
-    if (os && (n_os == k || n_os == k + 2)) {
-      d[j + 2] = os[n_os - k + j];
-    } else if (strncmp(w.auto_pad, "SAME", 4) == 0) {
-      d[j + 2] = x->d[j + 2] * w.stride[j];
-    } else {
-      d[j + 2] = w.stride[j] * (x->d[j + 2] - 1) + opad +
-                 (w.kernel[j] - 1) * w.dil[j] + 1 - w.pad_begin[j] -
-                 w.pad_end[j];
+    int64_t opad = op && n_op == k ? op[j] : 0, v;
+    bool over = false;
+    if (opad < 0 || opad > NN_MAX) {
+      return sh_fail(c, "output_padding must be in [0, 2^31]");
     }
-    if (d[j + 2] < 1) return sh_fail(c, "spatial dim %u would be < 1", j);
+    if (os && (n_os == k || n_os == k + 2)) {
+      v = os[n_os - k + j];
+    } else if (strncmp(w.auto_pad, "SAME", 4) == 0) {
+      over = __builtin_mul_overflow(x->d[j + 2], w.stride[j], &v);
+    } else {
+      /* window attributes are <= 2^31 (nn_window_of): only the first
+       * product can overflow */
+      over = __builtin_mul_overflow(w.stride[j], x->d[j + 2] - 1, &v) ||
+             __builtin_add_overflow(v,
+                                    opad + (w.kernel[j] - 1) * w.dil[j] + 1 -
+                                        w.pad_begin[j] - w.pad_end[j],
+                                    &v);
+    }
+    if (over) return sh_fail(c, "spatial dim %u overflows 64 bits", j);
+    if (v < 1) return sh_fail(c, "spatial dim %u would be < 1", j);
+    d[j + 2] = v;
   }
   sh_set(c, 0, x->dt, x->rank, d);
   return MP_OK;

@@ -108,9 +108,13 @@ mp_status cli_solve(const cli_opts *o, const mp_model *m, mp_plan **plan,
 mp_status cli_load_and_plan(const cli_opts *o, bool allow_plan,
                             mp_model **model, mp_plan **plan, mp_error *err);
 
-/* Prints the model's warnings on stderr, one "mplan: warning: ..." line
- * each. */
+/* Keeps the model's warnings, one "mplan: warning: ..." line each, for
+ * cli_warnings_end. */
 void cli_warnings(const mp_model *m);
+
+/* Prints the kept warnings on stderr (print) or drops them: a failed
+ * command shows its one error line only. */
+void cli_warnings_end(bool print);
 
 /* Prints "mplan: KIND: MSG" as one line on stderr, control characters
  * (from names in the input) escaped as \xNN. */

@@ -71,7 +71,9 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof main_cmds / sizeof *main_cmds; i++) {
     if (strcmp(argv[1], main_cmds[i].name) == 0) {
-      return main_cmds[i].run(argc, argv);
+      int rc = main_cmds[i].run(argc, argv);
+      cli_warnings_end(rc != 2);
+      return rc;
     }
   }
   fprintf(stderr, "mplan: error: unknown command '%s' (see mplan --help)\n",

@@ -2,7 +2,9 @@
  * output.c -- loading, planning and reporting failures for the commands.
  *
  * Invariants:
- *   1. Every failure prints exactly one line on stderr.
+ *   1. Every failure prints exactly one line on stderr: the model's
+ *      warnings wait in cli_pending until the command has ended, and are
+ *      dropped when it failed (exit 2).
  *   2. Exit status: 0 success, 1 a check/validation failed, 2 anything
  *      else (usage, input, I/O, resources).
  */
@@ -12,16 +14,34 @@
 #include "cli.h"
 #include "mplan/validate.h"
 
-void cli_message(const char *kind, const char *msg) {
-  fprintf(stderr, "mplan: %s: ", kind);
+static mp_buf cli_pending = {0};
+
+/* "mplan: KIND: MSG\n" into b, control characters escaped. */
+static void cli_line(mp_buf *b, const char *kind, const char *msg) {
+  mp_buf_printf(b, "mplan: %s: ", kind);
   for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
     if (*c < 0x20 || *c == 0x7f) {
-      fprintf(stderr, "\\x%02x", *c); /* names from files stay one line */
+      mp_buf_printf(b, "\\x%02x", *c); /* names from files stay one line */
     } else {
-      fputc(*c, stderr);
+      mp_buf_append(b, (const char *)c, 1);
     }
   }
-  fputc('\n', stderr);
+  mp_buf_puts(b, "\n");
+}
+
+void cli_message(const char *kind, const char *msg) {
+  mp_buf b;
+  mp_buf_init(&b, NULL);
+  cli_line(&b, kind, msg);
+  fputs(b.failed ? "mplan: error: out of memory\n" : mp_buf_str(&b), stderr);
+  mp_buf_free(&b);
+}
+
+void cli_warnings_end(bool print) {
+  if (print && cli_pending.len && !cli_pending.failed) {
+    fputs(mp_buf_str(&cli_pending), stderr);
+  }
+  mp_buf_free(&cli_pending);
 }
 
 int cli_fail(mp_status st, const mp_error *err) {
@@ -32,7 +52,7 @@ int cli_fail(mp_status st, const mp_error *err) {
 
 void cli_warnings(const mp_model *m) {
   for (size_t i = 0; m && i < mp_model_warning_count(m); i++) {
-    cli_message("warning", mp_model_warning(m, i));
+    cli_line(&cli_pending, "warning", mp_model_warning(m, i));
   }
 }
 

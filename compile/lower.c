@@ -717,6 +717,9 @@ static mp_status lw_resize(lw *x) {
                     "supported)",
                     mode, ct);
   }
+  if (!in || y->rank != in->rank) {
+    return lw_unsup(x, "output rank %u is not the input's", y->rank);
+  }
   double scales[MP_MAX_RANK];
   int sidx = x->op->n_inputs == 2 ? 1 : 2;
   int ns = lw_t(x, (uint32_t)sidx)
@@ -972,6 +975,14 @@ mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
                       "compute with",
                       t->name, mp_dtype_name(t->dtype));
     }
+  }
+  /* Every op the runtime runs reads its first input (a graph that planned
+   * may still hold an op without one: plans only need its outputs). */
+  if (op->n_inputs == 0 || op->inputs[0] < 0) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: op '%s' (%s): has no first input, so it cannot "
+                        "run",
+                        mp_graph_source(g), op->name, op->type);
   }
   mp_status st = lw_dispatch(&x);
   if (st == MP_OK && x.overflow) {

@@ -103,6 +103,12 @@ static mp_status problem_check_desc(const mp_buffer_desc *d, size_t *align,
                         "buffer '%s': size %zu aligned to %zu overflows",
                         d->name, d->size, *align);
   }
+  if (*padded > MP_MAX_BUFFER_BYTES) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "buffer '%s': size %zu is beyond the 2^48 bytes an "
+                        "arena may span",
+                        d->name, d->size);
+  }
   if ((unsigned)d->cls >= MP_CLASS_COUNT) {
     return mp_error_set(err, MP_ERR_BAD_INPUT, "buffer '%s': unknown class",
                         d->name);

@@ -28,6 +28,9 @@ bool mp_class_parse(const char *name, mp_class *out);
 
 /* Times are limited to [-2^62, 2^62] so that last + 1 never overflows. */
 #define MP_TIME_LIMIT ((int64_t)1 << 62)
+/* Offsets are kept below 2^48 (the validator's sort key); a buffer larger
+ * than that can never be placed. */
+#define MP_MAX_BUFFER_BYTES ((size_t)1 << 48)
 
 typedef struct mp_buffer_desc {
   const char *name; /* copied; unique within the problem */

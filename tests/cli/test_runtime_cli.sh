@@ -115,6 +115,12 @@ cat >"$tmp/huge.json" <<'EOF'
           "attrs": {"transB": 1}}],
  "outputs": ["y"]}
 EOF
+# Inputs found by fuzzing that plan but cannot run: one line each.
+run 2 "$mplan" verify tests/data/verify_no_input.json && one_line && has "$tmp/err" "op 'flatten' (Flatten): has no first input, so it cannot run"
+run 2 "$mplan" verify tests/data/verify_resize_rank.onnx.bin && one_line && has "$tmp/err" "(Resize): output rank 3 is not the input's"
+# A warning shows when the command succeeds, and is dropped when it fails.
+run 0 "$mplan" plan tests/data/verify_warning_then_error.onnx.bin && has "$tmp/err" "mplan: warning:" && has "$tmp/err" "using the inferred shape"
+run 2 "$mplan" verify tests/data/verify_warning_then_error.onnx.bin && one_line && has "$tmp/err" "the runtime has no kernel for this op"
 run 0 "$mplan" plan "$tmp/huge.json" && has "$tmp/out" "8.00 TiB"
 run 2 "$mplan" verify "$tmp/huge.json" && one_line && has "$tmp/err" "weight 'w' of 8796093022208 bytes takes the weights above the bundle limit"
 run 2 "$mplan" verify $v2 --inject overlap:conv1_out,b2_dw_out && has "$tmp/err" "live at a common step"
