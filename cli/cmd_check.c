@@ -343,7 +343,8 @@ int cli_check(int argc, char **argv) {
     mp_verdict v = mp_check_report_verdict(r);
     const mp_check_counts *c = mp_check_report_counts(r);
     rc = v == MP_VERDICT_PASS ? 0 : v == MP_VERDICT_FAIL ? 1 : 2;
-    if (rc) {
+    /* One model's error line already says everything: no summary. */
+    if (rc == 1 || (rc == 2 && c->models > 1)) {
       fprintf(
           stderr, "mplan: check %s: %zu failed, %zu error%s of %zu model%s\n",
           v == MP_VERDICT_FAIL ? "failed" : "incomplete", c->failed, c->errors,

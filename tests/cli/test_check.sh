@@ -174,6 +174,9 @@ run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --dim N=2 && has 
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --order topo && has "$tmp/err" "order 'auto' (now 'topo')"
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --inputs activation && has "$tmp/err" "inputs 'resident' (now 'activation')"
 run 0 check "$src/models/mobilenet_v2.json" --baseline-dir gbl
+# One model that cannot be checked: its error is the only line on stderr.
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir nowhere &&
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || bad "one model, one error: not one line"
 
 # ---- many models in one call; the worst verdict wins ----------------------
 run 2 check ci/*.json --baseline-dir baselines --tolerance 1.5% --budget 64KiB "${L[@]}" \
