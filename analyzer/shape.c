@@ -15,6 +15,10 @@
  *   4. Where no rule applies, a complete declaration is used
  *      (MP_SHAPE_DECLARED); otherwise the tensor stays pending.
  *   5. Values are kept only for tensors of at most MP_VALUE_MAX elements.
+ *   6. Every dim a rule reads or writes is at most SH_DIM_MAX and the
+ *      product of a shape's nonzero dims at most SH_ELEMS_MAX (sh_bounded),
+ *      so rules multiply a dim by another or by a bounded attribute without
+ *      overflowing; a shape beyond that is an error naming the tensor.
  */
 #include "mplan/shape.h"
 
@@ -344,11 +348,7 @@ bool sh_doubles(const sh_ctx *c, uint32_t k, double *buf, size_t *n) {
 }
 
 int64_t sh_elems(const sh_fact *f) {
-  int64_t e = 1;
-  for (uint32_t j = 0; j < f->rank; j++) {
-    if (!mp_i64_mul(e, f->d[j], &e)) return INT64_MAX;
-  }
-  return e;
+  return sh_dims_elems(f->rank, f->d);
 }
 
 mp_status sh_axis(sh_ctx *c, int64_t axis, uint32_t rank, uint32_t *out) {
@@ -398,6 +398,44 @@ typedef struct sh_run {
 } sh_run;
 
 /* The facts about tensor t; false when it is not known (invariant 2). */
+int64_t sh_dims_elems(uint32_t rank, const int64_t *d) {
+  int64_t n = 1;
+  for (uint32_t j = 0; j < rank; j++) {
+    if (d[j] < 0 || !mp_i64_mul(n, d[j], &n)) return INT64_MAX;
+  }
+  return n;
+}
+
+/* Invariant 6: the dims fit, and so does the product of the nonzero ones
+ * (a zero dim makes a tensor empty, not small enough for any other dim). */
+static bool sh_bounded(uint32_t rank, const int64_t *d) {
+  int64_t n = 1;
+  for (uint32_t j = 0; j < rank; j++) {
+    if (d[j] > SH_DIM_MAX) return false;
+    if (d[j] > 0 && (!mp_i64_mul(n, d[j], &n) || n > SH_ELEMS_MAX)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+static mp_status sh_too_big(sh_run *r, const mp_op *op, const char *what,
+                            const mp_tensor *x, uint32_t rank,
+                            const int64_t *d) {
+  char text[256];
+  size_t len = (size_t)snprintf(text, sizeof text, "[");
+  for (uint32_t j = 0; j < rank && len < sizeof text; j++) {
+    len += (size_t)snprintf(text + len, sizeof text - len, "%s%" PRId64,
+                            j ? "," : "", d[j]);
+  }
+  if (len < sizeof text) snprintf(text + len, sizeof text - len, "]");
+  return mp_error_set(r->err, MP_ERR_BAD_INPUT,
+                      "%s: op '%s' (%s): %s '%s' has shape %s, beyond the "
+                      "2^48 elements a tensor may have",
+                      mp_graph_source(r->g), op->name, op->type, what, x->name,
+                      text);
+}
+
 static bool sh_fact_of(const mp_graph *g, int32_t t, sh_fact *f) {
   const mp_tensor *x = mp_graph_tensor(g, (size_t)t);
   memset(f, 0, sizeof *f);
@@ -481,6 +519,10 @@ static mp_status sh_store(sh_run *r, const mp_op *op) {
                             mp_graph_source(r->g), op->name, op->type,
                             mp_graph_tensor(r->g, (size_t)t)->name, o->d[j]);
       }
+    }
+    if (!sh_bounded(o->rank, o->d)) {
+      return sh_too_big(r, op, "output", mp_graph_tensor(r->g, (size_t)t),
+                        o->rank, o->d);
     }
     mp_status st = sh_unify(r, t, o, dims);
     if (st == MP_OK) {
@@ -588,6 +630,14 @@ static mp_status sh_op(sh_run *r, const mp_op *op) {
     pending = pending || x->origin == MP_SHAPE_PENDING;
     r->out[k] = (sh_out){.i = r->ibuf + (size_t)k * MP_VALUE_MAX,
                          .f = r->fbuf + (size_t)k * MP_VALUE_MAX};
+  }
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    if (op->inputs[k] >= 0 && r->in[k].present &&
+        !sh_bounded(r->in[k].rank, r->in[k].d)) {
+      return sh_too_big(r, op, "input",
+                        mp_graph_tensor(r->g, (size_t)op->inputs[k]),
+                        r->in[k].rank, r->in[k].d);
+    }
   }
   sh_rule_fn fn = sh_lookup(op->type);
   if (!pending) return sh_check_given(r, op, fn && known ? fn(&c) : MP_OK);

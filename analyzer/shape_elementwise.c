@@ -88,10 +88,7 @@ static bool ew_float_op(const char *t, double a, double b, double *r) {
 static void ew_values(sh_ctx *c, uint32_t first, uint32_t last, bool int_math,
                       bool float_out) {
   sh_out *o = &c->out[0];
-  int64_t n = 1;
-  for (uint32_t j = 0; j < o->rank; j++) {
-    if (o->d[j] < 0 || __builtin_mul_overflow(n, o->d[j], &n)) return;
-  }
+  int64_t n = sh_dims_elems(o->rank, o->d);
   if (n > MP_VALUE_MAX) return;
   for (uint32_t k = first; k <= last; k++) {
     if (!sh_in(c, k) || !c->in[k].v) return;
@@ -170,7 +167,7 @@ mp_status sh_where(sh_ctx *c) {
   sh_out *o = &c->out[0];
   if (st != MP_OK) return st;
   int64_t n = 1;
-  for (uint32_t j = 0; j < o->rank; j++) n *= o->d[j];
+  n = sh_dims_elems(o->rank, o->d);
   if (n > MP_VALUE_MAX || !c->in[0].v || !c->in[1].v || !c->in[2].v) {
     return MP_OK;
   }

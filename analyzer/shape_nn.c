@@ -363,11 +363,15 @@ mp_status sh_depth_to_space(sh_ctx *c) {
   const sh_fact *x = sh_in(c, 0);
   int64_t b = sh_attr_i(c, "blocksize", 0);
   if (!x || x->rank != 4) return sh_fail(c, "needs X of rank 4");
-  if (b < 1 || x->d[1] % (b * b)) {
+  if (b < 1 || b > NN_MAX) return sh_fail(c, "blocksize must be in [1, 2^31]");
+  if (x->d[1] % (b * b)) {
     return sh_fail(c, "channels %" PRId64 " not divisible by blocksize^2",
                    x->d[1]);
   }
-  int64_t d[4] = {x->d[0], x->d[1] / (b * b), x->d[2] * b, x->d[3] * b};
+  int64_t d[4] = {x->d[0], x->d[1] / (b * b), 0, 0};
+  if (!mp_i64_mul(x->d[2], b, &d[2]) || !mp_i64_mul(x->d[3], b, &d[3])) {
+    return sh_fail(c, "output dims overflow");
+  }
   sh_set(c, 0, x->dt, 4, d);
   return MP_OK;
 }
@@ -376,10 +380,14 @@ mp_status sh_space_to_depth(sh_ctx *c) {
   const sh_fact *x = sh_in(c, 0);
   int64_t b = sh_attr_i(c, "blocksize", 0);
   if (!x || x->rank != 4) return sh_fail(c, "needs X of rank 4");
-  if (b < 1 || x->d[2] % b || x->d[3] % b) {
+  if (b < 1 || b > NN_MAX) return sh_fail(c, "blocksize must be in [1, 2^31]");
+  if (x->d[2] % b || x->d[3] % b) {
     return sh_fail(c, "spatial dims not divisible by blocksize");
   }
-  int64_t d[4] = {x->d[0], x->d[1] * b * b, x->d[2] / b, x->d[3] / b};
+  int64_t d[4] = {x->d[0], 0, x->d[2] / b, x->d[3] / b};
+  if (!mp_i64_mul(x->d[1], b * b, &d[1])) {
+    return sh_fail(c, "output channels overflow");
+  }
   sh_set(c, 0, x->dt, 4, d);
   return MP_OK;
 }

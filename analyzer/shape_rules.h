@@ -17,6 +17,14 @@
 
 #include "mplan/graph.h"
 
+/* Bounds every dim and shape a rule sees (shape.c invariant 6). */
+#define SH_DIM_MAX ((int64_t)1 << 48)
+#define SH_ELEMS_MAX ((int64_t)1 << 48)
+
+/* The number of elements of a shape, INT64_MAX when it overflows or a dim
+ * is negative (so that "n > MP_VALUE_MAX" tests stay right). */
+int64_t sh_dims_elems(uint32_t rank, const int64_t *d);
+
 typedef struct sh_fact {
   bool present; /* the input is given (optional inputs may be omitted) */
   mp_dtype dt;

@@ -133,8 +133,7 @@ mp_status sh_concat(sh_ctx *c) {
   }
   sh_set(c, 0, x->dt, x->rank, d);
   sh_out *o = &c->out[0];
-  int64_t n = 1;
-  for (uint32_t j = 0; j < x->rank; j++) n *= d[j];
+  int64_t n = sh_dims_elems(x->rank, d);
   if (!values || n > MP_VALUE_MAX) return MP_OK;
   for (size_t e = 0; e < (size_t)n; e++) {
     int64_t co[MP_MAX_RANK];
@@ -245,8 +244,7 @@ mp_status sh_slice(sh_ctx *c) {
     step[ax] = p;
   }
   sh_set(c, 0, x->dt, x->rank, d);
-  int64_t n = 1;
-  for (uint32_t j = 0; j < x->rank; j++) n *= d[j];
+  int64_t n = sh_dims_elems(x->rank, d);
   if (!x->v || n > MP_VALUE_MAX) return MP_OK;
   sh_out *o = &c->out[0];
   for (size_t e = 0; e < (size_t)n; e++) {
@@ -273,8 +271,7 @@ mp_status sh_gather(sh_ctx *c) {
   for (uint32_t j = 0; j < ix->rank; j++) d[at++] = ix->d[j];
   for (uint32_t j = axis + 1; j < x->rank; j++) d[at++] = x->d[j];
   sh_set(c, 0, x->dt, r, d);
-  int64_t n = 1;
-  for (uint32_t j = 0; j < r; j++) n *= d[j];
+  int64_t n = sh_dims_elems(r, d);
   if (!x->v || !ix->v || !ix->v->i || n > MP_VALUE_MAX) return MP_OK;
   sh_out *o = &c->out[0];
   for (size_t e = 0; e < (size_t)n; e++) {
@@ -509,8 +506,7 @@ mp_status sh_expand(sh_ctx *c) {
   mp_status st = sh_broadcast(c, x->rank, x->d, (uint32_t)n, sp, &r, d);
   if (st != MP_OK) return st;
   sh_set(c, 0, x->dt, r, d);
-  int64_t e = 1;
-  for (uint32_t j = 0; j < r; j++) e *= d[j];
+  int64_t e = sh_dims_elems(r, d);
   if (!x->v || e > MP_VALUE_MAX) return MP_OK;
   sh_out *o = &c->out[0];
   for (size_t k = 0; k < (size_t)e; k++) {
@@ -587,8 +583,7 @@ mp_status sh_constant_of_shape(sh_ctx *c) {
     if (sp[j] < 0) return sh_fail(c, "shape[%zu] is %" PRId64, j, sp[j]);
   }
   sh_set(c, 0, dt, (uint32_t)n, sp);
-  int64_t e = 1;
-  for (size_t j = 0; j < n; j++) e *= sp[j];
+  int64_t e = sh_dims_elems((uint32_t)n, sp);
   if (e > MP_VALUE_MAX) return MP_OK;
   const int64_t *iv = sh_attr_ints(c, "value", &nv);
   const double *fv = sh_attr_floats(c, "value", &nv);

@@ -11,11 +11,17 @@
  *      placement after solving; an early free shortens a lifetime before
  *      solving (the analysis was wrong, the planner believed it); an
  *      out-of-bounds write happens in the run.
+ *   4. A run starts only when the no-reuse run's tensors fit in a quarter
+ *      of the machine's memory (the bundle, the regions and the outputs
+ *      each hold them): a small file declaring gigabytes is refused, not
+ *      run out of memory.
  */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "mplan/verify.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mplan/backend.h"
 #include "mplan/compile.h"
@@ -255,6 +261,27 @@ static mp_status vf_compare(vf *v, const mp_buf *got, const mp_buf *want,
   return st;
 }
 
+/* Invariant 4. */
+static mp_status vf_memory(const mp_model *m, mp_error *err) {
+  const mp_problem *p = mp_model_problem(m);
+  size_t need = 0;
+  for (size_t i = 0; i < mp_problem_count(p); i++) {
+    if (!mp_size_add(need, mp_problem_buffer(p, i)->size, &need)) {
+      need = SIZE_MAX;
+      break;
+    }
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return MP_OK; /* unknown: no guard */
+  size_t phys = (size_t)pages * (size_t)page;
+  if (need <= phys / 4) return MP_OK;
+  return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                      "%s: the no-reuse run holds %zu bytes of tensors, more "
+                      "than a quarter of this machine's %zu bytes of memory; "
+                      "verify runs models that fit",
+                      mp_model_path(m), need, phys);
+}
+
 mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
                         const mp_alloc *a, mp_verify_result *res,
                         mp_error *err) {
@@ -267,9 +294,10 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
   mp_buf_init(&evs, a);
   mp_buf_init(&ref, a);
   const mp_problem *p0 = mp_model_problem(m);
+  mp_status st = vf_memory(m, err);
+  if (st != MP_OK) return st;
   v.rz_before = mp_calloc(a, mp_problem_count(p0) + 1, sizeof *v.rz_before);
-  mp_status st =
-      v.rz_before ? MP_OK : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  st = v.rz_before ? MP_OK : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
   bool own = o->redzone || o->inject.kind == MP_INJECT_EARLY_FREE;
   if (st == MP_OK && own) st = vf_problem(&v, &r.problem);
   const mp_problem *p = r.problem ? r.problem : p0;
