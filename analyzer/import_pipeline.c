@@ -198,7 +198,11 @@ static mp_status pl_load_member(pl_ctx *c, size_t i, const cJSON *entry,
   st = pl_shapes(c, i, entry, sb, &n_sb, db, &n_db);
   if (st == MP_OK) st = pl_connected_shapes(c, i, sb, &n_sb);
   if (st != MP_OK) return st;
-  mp_load_opts o = {.dims = db, .n_dims = n_db, .shapes = sb, .n_shapes = n_sb};
+  mp_load_opts o = {.dims = db,
+                    .n_dims = n_db,
+                    .shapes = sb,
+                    .n_shapes = n_sb,
+                    .member = true};
   st = mp_model_load(full, &o, c->a, &c->m[i].model, c->err);
   if (st != MP_OK) {
     mp_error_prefix(c->err, "%s: model '%s'", c->file, c->m[i].name);

@@ -410,7 +410,12 @@ static mp_status model_json(mp_model *m, const char *text, size_t len,
     st = model_graph(m, root, o, err);
   } else if (strncmp(fmt, "pipeline/", 9) == 0) {
     m->format = MP_FORMAT_PIPELINE;
-    if (o->n_dims || o->n_caps || o->n_shapes || o->n_values) {
+    if (o->member) {
+      st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: is a pipeline; members must be graph JSON or "
+                        "ONNX",
+                        m->path);
+    } else if (o->n_dims || o->n_caps || o->n_shapes || o->n_values) {
       st = mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: a pipeline binds its models' dims and shapes "
                         "itself (\"shapes\", \"dims\" per model)",

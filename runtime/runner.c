@@ -452,7 +452,10 @@ mp_status mp_runner_run(const char *source, const void *bundle, size_t len,
     }
     ro.oob_op = (int32_t)oob;
   }
-  if (st == MP_OK) st = mp_rt_create(b, &ro, a, &rt, err);
+  if (st == MP_OK) {
+    st = mp_rt_create(b, &ro, a, &rt, err);
+    if (st != MP_OK) mp_error_prefix(err, "%s", source);
+  }
   if (st == MP_OK) st = rn_inputs(source, b, rt, inputs, in_len, o, a, err);
   if (st == MP_OK) st = mp_rt_run(rt, err);
   if (st == MP_OK && outputs) {

@@ -83,6 +83,9 @@ typedef struct mp_load_opts {
   /* --order memory: search budget (mp_schedule_opts). */
   double order_budget_ms;
   size_t order_states;
+  /* Loading a pipeline's member: a pipeline is refused before it is read
+   * (pipelines do not nest, and one naming itself must not recurse). */
+  bool member;
 } mp_load_opts;
 
 typedef struct mp_model mp_model;
