@@ -2,10 +2,11 @@
 """Seeded mutation fuzzing of every input mplan reads (graph JSON, ONNX,
 minimalloc CSV, lifetimes, pipelines, backends), run as a ctest.
 
-Each case takes a seed file, mutates it (bytes, or the parsed JSON: numbers
+Each case takes a seed file, mutates it (bytes; the parsed JSON: numbers
 made 0, -1, huge or fractional, names swapped so that edges dangle or close
 cycles, keys dropped, values of the wrong type, arrays emptied or
-repeated) and runs mplan on it. The rules every case must keep:
+repeated; or the protobuf fields of an ONNX file: varints made huge,
+fields dropped or repeated, names swapped) and runs mplan on it. The rules every case must keep:
   - exit status 0, 1 or 2, within the time limit, no sanitizer report;
   - on status 2, exactly one line on stderr ("mplan: error: ..."), nothing
     on stdout and no output file;
@@ -129,6 +130,121 @@ def mutate_bytes(rng, data):
     return bytes(data)
 
 
+# ---- protobuf (ONNX) at the wire level: fields, not bytes ----------------
+def pb_varint(b, i):
+    v, shift = 0, 0
+    while True:
+        if i >= len(b) or shift > 63:
+            raise ValueError("varint")
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if not c & 0x80:
+            return v, i
+
+
+def pb_put_varint(v):
+    v &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        out.append((v & 0x7F) | (0x80 if v >> 7 else 0))
+        v >>= 7
+        if not v:
+            return bytes(out)
+
+
+def pb_parse(b, depth=0):
+    """[field, wire type, value] triples; a length-delimited value that
+    parses as a message (and is not plain text) becomes a list."""
+    out, i = [], 0
+    while i < len(b):
+        key, i = pb_varint(b, i)
+        field, wt = key >> 3, key & 7
+        if field == 0 or wt not in (0, 1, 2, 5):
+            raise ValueError("key")
+        if wt == 0:
+            v, i = pb_varint(b, i)
+        elif wt in (1, 5):
+            n = 8 if wt == 1 else 4
+            if i + n > len(b):
+                raise ValueError("fixed")
+            v, i = b[i:i + n], i + n
+        else:
+            n, i = pb_varint(b, i)
+            if i + n > len(b):
+                raise ValueError("length")
+            v, i = b[i:i + n], i + n
+            if depth < 12 and n > 1 and not all(32 <= c < 127 for c in v):
+                try:
+                    v = pb_parse(v, depth + 1)
+                except ValueError:
+                    pass
+        out.append([field, wt, v])
+    return out
+
+
+def pb_write(msg):
+    out = bytearray()
+    for field, wt, v in msg:
+        out += pb_put_varint(field << 3 | wt)
+        if wt == 0:
+            out += pb_put_varint(v)
+        elif wt in (1, 5):
+            out += v
+        else:
+            v = pb_write(v) if isinstance(v, list) else v
+            out += pb_put_varint(len(v)) + v
+    return bytes(out)
+
+
+def pb_fields(msg, acc):
+    for e in msg:
+        acc.append((msg, e))
+        if isinstance(e[2], list):
+            pb_fields(e[2], acc)
+    return acc
+
+
+PB_INTS = [0, 1, 2, 3, 7, 13, 100, 2**31, 2**32, 2**63 - 1, 2**63,
+           2**64 - 1, 2**64 - 2]
+PB_STRINGS = [b"", b"x", b"Conv", b"Reshape", b"If", b"Loop", b"Concat",
+              b"com.microsoft", b"ai.onnx", b"a" * 300]
+
+
+def mutate_protobuf(rng, data):
+    try:
+        msg = pb_parse(data)
+    except ValueError:
+        return None
+    for _ in range(rng.randint(1, 3)):
+        fields = pb_fields(msg, [])
+        if not fields:
+            break
+        parent, e = rng.choice(fields)
+        field, wt, v = e
+        r = rng.random()
+        if r < 0.1:
+            parent.remove(e)
+        elif r < 0.2:
+            parent.append(list(e))  # a field repeated
+        elif wt == 0:
+            e[2] = rng.choice(PB_INTS + [v + 1, max(v - 1, 0)])
+        elif wt in (1, 5):
+            e[2] = bytes(rng.randrange(256) for _ in v)
+        elif isinstance(v, list):
+            if v and r < 0.6:
+                del v[rng.randrange(len(v))]
+            else:
+                e[2] = b""
+        else:
+            names = [x[2] for _, x in fields
+                     if x[1] == 2 and isinstance(x[2], bytes) and x[2]]
+            e[2] = rng.choice(names + PB_STRINGS) if r < 0.7 else \
+                mutate_bytes(rng, v)
+    return pb_write(msg)
+
+
 def mutate(rng, data):
     try:
         doc = json.loads(data)
@@ -138,6 +254,10 @@ def mutate(rng, data):
         for _ in range(rng.randint(1, 3)):
             doc = mutate_json(rng, doc)
         return json.dumps(doc).encode()
+    if doc is None and rng.random() < 0.75:
+        out = mutate_protobuf(rng, data)
+        if out is not None:
+            return out
     return mutate_bytes(rng, data)
 
 
