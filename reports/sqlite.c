@@ -319,6 +319,29 @@ static mp_status db_wal(mp_report_db *h, mp_error *err) {
   }
 }
 
+/* A corrupt history is refused before anything is written to it: the
+ * migration would otherwise commit (and SQLite rewrite the header) before
+ * an insert into a damaged page fails. */
+static mp_status db_intact(mp_report_db *h, mp_error *err) {
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(h->db, "PRAGMA quick_check(1)", -1, &s, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_step(s);
+  if (rc != SQLITE_ROW) {
+    sqlite3_finalize(s);
+    return db_fail(h, "checking the database", err);
+  }
+  const char *res = (const char *)sqlite3_column_text(s, 0);
+  mp_status st = MP_OK;
+  if (!res || strcmp(res, "ok") != 0) {
+    st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                      "%s: the database is damaged (quick_check: %.200s); "
+                      "mplan writes nothing to it",
+                      h->path, res ? res : "no answer");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
 static mp_status db_current_version(mp_report_db *h, int64_t *version,
                                     mp_error *err) {
   int64_t has_table = 0, n_objects = 0;
@@ -422,6 +445,7 @@ mp_status report_db_open_version(const char *path, const mp_alloc *a,
     st = db_fail(h, "setting the busy timeout", err);
   }
   if (st == MP_OK) st = db_exec(h, "PRAGMA foreign_keys=ON", "opening", err);
+  if (st == MP_OK) st = db_intact(h, err);
   if (st == MP_OK) st = db_wal(h, err);
   if (st == MP_OK) st = db_migrate(h, version, err);
   if (st != MP_OK) {
