@@ -101,6 +101,10 @@ static mp_status pl_shapes(pl_ctx *c, size_t i, const cJSON *entry,
   const cJSON *shapes = cJSON_GetObjectItemCaseSensitive(entry, "shapes");
   const cJSON *dims = cJSON_GetObjectItemCaseSensitive(entry, "dims");
   *n_sb = *n_db = 0;
+  if ((shapes && !cJSON_IsObject(shapes)) || (dims && !cJSON_IsObject(dims))) {
+    return pl_bad(c, "models[%s].%s: expected an object of names", c->m[i].name,
+                  shapes && !cJSON_IsObject(shapes) ? "shapes" : "dims");
+  }
   for (const cJSON *s = shapes ? shapes->child : NULL; s; s = s->next) {
     if (*n_sb == PL_MAX_MODELS * 4 || !cJSON_IsArray(s) ||
         cJSON_GetArraySize(s) > MP_MAX_RANK) {
