@@ -128,7 +128,7 @@ static mp_status check_usage_errors(const cli_opts *o, check_model *cm,
                         "use --baseline-dir DIR for several",
                         cmd, o->n_models);
   }
-  if (o->junit && o->markdown && strcmp(o->junit, o->markdown) == 0) {
+  if (o->junit && o->markdown && mp_file_same(o->junit, o->markdown)) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: '%s' is named by --junit and --markdown", cmd,
                         o->junit);
@@ -137,7 +137,7 @@ static mp_status check_usage_errors(const cli_opts *o, check_model *cm,
     mp_status st = check_baseline_path(o, o->models[i], cm[i].path,
                                        sizeof cm[i].path, err);
     for (size_t j = 0; st == MP_OK && j < i; j++) {
-      if (strcmp(cm[i].path, cm[j].path) == 0) {
+      if (mp_file_same(cm[i].path, cm[j].path)) {
         return mp_error_set(err, MP_ERR_BAD_INPUT,
                             "%s: '%s' and '%s' would share the baseline "
                             "'%s'; check them in separate calls",
@@ -145,6 +145,15 @@ static mp_status check_usage_errors(const cli_opts *o, check_model *cm,
       }
     }
     if (st != MP_OK) return st;
+    const char *report =
+        o->junit && mp_file_same(o->junit, cm[i].path)         ? o->junit
+        : o->markdown && mp_file_same(o->markdown, cm[i].path) ? o->markdown
+                                                               : NULL;
+    if (report) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s: '%s' is both a report and the baseline of '%s'",
+                          cmd, report, o->models[i]);
+    }
   }
   return MP_OK;
 }

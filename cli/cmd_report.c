@@ -70,7 +70,7 @@ static mp_status report_distinct(const cli_opts *o, mp_error *err) {
                          o->dot,    o->svg,  o->lifetimes};
   for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
     for (size_t j = i + 1; paths[i] && j < sizeof paths / sizeof *paths; j++) {
-      if (paths[j] && strcmp(paths[i], paths[j]) == 0) {
+      if (paths[j] && mp_file_same(paths[i], paths[j])) {
         return mp_error_set(err, MP_ERR_BAD_INPUT,
                             "mplan %s: '%s' is named by two output options",
                             o->cmd, paths[i]);

@@ -5,13 +5,25 @@
  *   1. A read either returns the whole file or fails; never a prefix.
  *   2. A write either replaces the target completely or leaves it (and the
  *      directory) as it was: the temporary is removed on every failure path.
- *   3. A group write renames nothing until every temporary is complete.
+ *   3. A group write renames nothing until every target is checked (no
+ *      folder, no two spellings of one file) and every temporary is
+ *      complete; a rename failing after that is reported.
+ *   4. A temporary is created with O_EXCL under a name of this process,
+ *      so it never follows a planted link or collides with another run;
+ *      a target that is a symbolic link is written through (the link
+ *      stays), one that is a device or a pipe is written in place.
  */
+#define _XOPEN_SOURCE 700 /* realpath, lstat */
 #include "mplan/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
                        size_t *len, mp_error *err) {
@@ -54,30 +66,117 @@ mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
   return MP_OK;
 }
 
-/* Writes data to path's temporary (path + ".tmp~") into tmp. */
-static mp_status file_write_tmp(const char *path, const void *data, size_t len,
-                                char *tmp, size_t cap, mp_error *err) {
-  int k = snprintf(tmp, cap, "%s.tmp~", path);
-  if (k < 0 || (size_t)k >= cap) {
+/* A target as mplan writes it: the file a symbolic link names (the link
+ * stays), a regular file replaced by rename, or something else (a device,
+ * a pipe) written in place. */
+typedef struct file_target {
+  char path[PATH_MAX];
+  char tmp[PATH_MAX + 32];
+  bool direct;
+} file_target;
+
+/* The absolute spelling of path: its folder resolved, then its name. */
+static bool file_canonical(const char *path, char *out) {
+  char dir[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  size_t dlen = slash ? (size_t)(slash - path) : 0;
+  if (slash && dlen == 0) dlen = 1; /* "/name" */
+  if (dlen >= sizeof dir) return false;
+  memcpy(dir, slash ? path : ".", slash ? dlen : 1);
+  dir[slash ? dlen : 1] = '\0';
+  char real[PATH_MAX];
+  if (!realpath(dir, real)) return false;
+  int k = snprintf(out, PATH_MAX, "%s/%s", strcmp(real, "/") ? real : "", base);
+  return k > 0 && k < PATH_MAX;
+}
+
+bool mp_file_same(const char *a, const char *b) {
+  char ca[PATH_MAX], cb[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
+  const char *x = realpath(a, ra) ? ra : file_canonical(a, ca) ? ca : a;
+  const char *y = realpath(b, rb) ? rb : file_canonical(b, cb) ? cb : b;
+  return strcmp(x, y) == 0;
+}
+
+static mp_status file_target_of(const char *path, file_target *t,
+                                mp_error *err) {
+  struct stat st;
+  t->direct = false;
+  t->tmp[0] = '\0';
+  if (strlen(path) >= sizeof t->path) {
     return mp_error_set(err, MP_ERR_IO, "%s: path too long", path);
   }
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    return mp_error_set(err, MP_ERR_IO, "%s: cannot create: %s", path,
-                        strerror(errno));
+  strcpy(t->path, path);
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) &&
+      !realpath(path, t->path)) {
+    /* a link to a file not there yet: create the file it names */
+    char to[PATH_MAX];
+    ssize_t k = readlink(path, to, sizeof to - 1);
+    const char *slash = strrchr(path, '/');
+    int dlen = slash ? (int)(slash - path) + 1 : 0;
+    if (k <= 0 ||
+        snprintf(t->path, sizeof t->path, "%.*s%.*s", to[0] == '/' ? 0 : dlen,
+                 path, (int)k, to) >= (int)sizeof t->path) {
+      return mp_error_set(err, MP_ERR_IO,
+                          "%s: cannot write: unreadable symbolic link", path);
+    }
   }
-  bool ok = fwrite(data, 1, len, f) == len;
-  int saved = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = false;
-    saved = errno;
-  }
-  if (!ok) {
-    remove(tmp);
-    return mp_error_set(err, MP_ERR_IO, "%s: cannot write: %s", path,
-                        strerror(saved));
+  if (stat(t->path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return mp_error_set(err, MP_ERR_IO, "%s: cannot write: Is a directory",
+                          path);
+    }
+    t->direct = !S_ISREG(st.st_mode);
   }
   return MP_OK;
+}
+
+static mp_status file_put(int fd, const char *path, const void *data,
+                          size_t len, mp_error *err) {
+  const char *p = data;
+  while (len) {
+    ssize_t k = write(fd, p, len);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      int saved = k < 0 ? errno : EIO;
+      close(fd);
+      return mp_error_set(err, MP_ERR_IO, "%s: cannot write: %s", path,
+                          strerror(saved));
+    }
+    p += k;
+    len -= (size_t)k;
+  }
+  if (close(fd) != 0) {
+    return mp_error_set(err, MP_ERR_IO, "%s: cannot write: %s", path,
+                        strerror(errno));
+  }
+  return MP_OK;
+}
+
+/* Writes data to a new temporary beside t->path (O_EXCL: never through a
+ * link or over another process's temporary). */
+static mp_status file_write_tmp(const char *path, file_target *t,
+                                const void *data, size_t len, mp_error *err) {
+  static unsigned serial;
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 100; tries++) {
+    snprintf(t->tmp, sizeof t->tmp, "%s.tmp~%ld.%u", t->path, (long)getpid(),
+             serial++);
+    fd = open(t->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    int saved = errno;
+    t->tmp[0] = '\0';
+    return mp_error_set(err, MP_ERR_IO, "%s: cannot create: %s", path,
+                        strerror(saved));
+  }
+  mp_status st = file_put(fd, path, data, len, err);
+  if (st != MP_OK) {
+    remove(t->tmp);
+    t->tmp[0] = '\0';
+  }
+  return st;
 }
 
 mp_status mp_file_write(const char *path, const void *data, size_t len,
@@ -86,30 +185,46 @@ mp_status mp_file_write(const char *path, const void *data, size_t len,
   return mp_file_write_many(&one, 1, err);
 }
 
+/* Invariant 3: every target is checked and every temporary complete before
+ * the first rename; devices and pipes are written last of all, in place. */
 mp_status mp_file_write_many(const mp_file_out *files, size_t n,
                              mp_error *err) {
-  char tmp[4096];
-  size_t done = 0;
+  file_target *t = mp_calloc(NULL, n ? n : 1, sizeof *t);
+  if (!t) return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
   mp_status st = MP_OK;
-  for (; done < n && st == MP_OK; done++) {
-    st = file_write_tmp(files[done].path, files[done].data, files[done].len,
-                        tmp, sizeof tmp, err);
-  }
-  if (st != MP_OK) done--; /* the failed one removed its own temporary */
-  for (size_t i = 0; i < n && i < done; i++) {
-    snprintf(tmp, sizeof tmp, "%s.tmp~", files[i].path);
-    if (st != MP_OK) {
-      remove(tmp);
-    } else if (rename(tmp, files[i].path) != 0) {
-      st = mp_error_set(err, MP_ERR_IO, "%s: cannot write: %s", files[i].path,
-                        strerror(errno));
-      remove(tmp);
-      for (size_t j = i + 1; j < done; j++) {
-        snprintf(tmp, sizeof tmp, "%s.tmp~", files[j].path);
-        remove(tmp);
+  for (size_t i = 0; st == MP_OK && i < n; i++) {
+    st = file_target_of(files[i].path, &t[i], err);
+    for (size_t j = 0; st == MP_OK && j < i; j++) {
+      if (mp_file_same(t[i].path, t[j].path)) {
+        st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "%s: the same file as %s; give each output its own",
+                          files[i].path, files[j].path);
       }
-      break;
     }
   }
+  for (size_t i = 0; st == MP_OK && i < n; i++) {
+    if (!t[i].direct) {
+      st = file_write_tmp(files[i].path, &t[i], files[i].data, files[i].len,
+                          err);
+    }
+  }
+  for (size_t i = 0; st == MP_OK && i < n; i++) {
+    if (!t[i].direct) continue;
+    int fd = open(t[i].path, O_WRONLY | O_TRUNC);
+    st = fd < 0 ? mp_error_set(err, MP_ERR_IO, "%s: cannot write: %s",
+                               files[i].path, strerror(errno))
+                : file_put(fd, files[i].path, files[i].data, files[i].len, err);
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!t[i].tmp[0]) continue;
+    if (st != MP_OK) {
+      remove(t[i].tmp);
+    } else if (rename(t[i].tmp, t[i].path) != 0) {
+      st = mp_error_set(err, MP_ERR_IO, "%s: cannot write: %s", files[i].path,
+                        strerror(errno));
+      remove(t[i].tmp);
+    }
+  }
+  mp_free(NULL, t);
   return st;
 }

@@ -28,11 +28,18 @@ typedef struct mp_file_out {
   size_t len;
 } mp_file_out;
 
-/* Writes several files all or nothing: every temporary is written first,
- * and only when all of them are complete are they renamed over their
- * targets; on any failure every temporary is removed and no target is
- * touched. (A rename failing halfway through is reported; the renames
- * already done stay, since the old contents are gone.) */
+/* Writes several files all or nothing: every target is checked first (a
+ * folder, or two spellings of one file, is an error), every temporary is
+ * written, and only when all of them are complete are they renamed over
+ * their targets; on any failure every temporary is removed and no target
+ * is touched. A symbolic link is written through (the link stays); a
+ * device or a pipe is written in place. (A rename failing halfway through
+ * is reported; the renames already done stay.) */
 mp_status mp_file_write_many(const mp_file_out *files, size_t n, mp_error *err);
+
+/* true when a and b name the same file, however spelled ("./x", "x",
+ * "$PWD/x", a link to it); for files that do not exist yet, their folders
+ * are compared resolved. */
+bool mp_file_same(const char *a, const char *b);
 
 #endif /* MPLAN_FILE_H */

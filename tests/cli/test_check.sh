@@ -174,6 +174,12 @@ run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --dim N=2 && has 
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --order topo && has "$tmp/err" "order 'auto' (now 'topo')"
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --inputs activation && has "$tmp/err" "inputs 'resident' (now 'activation')"
 run 0 check "$src/models/mobilenet_v2.json" --baseline-dir gbl
+# A report may not overwrite a baseline, however it is spelled.
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --update-baseline \
+  --junit ./gbl/mobilenet_v2.baseline.json && has "$tmp/err" "is both a report and the baseline of"
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --junit j.xml --markdown ./j.xml &&
+  has "$tmp/err" "is named by --junit and --markdown"
+[ -e j.xml ] && bad "j.xml written by a refused check" || ok
 # One model that cannot be checked: its error is the only line on stderr.
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir nowhere &&
   [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || bad "one model, one error: not one line"

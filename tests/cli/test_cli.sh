@@ -185,5 +185,35 @@ run 0 explain models/seed_example.json --strategy seed-first-fit &&
   sed 's/planned in [0-9.]* ms/planned in X ms/' "$tmp/out" >"$tmp/seed.txt" &&
   if diff -u tests/golden/seed_example.explain.txt "$tmp/seed.txt"; then ok; else bad "seed explanation differs from tests/golden"; fi
 
+# ---- output files: written whole, once, where the user meant ------------
+# (found by fuzzing: outputs replaced links and devices, followed a planted
+# temporary link, and two spellings of one file were both written)
+w=$tmp/writes
+mkdir -p "$w/adir"
+m=models/seed_example.json
+run 2 report $m --html "$w/r.html" --dot "$w/adir" && has "$tmp/err" "adir: cannot write: Is a directory"
+[ -e "$w/r.html" ] && bad "--html written although --dot could not be" || ok
+run 2 report $m --html "$w/./h.db" --sqlite "$w/h.db" && has "$tmp/err" "is named by two output options"
+run 2 plan $m -o "$w/y" --html "$w/adir/../y" && has "$tmp/err" "is named by two output options"
+[ -e "$w/y" ] || [ -e "$w/h.db" ] && bad "an output was written although the call was refused" || ok
+ln -s target.json "$w/link"
+run 0 plan $m -o "$w/link" && [ -L "$w/link" ] && [ -s "$w/target.json" ] && ok || bad "-o LINK: the link was not kept or its file not written"
+if [ -c /dev/full ]; then
+  run 2 plan $m -o /dev/full && has "$tmp/err" "/dev/full: cannot write: No space left on device"
+  [ -c /dev/full ] && ok || bad "/dev/full is no longer a device"
+fi
+echo keep >"$w/victim.txt"
+ln -s victim.txt "$w/x.json.tmp~"
+run 0 plan $m -o "$w/x.json" && [ "$(cat "$w/victim.txt")" = keep ] && [ ! -L "$w/x.json" ] && ok ||
+  bad "a planted temporary link was followed"
+ls "$w" | grep -v '^x.json.tmp~$' | grep -q 'tmp~' && bad "a temporary file was left behind" || ok
+mkfifo "$w/fifo"
+cat "$w/fifo" >"$w/from_fifo" &
+reader=$!
+run 0 plan $m -o "$w/fifo"
+wait "$reader"
+[ -p "$w/fifo" ] && json_field "$w/from_fifo" "d['mplan']" | grep -q plan/1 && ok ||
+  bad "-o FIFO: not written through the pipe"
+
 echo "cli: $pass checks passed, $fail failed"
 [ "$fail" -eq 0 ]
