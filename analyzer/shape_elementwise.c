@@ -166,8 +166,7 @@ mp_status sh_where(sh_ctx *c) {
   mp_status st = ew_broadcast(c, 0, 2, c->in[1].dt);
   sh_out *o = &c->out[0];
   if (st != MP_OK) return st;
-  int64_t n = 1;
-  n = sh_dims_elems(o->rank, o->d);
+  int64_t n = sh_dims_elems(o->rank, o->d);
   if (n > MP_VALUE_MAX || !c->in[0].v || !c->in[1].v || !c->in[2].v) {
     return MP_OK;
   }

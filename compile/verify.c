@@ -263,14 +263,12 @@ static mp_status vf_compare(vf *v, const mp_buf *got, const mp_buf *want,
 
 /* Invariant 4. */
 static mp_status vf_memory(const mp_model *m, mp_error *err) {
-  const mp_problem *p = mp_model_problem(m);
-  size_t need = 0;
-  for (size_t i = 0; i < mp_problem_count(p); i++) {
-    if (!mp_size_add(need, mp_problem_buffer(p, i)->size, &need)) {
-      need = SIZE_MAX;
-      break;
-    }
-  }
+  mp_profile prof;
+  mp_status st = mp_problem_profile(mp_model_problem(m), &prof, err);
+  if (st != MP_OK) return st;
+  size_t need;
+  if (!mp_size_add(prof.no_reuse, prof.fixed, &need)) need = SIZE_MAX;
+  mp_profile_release(&prof);
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return MP_OK; /* unknown: no guard */
   size_t phys = (size_t)pages * (size_t)page;

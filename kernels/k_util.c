@@ -34,24 +34,27 @@ const char *mp_kd_name(int code) {
   return code > 0 && code < MP_KD_COUNT ? kd_info[code].name : "?";
 }
 
+/* One element of any kernel dtype, for loads and stores by code. */
+typedef union k_scalar {
+  int8_t i8;
+  uint8_t u8;
+  int16_t i16;
+  uint16_t u16;
+  int32_t i32;
+  uint32_t u32;
+  int64_t i64;
+  uint64_t u64;
+  float f32;
+  double f64;
+} k_scalar;
+
 bool mp_kd_is_float(int code) {
   return code == MP_KD_F32 || code == MP_KD_F64;
 }
 
 int64_t mp_k_load_i(const void *p, int d, size_t k) {
   const unsigned char *b = (const unsigned char *)p + k * mp_kd_size(d);
-  union {
-    int8_t i8;
-    uint8_t u8;
-    int16_t i16;
-    uint16_t u16;
-    int32_t i32;
-    uint32_t u32;
-    int64_t i64;
-    uint64_t u64;
-    float f32;
-    double f64;
-  } u;
+  k_scalar u;
   memset(&u, 0, sizeof u); /* an unknown code (size 0) reads as zero */
   memcpy(&u, b, mp_kd_size(d));
   switch (d) {
@@ -108,18 +111,7 @@ static double k_sat(double v, double lo, double hi) {
 
 void mp_k_store(void *p, int d, size_t k, double v) {
   unsigned char *b = (unsigned char *)p + k * mp_kd_size(d);
-  union {
-    int8_t i8;
-    uint8_t u8;
-    int16_t i16;
-    uint16_t u16;
-    int32_t i32;
-    uint32_t u32;
-    int64_t i64;
-    uint64_t u64;
-    float f32;
-    double f64;
-  } u;
+  k_scalar u;
   switch (d) {
     case MP_KD_F32:
       u.f32 = (float)v;
