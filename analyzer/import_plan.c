@@ -22,10 +22,10 @@
 #include "json_util.h"
 
 static const char *const pl_buf_keys[] = {
-    "name",          "class",    "kind",        "dtype",     "shape",
-    "offset",        "size",     "padded_size", "alignment", "waste",
-    "first_use",     "last_use", "region",      "pinned",    "producer",
-    "last_consumer", "tensors",  NULL};
+    "name",          "class",    "kind",           "dtype",     "shape",
+    "offset",        "size",     "padded_size",    "alignment", "waste",
+    "first_use",     "last_use", "region",         "pinned",    "producer",
+    "last_consumer", "tensors",  "tensor_offsets", NULL};
 
 typedef struct pl_ctx {
   const char *file;
@@ -113,6 +113,33 @@ static mp_status pl_fields(pl_ctx *c, const cJSON *b, const char *where,
   return MP_OK;
 }
 
+/* "tensor_offsets" (optional, informational): one whole number per entry
+ * of "tensors", each inside the buffer. */
+static mp_status pl_offsets(pl_ctx *c, const cJSON *b, const char *where,
+                            size_t size) {
+  const cJSON *off = cJSON_GetObjectItemCaseSensitive(b, "tensor_offsets");
+  const cJSON *names = cJSON_GetObjectItemCaseSensitive(b, "tensors");
+  if (!off) return MP_OK;
+  if (!cJSON_IsArray(off) || !cJSON_IsArray(names) ||
+      cJSON_GetArraySize(off) != cJSON_GetArraySize(names)) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: %s.tensor_offsets: expected an array as long as "
+                        "\"tensors\"",
+                        c->file, where);
+  }
+  size_t k = 0;
+  for (const cJSON *e = off->child; e; e = e->next, k++) {
+    double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
+    if (v < 0 || v != (double)(int64_t)v || v >= (double)size) {
+      return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                          "%s: %s.tensor_offsets[%zu]: expected a whole "
+                          "number below the size %zu",
+                          c->file, where, k, size);
+    }
+  }
+  return MP_OK;
+}
+
 static mp_status pl_buffer(pl_ctx *c, const cJSON *b, size_t i) {
   char where[128];
   mp_buffer_desc d = {0};
@@ -129,6 +156,7 @@ static mp_status pl_buffer(pl_ctx *c, const cJSON *b, size_t i) {
   if (st != MP_OK) return st;
   snprintf(where, sizeof where, "buffers[%zu] ('%.64s')", i, d.name);
   st = pl_fields(c, b, where, &d, &offset, &region);
+  if (st == MP_OK) st = pl_offsets(c, b, where, d.size);
   if (st == MP_OK)
     st = json_string(c->file, b, where, "producer", false, &prod, c->err);
   if (st == MP_OK)

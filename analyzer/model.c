@@ -612,6 +612,10 @@ size_t mp_model_buffer_tensors(const mp_model *m, size_t b,
   return m->alias.start[b + 1] - m->alias.start[b];
 }
 
+uint64_t mp_model_tensor_offset(const mp_model *m, size_t t) {
+  return m->alias.offset ? m->alias.offset[t] : 0;
+}
+
 mp_alias_rule mp_model_tensor_rule(const mp_model *m, size_t t) {
   return m->alias.rule ? (mp_alias_rule)m->alias.rule[t] : MP_ALIAS_OWN;
 }

@@ -7,7 +7,10 @@
  * u runs, the live bytes are those of every buffer born and not yet freed;
  * u adds the buffers it creates; that sum is the step's live bytes; after
  * u, every buffer whose last user was u (and that holds no graph output)
- * is freed. Buffer sizes, alignments and classes come from
+ * is freed. A buffer several ops create without reading it (the slices
+ * of a Concat placed in its output, mplan/alias.h) is born with the
+ * first of them to run: in a state, with the first of its makers in the
+ * set. Buffer sizes, alignments and classes come from
  * mp_lifetime_buffer_desc, so the simulation counts exactly the bytes the
  * problem will.
  *
@@ -69,21 +72,24 @@ typedef struct sm_model {
   const mp_schedule_opts *o;
   const mp_alloc *a;
   size_t n_ops, n_buf;
-  uint32_t *pred_start, *preds; /* distinct predecessor ops */
-  uint32_t *use_start, *uses;   /* distinct buffers an op reads */
-  uint32_t *born_start, *born;  /* buffers an op creates */
-  uint32_t *user_start, *users; /* per buffer: distinct ops reading it */
-  size_t *size;                 /* padded activation bytes; 0 otherwise */
-  size_t *born_bytes;           /* per op */
-  bool *keep;                   /* holds a graph output: never freed */
-  size_t start_mem;             /* activation buffers live before step 0 */
-  size_t start_free;            /* ... of which nobody reads (die at 0) */
+  uint32_t *pred_start, *preds;   /* distinct predecessor ops */
+  uint32_t *use_start, *uses;     /* distinct buffers an op reads */
+  uint32_t *born_start, *born;    /* buffers an op creates */
+  uint32_t *user_start, *users;   /* per buffer: distinct ops reading it */
+  size_t *size;                   /* padded activation bytes; 0 otherwise */
+  size_t *born_bytes;             /* per op: buffers only it creates */
+  uint32_t *maker_start, *makers; /* per buffer: the ops creating it */
+  bool *shared;                   /* created by several ops (first one) */
+  bool *keep;                     /* holds a graph output: never freed */
+  size_t start_mem;               /* activation buffers live before step 0 */
+  size_t start_free;              /* ... of which nobody reads (die at 0) */
 } sm_model;
 
 static void sm_release(sm_model *m) {
-  void *arrays[] = {m->pred_start, m->preds,      m->use_start,  m->uses,
-                    m->born_start, m->born,       m->user_start, m->users,
-                    m->size,       m->born_bytes, m->keep};
+  void *arrays[] = {m->pred_start, m->preds,      m->use_start,   m->uses,
+                    m->born_start, m->born,       m->user_start,  m->users,
+                    m->size,       m->born_bytes, m->maker_start, m->makers,
+                    m->shared,     m->keep};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
     mp_free(m->a, arrays[i]);
   }
@@ -217,6 +223,18 @@ static void sm_emit_users(sm_model *m, uint32_t *stamp, uint32_t *count,
   }
 }
 
+static void sm_emit_makers(sm_model *m, uint32_t *stamp, uint32_t *count,
+                           uint32_t *start, uint32_t *items) {
+  (void)stamp;
+  for (uint32_t o = 0; o < m->n_ops; o++) {
+    for (uint32_t k = m->born_start[o]; k < m->born_start[o + 1]; k++) {
+      uint32_t b = m->born[k];
+      if (items) items[start[b] + count[b]] = o;
+      count[b]++;
+    }
+  }
+}
+
 static mp_status sm_build(sm_model *m, const mp_graph *g,
                           const mp_schedule_opts *o, mp_error *err) {
   mp_lifetime_opts lo = {.inputs_as_activations = o->inputs_as_activations,
@@ -236,7 +254,10 @@ static mp_status sm_build(sm_model *m, const mp_graph *g,
   m->size = mp_calloc(m->a, m->n_buf + 1, sizeof *m->size);
   m->keep = mp_calloc(m->a, m->n_buf + 1, sizeof *m->keep);
   m->born_bytes = mp_calloc(m->a, m->n_ops + 1, sizeof *m->born_bytes);
-  if (!m->size || !m->keep || !m->born_bytes) return sm_nomem(m, err);
+  m->shared = mp_calloc(m->a, m->n_buf + 1, sizeof *m->shared);
+  if (!m->size || !m->keep || !m->born_bytes || !m->shared) {
+    return sm_nomem(m, err);
+  }
   mp_status st = sm_sizes(m, &lo, err);
   if (st == MP_OK)
     st = sm_csr(m, m->n_ops, sm_emit_preds, &m->pred_start, &m->preds, err);
@@ -246,12 +267,17 @@ static mp_status sm_build(sm_model *m, const mp_graph *g,
     st = sm_csr(m, m->n_ops, sm_emit_born, &m->born_start, &m->born, err);
   if (st == MP_OK)
     st = sm_csr(m, m->n_buf, sm_emit_users, &m->user_start, &m->users, err);
+  if (st == MP_OK)
+    st = sm_csr(m, m->n_buf, sm_emit_makers, &m->maker_start, &m->makers, err);
   if (st != MP_OK) return st;
+  for (size_t b = 0; b < m->n_buf; b++) {
+    m->shared[b] = m->maker_start[b + 1] - m->maker_start[b] > 1;
+  }
   bool *has_birth = mp_calloc(m->a, m->n_buf + 1, sizeof *has_birth);
   if (!has_birth) return sm_nomem(m, err);
   for (size_t u = 0; u < m->n_ops; u++) {
     for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
-      m->born_bytes[u] += m->size[m->born[k]];
+      if (!m->shared[m->born[k]]) m->born_bytes[u] += m->size[m->born[k]];
       has_birth[m->born[k]] = true;
     }
   }
@@ -275,6 +301,20 @@ static mp_status sm_build(sm_model *m, const mp_graph *g,
 
 /* ---- simulation ---------------------------------------------------------- */
 
+/* The scratch of a simulation is remain[0 .. 2 n_buf): remaining users
+ * per buffer, then whether each buffer is born. */
+
+/* Bytes u creates, given which buffers are born already. */
+static size_t sm_grow(const sm_model *m, uint32_t u, const uint32_t *remain) {
+  size_t g = m->born_bytes[u];
+  const uint32_t *alive = remain + m->n_buf;
+  for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
+    uint32_t b = m->born[k];
+    if (m->shared[b] && !alive[b]) g += m->size[b];
+  }
+  return g;
+}
+
 /* Bytes freed after u runs, given remaining users per buffer (before u). */
 static size_t sm_freed(const sm_model *m, uint32_t u, const uint32_t *remain) {
   size_t f = 0;
@@ -284,7 +324,8 @@ static size_t sm_freed(const sm_model *m, uint32_t u, const uint32_t *remain) {
   }
   for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
     uint32_t b = m->born[k];
-    if (m->user_start[b] == m->user_start[b + 1] && !m->keep[b])
+    bool now = !m->shared[b] || !remain[m->n_buf + b];
+    if (m->user_start[b] == m->user_start[b + 1] && !m->keep[b] && now)
       f += m->size[b];
   }
   return f;
@@ -294,11 +335,15 @@ static void sm_run_op(const sm_model *m, uint32_t u, uint32_t *remain) {
   for (uint32_t k = m->use_start[u]; k < m->use_start[u + 1]; k++) {
     remain[m->uses[k]]--;
   }
+  for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
+    remain[m->n_buf + m->born[k]] = 1;
+  }
 }
 
 static void sm_reset(const sm_model *m, uint32_t *remain) {
   for (size_t b = 0; b < m->n_buf; b++) {
     remain[b] = m->user_start[b + 1] - m->user_start[b];
+    remain[m->n_buf + b] = 0;
   }
 }
 
@@ -310,7 +355,7 @@ static size_t sm_sim(const sm_model *m, const uint32_t *order, uint32_t *remain,
   sm_reset(m, remain);
   for (size_t k = 0; k < m->n_ops; k++) {
     uint32_t u = order[k];
-    live += m->born_bytes[u];
+    live += sm_grow(m, u, remain);
     if (live > peak) peak = live;
     if (step) step[k] = live;
     live -= sm_freed(m, u, remain);
@@ -361,7 +406,7 @@ static mp_status sm_greedy(const sm_model *m, const uint32_t *rank,
     size_t best = 0, bp = 0, bgrow = 0, bshrink = 0;
     for (size_t r = 0; r < n_ready; r++) {
       uint32_t u = ready[r];
-      size_t grow = m->born_bytes[u], shrink = sm_freed(m, u, remain);
+      size_t grow = sm_grow(m, u, remain), shrink = sm_freed(m, u, remain);
       size_t p = live + grow;
       if (r == 0 ||
           sm_greedy_better(kind, p, grow, shrink, bp, bgrow, bshrink) ||
@@ -521,7 +566,9 @@ static void sm_dp_lists(sm_dp *d, bool fill, size_t *nf_out, size_t *nu_out) {
       uint32_t e = pass ? m->born_start[u + 1] : m->use_start[u + 1];
       for (uint32_t k = s; k < e; k++) {
         uint32_t b = list[k];
-        if (!sm_freeable(d, b)) continue;
+        /* A shared buffer is read by the op that placed its makers (the
+         * Concat), so it is freed by a reader, never at birth. */
+        if (!sm_freeable(d, b) || (pass == 1 && m->shared[b])) continue;
         if (fill) {
           d->fb[nf] = b;
           d->fb_born[nf] = pass == 1;
@@ -604,6 +651,28 @@ static size_t sm_dp_freed(const sm_dp *d, const uint64_t *s, size_t i) {
     if (all) f += d->fb_size[k];
   }
   return f;
+}
+
+/* Bytes op i of the segment creates in state s: its own buffers, and
+ * each shared one none of whose makers has run (makers before the
+ * segment all have, makers after it none). */
+static size_t sm_dp_grow(const sm_dp *d, const uint64_t *s, size_t i) {
+  const sm_model *m = d->m;
+  uint32_t u = d->ref[d->lo + i];
+  size_t g = m->born_bytes[u];
+  for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
+    uint32_t b = m->born[k];
+    bool born = false;
+    if (!m->shared[b]) continue;
+    for (uint32_t j = m->maker_start[b]; j < m->maker_start[b + 1] && !born;
+         j++) {
+      uint32_t v = m->makers[j];
+      born =
+          d->pos[v] < d->lo || (sm_in_seg(d, v) && sm_has(s, sm_local(d, v)));
+    }
+    if (!born) g += m->size[b];
+  }
+  return g;
 }
 
 static uint64_t sm_hash(const uint64_t *s, size_t words) {
@@ -764,7 +833,7 @@ static mp_status sm_level(sm_dp *d, size_t level, uint64_t *s, mp_error *err) {
     const uint64_t *cur = &d->bits[0][i * d->words];
     for (size_t j = 0; st == MP_OK && j < d->n; j++) {
       if (!sm_ready(d, cur, j)) continue;
-      size_t born = m->born_bytes[d->ref[d->lo + j]];
+      size_t born = sm_dp_grow(d, cur, j);
       size_t mem = d->mem[0][i] + born;
       size_t peak = mem > d->peak[0][i] ? mem : d->peak[0][i];
       if (peak >= d->ub) continue;
@@ -887,7 +956,7 @@ typedef struct sm_run {
   size_t *after;    /* live bytes after each step of the reference order */
   uint32_t *pos;    /* op -> position in the reference order */
   bool *split;      /* position -> split op */
-  uint32_t *remain; /* scratch: remaining users per buffer */
+  uint32_t *remain; /* scratch: users left and born flags (sm_grow) */
   uint32_t *res;    /* the result */
   uint32_t *rank;   /* op -> position (greedy ties) */
   struct timespec deadline;
@@ -1063,7 +1132,7 @@ mp_status sched_memory(const mp_graph *g, const mp_schedule_opts *o,
     r.after = mp_calloc(r.m.a, m1, sizeof *r.after);
     r.pos = mp_calloc(r.m.a, m1, sizeof *r.pos);
     r.split = mp_calloc(r.m.a, m1, sizeof *r.split);
-    r.remain = mp_calloc(r.m.a, r.m.n_buf + 1, sizeof *r.remain);
+    r.remain = mp_calloc(r.m.a, 2 * r.m.n_buf + 1, sizeof *r.remain);
     r.res = mp_calloc(r.m.a, m1, sizeof *r.res);
     r.rank = mp_calloc(r.m.a, m1, sizeof *r.rank);
     if (!r.after || !r.pos || !r.split || !r.remain || !r.res || !r.rank) {

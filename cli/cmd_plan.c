@@ -36,11 +36,12 @@ static const char plan_usage[] =
     "(no reuse). --backend: alignments, memory regions with capacities\n"
     "(fastest first; activations spill to the next) and SRAM banks.\n"
     "--passes runs graph passes (comma-separated, always in this order):\n"
-    "fold, eliminate, fuse, hfuse, absorb, views, inplace; the summary then\n"
-    "shows every pass's ops, buffers, lower bound and arena before and\n"
-    "after. --order memory picks the lowest-peak order (dfs, rpo, greedy\n"
-    "and an exact search over sets of scheduled ops; --order-budget-ms\n"
-    "bounds the search, 10000 by default) and prints what it compared.\n";
+    "fold, eliminate, fuse, hfuse, absorb, views, concat, inplace; the\n"
+    "summary then shows every pass's ops, buffers, lower bound and arena\n"
+    "before and after. --order memory picks the lowest-peak order (dfs,\n"
+    "rpo, greedy and an exact search over sets of scheduled ops;\n"
+    "--order-budget-ms bounds the search, 10000 by default) and prints\n"
+    "what it compared.\n";
 
 int cli_plan(int argc, char **argv) {
   cli_opts o;

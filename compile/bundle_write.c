@@ -361,7 +361,7 @@ static mp_status bw_tensors(bw *w) {
     }
     bw_u32(&w->tensors, bw_str(w, x->name));
     bw_u32(&w->tensors, (uint32_t)bw_buffer_of(w, t));
-    bw_u64(&w->tensors, 0);
+    bw_u64(&w->tensors, w->o->tensor_offset ? w->o->tensor_offset[t] : 0);
     bw_u64(&w->tensors, x->bytes);
     bw_u8(&w->tensors, (uint8_t)kd);
     bw_u8(&w->tensors, kinds[x->kind]);
@@ -533,15 +533,20 @@ mp_status mp_compile_model(const mp_model *m, const mp_problem *p,
   size_t steps = mp_graph_op_count(g), nt = mp_graph_tensor_count(g);
   uint32_t *order = mp_calloc(a, steps + 1, sizeof *order);
   size_t *tb = mp_calloc(a, nt + 1, sizeof *tb);
+  uint64_t *toff = mp_calloc(a, nt + 1, sizeof *toff);
   mp_onnx_data *od = NULL;
   mp_compile_opts co = o ? *o : (mp_compile_opts){0};
-  mp_status st =
-      order && tb ? MP_OK : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  mp_status st = order && tb && toff
+                     ? MP_OK
+                     : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
   for (size_t k = 0; st == MP_OK && k < steps; k++) {
     order[k] = mp_model_step_op_index(m, k);
   }
-  for (size_t t = 0; st == MP_OK && t < nt; t++)
+  for (size_t t = 0; st == MP_OK && t < nt; t++) {
     tb[t] = mp_model_tensor_buffer(m, t);
+    toff[t] = mp_model_tensor_offset(m, t);
+  }
+  co.tensor_offset = toff;
   if (st == MP_OK && mp_model_format_of(m) == MP_FORMAT_ONNX && !co.onnx) {
     char *data = NULL;
     size_t len = 0;
@@ -562,5 +567,6 @@ mp_status mp_compile_model(const mp_model *m, const mp_problem *p,
   mp_onnx_data_destroy(od);
   mp_free(a, order);
   mp_free(a, tb);
+  mp_free(a, toff);
   return st;
 }

@@ -200,10 +200,12 @@ static void dot_edge_label(dot_ctx *c, size_t i, char *buf, size_t cap) {
   if (mp_model_buffer_tensor(c->m, b) != i) {
     char root[DOT_NAME_MAX];
     dot_escape(mp_problem_buffer(c->p, b)->name, root, sizeof root);
-    snprintf(
-        in, sizeof in, "\\n%s of %s",
-        mp_model_tensor_rule(c->m, i) == MP_ALIAS_VIEW ? "view" : "in place",
-        root);
+    mp_alias_rule r = mp_model_tensor_rule(c->m, i);
+    snprintf(in, sizeof in, "\\n%s of %s",
+             r == MP_ALIAS_VIEW     ? "view"
+             : r == MP_ALIAS_CONCAT ? "slice"
+                                    : "in place",
+             root);
   }
   snprintf(buf, cap, "%s\\n%s %s\\n%s%s", esc, shape, mp_dtype_name(t->dtype),
            mp_fmt_bytes(bytes, t->bytes), in);

@@ -186,9 +186,12 @@ static void ex_shared(ex_ctx *c, const size_t *idx, size_t n) {
     mp_buf_printf(c->out, "  %s also holds",
                   mp_problem_buffer(c->p, idx[k])->name);
     for (size_t j = 1; j < m; j++) {
-      mp_buf_printf(c->out, "%s %s (%s)", j > 1 ? "," : "",
+      uint64_t at = mp_model_tensor_offset(c->m, members[j]);
+      mp_buf_printf(c->out, "%s %s (%s", j > 1 ? "," : "",
                     mp_graph_tensor(g, members[j])->name,
                     mp_alias_rule_name(mp_model_tensor_rule(c->m, members[j])));
+      if (at) mp_buf_printf(c->out, " at +%" PRIu64, at);
+      mp_buf_puts(c->out, ")");
     }
     mp_buf_puts(c->out, "\n");
   }

@@ -60,6 +60,14 @@ static void pj_push_str(pj_ctx *c, cJSON *arr, const char *v) {
   }
 }
 
+static void pj_push_num(pj_ctx *c, cJSON *arr, double v) {
+  cJSON *n = cJSON_CreateNumber(v);
+  if (!n || !cJSON_AddItemToArray(arr, n)) {
+    cJSON_Delete(n);
+    c->ok = false;
+  }
+}
+
 static cJSON *pj_push_obj(pj_ctx *c, cJSON *arr) {
   cJSON *o = cJSON_CreateObject();
   if (!o || !cJSON_AddItemToArray(arr, o)) {
@@ -275,8 +283,9 @@ static void pj_execution(pj_ctx *c, cJSON *root) {
   }
 }
 
-/* "tensors": every tensor a shared buffer holds (views, in place), the
- * buffer's own name first. Absent for a buffer of one tensor. */
+/* "tensors": every tensor a shared buffer holds (views, in place, Concat
+ * slices), the buffer's own name first, and "tensor_offsets": where each
+ * starts inside the buffer. Absent for a buffer of one tensor. */
 static void pj_members(pj_ctx *c, cJSON *e, size_t i) {
   const mp_graph *g = mp_model_graph(c->m);
   const uint32_t *members = NULL;
@@ -285,6 +294,10 @@ static void pj_members(pj_ctx *c, cJSON *e, size_t i) {
   cJSON *arr = pj_add_arr(c, e, "tensors");
   for (size_t k = 0; arr && k < n; k++) {
     pj_push_str(c, arr, mp_graph_tensor(g, members[k])->name);
+  }
+  cJSON *off = pj_add_arr(c, e, "tensor_offsets");
+  for (size_t k = 0; off && k < n; k++) {
+    pj_push_num(c, off, (double)mp_model_tensor_offset(c->m, members[k]));
   }
 }
 

@@ -254,7 +254,11 @@ static const char db_v4[] =
     "  dtype TEXT,\n"
     "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
 
-static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4};
+/* Version 5: where a tensor starts inside its buffer (Concat slices). */
+static const char db_v5[] =
+    "ALTER TABLE tensor_buffer ADD COLUMN offset INTEGER NOT NULL DEFAULT 0;\n";
+
+static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4, db_v5};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -886,8 +890,8 @@ static mp_status db_insert_fusions(db_run *r, const mp_pass_report *pr) {
 /* Every graph tensor and the buffer (tensor row) that holds it. */
 static mp_status db_insert_tensor_buffers(db_run *r) {
   static const char sql[] =
-      "INSERT INTO tensor_buffer (run_id, tensor, tensor_idx, rule) VALUES "
-      "(?,?,?,?)";
+      "INSERT INTO tensor_buffer (run_id, tensor, tensor_idx, rule, offset) "
+      "VALUES (?,?,?,?,?)";
   const mp_graph *g = mp_model_graph(r->m);
   sqlite3_stmt *s = NULL;
   mp_status st = g ? db_prepare(r, sql, &s) : MP_OK;
@@ -896,6 +900,7 @@ static mp_status db_insert_tensor_buffers(db_run *r) {
     db_text(s, 2, mp_graph_tensor(g, t)->name);
     db_size(s, 3, mp_model_tensor_buffer(r->m, t));
     db_text(s, 4, mp_alias_rule_name(mp_model_tensor_rule(r->m, t)));
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)mp_model_tensor_offset(r->m, t));
     st = db_row(r, s, "inserting a tensor buffer");
   }
   sqlite3_finalize(s);

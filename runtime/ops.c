@@ -109,9 +109,11 @@ static bool op_expect_shape(op_ctx *c, const mp_btensor *t,
                  t->name, a, b);
 }
 
-/* The tensors share a buffer (the op computes in place). */
+/* The tensors share bytes (the op computes in place). Two slices of one
+ * buffer (a Concat's inputs placed in its output) share none. */
 static bool op_aliases(const mp_btensor *a, const mp_btensor *b) {
-  return a && b && a->buffer == b->buffer;
+  return a && b && a->buffer == b->buffer && a->offset < b->offset + b->bytes &&
+         b->offset < a->offset + a->bytes;
 }
 
 /* ---- parameters ---------------------------------------------------------- */
@@ -1292,7 +1294,11 @@ static bool op_check_concat(op_ctx *c, bool split) {
     return op_fail(c, "bad parameters");
   }
   uint32_t n = split ? c->op->n_out : c->op->n_in;
-  int64_t sum = 0;
+  int64_t sum = 0, outer = 1, inner = 1;
+  for (uint32_t i = 0; i < whole->shape.rank; i++) {
+    if ((int64_t)i < axis) outer *= whole->shape.dims[i];
+    if ((int64_t)i > axis) inner *= whole->shape.dims[i];
+  }
   for (uint32_t k = 0; k < n; k++) {
     const mp_btensor *p = split ? op_out(c, k) : op_in(c, k);
     if (!p || p->dtype != whole->dtype || p->shape.rank != whole->shape.rank) {
@@ -1303,8 +1309,15 @@ static bool op_check_concat(op_ctx *c, bool split) {
         return op_fail(c, "piece '%s': dim %u differs", p->name, i);
       }
     }
+    /* A Concat input placed as its slice of the output (the concat pass,
+     * docs/ir-conventions.md) is already where the copy would put it. */
+    uint64_t slice = (uint64_t)(sum * inner) * mp_kd_size(whole->dtype);
+    bool in_slice = !split && outer == 1 && p->offset == whole->offset + slice;
     sum += p->shape.dims[axis];
-    if (op_aliases(p, whole)) return op_fail(c, "piece shares the buffer");
+    if (op_aliases(p, whole) && !in_slice) {
+      return op_fail(c, "piece '%s' shares the buffer outside its slice",
+                     p->name);
+    }
   }
   if (sum != whole->shape.dims[axis]) {
     return op_fail(c, "pieces sum to %lld along axis %lld, not %lld",
@@ -1333,7 +1346,8 @@ static bool op_run_concat(op_ctx *c, bool split) {
     if (split) {
       OP_K(copy_block)(es, outer, inner, pw, total, off, op_pout(c, k), len, 0,
                        len);
-    } else {
+    } else if (op_pin(c, k) != (unsigned char *)pw + off * inner * es ||
+               outer != 1) {
       OP_K(copy_block)(es, outer, inner, op_pin(c, k), len, 0, pw, total, off,
                        len);
     }

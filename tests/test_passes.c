@@ -516,8 +516,15 @@ static uint32_t rnd(uint32_t n) {
   return (uint32_t)((rng_state >> 33) % n);
 }
 
-/* A random graph JSON of elementwise ops, views, convs and matmuls over
- * [1, C, 4, 4] f32 tensors, written to path. */
+/* Every fifth op of a random graph (from the second) is a channel
+ * Concat of two earlier tensors into c<o> [1,8,4,4] and a 1x1 Conv back
+ * to 4 channels: work for the concat pass. */
+static bool rnd_is_cat(uint64_t seed, size_t o) {
+  return o > 0 && (seed + o) % 5 == 0;
+}
+
+/* A random graph JSON of elementwise ops, views, convs, matmuls and
+ * Concats over [1, C, 4, 4] f32 tensors, written to path. */
 static bool rnd_graph_file(const char *path, uint64_t seed) {
   static const char *const types[] = {"Relu",    "Add",     "Conv", "Mul",
                                       "Sigmoid", "Reshape", "Conv", "Clip"};
@@ -538,8 +545,17 @@ static bool rnd_graph_file(const char *path, uint64_t seed) {
           "\"kind\":\"weight\"},");
   fprintf(f,
           "{\"name\":\"b\",\"dtype\":\"f32\",\"shape\":[4],"
+          "\"kind\":\"weight\"},");
+  fprintf(f,
+          "{\"name\":\"wc\",\"dtype\":\"f32\",\"shape\":[4,8,1,1],"
           "\"kind\":\"weight\"}");
   for (size_t o = 0; o < n_ops; o++) {
+    if (rnd_is_cat(seed, o)) {
+      fprintf(f,
+              ",{\"name\":\"c%zu\",\"dtype\":\"f32\",\"shape\":[1,8,4,4],"
+              "\"layout\":\"NCHW\"}",
+              o);
+    }
     fprintf(f,
             ",{\"name\":\"t%zu\",\"dtype\":\"f32\",\"shape\":[1,4,4,4],"
             "\"layout\":\"NCHW\"%s}",
@@ -550,6 +566,16 @@ static bool rnd_graph_file(const char *path, uint64_t seed) {
     const char *type = types[rnd(8)];
     size_t a = n_t - 1 - rnd(n_t < 3 ? (uint32_t)n_t : 3);
     size_t b2 = n_t - 1 - rnd(n_t < 4 ? (uint32_t)n_t : 4);
+    if (rnd_is_cat(seed, o)) {
+      if (b2 == a) b2 = a ? a - 1 : a + 1;
+      fprintf(f,
+              ",{\"name\":\"cat%zu\",\"op\":\"Concat\",\"inputs\":"
+              "[\"t%zu\",\"t%zu\"],\"outputs\":[\"c%zu\"],\"attrs\":"
+              "{\"axis\":1}},{\"name\":\"op%zu\",\"op\":\"Conv\","
+              "\"inputs\":[\"c%zu\",\"wc\"],\"outputs\":[\"t%zu\"]}",
+              o, a, b2, o, o, o, o + 1);
+      continue;
+    }
     fprintf(f, "%s{\"name\":\"op%zu\",\"op\":\"%s\",\"inputs\":[\"t%zu\"",
             o ? "," : "", o, type, a);
     if (!strcmp(type, "Add") || !strcmp(type, "Mul")) {
@@ -580,14 +606,23 @@ static bool no_read_after_overwrite(const mp_model *m,
   const mp_graph *g = mp_model_graph(m);
   for (size_t y = 0; y < mp_graph_tensor_count(g); y++) {
     mp_alias_rule r = mp_model_tensor_rule(m, y);
-    if (r == MP_ALIAS_OWN || r == MP_ALIAS_VIEW) continue;
+    /* A Concat slice is placed, not written over anything: its bytes
+     * belong to no other slice (disjoint ranges, checked below for the
+     * in-place writes into a slice). */
+    if (r == MP_ALIAS_OWN || r == MP_ALIAS_VIEW || r == MP_ALIAS_CONCAT) {
+      continue;
+    }
     uint32_t w = step_of[mp_graph_tensor(g, y)->producer];
     const uint32_t *members;
     size_t n =
         mp_model_buffer_tensors(m, mp_model_tensor_buffer(m, y), &members);
+    uint64_t y0 = mp_model_tensor_offset(m, y);
+    uint64_t y1 = y0 + mp_graph_tensor(g, y)->bytes;
     for (size_t k = 0; k < n; k++) {
       const mp_tensor *x = mp_graph_tensor(g, members[k]);
+      uint64_t x0 = mp_model_tensor_offset(m, members[k]);
       if (x->producer >= 0 && step_of[x->producer] >= w) continue;
+      if (x0 >= y1 || x0 + x->bytes <= y0) continue; /* other slice */
       for (uint32_t c = 0; c < x->n_consumers; c++) {
         if (step_of[x->consumers[c]] > w) {
           fprintf(stderr,
@@ -607,7 +642,7 @@ static void test_property(void) {
   char path[] = "/tmp/mplan_rnd_XXXXXX";
   int fd = mkstemp(path);
   if (fd >= 0) close(fd);
-  size_t shared = 0, fused = 0;
+  size_t shared = 0, fused = 0, slices = 0;
   for (uint64_t seed = 1; seed <= 200; seed++) {
     if (!rnd_graph_file(path, seed)) {
       CHECK(!"cannot write a random graph");
@@ -636,7 +671,7 @@ static void test_property(void) {
       for (uint32_t c = 0; c < x->n_consumers; c++) {
         if (step_of[x->consumers[c]] > b->last) ok = false;
       }
-      if (x->bytes > b->size) ok = false;
+      if (mp_model_tensor_offset(m, t) + x->bytes > b->size) ok = false;
     }
     if (!ok)
       fprintf(stderr, "seed %llu: a tensor outlives its buffer\n",
@@ -646,7 +681,10 @@ static void test_property(void) {
       fprintf(stderr, "seed %llu mask %u\n", (unsigned long long)seed, mask);
       CHECK(!"a tensor is read after it was overwritten");
     }
-    if (!(mask & (P(VIEWS) | P(INPLACE)))) {
+    for (size_t t = 0; t < mp_graph_tensor_count(g); t++) {
+      slices += mp_model_tensor_rule(m, t) == MP_ALIAS_CONCAT;
+    }
+    if (!(mask & (P(VIEWS) | P(CONCAT) | P(INPLACE)))) {
       CHECK_EQ_U(mp_problem_count(p), mp_graph_tensor_count(g));
     }
     shared += mp_problem_count(p) < mp_graph_tensor_count(g);
@@ -656,9 +694,11 @@ static void test_property(void) {
     mp_model_destroy(m);
   }
   remove(path);
-  fprintf(stderr, "property: %zu plans with shared buffers, %zu with fusions\n",
-          shared, fused);
-  CHECK(shared > 20 && fused > 20);
+  fprintf(stderr,
+          "property: %zu plans with shared buffers, %zu with fusions, %zu "
+          "Concat slices\n",
+          shared, fused, slices);
+  CHECK(shared > 20 && fused > 20 && slices > 20);
 }
 
 int main(int argc, char **argv) {

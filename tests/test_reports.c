@@ -483,13 +483,18 @@ static void test_sqlite_schema(void) {
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM schema_version"),
              MP_REPORT_DB_VERSION);
   /* Version 3 added columns to pass and the issue 9 tables, version 4
-   * the verification target tables. */
+   * the verification target tables, version 5 tensor_buffer.offset. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('pass') WHERE "
                    "name IN ('lower_bound_before', 'arena_after', "
                    "'peak_moved')"),
              3);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM tensor_buffer"), 0);
+  /* Version 5: where a tensor starts inside its buffer. */
+  CHECK_EQ_I(q_int(old,
+                   "SELECT count(*) FROM pragma_table_info('tensor_buffer') "
+                   "WHERE name = 'offset'"),
+             1);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run_summary"), 1);
   CHECK_EQ_I(q_int(old, "SELECT sum(bytes) FROM live_at_peak"), 96);
 

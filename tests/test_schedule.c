@@ -28,8 +28,16 @@ static uint32_t rnd(uint32_t n) {
 /* A random DAG of n_ops ops over u8 tensors of random sizes: every op
  * reads 1-3 earlier tensors (graph inputs included) and writes 1-2; some
  * tensors nobody reads become graph outputs. With `ew`, ops are Relu/Add
- * over same-sized tensors, so that the inplace pass has work. */
+ * over same-sized tensors, so that the inplace pass has work; with `cat`
+ * as well, every third op is a Concat of 2-3 distinct earlier tensors
+ * (its output their sum), for the concat pass. */
+static mp_graph *rnd_graph_cat(uint64_t seed, size_t n_ops, bool ew, bool cat);
+
 static mp_graph *rnd_graph(uint64_t seed, size_t n_ops, bool ew) {
+  return rnd_graph_cat(seed, n_ops, ew, false);
+}
+
+static mp_graph *rnd_graph_cat(uint64_t seed, size_t n_ops, bool ew, bool cat) {
   mp_graph *g = NULL;
   mp_error err = {0};
   rng_state = seed;
@@ -45,27 +53,49 @@ static mp_graph *rnd_graph(uint64_t seed, size_t n_ops, bool ew) {
     d.shape[0] = (mp_dim){ew ? 256 : 16 * (1 + rnd(64)), MP_NO_SYM};
     mp_graph_add_tensor(g, &d, &ids[n_t], &err);
   }
+  int64_t len[256];
+  for (size_t i = 0; i < n_t; i++)
+    len[i] = mp_graph_tensor(g, i)->shape[0].value;
   for (size_t o = 0; o < n_ops; o++) {
     int32_t in[3], out[2];
-    uint32_t ni = ew ? 1 + rnd(2) : 1 + rnd(3), no = ew ? 1 : 1 + rnd(2);
+    bool is_cat = cat && o % 3 == 2 && n_t >= 2;
+    uint32_t ni = is_cat ? 2 + rnd(2) : ew ? 1 + rnd(2) : 1 + rnd(3);
+    uint32_t no = ew ? 1 : 1 + rnd(2);
+    if (is_cat && ni > n_t) ni = (uint32_t)n_t;
+    int64_t sum = 0;
     for (uint32_t k = 0; k < ni; k++) {
       /* Prefer recent tensors, sometimes reach far back. */
       size_t back =
           rnd(4) == 0 ? rnd((uint32_t)n_t) : rnd(n_t < 4 ? (uint32_t)n_t : 4);
       in[k] = ids[n_t - 1 - back];
+      /* A Concat reads distinct tensors (the k-th latest otherwise); an
+       * Add two of one length. */
+      bool dup = false;
+      for (uint32_t j = 0; is_cat && j < k; j++) dup |= in[j] == in[k];
+      for (size_t c = n_t; dup && c-- > 0;) { /* the latest unused one */
+        bool used = false;
+        for (uint32_t j = 0; j < k; j++) used |= in[j] == ids[c];
+        if (!used) in[k] = ids[c], dup = false;
+      }
+      if (ew && !is_cat && k > 0 && len[in[k]] != len[in[0]]) in[k] = in[0];
     }
+    for (uint32_t k = 0; k < ni; k++) sum += len[in[k]];
     for (uint32_t k = 0; k < no; k++, n_t++) {
       snprintf(name, sizeof name, "t%zu", n_t);
       mp_tensor_desc d = {.name = name,
                           .dtype = MP_DTYPE_U8,
                           .kind = MP_TENSOR_ACTIVATION,
                           .rank = 1};
-      d.shape[0] = (mp_dim){ew ? 256 : 16 * (1 + rnd(64)), MP_NO_SYM};
+      len[n_t] = is_cat ? sum : ew ? len[in[0]] : 16 * (1 + rnd(64));
+      d.shape[0] = (mp_dim){len[n_t], MP_NO_SYM};
       mp_graph_add_tensor(g, &d, &ids[n_t], &err);
       out[k] = ids[n_t];
     }
     snprintf(name, sizeof name, "op%zu", o);
-    const char *type = !ew ? "Op" : ni == 1 ? "Relu" : "Add";
+    const char *type = is_cat    ? "Concat"
+                       : !ew     ? "Op"
+                       : ni == 1 ? "Relu"
+                                 : "Add";
     mp_op_desc d = {.name = name,
                     .type = type,
                     .n_inputs = ni,
@@ -258,37 +288,61 @@ static void test_optimal(void) {
   CHECK(orders_beaten > 10); /* the oracle is not trivially the file order */
 }
 
-/* Small random graphs after the views and inplace passes: the scheduler
- * counts merged buffers exactly as lifetimes do, and stays optimal. */
-static void test_optimal_shared(void) {
-  size_t shared = 0;
-  for (uint64_t seed = 1000; seed < 1100; seed++) {
-    mp_graph *g = rnd_graph(seed, 4 + seed % 5, true);
-    CHECK(g != NULL);
-    if (!g) continue;
-    mp_pass_opts po = {.mask = 1u << MP_PASS_INPLACE | 1u << MP_PASS_VIEWS,
-                       .schedule = {.order = MP_ORDER_FILE}};
-    mp_alias al;
-    uint32_t *order = NULL;
-    mp_schedule_info info;
-    mp_pass_report *r = NULL;
-    mp_error err = {0};
-    if (mp_passes_run(&g, &po, &al, &order, &info, &r, &err) != MP_OK) {
-      fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
-      CHECK(!"passes failed");
-      mp_graph_destroy(g);
-      continue;
-    }
-    shared += al.n_buffers < al.n_tensors;
-    size_t best = brute_best(g, &al, false);
-    CHECK_EQ_U(check_memory(g, &al, false, 0, seed), best);
-    free(order);
-    mp_alias_release(&al);
-    mp_pass_report_destroy(r);
+/* One small random graph through views and inplace (and concat with
+ * cat): the scheduler counts merged buffers exactly as lifetimes do and
+ * stays optimal, and the passes never raise the file order's lower
+ * bound. Counts graphs with a shared buffer and Concat slices. */
+static void check_shared(uint64_t seed, bool cat, size_t *shared,
+                         size_t *slices) {
+  mp_graph *g = rnd_graph_cat(seed, 4 + seed % 5, true, cat);
+  CHECK(g != NULL);
+  if (!g) return;
+  uint32_t *file = NULL, *order = NULL;
+  mp_order_kind used;
+  mp_error err = {0};
+  CHECK(mp_schedule(g, MP_ORDER_FILE, &file, &used, &err) == MP_OK);
+  size_t before = file ? lb_of(g, file, NULL, false) : 0;
+  free(file);
+  mp_pass_opts po = {.mask = 1u << MP_PASS_INPLACE | 1u << MP_PASS_VIEWS |
+                             (cat ? 1u << MP_PASS_CONCAT : 0),
+                     .schedule = {.order = MP_ORDER_FILE}};
+  mp_alias al;
+  mp_schedule_info info;
+  mp_pass_report *r = NULL;
+  if (mp_passes_run(&g, &po, &al, &order, &info, &r, &err) != MP_OK) {
+    fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
+    CHECK(!"passes failed");
     mp_graph_destroy(g);
+    return;
+  }
+  *shared += al.n_buffers < al.n_tensors;
+  for (size_t t = 0; t < al.n_tensors; t++) {
+    *slices += al.rule[t] == MP_ALIAS_CONCAT;
+  }
+  CHECK(lb_of(g, order, &al, false) <= before);
+  size_t best = brute_best(g, &al, false);
+  CHECK_EQ_U(check_memory(g, &al, false, 0, seed), best);
+  free(order);
+  mp_alias_release(&al);
+  mp_pass_report_destroy(r);
+  mp_graph_destroy(g);
+}
+
+/* Small random graphs after the views and inplace passes, then with
+ * Concats and the concat pass too: Concat slices share their output's
+ * buffer, born with the first slice written. */
+static void test_optimal_shared(void) {
+  size_t shared = 0, slices = 0;
+  for (uint64_t seed = 1000; seed < 1100; seed++) {
+    check_shared(seed, false, &shared, &slices);
   }
   fprintf(stderr, "optimal with shared buffers: %zu graphs share\n", shared);
   CHECK(shared > 30);
+  for (uint64_t seed = 2000; seed < 2150; seed++) {
+    check_shared(seed, true, &shared, &slices);
+  }
+  fprintf(stderr, "optimal with concat slices: %zu slices placed\n", slices);
+  CHECK(slices > 50);
 }
 
 /* Larger graphs: never worse than the file order; a tiny state budget

@@ -9,7 +9,8 @@
  *      hands on the same graph and the same analysis.
  *   2. Graph passes run before alias passes (the fixed order puts them
  *      first), so while graph passes run the buffer map is the identity,
- *      and the map built by views and inplace belongs to the final graph.
+ *      and the map built by views, concat and inplace belongs to the final
+ *      graph.
  *   3. The caller's graph is destroyed only on success, after the final
  *      graph exists; on failure every intermediate graph is destroyed and
  *      the caller's is untouched.
@@ -66,6 +67,9 @@ static const pm_pass pm_passes[MP_PASS_COUNT] = {
      "Reshape/Flatten/Squeeze/Unsqueeze/Identity share their input's "
      "buffer",
      pass_views, false},
+    {MP_PASS_CONCAT, "concat",
+     "Concat inputs are written straight into slices of its output",
+     pass_concat, false},
     {MP_PASS_INPLACE, "inplace",
      "elementwise ops and depthwise Conv write over an input nobody "
      "reads later",
@@ -355,22 +359,29 @@ static mp_status pm_alias_pass(pass_ctx *c, const pm_pass *p, bool *changed,
   const mp_alloc *a = mp_graph_alloc(c->g);
   size_t n = mp_graph_tensor_count(c->g);
   c->parent = mp_calloc(a, n + 1, sizeof *c->parent);
+  c->rel = mp_calloc(a, n + 1, sizeof *c->rel);
   c->rule = mp_calloc(a, n + 1, sizeof *c->rule);
   mp_status st = MP_OK;
-  if (!c->parent || !c->rule) {
+  if (!c->parent || !c->rel || !c->rule) {
     st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                       mp_graph_source(c->g));
   }
   for (size_t t = 0; st == MP_OK && t < n; t++) {
     c->parent[t] = c->alias->root[c->alias->buffer_of[t]];
+    c->rel[t] =
+        (int64_t)c->alias->offset[t] - (int64_t)c->alias->offset[c->parent[t]];
     c->rule[t] = c->alias->rule[t];
   }
   if (st == MP_OK) st = p->run(c, err);
   *changed = st == MP_OK && c->rewrites > 0;
-  if (*changed) st = mp_alias_build(a, n, c->parent, c->rule, alias, err);
+  if (*changed) {
+    st = mp_alias_build(a, n, c->parent, c->rel, c->rule, alias, err);
+  }
   mp_free(a, c->parent);
+  mp_free(a, c->rel);
   mp_free(a, c->rule);
   c->parent = NULL;
+  c->rel = NULL;
   c->rule = NULL;
   return st;
 }
@@ -418,6 +429,9 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   c.alias = &s->alias;
   c.at_peak = s->meas.at_peak;
   c.vlen = o->vlen;
+  c.backend = o->schedule.backend;
+  c.inputs_act = o->schedule.inputs_as_activations;
+  c.order = s->meas.order;
   c.report = r;
   mp_buf_init(&c.note, mp_graph_alloc(s->g));
   mp_pass_row row = {.pass = p->id};

@@ -4,10 +4,10 @@
  *
  * A graph pass (fold, eliminate, fuse, hfuse, absorb) reads c->g and
  * records edits in c->rw; the manager commits them as a new graph. An
- * alias pass (views, inplace) leaves the graph alone and extends the
- * buffer map through c->parent and c->rule (parent links into the same
- * buffer; mplan/alias.h). Both report what they did through the tally,
- * the note and fusion records.
+ * alias pass (views, concat, inplace) leaves the graph alone and extends
+ * the buffer map through c->parent, c->rel and c->rule (parent links into
+ * the same buffer, at a byte offset from the parent; mplan/alias.h). Both
+ * report what they did through the tally, the note and fusion records.
  */
 #ifndef MPLAN_PASSES_PASS_H
 #define MPLAN_PASSES_PASS_H
@@ -20,14 +20,18 @@
 
 typedef struct pass_ctx {
   mp_pass_id id;
-  const mp_graph *g;     /* linked, resolved */
-  const mp_alias *alias; /* g's buffer map before the pass */
-  const bool *at_peak;   /* per tensor: its buffer is live at a peak step
-                            of g's order before the pass */
-  uint32_t vlen;         /* backend VLEN in bits, 0: none */
-  rw_graph *rw;          /* graph passes */
-  uint32_t *parent;      /* alias passes: per tensor */
-  uint8_t *rule;         /* alias passes: per tensor, mp_alias_rule */
+  const mp_graph *g;         /* linked, resolved */
+  const mp_alias *alias;     /* g's buffer map before the pass */
+  const bool *at_peak;       /* per tensor: its buffer is live at a peak step
+                                of g's order before the pass */
+  uint32_t vlen;             /* backend VLEN in bits, 0: none */
+  rw_graph *rw;              /* graph passes */
+  const mp_backend *backend; /* NULL: the default (alignment) */
+  bool inputs_act;           /* graph inputs count as activations */
+  const uint32_t *order;     /* g's order before the pass (measured) */
+  uint32_t *parent;          /* alias passes: per tensor */
+  int64_t *rel;              /* alias passes: first byte minus the parent's */
+  uint8_t *rule;             /* alias passes: per tensor, mp_alias_rule */
   mp_pass_report *report;
   /* What the pass did, for the row's detail. */
   const char *tally_label[PASS_TALLY_MAX];
@@ -46,6 +50,7 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err);
 mp_status pass_hfuse(pass_ctx *c, mp_error *err);
 mp_status pass_absorb(pass_ctx *c, mp_error *err);
 mp_status pass_views(pass_ctx *c, mp_error *err);
+mp_status pass_concat(pass_ctx *c, mp_error *err);
 mp_status pass_inplace(pass_ctx *c, mp_error *err);
 
 /* Counts one rewrite under label (a static string) for the detail. */

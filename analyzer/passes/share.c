@@ -62,27 +62,55 @@ void share_release(share_ctx *s) {
   memset(s, 0, sizeof *s);
 }
 
-uint32_t share_find(share_ctx *s, uint32_t t) {
+/* The root of t's buffer and t's first byte relative to the root's
+ * (weighted union-find: rel[t] is relative to parent[t]; compressing a
+ * path re-bases each tensor on it onto the root). */
+static uint32_t share_find_at(share_ctx *s, uint32_t t, int64_t *at) {
   uint32_t *p = s->c->parent, r = t;
-  while (p[r] != r) r = p[r];
-  while (p[t] != r) {
-    uint32_t up = p[t];
-    p[t] = r;
-    t = up;
+  int64_t *rel = s->c->rel, d = 0;
+  while (p[r] != r) {
+    d += rel[r];
+    r = p[r];
   }
+  for (int64_t left = d; p[t] != r;) {
+    uint32_t up = p[t];
+    int64_t next = left - rel[t];
+    p[t] = r;
+    rel[t] = left;
+    t = up;
+    left = next;
+  }
+  if (at) *at = d;
   return r;
 }
 
-void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why) {
-  uint32_t a = share_find(s, into), b = share_find(s, y);
+uint32_t share_find(share_ctx *s, uint32_t t) {
+  return share_find_at(s, t, NULL);
+}
+
+int64_t share_offset(share_ctx *s, uint32_t t) {
+  int64_t d;
+  (void)share_find_at(s, t, &d);
+  return d;
+}
+
+void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
+                    mp_alias_rule why) {
+  int64_t da, db;
+  uint32_t a = share_find_at(s, into, &da), b = share_find_at(s, y, &db);
   s->c->rule[y] = (uint8_t)why;
   if (a == b) return;
   s->c->parent[b] = a;
+  s->c->rel[b] = da + delta - db; /* y lands at into's first byte + delta */
   /* Splice b's member list (b first) after a. */
   uint32_t tail = b;
   while (s->next[tail] != UINT32_MAX) tail = s->next[tail];
   s->next[tail] = s->next[a];
   s->next[a] = b;
+}
+
+void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why) {
+  share_union_at(s, into, y, 0, why);
 }
 
 /* ---- the readers rule (invariant 2) -------------------------------------- */
@@ -206,6 +234,85 @@ static bool share_epilogue_ok(share_ctx *s, uint32_t o, const mp_op *op,
   return share_alone(s, op, x) && share_writable(s, o, x);
 }
 
+/* Rule 0: some tensor of t's buffer is a Concat slice. */
+static bool share_has_slice(share_ctx *s, int32_t t) {
+  for (uint32_t m = share_find(s, (uint32_t)t); m != UINT32_MAX;
+       m = s->next[m]) {
+    if (s->c->rule[m] == MP_ALIAS_CONCAT) return true;
+  }
+  return false;
+}
+
+/* Rule 5c: every tensor of x's buffer lies inside x's bytes and is an
+ * activation. */
+static bool share_fits(share_ctx *s, int32_t x) {
+  const mp_graph *g = s->g;
+  int64_t at = share_offset(s, (uint32_t)x);
+  int64_t bytes = (int64_t)mp_graph_tensor(g, (size_t)x)->bytes;
+  for (uint32_t m = share_find(s, (uint32_t)x); m != UINT32_MAX;
+       m = s->next[m]) {
+    const mp_tensor *mt = mp_graph_tensor(g, m);
+    int64_t off = share_offset(s, m) - at;
+    if (mt->kind != MP_TENSOR_ACTIVATION || mt->pinned || off < 0 ||
+        off + (int64_t)mt->bytes > bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+size_t share_concat(share_ctx *s, uint32_t o, size_t align, int64_t *slot) {
+  const mp_graph *g = s->g;
+  const mp_op *op = mp_graph_op(g, o);
+  for (uint32_t k = 0; k < op->n_inputs; k++) slot[k] = -1;
+  if (strcmp(op->type, "Concat") != 0 || rw_has_mplan_attr(op) ||
+      op->n_outputs != 1 || op->outputs[0] < 0 || op->n_inputs < 2) {
+    return 0;
+  }
+  int32_t y = op->outputs[0];
+  const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
+  if ((yt->kind != MP_TENSOR_ACTIVATION && yt->kind != MP_TENSOR_OUTPUT) ||
+      yt->pinned || yt->rank == 0) {
+    return 0;
+  }
+  int64_t axis = pass_attr_int(op, "axis", 0);
+  if (axis < 0) axis += yt->rank;
+  if (axis < 0 || axis >= yt->rank) return 0;
+  for (int64_t d = 0; d < axis; d++) {
+    if (mp_graph_dim_of(g, &yt->shape[d]) != 1) return 0;
+  }
+  /* 5a: the inputs tile the output exactly. */
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    if (op->inputs[k] < 0) return 0;
+    const mp_tensor *xt = mp_graph_tensor(g, (size_t)op->inputs[k]);
+    if (xt->pinned) return 0;
+    total += xt->bytes;
+  }
+  if (total != yt->bytes) return 0;
+  size_t placed = 0;
+  uint32_t yr = share_find(s, (uint32_t)y);
+  int64_t at = 0;
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    int32_t x = op->inputs[k];
+    const mp_tensor *xt = mp_graph_tensor(g, (size_t)x);
+    int64_t here = at;
+    at += (int64_t)xt->bytes;
+    uint32_t xr = share_find(s, (uint32_t)x);
+    bool ok = xt->kind == MP_TENSOR_ACTIVATION && xt->producer >= 0 &&
+              xt->dtype == yt->dtype && xt->rank == yt->rank &&
+              pass_same_layout(g, x, y) && xr != yr &&
+              (align < 2 || here % (int64_t)align == 0) && share_fits(s, x);
+    for (uint32_t j = 0; ok && j < k; j++) {
+      ok = slot[j] < 0 || share_find(s, (uint32_t)op->inputs[j]) != xr;
+    }
+    if (!ok) continue;
+    slot[k] = here;
+    placed++;
+  }
+  return placed;
+}
+
 static bool share_is_fused(const mp_op *op) {
   return mp_op_attr(op, "mplan.epilogue") &&
          !mp_op_attr(op, "mplan.horizontal");
@@ -220,8 +327,11 @@ mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out) {
   int32_t y = op->outputs[0];
   mp_tensor_kind yk = mp_graph_tensor(g, (size_t)y)->kind;
   if (yk != MP_TENSOR_ACTIVATION && yk != MP_TENSOR_OUTPUT) return MP_ALIAS_OWN;
-  /* Rule 0: a tensor the user pinned keeps bytes of its own. */
-  if (mp_graph_tensor(g, (size_t)y)->pinned) return MP_ALIAS_OWN;
+  /* Rule 0: a tensor the user pinned keeps bytes of its own; a Concat
+   * slice keeps its place. */
+  if (mp_graph_tensor(g, (size_t)y)->pinned || share_has_slice(s, y)) {
+    return MP_ALIAS_OWN;
+  }
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (op->inputs[k] >= 0 &&
         mp_graph_tensor(g, (size_t)op->inputs[k])->pinned) {

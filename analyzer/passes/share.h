@@ -25,15 +25,23 @@ void share_release(share_ctx *s);
 /* A representative of t's buffer. */
 uint32_t share_find(share_ctx *s, uint32_t t);
 
-/* Puts y's buffer into into's buffer, y joining for reason why. */
+/* t's first byte relative to its representative's. */
+int64_t share_offset(share_ctx *s, uint32_t t);
+
+/* Puts y's buffer into into's buffer, y joining for reason why at into's
+ * first byte (share_union) or delta bytes after it (share_union_at). */
 void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why);
+void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
+                    mp_alias_rule why);
 
 /* THE in-place and aliasing predicate: may op o's output y share the
  * buffer of its input *k_out, and by which rule? MP_ALIAS_OWN: no.
  *
  *  0. o has exactly one output y, an activation or a graph output, and
  *     reads a tensor at input 0; neither y nor any input of o is pinned
- *     (a pinned tensor keeps the offset, and so the bytes, of its own).
+ *     (a pinned tensor keeps the offset, and so the bytes, of its own);
+ *     y's buffer holds no Concat slice (rule 5): a slice keeps its place,
+ *     and moving it would move its neighbours.
  *  1. VIEW -- o is Reshape, Flatten, Squeeze, Unsqueeze or Identity; x is
  *     input 0 with y's dtype and byte size (a view reinterprets bytes and
  *     never writes them, so other readers of x are unaffected); x's
@@ -66,5 +74,28 @@ void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why);
  *     hold.
  */
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
+
+/* Rule 5, CONCAT: where each input of op o goes inside its output's
+ * buffer. slot[k] is input k's byte offset from the output's first byte,
+ * or -1 when input k keeps bytes of its own (and the Concat copies it).
+ * Returns how many inputs get a slot (0: o is not a Concat, or none may).
+ *
+ *  a. o is a Concat without mplan.* attributes with one output y, an
+ *     activation or a graph output; neither y nor any input is pinned;
+ *     every dim of y before the (normalised) axis is 1, so input k is the
+ *     contiguous byte range starting at the sum of the bytes of inputs
+ *     0..k-1, and those bytes add up to y's;
+ *  b. input k has y's dtype, rank and layout tag, is an activation with a
+ *     producer, and its buffer is not y's and not an earlier input's
+ *     (a tensor concatenated twice is copied the second time);
+ *  c. every tensor of input k's buffer is an activation inside input k's
+ *     own bytes (views of it, or the slices of an earlier Concat it is the
+ *     output of): the buffer moves as a whole into the slot;
+ *  d. the slot is a multiple of the backend's activation alignment.
+ * Nothing is written over: the producers write the slices and the Concat
+ * copies nothing, so no reader's bytes change and the readers rule (2b)
+ * has nothing to check. A later in-place write into the buffer is rule
+ * 2b's business and sees every slice's readers. */
+size_t share_concat(share_ctx *s, uint32_t o, size_t align, int64_t *slot);
 
 #endif /* MPLAN_PASSES_SHARE_H */

@@ -8,6 +8,12 @@
  * data computed once by the analyzer (STYLE rule 13); lifetimes, the
  * memory-aware scheduler and every report read it, none recomputes it.
  *
+ * The concat pass places the inputs of a Concat along its outermost axis
+ * as slices of the output's buffer, so a member may start at a byte
+ * offset inside its buffer (offset[t]); every other rule shares bytes at
+ * the offset of the tensor it writes over. A buffer's size is the end of
+ * its furthest member, and some member starts at offset 0.
+ *
  * Buffers are numbered in the order of their root tensors (the tensor
  * with the smallest index in each buffer), so the identity map numbers
  * buffer i = tensor i and a merge never reorders the others.
@@ -24,6 +30,7 @@ typedef enum mp_alias_rule {
   MP_ALIAS_ELEMENTWISE, /* elementwise op written over an input */
   MP_ALIAS_DEPTHWISE,   /* depthwise Conv written over its input */
   MP_ALIAS_EPILOGUE,    /* fused op written over an epilogue operand */
+  MP_ALIAS_CONCAT,      /* Concat input written into its output's slice */
   MP_ALIAS_RULE_COUNT
 } mp_alias_rule;
 
@@ -38,15 +45,18 @@ typedef struct mp_alias {
   uint32_t *start;     /* buffer b holds members[start[b] .. start[b+1]) */
   uint32_t *members;   /* tensor indices, ascending within each buffer */
   uint8_t *rule;       /* tensor -> mp_alias_rule */
+  uint64_t *offset;    /* tensor -> byte offset inside its buffer */
 } mp_alias;
 
 /* Builds the map from parent[t] (a tensor in the same buffer as t, or t
- * itself; following parents must reach a tensor that is its own parent)
- * and rule[t] (copied). Returns the arrays in *out, owned (release with
+ * itself; following parents must reach a tensor that is its own parent),
+ * rel[t] (t's first byte minus its parent's first byte; NULL: all 0) and
+ * rule[t] (copied). Offsets are shifted so that every buffer's lowest
+ * member starts at 0. Returns the arrays in *out, owned (release with
  * mp_alias_release). Borrows a for the map's lifetime. */
 mp_status mp_alias_build(const mp_alloc *a, size_t n_tensors,
-                         const uint32_t *parent, const uint8_t *rule,
-                         mp_alias *out, mp_error *err);
+                         const uint32_t *parent, const int64_t *rel,
+                         const uint8_t *rule, mp_alias *out, mp_error *err);
 
 /* The identity map over n tensors (owned, release with mp_alias_release). */
 mp_status mp_alias_identity(const mp_alloc *a, size_t n_tensors, mp_alias *out,

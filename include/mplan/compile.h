@@ -20,6 +20,9 @@ typedef struct mp_compile_opts {
    * past n_region_names: "arena" for region 0, "regionN" after it. */
   const char *const *region_names;
   size_t n_region_names;
+  /* Per tensor: its first byte inside its buffer (a Concat slice,
+   * mplan/alias.h); NULL: every tensor starts its buffer. */
+  const uint64_t *tensor_offset;
 } mp_compile_opts;
 
 /* Appends the bundle of graph g run in `order`, whose tensors' buffers

@@ -133,6 +133,10 @@ size_t mp_model_buffer_tensor(const mp_model *m, size_t b);
 size_t mp_model_buffer_tensors(const mp_model *m, size_t b,
                                const uint32_t **members);
 
+/* Tensor t's first byte inside its buffer: 0 but for the inputs of a
+ * Concat placed as slices of its output (the concat pass). */
+uint64_t mp_model_tensor_offset(const mp_model *m, size_t t);
+
 /* Why tensor t is in its buffer (MP_ALIAS_OWN without passes). */
 mp_alias_rule mp_model_tensor_rule(const mp_model *m, size_t t);
 

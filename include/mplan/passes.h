@@ -18,6 +18,9 @@
  *              MatMul/Conv that reads it (mplan.prologue)
  *   views      Reshape/Flatten/Squeeze/Unsqueeze/Identity outputs share
  *              their input's buffer
+ *   concat     the inputs of a Concat along its outermost non-unit axis
+ *              are placed as slices of its output's buffer, so that their
+ *              producers write the concatenation and the copy vanishes
  *   inplace    elementwise ops and depthwise Conv write into an input's
  *              buffer when nothing reads it later
  * Passes run in that fixed order whatever the order of the list; after
@@ -38,6 +41,7 @@ typedef enum mp_pass_id {
   MP_PASS_HFUSE,
   MP_PASS_ABSORB,
   MP_PASS_VIEWS,
+  MP_PASS_CONCAT,
   MP_PASS_INPLACE,
   MP_PASS_COUNT
 } mp_pass_id;

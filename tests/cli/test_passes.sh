@@ -28,7 +28,7 @@ cd "$src"
 mv2=models/mobilenet_v2.json
 # The table: every pass, before -> after; inplace moves the peak.
 run 0 plan $mv2 --passes all --order memory -o "$tmp/p.json" &&
-  has "$tmp/out" "passes      fold, eliminate, fuse, hfuse, absorb, views, inplace" &&
+  has "$tmp/out" "passes      fold, eliminate, fuse, hfuse, absorb, views, concat, inplace" &&
   has "$tmp/out" "lower bound before -> after" &&
   has "$tmp/out" "1,505,280 -> 1,404,928 (-6.7%)" &&
   has "$tmp/out" "depthwise Conv 17, fused epilogue 10" &&
@@ -36,7 +36,7 @@ run 0 plan $mv2 --passes all --order memory -o "$tmp/p.json" &&
   has "$tmp/out" "schedule    memory:" &&
   has "$tmp/out" "order memory"
 run 0 validate "$tmp/p.json" && has "$tmp/out" ": valid: 135 buffers"
-[ "$(py "$tmp/p.json" "(d['summary']['lower_bound_bytes'], len(d['passes']['rows']), d['passes']['rows'][-1]['peak_moved'], len(d['schedule']['candidates']), d['summary']['order'])")" = "(1404928, 7, True, 5, 'memory')" ] && ok || bad "plan JSON: passes or schedule fields wrong"
+[ "$(py "$tmp/p.json" "(d['summary']['lower_bound_bytes'], len(d['passes']['rows']), d['passes']['rows'][-1]['peak_moved'], len(d['schedule']['candidates']), d['summary']['order'])")" = "(1404928, 8, True, 5, 'memory')" ] && ok || bad "plan JSON: passes or schedule fields wrong"
 # A shared buffer names every tensor it holds; fused ops say what they absorbed.
 [ "$(py "$tmp/p.json" "[b['tensors'] for b in d['buffers'] if b['name']=='b2_expand_out'][0]")" = "['b2_expand_out', 'b2_dw_out']" ] && ok || bad "b2_expand_out does not list b2_dw_out"
 [ "$(py "$tmp/p.json" "[e.get('epilogue') for e in d['execution'] if e['op']=='b3_project'][0]")" = "Add" ] && ok || bad "b3_project is not fused with its Add"
@@ -52,10 +52,29 @@ json.dump(d, open(sys.argv[2], 'w'))
 PY
 run 1 validate "$tmp/bad.json" && has "$tmp/err" "'b2_expand_out' (offset"
 
+# Concat slices: both branch outputs are written into their halves of the
+# Concat's buffer, which drops the peak from a + b + c to c + y; the H
+# Concat is not contiguous per input and stays a copy. The plan says where
+# each slice starts, explain and SQLite say why, and the runtime (poison,
+# paranoid) finds the outputs bit for bit equal to the no-reuse run.
+cat=tests/data/passes/concat.json
+run 0 plan $cat --passes all -o "$tmp/c.json" &&
+  has "$tmp/out" "8,192 -> 6,144 (-25.0%)" && has "$tmp/out" "Concat input 2"
+run 0 validate "$tmp/c.json"
+[ "$(py "$tmp/c.json" "[(b['tensors'], b['tensor_offsets'], b['size']) for b in d['buffers'] if 'tensors' in b]")" = "[(['a', 'b', 'c'], [0, 2048, 0], 4096)]" ] && ok || bad "concat: slices not in the plan JSON"
+run 0 plan $cat --passes fold,eliminate,fuse,hfuse,absorb,views,inplace && has "$tmp/out" "lower bound 8,192 B"
+run 0 explain $cat --passes all --no-map && has "$tmp/out" "a also holds b (in place (concat slice) at +2048), c (own)"
+run 0 report $cat --passes all --sqlite "$tmp/c.db"
+[ "$(sqlite3 "$tmp/c.db" "SELECT group_concat(tensor || ':' || offset, ' ') FROM (SELECT * FROM tensor_buffer WHERE rule = 'in place (concat slice)' ORDER BY tensor)")" = "a:0 b:2048" ] && ok || bad "concat: SQLite tensor_buffer offsets"
+run 0 verify $cat --passes all --paranoid && has "$tmp/out" "verified: no event"
+run 0 verify $cat --passes all --order memory --poison --redzone 16 && has "$tmp/out" "verified: no event"
+# An early-free of the Concat's buffer is caught like any other.
+run 1 verify $cat --passes all --poison --inject early-free:c
+
 # Every bundled graph: all passes, the memory order, validated, and the
 # passes never raise the lower bound. (seed_example.json is a lifetime
 # table: no ops to rewrite or reorder, so --passes is refused there.)
-for m in models/mobilenet_v1.json $mv2 models/resnet50.json tests/data/passes/convnet.json tests/data/pipeline.json; do
+for m in models/mobilenet_v1.json $mv2 models/resnet50.json tests/data/passes/convnet.json tests/data/pipeline.json $cat; do
   run 0 plan $m --passes all --order memory -o "$tmp/m.json" && run 0 validate "$tmp/m.json"
   [ "$(py "$tmp/m.json" "d['passes']['rows'][-1]['lower_bound_after'] <= d['passes']['rows'][0]['lower_bound_before'] and d['summary']['lower_bound_bytes'] == d['schedule']['peak_bytes']")" = True ] && ok || bad "$m: passes raised the lower bound"
   run 0 explain $m --passes all --order memory --no-map && has "$tmp/out" "order memory"
@@ -82,7 +101,7 @@ run 0 plan tests/data/passes/branches.json --order memory &&
 run 0 plan tests/data/passes/branches.json --order memory --order-budget-ms 5000
 
 # Errors: one line, exit 2.
-run 2 plan $mv2 --passes bogus && has "$tmp/err" "mplan plan: --passes 'bogus': unknown pass 'bogus' (known: fold, eliminate, fuse, hfuse, absorb, views, inplace; or all, none)" && lines "$tmp/err" 1
+run 2 plan $mv2 --passes bogus && has "$tmp/err" "mplan plan: --passes 'bogus': unknown pass 'bogus' (known: fold, eliminate, fuse, hfuse, absorb, views, concat, inplace; or all, none)" && lines "$tmp/err" 1
 run 2 plan $mv2 --passes fold,fold && has "$tmp/err" "pass 'fold' is listed twice" && lines "$tmp/err" 1
 run 2 plan $mv2 --order sideways && has "$tmp/err" "expected auto, file, topo, dfs, rpo or memory" && lines "$tmp/err" 1
 run 2 plan $mv2 --order-budget-ms -3 && has "$tmp/err" "expected a number >= 0"
@@ -93,7 +112,7 @@ run 0 plan $mv2 --passes none --json && [ "$(py "$tmp/out" "('passes' in d, d['s
 
 # Reports: SQLite rows, DOT clusters and in-place labels.
 run 0 report $mv2 --passes all --order memory --sqlite "$tmp/h.db" --dot "$tmp/g.dot"
-[ "$(sqlite3 "$tmp/h.db" "SELECT count(*), sum(peak_moved) FROM pass")" = "7|1" ] && ok || bad "SQLite pass rows"
+[ "$(sqlite3 "$tmp/h.db" "SELECT count(*), sum(peak_moved) FROM pass")" = "8|1" ] && ok || bad "SQLite pass rows"
 [ "$(sqlite3 "$tmp/h.db" "SELECT count(*) FROM fusion WHERE absorbed = 'Add'")" = 10 ] && ok || bad "SQLite fusion rows"
 [ "$(sqlite3 "$tmp/h.db" "SELECT count(*) FROM tensor_buffer WHERE rule = 'in place (depthwise)'")" = 17 ] && ok || bad "SQLite tensor_buffer rows"
 [ "$(sqlite3 "$tmp/h.db" "SELECT name FROM schedule_candidate WHERE chosen = 1")" = memory ] && ok || bad "SQLite schedule rows"

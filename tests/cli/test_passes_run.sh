@@ -4,8 +4,9 @@
 # memory gives the same outputs bit for bit on the same seeded inputs and
 # weights (weights are seeded by name, so a rewritten graph gets the same
 # ones); and the rewritten plans (fused epilogues written in place over
-# their residual, in-place depthwise Conv, views) verify clean in paranoid
-# mode with red zones, also with the NPU preset's regions and banks.
+# their residual, in-place depthwise Conv, views, Concat inputs written
+# into their slices) verify clean in paranoid mode with red zones, also
+# with the NPU preset's regions and banks.
 # With RV64=1 the rewritten MobileNetV2 also verifies on rv64 (the RVV
 # kernels under qemu-riscv64) at VLEN 128.
 # usage: test_passes_run.sh MPLAN MPLAN_RUNNER SOURCE_DIR [RV64]
@@ -30,8 +31,13 @@ outputs() { # MODEL NAME ARGS...: compile and run, outputs to $tmp/NAME.mpt
   fi
 }
 
-for m in mobilenet_v1 mobilenet_v2 resnet50; do
+# A DARTS-like stack (tests/bench/gen_cells.py): its cells end in channel
+# Concats whose inputs the concat pass writes straight into their slices.
+python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
+for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 concat; do
   model=$src/models/$m.json
+  [ "$m" = darts_3 ] && model=$tmp/darts_3.json
+  [ "$m" = concat ] && model=$src/tests/data/passes/concat.json
   outputs "$model" "$m.none" --passes none || continue
   outputs "$model" "$m.all" --passes all --order memory || continue
   # the rewrite really happened: fewer buffers (views, in place, fusion)
@@ -58,9 +64,17 @@ verify() { # ARGS...: mplan verify must exit 0 with no event
 verify "$src/models/mobilenet_v2.json" --passes all --order memory
 verify "$src/models/resnet50.json" --passes all --order memory
 verify "$src/models/mobilenet_v2.json" --passes all --backend npu
+verify "$tmp/darts_3.json" --passes all --order memory
+slices=$("$mplan" plan "$tmp/darts_3.json" --passes all --json | python3 -c "
+import json,sys
+d=json.load(sys.stdin)
+print(sum(1 for b in d['buffers'] for o in b.get('tensor_offsets', []) if o))")
+if [ "$slices" -ge 8 ]; then ok; else bad "darts_3: only $slices Concat slices off offset 0"; fi
 if [ "$rv64" = 1 ]; then
   verify "$src/models/mobilenet_v2.json" --passes all --order memory \
     --target rv64 --vlen 128
+  verify "$tmp/darts_3.json" --passes all --order memory --target rv64 \
+    --vlen 256
 fi
 
 # A wrong runtime would show here: a Conv whose fused Add writes over its

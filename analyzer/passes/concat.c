@@ -1,0 +1,189 @@
+/*
+ * concat.c -- the concat pass: the inputs of a Concat along its outermost
+ * non-unit axis become slices of the output's buffer (rule 5 of
+ * share.h), so the ops producing them write the concatenation directly
+ * and the Concat copies nothing (docs/ir-conventions.md). DARTS/NASNet
+ * cells and feature-pyramid necks end in such Concats; without this the
+ * output and all of its inputs are live together when it runs.
+ *
+ * A slice is not free: the output's buffer is live from the first slice
+ * written, so placing an input produced long before the Concat can raise
+ * the peak elsewhere. Each placement is therefore kept only when the
+ * activation lower bound under the graph's order before the pass does
+ * not rise: first all of a Concat's inputs together, else one at a time,
+ * the input produced last first.
+ *
+ * Invariants:
+ *   1. Ops are offered in topological order, so an inner Concat's buffer
+ *      (its output with its slices) is complete when an outer Concat
+ *      places that output as one of its own slices, and moves whole.
+ *   2. Runs after views (a view of a slice is placed with it) and before
+ *      inplace, whose rule 0 keeps a slice where it is and whose readers
+ *      rule sees every slice's readers.
+ *   3. A rejected trial leaves parent, rel, rule and the member lists
+ *      exactly as they were (restored from the snapshot).
+ */
+#include <string.h>
+
+#include "mplan/backend.h"
+#include "mplan/lifetime.h"
+#include "share.h"
+
+typedef struct cc_state {
+  pass_ctx *c;
+  share_ctx s;
+  size_t n_t;
+  uint32_t *parent, *next; /* snapshot (invariant 3) */
+  int64_t *rel;
+  uint8_t *rule;
+  size_t lb; /* the lower bound with the placements kept so far */
+} cc_state;
+
+/* The activation lower bound of the map as it stands, under c->order. */
+static mp_status cc_lb(cc_state *z, size_t *lb, mp_error *err) {
+  pass_ctx *c = z->c;
+  const mp_alloc *a = mp_graph_alloc(c->g);
+  mp_alias al;
+  mp_problem *p = NULL;
+  mp_profile prof = {0};
+  mp_status st =
+      mp_alias_build(a, z->n_t, c->parent, c->rel, c->rule, &al, err);
+  if (st != MP_OK) return st;
+  mp_lifetime_opts lo = {.inputs_as_activations = c->inputs_act,
+                         .backend = c->backend,
+                         .alias = &al};
+  st = mp_lifetimes_build(c->g, c->order, &lo, &p, err);
+  if (st == MP_OK) st = mp_problem_profile(p, &prof, err);
+  if (st == MP_OK) *lb = prof.peak;
+  mp_profile_release(&prof);
+  mp_problem_destroy(p);
+  mp_alias_release(&al);
+  return st;
+}
+
+static void cc_save(cc_state *z) {
+  memcpy(z->parent, z->c->parent, z->n_t * sizeof *z->parent);
+  memcpy(z->rel, z->c->rel, z->n_t * sizeof *z->rel);
+  memcpy(z->rule, z->c->rule, z->n_t * sizeof *z->rule);
+  memcpy(z->next, z->s.next, z->n_t * sizeof *z->next);
+}
+
+static void cc_restore(cc_state *z) {
+  memcpy(z->c->parent, z->parent, z->n_t * sizeof *z->parent);
+  memcpy(z->c->rel, z->rel, z->n_t * sizeof *z->rel);
+  memcpy(z->c->rule, z->rule, z->n_t * sizeof *z->rule);
+  memcpy(z->s.next, z->next, z->n_t * sizeof *z->next);
+}
+
+/* Places input only of op (UINT32_MAX: every input with a slot) and
+ * keeps the placement if the lower bound does not rise; *kept says
+ * whether, and the tally counts what was kept. */
+static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
+                        uint32_t only, bool *kept, mp_error *err) {
+  size_t lb = 0;
+  cc_save(z);
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
+    share_union_at(&z->s, (uint32_t)op->outputs[0], (uint32_t)op->inputs[k],
+                   slot[k], MP_ALIAS_CONCAT);
+  }
+  mp_status st = cc_lb(z, &lb, err);
+  *kept = st == MP_OK && lb <= z->lb;
+  if (!*kept) {
+    cc_restore(z);
+    return st;
+  }
+  z->lb = lb;
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
+    pass_tally(z->c, "Concat input");
+    /* the copy read and wrote these bytes */
+    z->c->saved_bytes +=
+        2 * mp_graph_tensor(z->c->g, (size_t)op->inputs[k])->bytes;
+  }
+  return MP_OK;
+}
+
+/* One Concat: all of its placeable inputs together, else one at a time
+ * from the one produced last (cand: scratch, one per input). */
+static mp_status cc_concat(cc_state *z, const mp_op *op, const int64_t *slot,
+                           const uint32_t *step_of, uint32_t *cand,
+                           mp_error *err) {
+  bool kept = false;
+  mp_status st = cc_try(z, op, slot, UINT32_MAX, &kept, err);
+  if (st != MP_OK || kept) return st;
+  size_t n = 0;
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    if (slot[k] < 0) continue;
+    uint32_t at =
+        step_of[mp_graph_tensor(z->c->g, (size_t)op->inputs[k])->producer];
+    size_t i = n++;
+    for (; i > 0; i--) { /* insertion sort, latest producer first */
+      uint32_t prev =
+          step_of[mp_graph_tensor(z->c->g, (size_t)op->inputs[cand[i - 1]])
+                      ->producer];
+      if (prev >= at) break;
+      cand[i] = cand[i - 1];
+    }
+    cand[i] = k;
+  }
+  for (size_t i = 0; st == MP_OK && n > 1 && i < n; i++) {
+    st = cc_try(z, op, slot, cand[i], &kept, err);
+  }
+  return st;
+}
+
+mp_status pass_concat(pass_ctx *c, mp_error *err) {
+  const mp_graph *g = c->g;
+  const mp_alloc *a = mp_graph_alloc(g);
+  size_t n_ops = mp_graph_op_count(g), most = 1;
+  uint32_t *topo = NULL;
+  mp_order_kind used;
+  mp_backend def;
+  const mp_backend *be = c->backend;
+  if (!be) {
+    mp_backend_default(&def);
+    be = &def;
+  }
+  size_t align = mp_backend_align(be, MP_TENSOR_ACTIVATION);
+  for (size_t o = 0; o < n_ops; o++) {
+    if (mp_graph_op(g, o)->n_inputs > most) most = mp_graph_op(g, o)->n_inputs;
+  }
+  cc_state z = {.c = c, .n_t = mp_graph_tensor_count(g)};
+  size_t n1 = z.n_t + 1;
+  int64_t *slot = mp_calloc(a, most, sizeof *slot);
+  uint32_t *cand = mp_calloc(a, most, sizeof *cand);
+  uint32_t *step_of = mp_calloc(a, n_ops + 1, sizeof *step_of);
+  z.parent = mp_calloc(a, n1, sizeof *z.parent);
+  z.next = mp_calloc(a, n1, sizeof *z.next);
+  z.rel = mp_calloc(a, n1, sizeof *z.rel);
+  z.rule = mp_calloc(a, n1, sizeof *z.rule);
+  mp_status st = MP_OK;
+  if (!slot || !cand || !step_of || !z.parent || !z.next || !z.rel || !z.rule) {
+    st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                      mp_graph_source(g));
+  }
+  if (st == MP_OK) st = mp_schedule(g, MP_ORDER_TOPO, &topo, &used, err);
+  bool shared = false;
+  if (st == MP_OK) st = share_init(&z.s, c, err);
+  shared = st == MP_OK;
+  for (size_t k = 0; st == MP_OK && k < n_ops; k++) {
+    step_of[c->order[k]] = (uint32_t)k;
+  }
+  if (st == MP_OK) st = cc_lb(&z, &z.lb, err);
+  for (size_t i = 0; st == MP_OK && i < n_ops; i++) {
+    const mp_op *op = mp_graph_op(g, topo[i]);
+    if (share_concat(&z.s, topo[i], align, slot) == 0) continue;
+    st = cc_concat(&z, op, slot, step_of, cand, err);
+  }
+  if (shared) share_release(&z.s);
+  mp_free(a, topo);
+  mp_free(a, slot);
+  mp_free(a, cand);
+  mp_free(a, step_of);
+  mp_free(a, z.parent);
+  mp_free(a, z.next);
+  mp_free(a, z.rel);
+  mp_free(a, z.rule);
+  return st;
+}
