@@ -20,8 +20,8 @@
  *   2. Runs after views (a view of a slice is placed with it) and before
  *      inplace, whose rule 0 keeps a slice where it is and whose readers
  *      rule sees every slice's readers.
- *   3. A rejected trial leaves parent, rel, rule and the member lists
- *      exactly as they were (restored from the snapshot).
+ *   3. A rejected trial leaves parent, rel, rule, the member lists and
+ *      the slice flags exactly as they were (restored from the snapshot).
  */
 #include <string.h>
 
@@ -35,7 +35,7 @@ typedef struct cc_state {
   size_t n_t;
   uint32_t *parent, *next; /* snapshot (invariant 3) */
   int64_t *rel;
-  uint8_t *rule;
+  uint8_t *rule, *slice;
   size_t lb; /* the lower bound with the placements kept so far */
 } cc_state;
 
@@ -66,6 +66,7 @@ static void cc_save(cc_state *z) {
   memcpy(z->rel, z->c->rel, z->n_t * sizeof *z->rel);
   memcpy(z->rule, z->c->rule, z->n_t * sizeof *z->rule);
   memcpy(z->next, z->s.next, z->n_t * sizeof *z->next);
+  memcpy(z->slice, z->s.slice, z->n_t * sizeof *z->slice);
 }
 
 static void cc_restore(cc_state *z) {
@@ -73,6 +74,7 @@ static void cc_restore(cc_state *z) {
   memcpy(z->c->rel, z->rel, z->n_t * sizeof *z->rel);
   memcpy(z->c->rule, z->rule, z->n_t * sizeof *z->rule);
   memcpy(z->s.next, z->next, z->n_t * sizeof *z->next);
+  memcpy(z->s.slice, z->slice, z->n_t * sizeof *z->slice);
 }
 
 /* Places input only of op (UINT32_MAX: every input with a slot) and
@@ -158,8 +160,10 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
   z.next = mp_calloc(a, n1, sizeof *z.next);
   z.rel = mp_calloc(a, n1, sizeof *z.rel);
   z.rule = mp_calloc(a, n1, sizeof *z.rule);
+  z.slice = mp_calloc(a, n1, sizeof *z.slice);
   mp_status st = MP_OK;
-  if (!slot || !cand || !step_of || !z.parent || !z.next || !z.rel || !z.rule) {
+  if (!slot || !cand || !step_of || !z.parent || !z.next || !z.rel || !z.rule ||
+      !z.slice) {
     st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                       mp_graph_source(g));
   }
@@ -170,11 +174,14 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
   for (size_t k = 0; st == MP_OK && k < n_ops; k++) {
     step_of[c->order[k]] = (uint32_t)k;
   }
-  if (st == MP_OK) st = cc_lb(&z, &z.lb, err);
+  bool measured = false; /* the lower bound is measured at the first
+                            candidate: a graph without one costs nothing */
   for (size_t i = 0; st == MP_OK && i < n_ops; i++) {
     const mp_op *op = mp_graph_op(g, topo[i]);
     if (share_concat(&z.s, topo[i], align, slot) == 0) continue;
-    st = cc_concat(&z, op, slot, step_of, cand, err);
+    if (!measured) st = cc_lb(&z, &z.lb, err);
+    measured = true;
+    if (st == MP_OK) st = cc_concat(&z, op, slot, step_of, cand, err);
   }
   if (shared) share_release(&z.s);
   mp_free(a, topo);
@@ -185,5 +192,6 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
   mp_free(a, z.next);
   mp_free(a, z.rel);
   mp_free(a, z.rule);
+  mp_free(a, z.slice);
   return st;
 }

@@ -36,7 +36,8 @@ mp_status share_init(share_ctx *s, pass_ctx *c, mp_error *err) {
   s->stamp = mp_calloc(a, n + 1, sizeof *s->stamp);
   s->want = mp_calloc(a, n + 1, sizeof *s->want);
   s->queue = mp_calloc(a, n + 1, sizeof *s->queue);
-  if (!s->next || !s->stamp || !s->want || !s->queue) {
+  s->slice = mp_calloc(a, n_t + 1, sizeof *s->slice);
+  if (!s->next || !s->stamp || !s->want || !s->queue || !s->slice) {
     share_release(s);
     return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                         mp_graph_source(g));
@@ -49,6 +50,7 @@ mp_status share_init(share_ctx *s, pass_ctx *c, mp_error *err) {
       s->next[t] = s->next[r];
       s->next[r] = (uint32_t)t;
     }
+    if (c->rule[t] == MP_ALIAS_CONCAT) s->slice[r] = 1;
   }
   return MP_OK;
 }
@@ -59,6 +61,7 @@ void share_release(share_ctx *s) {
   mp_free(a, s->stamp);
   mp_free(a, s->want);
   mp_free(a, s->queue);
+  mp_free(a, s->slice);
   memset(s, 0, sizeof *s);
 }
 
@@ -99,6 +102,7 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
   int64_t da, db;
   uint32_t a = share_find_at(s, into, &da), b = share_find_at(s, y, &db);
   s->c->rule[y] = (uint8_t)why;
+  s->slice[a] |= s->slice[b] | (why == MP_ALIAS_CONCAT);
   if (a == b) return;
   s->c->parent[b] = a;
   s->c->rel[b] = da + delta - db; /* y lands at into's first byte + delta */
@@ -236,11 +240,7 @@ static bool share_epilogue_ok(share_ctx *s, uint32_t o, const mp_op *op,
 
 /* Rule 0: some tensor of t's buffer is a Concat slice. */
 static bool share_has_slice(share_ctx *s, int32_t t) {
-  for (uint32_t m = share_find(s, (uint32_t)t); m != UINT32_MAX;
-       m = s->next[m]) {
-    if (s->c->rule[m] == MP_ALIAS_CONCAT) return true;
-  }
-  return false;
+  return s->slice[share_find(s, (uint32_t)t)];
 }
 
 /* Rule 5c: every tensor of x's buffer lies inside x's bytes and is an

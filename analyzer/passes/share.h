@@ -15,6 +15,7 @@ typedef struct share_ctx {
   uint32_t *want;  /* per op: a reader the search must reach */
   uint32_t *queue;
   uint32_t epoch;
+  uint8_t *slice; /* per representative: the buffer holds a Concat slice */
 } share_ctx;
 
 /* Borrows c (its parent links say which tensors share already). Owned
