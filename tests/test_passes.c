@@ -476,6 +476,15 @@ static void test_parse(void) {
   CHECK(mp_passes_parse("fold,fold", &mask, &err) == MP_ERR_BAD_INPUT);
   CHECK_HAS(err.msg, "pass 'fold' is listed twice");
   CHECK(mp_passes_parse("", &mask, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "an empty pass name");
+  CHECK(mp_passes_parse("all,", &mask, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "'all' stands alone, not in a list");
+  CHECK(mp_passes_parse("fold,,views", &mask, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "an empty pass name");
+  CHECK(mp_passes_parse("concat,none", &mask, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "'none' stands alone");
+  CHECK(mp_passes_parse("views,concat", &mask, &err) == MP_OK &&
+        mask == (P(VIEWS) | P(CONCAT)));
 }
 
 /* Every pass, then the memory order: rows chain (a row's after is the

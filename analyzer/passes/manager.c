@@ -127,6 +127,18 @@ mp_status mp_passes_parse(const char *text, uint32_t *mask, mp_error *err) {
         found = k;
       }
     }
+    if (found < 0 && len == 0) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "--passes '%s': an empty pass name (known: %s; or "
+                          "all, none)",
+                          text, known);
+    }
+    if (found < 0 && ((len == 3 && strncmp(p, "all", 3) == 0) ||
+                      (len == 4 && strncmp(p, "none", 4) == 0))) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "--passes '%s': '%.*s' stands alone, not in a list",
+                          text, (int)len, p);
+    }
     if (found < 0) {
       return mp_error_set(err, MP_ERR_BAD_INPUT,
                           "--passes '%s': unknown pass '%.*s' (known: %s; or "
