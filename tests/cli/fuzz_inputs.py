@@ -40,6 +40,10 @@ def seeds(src, onnx_dir):
     out = [(os.path.join(src, "models", m + ".json"), "graph")
            for m in ("seed_example", "mobilenet_v1", "mobilenet_v2",
                      "resnet50")] * 3
+    # Graphs the passes rewrite: fusions, in place, Concat slices.
+    for m in ("convnet", "concat", "branches"):
+        out += [(os.path.join(src, "tests", "data", "passes", m + ".json"),
+                 "graph")] * 3
     for f in sorted(glob.glob(os.path.join(src, "backends", "*.json"))):
         out += [(f, "backend")] * 3
     for f in sorted(glob.glob(os.path.join(src, "tests", "bad", "*"))):
@@ -281,7 +285,10 @@ def run_case(a, case, seed_path, kind, data, work, status):
         cmd = [a.mplan, "explain", inp]
         out = None
     elif variant == 3 and len(data) < 8192:
-        cmd = [a.mplan, "verify", inp]
+        # Every other verify runs the rewritten plan (shared buffers).
+        cmd = [a.mplan, "verify", inp] + (
+            ["--passes", "all", "--order", "memory", "--poison"]
+            if case % 8 == 7 else [])
         out = None
     else:
         cmd = [a.mplan, "plan", inp, "-o", out]
