@@ -1281,6 +1281,49 @@ static bool op_run_reduce(op_ctx *c) {
 /* ---- data movement ---------------------------------------------------------
  */
 
+/* Where piece k goes inside whole (bytes from whole's first), when the
+ * pieces are contiguous (outer == 1). */
+static uint64_t op_piece_at(op_ctx *c, bool split, uint32_t k, int64_t inner,
+                            int64_t axis, size_t es) {
+  int64_t before = 0;
+  for (uint32_t j = 0; j < k; j++) {
+    before += (split ? op_out(c, j) : op_in(c, j))->shape.dims[axis];
+  }
+  return (uint64_t)(before * inner) * es;
+}
+
+/* The pieces' bytes against whole's. A Concat input the concat pass
+ * placed as its slice of the output (docs/ir-conventions.md) is already
+ * where the copy would put it and is skipped; every other piece is
+ * copied, so its bytes must not meet any copied piece's destination
+ * (it could be overwritten before it is read). Split pieces never share
+ * whole's bytes. */
+static bool op_check_pieces(op_ctx *c, bool split, const mp_btensor *whole,
+                            uint32_t n, int64_t outer, int64_t inner,
+                            int64_t axis) {
+  size_t es = mp_kd_size(whole->dtype);
+  for (uint32_t k = 0; k < n; k++) {
+    const mp_btensor *p = split ? op_out(c, k) : op_in(c, k);
+    if (!op_aliases(p, whole)) continue;
+    if (split || outer != 1) {
+      return op_fail(c, "piece '%s' shares the buffer of '%s'", p->name,
+                     whole->name);
+    }
+    uint64_t at = whole->offset + op_piece_at(c, split, k, inner, axis, es);
+    if (p->offset == at) continue; /* in its slice */
+    for (uint32_t j = 0; j < n; j++) {
+      const mp_btensor *q = op_in(c, j);
+      uint64_t d0 = whole->offset + op_piece_at(c, split, j, inner, axis, es);
+      bool copied = !(q->buffer == whole->buffer && q->offset == d0);
+      if (copied && p->offset < d0 + q->bytes && d0 < p->offset + p->bytes) {
+        return op_fail(c, "piece '%s' overlaps the slice '%s' is copied into",
+                       p->name, q->name);
+      }
+    }
+  }
+  return true;
+}
+
 /* Concat (inputs -> one output) or Split (one input -> outputs). */
 static bool op_check_concat(op_ctx *c, bool split) {
   op_rd r = op_reader(c);
@@ -1309,22 +1352,14 @@ static bool op_check_concat(op_ctx *c, bool split) {
         return op_fail(c, "piece '%s': dim %u differs", p->name, i);
       }
     }
-    /* A Concat input placed as its slice of the output (the concat pass,
-     * docs/ir-conventions.md) is already where the copy would put it. */
-    uint64_t slice = (uint64_t)(sum * inner) * mp_kd_size(whole->dtype);
-    bool in_slice = !split && outer == 1 && p->offset == whole->offset + slice;
     sum += p->shape.dims[axis];
-    if (op_aliases(p, whole) && !in_slice) {
-      return op_fail(c, "piece '%s' shares the buffer outside its slice",
-                     p->name);
-    }
   }
   if (sum != whole->shape.dims[axis]) {
     return op_fail(c, "pieces sum to %lld along axis %lld, not %lld",
                    (long long)sum, (long long)axis,
                    (long long)whole->shape.dims[axis]);
   }
-  return true;
+  return op_check_pieces(c, split, whole, n, outer, inner, axis);
 }
 
 static bool op_run_concat(op_ctx *c, bool split) {

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""A seeded random int8 graph (graph/1) of 1x1 and depthwise Convs, Relu,
+Add, MaxPool and channel Concats over [1, C, 6, 6] tensors, for
+test_passes_run.sh: the passes (Concat slices, in place, fusion) must not
+change its outputs, and the rewritten plan must verify clean. Concats read
+recent tensors, the graph input, earlier Concats, and now and then one
+tensor twice.
+
+usage: rnd_graph.py SEED OUT.json
+"""
+import json
+import random
+import sys
+
+HW = 6
+
+
+class Builder:
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+        self.tensors = [self.act("x", 4, kind="input")]
+        self.ops = []
+        self.live = [("x", 4)]  # (name, channels), oldest first
+        self.weights = 0
+
+    @staticmethod
+    def act(name, ch, kind=None):
+        t = {"name": name, "dtype": "i8", "shape": [1, ch, HW, HW],
+             "layout": "NCHW"}
+        if kind:
+            t["kind"] = kind
+        return t
+
+    def weight(self, shape):
+        name = "w%d" % self.weights
+        self.weights += 1
+        self.tensors.append({"name": name, "dtype": "i8", "shape": shape,
+                             "kind": "weight"})
+        return name
+
+    def emit(self, i, op, inputs, ch, attrs=None):
+        name = "t%d" % i
+        self.tensors.append(self.act(name, ch))
+        o = {"name": "op%d" % i, "op": op, "inputs": inputs,
+             "outputs": [name]}
+        if attrs:
+            o["attrs"] = attrs
+        self.ops.append(o)
+        self.live.append((name, ch))
+
+    def step(self, i):
+        r = self.rng
+        kind = r.choice(["conv", "relu", "add", "cat", "cat", "dw", "pool"])
+        recent = self.live[-5:]
+        if kind == "cat" and len(recent) >= 2:
+            ins = r.sample(recent, r.randint(2, min(3, len(recent))))
+            if r.random() < 0.1:
+                ins.append(ins[0])  # one tensor twice: copied the second time
+            self.emit(i, "Concat", [a for a, _ in ins],
+                      sum(c for _, c in ins), {"axis": 1})
+            return
+        src, ch = r.choice(self.live[-4:])
+        same = [a for a, c in self.live if c == ch and a != src]
+        if kind in ("conv", "cat"):
+            co = r.choice([2, 4, 6])
+            self.emit(i, "Conv", [src, self.weight([co, ch, 1, 1])], co,
+                      {"kernel_shape": [1, 1]})
+        elif kind == "dw":
+            self.emit(i, "Conv", [src, self.weight([ch, 1, 3, 3])], ch,
+                      {"kernel_shape": [3, 3], "group": ch,
+                       "pads": [1, 1, 1, 1]})
+        elif kind == "pool":
+            self.emit(i, "MaxPool", [src], ch,
+                      {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})
+        elif kind == "add" and same:
+            self.emit(i, "Add", [src, r.choice(same)], ch)
+        else:
+            self.emit(i, "Relu", [src], ch)
+
+    def write(self, seed, path):
+        read = set(a for o in self.ops for a in o["inputs"])
+        outs = [t["name"] for t in self.tensors
+                if "kind" not in t and t["name"] not in read]
+        for t in self.tensors:
+            if t["name"] in outs:
+                t["kind"] = "output"
+        with open(path, "w") as f:
+            json.dump({"mplan": "graph/1", "name": "rg%d" % seed,
+                       "tensors": self.tensors, "ops": self.ops,
+                       "outputs": outs}, f)
+
+
+def gen(seed, path):
+    b = Builder(seed)
+    for i in range(b.rng.randint(4, 14)):
+        b.step(i)
+    b.write(seed, path)
+
+
+if __name__ == "__main__":
+    gen(int(sys.argv[1]), sys.argv[2])
