@@ -62,6 +62,17 @@ run 0 plan $cat --passes all -o "$tmp/c.json" &&
   has "$tmp/out" "8,192 -> 6,144 (-25.0%)" && has "$tmp/out" "Concat input 2"
 run 0 validate "$tmp/c.json"
 [ "$(py "$tmp/c.json" "[(b['tensors'], b['tensor_offsets'], b['size']) for b in d['buffers'] if 'tensors' in b]")" = "[(['a', 'b', 'c'], [0, 2048, 0], 4096)]" ] && ok || bad "concat: slices not in the plan JSON"
+python3 - "$tmp/c.json" "$tmp/c_bad.json" "$tmp/c_len.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = [x for x in d['buffers'] if 'tensor_offsets' in x][0]
+b['tensor_offsets'][1] = b['size']
+json.dump(d, open(sys.argv[2], 'w'))
+b['tensor_offsets'] = [0]
+json.dump(d, open(sys.argv[3], 'w'))
+PY
+run 2 validate "$tmp/c_bad.json" && has "$tmp/err" "tensor_offsets[1]: expected a whole number below the size 4096" && lines "$tmp/err" 1
+run 2 validate "$tmp/c_len.json" && has "$tmp/err" ".tensor_offsets: expected an array as long as \"tensors\"" && lines "$tmp/err" 1
 run 0 plan $cat --passes fold,eliminate,fuse,hfuse,absorb,views,inplace && has "$tmp/out" "lower bound 8,192 B"
 run 0 explain $cat --passes all --no-map && has "$tmp/out" "a also holds b (in place (concat slice) at +2048), c (own)"
 run 0 report $cat --passes all --sqlite "$tmp/c.db"
