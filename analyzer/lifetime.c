@@ -69,6 +69,8 @@ void mp_lifetime_buffer_desc(const mp_graph *g, const mp_lifetime_opts *o,
   for (uint32_t k = al ? al->start[b] : 0; al && k < al->start[b + 1]; k++) {
     const mp_tensor *t = mp_graph_tensor(g, al->members[k]);
     size_t align = mp_backend_align(be, t->kind);
+    /* A member ends inside a tensor of the buffer (a slice inside its
+     * Concat's output), so this stays below the largest tensor size. */
     size_t end = (size_t)al->offset[al->members[k]] + lifetime_size(t);
     if (end > d->size) d->size = end;
     if (align > d->alignment) d->alignment = align;

@@ -282,12 +282,11 @@ size_t share_concat(share_ctx *s, uint32_t o, size_t align, int64_t *slot) {
     if (mp_graph_dim_of(g, &yt->shape[d]) != 1) return 0;
   }
   /* 5a: the inputs tile the output exactly. */
-  uint64_t total = 0;
+  size_t total = 0;
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (op->inputs[k] < 0) return 0;
     const mp_tensor *xt = mp_graph_tensor(g, (size_t)op->inputs[k]);
-    if (xt->pinned) return 0;
-    total += xt->bytes;
+    if (xt->pinned || !mp_size_add(total, xt->bytes, &total)) return 0;
   }
   if (total != yt->bytes) return 0;
   size_t placed = 0;

@@ -73,6 +73,8 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
  *     head's reduction; none of the head's own inputs may be in x's
  *     buffer (the reduction reads whole windows of them), and 2a and 2b
  *     hold.
+ *  5. CONCAT -- the other direction, inputs placed in the output's bytes:
+ *     share_concat below, whose conditions continue this list.
  */
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
 
