@@ -57,6 +57,10 @@ row() { # LABEL MODEL ARGS...
 for m in mobilenet_v1 mobilenet_v2 resnet50; do
   row "$m.json" "$src/models/$m.json"
 done
+row randwire_1.json "$out/randwire_1.json"
+row darts_1.json "$out/darts_1.json"
+row darts_1_cell1.json "$out/cells/darts_1_cell1.json" --inputs activation
+row passes/concat.json "$src/tests/data/passes/concat.json"
 if [ -d "$cache/ocr" ]; then
   row ch_ppocr_mobile_v2.0_cls "$cache/ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx" --shape x=1x3x48x192
   row ch_PP-OCRv4_det "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" --shape x=1x3x640x640
