@@ -185,7 +185,7 @@ static void dot_style(dot_ctx *c, void *obj, size_t i, bool edge) {
 /* Label of edge i: graph tensor i (name, shape, dtype, bytes, and whose
  * bytes it shares), or problem buffer i. */
 static void dot_edge_label(dot_ctx *c, size_t i, char *buf, size_t cap) {
-  char shape[128], bytes[MP_FMT_MAX], esc[DOT_NAME_MAX], in[DOT_NAME_MAX + 32];
+  char shape[128], bytes[MP_FMT_MAX], esc[DOT_NAME_MAX], in[DOT_NAME_MAX + 64];
   if (!c->graph) {
     const mp_buffer *b = mp_problem_buffer(c->p, i);
     dot_escape(b->name, esc, sizeof esc);
@@ -197,15 +197,21 @@ static void dot_edge_label(dot_ctx *c, size_t i, char *buf, size_t cap) {
   mp_graph_shape_str(c->graph, t, shape, sizeof shape);
   dot_escape(t->name, esc, sizeof esc);
   in[0] = '\0';
-  if (mp_model_buffer_tensor(c->m, b) != i) {
+  mp_alias_rule r = mp_model_tensor_rule(c->m, i);
+  uint64_t at = mp_model_tensor_offset(c->m, i);
+  if (mp_model_buffer_tensor(c->m, b) != i || r == MP_ALIAS_CONCAT) {
+    /* Where its bytes are: the buffer is named after its root tensor. */
     char root[DOT_NAME_MAX];
     dot_escape(mp_problem_buffer(c->p, b)->name, root, sizeof root);
-    mp_alias_rule r = mp_model_tensor_rule(c->m, i);
-    snprintf(in, sizeof in, "\\n%s of %s",
-             r == MP_ALIAS_VIEW     ? "view"
-             : r == MP_ALIAS_CONCAT ? "slice"
-                                    : "in place",
-             root);
+    if (r == MP_ALIAS_CONCAT) {
+      snprintf(in, sizeof in, "\\nslice at +%" PRIu64 " of buffer %s", at,
+               root);
+    } else if (r == MP_ALIAS_OWN) { /* a Concat's output around its slices */
+      snprintf(in, sizeof in, "\\nin buffer %s", root);
+    } else {
+      snprintf(in, sizeof in, "\\n%s of %s",
+               r == MP_ALIAS_VIEW ? "view" : "in place", root);
+    }
   }
   snprintf(buf, cap, "%s\\n%s %s\\n%s%s", esc, shape, mp_dtype_name(t->dtype),
            mp_fmt_bytes(bytes, t->bytes), in);

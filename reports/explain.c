@@ -178,21 +178,12 @@ static void ex_born(ex_ctx *c, size_t i, char *buf, size_t cap) {
 /* Buffers at the peak that hold several tensors (views, in place): what
  * else lives in their bytes and why. */
 static void ex_shared(ex_ctx *c, const size_t *idx, size_t n) {
-  const mp_graph *g = mp_model_graph(c->m);
-  for (size_t k = 0; g && k < n && k < c->top; k++) {
+  for (size_t k = 0; mp_model_graph(c->m) && k < n && k < c->top; k++) {
     const uint32_t *members;
-    size_t m = mp_model_buffer_tensors(c->m, idx[k], &members);
-    if (m < 2) continue;
-    mp_buf_printf(c->out, "  %s also holds",
+    if (mp_model_buffer_tensors(c->m, idx[k], &members) < 2) continue;
+    mp_buf_printf(c->out, "  %s also holds ",
                   mp_problem_buffer(c->p, idx[k])->name);
-    for (size_t j = 1; j < m; j++) {
-      uint64_t at = mp_model_tensor_offset(c->m, members[j]);
-      mp_buf_printf(c->out, "%s %s (%s", j > 1 ? "," : "",
-                    mp_graph_tensor(g, members[j])->name,
-                    mp_alias_rule_name(mp_model_tensor_rule(c->m, members[j])));
-      if (at) mp_buf_printf(c->out, " at +%" PRIu64, at);
-      mp_buf_puts(c->out, ")");
-    }
+    report_members(c->m, idx[k], c->out);
     mp_buf_puts(c->out, "\n");
   }
 }

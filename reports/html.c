@@ -179,12 +179,14 @@ enum {
   HB_PRODUCER,
   HB_CONSUMER,
   HB_PEAK,
+  HB_HOLDS,
   HB_COUNT
 };
 
 static const char *const html_buffer_keys[HB_COUNT] = {
-    "name",  "kind",   "cls",   "dtype", "shape",    "size",     "padded",
-    "align", "offset", "first", "last",  "producer", "consumer", "peak"};
+    "name", "kind",     "cls",      "dtype",  "shape",
+    "size", "padded",   "align",    "offset", "first",
+    "last", "producer", "consumer", "peak",   "holds"};
 
 static void html_buffer(html_ctx *c, cJSON **col, size_t i) {
   const mp_buffer *b = mp_problem_buffer(c->p, i);
@@ -205,6 +207,16 @@ static void html_buffer(html_ctx *c, cJSON **col, size_t i) {
   html_push_str(c, col[HB_PRODUCER], mp_model_producer(c->m, i));
   html_push_str(c, col[HB_CONSUMER], mp_model_last_consumer(c->m, i));
   html_push_num(c, col[HB_PEAK], c->peak[i] ? 1 : 0);
+  /* What else the buffer holds (views, in place, Concat slices). */
+  mp_buf holds;
+  mp_buf_init(&holds, NULL);
+  if (report_members(c->m, i, &holds) && !holds.failed) {
+    html_push_str(c, col[HB_HOLDS], mp_buf_str(&holds));
+  } else {
+    html_push_str(c, col[HB_HOLDS], NULL);
+  }
+  c->ok &= !holds.failed;
+  mp_buf_free(&holds);
 }
 
 static void html_buffers(html_ctx *c, cJSON *root) {

@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include "report_util.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -118,6 +119,24 @@ bool report_holds_output(const mp_model *m, size_t i) {
     if (mp_graph_tensor(g, members[k])->kind == MP_TENSOR_OUTPUT) return true;
   }
   return false;
+}
+
+size_t report_members(const mp_model *m, size_t i, mp_buf *out) {
+  const mp_graph *g = mp_model_graph(m);
+  const uint32_t *members = NULL;
+  size_t n = g ? mp_model_buffer_tensors(m, i, &members) : 0, listed = 0;
+  size_t root = g ? mp_model_buffer_tensor(m, i) : 0;
+  for (size_t k = 0; k < n; k++) {
+    if (members[k] == root) continue;
+    uint64_t at = mp_model_tensor_offset(m, members[k]);
+    mp_buf_printf(out, "%s%s (%s", listed ? ", " : "",
+                  mp_graph_tensor(g, members[k])->name,
+                  mp_alias_rule_name(mp_model_tensor_rule(m, members[k])));
+    if (at) mp_buf_printf(out, " at +%" PRIu64, at);
+    mp_buf_puts(out, ")");
+    listed++;
+  }
+  return listed;
 }
 
 const char *report_kind(const mp_model *m, size_t i) {

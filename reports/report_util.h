@@ -4,6 +4,7 @@
 #ifndef MPLAN_REPORT_UTIL_H
 #define MPLAN_REPORT_UTIL_H
 
+#include "mplan/buf.h"
 #include "mplan/model.h"
 #include "mplan/plan.h"
 
@@ -35,6 +36,11 @@ const mp_tensor *report_tensor(const mp_model *m, size_t i);
 
 /* Buffer i holds a graph output (graphs only). */
 bool report_holds_output(const mp_model *m, size_t i);
+
+/* Appends to out what else buffer i holds besides its root tensor and
+ * why: "b (in place (concat slice) at +2048), c (own)". Appends nothing
+ * for a buffer of one tensor; returns how many it listed. */
+size_t report_members(const mp_model *m, size_t i, mp_buf *out);
 
 /* A per-buffer kind word: the graph tensor kind ("weight", "output"...)
  * for graphs, the buffer class otherwise. */

@@ -431,6 +431,7 @@
     cardLine(box, 'bytes', fmtBytes(B.size[i]));
     cardLine(box, 'producer', B.producer[i] || (D.model.format === 'graph/1' ? '(graph input)' : '-'));
     cardLine(box, 'last consumer', B.consumer[i] || '-');
+    if (B.holds && B.holds[i]) cardLine(box, 'also holds', B.holds[i]);
     cardLine(box, 'live', unit + 's ' + B.first[i] + '..' + B.last[i]);
     cardLine(box, 'offset', fmtCount(B.offset[i]) + '..' + fmtCount(B.offset[i] + B.padded[i] - 1));
     cardLine(box, 'region', 'arena');

@@ -31,4 +31,6 @@ check tests/data/input.12.csv input12 yes
 check tests/data/all_resident.json all_resident yes w1 # no activation: no peak
 # Graph passes and the memory-aware order (issue 9): the passes table.
 check models/resnet50.json resnet50_passes yes s1b1_c_out --passes all --order memory
+# Concat slices: the buffer 'a' holds b at +2048 and the Concat's output c.
+check tests/data/passes/concat.json concat_passes yes a --passes all
 exit $fail

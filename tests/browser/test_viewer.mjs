@@ -159,6 +159,14 @@ try {
       check(card.includes('region') && card.includes('arena'), 'the hover card names the region', card);
       check(card.includes('padding'), 'the hover card shows the padding', card);
       if (b.shape) check(card.includes(b.shape), 'the hover card shows the shape', card);
+      // A shared buffer (views, in place, Concat slices) names what else it
+      // holds, and where a slice starts.
+      (b.tensors || []).slice(1).forEach((t, k) => {
+        const at = b.tensor_offsets[k + 1];
+        check(card.includes('also holds') && card.includes(t) &&
+          (!at || card.includes(`${t} (in place (concat slice) at +${at})`)),
+          `the hover card names '${t}', held in the buffer`, card);
+      });
     }
   }
   if (args.graph === 'yes') {

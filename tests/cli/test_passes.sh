@@ -75,7 +75,8 @@ run 2 validate "$tmp/c_bad.json" && has "$tmp/err" "tensor_offsets[1]: expected 
 run 2 validate "$tmp/c_len.json" && has "$tmp/err" ".tensor_offsets: expected an array as long as \"tensors\"" && lines "$tmp/err" 1
 run 0 plan $cat --passes fold,eliminate,fuse,hfuse,absorb,views,inplace && has "$tmp/out" "lower bound 8,192 B"
 run 0 explain $cat --passes all --no-map && has "$tmp/out" "a also holds b (in place (concat slice) at +2048), c (own)"
-run 0 report $cat --passes all --sqlite "$tmp/c.db"
+run 0 report $cat --passes all --sqlite "$tmp/c.db" --dot "$tmp/c.dot" &&
+  has "$tmp/c.dot" 'slice at +2048 of buffer a' && has "$tmp/c.dot" 'in buffer a'
 [ "$(sqlite3 "$tmp/c.db" "SELECT group_concat(tensor || ':' || offset, ' ') FROM (SELECT * FROM tensor_buffer WHERE rule = 'in place (concat slice)' ORDER BY tensor)")" = "a:0 b:2048" ] && ok || bad "concat: SQLite tensor_buffer offsets"
 run 0 verify $cat --passes all --paranoid && has "$tmp/out" "verified: no event"
 run 0 verify $cat --passes all --order memory --poison --redzone 16 && has "$tmp/out" "verified: no event"
