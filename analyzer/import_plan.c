@@ -130,7 +130,8 @@ static mp_status pl_offsets(pl_ctx *c, const cJSON *b, const char *where,
   size_t k = 0;
   for (const cJSON *e = off->child; e; e = e->next, k++) {
     double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
-    if (v < 0 || v != (double)(int64_t)v || v >= (double)size) {
+    /* range first: converting an out-of-range double is undefined */
+    if (v < 0 || v >= (double)size || v != (double)(int64_t)v) {
       return mp_error_set(c->err, MP_ERR_BAD_INPUT,
                           "%s: %s.tensor_offsets[%zu]: expected a whole "
                           "number below the size %zu",

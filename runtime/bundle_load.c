@@ -472,11 +472,14 @@ static mp_status bl_tensor(bl *x, const unsigned char *p, size_t i) {
                   "elements",
                   t->name, (unsigned long long)(u->offset + t->offset), es);
   }
+  /* An activation may live in a resident buffer: a view (Reshape,
+   * Flatten...) of a graph input or weight reads those bytes
+   * (docs/ir-conventions.md); a graph output never does. */
   bool resident = t->kind == MP_BT_WEIGHT || t->kind == MP_BT_RETAINED;
-  bool act = t->kind == MP_BT_ACTIVATION || t->kind == MP_BT_OUTPUT;
-  if ((resident && u->cls == 0) || (act && u->cls != 0)) {
+  bool output = t->kind == MP_BT_OUTPUT;
+  if ((resident && u->cls == 0) || (output && u->cls != 0)) {
     return bl_bad(x, "tensor '%s' is a %s in a buffer of the wrong class",
-                  t->name, resident ? "weight" : "activation");
+                  t->name, resident ? "weight" : "graph output");
   }
   if (t->kind == MP_BT_WEIGHT) {
     if (t->data_bytes != t->bytes || t->data_offset > x->b->weight_bytes ||

@@ -19,6 +19,8 @@
  */
 #include "share.h"
 
+#include "mplan/backend.h"
+
 #include <string.h>
 
 /* Searches at most this many ops back from an op before giving up (and
@@ -317,7 +319,41 @@ static bool share_is_fused(const mp_op *op) {
          !mp_op_attr(op, "mplan.horizontal");
 }
 
+/* Rule 0, alignment: in a buffer holding Concat slices a tensor may start
+ * away from the buffer's first byte, and the buffer is aligned for that
+ * byte only; y, placed at x's first byte, needs its own alignment there. */
+static bool share_aligned(share_ctx *s, int32_t x, int32_t y) {
+  uint32_t r = share_find(s, (uint32_t)x);
+  if (!s->slice[r]) return true; /* every member starts the buffer */
+  int64_t low = 0;
+  for (uint32_t m = r; m != UINT32_MAX; m = s->next[m]) {
+    int64_t at = share_offset(s, m);
+    if (m == r || at < low) low = at;
+  }
+  mp_backend def;
+  const mp_backend *be = s->c->backend;
+  if (!be) {
+    mp_backend_default(&def);
+    be = &def;
+  }
+  size_t align = mp_backend_align(be, mp_graph_tensor(s->g, (size_t)y)->kind);
+  return (uint64_t)(share_offset(s, (uint32_t)x) - low) % align == 0;
+}
+
+static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out);
+
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out) {
+  mp_alias_rule r = share_pick(s, o, k_out);
+  const mp_op *op = mp_graph_op(s->g, o);
+  if (r != MP_ALIAS_OWN &&
+      !share_aligned(s, op->inputs[*k_out], op->outputs[0])) {
+    return MP_ALIAS_OWN;
+  }
+  return r;
+}
+
+/* Rules 0-4 but alignment. */
+static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out) {
   const mp_graph *g = s->g;
   const mp_op *op = mp_graph_op(g, o);
   if (op->n_outputs != 1 || op->n_inputs < 1 || op->inputs[0] < 0) {

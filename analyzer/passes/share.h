@@ -42,7 +42,10 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
  *     reads a tensor at input 0; neither y nor any input of o is pinned
  *     (a pinned tensor keeps the offset, and so the bytes, of its own);
  *     y's buffer holds no Concat slice (rule 5): a slice keeps its place,
- *     and moving it would move its neighbours.
+ *     and moving it would move its neighbours; and when x's buffer holds
+ *     slices, x's byte offset in it is a multiple of y's alignment (the
+ *     buffer is aligned for its first byte only).
+ *     For rules 1-4, x is the input y would share.
  *  1. VIEW -- o is Reshape, Flatten, Squeeze, Unsqueeze or Identity; x is
  *     input 0 with y's dtype and byte size (a view reinterprets bytes and
  *     never writes them, so other readers of x are unaffected); x's

@@ -80,6 +80,20 @@ run 0 report $cat --passes all --sqlite "$tmp/c.db" --dot "$tmp/c.dot" &&
 [ "$(sqlite3 "$tmp/c.db" "SELECT group_concat(tensor || ':' || offset, ' ') FROM (SELECT * FROM tensor_buffer WHERE rule = 'in place (concat slice)' ORDER BY tensor)")" = "a:0 b:2048" ] && ok || bad "concat: SQLite tensor_buffer offsets"
 run 0 verify $cat --passes all --paranoid && has "$tmp/out" "verified: no event"
 run 0 verify $cat --passes all --order memory --poison --redzone 16 && has "$tmp/out" "verified: no event"
+# A graph output written in place over a slice 16 bytes into its buffer:
+# at the default 16-byte output alignment it shares the slice's bytes;
+# when outputs need 64, it keeps bytes of its own.
+al=tests/data/passes/concat_align.json
+holds() { py "$1" "[b['tensors'] for b in d['buffers'] if 'tensors' in b]"; }
+run 0 plan $al --passes views,concat,inplace -o "$tmp/al.json" &&
+  [ "$(holds "$tmp/al.json")" = "[['a', 'b', 'c', 'y']]" ] && ok || bad "concat_align: y not in place at 16"
+run 0 plan $al --passes views,concat,inplace --backend tests/data/passes/backend_out64.json -o "$tmp/al64.json" &&
+  [ "$(holds "$tmp/al64.json")" = "[['a', 'b', 'c']]" ] && ok || bad "concat_align: y in place at a 64-byte output alignment"
+run 0 verify $al --passes views,concat,inplace --backend tests/data/passes/backend_out64.json --paranoid
+# o2 reads slice a and writes slice b of one buffer: a write by o2 past b
+# lands in a and is named at o2 (two slices are not one tensor in place).
+run 1 verify tests/data/passes/concat_oob.json --passes all --poison --inject oob:o2 &&
+  has "$tmp/out" "'a' changed by 'o2'"
 # An early-free of the Concat's buffer is caught like any other.
 run 1 verify $cat --passes all --poison --inject early-free:c
 

@@ -34,10 +34,10 @@ outputs() { # MODEL NAME ARGS...: compile and run, outputs to $tmp/NAME.mpt
 # A DARTS-like stack (tests/bench/gen_cells.py): its cells end in channel
 # Concats whose inputs the concat pass writes straight into their slices.
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
-for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 concat; do
+for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 concat view_input; do
   model=$src/models/$m.json
   [ "$m" = darts_3 ] && model=$tmp/darts_3.json
-  [ "$m" = concat ] && model=$src/tests/data/passes/concat.json
+  [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
   outputs "$model" "$m.none" --passes none || continue
   outputs "$model" "$m.all" --passes all --order memory || continue
   # the rewrite really happened: fewer buffers (views, in place, fusion)
@@ -65,6 +65,7 @@ verify "$src/models/mobilenet_v2.json" --passes all --order memory
 verify "$src/models/resnet50.json" --passes all --order memory
 verify "$src/models/mobilenet_v2.json" --passes all --backend npu
 verify "$tmp/darts_3.json" --passes all --order memory
+verify "$src/tests/data/passes/view_input.json" --passes all
 slices=$("$mplan" plan "$tmp/darts_3.json" --passes all --json | python3 -c "
 import json,sys
 d=json.load(sys.stdin)
@@ -73,7 +74,8 @@ if [ "$slices" -ge 8 ]; then ok; else bad "darts_3: only $slices Concat slices o
 if [ "$rv64" = 1 ]; then
   verify "$src/models/mobilenet_v2.json" --passes all --order memory \
     --target rv64 --vlen 128
-  verify "$tmp/darts_3.json" --passes all --order memory --target rv64 \
+  verify "$tmp/darts_3.json" --passes all --order memory
+verify "$src/tests/data/passes/view_input.json" --passes all --target rv64 \
     --vlen 256
 fi
 
