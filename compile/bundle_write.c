@@ -179,7 +179,10 @@ static mp_status bw_buffers(bw *w) {
 /* ---- weights ----------------------------------------------------------------
  */
 
-/* The role of a weight: the first op reading it and the input slot. */
+/* The role of a weight: the first op reading it and the input slot, the
+ * slot it had before a horizontal fusion ([A, B1..BN, C1..CN]: every B
+ * is a B, every C a C), so that a fused graph gets the weights of the
+ * unfused one. */
 static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
   *type = "";
   *slot = 0;
@@ -187,8 +190,16 @@ static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
     const mp_op *op = mp_graph_op(w->g, w->order[k]);
     for (uint32_t i = 0; i < op->n_inputs; i++) {
       if (op->inputs[i] == (int32_t)t) {
+        int64_t n = 0;
+        for (uint32_t a = 0; a < op->n_attrs; a++) {
+          const mp_attr *h = &op->attrs[a];
+          if (strcmp(h->name, "mplan.horizontal") == 0 &&
+              h->kind == MP_ATTR_INT) {
+            n = h->i;
+          }
+        }
         *type = op->type;
-        *slot = i;
+        *slot = n > 0 && i > 0 ? (i <= n ? 1 : 2) : i;
         return;
       }
     }
