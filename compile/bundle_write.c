@@ -179,10 +179,70 @@ static mp_status bw_buffers(bw *w) {
 /* ---- weights ----------------------------------------------------------------
  */
 
+static const char *bw_attr_s(const mp_op *op, const char *name) {
+  for (uint32_t a = 0; a < op->n_attrs; a++) {
+    if (strcmp(op->attrs[a].name, name) == 0 &&
+        op->attrs[a].kind == MP_ATTR_STRING) {
+      return op->attrs[a].s;
+    }
+  }
+  return NULL;
+}
+
+/* Input slot of a fused op that an absorbed epilogue op brought in
+ * (docs/ir-conventions.md: the head's own inputs, then each absorbed
+ * op's inputs but the chained value, then a DequantizeLinear prologue's
+ * scale and zero point): its type ("BatchNormalization", or "epilogue"
+ * for the others, whose weights have no special range) and its slot in
+ * that op. false: the head's own input. */
+static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
+                             uint32_t *at_slot) {
+  const char *epi = bw_attr_s(op, "mplan.epilogue");
+  const char *pro = bw_attr_s(op, "mplan.prologue");
+  uint32_t own = strcmp(op->type, "MatMul") == 0 ? 2 : 3;
+  if (!epi || slot < own) return false;
+  char list[512];
+  snprintf(list, sizeof list, "%s", epi);
+  uint32_t fixed = 0, clips = 0;
+  for (char *p = list;; p++) { /* count, then walk */
+    char *end = strchr(p, ',');
+    if (end) *end = '\0';
+    int e = lw_epilogue_inputs(p);
+    fixed += e > 0 ? (uint32_t)e : 0;
+    clips += e == -1;
+    if (end) *end = ',';
+    if (!end) break;
+    p = end;
+  }
+  uint32_t tail = pro && strncmp(pro, "DequantizeLinear:", 17) == 0 ? 2 : 0;
+  uint32_t rest =
+      op->n_inputs > own + fixed + tail ? op->n_inputs - own - fixed - tail : 0;
+  uint32_t at = own;
+  for (char *p = list;; p++) {
+    char *end = strchr(p, ',');
+    if (end) *end = '\0';
+    int e = lw_epilogue_inputs(p);
+    uint32_t n = e == -1 ? rest / (clips ? clips : 1) : e > 0 ? (uint32_t)e : 0;
+    if (slot < at + n) {
+      *type = strcmp(p, "BatchNormalization") == 0 ? "BatchNormalization"
+                                                   : "epilogue";
+      *at_slot = slot - at + 1;
+      return true;
+    }
+    at += n;
+    if (!end) break;
+    p = end;
+  }
+  *type = "epilogue";
+  *at_slot = 0;
+  return true;
+}
+
 /* The role of a weight: the first op reading it and the input slot, the
  * slot it had before a horizontal fusion ([A, B1..BN, C1..CN]: every B
- * is a B, every C a C), so that a fused graph gets the weights of the
- * unfused one. */
+ * is a B, every C a C) or the absorbed op and slot it came from in a
+ * vertical one, so that a fused graph gets the weights of the unfused
+ * one. */
 static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
   *type = "";
   *slot = 0;
@@ -200,6 +260,7 @@ static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
         }
         *type = op->type;
         *slot = n > 0 && i > 0 ? (i <= n ? 1 : 2) : i;
+        (void)bw_epilogue_role(op, i, type, slot);
         return;
       }
     }

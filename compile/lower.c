@@ -290,6 +290,14 @@ static void lw_unary_params(const lw *x, int u, const char *pre, double *alpha,
 
 /* Appends the prologue and the epilogue (docs/ir-conventions.md) and the
  * head's inputs; full is the head's full own arity (invariant 3). */
+int lw_epilogue_inputs(const char *type) {
+  if (strcmp(type, "Clip") == 0) return -1;
+  if (strcmp(type, "BatchNormalization") == 0) return 4;
+  if (lw_find(lw_binary, type) >= 0) return 1;
+  if (lw_find(lw_unary, type) >= 0 || strcmp(type, "Relu6") == 0) return 0;
+  return -2;
+}
+
 static mp_status lw_tail(lw *x, uint32_t full) {
   const char *epi = lw_str(x, "mplan.epilogue", NULL);
   const char *fa = lw_str(x, "fused_activation", NULL);
@@ -335,19 +343,15 @@ static mp_status lw_tail(lw *x, uint32_t full) {
     }
   }
   for (int k = 0; k < n_epi; k++) {
-    const char *t = names[k];
-    if (strcmp(t, "Clip") == 0) {
-      clips++;
-    } else if (strcmp(t, "BatchNormalization") == 0) {
-      fixed += 4;
-    } else if (lw_find(lw_binary, t) >= 0) {
-      fixed += 1;
-    } else if (lw_find(lw_unary, t) < 0 && strcmp(t, "Relu6") != 0) {
+    int extra = lw_epilogue_inputs(names[k]);
+    if (extra == -2) {
       return lw_unsup(x,
                       "epilogue op '%s' is not an elementwise op the "
                       "runtime knows",
-                      t);
+                      names[k]);
     }
+    if (extra == -1) clips++;
+    if (extra > 0) fixed += (uint32_t)extra;
   }
   uint32_t n = x->op->n_inputs, own = full;
   if (pro_kind == 1) {

@@ -28,6 +28,12 @@ int lw_kdtype(mp_dtype d);
 mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
                    mp_error *err);
 
+/* The inputs an absorbed epilogue op of type adds to its fused head
+ * (docs/ir-conventions.md): 4 for BatchNormalization, 1 for a binary op,
+ * 0 for a unary one, -1 for Clip (0 to 2: min and max when given as
+ * inputs), -2 for a type the runtime does not know. */
+int lw_epilogue_inputs(const char *type);
+
 /* The int8 requantization shift for a sum of k products (see
  * mplan/kernels.h). */
 int lw_shift(int64_t k);

@@ -34,7 +34,8 @@ outputs() { # MODEL NAME ARGS...: compile and run, outputs to $tmp/NAME.mpt
 # A DARTS-like stack (tests/bench/gen_cells.py): its cells end in channel
 # Concats whose inputs the concat pass writes straight into their slices.
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
-for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 concat view_input hfuse_f32; do
+for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 concat view_input hfuse_f32 \
+  bn_f32; do
   model=$src/models/$m.json
   [ "$m" = darts_3 ] && model=$tmp/darts_3.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
