@@ -179,14 +179,19 @@ static mp_status bw_buffers(bw *w) {
 /* ---- weights ----------------------------------------------------------------
  */
 
-static const char *bw_attr_s(const mp_op *op, const char *name) {
+static const mp_attr *bw_attr(const mp_op *op, const char *name,
+                              mp_attr_kind kind) {
   for (uint32_t a = 0; a < op->n_attrs; a++) {
-    if (strcmp(op->attrs[a].name, name) == 0 &&
-        op->attrs[a].kind == MP_ATTR_STRING) {
-      return op->attrs[a].s;
+    if (strcmp(op->attrs[a].name, name) == 0 && op->attrs[a].kind == kind) {
+      return &op->attrs[a];
     }
   }
   return NULL;
+}
+
+static const char *bw_attr_s(const mp_op *op, const char *name) {
+  const mp_attr *a = bw_attr(op, name, MP_ATTR_STRING);
+  return a ? a->s : NULL;
 }
 
 /* Input slot of a fused op that an absorbed epilogue op brought in
@@ -250,14 +255,8 @@ static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
     const mp_op *op = mp_graph_op(w->g, w->order[k]);
     for (uint32_t i = 0; i < op->n_inputs; i++) {
       if (op->inputs[i] == (int32_t)t) {
-        int64_t n = 0;
-        for (uint32_t a = 0; a < op->n_attrs; a++) {
-          const mp_attr *h = &op->attrs[a];
-          if (strcmp(h->name, "mplan.horizontal") == 0 &&
-              h->kind == MP_ATTR_INT) {
-            n = h->i;
-          }
-        }
+        const mp_attr *h = bw_attr(op, "mplan.horizontal", MP_ATTR_INT);
+        int64_t n = h ? h->i : 0;
         *type = op->type;
         *slot = n > 0 && i > 0 ? (i <= n ? 1 : 2) : i;
         (void)bw_epilogue_role(op, i, type, slot);

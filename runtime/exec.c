@@ -546,13 +546,10 @@ static void rt_check_inputs_kept(mp_rt *rt, size_t k) {
     if (t == MP_BUNDLE_NONE) continue;
     /* In place: an output shares bytes with the input (two slices of one
      * buffer share none, so the input is still checked). */
-    const mp_btensor *x = mp_bundle_tensor(b, t);
     bool in_place = false;
     for (uint32_t j = 0; j < op->n_out; j++) {
-      const mp_btensor *y = mp_bundle_tensor(b, op->out[j]);
-      in_place = in_place ||
-                 (y->buffer == x->buffer && y->offset < x->offset + x->bytes &&
-                  x->offset < y->offset + y->bytes);
+      in_place = in_place || mp_rt_share_bytes(mp_bundle_tensor(b, op->out[j]),
+                                               mp_bundle_tensor(b, t));
     }
     if (!in_place) rt_verify(rt, t, (int32_t)k, (int32_t)k, RT_AFTER_OP, -1);
   }

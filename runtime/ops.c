@@ -109,11 +109,9 @@ static bool op_expect_shape(op_ctx *c, const mp_btensor *t,
                  t->name, a, b);
 }
 
-/* The tensors share bytes (the op computes in place). Two slices of one
- * buffer (a Concat's inputs placed in its output) share none. */
+/* The tensors share bytes (the op computes in place). */
 static bool op_aliases(const mp_btensor *a, const mp_btensor *b) {
-  return a && b && a->buffer == b->buffer && a->offset < b->offset + b->bytes &&
-         b->offset < a->offset + a->bytes;
+  return mp_rt_share_bytes(a, b);
 }
 
 /* ---- parameters ---------------------------------------------------------- */
@@ -1281,17 +1279,6 @@ static bool op_run_reduce(op_ctx *c) {
 /* ---- data movement ---------------------------------------------------------
  */
 
-/* Where piece k goes inside whole (bytes from whole's first), when the
- * pieces are contiguous (outer == 1). */
-static uint64_t op_piece_at(op_ctx *c, bool split, uint32_t k, int64_t inner,
-                            int64_t axis, size_t es) {
-  int64_t before = 0;
-  for (uint32_t j = 0; j < k; j++) {
-    before += (split ? op_out(c, j) : op_in(c, j))->shape.dims[axis];
-  }
-  return (uint64_t)(before * inner) * es;
-}
-
 /* The pieces' bytes against whole's. A Concat input the concat pass
  * placed as its slice of the output (docs/ir-conventions.md) is already
  * where the copy would put it and is skipped; every other piece is
@@ -1299,23 +1286,27 @@ static uint64_t op_piece_at(op_ctx *c, bool split, uint32_t k, int64_t inner,
  * (it could be overwritten before it is read). Split pieces never share
  * whole's bytes. */
 static bool op_check_pieces(op_ctx *c, bool split, const mp_btensor *whole,
-                            uint32_t n, int64_t outer, int64_t inner,
-                            int64_t axis) {
-  size_t es = mp_kd_size(whole->dtype);
+                            uint32_t n, int64_t outer) {
+  /* With outer == 1 piece k's slice starts after the bytes of pieces
+   * 0..k-1 (at and d0 are running sums). */
+  uint64_t at = whole->offset;
   for (uint32_t k = 0; k < n; k++) {
     const mp_btensor *p = split ? op_out(c, k) : op_in(c, k);
+    uint64_t slice = at;
+    at += p->bytes;
     if (!op_aliases(p, whole)) continue;
     if (split || outer != 1) {
       return op_fail(c, "piece '%s' shares the buffer of '%s'", p->name,
                      whole->name);
     }
-    uint64_t at = whole->offset + op_piece_at(c, split, k, inner, axis, es);
-    if (p->offset == at) continue; /* in its slice */
+    if (p->offset == slice) continue; /* in its slice */
+    uint64_t d0 = whole->offset;
     for (uint32_t j = 0; j < n; j++) {
       const mp_btensor *q = op_in(c, j);
-      uint64_t d0 = whole->offset + op_piece_at(c, split, j, inner, axis, es);
-      bool copied = !(q->buffer == whole->buffer && q->offset == d0);
-      if (copied && p->offset < d0 + q->bytes && d0 < p->offset + p->bytes) {
+      uint64_t d = d0;
+      d0 += q->bytes;
+      bool copied = !(q->buffer == whole->buffer && q->offset == d);
+      if (copied && p->offset < d + q->bytes && d < p->offset + p->bytes) {
         return op_fail(c, "piece '%s' overlaps the slice '%s' is copied into",
                        p->name, q->name);
       }
@@ -1337,11 +1328,8 @@ static bool op_check_concat(op_ctx *c, bool split) {
     return op_fail(c, "bad parameters");
   }
   uint32_t n = split ? c->op->n_out : c->op->n_in;
-  int64_t sum = 0, outer = 1, inner = 1;
-  for (uint32_t i = 0; i < whole->shape.rank; i++) {
-    if ((int64_t)i < axis) outer *= whole->shape.dims[i];
-    if ((int64_t)i > axis) inner *= whole->shape.dims[i];
-  }
+  int64_t sum = 0, outer = 1;
+  for (int64_t i = 0; i < axis; i++) outer *= whole->shape.dims[i];
   for (uint32_t k = 0; k < n; k++) {
     const mp_btensor *p = split ? op_out(c, k) : op_in(c, k);
     if (!p || p->dtype != whole->dtype || p->shape.rank != whole->shape.rank) {
@@ -1359,7 +1347,7 @@ static bool op_check_concat(op_ctx *c, bool split) {
                    (long long)sum, (long long)axis,
                    (long long)whole->shape.dims[axis]);
   }
-  return op_check_pieces(c, split, whole, n, outer, inner, axis);
+  return op_check_pieces(c, split, whole, n, outer);
 }
 
 static bool op_run_concat(op_ctx *c, bool split) {

@@ -7,6 +7,14 @@
 
 #include "mplan/bundle.h"
 
+/* The tensors share bytes: the same buffer and overlapping ranges (two
+ * slices of one buffer, a Concat's inputs placed in its output, share
+ * none). An op whose output shares an input's bytes computes in place. */
+static inline bool mp_rt_share_bytes(const mp_btensor *a, const mp_btensor *b) {
+  return a && b && a->buffer == b->buffer && a->offset < b->offset + b->bytes &&
+         b->offset < a->offset + a->bytes;
+}
+
 /* The op at `step` is consistent: arity, parameters, dtypes and shapes
  * agree with what its kernel will read and write, and an output that
  * shares an input's buffer is one this kernel computes in place. On

@@ -61,20 +61,21 @@ static mp_status cc_lb(cc_state *z, size_t *lb, mp_error *err) {
   return st;
 }
 
-static void cc_save(cc_state *z) {
-  memcpy(z->parent, z->c->parent, z->n_t * sizeof *z->parent);
-  memcpy(z->rel, z->c->rel, z->n_t * sizeof *z->rel);
-  memcpy(z->rule, z->c->rule, z->n_t * sizeof *z->rule);
-  memcpy(z->next, z->s.next, z->n_t * sizeof *z->next);
-  memcpy(z->slice, z->s.slice, z->n_t * sizeof *z->slice);
-}
-
-static void cc_restore(cc_state *z) {
-  memcpy(z->c->parent, z->parent, z->n_t * sizeof *z->parent);
-  memcpy(z->c->rel, z->rel, z->n_t * sizeof *z->rel);
-  memcpy(z->c->rule, z->rule, z->n_t * sizeof *z->rule);
-  memcpy(z->s.next, z->next, z->n_t * sizeof *z->next);
-  memcpy(z->s.slice, z->slice, z->n_t * sizeof *z->slice);
+/* Copies the union-find state into the snapshot (restore false) or back
+ * (restore true): invariant 3. */
+static void cc_snapshot(cc_state *z, bool restore) {
+  struct {
+    void *live, *saved;
+    size_t size;
+  } v[] = {{z->c->parent, z->parent, sizeof *z->parent},
+           {z->c->rel, z->rel, sizeof *z->rel},
+           {z->c->rule, z->rule, sizeof *z->rule},
+           {z->s.next, z->next, sizeof *z->next},
+           {z->s.slice, z->slice, sizeof *z->slice}};
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+    memcpy(restore ? v[i].live : v[i].saved, restore ? v[i].saved : v[i].live,
+           z->n_t * v[i].size);
+  }
 }
 
 /* Places input only of op (UINT32_MAX: every input with a slot) and
@@ -83,7 +84,7 @@ static void cc_restore(cc_state *z) {
 static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
                         uint32_t only, bool *kept, mp_error *err) {
   size_t lb = 0;
-  cc_save(z);
+  cc_snapshot(z, false);
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
     share_union_at(&z->s, (uint32_t)op->outputs[0], (uint32_t)op->inputs[k],
@@ -92,7 +93,7 @@ static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
   mp_status st = cc_lb(z, &lb, err);
   *kept = st == MP_OK && lb <= z->lb;
   if (!*kept) {
-    cc_restore(z);
+    cc_snapshot(z, true);
     return st;
   }
   z->lb = lb;
@@ -141,13 +142,7 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
   size_t n_ops = mp_graph_op_count(g), most = 1;
   uint32_t *topo = NULL;
   mp_order_kind used;
-  mp_backend def;
-  const mp_backend *be = c->backend;
-  if (!be) {
-    mp_backend_default(&def);
-    be = &def;
-  }
-  size_t align = mp_backend_align(be, MP_TENSOR_ACTIVATION);
+  size_t align = mp_backend_align(c->backend, MP_TENSOR_ACTIVATION);
   for (size_t o = 0; o < n_ops; o++) {
     if (mp_graph_op(g, o)->n_inputs > most) most = mp_graph_op(g, o)->n_inputs;
   }
@@ -168,9 +163,8 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
                       mp_graph_source(g));
   }
   if (st == MP_OK) st = mp_schedule(g, MP_ORDER_TOPO, &topo, &used, err);
-  bool shared = false;
   if (st == MP_OK) st = share_init(&z.s, c, err);
-  shared = st == MP_OK;
+  bool shared = st == MP_OK;
   for (size_t k = 0; st == MP_OK && k < n_ops; k++) {
     step_of[c->order[k]] = (uint32_t)k;
   }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mplan/backend.h"
 #include "mplan/lifetime.h"
 #include "pass.h"
 
@@ -441,7 +442,9 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   c.alias = &s->alias;
   c.at_peak = s->meas.at_peak;
   c.vlen = o->vlen;
-  c.backend = o->schedule.backend;
+  mp_backend def; /* passes see a backend: the default when none is given */
+  if (!o->schedule.backend) mp_backend_default(&def);
+  c.backend = o->schedule.backend ? o->schedule.backend : &def;
   c.inputs_act = o->schedule.inputs_as_activations;
   c.order = s->meas.order;
   c.report = r;

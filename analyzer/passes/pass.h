@@ -26,7 +26,7 @@ typedef struct pass_ctx {
                                 of g's order before the pass */
   uint32_t vlen;             /* backend VLEN in bits, 0: none */
   rw_graph *rw;              /* graph passes */
-  const mp_backend *backend; /* NULL: the default (alignment) */
+  const mp_backend *backend; /* alignments (never NULL: the default) */
   bool inputs_act;           /* graph inputs count as activations */
   const uint32_t *order;     /* g's order before the pass (measured) */
   uint32_t *parent;          /* alias passes: per tensor */

@@ -330,13 +330,8 @@ static bool share_aligned(share_ctx *s, int32_t x, int32_t y) {
     int64_t at = share_offset(s, m);
     if (m == r || at < low) low = at;
   }
-  mp_backend def;
-  const mp_backend *be = s->c->backend;
-  if (!be) {
-    mp_backend_default(&def);
-    be = &def;
-  }
-  size_t align = mp_backend_align(be, mp_graph_tensor(s->g, (size_t)y)->kind);
+  size_t align =
+      mp_backend_align(s->c->backend, mp_graph_tensor(s->g, (size_t)y)->kind);
   return (uint64_t)(share_offset(s, (uint32_t)x) - low) % align == 0;
 }
 
