@@ -49,6 +49,12 @@
  *      budget (off by default for small searches) can change a result.
  *   5. exact is true only when every segment with more than one op was
  *      searched to the end with no level cut to max_states.
+ *   6. A state with a ready op that creates no bytes (a view, an op
+ *      written in place) expands only by the first such op: running it
+ *      at once never raises a step (its step's live bytes are those
+ *      after the previous op, at most that step's) and never makes a
+ *      buffer live longer (it can only move last reads earlier), so some
+ *      optimal order takes it first. The search stays exact.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -823,6 +829,19 @@ static mp_status sm_cut(sm_dp *d, mp_error *err) {
   return MP_OK;
 }
 
+/* The first ready op of state s that creates no bytes, or d->n. Running
+ * it at once is never worse than running it later (invariant 6), so the
+ * state needs no other successor. */
+static size_t sm_free_step(const sm_dp *d, const uint64_t *s) {
+  for (size_t j = 0; j < d->n; j++) {
+    if (d->m->born_bytes[d->ref[d->lo + j]] == 0 && sm_ready(d, s, j) &&
+        sm_dp_grow(d, s, j) == 0) {
+      return j;
+    }
+  }
+  return d->n;
+}
+
 /* Expands every state of the current level by every ready op into the
  * next level, cutting transitions that cannot beat d->ub. */
 static mp_status sm_level(sm_dp *d, size_t level, uint64_t *s, mp_error *err) {
@@ -831,7 +850,8 @@ static mp_status sm_level(sm_dp *d, size_t level, uint64_t *s, mp_error *err) {
   d->count[1] = 0;
   for (size_t i = 0; st == MP_OK && i < d->count[0]; i++) {
     const uint64_t *cur = &d->bits[0][i * d->words];
-    for (size_t j = 0; st == MP_OK && j < d->n; j++) {
+    size_t only = sm_free_step(d, cur);
+    for (size_t j = only < d->n ? only : 0; st == MP_OK && j < d->n; j++) {
       if (!sm_ready(d, cur, j)) continue;
       size_t born = sm_dp_grow(d, cur, j);
       size_t mem = d->mem[0][i] + born;
@@ -850,6 +870,7 @@ static mp_status sm_level(sm_dp *d, size_t level, uint64_t *s, mp_error *err) {
         d->timed_out = true;
         return st;
       }
+      if (only < d->n) break;
     }
   }
   if (st == MP_OK && d->count[1] > d->max_states) st = sm_cut(d, err);

@@ -36,9 +36,10 @@ static const char plan_usage[] =
     "(no reuse). --backend: alignments, memory regions with capacities\n"
     "(fastest first; activations spill to the next) and SRAM banks.\n"
     "--passes runs graph passes (comma-separated, always in this order):\n"
-    "fold, eliminate, fuse, hfuse, absorb, views, concat, inplace; the\n"
-    "summary then shows every pass's ops, buffers, lower bound and arena\n"
-    "before and after. --order memory picks the lowest-peak order (dfs,\n"
+    "fold, eliminate, accumulate, fuse, hfuse, absorb, views, concat,\n"
+    "inplace; the summary then shows every pass's ops, buffers, lower\n"
+    "bound and arena before and after. --order memory picks the\n"
+    "lowest-peak order (dfs,\n"
     "rpo, greedy and an exact search over sets of scheduled ops;\n"
     "--order-budget-ms bounds the search, 10000 by default) and prints\n"
     "what it compared.\n";

@@ -26,13 +26,17 @@
  *      the mask). A group the cap stopped is counted in the detail with
  *      the spills the next op would have cost;
  *   5. every input the reader adds is written before the head in the
- *      current order (a topological order of the graph): the fused op
- *      then runs where the head ran, no input waits longer for it, and
- *      the group's output lives where the intermediates lived (the same
+ *      order being planned (the file order, or with --order memory the
+ *      memory order of the graph before this pass): the fused op then
+ *      runs where the head ran, no input waits longer for it, and the
+ *      group's output lives where the intermediates lived (the same
  *      shape and dtype), so fusing never raises the live bytes of any
- *      step. A residual Add whose skip comes first qualifies; an Add
- *      whose other operand is computed after the head does not (fused,
- *      the head's inputs would stay alive until that operand exists).
+ *      step of that order. A residual Add whose skip comes first
+ *      qualifies; an Add whose other operand is computed after the head
+ *      does not (fused, the head's inputs would stay alive until that
+ *      operand exists, and the memory order could no longer put the
+ *      operand's branch after the head, as it does in RandWire and DARTS
+ *      cells).
  * A `fused_activation` attribute (the bundled models) becomes an
  * explicit epilogue entry (Relu, or Clip with 0 and 6) as soon as a group
  * absorbs anything, so that one attribute says everything.
@@ -371,12 +375,12 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
   size_t boundaries = 0, capped = 0, cap_spills = 0, spills = 0, late = 0;
   size_t n = mp_graph_op_count(c->g);
   const mp_alloc *a = mp_graph_alloc(c->g);
-  uint32_t *order = NULL, *pos = mp_calloc(a, n + 1, sizeof *pos);
-  mp_order_kind used;
-  mp_status st = pos ? mp_schedule(c->g, MP_ORDER_TOPO, &order, &used, err)
+  uint32_t *pos = mp_calloc(a, n + 1, sizeof *pos);
+  mp_status st = pos ? MP_OK
                      : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                                     mp_graph_source(c->g));
-  for (size_t k = 0; st == MP_OK && k < n; k++) pos[order[k]] = (uint32_t)k;
+  /* Condition 5 reads positions in the order being planned. */
+  for (size_t k = 0; st == MP_OK && k < n; k++) pos[c->order[k]] = (uint32_t)k;
   for (uint32_t o = 0; st == MP_OK && o < n; o++) {
     const mp_op *op = mp_graph_op(c->g, o);
     if (!fuse_is_head(op) || fuse_has_unknown_activation(op)) continue;
@@ -392,7 +396,6 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
     spills += c->vlen ? fuse_spills(grp.regs, c->vlen) : 0;
     st = fuse_apply(c, &grp, err);
   }
-  mp_free(a, order);
   mp_free(a, pos);
   if (boundaries) {
     mp_buf_printf(&c->note, "%zu chain%s stopped at a full reduction",

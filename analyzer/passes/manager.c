@@ -19,6 +19,9 @@
  *   5. The memory order's time budget is shared: each of the (passes + 1)
  *      measurements gets an equal part, so that --passes all --order
  *      memory stays within the budget one order would take.
+ *   6. A guarded pass (accumulate) hands on its graph only if the lower
+ *      bound measured after it is not above the one before; otherwise
+ *      its row says so and the graph before it goes on unchanged.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,37 +47,43 @@ typedef struct pm_pass {
   const char *name;
   const char *summary;
   pass_fn run;
-  bool graph; /* rewrites the graph (else: extends the buffer map) */
+  bool graph;   /* rewrites the graph (else: extends the buffer map) */
+  bool guarded; /* its change is dropped if the lower bound rises */
 } pm_pass;
 
 static const pm_pass pm_passes[MP_PASS_COUNT] = {
     {MP_PASS_FOLD, "fold",
-     "constant subgraphs and known shape math become weights", pass_fold, true},
+     "constant subgraphs and known shape math become weights", pass_fold, true,
+     false},
     {MP_PASS_ELIMINATE, "eliminate",
      "Identity, Dropout, no-op Cast, cancelling Transposes, view chains, "
      "x*1, x+0, dead ops",
-     pass_eliminate, true},
+     pass_eliminate, true, false},
+    {MP_PASS_ACCUMULATE, "accumulate",
+     "a Sum of 3+ inputs becomes a chain of Adds the order can spread out "
+     "(kept if the lower bound does not rise)",
+     pass_accumulate, true, true},
     {MP_PASS_FUSE, "fuse",
      "Conv/Gemm/MatMul + elementwise chain (mplan.epilogue), register "
      "capped",
-     pass_fuse, true},
+     pass_fuse, true, false},
     {MP_PASS_HFUSE, "hfuse",
      "sibling MatMul/Gemm sharing an input (mplan.horizontal)", pass_hfuse,
-     true},
+     true, false},
     {MP_PASS_ABSORB, "absorb",
      "DequantizeLinear / widening Cast into MatMul/Conv (mplan.prologue)",
-     pass_absorb, true},
+     pass_absorb, true, false},
     {MP_PASS_VIEWS, "views",
      "Reshape/Flatten/Squeeze/Unsqueeze/Identity share their input's "
      "buffer",
-     pass_views, false},
+     pass_views, false, false},
     {MP_PASS_CONCAT, "concat",
      "Concat inputs are written straight into slices of its output",
-     pass_concat, false},
+     pass_concat, false, false},
     {MP_PASS_INPLACE, "inplace",
      "elementwise ops and depthwise Conv write over an input nobody "
      "reads later",
-     pass_inplace, false},
+     pass_inplace, false, false},
 };
 
 const char *mp_pass_name(mp_pass_id p) {
@@ -465,6 +474,15 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   }
   if (st == MP_OK && changed) {
     st = pm_measure_graph(next.g, &next.alias, o, &next.meas, err);
+  }
+  if (st == MP_OK && changed && p->guarded && next.meas.lb > s->meas.lb) {
+    /* invariant 6: the rewrite would raise the lower bound */
+    mp_buf_printf(&c.note, "%sdropped: lower bound would rise %zu -> %zu B",
+                  c.note.len ? "; " : "", s->meas.lb, next.meas.lb);
+    pm_state_release(&next);
+    changed = false;
+    c.rewrites = 0;
+    c.n_tally = 0;
   }
   if (st == MP_OK) st = mp_buf_status(&c.note, "passes", err);
   if (st == MP_OK) st = pm_detail(&c, &row, err);

@@ -2,12 +2,12 @@
  * pass.h -- what every pass sees and the helpers they share. Private to
  * analyzer/passes/.
  *
- * A graph pass (fold, eliminate, fuse, hfuse, absorb) reads c->g and
- * records edits in c->rw; the manager commits them as a new graph. An
- * alias pass (views, concat, inplace) leaves the graph alone and extends
- * the buffer map through c->parent, c->rel and c->rule (parent links into
- * the same buffer, at a byte offset from the parent; mplan/alias.h). Both
- * report what they did through the tally, the note and fusion records.
+ * A graph pass (fold, eliminate, fuse, hfuse, absorb, accumulate) reads c->g
+ * and records edits in c->rw; the manager commits them as a new graph. An alias
+ * pass (views, concat, inplace) leaves the graph alone and extends the buffer
+ * map through c->parent, c->rel and c->rule (parent links into the same buffer,
+ * at a byte offset from the parent; mplan/alias.h). Both report what they did
+ * through the tally, the note and fusion records.
  */
 #ifndef MPLAN_PASSES_PASS_H
 #define MPLAN_PASSES_PASS_H
@@ -49,6 +49,7 @@ mp_status pass_eliminate(pass_ctx *c, mp_error *err);
 mp_status pass_fuse(pass_ctx *c, mp_error *err);
 mp_status pass_hfuse(pass_ctx *c, mp_error *err);
 mp_status pass_absorb(pass_ctx *c, mp_error *err);
+mp_status pass_accumulate(pass_ctx *c, mp_error *err);
 mp_status pass_views(pass_ctx *c, mp_error *err);
 mp_status pass_concat(pass_ctx *c, mp_error *err);
 mp_status pass_inplace(pass_ctx *c, mp_error *err);

@@ -18,6 +18,7 @@
  */
 #include "rewrite.h"
 
+#include <stdio.h>
 #include <string.h>
 
 mp_status rw_create(const mp_graph *g, rw_graph **out, mp_error *err) {
@@ -31,6 +32,8 @@ mp_status rw_create(const mp_graph *g, rw_graph **out, mp_error *err) {
   rw->src = g;
   rw->a = a;
   rw->n_ops = n_ops;
+  rw->cap_ops = n_ops + 1;
+  rw->n_src_tensors = n_t;
   rw->ops = mp_calloc(a, n_ops + 1, sizeof *rw->ops);
   rw->subst = mp_calloc(a, n_t + 1, sizeof *rw->subst);
   rw->to_weight = mp_calloc(a, n_t + 1, sizeof *rw->to_weight);
@@ -60,6 +63,7 @@ void rw_destroy(rw_graph *rw) {
   for (size_t i = 0; i < rw->n_blocks; i++) mp_free(rw->a, rw->blocks[i]);
   mp_free(rw->a, rw->blocks);
   mp_strpool_destroy(rw->pool);
+  mp_free(rw->a, rw->added);
   mp_free(rw->a, rw->to_weight);
   mp_free(rw->a, rw->subst);
   mp_free(rw->a, rw->ops);
@@ -185,8 +189,75 @@ void rw_kill(rw_graph *rw, uint32_t op) {
 }
 
 int32_t rw_resolve(const rw_graph *rw, int32_t t) {
-  while (t >= 0 && rw->subst[t] != t) t = rw->subst[t];
+  while (t >= 0 && (size_t)t < rw->n_src_tensors && rw->subst[t] != t) {
+    t = rw->subst[t];
+  }
   return t;
+}
+
+/* Is name free among the source's tensors (ops) and the new ones? */
+static bool rw_name_free(const rw_graph *rw, const char *name, bool op) {
+  int32_t i;
+  if (op ? mp_graph_find_op(rw->src, name, &i)
+         : mp_graph_find_tensor(rw->src, name, &i)) {
+    return false;
+  }
+  size_t n = op ? rw->n_ops : rw->n_new;
+  for (size_t k = 0; k < n; k++) {
+    const char *other = op ? rw->ops[k].name : rw->added[k].name;
+    if (strcmp(other, name) == 0) return false;
+  }
+  return true;
+}
+
+/* base + suffix, then base + suffix + "_2", "_3", ... until free. */
+static const char *rw_free_name(rw_graph *rw, const char *base,
+                                const char *suffix, bool op, mp_error *err) {
+  size_t cap = strlen(base) + strlen(suffix) + 16;
+  char *b = rw_alloc(rw, cap, 1, err);
+  if (!b) return NULL;
+  for (unsigned k = 1;; k++) {
+    if (k == 1) {
+      snprintf(b, cap, "%s%s", base, suffix);
+    } else {
+      snprintf(b, cap, "%s%s_%u", base, suffix, k);
+    }
+    if (rw_name_free(rw, b, op)) return b;
+  }
+}
+
+mp_status rw_new_tensor(rw_graph *rw, int32_t like, const char *suffix,
+                        int32_t *id, mp_error *err) {
+  const char *name = rw_free_name(
+      rw, mp_graph_tensor(rw->src, (size_t)like)->name, suffix, false, err);
+  if (!name) return MP_ERR_NOMEM;
+  void *arr = rw->added;
+  mp_status st = mp_grow(rw->a, &arr, &rw->cap_new, rw->n_new + 1,
+                         sizeof *rw->added, mp_graph_source(rw->src), err);
+  if (st != MP_OK) return st;
+  rw->added = arr;
+  rw->added[rw->n_new] = (rw_new){like, name};
+  *id = (int32_t)(rw->n_src_tensors + rw->n_new++);
+  rw->changes++;
+  return MP_OK;
+}
+
+mp_status rw_new_op(rw_graph *rw, uint32_t key, const char *name,
+                    const char *type, const int32_t *in, uint32_t n_in,
+                    const int32_t *out, uint32_t n_out, mp_error *err) {
+  const char *nm = rw_free_name(rw, name, "", true, err);
+  const char *ty = nm ? rw_str(rw, type, err) : NULL;
+  if (!ty) return MP_ERR_NOMEM;
+  void *ops = rw->ops;
+  mp_status st = mp_grow(rw->a, &ops, &rw->cap_ops, rw->n_ops + 1,
+                         sizeof *rw->ops, mp_graph_source(rw->src), err);
+  if (st != MP_OK) return st;
+  rw->ops = ops;
+  uint32_t o = (uint32_t)rw->n_ops++;
+  rw->ops[o] = (rw_op){.name = nm, .type = ty, .key = key};
+  st = rw_set_inputs(rw, o, in, n_in, err);
+  if (st == MP_OK) st = rw_set_outputs(rw, o, out, n_out, err);
+  return st;
 }
 
 void rw_replace(rw_graph *rw, int32_t from, int32_t to) {
@@ -241,11 +312,16 @@ static uint64_t rw_heap_pop(rw_commit_ctx *c) {
   return top;
 }
 
+static const char *rw_tensor_name(const rw_graph *rw, size_t t) {
+  return t < rw->n_src_tensors ? mp_graph_tensor(rw->src, t)->name
+                               : rw->added[t - rw->n_src_tensors].name;
+}
+
 /* Who writes and who reads each tensor once the edits apply. */
 static mp_status rw_mark(rw_commit_ctx *c, mp_error *err) {
   const rw_graph *rw = c->rw;
-  size_t n_t = mp_graph_tensor_count(rw->src);
-  for (size_t t = 0; t < n_t; t++) c->writer[t] = -1;
+  size_t n_t = rw->n_src_tensors;
+  for (size_t t = 0; t < n_t + rw->n_new; t++) c->writer[t] = -1;
   for (size_t o = 0; o < rw->n_ops; o++) {
     const rw_op *op = &rw->ops[o];
     if (op->dead) continue;
@@ -255,14 +331,21 @@ static mp_status rw_mark(rw_commit_ctx *c, mp_error *err) {
     }
     for (uint32_t k = 0; k < op->n_outputs; k++) {
       int32_t t = op->outputs[k];
-      if (c->writer[t] >= 0 || rw->to_weight[t]) {
+      bool added = (size_t)t >= n_t;
+      if (c->writer[t] >= 0 || (!added && rw->to_weight[t])) {
         return mp_error_set(err, MP_ERR_INTERNAL,
                             "%s: after a pass, tensor '%s' is written twice "
                             "or is both folded and written",
-                            mp_graph_source(rw->src),
-                            mp_graph_tensor(rw->src, (size_t)t)->name);
+                            mp_graph_source(rw->src), rw_tensor_name(rw, t));
       }
       c->writer[t] = (int32_t)o;
+    }
+  }
+  for (size_t t = n_t; t < n_t + rw->n_new; t++) {
+    if (c->read[t] && c->writer[t] < 0) {
+      return mp_error_set(err, MP_ERR_INTERNAL,
+                          "%s: a pass added tensor '%s' but no op writing it",
+                          mp_graph_source(rw->src), rw_tensor_name(rw, t));
     }
   }
   for (size_t t = 0; t < n_t; t++) {
@@ -287,6 +370,7 @@ static mp_status rw_mark(rw_commit_ctx *c, mp_error *err) {
 
 static bool rw_keep(const rw_commit_ctx *c, size_t t) {
   const rw_graph *rw = c->rw;
+  if (t >= rw->n_src_tensors) return c->writer[t] >= 0;
   const mp_tensor *x = mp_graph_tensor(rw->src, t);
   switch (x->kind) {
     case MP_TENSOR_INPUT:
@@ -302,11 +386,18 @@ static bool rw_keep(const rw_commit_ctx *c, size_t t) {
   }
 }
 
+/* A source tensor as it is, or a new one as a copy of its model that is
+ * an intermediate activation (no value, no declaration). */
 static mp_status rw_add_tensor(rw_commit_ctx *c, size_t t, mp_error *err) {
-  const mp_tensor *x = mp_graph_tensor(c->rw->src, t);
-  mp_tensor_desc d = {.name = x->name,
+  const rw_graph *rw = c->rw;
+  bool added = t >= rw->n_src_tensors;
+  const mp_tensor *x = mp_graph_tensor(
+      rw->src, added ? (size_t)rw->added[t - rw->n_src_tensors].like : t);
+  mp_tensor_desc d = {.name = rw_tensor_name(rw, t),
                       .dtype = x->dtype,
-                      .kind = c->rw->to_weight[t] ? MP_TENSOR_WEIGHT : x->kind,
+                      .kind = added              ? MP_TENSOR_ACTIVATION
+                              : rw->to_weight[t] ? MP_TENSOR_WEIGHT
+                                                 : x->kind,
                       .rank = x->rank,
                       .layout = x->layout};
   memcpy(d.shape, x->shape, sizeof d.shape);
@@ -316,11 +407,11 @@ static mp_status rw_add_tensor(rw_commit_ctx *c, size_t t, mp_error *err) {
     st = mp_graph_set_shape(c->g, nt, x->dtype, x->rank, x->shape, x->origin,
                             err);
   }
-  if (st == MP_OK && x->value) {
+  if (st == MP_OK && x->value && !added) {
     st = mp_graph_set_value(c->g, nt, x->value->i, x->value->f, x->value->n,
                             err);
   }
-  if (st == MP_OK && x->has_decl) {
+  if (st == MP_OK && x->has_decl && !added) {
     st = mp_graph_declare(c->g, nt, x->decl_dtype, x->decl_rank, x->decl, err);
   }
   c->map[t] = nt;
@@ -427,7 +518,7 @@ static mp_status rw_meta(rw_commit_ctx *c, mp_error *err) {
 mp_status rw_commit(rw_graph *rw, mp_graph **out, mp_error *err) {
   const mp_graph *src = rw->src;
   const mp_alloc *a = rw->a;
-  size_t n_t = mp_graph_tensor_count(src), n = rw->n_ops, max_ids = 0;
+  size_t n_t = rw->n_src_tensors + rw->n_new, n = rw->n_ops, max_ids = 0;
   for (size_t o = 0; o < n; o++) {
     size_t k = (size_t)rw->ops[o].n_inputs + rw->ops[o].n_outputs;
     if (k > max_ids) max_ids = k;

@@ -25,11 +25,20 @@ typedef struct rw_op {
   bool dead;
 } rw_op;
 
+/* A tensor a pass adds: a copy of source tensor like under a new name. */
+typedef struct rw_new {
+  int32_t like;
+  const char *name;
+} rw_new;
+
 typedef struct rw_graph {
   const mp_graph *src;
   const mp_alloc *a;
-  rw_op *ops; /* one per source op */
-  size_t n_ops;
+  rw_op *ops; /* one per source op, then the ops rw_new_op added */
+  size_t n_ops, cap_ops;
+  size_t n_src_tensors; /* tensors >= this are new (rw_new_tensor) */
+  struct rw_new *added; /* the new tensors */
+  size_t n_new, cap_new;
   int32_t *subst;  /* per tensor: read this tensor instead */
   bool *to_weight; /* per tensor: now a constant (folded) */
   void **blocks;   /* allocations owned by the rewrite */
@@ -58,6 +67,16 @@ mp_status rw_set_attr(rw_graph *rw, uint32_t op, const mp_attr *a,
 mp_status rw_remove_attr(rw_graph *rw, uint32_t op, const char *name,
                          mp_error *err);
 void rw_kill(rw_graph *rw, uint32_t op);
+/* A new intermediate activation with like's dtype, shape and layout,
+ * named after like with a free suffix; *id is its tensor index (beyond
+ * the source's tensors: it cannot be replaced or folded). */
+mp_status rw_new_tensor(rw_graph *rw, int32_t like, const char *suffix,
+                        int32_t *id, mp_error *err);
+/* A new op that runs at source position key (ties: after the ops there);
+ * the name gets a free suffix when taken. Copies what it is given. */
+mp_status rw_new_op(rw_graph *rw, uint32_t key, const char *name,
+                    const char *type, const int32_t *in, uint32_t n_in,
+                    const int32_t *out, uint32_t n_out, mp_error *err);
 /* Every read of tensor from reads tensor to instead. */
 void rw_replace(rw_graph *rw, int32_t from, int32_t to);
 /* Tensor t becomes a weight (its producer must be killed). */

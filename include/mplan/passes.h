@@ -10,6 +10,9 @@
  *              Transpose pairs that cancel, view chains (Reshape, Flatten,
  *              Squeeze, Unsqueeze) collapsed or removed, x*1, x/1, x+0,
  *              x-0, and ops nobody reads
+ *   accumulate a Sum of three or more inputs becomes a chain of Adds in
+ *              input order (bit-exact), each runnable as soon as its
+ *              input exists; kept only if the lower bound does not rise
  *   fuse       vertical fusion: Conv, ConvTranspose, Gemm or MatMul with
  *              the chain of elementwise ops after it (mplan.epilogue)
  *   hfuse      horizontal fusion: sibling MatMul/Gemm ops reading the
@@ -37,6 +40,7 @@
 typedef enum mp_pass_id {
   MP_PASS_FOLD = 0,
   MP_PASS_ELIMINATE,
+  MP_PASS_ACCUMULATE,
   MP_PASS_FUSE,
   MP_PASS_HFUSE,
   MP_PASS_ABSORB,

@@ -30,6 +30,41 @@ for k in $(seq 1 "$n"); do graphs+=("$out/darts_$k.json"); done
 "$build/tests/bench_schedule" --budget-ms 60000 "${graphs[@]}"
 
 echo
+echo "== 1a. the same networks with --passes all --order memory (the accumulate"
+echo "   pass turns each n-ary Sum into Adds the order spreads out; fusion keeps"
+echo "   to the memory order; inplace) against --passes none in file order"
+python3 - "$mplan" "${graphs[@]}" <<'PY'
+import json, subprocess, sys, time
+mplan, graphs = sys.argv[1], sys.argv[2:]
+def plan(g, *args):
+    t = time.time()
+    out = subprocess.run([mplan, "plan", g, "--json", "--order-budget-ms",
+                          "60000"] + list(args), check=True,
+                         capture_output=True, text=True).stdout
+    d = json.loads(out)
+    return d, time.time() - t
+print("%-24s %12s %12s %8s %8s %s" % ("graph", "none,file B", "all,memory B",
+                                      "ratio", "s", "accumulate"))
+ratios = {}
+for g in graphs:
+    base, _ = plan(g, "--passes", "none", "--order", "file")
+    best, secs = plan(g, "--passes", "all", "--order", "memory")
+    lb0 = base["summary"]["lower_bound_bytes"]
+    lb1 = best["summary"]["lower_bound_bytes"]
+    acc = [r for r in best["passes"]["rows"] if r["pass"] == "accumulate"][0]
+    name = g.rsplit("/", 1)[-1]
+    ratios.setdefault(name.split("_")[0], []).append(lb0 / lb1)
+    print("%-24s %12d %12d %7.3fx %8.1f %s" % (name, lb0, lb1, lb0 / lb1,
+                                               secs, acc["detail"]))
+every = [r for v in ratios.values() for r in v]
+for k, v in sorted(ratios.items()):
+    print("%s: mean reduction %.3fx over %d graphs" % (k, sum(v) / len(v),
+                                                       len(v)))
+print("all: mean reduction %.3fx over %d graphs" % (sum(every) / len(every),
+                                                    len(every)))
+PY
+
+echo
 echo "== 1b. the same networks cut into cells (SERENITY's unit): every RandWire"
 echo "   stage and DARTS cell alone, its inputs counted as activations"
 rm -rf "$out/cells"

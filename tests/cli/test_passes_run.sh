@@ -35,7 +35,7 @@ outputs() { # MODEL NAME ARGS...: compile and run, outputs to $tmp/NAME.mpt
 # Concats whose inputs the concat pass writes straight into their slices.
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
 for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 concat view_input hfuse_f32 \
-  bn_f32; do
+  bn_f32 sum_f32 sum_i8; do
   model=$src/models/$m.json
   [ "$m" = darts_3 ] && model=$tmp/darts_3.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
@@ -67,6 +67,8 @@ verify "$src/models/resnet50.json" --passes all --order memory
 verify "$src/models/mobilenet_v2.json" --passes all --backend npu
 verify "$tmp/darts_3.json" --passes all --order memory
 verify "$src/tests/data/passes/view_input.json" --passes all
+verify "$src/tests/data/passes/sum_f32.json" --passes all --order memory
+verify "$src/tests/data/passes/sum_i8.json" --passes all --order memory
 slices=$("$mplan" plan "$tmp/darts_3.json" --passes all --json | python3 -c "
 import json,sys
 d=json.load(sys.stdin)
