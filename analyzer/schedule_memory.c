@@ -49,12 +49,16 @@
  *      budget (off by default for small searches) can change a result.
  *   5. exact is true only when every segment with more than one op was
  *      searched to the end with no level cut to max_states.
- *   6. A state with a ready op that creates no bytes (a view, an op
- *      written in place) expands only by the first such op: running it
- *      at once never raises a step (its step's live bytes are those
- *      after the previous op, at most that step's) and never makes a
- *      buffer live longer (it can only move last reads earlier), so some
- *      optimal order takes it first. The search stays exact.
+ *   6. A state with a ready op u that creates at most the bytes it
+ *      frees, and whose step (live bytes + what u creates) stays within
+ *      the state's peak, expands only by the first such op: take any
+ *      order from the state and move u to its front. u's step does not
+ *      raise the peak; every step u jumped over gains at most what u
+ *      creates (its outputs are born earlier) and loses at least what u
+ *      frees now (those buffers die earlier), and no buffer dies later
+ *      (u can only move last reads earlier). So some optimal order runs
+ *      u first, and the search stays exact. Views and ops written in
+ *      place (creating nothing) and a running sum's Adds qualify.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -829,15 +833,16 @@ static mp_status sm_cut(sm_dp *d, mp_error *err) {
   return MP_OK;
 }
 
-/* The first ready op of state s that creates no bytes, or d->n. Running
- * it at once is never worse than running it later (invariant 6), so the
- * state needs no other successor. */
-static size_t sm_free_step(const sm_dp *d, const uint64_t *s) {
+/* The first ready op of state s (live bytes mem, peak so far peak) that
+ * frees at least what it creates and whose step stays within the peak,
+ * or d->n. Running it at once is never worse than running it later
+ * (invariant 6), so the state needs no other successor. */
+static size_t sm_free_step(const sm_dp *d, const uint64_t *s, size_t mem,
+                           size_t peak) {
   for (size_t j = 0; j < d->n; j++) {
-    if (d->m->born_bytes[d->ref[d->lo + j]] == 0 && sm_ready(d, s, j) &&
-        sm_dp_grow(d, s, j) == 0) {
-      return j;
-    }
+    if (!sm_ready(d, s, j)) continue;
+    size_t grow = sm_dp_grow(d, s, j);
+    if (mem + grow <= peak && grow <= sm_dp_freed(d, s, j)) return j;
   }
   return d->n;
 }
@@ -850,7 +855,7 @@ static mp_status sm_level(sm_dp *d, size_t level, uint64_t *s, mp_error *err) {
   d->count[1] = 0;
   for (size_t i = 0; st == MP_OK && i < d->count[0]; i++) {
     const uint64_t *cur = &d->bits[0][i * d->words];
-    size_t only = sm_free_step(d, cur);
+    size_t only = sm_free_step(d, cur, d->mem[0][i], d->peak[0][i]);
     for (size_t j = only < d->n ? only : 0; st == MP_OK && j < d->n; j++) {
       if (!sm_ready(d, cur, j)) continue;
       size_t born = sm_dp_grow(d, cur, j);
