@@ -972,10 +972,11 @@ static mp_status sm_dp_run(sm_dp *d, uint32_t *out, size_t *peak_out,
 
 /* ---- the driver ---------------------------------------------------------- */
 
-enum { SM_REF, SM_DFS, SM_RPO, SM_GREEDY_P, SM_GREEDY_N, SM_NCAND };
+enum { SM_REF, SM_DFS, SM_RPO, SM_GREEDY_P, SM_GREEDY_N, SM_HINT, SM_NCAND };
 
 typedef struct sm_run {
   sm_model m;
+  int n_cand;               /* SM_NCAND with a hint, else one less */
   uint32_t *cand[SM_NCAND]; /* candidate orders */
   size_t *step[SM_NCAND];   /* their live bytes per step */
   size_t peak[SM_NCAND];
@@ -1003,6 +1004,73 @@ static void sm_run_release(sm_run *r) {
   sm_release(&r->m);
 }
 
+/* Pushes x on the min-heap h of *n entries. */
+static void sm_heap_push(uint64_t *h, size_t *n, uint64_t x) {
+  size_t i = (*n)++;
+  for (; i > 0 && h[(i - 1) / 2] > x; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+  h[i] = x;
+}
+
+static uint64_t sm_heap_pop(uint64_t *h, size_t *n) {
+  uint64_t top = h[0], last = h[--*n];
+  size_t i = 0;
+  for (;;) {
+    size_t k = 2 * i + 1;
+    if (k >= *n) break;
+    if (k + 1 < *n && h[k + 1] < h[k]) k++;
+    if (h[k] >= last) break;
+    h[i] = h[k];
+    i = k;
+  }
+  if (*n) h[i] = last;
+  return top;
+}
+
+/* The hint candidate: Kahn's algorithm over the distinct predecessor
+ * lists, the ready op of lowest rank first (ties: lower index). */
+static mp_status sm_hinted(const sm_model *m, const uint32_t *rank,
+                           uint32_t *out, mp_error *err) {
+  size_t n = m->n_ops, got = 0, heap_n = 0, edges = m->pred_start[n];
+  uint32_t *indeg = mp_calloc(m->a, n + 1, sizeof *indeg);
+  uint32_t *start = mp_calloc(m->a, n + 2, sizeof *start);
+  uint32_t *succ = mp_calloc(m->a, edges + 1, sizeof *succ);
+  uint64_t *heap = mp_calloc(m->a, n + 1, sizeof *heap);
+  mp_status st = indeg && start && succ && heap ? MP_OK : sm_nomem(m, err);
+  for (size_t u = 0; st == MP_OK && u < n; u++) {
+    indeg[u] = m->pred_start[u + 1] - m->pred_start[u];
+    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
+      start[m->preds[k] + 2]++;
+    }
+  }
+  for (size_t u = 0; st == MP_OK && u < n; u++) start[u + 2] += start[u + 1];
+  for (size_t u = 0; st == MP_OK && u < n; u++) {
+    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
+      succ[start[m->preds[k] + 1]++] = (uint32_t)u;
+    }
+    if (!indeg[u]) sm_heap_push(heap, &heap_n, (uint64_t)rank[u] << 32 | u);
+  }
+  while (st == MP_OK && heap_n) {
+    uint32_t u = (uint32_t)(sm_heap_pop(heap, &heap_n) & 0xffffffffu);
+    out[got++] = u;
+    for (uint32_t k = start[u]; k < start[u + 1]; k++) {
+      uint32_t v = succ[k];
+      if (--indeg[v] == 0) {
+        sm_heap_push(heap, &heap_n, (uint64_t)rank[v] << 32 | v);
+      }
+    }
+  }
+  if (st == MP_OK && got != n) {
+    st = mp_error_set(err, MP_ERR_INTERNAL,
+                      "%s: memory order: the hint order is cyclic",
+                      mp_graph_source(m->g));
+  }
+  mp_free(m->a, indeg);
+  mp_free(m->a, start);
+  mp_free(m->a, succ);
+  mp_free(m->a, heap);
+  return st;
+}
+
 static mp_status sm_candidates(sm_run *r, mp_order_kind *ref_kind,
                                mp_error *err) {
   const sm_model *m = &r->m;
@@ -1016,7 +1084,7 @@ static mp_status sm_candidates(sm_run *r, mp_order_kind *ref_kind,
     st = sched_basic(m->g, MP_ORDER_RPO, &r->cand[SM_RPO], &used, err);
   if (st != MP_OK) return st;
   for (size_t k = 0; k < n; k++) r->rank[r->cand[SM_REF][k]] = (uint32_t)k;
-  for (int c = SM_GREEDY_P; c < SM_NCAND; c++) {
+  for (int c = SM_GREEDY_P; c <= SM_GREEDY_N; c++) {
     r->cand[c] = mp_calloc(m->a, n, sizeof *r->cand[c]);
     if (!r->cand[c]) return sm_nomem(m, err);
     st =
@@ -1024,7 +1092,14 @@ static mp_status sm_candidates(sm_run *r, mp_order_kind *ref_kind,
                   r->cand[c], r->remain, err);
     if (st != MP_OK) return st;
   }
-  for (int c = 0; c < SM_NCAND; c++) {
+  r->n_cand = m->o->hint_rank ? SM_NCAND : SM_HINT;
+  if (r->n_cand == SM_NCAND) {
+    r->cand[SM_HINT] = mp_calloc(m->a, n, sizeof *r->cand[SM_HINT]);
+    if (!r->cand[SM_HINT]) return sm_nomem(m, err);
+    st = sm_hinted(m, m->o->hint_rank, r->cand[SM_HINT], err);
+    if (st != MP_OK) return st;
+  }
+  for (int c = 0; c < r->n_cand; c++) {
     r->step[c] = mp_calloc(m->a, n, sizeof *r->step[c]);
     if (!r->step[c]) return sm_nomem(m, err);
     r->peak[c] = sm_sim(m, r->cand[c], r->remain, r->step[c],
@@ -1044,7 +1119,7 @@ static size_t sm_range_max(const size_t *v, size_t lo, size_t hi) {
 static mp_status sm_segment(sm_run *r, const mp_schedule_opts *o, size_t lo,
                             size_t hi, mp_schedule_info *info, mp_error *err) {
   size_t n = hi - lo + 1, best = 0, ub = 0;
-  for (int c = 0; c < SM_NCAND; c++) {
+  for (int c = 0; c < r->n_cand; c++) {
     size_t p = sm_range_max(r->step[c], lo, hi);
     if (c == 0 || p < ub) best = (size_t)c, ub = p;
   }
@@ -1104,8 +1179,8 @@ static void sm_deadline(struct timespec *t, double ms) {
   t->tv_nsec = (long)(ns % 1000000000LL);
 }
 
-static const char *const sm_names[SM_NCAND] = {"file", "dfs", "rpo",
-                                               "greedy-peak", "greedy-net"};
+static const char *const sm_names[SM_NCAND] = {
+    "file", "dfs", "rpo", "greedy-peak", "greedy-net", "previous"};
 
 static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
                           mp_schedule_info *info, mp_error *err) {
@@ -1113,11 +1188,11 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
   mp_order_kind ref_kind = MP_ORDER_FILE;
   mp_status st = sm_candidates(r, &ref_kind, err);
   if (st != MP_OK) return st;
-  for (int c = 0; c < SM_NCAND; c++) {
+  for (int c = 0; c < r->n_cand; c++) {
     info->cand[c].name = c == SM_REF ? mp_order_name(ref_kind) : sm_names[c];
     info->cand[c].peak = r->peak[c];
   }
-  info->n_cand = SM_NCAND;
+  info->n_cand = (size_t)r->n_cand;
   for (size_t k = 0; k < n; k++) r->pos[r->cand[SM_REF][k]] = (uint32_t)k;
   st = sm_splits(&r->m, r->cand[SM_REF], r->pos, r->split, err);
   info->exact = true;
@@ -1134,7 +1209,7 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
   }
   if (st != MP_OK) return st;
   info->peak = sm_sim(&r->m, r->res, r->remain, NULL, NULL);
-  for (int c = 0; c < SM_NCAND; c++) {
+  for (int c = 0; c < r->n_cand; c++) {
     if (info->peak > r->peak[c]) {
       return mp_error_set(err, MP_ERR_INTERNAL,
                           "%s: memory order: peak %zu is worse than the %s "

@@ -22,6 +22,11 @@
  *   6. A guarded pass (accumulate) hands on its graph only if the lower
  *      bound measured after it is not above the one before; otherwise
  *      its row says so and the graph before it goes on unchanged.
+ *   7. Under --order memory every measurement after the first offers the
+ *      search the previous graph's order as a candidate (pm_hint), so a
+ *      pass whose rewrite keeps that order's peak (accumulate's chain
+ *      where the Sum was, fusion and concat judged under it, views and
+ *      inplace) never loses it to a search cut short.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -287,12 +292,61 @@ static void pm_peak_mask(const mp_problem *p, const mp_profile *prof,
   }
 }
 
+typedef struct pm_state {
+  mp_graph *g;     /* current graph (the caller's, or ours) */
+  bool owned;      /* g was made here */
+  mp_alias alias;  /* g's buffer map */
+  pm_measure meas; /* g's analysis */
+} pm_state;
+
+/* Ranks for the memory order's hint candidate (invariant 7): each op of
+ * g at its position in prev's order, found by name; an op a rewrite
+ * added ("X.add1") at X's. Ops found neither way rank 0 (as soon as
+ * they are ready). */
+static uint32_t *pm_hint(const mp_graph *g, const mp_graph *prev,
+                         const uint32_t *prev_order) {
+  const mp_alloc *a = mp_graph_alloc(g);
+  size_t n = mp_graph_op_count(g), np = mp_graph_op_count(prev);
+  uint32_t *pos = mp_calloc(a, np + 1, sizeof *pos);
+  uint32_t *rank = mp_calloc(a, n + 1, sizeof *rank);
+  if (!pos || !rank) {
+    mp_free(a, pos);
+    mp_free(a, rank);
+    return NULL;
+  }
+  for (size_t k = 0; k < np; k++) pos[prev_order[k]] = (uint32_t)k;
+  char base[256];
+  for (size_t o = 0; o < n; o++) {
+    const char *name = mp_graph_op(g, o)->name;
+    const char *dot = strrchr(name, '.');
+    int32_t at = -1;
+    if (!mp_graph_find_op(prev, name, &at) && dot &&
+        (size_t)(dot - name) < sizeof base) {
+      memcpy(base, name, (size_t)(dot - name));
+      base[dot - name] = '\0';
+      if (!mp_graph_find_op(prev, base, &at)) at = -1;
+    }
+    rank[o] = at >= 0 ? pos[at] : 0;
+  }
+  mp_free(a, pos);
+  return rank;
+}
+
 static mp_status pm_measure_graph(const mp_graph *g, const mp_alias *al,
-                                  const mp_pass_opts *o, pm_measure *m,
-                                  mp_error *err) {
+                                  const mp_pass_opts *o, const pm_state *prev,
+                                  pm_measure *m, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(g);
   mp_schedule_opts so = o->schedule;
   so.alias = al;
+  uint32_t *hint = NULL;
+  if (prev && so.order == MP_ORDER_MEMORY) {
+    hint = pm_hint(g, prev->g, prev->meas.order);
+    if (!hint) {
+      return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                          mp_graph_source(g));
+    }
+    so.hint_rank = hint;
+  }
   mp_lifetime_opts lo = {.inputs_as_activations = so.inputs_as_activations,
                          .backend = so.backend,
                          .alias = al};
@@ -316,18 +370,12 @@ static mp_status pm_measure_graph(const mp_graph *g, const mp_alias *al,
   if (st == MP_OK && o->arena) st = o->arena(o->arena_ud, p, &m->arena, err);
   mp_profile_release(&prof);
   mp_problem_destroy(p);
+  mp_free(a, hint);
   if (st != MP_OK) pm_measure_release(a, m);
   return st;
 }
 
 /* ---- running one pass ---------------------------------------------------- */
-
-typedef struct pm_state {
-  mp_graph *g;     /* current graph (the caller's, or ours) */
-  bool owned;      /* g was made here */
-  mp_alias alias;  /* g's buffer map */
-  pm_measure meas; /* g's analysis */
-} pm_state;
 
 static double pm_now_ms(void) {
   return (double)clock() * 1000.0 / CLOCKS_PER_SEC;
@@ -473,7 +521,7 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
     next.owned = false;
   }
   if (st == MP_OK && changed) {
-    st = pm_measure_graph(next.g, &next.alias, o, &next.meas, err);
+    st = pm_measure_graph(next.g, &next.alias, o, s, &next.meas, err);
   }
   if (st == MP_OK && changed && p->guarded && next.meas.lb > s->meas.lb) {
     /* invariant 6: the rewrite would raise the lower bound */
@@ -519,7 +567,7 @@ mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *opts, mp_alias *alias,
   if (st == MP_OK) {
     st = mp_alias_identity(a, mp_graph_tensor_count(*g), &s.alias, err);
   }
-  if (st == MP_OK) st = pm_measure_graph(s.g, &s.alias, o, &s.meas, err);
+  if (st == MP_OK) st = pm_measure_graph(s.g, &s.alias, o, NULL, &s.meas, err);
   for (int p = 0; st == MP_OK && p < MP_PASS_COUNT; p++) {
     if (o->mask & (1u << p)) st = pm_run_one(&s, &pm_passes[p], o, r, err);
   }

@@ -58,6 +58,11 @@ typedef struct mp_schedule_opts {
   size_t max_states; /* states kept per level of a segment's search; more
                         are cut to the best (the result is then no longer
                         proven optimal); 0: 65536 */
+  /* memory only, optional: one more candidate, the topological order
+   * that runs the ready op of lowest hint_rank first (per op; ties by
+   * index). The pass manager passes the previous graph's order this way,
+   * so that a pass never loses an order the search had found. */
+  const uint32_t *hint_rank;
 } mp_schedule_opts;
 
 #define MP_SCHEDULE_CANDIDATES 6

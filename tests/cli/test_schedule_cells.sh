@@ -63,5 +63,25 @@ lbm=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['summary']
   head -3 "$tmp/err"
 }
 
+# Invariant 7 of the pass manager: under --order memory no pass raises
+# the lower bound (each search gets the previous order as a candidate),
+# and the accumulate pass rewrites the RandWire Sums (bit-exactness of the
+# chain is tested in cli_passes_run).
+for g in "$tmp"/whole/*.json; do
+  "$mplan" plan "$g" --passes all --order memory --json >"$tmp/p.json" \
+    2>"$tmp/err" || { bad "plan $g: $(head -1 "$tmp/err")"; continue; }
+  python3 - "$tmp/p.json" "$(basename "$g")" <<'PY' && ok || bad "$(basename "$g"): a pass raised the lower bound"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["passes"]["rows"]
+for r in rows:
+    assert r["lower_bound_after"] <= r["lower_bound_before"], r
+acc = [r for r in rows if r["pass"] == "accumulate"][0]
+if sys.argv[2].startswith("randwire"):
+    assert acc["rewrites"] > 20 and acc["ops_after"] > acc["ops_before"], acc
+assert any(c["name"] == "previous" for c in d["schedule"]["candidates"])
+PY
+done
+
 echo "test_schedule_cells: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
