@@ -889,7 +889,11 @@ static bool op_check_variadic(op_ctx *c) {
   for (uint32_t k = 0; k < c->op->n_in; k++) {
     const mp_btensor *v = op_in(c, k);
     if (!v || v->dtype != y->dtype) return op_fail(c, "input %u: bad dtype", k);
-    if (op_aliases(v, y)) return op_fail(c, "output shares an input's buffer");
+    /* In place over x0 only (y = x0 comes first), and exactly. */
+    if (op_aliases(v, y) &&
+        (k > 0 || v->offset != y->offset || op_count(v) != op_count(y))) {
+      return op_fail(c, "output shares an input's buffer");
+    }
     mp_kshape t = {s.rank > v->shape.rank ? s.rank : v->shape.rank, {0}};
     for (uint32_t i = 0; i < t.rank; i++) {
       int64_t da = i + s.rank >= t.rank ? s.dims[i + s.rank - t.rank] : 1;

@@ -1,8 +1,11 @@
 /*
  * accumulate.c -- the accumulate pass, an identity graph rewrite in the
- * spirit of SERENITY (MLSys 2020, section 3.3): a Sum of n >= 3 inputs
+ * spirit of SERENITY (MLSys 2020, section 3.3): a Sum of n >= 2 inputs
  * becomes a chain of n - 1 binary Adds, t1 = x0 + x1, t2 = t1 + x2, ...,
- * the last writing the Sum's output.
+ * the last writing the Sum's output (n = 2: one Add, which fusion can
+ * absorb into the Conv before it and inplace can write over either
+ * input, where a Sum has no epilogue form and runs in place only over
+ * x0).
  *
  * Why: a Sum runs only when all n inputs exist, so all of them are live
  * together, and each input of a RandWire node stays live until the
@@ -39,7 +42,7 @@
 #include "pass.h"
 
 static bool ac_qualifies(const pass_ctx *c, const mp_op *op) {
-  if (strcmp(op->type, "Sum") != 0 || op->n_inputs < 3 || op->n_outputs != 1 ||
+  if (strcmp(op->type, "Sum") != 0 || op->n_inputs < 2 || op->n_outputs != 1 ||
       op->n_attrs != 0) {
     return false;
   }

@@ -168,6 +168,7 @@ static bool fuse_position_ok(const mp_op *r, const pass_ew *ew, int32_t v) {
       return r->n_inputs == 3 && r->inputs[1] >= 0 && r->inputs[2] >= 0;
     case PASS_EW_BATCHNORM:
       return first && r->n_inputs == 5;
+    case PASS_EW_VARIADIC:
     case PASS_EW_NONE:
       break;
   }

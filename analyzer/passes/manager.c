@@ -65,7 +65,7 @@ static const pm_pass pm_passes[MP_PASS_COUNT] = {
      "x*1, x+0, dead ops",
      pass_eliminate, true, false},
     {MP_PASS_ACCUMULATE, "accumulate",
-     "a Sum of 3+ inputs becomes a chain of Adds the order can spread out "
+     "a Sum of 2+ inputs becomes a chain of Adds the order can spread out "
      "(kept if the lower bound does not rise)",
      pass_accumulate, true, true},
     {MP_PASS_FUSE, "fuse",

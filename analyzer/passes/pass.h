@@ -87,10 +87,13 @@ bool pass_all_equal(const mp_tensor *t, double v);
  * vector registers inside a fused loop. */
 typedef enum pass_ew_kind {
   PASS_EW_NONE = 0,
-  PASS_EW_UNARY,    /* y = f(x) */
-  PASS_EW_BINARY,   /* y = f(x, z), z broadcast to x */
-  PASS_EW_CLIP,     /* Clip: x, optional min and max */
-  PASS_EW_BATCHNORM /* x, scale, B, mean, var (per channel) */
+  PASS_EW_UNARY,     /* y = f(x) */
+  PASS_EW_BINARY,    /* y = f(x, z), z broadcast to x */
+  PASS_EW_CLIP,      /* Clip: x, optional min and max */
+  PASS_EW_BATCHNORM, /* x, scale, B, mean, var (per channel) */
+  PASS_EW_VARIADIC   /* Sum, Max, Min of n inputs: y = x0, then y op= xk;
+                        never absorbed by fusion (no epilogue form), in
+                        place only over x0 */
 } pass_ew_kind;
 
 typedef struct pass_ew {

@@ -372,8 +372,11 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out) {
     *k_out = 0;
     return share_view_ok(s, op, y) ? MP_ALIAS_VIEW : MP_ALIAS_OWN;
   }
-  if (pass_ew_find(op->type)) {
-    for (uint32_t k = 0; k < op->n_inputs; k++) {
+  const pass_ew *ew = pass_ew_find(op->type);
+  if (ew) {
+    /* A variadic op copies x0 into y first: only x0's bytes can be y's. */
+    uint32_t n = ew->kind == PASS_EW_VARIADIC ? 1 : op->n_inputs;
+    for (uint32_t k = 0; k < n; k++) {
       int32_t x = op->inputs[k];
       if (x < 0 || !mp_op_first_read(op, k) || !pass_same_type(g, x, y) ||
           !pass_same_layout(g, x, y) || !share_alone(s, op, x) ||

@@ -51,9 +51,9 @@ static const pass_ew pass_ew_table[] = {
     /* binary (and n-ary Sum) with an operand broadcast to the output */
     {"Add", PASS_EW_BINARY, true, 1},
     {"Mul", PASS_EW_BINARY, true, 1},
-    {"Max", PASS_EW_BINARY, true, 1},
-    {"Min", PASS_EW_BINARY, true, 1},
-    {"Sum", PASS_EW_BINARY, true, 1},
+    {"Max", PASS_EW_VARIADIC, true, 1},
+    {"Min", PASS_EW_VARIADIC, true, 1},
+    {"Sum", PASS_EW_VARIADIC, true, 1},
     {"Sub", PASS_EW_BINARY, false, 1},
     {"Div", PASS_EW_BINARY, false, 1},
     {"Pow", PASS_EW_BINARY, false, 3},

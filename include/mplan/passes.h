@@ -10,7 +10,7 @@
  *              Transpose pairs that cancel, view chains (Reshape, Flatten,
  *              Squeeze, Unsqueeze) collapsed or removed, x*1, x/1, x+0,
  *              x-0, and ops nobody reads
- *   accumulate a Sum of three or more inputs becomes a chain of Adds in
+ *   accumulate a Sum of two or more inputs becomes a chain of Adds in
  *              input order (bit-exact), each runnable as soon as its
  *              input exists; kept only if the lower bound does not rise
  *   fuse       vertical fusion: Conv, ConvTranspose, Gemm or MatMul with

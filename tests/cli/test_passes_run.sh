@@ -33,11 +33,14 @@ outputs() { # MODEL NAME ARGS...: compile and run, outputs to $tmp/NAME.mpt
 
 # A DARTS-like stack (tests/bench/gen_cells.py): its cells end in channel
 # Concats whose inputs the concat pass writes straight into their slices.
+# A RandWire-WS network (seed 2): its nodes' Sums become Adds (accumulate),
+# fused into the pointwise Convs and written in place over running sums.
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
-for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 concat view_input hfuse_f32 \
-  bn_f32 sum_f32 sum_i8; do
+python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 1 --darts 0 --seed 2
+for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 randwire_2 concat view_input \
+  hfuse_f32 bn_f32 sum_f32 sum_i8 sum_bcast; do
   model=$src/models/$m.json
-  [ "$m" = darts_3 ] && model=$tmp/darts_3.json
+  [ -f "$tmp/$m.json" ] && model=$tmp/$m.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
   outputs "$model" "$m.none" --passes none || continue
   outputs "$model" "$m.all" --passes all --order memory || continue
@@ -69,6 +72,8 @@ verify "$tmp/darts_3.json" --passes all --order memory
 verify "$src/tests/data/passes/view_input.json" --passes all
 verify "$src/tests/data/passes/sum_f32.json" --passes all --order memory
 verify "$src/tests/data/passes/sum_i8.json" --passes all --order memory
+verify "$src/tests/data/passes/sum_bcast.json" --passes all --order memory
+verify "$tmp/randwire_2.json" --passes all --order memory
 slices=$("$mplan" plan "$tmp/darts_3.json" --passes all --json | python3 -c "
 import json,sys
 d=json.load(sys.stdin)
