@@ -7,8 +7,8 @@
 # their residual, in-place depthwise Conv, views, Concat inputs written
 # into their slices) verify clean in paranoid mode with red zones, also
 # with the NPU preset's regions and banks.
-# With RV64=1 the rewritten MobileNetV2 also verifies on rv64 (the RVV
-# kernels under qemu-riscv64) at VLEN 128.
+# With RV64=1 the rewritten MobileNetV2, DARTS and RandWire networks also
+# verify on rv64 (the RVV kernels under qemu-riscv64).
 # usage: test_passes_run.sh MPLAN MPLAN_RUNNER SOURCE_DIR [RV64]
 set -u
 mplan=$1
@@ -83,6 +83,10 @@ if [ "$rv64" = 1 ]; then
   verify "$src/models/mobilenet_v2.json" --passes all --order memory \
     --target rv64 --vlen 128
   verify "$tmp/darts_3.json" --passes all --order memory
+  verify "$tmp/randwire_2.json" --passes all --order memory --target rv64 \
+    --vlen 256
+  verify "$src/tests/data/passes/sum_bcast.json" --passes all --order memory \
+    --target rv64 --vlen 128
 verify "$src/tests/data/passes/view_input.json" --passes all --target rv64 \
     --vlen 256
 fi
