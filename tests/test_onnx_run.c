@@ -21,7 +21,13 @@
  * one process per VLEN for all of them, compared with the same
  * tolerance; its pass count must equal the host's and nothing may fail.
  *
- * usage: test_onnx_run NODE_DIR FLOOR [-v] [--rv64 QEMU RUNNER WORK VLEN...]
+ * With --passes, every test runs twice: as above, then after every graph
+ * pass with the memory order (the plan holding views, in-place writes,
+ * fused ops and Concat slices); a test that passed the first way must
+ * pass the second.
+ *
+ * usage: test_onnx_run NODE_DIR FLOOR [-v] [--passes]
+ *                      [--rv64 QEMU RUNNER WORK VLEN...]
  */
 #define _POSIX_C_SOURCE 200809L /* mkdir */
 #include <dirent.h>
@@ -34,6 +40,7 @@
 #include "mplan/file.h"
 #include "mplan/lifetime.h"
 #include "mplan/onnx.h"
+#include "mplan/passes.h"
 #include "mplan/runner.h"
 #include "mplan/runtime.h"
 #include "mplan/schedule.h"
@@ -399,6 +406,30 @@ static void rv64_run(unsigned vlen, bool verbose, size_t *counts) {
   free(text);
 }
 
+/* --passes: each test also runs after every pass with the memory order;
+ * rewritten counts the tests some pass changed. */
+static bool with_passes;
+static size_t rewritten;
+
+static mp_status run_passes(run_state *s, mp_alias *al, mp_error *err) {
+  mp_pass_opts po = {.mask = MP_PASSES_ALL,
+                     .schedule = {.order = MP_ORDER_MEMORY}};
+  uint32_t *order = NULL;
+  mp_schedule_info info;
+  mp_pass_report *r = NULL;
+  mp_status st = mp_passes_run(&s->g, &po, al, &order, &info, &r, err);
+  if (st != MP_OK) return st;
+  free(s->order);
+  s->order = order;
+  size_t changes = 0;
+  for (size_t i = 0; i < mp_pass_report_rows(r); i++) {
+    changes += mp_pass_report_row(r, i)->rewrites;
+  }
+  rewritten += changes > 0;
+  mp_pass_report_destroy(r);
+  return MP_OK;
+}
+
 static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
                        size_t skips_cap) {
   char path[1400];
@@ -422,15 +453,33 @@ static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
   if (st == MP_OK) st = mp_shape_infer(s.g, s.order, NULL, &err);
   if (st == MP_OK) st = mp_shape_check_resolved(s.g, &err);
   if (st == MP_OK) st = mp_graph_resolve(s.g, &err);
-  mp_lifetime_opts lo = {.inputs_as_activations = false};
+  mp_alias al = {0};
+  bool aliased = st == MP_OK && with_passes;
+  if (aliased) {
+    st = run_passes(&s, &al, &err);
+    aliased = st == MP_OK;
+  }
+  mp_lifetime_opts lo = {.inputs_as_activations = false,
+                         .alias = aliased ? &al : NULL};
   if (st == MP_OK) st = mp_lifetimes_build(s.g, s.order, &lo, &s.p, &err);
   if (st == MP_OK) st = mp_plan_solve(s.p, NULL, &s.plan, &err);
-  mp_compile_opts co = {.seed = 3, .onnx = s.od};
+  mp_compile_opts co = {
+      .seed = 3, .onnx = s.od, .tensor_offset = aliased ? al.offset : NULL};
   bool planned = st == MP_OK;
   if (st == MP_OK) {
-    st = mp_compile(s.g, s.order, s.p, mp_plan_placements(s.plan), NULL, &co,
-                    NULL, &s.bundle, &err);
+    size_t *tb = NULL;
+    if (aliased) {
+      tb = calloc(al.n_tensors + 1, sizeof *tb);
+      for (size_t t = 0; tb && t < al.n_tensors; t++) tb[t] = al.buffer_of[t];
+      if (!tb) st = mp_error_set(&err, MP_ERR_NOMEM, "out of memory");
+    }
+    if (st == MP_OK) {
+      st = mp_compile(s.g, s.order, s.p, mp_plan_placements(s.plan), tb, &co,
+                      NULL, &s.bundle, &err);
+    }
+    free(tb);
   }
+  if (aliased) mp_alias_release(&al);
   verdict v = SKIP;
   if (st != MP_OK) {
     snprintf(why, cap, "%.900s", err.msg);
@@ -475,6 +524,7 @@ int main(int argc, char **argv) {
   bool verbose = false;
   for (int a = 3; a < argc; a++) {
     if (strcmp(argv[a], "-v") == 0) verbose = true;
+    if (strcmp(argv[a], "--passes") == 0) with_passes = true;
     if (strcmp(argv[a], "--rv64") == 0 && a + 3 < argc) {
       rv64.on = true;
       rv64.qemu = argv[a + 1];
@@ -507,7 +557,23 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n; i++) {
     char dir[1200], why[1000] = "";
     snprintf(dir, sizeof dir, "%s/%s", argv[1], names[i]);
-    verdict v = run_one(dir, why, sizeof why, skips, sizeof skips);
+    verdict v;
+    if (with_passes) {
+      /* A test that passes without passes must pass with them. */
+      with_passes = false;
+      verdict v0 = run_one(dir, why, sizeof why, skips, sizeof skips);
+      with_passes = true;
+      why[0] = '\0';
+      v = run_one(dir, why, sizeof why, skips, sizeof skips);
+      if (v0 == PASS && v != PASS) {
+        char w[1000];
+        snprintf(w, sizeof w, "with --passes all: %.900s", why);
+        snprintf(why, sizeof why, "%s", w);
+        v = FAIL;
+      }
+    } else {
+      v = run_one(dir, why, sizeof why, skips, sizeof skips);
+    }
     count[v]++;
     if (v == FAIL || (verbose && v == SKIP)) {
       fprintf(stderr, "%s %s: %s\n", v == FAIL ? "FAILED" : "skipped", names[i],
@@ -532,9 +598,14 @@ int main(int argc, char **argv) {
     CHECK_EQ_U(rc[PASS], count[PASS]);
   }
   printf(
-      "node tests run by the runtime: %zu: %zu passed, %zu failed, %zu "
+      "node tests run by the runtime%s: %zu: %zu passed, %zu failed, %zu "
       "skipped (floor %ld)\n",
-      n, count[PASS], count[FAIL], count[SKIP], floor_n);
+      with_passes ? " after --passes all --order memory" : "", n, count[PASS],
+      count[FAIL], count[SKIP], floor_n);
+  if (with_passes) {
+    printf("a pass rewrote %zu of them\n", rewritten);
+    CHECK(rewritten > 0);
+  }
   CHECK(n > 0);
   CHECK_EQ_U(count[FAIL], 0);
   CHECK((long)count[PASS] >= floor_n);

@@ -2,11 +2,12 @@
  * fold.c -- constant folding (seed 000 section 3.1).
  *
  * An op folds when it is deterministic, writes no graph output or
- * retained state, and either
- *   (a) every input it reads is constant (a weight, or the output of an
- *       op folded before it in topological order), or
- *   (b) shape inference knows the value of every output (shape math:
- *       Shape of an activation, Gather/Concat/Slice over such values).
+ * retained state, and shape inference knows the whole value of every
+ * output: constant subgraphs small enough for inference to evaluate,
+ * and shape math (Shape of an activation, Gather/Concat/Slice over such
+ * values). The bundle writes those values as the weight's bytes; an op
+ * whose result inference does not know stays an op, since nothing else
+ * could produce its bytes.
  * Its outputs become weights and the op disappears; a constant nobody
  * reads any more is dropped by the commit. (b) is why folding shortens
  * lifetimes: a Shape op reading a big activation late keeps it alive, and
@@ -59,23 +60,27 @@ static bool fold_keeps_output(const mp_graph *g, const mp_op *op) {
 /* Rule (a) and (b) of the header, and invariant 1. */
 static bool fold_ok(const mp_graph *g, const mp_op *op, const bool *constant) {
   size_t out_bytes = 0, freed = 0;
-  bool all_const = true, valued = true, any_input = false;
+  bool valued = true, any_input = false;
   for (uint32_t k = 0; k < op->n_outputs; k++) {
     const mp_tensor *t = mp_graph_tensor(g, (size_t)op->outputs[k]);
-    valued = valued && t->value != NULL;
+    size_t esize = mp_dtype_size(t->dtype);
+    valued = valued && t->value && esize && t->value->n * esize == t->bytes;
     if (!mp_size_add(out_bytes, t->bytes, &out_bytes)) return false;
   }
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (!mp_op_first_read(op, k)) continue;
     const mp_tensor *t = mp_graph_tensor(g, (size_t)op->inputs[k]);
     any_input = true;
-    if (!constant[op->inputs[k]]) {
-      all_const = false;
-    } else if (t->n_consumers == 1 && !mp_size_add(freed, t->bytes, &freed)) {
+    if (constant[op->inputs[k]] && t->n_consumers == 1 &&
+        !mp_size_add(freed, t->bytes, &freed)) {
       return false;
     }
   }
-  if (!any_input || !(all_const || valued)) return false;
+  /* The bundle needs the folded bytes: only an op whose every output's
+   * whole value inference knows can become a weight (before, a constant
+   * subgraph with unknown values folded, and compile filled the weight
+   * with pseudo-random bytes: wrong outputs on ONNX models). */
+  if (!any_input || !valued) return false;
   return out_bytes <= freed || out_bytes <= FOLD_TINY;
 }
 
