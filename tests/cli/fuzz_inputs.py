@@ -40,8 +40,9 @@ def seeds(src, onnx_dir):
     out = [(os.path.join(src, "models", m + ".json"), "graph")
            for m in ("seed_example", "mobilenet_v1", "mobilenet_v2",
                      "resnet50")] * 3
-    # Graphs the passes rewrite: fusions, in place, Concat slices.
-    for m in ("convnet", "concat", "branches"):
+    # Graphs the passes rewrite: fusions, in place, Concat slices, Sums
+    # turned into Adds (accumulate), variadic ops in place.
+    for m in ("convnet", "concat", "branches", "sum_f32", "sum_bcast"):
         out += [(os.path.join(src, "tests", "data", "passes", m + ".json"),
                  "graph")] * 3
     for f in sorted(glob.glob(os.path.join(src, "backends", "*.json"))):

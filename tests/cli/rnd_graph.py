@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A seeded random int8 graph (graph/1) of 1x1 and depthwise Convs, Relu,
-Add, MaxPool and channel Concats over [1, C, 6, 6] tensors, for
+Add, Sum and Max of 2-4 inputs, MaxPool and channel Concats over
+[1, C, 6, 6] tensors, for
 test_passes_run.sh: the passes (Concat slices, in place, fusion) must not
 change its outputs, and the rewritten plan must verify clean. Concats read
 recent tensors, the graph input, earlier Concats, and now and then one
@@ -50,7 +51,8 @@ class Builder:
 
     def step(self, i):
         r = self.rng
-        kind = r.choice(["conv", "relu", "add", "cat", "cat", "dw", "pool"])
+        kind = r.choice(["conv", "relu", "add", "cat", "cat", "dw", "pool",
+                         "sum", "max"])
         recent = self.live[-5:]
         if kind == "cat" and len(recent) >= 2:
             ins = r.sample(recent, r.randint(2, min(3, len(recent))))
@@ -74,6 +76,10 @@ class Builder:
                       {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})
         elif kind == "add" and same:
             self.emit(i, "Add", [src, r.choice(same)], ch)
+        elif kind in ("sum", "max") and same:
+            # n-ary, sometimes one tensor twice (in place only over x0)
+            ins = [src] + [r.choice(same) for _ in range(r.randint(1, 3))]
+            self.emit(i, "Sum" if kind == "sum" else "Max", ins, ch)
         else:
             self.emit(i, "Relu", [src], ch)
 
