@@ -281,6 +281,13 @@ static int args_verify(args_state *s, cli_opts *o, mp_status *st) {
                          s->cmd, v);
     }
     if (r > 0) o->redzone = (size_t)n;
+  } else if ((r = args_match(s, "--max-bytes", true, &v))) {
+    if (r > 0 && (!mp_parse_i64(v, &n) || n < 1)) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --max-bytes '%s': expected bytes >= 1",
+                         s->cmd, v);
+    }
+    if (r > 0) o->max_bytes = (size_t)n;
   } else if ((r = args_match(s, "--inject", true, &v))) {
     o->inject = v;
   } else if ((r = args_match(s, "--target", true, &v))) {

@@ -75,6 +75,7 @@ typedef struct cli_opts {
   /* mplan verify / compile (CLI_F_VERIFY) */
   bool poison, paranoid, fail_fast;
   size_t redzone;
+  size_t max_bytes;   /* verify --max-bytes, 0: the default */
   const char *inject; /* SPEC, parsed by mp_inject_parse */
   const char *target; /* host (default) or rv64 */
   size_t vlen;

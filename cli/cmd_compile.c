@@ -40,11 +40,11 @@ int cli_compile(int argc, char **argv) {
       cli_parse(argc, argv, 2, "compile",
                 CLI_F_OUTPUT | CLI_F_PLANNING | CLI_F_VERIFY, &o, &err);
   if (st == MP_OK && (o.poison || o.paranoid || o.inject || o.target ||
-                      o.vlen || o.redzone || o.fail_fast)) {
+                      o.vlen || o.redzone || o.fail_fast || o.max_bytes)) {
     st = mp_error_set(&err, MP_ERR_BAD_INPUT,
                       "mplan compile: --poison, --paranoid, --redzone, "
-                      "--inject, --target, --vlen and --fail-fast belong to "
-                      "mplan verify");
+                      "--inject, --target, --vlen, --fail-fast and "
+                      "--max-bytes belong to mplan verify");
   }
   if (st == MP_OK && !o.output) {
     st = mp_error_set(&err, MP_ERR_BAD_INPUT,

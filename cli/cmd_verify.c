@@ -20,7 +20,8 @@
 static const char verify_usage[] =
     "usage: mplan verify MODEL [--poison] [--paranoid] [--redzone N]\n"
     "                    [--inject SPEC] [--target host|rv64] [--vlen N]\n"
-    "                    [--seed N] [--fail-fast] [--html F] [--sqlite DB]\n"
+    "                    [--seed N] [--fail-fast] [--max-bytes N]\n"
+    "                    [--html F] [--sqlite DB]\n"
     "                    [planning flags of mplan plan]\n"
     "Plans the model, compiles it and runs it with the reference kernels in\n"
     "its planned arena; compares the outputs bit for bit with a no-reuse\n"
@@ -36,6 +37,8 @@ static const char verify_usage[] =
     "  --redzone N    plan N bytes of red zone around every buffer\n"
     "  --inject SPEC  overlap:A,B | early-free:T | oob:OP (a fault to find)\n"
     "  --fail-fast    stop at the first event\n"
+    "  --max-bytes N  run models whose no-reuse tensors take up to N bytes\n"
+    "                 (default 1 GiB; never above a quarter of memory)\n"
     "Exit 0: no event; 1: a violation (each printed as an event line).\n";
 
 static void verify_event(mp_buf *out, const mp_event_rec *e) {
@@ -147,6 +150,7 @@ int cli_verify(int argc, char **argv) {
     vo.paranoid = o.paranoid;
     vo.fail_fast = o.fail_fast;
     vo.redzone = o.redzone;
+    vo.max_bytes = o.max_bytes;
     vo.seed = o.seed;
     vo.strategy = o.strategy;
     vo.budget_ms = o.budget_ms;

@@ -13,8 +13,9 @@
  *      out-of-bounds write happens in the run.
  *   4. A run starts only when the no-reuse run's tensors fit in a quarter
  *      of the machine's memory (the bundle, the regions and the outputs
- *      each hold them): a small file declaring gigabytes is refused, not
- *      run out of memory.
+ *      each hold them) and in max_bytes (1 GiB unless raised): a small
+ *      file declaring gigabytes is refused, not run out of memory or for
+ *      minutes.
  */
 #define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "mplan/verify.h"
@@ -262,7 +263,7 @@ static mp_status vf_compare(vf *v, const mp_buf *got, const mp_buf *want,
 }
 
 /* Invariant 4. */
-static mp_status vf_memory(const mp_model *m, mp_error *err) {
+static mp_status vf_memory(const mp_model *m, size_t max_bytes, mp_error *err) {
   mp_profile prof;
   mp_status st = mp_problem_profile(mp_model_problem(m), &prof, err);
   if (st != MP_OK) return st;
@@ -270,14 +271,20 @@ static mp_status vf_memory(const mp_model *m, mp_error *err) {
   if (!mp_size_add(prof.no_reuse, prof.fixed, &need)) need = SIZE_MAX;
   mp_profile_release(&prof);
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return MP_OK; /* unknown: no guard */
-  size_t phys = (size_t)pages * (size_t)page;
-  if (need <= phys / 4) return MP_OK;
+  size_t phys = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+  if (phys && need > phys / 4) {
+    return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                        "%s: the no-reuse run holds %zu bytes of tensors, more "
+                        "than a quarter of this machine's %zu bytes of "
+                        "memory; verify runs models that fit",
+                        mp_model_path(m), need, phys);
+  }
+  size_t cap = max_bytes ? max_bytes : MP_VERIFY_MAX_BYTES;
+  if (need <= cap) return MP_OK;
   return mp_error_set(err, MP_ERR_UNSUPPORTED,
                       "%s: the no-reuse run holds %zu bytes of tensors, more "
-                      "than a quarter of this machine's %zu bytes of memory; "
-                      "verify runs models that fit",
-                      mp_model_path(m), need, phys);
+                      "than verify's limit of %zu (--max-bytes raises it)",
+                      mp_model_path(m), need, cap);
 }
 
 mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
@@ -292,7 +299,7 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
   mp_buf_init(&evs, a);
   mp_buf_init(&ref, a);
   const mp_problem *p0 = mp_model_problem(m);
-  mp_status st = vf_memory(m, err);
+  mp_status st = vf_memory(m, o->max_bytes, err);
   if (st != MP_OK) return st;
   v.rz_before = mp_calloc(a, mp_problem_count(p0) + 1, sizeof *v.rz_before);
   st = v.rz_before ? MP_OK : mp_error_set(err, MP_ERR_NOMEM, "out of memory");

@@ -58,7 +58,15 @@ typedef struct mp_verify_opts {
   bool no_reference;   /* skip the no-reuse run and the comparison */
   mp_target_fn target; /* NULL: the host, in-process */
   void *target_ud;
+  size_t max_bytes; /* tensors the no-reuse run may hold; 0:
+                       MP_VERIFY_MAX_BYTES (never more than a quarter of
+                       the machine's memory) */
 } mp_verify_opts;
+
+/* verify's default cap on the no-reuse run's tensors: 1 GiB. The
+ * reference kernels are scalar and both runs touch every byte; a file
+ * declaring a 2 GiB tensor took minutes to verify. */
+#define MP_VERIFY_MAX_BYTES ((size_t)1 << 30)
 
 typedef struct mp_verify_result {
   mp_event_rec *events; /* owned (mp_free) */

@@ -123,6 +123,14 @@ run 0 "$mplan" plan tests/data/verify_warning_then_error.onnx.bin && has "$tmp/e
 run 2 "$mplan" verify tests/data/verify_warning_then_error.onnx.bin && one_line && has "$tmp/err" "the runtime has no kernel for this op"
 run 0 "$mplan" plan "$tmp/huge.json" && has "$tmp/out" "8.00 TiB"
 run 2 "$mplan" verify "$tmp/huge.json" && one_line && has "$tmp/err" "the no-reuse run holds 8796105605120 bytes of tensors, more than a quarter of this machine's"
+# verify's own cap (1 GiB by default): a 115-byte ONNX file inferring a
+# 2^31-element tensor (fuzz_inputs found it) is refused at once, instead
+# of running for minutes; --max-bytes moves the cap.
+run 2 "$mplan" verify tests/data/verify_2g_tensor.onnx.bin && one_line && has "$tmp/err" "the no-reuse run holds 4294967296 bytes of tensors, more than verify's limit of 1073741824 (--max-bytes raises it)"
+run 2 "$mplan" verify $v2 --max-bytes 1000 && one_line && has "$tmp/err" "more than verify's limit of 1000"
+run 0 "$mplan" verify $v2 --max-bytes 100000000 && has "$tmp/out" "verified: no event"
+run 2 "$mplan" verify $v2 --max-bytes 0 && one_line && has "$tmp/err" "--max-bytes '0': expected bytes >= 1"
+run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --max-bytes 5 && has "$tmp/err" "--max-bytes belong to mplan verify"
 run 2 "$mplan" verify $v2 --inject overlap:conv1_out,b2_dw_out && has "$tmp/err" "live at a common step"
 run 2 "$mplan" verify $v2 --redzone 70000 && has "$tmp/err" "--redzone '70000'"
 run 2 "$mplan" verify $v2 --dot "$tmp/g.dot" && has "$tmp/err" "only --html and --sqlite"
