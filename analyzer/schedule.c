@@ -54,12 +54,13 @@ bool mp_order_parse(const char *name, mp_order_kind *out) {
   return false;
 }
 
+/* A min-heap of (rank << 32 | op). */
 typedef struct sched_heap {
-  uint32_t *v;
+  uint64_t *v;
   size_t n;
 } sched_heap;
 
-static void sched_push(sched_heap *h, uint32_t x) {
+static void sched_push(sched_heap *h, uint64_t x) {
   size_t i = h->n++;
   while (i > 0 && h->v[(i - 1) / 2] > x) {
     h->v[i] = h->v[(i - 1) / 2];
@@ -68,8 +69,8 @@ static void sched_push(sched_heap *h, uint32_t x) {
   h->v[i] = x;
 }
 
-static uint32_t sched_pop(sched_heap *h) {
-  uint32_t top = h->v[0], x = h->v[--h->n];
+static uint64_t sched_pop(sched_heap *h) {
+  uint64_t top = h->v[0], x = h->v[--h->n];
   size_t i = 0;
   for (;;) {
     size_t c = 2 * i + 1;
@@ -140,32 +141,55 @@ static mp_status sched_cycle(const mp_graph *g, const bool *done,
   return st;
 }
 
-static mp_status sched_kahn(const mp_graph *g, uint32_t *order, uint32_t *indeg,
-                            bool *done, uint32_t *heap, mp_error *err) {
+/* Kahn's algorithm, the ready op of lowest rank first (rank NULL: all
+ * equal), ties to the lower index. */
+static mp_status sched_kahn(const mp_graph *g, const uint32_t *rank,
+                            uint32_t *order, uint32_t *indeg, bool *done,
+                            uint64_t *heap, mp_error *err) {
   size_t n = mp_graph_op_count(g), n_done = 0;
   sched_heap h = {heap, 0};
+#define SCHED_KEY(o) ((uint64_t)(rank ? rank[o] : 0) << 32 | (o))
   for (uint32_t o = 0; o < n; o++) {
     const mp_op *op = mp_graph_op(g, o);
     for (uint32_t k = 0; k < op->n_inputs; k++) {
       if (!mp_op_first_read(op, k)) continue;
       if (mp_graph_tensor(g, (size_t)op->inputs[k])->producer >= 0) indeg[o]++;
     }
-    if (indeg[o] == 0) sched_push(&h, o);
+    if (indeg[o] == 0) sched_push(&h, SCHED_KEY(o));
   }
   while (h.n) {
-    uint32_t o = sched_pop(&h);
+    uint32_t o = (uint32_t)(sched_pop(&h) & 0xffffffffu);
     const mp_op *op = mp_graph_op(g, o);
     done[o] = true;
     order[n_done++] = o;
     for (uint32_t k = 0; k < op->n_outputs; k++) {
       const mp_tensor *t = mp_graph_tensor(g, (size_t)op->outputs[k]);
       for (uint32_t c = 0; c < t->n_consumers; c++) {
-        if (--indeg[t->consumers[c]] == 0) sched_push(&h, t->consumers[c]);
+        uint32_t r = t->consumers[c];
+        if (--indeg[r] == 0) sched_push(&h, SCHED_KEY(r));
       }
     }
   }
+#undef SCHED_KEY
   if (n_done < n) return sched_cycle(g, done, err);
   return MP_OK;
+}
+
+mp_status sched_ranked(const mp_graph *g, const uint32_t *rank, uint32_t *order,
+                       mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(g);
+  size_t m = mp_graph_op_count(g) + 1;
+  uint32_t *indeg = mp_calloc(a, m, sizeof *indeg);
+  uint64_t *heap = mp_calloc(a, m, sizeof *heap);
+  bool *done = mp_calloc(a, m, sizeof *done);
+  mp_status st = indeg && heap && done
+                     ? sched_kahn(g, rank, order, indeg, done, heap, err)
+                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                    mp_graph_source(g));
+  mp_free(a, indeg);
+  mp_free(a, heap);
+  mp_free(a, done);
+  return st;
 }
 
 /* The first op that reads a tensor produced later in the file, if any. */
@@ -293,7 +317,7 @@ mp_status sched_basic(const mp_graph *g, mp_order_kind want, uint32_t **order,
   size_t m = n ? n : 1;
   uint32_t *out = mp_calloc(a, m, sizeof *out);
   uint32_t *indeg = mp_calloc(a, m, sizeof *indeg);
-  uint32_t *heap = mp_calloc(a, m, sizeof *heap);
+  uint64_t *heap = mp_calloc(a, m, sizeof *heap);
   bool *done = mp_calloc(a, m, sizeof *done);
   sched_frame *stack = NULL;
   mp_status st = MP_OK;
@@ -303,7 +327,7 @@ mp_status sched_basic(const mp_graph *g, mp_order_kind want, uint32_t **order,
     goto done;
   }
   /* Kahn first: a cycle must be reported as a cycle, whatever was asked. */
-  st = sched_kahn(g, out, indeg, done, heap, err);
+  st = sched_kahn(g, NULL, out, indeg, done, heap, err);
   if (st != MP_OK) goto done;
   mp_order_kind got = MP_ORDER_TOPO;
   mp_error file_err;

@@ -221,28 +221,29 @@ static void sm_emit_born(sm_model *m, uint32_t *stamp, uint32_t *count,
   }
 }
 
-static void sm_emit_users(sm_model *m, uint32_t *stamp, uint32_t *count,
-                          uint32_t *start, uint32_t *items) {
-  (void)stamp;
+/* Inverts a per-op buffer list (op_start, list) into per-buffer ops. */
+static void sm_invert(const sm_model *m, const uint32_t *op_start,
+                      const uint32_t *list, uint32_t *count, uint32_t *start,
+                      uint32_t *items) {
   for (uint32_t o = 0; o < m->n_ops; o++) {
-    for (uint32_t k = m->use_start[o]; k < m->use_start[o + 1]; k++) {
-      uint32_t b = m->uses[k];
+    for (uint32_t k = op_start[o]; k < op_start[o + 1]; k++) {
+      uint32_t b = list[k];
       if (items) items[start[b] + count[b]] = o;
       count[b]++;
     }
   }
 }
 
+static void sm_emit_users(sm_model *m, uint32_t *stamp, uint32_t *count,
+                          uint32_t *start, uint32_t *items) {
+  (void)stamp;
+  sm_invert(m, m->use_start, m->uses, count, start, items);
+}
+
 static void sm_emit_makers(sm_model *m, uint32_t *stamp, uint32_t *count,
                            uint32_t *start, uint32_t *items) {
   (void)stamp;
-  for (uint32_t o = 0; o < m->n_ops; o++) {
-    for (uint32_t k = m->born_start[o]; k < m->born_start[o + 1]; k++) {
-      uint32_t b = m->born[k];
-      if (items) items[start[b] + count[b]] = o;
-      count[b]++;
-    }
-  }
+  sm_invert(m, m->born_start, m->born, count, start, items);
 }
 
 static mp_status sm_build(sm_model *m, const mp_graph *g,
@@ -1004,73 +1005,6 @@ static void sm_run_release(sm_run *r) {
   sm_release(&r->m);
 }
 
-/* Pushes x on the min-heap h of *n entries. */
-static void sm_heap_push(uint64_t *h, size_t *n, uint64_t x) {
-  size_t i = (*n)++;
-  for (; i > 0 && h[(i - 1) / 2] > x; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
-  h[i] = x;
-}
-
-static uint64_t sm_heap_pop(uint64_t *h, size_t *n) {
-  uint64_t top = h[0], last = h[--*n];
-  size_t i = 0;
-  for (;;) {
-    size_t k = 2 * i + 1;
-    if (k >= *n) break;
-    if (k + 1 < *n && h[k + 1] < h[k]) k++;
-    if (h[k] >= last) break;
-    h[i] = h[k];
-    i = k;
-  }
-  if (*n) h[i] = last;
-  return top;
-}
-
-/* The hint candidate: Kahn's algorithm over the distinct predecessor
- * lists, the ready op of lowest rank first (ties: lower index). */
-static mp_status sm_hinted(const sm_model *m, const uint32_t *rank,
-                           uint32_t *out, mp_error *err) {
-  size_t n = m->n_ops, got = 0, heap_n = 0, edges = m->pred_start[n];
-  uint32_t *indeg = mp_calloc(m->a, n + 1, sizeof *indeg);
-  uint32_t *start = mp_calloc(m->a, n + 2, sizeof *start);
-  uint32_t *succ = mp_calloc(m->a, edges + 1, sizeof *succ);
-  uint64_t *heap = mp_calloc(m->a, n + 1, sizeof *heap);
-  mp_status st = indeg && start && succ && heap ? MP_OK : sm_nomem(m, err);
-  for (size_t u = 0; st == MP_OK && u < n; u++) {
-    indeg[u] = m->pred_start[u + 1] - m->pred_start[u];
-    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
-      start[m->preds[k] + 2]++;
-    }
-  }
-  for (size_t u = 0; st == MP_OK && u < n; u++) start[u + 2] += start[u + 1];
-  for (size_t u = 0; st == MP_OK && u < n; u++) {
-    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
-      succ[start[m->preds[k] + 1]++] = (uint32_t)u;
-    }
-    if (!indeg[u]) sm_heap_push(heap, &heap_n, (uint64_t)rank[u] << 32 | u);
-  }
-  while (st == MP_OK && heap_n) {
-    uint32_t u = (uint32_t)(sm_heap_pop(heap, &heap_n) & 0xffffffffu);
-    out[got++] = u;
-    for (uint32_t k = start[u]; k < start[u + 1]; k++) {
-      uint32_t v = succ[k];
-      if (--indeg[v] == 0) {
-        sm_heap_push(heap, &heap_n, (uint64_t)rank[v] << 32 | v);
-      }
-    }
-  }
-  if (st == MP_OK && got != n) {
-    st = mp_error_set(err, MP_ERR_INTERNAL,
-                      "%s: memory order: the hint order is cyclic",
-                      mp_graph_source(m->g));
-  }
-  mp_free(m->a, indeg);
-  mp_free(m->a, start);
-  mp_free(m->a, succ);
-  mp_free(m->a, heap);
-  return st;
-}
-
 static mp_status sm_candidates(sm_run *r, mp_order_kind *ref_kind,
                                mp_error *err) {
   const sm_model *m = &r->m;
@@ -1096,7 +1030,7 @@ static mp_status sm_candidates(sm_run *r, mp_order_kind *ref_kind,
   if (r->n_cand == SM_NCAND) {
     r->cand[SM_HINT] = mp_calloc(m->a, n, sizeof *r->cand[SM_HINT]);
     if (!r->cand[SM_HINT]) return sm_nomem(m, err);
-    st = sm_hinted(m, m->o->hint_rank, r->cand[SM_HINT], err);
+    st = sched_ranked(m->g, m->o->hint_rank, r->cand[SM_HINT], err);
     if (st != MP_OK) return st;
   }
   for (int c = 0; c < r->n_cand; c++) {

@@ -59,23 +59,18 @@ static mp_status ac_rewrite(pass_ctx *c, uint32_t o, mp_error *err) {
   const mp_op *op = mp_graph_op(c->g, o);
   int32_t acc = op->inputs[0];
   mp_status st = MP_OK;
-  char suffix[32], name[32];
+  char suffix[32];
   for (uint32_t k = 1; st == MP_OK && k < op->n_inputs; k++) {
     int32_t out = op->outputs[0];
     if (k + 1 < op->n_inputs) {
       snprintf(suffix, sizeof suffix, ".acc%u", k);
       st = rw_new_tensor(c->rw, op->outputs[0], suffix, &out, err);
     }
-    snprintf(name, sizeof name, ".add%u", k);
-    mp_buf full;
-    mp_buf_init(&full, mp_graph_alloc(c->g));
-    mp_buf_printf(&full, "%s%s", op->name, name);
-    if (st == MP_OK) st = mp_buf_status(&full, "accumulate", err);
+    snprintf(suffix, sizeof suffix, ".add%u", k);
     int32_t in[2] = {acc, op->inputs[k]};
     if (st == MP_OK) {
-      st = rw_new_op(c->rw, o, mp_buf_str(&full), "Add", in, 2, &out, 1, err);
+      st = rw_new_op(c->rw, o, op->name, suffix, "Add", in, 2, &out, 1, err);
     }
-    mp_buf_free(&full);
     acc = out;
   }
   if (st == MP_OK) {

@@ -242,10 +242,11 @@ mp_status rw_new_tensor(rw_graph *rw, int32_t like, const char *suffix,
   return MP_OK;
 }
 
-mp_status rw_new_op(rw_graph *rw, uint32_t key, const char *name,
-                    const char *type, const int32_t *in, uint32_t n_in,
-                    const int32_t *out, uint32_t n_out, mp_error *err) {
-  const char *nm = rw_free_name(rw, name, "", true, err);
+mp_status rw_new_op(rw_graph *rw, uint32_t key, const char *base,
+                    const char *suffix, const char *type, const int32_t *in,
+                    uint32_t n_in, const int32_t *out, uint32_t n_out,
+                    mp_error *err) {
+  const char *nm = rw_free_name(rw, base, suffix, true, err);
   const char *ty = nm ? rw_str(rw, type, err) : NULL;
   if (!ty) return MP_ERR_NOMEM;
   void *ops = rw->ops;

@@ -72,11 +72,13 @@ void rw_kill(rw_graph *rw, uint32_t op);
  * the source's tensors: it cannot be replaced or folded). */
 mp_status rw_new_tensor(rw_graph *rw, int32_t like, const char *suffix,
                         int32_t *id, mp_error *err);
-/* A new op that runs at source position key (ties: after the ops there);
- * the name gets a free suffix when taken. Copies what it is given. */
-mp_status rw_new_op(rw_graph *rw, uint32_t key, const char *name,
-                    const char *type, const int32_t *in, uint32_t n_in,
-                    const int32_t *out, uint32_t n_out, mp_error *err);
+/* A new op named base + suffix (with a free suffix when taken) that runs
+ * at source position key (ties: after the ops there). Copies what it is
+ * given. */
+mp_status rw_new_op(rw_graph *rw, uint32_t key, const char *base,
+                    const char *suffix, const char *type, const int32_t *in,
+                    uint32_t n_in, const int32_t *out, uint32_t n_out,
+                    mp_error *err);
 /* Every read of tensor from reads tensor to instead. */
 void rw_replace(rw_graph *rw, int32_t from, int32_t to);
 /* Tensor t becomes a weight (its producer must be killed). */
