@@ -23,6 +23,9 @@
  *   5. Op names are unique in the graph: an empty or repeated ONNX node
  *      name gets a synthesized one (type and index).
  *   6. The returned graph is linked; dims are not bound, nothing inferred.
+ *   7. A graph output that is an initializer or a Constant's output keeps
+ *      its name as an activation, written by an Identity op from the
+ *      weight, which gets a name the graph does not use.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -436,8 +439,8 @@ static bool ox_is_constant(const Onnx__NodeProto *n) {
          (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0);
 }
 
-/* A Constant node's output becomes a weight (invariant 2). */
-static mp_status ox_constant(ox *x, const Onnx__NodeProto *n) {
+/* A Constant node's output becomes a weight named out (invariant 2). */
+static mp_status ox_constant(ox *x, const Onnx__NodeProto *n, const char *out) {
   if (n->n_output != 1 || n->n_attribute != 1) {
     return mp_error_set(x->err, MP_ERR_BAD_INPUT,
                         "%s: Constant node '%s' must have one output and one "
@@ -445,7 +448,6 @@ static mp_status ox_constant(ox *x, const Onnx__NodeProto *n) {
                         x->file, ox_nm(n));
   }
   const Onnx__AttributeProto *at = n->attribute[0];
-  const char *out = n->output[0];
   const char *an = at->name ? at->name : "";
   Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
   int64_t dim;
@@ -762,7 +764,8 @@ static mp_status ox_body(ox *x, const Onnx__GraphProto *gp, const char *scope) {
   }
   for (size_t k = 0; st == MP_OK && k < gp->n_node; k++) {
     const Onnx__NodeProto *n = gp->node[k];
-    st = ox_is_constant(n) ? ox_constant(x, n) : ox_outputs(x, n);
+    st = ox_is_constant(n) ? ox_constant(x, n, n->n_output ? n->output[0] : "")
+                           : ox_outputs(x, n);
   }
   for (size_t k = 0; st == MP_OK && k < gp->n_value_info; k++) {
     st = ox_declare(x, gp->value_info[k], "value_info");
@@ -997,18 +1000,82 @@ static mp_status ox_check_strings(ox *x, const Onnx__GraphProto *gp,
   return MP_OK;
 }
 
+/* Whether name is one of the graph's outputs. */
+static bool ox_is_output(const Onnx__GraphProto *gp, const char *name) {
+  for (size_t k = 0; k < gp->n_output; k++) {
+    if (strcmp(gp->output[k]->name, name) == 0) return true;
+  }
+  return false;
+}
+
+/* Whether the graph names a tensor name anywhere (so that a name made up
+ * for it cannot collide with one declared later). */
+static bool ox_name_used(const ox *x, const Onnx__GraphProto *gp,
+                         const char *name) {
+  if (mp_graph_find_tensor(x->g, name, NULL)) return true;
+  for (size_t k = 0; k < gp->n_input; k++) {
+    if (strcmp(gp->input[k]->name, name) == 0) return true;
+  }
+  for (size_t k = 0; k < gp->n_node; k++) {
+    const Onnx__NodeProto *n = gp->node[k];
+    for (size_t j = 0; j < n->n_output; j++) {
+      if (strcmp(n->output[j], name) == 0) return true;
+    }
+  }
+  return false;
+}
+
+/* A weight that is also a graph output (invariant 7): the weight goes
+ * under a made-up name, and an Identity op named op copies it into the
+ * output, an activation under the output's name. */
+static mp_status ox_weight_output(ox *x, const Onnx__GraphProto *gp,
+                                  const Onnx__TensorProto *tp,
+                                  const Onnx__NodeProto *constant,
+                                  const char *name, const char *op) {
+  char wname[600];
+  snprintf(wname, sizeof wname, "%s.value", name);
+  for (unsigned k = 2; ox_name_used(x, gp, wname); k++) {
+    snprintf(wname, sizeof wname, "%s.value%u", name, k);
+  }
+  int32_t w = -1, y = -1;
+  mp_status st = constant ? ox_constant(x, constant, wname)
+                          : ox_weight(x, tp, "initializer", wname);
+  if (st == MP_OK) (void)mp_graph_find_tensor(x->g, wname, &w);
+  mp_tensor_desc d = {.name = name, .pending = true};
+  if (st == MP_OK) st = mp_graph_add_tensor(x->g, &d, &y, x->err);
+  mp_op_desc od = {.name = op,
+                   .type = "Identity",
+                   .n_inputs = 1,
+                   .n_outputs = 1,
+                   .inputs = &w,
+                   .outputs = &y};
+  if (st == MP_OK) st = mp_graph_add_op(x->g, &od, NULL, x->err);
+  return st;
+}
+
 static mp_status ox_graph(ox *x, const Onnx__GraphProto *gp) {
   mp_status st = ox_check_strings(x, gp, 0);
+  char op[600];
   for (size_t k = 0; st == MP_OK && k < gp->n_initializer; k++) {
     const Onnx__TensorProto *tp = gp->initializer[k];
-    st = ox_weight(x, tp, "initializer", tp->name ? tp->name : "");
+    const char *name = tp->name ? tp->name : "";
+    snprintf(op, sizeof op, "%s.copy", name);
+    st = ox_is_output(gp, name) ? ox_weight_output(x, gp, tp, NULL, name, op)
+                                : ox_weight(x, tp, "initializer", name);
   }
   for (size_t k = 0; st == MP_OK && k < gp->n_input; k++) {
     st = ox_input(x, gp->input[k]);
   }
   for (size_t k = 0; st == MP_OK && k < gp->n_node; k++) {
     const Onnx__NodeProto *n = gp->node[k];
-    st = ox_is_constant(n) ? ox_constant(x, n) : ox_outputs(x, n);
+    if (!ox_is_constant(n)) {
+      st = ox_outputs(x, n);
+    } else if (n->n_output == 1 && ox_is_output(gp, n->output[0])) {
+      ox_op_name(x, n, "", k, op, sizeof op);
+      st = ox_weight_output(x, gp, NULL, n, n->output[0], op);
+    } else {
+      st = ox_constant(x, n, n->n_output ? n->output[0] : "");
+    }
   }
   for (size_t k = 0; st == MP_OK && k < gp->n_value_info; k++) {
     st = ox_declare(x, gp->value_info[k], "value_info");

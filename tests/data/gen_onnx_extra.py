@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Writes the ONNX node tests of tests/data/onnx_extra/ in the layout of
+ONNX's backend node tests (NAME/model.onnx, NAME/test_data_set_0/
+input_K.pb and output_K.pb), for the cases the upstream suite has only
+once or not at all. test_onnx_node and test_onnx_run read them like the
+upstream ones.
+
+  test_weight_outputs: graph outputs that are weights. An initializer 'w'
+    is a graph output and is read by an Add; a Constant's output 'k' is a
+    graph output and is read by a Mul; a Relu writes 'k.value', the name
+    the importer would make up first for k's weight, so it must pick
+    another one. Outputs w, k, z = (x + w) * k and k.value = Relu(z).
+
+The protobuf wire format is written directly (field numbers from onnx.proto),
+so no python3-onnx is needed. Values are multiples of 1/4, so the expected
+outputs are exact in float32.
+
+usage: gen_onnx_extra.py tests/data/onnx_extra
+"""
+import os
+import struct
+import sys
+
+FLOAT = 1
+
+
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def key(field, wire):
+    return varint(field << 3 | wire)
+
+
+def vint(field, v):
+    return key(field, 0) + varint(v)
+
+
+def ld(field, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return key(field, 2) + varint(len(data)) + data
+
+
+def tensor(name, dims, values):
+    raw = struct.pack("<%df" % len(values), *values)
+    out = b"".join(vint(1, d) for d in dims)  # dims
+    return out + vint(2, FLOAT) + ld(8, name) + ld(9, raw)
+
+
+def value_info(name, dims):
+    shape = b"".join(ld(1, vint(1, d)) for d in dims)  # Dimension.dim_value
+    tensor_type = vint(1, FLOAT) + ld(2, shape)
+    return ld(1, name) + ld(2, ld(1, tensor_type))
+
+
+def node(op, inputs, outputs, name, attrs=b""):
+    out = b"".join(ld(1, i) for i in inputs)
+    out += b"".join(ld(2, o) for o in outputs)
+    return out + ld(3, name) + ld(4, op) + attrs
+
+
+def model(graph, opset=13):
+    return (vint(1, 8) + ld(2, "mplan gen_onnx_extra.py") + ld(7, graph) +
+            ld(8, ld(1, "") + vint(2, opset)))
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def weight_outputs(out):
+    x = [0.25 * i - 1.0 for i in range(6)]
+    w = [0.5 * i - 1.25 for i in range(6)]
+    k = [2.0, -1.0, 0.25]
+    z = [(x[i] + w[i]) * k[i % 3] for i in range(6)]
+    r = [max(v, 0.0) for v in z]
+    constant = ld(5, ld(1, "value") + ld(5, tensor("", [3], k)) + vint(20, 4))
+    graph = (ld(1, node("Constant", [], ["k"], "make_k", constant)) +
+             ld(1, node("Add", ["x", "w"], ["y"], "add")) +
+             ld(1, node("Mul", ["y", "k"], ["z"], "mul")) +
+             ld(1, node("Relu", ["z"], ["k.value"], "relu")) +
+             ld(2, "weight_outputs") + ld(5, tensor("w", [2, 3], w)) +
+             ld(11, value_info("x", [2, 3])) +
+             ld(12, value_info("w", [2, 3])) + ld(12, value_info("k", [3])) +
+             ld(12, value_info("z", [2, 3])) +
+             ld(12, value_info("k.value", [2, 3])))
+    d = os.path.join(out, "test_weight_outputs")
+    write(os.path.join(d, "model.onnx"), model(graph))
+    data = os.path.join(d, "test_data_set_0")
+    write(os.path.join(data, "input_0.pb"), tensor("x", [2, 3], x))
+    for i, (name, dims, v) in enumerate([("w", [2, 3], w), ("k", [3], k),
+                                         ("z", [2, 3], z),
+                                         ("k.value", [2, 3], r)]):
+        write(os.path.join(data, "output_%d.pb" % i), tensor(name, dims, v))
+
+
+weight_outputs(sys.argv[1])
