@@ -59,6 +59,15 @@
  *      (u can only move last reads earlier). So some optimal order runs
  *      u first, and the search stays exact. Views and ops written in
  *      place (creating nothing) and a running sum's Adds qualify.
+ *   7. Before a segment is searched, a step bound: at op u's step every
+ *      order holds the buffers u creates, and every buffer born by then
+ *      in every order (live into the segment, made by an ancestor of u,
+ *      or one of the makers of a shared buffer is u) that no order has
+ *      freed yet (a graph output, or read by u, a descendant of u or an
+ *      op after the segment). The largest such sum over the segment's ops
+ *      is at most any order's peak; a best candidate that meets it is
+ *      optimal and the search is skipped. A candidate below it would
+ *      mean the bound is wrong: an internal error, never a result.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +317,14 @@ static mp_status sm_build(sm_model *m, const mp_graph *g,
   }
   mp_free(m->a, has_birth);
   return MP_OK;
+}
+
+/* The buffers op u reads (pass 0) or creates (pass 1): list[*s .. *e). */
+static const uint32_t *sm_touched(const sm_model *m, uint32_t u, int pass,
+                                  uint32_t *s, uint32_t *e) {
+  *s = pass ? m->born_start[u] : m->use_start[u];
+  *e = pass ? m->born_start[u + 1] : m->use_start[u + 1];
+  return pass ? m->born : m->uses;
 }
 
 /* ---- simulation ---------------------------------------------------------- */
@@ -572,9 +589,8 @@ static void sm_dp_lists(sm_dp *d, bool fill, size_t *nf_out, size_t *nu_out) {
     uint32_t u = d->ref[d->lo + i];
     if (fill) d->fb_start[i] = (uint32_t)nf;
     for (int pass = 0; pass < 2; pass++) {
-      const uint32_t *list = pass ? m->born : m->uses;
-      uint32_t s = pass ? m->born_start[u] : m->use_start[u];
-      uint32_t e = pass ? m->born_start[u + 1] : m->use_start[u + 1];
+      uint32_t s, e;
+      const uint32_t *list = sm_touched(m, u, pass, &s, &e);
       for (uint32_t k = s; k < e; k++) {
         uint32_t b = list[k];
         /* A shared buffer is read by the op that placed its makers (the
@@ -1042,6 +1058,138 @@ static mp_status sm_candidates(sm_run *r, mp_order_kind *ref_kind,
   return MP_OK;
 }
 
+/* ---- a lower bound on a segment's peak (invariant 7) -------------------- */
+
+typedef struct sm_bound {
+  const sm_run *r;
+  size_t lo, n, words;
+  uint64_t *anc; /* per local op: its local ancestors */
+} sm_bound;
+
+static bool sm_bound_in(const sm_bound *b, uint32_t op) {
+  return b->r->pos[op] >= b->lo && b->r->pos[op] < b->lo + b->n;
+}
+
+/* Does op v run at or after local op i in every order: v is i, comes
+ * after the segment, or descends from i? */
+static bool sm_bound_reaches(const sm_bound *b, size_t i, uint32_t v) {
+  size_t p = b->r->pos[v];
+  if (p >= b->lo + b->n) return true;
+  if (p < b->lo) return false;
+  size_t j = p - b->lo;
+  return j == i || (b->anc[j * b->words + i / 64] >> (i % 64)) & 1;
+}
+
+/* Does op v run before local op i in every order: it comes before the
+ * segment or is an ancestor of i? */
+static bool sm_bound_before(const sm_bound *b, size_t i, uint32_t v) {
+  size_t p = b->r->pos[v];
+  if (p < b->lo) return true;
+  if (p >= b->lo + b->n) return false;
+  size_t j = p - b->lo;
+  return (b->anc[i * b->words + j / 64] >> (j % 64)) & 1;
+}
+
+/* Is buffer x live at local op i's step in every order? */
+static bool sm_bound_live(const sm_bound *b, uint32_t x, size_t i) {
+  const sm_model *m = &b->r->m;
+  uint32_t u = b->r->cand[SM_REF][b->lo + i];
+  bool born = m->maker_start[x] == m->maker_start[x + 1]; /* from step 0 */
+  for (uint32_t k = m->maker_start[x]; k < m->maker_start[x + 1]; k++) {
+    uint32_t v = m->makers[k];
+    if (v == u && !m->shared[x]) return true; /* u creates it */
+    if (v == u || sm_bound_before(b, i, v)) born = true;
+  }
+  if (!born) return false;
+  if (m->keep[x]) return true;
+  for (uint32_t k = m->user_start[x]; k < m->user_start[x + 1]; k++) {
+    if (sm_bound_reaches(b, i, m->users[k])) return true;
+  }
+  return false;
+}
+
+/* Is buffer x live as the segment starts (in every order)? */
+static bool sm_bound_live_in(const sm_bound *b, uint32_t x) {
+  const sm_model *m = &b->r->m;
+  bool born = m->maker_start[x] == m->maker_start[x + 1];
+  for (uint32_t k = m->maker_start[x]; k < m->maker_start[x + 1]; k++) {
+    if (b->r->pos[m->makers[k]] < b->lo) born = true;
+  }
+  if (!born) return false;
+  if (m->keep[x]) return true;
+  for (uint32_t k = m->user_start[x]; k < m->user_start[x + 1]; k++) {
+    if (b->r->pos[m->users[k]] >= b->lo) return true;
+  }
+  return false;
+}
+
+/* The largest, over the segment's ops, of the bytes live at that op's
+ * step in every order (invariant 7). The buffers the segment's ops read
+ * or create are tested one by one; every other buffer live into the
+ * segment is read by nobody in it, so it stays live throughout. */
+static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
+                               mp_error *err) {
+  const sm_model *m = &r->m;
+  const uint32_t *ref = r->cand[SM_REF];
+  sm_bound b = {r, lo, n, (n + 63) / 64, NULL};
+  uint32_t *bufs = NULL, n_bufs = 0;
+  bool *seen = mp_calloc(m->a, m->n_buf + 1, sizeof *seen);
+  b.anc = mp_calloc(m->a, n * b.words + 1, sizeof *b.anc);
+  if (!seen || !b.anc) goto nomem;
+  size_t cap = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = ref[lo + i];
+    cap += m->use_start[u + 1] - m->use_start[u];
+    cap += m->born_start[u + 1] - m->born_start[u];
+    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
+      uint32_t p = m->preds[k];
+      if (!sm_bound_in(&b, p)) continue;
+      size_t j = r->pos[p] - lo;
+      for (size_t w = 0; w < b.words; w++)
+        b.anc[i * b.words + w] |= b.anc[j * b.words + w];
+      b.anc[i * b.words + j / 64] |= (uint64_t)1 << (j % 64);
+    }
+  }
+  bufs = mp_calloc(m->a, cap + 1, sizeof *bufs);
+  if (!bufs) goto nomem;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = ref[lo + i];
+    for (int pass = 0; pass < 2; pass++) {
+      uint32_t s, e;
+      const uint32_t *list = sm_touched(m, u, pass, &s, &e);
+      for (uint32_t k = s; k < e; k++) {
+        uint32_t x = list[k];
+        if (seen[x] || !m->size[x]) continue;
+        seen[x] = true;
+        bufs[n_bufs++] = x;
+      }
+    }
+  }
+  /* live into the segment and untouched by it: live at every step */
+  size_t through = lo ? r->after[lo - 1] : m->start_mem - m->start_free;
+  for (uint32_t k = 0; k < n_bufs; k++) {
+    if (!sm_bound_live_in(&b, bufs[k])) continue;
+    through = through > m->size[bufs[k]] ? through - m->size[bufs[k]] : 0;
+  }
+  *lb = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t live = through;
+    for (uint32_t k = 0; k < n_bufs; k++) {
+      if (sm_bound_live(&b, bufs[k], i)) live += m->size[bufs[k]];
+    }
+    if (live > *lb) *lb = live;
+  }
+  mp_free(m->a, bufs);
+  mp_free(m->a, b.anc);
+  mp_free(m->a, seen);
+  return MP_OK;
+nomem:
+  mp_free(m->a, bufs);
+  mp_free(m->a, b.anc);
+  mp_free(m->a, seen);
+  return sm_nomem(m, err);
+}
+
 static size_t sm_range_max(const size_t *v, size_t lo, size_t hi) {
   size_t best = 0;
   for (size_t k = lo; k <= hi; k++) best = v[k] > best ? v[k] : best;
@@ -1070,6 +1218,19 @@ static mp_status sm_segment(sm_run *r, const mp_schedule_opts *o, size_t lo,
     info->exact = false;
     return MP_OK;
   }
+  size_t lb = 0;
+  mp_status st = sm_step_bound(r, lo, n, &lb, err);
+  if (st != MP_OK) return st;
+  if (ub < lb) {
+    return mp_error_set(err, MP_ERR_INTERNAL,
+                        "%s: memory order: the step bound %zu exceeds the "
+                        "peak %zu of an order (steps %zu..%zu)",
+                        mp_graph_source(r->m.g), lb, ub, lo, hi);
+  }
+  if (ub == lb) { /* the best candidate is optimal (invariant 7) */
+    info->bound_segments++;
+    return MP_OK;
+  }
   sm_dp d;
   memset(&d, 0, sizeof d);
   d.m = &r->m;
@@ -1086,7 +1247,7 @@ static mp_status sm_segment(sm_run *r, const mp_schedule_opts *o, size_t lo,
   size_t peak = 0;
   bool found = false;
   uint32_t *out = mp_calloc(r->m.a, n, sizeof *out);
-  mp_status st = out ? sm_dp_init(&d, err) : sm_nomem(&r->m, err);
+  st = out ? sm_dp_init(&d, err) : sm_nomem(&r->m, err);
   if (st == MP_OK) st = sm_dp_run(&d, out, &peak, &found, err);
   if (st == MP_OK) {
     info->dp_states += d.h_n;

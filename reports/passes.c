@@ -118,10 +118,11 @@ static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
   char a[MP_FMT_MAX];
   size_t base = s->n_cand ? s->cand[0].peak : 0;
   mp_buf_printf(out,
-                "schedule    memory: %zu segments (largest %zu ops), exact "
-                "search finished %zu, improved %zu, %zu states, %.1f ms; %s\n",
-                s->segments, s->largest_segment, s->dp_segments, s->dp_improved,
-                s->dp_states, s->ms,
+                "schedule    memory: %zu segments (largest %zu ops), %zu met "
+                "the step bound, exact search finished %zu, improved %zu, %zu "
+                "states, %.1f ms; %s\n",
+                s->segments, s->largest_segment, s->bound_segments,
+                s->dp_segments, s->dp_improved, s->dp_states, s->ms,
                 s->exact        ? "optimal for this graph"
                 : s->budget_hit ? "time budget reached: best found"
                                 : "search cut to its state budget: best found");

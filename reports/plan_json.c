@@ -474,6 +474,7 @@ static void pj_schedule(pj_ctx *c, cJSON *root) {
   }
   pj_num(c, o, "segments", (double)s->segments);
   pj_num(c, o, "largest_segment", (double)s->largest_segment);
+  pj_num(c, o, "bound_segments", (double)s->bound_segments);
   pj_num(c, o, "exact_segments", (double)s->dp_segments);
   pj_num(c, o, "improved_segments", (double)s->dp_improved);
   pj_num(c, o, "states", (double)s->dp_states);

@@ -215,6 +215,10 @@ static size_t brute_best(const mp_graph *g, const mp_alias *al, bool in_act) {
 
 /* ---- checks -------------------------------------------------------------- */
 
+/* Segments the step bound proved (schedule_memory.c invariant 7), and
+ * segments searched, over every check_memory call. */
+static size_t n_bound, n_searched;
+
 /* The memory order of g (with alias al): topological, never worse than a
  * candidate, its reported peak the lifetimes' lower bound, each
  * candidate's reported peak its order's lower bound too. Returns the
@@ -234,6 +238,8 @@ static size_t check_memory(const mp_graph *g, const mp_alias *al, bool in_act,
     return 0;
   }
   size_t lb = lb_of(g, order, al, in_act);
+  n_bound += info.bound_segments;
+  n_searched += info.dp_segments;
   bool ok = topological(g, order) && info.peak == lb;
   for (size_t c = 0; c < info.n_cand; c++) ok = ok && lb <= info.cand[c].peak;
   /* The candidates' peaks are real: dfs and rpo recomputed here. */
@@ -290,9 +296,13 @@ static void test_optimal(void) {
     free(order);
     mp_graph_destroy(g);
   }
-  fprintf(stderr, "optimal: %zu graphs, the file order beaten on %zu\n", graphs,
-          orders_beaten);
+  fprintf(stderr,
+          "optimal: %zu graphs, the file order beaten on %zu; segments: %zu "
+          "met the step bound, %zu searched\n",
+          graphs, orders_beaten, n_bound, n_searched);
   CHECK(orders_beaten > 10); /* the oracle is not trivially the file order */
+  /* Both ways to optimality are exercised against the brute force. */
+  CHECK(n_bound > 10 && n_searched > 10);
 }
 
 /* One small random graph through views and inplace (and concat with
