@@ -68,6 +68,14 @@
  *      is at most any order's peak; a best candidate that meets it is
  *      optimal and the search is skipped. A candidate below it would
  *      mean the bound is wrong: an internal error, never a result.
+ *   8. Before any exact search, a beam over every segment: the same
+ *      search keeping only the SM_BEAM states of lowest peak (then live
+ *      bytes) a level. Any order it finds is a real order of the segment,
+ *      so it can only lower the bound the exact search must beat (which
+ *      then cuts more states), and every segment has its beam's order
+ *      when the time budget stops an exact search. It never makes a
+ *      result exact: that takes the step bound or an exact search run
+ *      to the end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +85,8 @@
 #include "schedule_internal.h"
 
 #define SM_DEFAULT_STATES ((size_t)1 << 19)
+/* States a level of the beam search keeps (invariant 8). */
+#define SM_BEAM ((size_t)64)
 /* Predecessor links kept for one segment's search (8 bytes each). */
 #define SM_MAX_HISTORY ((size_t)1 << 23)
 /* Segments larger than this are ordered by the heuristics alone: a state
@@ -1196,41 +1206,13 @@ static size_t sm_range_max(const size_t *v, size_t lo, size_t hi) {
   return best;
 }
 
-/* Orders one segment (positions lo..hi): the best candidate's sub-order,
- * then the exact search against it. */
-static mp_status sm_segment(sm_run *r, const mp_schedule_opts *o, size_t lo,
-                            size_t hi, mp_schedule_info *info, mp_error *err) {
-  size_t n = hi - lo + 1, best = 0, ub = 0;
-  for (int c = 0; c < r->n_cand; c++) {
-    size_t p = sm_range_max(r->step[c], lo, hi);
-    if (c == 0 || p < ub) best = (size_t)c, ub = p;
-  }
-  memcpy(&r->res[lo], &r->cand[best][lo], n * sizeof *r->res);
-  info->segments++;
-  if (n > info->largest_segment) info->largest_segment = n;
-  if (n == 1) return MP_OK; /* one op has one order */
-  if (n > SM_MAX_DP_OPS) {
-    info->exact = false; /* too large to search: heuristics only */
-    return MP_OK;
-  }
-  if (info->budget_hit || sm_late(&r->deadline)) {
-    info->budget_hit = true;
-    info->exact = false;
-    return MP_OK;
-  }
-  size_t lb = 0;
-  mp_status st = sm_step_bound(r, lo, n, &lb, err);
-  if (st != MP_OK) return st;
-  if (ub < lb) {
-    return mp_error_set(err, MP_ERR_INTERNAL,
-                        "%s: memory order: the step bound %zu exceeds the "
-                        "peak %zu of an order (steps %zu..%zu)",
-                        mp_graph_source(r->m.g), lb, ub, lo, hi);
-  }
-  if (ub == lb) { /* the best candidate is optimal (invariant 7) */
-    info->bound_segments++;
-    return MP_OK;
-  }
+/* One search over the segment at positions lo .. lo + n - 1 against the
+ * upper bound *ub, keeping at most max_states states a level: the exact
+ * search (a cut is reported in info), or with a small max_states a beam.
+ * An order beating *ub goes to r->res and lowers *ub. */
+static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
+                           bool beam, size_t *ub, mp_schedule_info *info,
+                           mp_error *err) {
   sm_dp d;
   memset(&d, 0, sizeof d);
   d.m = &r->m;
@@ -1239,32 +1221,95 @@ static mp_status sm_segment(sm_run *r, const mp_schedule_opts *o, size_t lo,
   d.lo = lo;
   d.n = n;
   d.base = lo ? r->after[lo - 1] : r->m.start_mem;
-  d.ub = ub;
-  d.max_states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
+  d.ub = *ub;
+  d.max_states = max_states;
   size_t fit = SM_LEVEL_BYTES / (4 * sizeof(uint64_t) * ((n + 63) / 64));
   if (d.max_states > fit) d.max_states = fit ? fit : 1;
   d.deadline = r->deadline;
   size_t peak = 0;
   bool found = false;
   uint32_t *out = mp_calloc(r->m.a, n, sizeof *out);
-  st = out ? sm_dp_init(&d, err) : sm_nomem(&r->m, err);
+  mp_status st = out ? sm_dp_init(&d, err) : sm_nomem(&r->m, err);
   if (st == MP_OK) st = sm_dp_run(&d, out, &peak, &found, err);
   if (st == MP_OK) {
     info->dp_states += d.h_n;
     if (d.timed_out) info->budget_hit = true;
-    if (d.cut || d.timed_out || d.too_big) {
+    if (beam) {
+      info->beam_improved += found && peak < *ub;
+    } else if (d.cut || d.timed_out || d.too_big) {
       info->exact = false;
     } else {
       info->dp_segments++;
     }
-    if (found && peak < ub) {
+    if (found && peak < *ub) {
       memcpy(&r->res[lo], out, n * sizeof *out);
-      info->dp_improved++;
+      *ub = peak;
     }
   }
   mp_free(r->m.a, out);
   sm_dp_release(&d);
   return st;
+}
+
+/* A segment (positions lo..hi) between the two phases of sm_order. */
+typedef struct sm_seg {
+  size_t lo, hi;
+  size_t ub;        /* the peak of the best order found */
+  size_t heuristic; /* ... of the best candidate */
+  bool open;        /* neither proven optimal nor given up */
+} sm_seg;
+
+/* Phase 1 for one segment: the best candidate's sub-order; unless it
+ * meets the step bound, a beam search (invariants 7 and 8). */
+static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
+                              mp_schedule_info *info, mp_error *err) {
+  size_t lo = sg->lo, hi = sg->hi, n = hi - lo + 1, best = 0;
+  for (int c = 0; c < r->n_cand; c++) {
+    size_t p = sm_range_max(r->step[c], lo, hi);
+    if (c == 0 || p < sg->ub) best = (size_t)c, sg->ub = p;
+  }
+  sg->heuristic = sg->ub;
+  memcpy(&r->res[lo], &r->cand[best][lo], n * sizeof *r->res);
+  info->segments++;
+  if (n > info->largest_segment) info->largest_segment = n;
+  if (n == 1) return MP_OK; /* one op has one order */
+  if (n > SM_MAX_DP_OPS) {
+    info->exact = false; /* too large to search: heuristics only */
+    return MP_OK;
+  }
+  size_t lb = 0;
+  mp_status st = sm_step_bound(r, lo, n, &lb, err);
+  if (st != MP_OK) return st;
+  if (sg->ub < lb) {
+    return mp_error_set(err, MP_ERR_INTERNAL,
+                        "%s: memory order: the step bound %zu exceeds the "
+                        "peak %zu of an order (steps %zu..%zu)",
+                        mp_graph_source(r->m.g), lb, sg->ub, lo, hi);
+  }
+  size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
+  if (sg->ub > lb && SM_BEAM < states && !sm_late(&r->deadline)) {
+    st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, info, err);
+  }
+  if (st == MP_OK && sg->ub == lb) {
+    info->bound_segments++; /* optimal (invariant 7) */
+  } else {
+    sg->open = true;
+  }
+  return st;
+}
+
+/* Phase 2 for one open segment: the exact search against the best order
+ * so far, while the budget lasts. */
+static mp_status sm_seg_exact(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
+                              mp_schedule_info *info, mp_error *err) {
+  if (info->budget_hit || sm_late(&r->deadline)) {
+    info->budget_hit = true;
+    info->exact = false;
+    return MP_OK;
+  }
+  size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
+  return sm_search(r, sg->lo, sg->hi - sg->lo + 1, states, false, &sg->ub, info,
+                   err);
 }
 
 static void sm_deadline(struct timespec *t, double ms) {
@@ -1291,6 +1336,11 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
   for (size_t k = 0; k < n; k++) r->pos[r->cand[SM_REF][k]] = (uint32_t)k;
   st = sm_splits(&r->m, r->cand[SM_REF], r->pos, r->split, err);
   info->exact = true;
+  /* Phase 1 over every segment, then phase 2: a budget spent on one
+   * segment's exact search leaves the others their beam (invariant 8). */
+  sm_seg *segs = st == MP_OK ? mp_calloc(r->m.a, n, sizeof *segs) : NULL;
+  if (st == MP_OK && !segs) st = sm_nomem(&r->m, err);
+  size_t n_seg = 0;
   for (size_t p = 0; st == MP_OK && p < n;) {
     if (r->split[p]) {
       r->res[p] = r->cand[SM_REF][p];
@@ -1299,9 +1349,17 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
     }
     size_t q = p;
     while (q + 1 < n && !r->split[q + 1]) q++;
-    st = sm_segment(r, o, p, q, info, err);
+    segs[n_seg] = (sm_seg){.lo = p, .hi = q};
+    st = sm_seg_start(r, o, &segs[n_seg++], info, err);
     p = q + 1;
   }
+  for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
+    if (segs[k].open) st = sm_seg_exact(r, o, &segs[k], info, err);
+  }
+  for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
+    info->dp_improved += segs[k].ub < segs[k].heuristic;
+  }
+  mp_free(r->m.a, segs);
   if (st != MP_OK) return st;
   info->peak = sm_sim(&r->m, r->res, r->remain, NULL, NULL);
   for (int c = 0; c < r->n_cand; c++) {

@@ -119,10 +119,11 @@ static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
   size_t base = s->n_cand ? s->cand[0].peak : 0;
   mp_buf_printf(out,
                 "schedule    memory: %zu segments (largest %zu ops), %zu met "
-                "the step bound, exact search finished %zu, improved %zu, %zu "
-                "states, %.1f ms; %s\n",
+                "the step bound, exact search finished %zu, improved %zu (%zu "
+                "by the beam), %zu states, %.1f ms; %s\n",
                 s->segments, s->largest_segment, s->bound_segments,
-                s->dp_segments, s->dp_improved, s->dp_states, s->ms,
+                s->dp_segments, s->dp_improved, s->beam_improved, s->dp_states,
+                s->ms,
                 s->exact        ? "optimal for this graph"
                 : s->budget_hit ? "time budget reached: best found"
                                 : "search cut to its state budget: best found");

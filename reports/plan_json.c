@@ -477,6 +477,7 @@ static void pj_schedule(pj_ctx *c, cJSON *root) {
   pj_num(c, o, "bound_segments", (double)s->bound_segments);
   pj_num(c, o, "exact_segments", (double)s->dp_segments);
   pj_num(c, o, "improved_segments", (double)s->dp_improved);
+  pj_num(c, o, "beam_improved_segments", (double)s->beam_improved);
   pj_num(c, o, "states", (double)s->dp_states);
   pj_bool(c, o, "optimal", s->exact);
   pj_bool(c, o, "budget_hit", s->budget_hit);

@@ -215,9 +215,10 @@ static size_t brute_best(const mp_graph *g, const mp_alias *al, bool in_act) {
 
 /* ---- checks -------------------------------------------------------------- */
 
-/* Segments the step bound proved (schedule_memory.c invariant 7), and
- * segments searched, over every check_memory call. */
-static size_t n_bound, n_searched;
+/* Segments the step bound proved (schedule_memory.c invariant 7),
+ * segments searched, and segments the beam improved (invariant 8), over
+ * every check_memory call. */
+static size_t n_bound, n_searched, n_beam;
 
 /* The memory order of g (with alias al): topological, never worse than a
  * candidate, its reported peak the lifetimes' lower bound, each
@@ -240,6 +241,7 @@ static size_t check_memory(const mp_graph *g, const mp_alias *al, bool in_act,
   size_t lb = lb_of(g, order, al, in_act);
   n_bound += info.bound_segments;
   n_searched += info.dp_segments;
+  n_beam += info.beam_improved;
   bool ok = topological(g, order) && info.peak == lb;
   for (size_t c = 0; c < info.n_cand; c++) ok = ok && lb <= info.cand[c].peak;
   /* The candidates' peaks are real: dfs and rpo recomputed here. */
@@ -298,11 +300,12 @@ static void test_optimal(void) {
   }
   fprintf(stderr,
           "optimal: %zu graphs, the file order beaten on %zu; segments: %zu "
-          "met the step bound, %zu searched\n",
-          graphs, orders_beaten, n_bound, n_searched);
+          "met the step bound, %zu searched, %zu improved by the beam\n",
+          graphs, orders_beaten, n_bound, n_searched, n_beam);
   CHECK(orders_beaten > 10); /* the oracle is not trivially the file order */
-  /* Both ways to optimality are exercised against the brute force. */
-  CHECK(n_bound > 10 && n_searched > 10);
+  /* Both ways to optimality, and the beam's orders, are exercised against
+   * the brute force. */
+  CHECK(n_bound > 10 && n_searched > 10 && n_beam > 10);
 }
 
 /* One small random graph through views and inplace (and concat with
