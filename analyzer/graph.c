@@ -47,8 +47,24 @@ struct mp_graph {
   size_t n_warnings, cap_warnings;
 };
 
+/* A name from a file that is not valid UTF-8: an error showing the valid
+ * part before the first bad byte (the reports carry names as UTF-8). */
+static mp_status graph_utf8(const char *source, const char *what, const char *s,
+                            mp_error *err) {
+  size_t k = mp_utf8_prefix(s, strlen(s));
+  if (!s[k]) return MP_OK;
+  return mp_error_set(err, MP_ERR_BAD_INPUT,
+                      "%s: %s '%.*s' is not valid UTF-8 (byte 0x%02x at "
+                      "offset %zu)",
+                      source, what, (int)k, s, (unsigned char)s[k], k);
+}
+
 mp_status mp_graph_create(const mp_alloc *a, const char *source,
                           const char *name, mp_graph **out, mp_error *err) {
+  if (name && graph_utf8(source ? source : "<graph>", "the graph name", name,
+                         err) != MP_OK) {
+    return MP_ERR_BAD_INPUT;
+  }
   mp_graph *g = mp_calloc(a, 1, sizeof *g);
   if (!g) return mp_error_set(err, MP_ERR_NOMEM, "graph: out of memory");
   g->alloc = a;
@@ -118,6 +134,9 @@ mp_status mp_graph_add_dim(mp_graph *g, const char *name, int64_t value,
     return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: a dim has an empty name",
                         g->source);
   }
+  if (graph_utf8(g->source, "dim name", name, err) != MP_OK) {
+    return MP_ERR_BAD_INPUT;
+  }
   if (mp_strmap_get(g->dim_index, name, NULL)) {
     return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: dim '%s' declared twice",
                         g->source, name);
@@ -173,6 +192,9 @@ mp_status mp_graph_add_tensor(mp_graph *g, const mp_tensor_desc *d,
   if (!d->name || !*d->name) {
     return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: a tensor has an empty name",
                         g->source);
+  }
+  if (graph_utf8(g->source, "tensor name", d->name, err) != MP_OK) {
+    return MP_ERR_BAD_INPUT;
   }
   if (mp_strmap_get(g->tensor_index, d->name, NULL)) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
@@ -271,6 +293,10 @@ static mp_status graph_check_op(const mp_graph *g, const mp_op_desc *d,
   if (!d->name || !*d->name || !d->type || !*d->type) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: an op has an empty name or type", g->source);
+  }
+  if (graph_utf8(g->source, "op name", d->name, err) != MP_OK ||
+      graph_utf8(g->source, "op type", d->type, err) != MP_OK) {
+    return MP_ERR_BAD_INPUT;
   }
   if (mp_strmap_get(g->op_index, d->name, NULL)) {
     return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: op '%s' is declared twice",

@@ -57,6 +57,15 @@ mp_status json_parse(const char *file, const char *text, size_t len,
                      cJSON **out, mp_error *err) {
   const char *end = NULL;
   size_t line, col;
+  /* JSON text is UTF-8 (RFC 8259), and names from it reach every report */
+  size_t ok = mp_utf8_prefix(text, len);
+  if (ok < len) {
+    json_line_col(text, ok, &line, &col);
+    return mp_error_set(err, MP_ERR_BAD_INPUT, "%s:%zu:%zu: byte 0x%02x: %s",
+                        file, line, col, (unsigned char)text[ok],
+                        text[ok] ? "not valid UTF-8 (JSON text is UTF-8)"
+                                 : "a NUL byte in JSON text");
+  }
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
   size_t off =
       end && end >= text && end <= text + len ? (size_t)(end - text) : len;

@@ -16,14 +16,19 @@
 
 static mp_buf cli_pending = {0};
 
-/* "mplan: KIND: MSG\n" into b, control characters escaped. */
+/* "mplan: KIND: MSG\n" into b, control characters and bytes that are not
+ * UTF-8 escaped as \xHH: names from files keep the line one valid line. */
 static void cli_line(mp_buf *b, const char *kind, const char *msg) {
   mp_buf_printf(b, "mplan: %s: ", kind);
-  for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
-    if (*c < 0x20 || *c == 0x7f) {
-      mp_buf_printf(b, "\\x%02x", *c); /* names from files stay one line */
+  for (const unsigned char *c = (const unsigned char *)msg; *c;) {
+    size_t len = *c < 0x80 ? 1 : *c < 0xe0 ? 2 : *c < 0xf0 ? 3 : 4;
+    if (*c < 0x20 || *c == 0x7f ||
+        (*c >= 0x80 && mp_utf8_prefix((const char *)c, len) < len)) {
+      mp_buf_printf(b, "\\x%02x", *c);
+      c++;
     } else {
-      mp_buf_append(b, (const char *)c, 1);
+      mp_buf_append(b, (const char *)c, len);
+      c += len;
     }
   }
   mp_buf_puts(b, "\n");

@@ -121,6 +121,30 @@ char *mp_strdup(const mp_alloc *a, const char *s) {
   return d;
 }
 
+size_t mp_utf8_prefix(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = p[i];
+    size_t n = c < 0x80                 ? 1
+               : c >= 0xc2 && c <= 0xdf ? 2
+               : c >= 0xe0 && c <= 0xef ? 3
+               : c >= 0xf0 && c <= 0xf4 ? 4
+                                        : 0;
+    if (!n || !c || n > len - i) return i;
+    /* the second byte's range excludes overlong forms, surrogates and
+     * code points above U+10FFFF */
+    unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    for (size_t k = 1; k < n; k++) {
+      unsigned b = p[i + k];
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf)) return i;
+    }
+    i += n;
+  }
+  return i;
+}
+
 mp_status mp_grow(const mp_alloc *a, void **ptr, size_t *cap, size_t need,
                   size_t elsize, const char *what, mp_error *err) {
   if (need <= *cap) return MP_OK;

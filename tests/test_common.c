@@ -188,7 +188,42 @@ static void test_sha256(void) {
   CHECK_HAS(err.msg, path);
 }
 
+/* mp_utf8_prefix: the valid prefix's length, on the edges of RFC 3629. */
+static void test_utf8(void) {
+  static const struct {
+    const char *s;
+    size_t len, want;
+  } cases[] = {
+      {"plain", 5, 5},
+      {"gr\xc3\xb6\xc3\x9f"
+       "e",
+       7, 7},                     /* U+00F6 U+00DF */
+      {"\xe5\x8d\xb7", 3, 3},     /* U+5377 */
+      {"\xf0\x9f\x98\x80", 4, 4}, /* U+1F600 */
+      {"\xf4\x8f\xbf\xbf", 4, 4}, /* U+10FFFF, the last */
+      {"\xed\x9f\xbf", 3, 3},     /* U+D7FF, before surrogates */
+      {"ab\xff", 3, 2},           /* never a UTF-8 byte */
+      {"\xc0\x80", 2, 0},         /* overlong NUL */
+      {"\xc1\xbf", 2, 0},         /* overlong 2-byte */
+      {"\xe0\x9f\xbf", 3, 0},     /* overlong 3-byte */
+      {"\xf0\x8f\xbf\xbf", 4, 0}, /* overlong 4-byte */
+      {"\xed\xa0\x80", 3, 0},     /* surrogate U+D800 */
+      {"\xf4\x90\x80\x80", 4, 0}, /* above U+10FFFF */
+      {"\xf5\x80\x80\x80", 4, 0}, /* lead byte beyond 0xf4 */
+      {"x\xe5\x8d", 3, 1},        /* cut short by the length */
+      {"x\xe5\x8dy", 4, 1},       /* continuation missing */
+      {"a\x80", 2, 1},            /* a stray continuation */
+      {"a\0b", 3, 1},             /* NUL inside the length */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    size_t got = mp_utf8_prefix(cases[i].s, cases[i].len);
+    if (got != cases[i].want) fprintf(stderr, "utf8 case %zu\n", i);
+    CHECK_EQ_U(got, cases[i].want);
+  }
+}
+
 int main(void) {
+  test_utf8();
   test_parse_size();
   test_format();
   test_arith();

@@ -81,6 +81,12 @@ void *mp_calloc(const mp_alloc *a, size_t count, size_t size);
 /* Returns an owned copy of s (release with mp_free), or NULL. */
 char *mp_strdup(const mp_alloc *a, const char *s);
 
+/* The length of the longest prefix of s[0 .. len) that is valid UTF-8
+ * (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF)
+ * and holds no NUL byte; len when all of it is. Names from files must be
+ * UTF-8: the JSON, HTML and SQLite reports carry them. */
+size_t mp_utf8_prefix(const char *s, size_t len);
+
 /* Grows the array *ptr (element size elsize, capacity *cap) so that it
  * holds at least need elements; doubles to amortise. Sets an "out of
  * memory" error naming what on failure, leaving *ptr and *cap unchanged. */

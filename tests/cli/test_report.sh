@@ -29,7 +29,8 @@ absent() { for f in "$@"; do [ -e "$f" ] && bad "$f was written on an error" || 
 q() { sqlite3 "$1" "$2"; }
 
 cd "$src"
-for m in models/seed_example.json models/mobilenet_v1.json models/mobilenet_v2.json tests/data/input.12.csv; do
+for m in models/seed_example.json models/mobilenet_v1.json models/mobilenet_v2.json tests/data/input.12.csv \
+  tests/data/utf8_names.json; do
   n=$(basename "$m")
   d="$tmp/$n"
   mkdir -p "$d"
@@ -78,6 +79,17 @@ EOF
     ok
   fi
 done
+
+# Names in UTF-8 (Cyrillic, CJK, an emoji) arrive whole in every file.
+d=$tmp/utf8_names.json
+for name in 'größe' '卷积_relu' 'свёртка' 'probs😀'; do
+  has "$d/plan.json" "$name"
+  has "$d/r.html" "$name"
+  has "$d/g.svg" "$name"
+done
+same "$(q "$d/h.db" "SELECT count(*) FROM tensor WHERE name IN ('größe', '卷积_relu', 'probs😀', 'входы')")" 4 "UTF-8 names in SQLite"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["model"]["name"] == "tiny_net_ünïcode", d["model"]' \
+  "$d/plan.json" && ok || bad "utf8_names: the model name in the plan JSON"
 
 # mplan plan takes the same flags and writes everything together.
 d=$tmp/plan

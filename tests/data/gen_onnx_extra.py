@@ -11,11 +11,14 @@ upstream ones.
     the importer would make up first for k's weight, so it must pick
     another one. Outputs w, k, z = (x + w) * k and k.value = Relu(z).
 
+It also writes tests/bad/onnx_utf8_name.onnx.bin: the same model with a
+node name that is not UTF-8 (0xff), which mplan must refuse in one line.
+
 The protobuf wire format is written directly (field numbers from onnx.proto),
 so no python3-onnx is needed. Values are multiples of 1/4, so the expected
 outputs are exact in float32.
 
-usage: gen_onnx_extra.py tests/data/onnx_extra
+usage: gen_onnx_extra.py REPO_ROOT
 """
 import os
 import struct
@@ -78,7 +81,7 @@ def write(path, data):
         f.write(data)
 
 
-def weight_outputs(out):
+def weight_outputs(out, relu_name="relu"):
     x = [0.25 * i - 1.0 for i in range(6)]
     w = [0.5 * i - 1.25 for i in range(6)]
     k = [2.0, -1.0, 0.25]
@@ -88,12 +91,14 @@ def weight_outputs(out):
     graph = (ld(1, node("Constant", [], ["k"], "make_k", constant)) +
              ld(1, node("Add", ["x", "w"], ["y"], "add")) +
              ld(1, node("Mul", ["y", "k"], ["z"], "mul")) +
-             ld(1, node("Relu", ["z"], ["k.value"], "relu")) +
+             ld(1, node("Relu", ["z"], ["k.value"], relu_name)) +
              ld(2, "weight_outputs") + ld(5, tensor("w", [2, 3], w)) +
              ld(11, value_info("x", [2, 3])) +
              ld(12, value_info("w", [2, 3])) + ld(12, value_info("k", [3])) +
              ld(12, value_info("z", [2, 3])) +
              ld(12, value_info("k.value", [2, 3])))
+    if out is None:
+        return model(graph)
     d = os.path.join(out, "test_weight_outputs")
     write(os.path.join(d, "model.onnx"), model(graph))
     data = os.path.join(d, "test_data_set_0")
@@ -104,4 +109,7 @@ def weight_outputs(out):
         write(os.path.join(data, "output_%d.pb" % i), tensor(name, dims, v))
 
 
-weight_outputs(sys.argv[1])
+root = sys.argv[1]
+weight_outputs(os.path.join(root, "tests", "data", "onnx_extra"))
+write(os.path.join(root, "tests", "bad", "onnx_utf8_name.onnx.bin"),
+      weight_outputs(None, relu_name=b"re\xfflu"))
