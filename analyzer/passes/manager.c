@@ -16,9 +16,12 @@
  *      the caller's is untouched.
  *   4. Row i's "after" figures are row i+1's "before" figures: each graph
  *      is measured once.
- *   5. The memory order's time budget is shared: each of the (passes + 1)
- *      measurements gets an equal part, so that --passes all --order
- *      memory stays within the budget one order would take.
+ *   5. The memory order's time budget is shared: each measurement gets
+ *      an equal part of what is left for those that may still come (one
+ *      per pass left, plus this one), so that --passes all --order memory
+ *      stays within the budget one order would take, and the time a fast
+ *      search or a pass that changed nothing leaves goes to the later
+ *      measurements (the last one gives the order used).
  *   6. A guarded pass (accumulate) hands on its graph only if the lower
  *      bound measured after it is not above the one before; otherwise
  *      its row says so and the graph before it goes on unchanged.
@@ -299,6 +302,22 @@ typedef struct pm_state {
   pm_measure meas; /* g's analysis */
 } pm_state;
 
+/* The memory order's time budget across measurements (invariant 5). */
+typedef struct pm_budget {
+  double deadline; /* ms, pm_now_ms's clock */
+  size_t left;     /* measurements that may still come */
+} pm_budget;
+
+static double pm_now_ms(void);
+
+/* The search budget of the next measurement; counts it as done. */
+static double pm_budget_take(pm_budget *b) {
+  double rest = b->deadline - pm_now_ms();
+  double ms = b->left ? rest / (double)b->left : rest;
+  if (b->left) b->left--;
+  return ms > 1.0 ? ms : 1.0;
+}
+
 /* Ranks for the memory order's hint candidate (invariant 7): each op of
  * g at its position in prev's order, found by name; an op a rewrite
  * added ("X.add1") at X's. Ops found neither way rank 0 (as soon as
@@ -334,10 +353,11 @@ static uint32_t *pm_hint(const mp_graph *g, const mp_graph *prev,
 
 static mp_status pm_measure_graph(const mp_graph *g, const mp_alias *al,
                                   const mp_pass_opts *o, const pm_state *prev,
-                                  pm_measure *m, mp_error *err) {
+                                  pm_budget *b, pm_measure *m, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(g);
   mp_schedule_opts so = o->schedule;
   so.alias = al;
+  so.budget_ms = pm_budget_take(b);
   uint32_t *hint = NULL;
   if (prev && so.order == MP_ORDER_MEMORY) {
     hint = pm_hint(g, prev->g, prev->meas.order);
@@ -489,8 +509,8 @@ static mp_status pm_add_row(mp_pass_report *r, const mp_pass_row *row,
 }
 
 static mp_status pm_run_one(pm_state *s, const pm_pass *p,
-                            const mp_pass_opts *o, mp_pass_report *r,
-                            mp_error *err) {
+                            const mp_pass_opts *o, pm_budget *b,
+                            mp_pass_report *r, mp_error *err) {
   double t0 = pm_now_ms();
   pass_ctx c;
   memset(&c, 0, sizeof c);
@@ -521,7 +541,9 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
     next.owned = false;
   }
   if (st == MP_OK && changed) {
-    st = pm_measure_graph(next.g, &next.alias, o, s, &next.meas, err);
+    st = pm_measure_graph(next.g, &next.alias, o, s, b, &next.meas, err);
+  } else if (b->left) {
+    b->left--; /* no measurement: its share stays for the later ones */
   }
   if (st == MP_OK && changed && p->guarded && next.meas.lb > s->meas.lb) {
     /* invariant 6: the rewrite would raise the lower bound */
@@ -557,19 +579,20 @@ mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *opts, mp_alias *alias,
   const mp_alloc *a = mp_graph_alloc(*g);
   pm_state s = {.g = *g, .owned = false};
   mp_pass_report *r = NULL;
-  mp_pass_opts shared = *opts, *o = &shared;
-  size_t runs = 1;
-  for (int p = 0; p < MP_PASS_COUNT; p++) runs += (o->mask >> p) & 1u;
-  double budget =
+  const mp_pass_opts *o = opts;
+  pm_budget b = {pm_now_ms(), 1};
+  for (int p = 0; p < MP_PASS_COUNT; p++) b.left += (o->mask >> p) & 1u;
+  b.deadline +=
       o->schedule.budget_ms > 0 ? o->schedule.budget_ms : MP_SCHEDULE_BUDGET_MS;
-  shared.schedule.budget_ms = budget / (double)runs; /* invariant 5 */
   mp_status st = pm_report(a, o, &r, err);
   if (st == MP_OK) {
     st = mp_alias_identity(a, mp_graph_tensor_count(*g), &s.alias, err);
   }
-  if (st == MP_OK) st = pm_measure_graph(s.g, &s.alias, o, NULL, &s.meas, err);
+  if (st == MP_OK) {
+    st = pm_measure_graph(s.g, &s.alias, o, NULL, &b, &s.meas, err);
+  }
   for (int p = 0; st == MP_OK && p < MP_PASS_COUNT; p++) {
-    if (o->mask & (1u << p)) st = pm_run_one(&s, &pm_passes[p], o, r, err);
+    if (o->mask & (1u << p)) st = pm_run_one(&s, &pm_passes[p], o, &b, r, err);
   }
   if (st != MP_OK) {
     if (s.g) pm_state_release(&s);
