@@ -93,7 +93,9 @@
  * holds one bit per op and every expansion scans all of them. */
 #define SM_MAX_DP_OPS 4096
 /* Bytes of state bits one level may hold while it is built (up to four
- * times max_states states): caps max_states for wide segments. */
+ * times max_states states): caps the default max_states for wide
+ * segments. A max_states the caller gives is kept, and the history may
+ * then hold 16 times as many links (memory is the caller's choice). */
 #define SM_LEVEL_BYTES ((size_t)32 << 20)
 
 typedef struct sm_model {
@@ -550,8 +552,9 @@ typedef struct sm_dp {
   size_t count[2], cap[2];
   uint32_t *table; /* open addressing over the next level (index + 1) */
   size_t table_cap;
-  size_t ub;         /* a transition must beat this peak */
-  size_t max_states; /* per level */
+  size_t ub;          /* a transition must beat this peak */
+  size_t max_states;  /* per level */
+  size_t max_history; /* predecessor links */
   struct timespec deadline;
   bool cut;       /* a level was cut to max_states */
   bool timed_out; /* the deadline passed */
@@ -929,7 +932,7 @@ static mp_status sm_history(sm_dp *d, size_t need, mp_error *err) {
  * entry of (former next) state j. */
 static mp_status sm_advance(sm_dp *d, mp_error *err) {
   size_t n = d->count[1];
-  if (d->h_n + n > SM_MAX_HISTORY) {
+  if (d->h_n + n > d->max_history) {
     d->too_big = true;
     return MP_OK;
   }
@@ -1207,8 +1210,9 @@ static size_t sm_range_max(const size_t *v, size_t lo, size_t hi) {
 }
 
 /* One search over the segment at positions lo .. lo + n - 1 against the
- * upper bound *ub, keeping at most max_states states a level: the exact
- * search (a cut is reported in info), or with a small max_states a beam.
+ * upper bound *ub, keeping at most max_states states a level (0: the
+ * default, capped for wide segments): the exact search (a cut is
+ * reported in info), or with a small max_states a beam.
  * An order beating *ub goes to r->res and lowers *ub. */
 static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
                            bool beam, size_t *ub, mp_schedule_info *info,
@@ -1222,9 +1226,14 @@ static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
   d.n = n;
   d.base = lo ? r->after[lo - 1] : r->m.start_mem;
   d.ub = *ub;
-  d.max_states = max_states;
-  size_t fit = SM_LEVEL_BYTES / (4 * sizeof(uint64_t) * ((n + 63) / 64));
-  if (d.max_states > fit) d.max_states = fit ? fit : 1;
+  d.max_states = max_states ? max_states : SM_DEFAULT_STATES;
+  d.max_history = SM_MAX_HISTORY;
+  if (!max_states) {
+    size_t fit = SM_LEVEL_BYTES / (4 * sizeof(uint64_t) * ((n + 63) / 64));
+    if (d.max_states > fit) d.max_states = fit ? fit : 1;
+  } else if (max_states > SM_MAX_HISTORY / 16) {
+    d.max_history = max_states * 16;
+  }
   d.deadline = r->deadline;
   size_t peak = 0;
   bool found = false;
@@ -1307,9 +1316,8 @@ static mp_status sm_seg_exact(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
     info->exact = false;
     return MP_OK;
   }
-  size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
-  return sm_search(r, sg->lo, sg->hi - sg->lo + 1, states, false, &sg->ub, info,
-                   err);
+  return sm_search(r, sg->lo, sg->hi - sg->lo + 1, o->max_states, false,
+                   &sg->ub, info, err);
 }
 
 static void sm_deadline(struct timespec *t, double ms) {

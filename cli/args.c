@@ -162,6 +162,16 @@ static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
   } else if ((r = args_match(s, "--order-budget-ms", true, &v))) {
     if (r > 0)
       *st = args_number(s, "--order-budget-ms", v, &o->order_budget_ms);
+  } else if ((r = args_match(s, "--order-states", true, &v))) {
+    int64_t n;
+    if (r > 0 && (!mp_parse_i64(v, &n) || n < 64 || n > ((int64_t)1 << 26))) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --order-states '%s': expected an integer "
+                         "from 64 to 67108864",
+                         s->cmd, v);
+    } else if (r > 0) {
+      o->order_states = (size_t)n;
+    }
   } else if ((r = args_match(s, "--order", true, &v))) {
     if (r > 0 && !mp_order_parse(v, &o->order)) {
       *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,

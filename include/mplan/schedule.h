@@ -57,7 +57,8 @@ typedef struct mp_schedule_opts {
                         MP_SCHEDULE_BUDGET_MS */
   size_t max_states; /* states kept per level of a segment's search; more
                         are cut to the best (the result is then no longer
-                        proven optimal); 0: 65536 */
+                        proven optimal); 0: 524288, fewer for segments
+                        of over 128 ops (32 MiB of state bits a level) */
   /* memory only, optional: one more candidate, the topological order
    * that runs the ready op of lowest hint_rank first (per op; ties by
    * index). The pass manager passes the previous graph's order this way,

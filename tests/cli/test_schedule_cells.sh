@@ -85,6 +85,24 @@ assert any(c["name"] == "previous" for c in d["schedule"]["candidates"])
 PY
 done
 
+# --order-states caps the exact search's states a level: at 64 RandWire
+# seed 1 is cut (best found, no worse than the candidates), by default it
+# is proven; a bad value is one line and exit 2.
+"$mplan" plan "$tmp/whole/randwire_1.json" --order memory --order-states 64 \
+  --json >"$tmp/s64.json" 2>"$tmp/err" && ok || bad "plan --order-states 64: $(head -1 "$tmp/err")"
+"$mplan" plan "$tmp/whole/randwire_1.json" --order memory --json >"$tmp/sdef.json" && ok || bad "plan --order memory"
+python3 - "$tmp/s64.json" "$tmp/sdef.json" <<'PY' && ok || bad "--order-states 64 did not cut the search"
+import json, sys
+cut, full = (json.load(open(f))["schedule"] for f in sys.argv[1:])
+assert not cut["optimal"] and not cut["budget_hit"], cut
+assert full["optimal"] and cut["peak_bytes"] >= full["peak_bytes"], (cut, full)
+assert all(cut["peak_bytes"] <= c["peak_bytes"] for c in cut["candidates"]), cut
+PY
+"$mplan" plan "$tmp/whole/randwire_1.json" --order memory --order-states 12 \
+  >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+  grep -q "expected an integer from 64" "$tmp/err" && ok || bad "--order-states 12: $(cat "$tmp/err")"
+
 # The pass manager shares --order-budget-ms among its measurements
 # (invariant 5): RandWire seed 3's search runs past any short budget, yet
 # all of --passes all --order memory ends near the budget, not at one
