@@ -12,6 +12,8 @@
  */
 #include "mplan/problem.h"
 
+#include "mplan/sort.h"
+
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,9 +339,16 @@ typedef struct problem_event {
   size_t bytes;
 } problem_event;
 
-static int problem_event_cmp(const void *a, const void *b) {
-  const problem_event *x = a, *y = b;
-  return (x->t > y->t) - (x->t < y->t);
+/* Sorts events by time (ties in any order: the sweep takes a time's
+ * events together). */
+static mp_status profile_sort(const mp_alloc *a, problem_event *ev, size_t n,
+                              mp_error *err) {
+  uint64_t *key = mp_calloc(a, n ? n : 1, sizeof *key);
+  if (!key) return mp_error_set(err, MP_ERR_NOMEM, "profile: out of memory");
+  for (size_t i = 0; i < n; i++) key[i] = mp_sort_key_i64(ev[i].t);
+  mp_status st = mp_radix_sort(a, ev, key, n, sizeof *ev, err);
+  mp_free(a, key);
+  return st;
 }
 
 static mp_status profile_push(mp_profile *prof, size_t *cap, int64_t first,
@@ -442,8 +451,8 @@ mp_status mp_problem_profile(const mp_problem *p, mp_profile *out,
       ev[n_ev++] = (problem_event){b->last + 1, -1, b->padded};
     }
   }
-  if (n_ev) qsort(ev, n_ev, sizeof *ev, problem_event_cmp);
-  st = profile_sweep(p, ev, n_ev, &prof, err);
+  st = profile_sort(p->alloc, ev, n_ev, err);
+  if (st == MP_OK) st = profile_sweep(p, ev, n_ev, &prof, err);
   if (st == MP_OK) st = profile_peaks(&prof, err);
   assert(st != MP_OK || profile_check(p, &prof));
   mp_free(p->alloc, ev);

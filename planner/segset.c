@@ -12,6 +12,8 @@
  */
 #include "segset.h"
 
+#include "mplan/sort.h"
+
 #include <stdlib.h>
 
 struct segset {
@@ -27,11 +29,6 @@ struct segset {
   uint32_t now;
   size_t n;
 };
-
-static int segset_cmp(const void *a, const void *b) {
-  const int64_t *x = a, *y = b;
-  return (*x > *y) - (*x < *y);
-}
 
 static uint32_t segset_leaf(const segset *s, int64_t t) {
   size_t lo = 0, hi = s->n_coords;
@@ -63,15 +60,24 @@ static uint32_t segset_leaf(const segset *s, int64_t t) {
 static bool segset_coords(segset *s, const mp_strategy_ctx *ctx) {
   size_t m = 0, u = 0;
   s->coords = mp_calloc(s->alloc, 2 * ctx->n + 1, sizeof *s->coords);
-  if (!s->coords) return false;
+  uint64_t *key = mp_calloc(s->alloc, 2 * ctx->n + 1, sizeof *key);
+  if (!s->coords || !key) {
+    mp_free(s->alloc, key);
+    return false;
+  }
   for (size_t i = 0; i < ctx->n; i++) {
-    s->coords[m++] = ctx->bufs[i].first;
-    s->coords[m++] = ctx->bufs[i].last + 1;
+    key[m++] = mp_sort_key_i64(ctx->bufs[i].first);
+    key[m++] = mp_sort_key_i64(ctx->bufs[i].last + 1);
   }
-  qsort(s->coords, m, sizeof *s->coords, segset_cmp);
+  if (mp_radix_sort(s->alloc, NULL, key, m, 0, NULL) != MP_OK) {
+    mp_free(s->alloc, key);
+    return false;
+  }
   for (size_t k = 0; k < m; k++) {
-    if (!u || s->coords[u - 1] != s->coords[k]) s->coords[u++] = s->coords[k];
+    int64_t c = (int64_t)(key[k] ^ mp_sort_key_i64(0));
+    if (!u || s->coords[u - 1] != c) s->coords[u++] = c;
   }
+  mp_free(s->alloc, key);
   s->n_coords = u;
   for (s->width = 1; s->width < u; s->width *= 2) {
   }

@@ -18,6 +18,7 @@
  *   2. The optimisation keeps lo <= optimum <= best: lo rises only on a
  *      proof of infeasibility, best falls only on a found solution.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,30 +55,100 @@ static size_t auto_extent(const mp_strategy_ctx *ctx, const size_t *off) {
   return top;
 }
 
-/* Runs every heuristic; leaves the winner's offsets in ctx->offsets. */
-static mp_status auto_heuristics_run(mp_strategy_ctx *ctx, size_t *arena,
-                                     const char **winner, mp_error *err) {
-  size_t *trial = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *trial);
-  if (!trial) return mp_error_set(err, MP_ERR_NOMEM, "auto: out of memory");
-  *arena = SIZE_MAX;
-  for (size_t h = 0; h < AUTO_N; h++) {
+/* One worker's share of the wanted heuristics: with two lanes, the first
+ * (best-fit-size, the slowest) on lane 0 and the others on lane 1, which
+ * about evens their time at scale. Each keeps its offsets when it beats
+ * the worker's best so far (ties: the earlier heuristic). */
+typedef struct auto_lane {
+  mp_strategy_ctx *ctx;
+  unsigned lane, lanes;
+  size_t *trial, *best; /* n offsets each */
+  size_t arena;         /* best's extent; SIZE_MAX: none */
+  size_t winner;        /* index in auto_heuristics */
+  mp_status st;
+  mp_error err;
+} auto_lane;
+
+static void *auto_lane_run(void *arg) {
+  auto_lane *l = arg;
+  mp_strategy_ctx *ctx = l->ctx;
+  l->arena = SIZE_MAX;
+  l->st = MP_OK;
+  for (size_t h = 0, k = 0; h < AUTO_N && l->st == MP_OK; h++) {
     if (!auto_wanted(auto_heuristics[h], ctx->n)) continue;
+    unsigned lane = l->lanes == 1 || k == 0 ? 0 : 1;
+    k++;
+    if (lane != l->lane) continue;
     mp_strategy_ctx sub = *ctx;
-    sub.offsets = trial;
-    mp_status st = auto_heuristics[h]->solve(&sub, err);
-    if (st != MP_OK) {
-      mp_free(ctx->alloc, trial);
-      return st;
-    }
-    size_t a = auto_extent(ctx, trial);
-    if (a < *arena) {
-      *arena = a;
-      *winner = auto_heuristics[h]->name;
-      memcpy(ctx->offsets, trial, ctx->n * sizeof *trial);
+    sub.offsets = l->trial;
+    l->st = auto_heuristics[h]->solve(&sub, &l->err);
+    size_t a = l->st == MP_OK ? auto_extent(ctx, l->trial) : SIZE_MAX;
+    if (a < l->arena) {
+      l->arena = a;
+      l->winner = h;
+      size_t *t = l->best;
+      l->best = l->trial, l->trial = t;
     }
   }
-  mp_free(ctx->alloc, trial);
-  return MP_OK;
+  return NULL;
+}
+
+/* Runs every heuristic; leaves the winner's offsets in ctx->offsets.
+ * Above AUTO_LARGE buffers, with the C library's allocator (thread-safe),
+ * two threads share the heuristics; the winner is the same as one thread
+ * would pick: the smallest arena, ties to the earlier heuristic. */
+static mp_status auto_heuristics_run(mp_strategy_ctx *ctx, size_t *arena,
+                                     const char **winner, mp_error *err) {
+  bool libc = !ctx->alloc || ctx->alloc == mp_alloc_libc();
+  unsigned lanes = ctx->n > AUTO_LARGE && libc ? 2 : 1;
+  auto_lane l[2];
+  mp_status st = MP_OK;
+  memset(l, 0, sizeof l);
+  for (unsigned k = 0; k < lanes; k++) {
+    l[k] = (auto_lane){ctx, k, lanes, NULL, NULL, SIZE_MAX, 0, MP_OK, {0}};
+    l[k].trial = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *l[k].trial);
+    l[k].best = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *l[k].best);
+    if (!l[k].trial || !l[k].best) {
+      st = mp_error_set(err, MP_ERR_NOMEM, "auto: out of memory");
+    }
+  }
+  pthread_t thread;
+  bool threaded = false;
+  if (st == MP_OK && lanes == 2) {
+    threaded = pthread_create(&thread, NULL, auto_lane_run, &l[1]) == 0;
+  }
+  if (st == MP_OK) {
+    auto_lane_run(&l[0]);
+    if (threaded) {
+      pthread_join(thread, NULL);
+    } else if (lanes == 2) {
+      auto_lane_run(&l[1]); /* no thread: the same work, in turn */
+    }
+  }
+  /* The first failure in heuristic order wins, as in one thread. */
+  for (unsigned k = 0; st == MP_OK && k < lanes; k++) {
+    if (l[k].st != MP_OK) {
+      if (err) *err = l[k].err;
+      st = l[k].st;
+    }
+  }
+  *arena = SIZE_MAX;
+  size_t win = AUTO_N;
+  for (unsigned k = 0; st == MP_OK && k < lanes; k++) {
+    if (l[k].arena == SIZE_MAX) continue;
+    if (win == AUTO_N || l[k].arena < *arena ||
+        (l[k].arena == *arena && l[k].winner < win)) {
+      *arena = l[k].arena;
+      win = l[k].winner;
+      memcpy(ctx->offsets, l[k].best, ctx->n * sizeof *l[k].best);
+    }
+  }
+  if (st == MP_OK && win < AUTO_N) *winner = auto_heuristics[win]->name;
+  for (unsigned k = 0; k < lanes; k++) {
+    mp_free(ctx->alloc, l[k].trial);
+    mp_free(ctx->alloc, l[k].best);
+  }
+  return st;
 }
 
 static bool auto_pinned(const mp_strategy_ctx *ctx) {

@@ -18,6 +18,7 @@
  */
 #include <stdlib.h>
 
+#include "mplan/sort.h"
 #include "otree.h"
 #include "strategy.h"
 
@@ -28,11 +29,26 @@ typedef struct ol_event {
   uint32_t i;     /* index in ctx */
 } ol_event;
 
-static int ol_event_cmp(const void *a, const void *b) {
-  const ol_event *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  if (x->alloc != y->alloc) return x->alloc < y->alloc ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
+/* Sorts events by time, frees before allocations, then buffer id (each a
+ * stable radix sort, the least significant key first). */
+static mp_status ol_sort(const mp_alloc *a, ol_event *ev, size_t n,
+                         mp_error *err) {
+  uint64_t *key = mp_calloc(a, n ? n : 1, sizeof *key);
+  if (!key) return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  bool by_id = true;
+  for (size_t i = 0; i < n; i++) {
+    key[i] = ev[i].id;
+    if (i && ev[i].id < ev[i - 1].id) by_id = false;
+  }
+  mp_status st = by_id ? MP_OK : mp_radix_sort(a, ev, key, n, sizeof *ev, err);
+  for (size_t i = 0; st == MP_OK && i < n; i++) key[i] = ev[i].alloc;
+  if (st == MP_OK) st = mp_radix_sort(a, ev, key, n, sizeof *ev, err);
+  for (size_t i = 0; st == MP_OK && i < n; i++) {
+    key[i] = mp_sort_key_i64(ev[i].t);
+  }
+  if (st == MP_OK) st = mp_radix_sort(a, ev, key, n, sizeof *ev, err);
+  mp_free(a, key);
+  return st;
 }
 
 typedef struct ol_state {
@@ -183,7 +199,7 @@ static mp_status ol_solve(mp_strategy_ctx *ctx, mp_error *err) {
     ev[n_ev++] =
         (ol_event){ctx->bufs[i].last + 1, 0, ctx->bufs[i].id, (uint32_t)i};
   }
-  if (st == MP_OK) qsort(ev, n_ev, sizeof *ev, ol_event_cmp);
+  if (st == MP_OK) st = ol_sort(ctx->alloc, ev, n_ev, err);
   for (size_t e = 0; st == MP_OK && e < n_ev; e++) {
     uint32_t i = ev[e].i;
     if (ev[e].alloc) {

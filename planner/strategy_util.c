@@ -2,79 +2,82 @@
  * strategy_util.c -- small pieces shared by several strategies.
  *
  * Invariants:
- *   1. Orders are total (ties broken by id), so results never depend on the
- *      C library's qsort stability.
+ *   1. Orders are total (ties broken by id, by a stable radix sort), so
+ *      results never depend on a sort's stability.
  *   2. Every offset computed here is overflow-checked.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mplan/sort.h"
 #include "strategy.h"
 
-typedef struct util_key {
-  int64_t first;
-  uint64_t id;  /* tie-breaker */
-  uint32_t idx; /* position in ctx->bufs */
-} util_key;
-
-static int util_key_cmp(const void *a, const void *b) {
-  const util_key *x = a, *y = b;
-  if (x->first != y->first) return x->first < y->first ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
-}
-
-mp_status strategy_order_by_first(const mp_strategy_ctx *ctx, uint32_t **out,
-                                  mp_error *err) {
+/* Sorts idx[0..n) (positions in ctx->bufs) stably by keys[pass][pos]
+ * ascending, the last of the n_keys key arrays most significant, after
+ * putting them in id order: every order is total (invariant 1). */
+static mp_status util_order(const mp_strategy_ctx *ctx,
+                            const uint64_t *const *keys, size_t n_keys,
+                            uint32_t **out, mp_error *err) {
   size_t n = ctx->n;
-  util_key *k = mp_calloc(ctx->alloc, n ? n : 1, sizeof *k);
   uint32_t *idx = mp_calloc(ctx->alloc, n ? n : 1, sizeof *idx);
-  if (!k || !idx) {
-    mp_free(ctx->alloc, k);
-    mp_free(ctx->alloc, idx);
-    return mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
+  uint64_t *k = mp_calloc(ctx->alloc, n ? n : 1, sizeof *k);
+  mp_status st =
+      idx && k ? MP_OK
+               : mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
+  bool by_id = true; /* positions already in id order: nothing to sort */
+  for (size_t i = 0; st == MP_OK && i < n; i++) {
+    idx[i] = (uint32_t)i;
+    k[i] = ctx->bufs[i].id;
+    if (i && k[i] < k[i - 1]) by_id = false;
   }
-  for (size_t i = 0; i < n; i++) {
-    k[i] = (util_key){ctx->bufs[i].first, ctx->bufs[i].id, (uint32_t)i};
+  if (st == MP_OK && !by_id) {
+    st = mp_radix_sort(ctx->alloc, idx, k, n, sizeof *idx, err);
   }
-  qsort(k, n, sizeof *k, util_key_cmp);
-  for (size_t i = 0; i < n; i++) idx[i] = k[i].idx;
+  for (size_t p = 0; st == MP_OK && p < n_keys; p++) {
+    for (size_t i = 0; i < n; i++) k[i] = keys[p][idx[i]];
+    st = mp_radix_sort(ctx->alloc, idx, k, n, sizeof *idx, err);
+  }
   mp_free(ctx->alloc, k);
+  if (st != MP_OK) {
+    mp_free(ctx->alloc, idx);
+    return st;
+  }
   *out = idx;
   return MP_OK;
 }
 
-typedef struct util_key2 {
-  uint64_t k1, k2, id;
-  uint32_t idx;
-} util_key2;
-
-static int util_key2_cmp(const void *a, const void *b) {
-  const util_key2 *x = a, *y = b;
-  if (x->k1 != y->k1) return x->k1 > y->k1 ? -1 : 1;
-  if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
+mp_status strategy_order_by_first(const mp_strategy_ctx *ctx, uint32_t **out,
+                                  mp_error *err) {
+  uint64_t *first = mp_calloc(ctx->alloc, ctx->n ? ctx->n : 1, sizeof *first);
+  if (!first) return mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
+  for (size_t i = 0; i < ctx->n; i++) {
+    first[i] = mp_sort_key_i64(ctx->bufs[i].first);
+  }
+  const uint64_t *keys[] = {first};
+  mp_status st = util_order(ctx, keys, 1, out, err);
+  mp_free(ctx->alloc, first);
+  return st;
 }
 
 mp_status strategy_order_desc(const mp_strategy_ctx *ctx, const uint64_t *k1,
                               const uint64_t *k2, uint32_t **out,
                               mp_error *err) {
   size_t n = ctx->n;
-  util_key2 *k = mp_calloc(ctx->alloc, n ? n : 1, sizeof *k);
-  uint32_t *idx = mp_calloc(ctx->alloc, n ? n : 1, sizeof *idx);
-  if (!k || !idx) {
-    mp_free(ctx->alloc, k);
-    mp_free(ctx->alloc, idx);
-    return mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
+  uint64_t *d1 = mp_calloc(ctx->alloc, n ? n : 1, sizeof *d1);
+  uint64_t *d2 = mp_calloc(ctx->alloc, n ? n : 1, sizeof *d2);
+  mp_status st =
+      d1 && d2 ? MP_OK
+               : mp_error_set(err, MP_ERR_NOMEM, "strategy: out of memory");
+  for (size_t i = 0; st == MP_OK && i < n; i++) {
+    d1[i] = ~k1[i]; /* descending */
+    d2[i] = ~k2[i];
   }
-  for (size_t i = 0; i < n; i++) {
-    k[i] = (util_key2){k1[i], k2[i], ctx->bufs[i].id, (uint32_t)i};
-  }
-  qsort(k, n, sizeof *k, util_key2_cmp);
-  for (size_t i = 0; i < n; i++) idx[i] = k[i].idx;
-  mp_free(ctx->alloc, k);
-  *out = idx;
-  return MP_OK;
+  const uint64_t *keys[] = {d2, d1};
+  if (st == MP_OK) st = util_order(ctx, keys, 2, out, err);
+  mp_free(ctx->alloc, d1);
+  mp_free(ctx->alloc, d2);
+  return st;
 }
 
 typedef struct util_range {

@@ -16,6 +16,8 @@
  */
 #include "mplan/validate.h"
 
+#include "mplan/sort.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -27,11 +29,20 @@ typedef struct validate_event {
   uint32_t id;
 } validate_event;
 
-static int validate_event_cmp(const void *a, const void *b) {
-  const validate_event *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  if (x->birth != y->birth) return x->birth < y->birth ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
+/* Sorts events by time, deaths before births, then id: built in id order,
+ * they need a stable sort by birth and then one by time. */
+static mp_status validate_sort(const mp_alloc *a, validate_event *ev, size_t n,
+                               mp_error *err) {
+  uint64_t *key = mp_calloc(a, n ? n : 1, sizeof *key);
+  if (!key) return mp_error_set(err, MP_ERR_NOMEM, "validate: out of memory");
+  for (size_t i = 0; i < n; i++) key[i] = ev[i].birth;
+  mp_status st = mp_radix_sort(a, ev, key, n, sizeof *ev, err);
+  for (size_t i = 0; st == MP_OK && i < n; i++) {
+    key[i] = mp_sort_key_i64(ev[i].t);
+  }
+  if (st == MP_OK) st = mp_radix_sort(a, ev, key, n, sizeof *ev, err);
+  mp_free(a, key);
+  return st;
 }
 
 static mp_status validate_overlap(const mp_problem *p, const mp_placement *pl,
@@ -157,8 +168,8 @@ mp_status mp_validate(const mp_problem *p, const mp_placement *placements,
     ev[n_ev++] = (validate_event){b->first, 1, (uint32_t)i};
     ev[n_ev++] = (validate_event){b->last + 1, 0, (uint32_t)i};
   }
-  qsort(ev, n_ev, sizeof *ev, validate_event_cmp);
-  st = validate_sweep(p, placements, ev, n_ev, first, err);
+  st = validate_sort(mp_problem_alloc(p), ev, n_ev, err);
+  if (st == MP_OK) st = validate_sweep(p, placements, ev, n_ev, first, err);
   mp_free(mp_problem_alloc(p), ev);
   if (st == MP_OK && first) *first = (mp_violation){MP_VIOLATION_NONE, 0, 0};
   return st;

@@ -11,6 +11,7 @@
 #include "mplan/buf.h"
 #include "mplan/file.h"
 #include "mplan/sha256.h"
+#include "mplan/sort.h"
 #include "mplan/strmap.h"
 #include "mplan/units.h"
 
@@ -222,7 +223,50 @@ static void test_utf8(void) {
   }
 }
 
+/* mp_radix_sort against a comparison sort: ascending by key, stable,
+ * records moved with their keys, signed keys through mp_sort_key_i64. */
+typedef struct sort_rec {
+  int64_t v;
+  uint32_t seq;
+} sort_rec;
+
+static int sort_rec_cmp(const void *a, const void *b) {
+  const sort_rec *x = a, *y = b;
+  if (x->v != y->v) return x->v < y->v ? -1 : 1;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void test_radix_sort(void) {
+  uint64_t s = 88172645463325252ull;
+  for (size_t round = 0; round < 40; round++) {
+    size_t n = round * 97 % 3001;
+    sort_rec *r = calloc(n + 1, sizeof *r), *want = calloc(n + 1, sizeof *r);
+    uint64_t *key = calloc(n + 1, sizeof *key);
+    uint64_t *only = calloc(n + 1, sizeof *only);
+    for (size_t i = 0; i < n; i++) {
+      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+      /* few distinct values (ties), negatives, and now and then huge ones */
+      int64_t v = (int64_t)(s % 50) - 25;
+      if (round % 3 == 0) v = (int64_t)s;
+      r[i] = want[i] = (sort_rec){v, (uint32_t)i};
+      key[i] = only[i] = mp_sort_key_i64(v);
+    }
+    qsort(want, n, sizeof *want, sort_rec_cmp);
+    CHECK(mp_radix_sort(NULL, r, key, n, sizeof *r, NULL) == MP_OK);
+    CHECK(mp_radix_sort(NULL, NULL, only, n, 0, NULL) == MP_OK);
+    size_t same = 0;
+    for (size_t i = 0; i < n; i++) {
+      same += r[i].v == want[i].v && r[i].seq == want[i].seq &&
+              key[i] == mp_sort_key_i64(want[i].v) &&
+              only[i] == mp_sort_key_i64(want[i].v);
+    }
+    CHECK_EQ_U(same, n);
+    free(r), free(want), free(key), free(only);
+  }
+}
+
 int main(void) {
+  test_radix_sort();
   test_utf8();
   test_parse_size();
   test_format();

@@ -531,6 +531,64 @@ static void test_pins_everywhere(void) {
   }
 }
 
+/* An allocator that is not the C library's (it forwards to it): auto then
+ * runs its heuristics in one thread. */
+static void *fwd_alloc(void *ud, void *ptr, size_t size) {
+  (void)ud;
+  if (size == 0) {
+    free(ptr);
+    return NULL;
+  }
+  return realloc(ptr, size);
+}
+
+/* auto above 50,000 buffers runs its heuristics on two threads with the C
+ * library's allocator, in one thread with any other: the same placement
+ * and the same winner either way. */
+static void test_auto_threads(unsigned seed) {
+  static const mp_alloc fwd = {fwd_alloc, NULL};
+  const mp_alloc *allocs[2] = {NULL, &fwd};
+  mp_plan *plan[2] = {NULL, NULL};
+  mp_problem *p[2] = {NULL, NULL};
+  mp_error err;
+  for (int k = 0; k < 2; k++) {
+    rng r = {seed * 2654435761u + 7};
+    CHECK(mp_problem_create(allocs[k], "auto", &p[k], &err) == MP_OK);
+    for (int i = 0; p[k] && i < 60000; i++) {
+      char name[32];
+      snprintf(name, sizeof name, "b%d", i);
+      int64_t first = (int64_t)rng_below(&r, 20000);
+      int64_t last = first + (int64_t)rng_below(&r, 1 + rng_below(&r, 400));
+      size_t size = 16 * (1 + rng_below(&r, 1 + rng_below(&r, 4096)));
+      mp_buffer_desc d = {name,  size, 16, first, last, MP_CLASS_ACTIVATION,
+                          false, 0};
+      CHECK(mp_problem_add(p[k], &d, NULL, &err) == MP_OK);
+    }
+    CHECK(p[k] && mp_problem_seal(p[k], &err) == MP_OK);
+    mp_plan_opts o = {.strategy = "auto"};
+    if (mp_plan_solve(p[k], &o, &plan[k], &err) != MP_OK)
+      fprintf(stderr, "%s\n", err.msg);
+    CHECK(plan[k] != NULL);
+  }
+  if (plan[0] && plan[1]) {
+    const mp_placement *a = mp_plan_placements(plan[0]);
+    const mp_placement *b = mp_plan_placements(plan[1]);
+    size_t same = 0;
+    for (size_t i = 0; i < 60000; i++) same += a[i].offset == b[i].offset;
+    CHECK_EQ_U(same, 60000);
+    CHECK_EQ_U(mp_plan_summary_of(plan[0])->arena_bytes,
+               mp_plan_summary_of(plan[1])->arena_bytes);
+    CHECK(strcmp(mp_plan_summary_of(plan[0])->detail,
+                 mp_plan_summary_of(plan[1])->detail) == 0);
+    fprintf(stderr, "auto at 60,000 buffers, two threads and one: %s\n",
+            mp_plan_summary_of(plan[0])->detail);
+  }
+  for (int k = 0; k < 2; k++) {
+    mp_plan_destroy(plan[k]);
+    mp_problem_destroy(p[k]);
+  }
+}
+
 int main(int argc, char **argv) {
   /* ctest passes the source directory: any non-number means the default. */
   char *end = NULL;
@@ -549,5 +607,6 @@ int main(int argc, char **argv) {
   test_regions();
   test_banks();
   test_pins_everywhere();
+  test_auto_threads(seed);
   return check_exit("test_planner");
 }
