@@ -130,3 +130,36 @@ char *mp_fmt_bytes(char *buf, uint64_t v) {
   }
   return buf;
 }
+
+/* Columns a code point takes: two for East Asian wide and fullwidth forms
+ * (Hangul Jamo, CJK, Hangul syllables, compatibility ideographs, forms)
+ * and emoji, else one. */
+static int units_columns(uint32_t c) {
+  static const uint32_t wide[][2] = {
+      {0x1100, 0x115f},   {0x2e80, 0x303e},   {0x3041, 0x33ff},
+      {0x3400, 0x4dbf},   {0x4e00, 0x9fff},   {0xa000, 0xa4cf},
+      {0xac00, 0xd7a3},   {0xf900, 0xfaff},   {0xfe30, 0xfe4f},
+      {0xff00, 0xff60},   {0xffe0, 0xffe6},   {0x1f300, 0x1f64f},
+      {0x1f900, 0x1f9ff}, {0x20000, 0x3fffd},
+  };
+  for (size_t k = 0; k < sizeof wide / sizeof *wide; k++) {
+    if (c >= wide[k][0] && c <= wide[k][1]) return 2;
+  }
+  return 1;
+}
+
+int mp_text_pad(const char *s, int width) {
+  const unsigned char *p = (const unsigned char *)s;
+  int bytes = 0, cols = 0;
+  while (p[bytes]) {
+    unsigned char b = p[bytes];
+    int n = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    uint32_t c = n == 1 ? b : b & (0x7f >> n);
+    for (int k = 1; k < n && p[bytes + k]; k++) {
+      c = c << 6 | (p[bytes + k] & 0x3f);
+    }
+    for (int k = 0; k < n && p[bytes]; k++) bytes++;
+    cols += units_columns(c);
+  }
+  return cols >= width ? bytes : width + (bytes - cols);
+}

@@ -216,8 +216,8 @@ static void diff_tensor_line(const mp_diff *d, const mp_diff_tensor *t,
                              const char *indent, mp_buf *out) {
   char a[MP_FMT_MAX], b[MP_FMT_MAX], c[DIFF_FMT];
   const mp_snap_tensor *x = t->a, *y = t->b;
-  mp_buf_printf(out, "%s%-9s %-24s ", indent, mp_change_name(t->change),
-                t->name);
+  mp_buf_printf(out, "%s%-9s %-*s ", indent, mp_change_name(t->change),
+                mp_text_pad(t->name, 24), t->name);
   if (t->change == MP_CHANGE_LIFETIME) {
     mp_buf_printf(out, "live %" PRId64 "..%" PRId64 " -> %" PRId64 "..%" PRId64,
                   x->first, x->last, y->first, y->last);

@@ -206,9 +206,11 @@ static void ex_live(ex_ctx *c, size_t *idx) {
     snprintf(live, sizeof live, "%" PRId64 "..%" PRId64, b->first, b->last);
     ex_born(c, idx[k], born, sizeof born);
     ex_why(c, idx[k], t, why, sizeof why);
-    mp_buf_printf(c->out, "  %3zu  %-28s %24s %5.1f%%  %-17s %-20s %s\n", k + 1,
-                  b->name, mp_fmt_bytes(bytes, b->padded),
-                  report_pct(b->padded, prof->peak), live, born, why);
+    mp_buf_printf(c->out, "  %3zu  %-*s %24s %5.1f%%  %-17s %-*s %s\n", k + 1,
+                  mp_text_pad(b->name, 28), b->name,
+                  mp_fmt_bytes(bytes, b->padded),
+                  report_pct(b->padded, prof->peak), live,
+                  mp_text_pad(born, 20), born, why);
   }
   if (n > c->top) {
     size_t rest = 0;
@@ -244,7 +246,8 @@ static void ex_waste(ex_ctx *c, size_t *idx) {
   mp_buf_puts(c->out, n ? ", largest:\n" : "\n");
   for (size_t k = 0; k < n && k < c->top; k++) {
     const mp_buffer *bf = mp_problem_buffer(c->p, idx[k]);
-    mp_buf_printf(c->out, "  %-28s %s -> %s (+%zu, align %zu, %s)\n", bf->name,
+    mp_buf_printf(c->out, "  %-*s %s -> %s (+%zu, align %zu, %s)\n",
+                  mp_text_pad(bf->name, 28), bf->name,
                   mp_fmt_count(a, bf->size), mp_fmt_count(b, bf->padded),
                   bf->padded - bf->size, bf->alignment, mp_class_name(bf->cls));
   }

@@ -265,7 +265,22 @@ static void test_radix_sort(void) {
   }
 }
 
+/* mp_text_pad: the field width that pads to terminal columns. */
+static void test_text_pad(void) {
+  CHECK_EQ_I(mp_text_pad("abc", 28), 28);
+  CHECK_EQ_I(mp_text_pad("gr\xc3\xb6\xc3\x9f"
+                         "e",
+                         10),
+             12);                                              /* 5 cols, 7 B */
+  CHECK_EQ_I(mp_text_pad("\xe5\x8d\xb7\xe7\xa7\xaf", 10), 12); /* 4 cols */
+  CHECK_EQ_I(mp_text_pad("\xf0\x9f\x98\x80x", 6), 8);          /* 3 cols, 5 B */
+  CHECK_EQ_I(mp_text_pad("abcdef", 4), 6);                     /* never cut */
+  CHECK_EQ_I(mp_text_pad("\xe5\x8d\xb7\xe7\xa7\xaf", 3), 6);
+  CHECK_EQ_I(mp_text_pad("", 5), 5);
+}
+
 int main(void) {
+  test_text_pad();
   test_radix_sort();
   test_utf8();
   test_parse_size();

@@ -23,6 +23,11 @@ bool mp_parse_i64(const char *text, int64_t *out);
 /* "1,505,280". Returns buf (at least MP_FMT_MAX bytes). */
 char *mp_fmt_count(char *buf, uint64_t v);
 
+/* The printf field width ("%-*s") that pads UTF-8 text s to width
+ * terminal columns: a code point takes one column, an East Asian wide or
+ * fullwidth one or an emoji two. Names longer than width are not cut. */
+int mp_text_pad(const char *s, int width);
+
 /* "1.44 MiB", "512 B". Returns buf. */
 char *mp_fmt_human(char *buf, uint64_t v);
 

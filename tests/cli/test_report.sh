@@ -82,12 +82,21 @@ done
 
 # Names in UTF-8 (Cyrillic, CJK, an emoji) arrive whole in every file.
 d=$tmp/utf8_names.json
-for name in 'größe' '卷积_relu' 'свёртка' 'probs😀'; do
+for name in 'größe' '卷积层卷积_relu' 'свёртка' 'probs😀'; do
   has "$d/plan.json" "$name"
   has "$d/r.html" "$name"
   has "$d/g.svg" "$name"
 done
-same "$(q "$d/h.db" "SELECT count(*) FROM tensor WHERE name IN ('größe', '卷积_relu', 'probs😀', 'входы')")" 4 "UTF-8 names in SQLite"
+same "$(q "$d/h.db" "SELECT count(*) FROM tensor WHERE name IN ('größe', '卷积层卷积_relu', 'probs😀', 'входы')")" 4 "UTF-8 names in SQLite"
+# explain pads names by terminal columns: the bytes column lines up.
+"$mplan" explain tests/data/utf8_names.json >"$tmp/x.txt" 2>"$tmp/err" && ok || bad "explain utf8_names"
+python3 - "$tmp/x.txt" <<'PY' && ok || bad "utf8_names: explain's columns do not line up"
+import sys, unicodedata
+cols = lambda s: sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+rows = [l for l in open(sys.argv[1], encoding="utf-8") if " B " in l and "%" in l and l.strip()[:1].isdigit()]
+ends = {cols(l[:l.index(" B ") + 2]) for l in rows}
+assert len(rows) >= 2 and len(ends) == 1, (rows, ends)
+PY
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["model"]["name"] == "tiny_net_ünïcode", d["model"]' \
   "$d/plan.json" && ok || bad "utf8_names: the model name in the plan JSON"
 
