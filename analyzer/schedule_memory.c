@@ -65,9 +65,15 @@
  *      or one of the makers of a shared buffer is u) that no order has
  *      freed yet (a graph output, or read by u, a descendant of u or an
  *      op after the segment). The largest such sum over the segment's ops
- *      is at most any order's peak; a best candidate that meets it is
- *      optimal and the search is skipped. A candidate below it would
- *      mean the bound is wrong: an internal error, never a result.
+ *      is at most any order's peak. So are the first and the last
+ *      step: the first op has no predecessor in the segment and its step
+ *      holds what was live before it plus what it creates; the last has
+ *      no successor and its step holds what is live after the segment
+ *      (the same in every order) plus what it frees; the least over the
+ *      possible first (last) ops bounds every order. A best candidate
+ *      that meets the bound is optimal and the search is skipped. A
+ *      candidate below it would mean the bound is wrong: an internal
+ *      error, never a result.
  *   8. Before any exact search, a beam over every segment: the same
  *      search keeping only the SM_BEAM states of lowest peak (then live
  *      bytes) a level. Any order it finds is a real order of the segment,
@@ -1136,6 +1142,56 @@ static bool sm_bound_live_in(const sm_bound *b, uint32_t x) {
   return false;
 }
 
+/* Bytes op u frees when it is the segment's last op: the buffers it
+ * reads that nothing after the segment reads, and those it alone creates
+ * that nobody reads (never a graph output). */
+static size_t sm_bound_last_frees(const sm_bound *b, uint32_t u) {
+  const sm_model *m = &b->r->m;
+  size_t f = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    uint32_t s, e;
+    const uint32_t *list = sm_touched(m, u, pass, &s, &e);
+    for (uint32_t k = s; k < e; k++) {
+      uint32_t x = list[k];
+      bool kept = m->keep[x] || !m->size[x];
+      /* created (not read) by u: its readers can only come after the
+       * segment, which keeps it, as for the buffers u reads */
+      if (pass) kept = kept || m->shared[x] || sm_reads(m, u, x);
+      for (uint32_t j = m->user_start[x]; !kept && j < m->user_start[x + 1];
+           j++) {
+        kept = b->r->pos[m->users[j]] >= b->lo + b->n;
+      }
+      if (!kept) f += m->size[x];
+    }
+  }
+  return f;
+}
+
+/* The first and last steps (invariant 7): the first op of any order has
+ * no predecessor in the segment, and its step holds what was live before
+ * the segment plus what it creates; the last op has no successor in it,
+ * and its step holds what is live after the segment (the same in every
+ * order) plus what it frees. The smallest of these over the candidates
+ * for first and last bound every order's peak. */
+static size_t sm_bound_ends(const sm_bound *b, const bool *has_succ) {
+  const sm_run *r = b->r;
+  const sm_model *m = &r->m;
+  size_t before = b->lo ? r->after[b->lo - 1] : m->start_mem;
+  size_t after = r->after[b->lo + b->n - 1];
+  size_t first = SIZE_MAX, last = SIZE_MAX;
+  for (size_t i = 0; i < b->n; i++) {
+    uint32_t u = r->cand[SM_REF][b->lo + i];
+    bool has_pred = false;
+    for (size_t w = 0; w < b->words; w++) has_pred |= b->anc[i * b->words + w];
+    if (!has_pred && m->born_bytes[u] < first) first = m->born_bytes[u];
+    size_t f = has_succ[i] ? SIZE_MAX : sm_bound_last_frees(b, u);
+    if (f < last) last = f;
+  }
+  size_t lo = first == SIZE_MAX ? 0 : before + first;
+  size_t hi = last == SIZE_MAX ? 0 : after + last;
+  return lo > hi ? lo : hi;
+}
+
 /* The largest, over the segment's ops, of the bytes live at that op's
  * step in every order (invariant 7). The buffers the segment's ops read
  * or create are tested one by one; every other buffer live into the
@@ -1146,6 +1202,7 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
   const uint32_t *ref = r->cand[SM_REF];
   sm_bound b = {r, lo, n, (n + 63) / 64, NULL};
   uint32_t *bufs = NULL, n_bufs = 0;
+  bool *has_succ = NULL; /* per local op: a local op reads it */
   bool *seen = mp_calloc(m->a, m->n_buf + 1, sizeof *seen);
   b.anc = mp_calloc(m->a, n * b.words + 1, sizeof *b.anc);
   if (!seen || !b.anc) goto nomem;
@@ -1164,7 +1221,14 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
     }
   }
   bufs = mp_calloc(m->a, cap + 1, sizeof *bufs);
-  if (!bufs) goto nomem;
+  has_succ = mp_calloc(m->a, n + 1, sizeof *has_succ);
+  if (!bufs || !has_succ) goto nomem;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = ref[lo + i];
+    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
+      if (sm_bound_in(&b, m->preds[k])) has_succ[r->pos[m->preds[k]] - lo] = 1;
+    }
+  }
   for (size_t i = 0; i < n; i++) {
     uint32_t u = ref[lo + i];
     for (int pass = 0; pass < 2; pass++) {
@@ -1192,11 +1256,15 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
     }
     if (live > *lb) *lb = live;
   }
+  size_t ends = sm_bound_ends(&b, has_succ);
+  if (ends > *lb) *lb = ends;
+  mp_free(m->a, has_succ);
   mp_free(m->a, bufs);
   mp_free(m->a, b.anc);
   mp_free(m->a, seen);
   return MP_OK;
 nomem:
+  mp_free(m->a, has_succ);
   mp_free(m->a, bufs);
   mp_free(m->a, b.anc);
   mp_free(m->a, seen);

@@ -103,6 +103,38 @@ PY
 [ $? -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
   grep -q "expected an integer from 64" "$tmp/err" && ok || bad "--order-states 12: $(cat "$tmp/err")"
 
+# 300 parallel branches of three Relus into one Concat: one segment of
+# 900 ops that no search could finish. Its last step holds every branch
+# output (what is live after the segment) plus what the last op frees,
+# which the best candidate meets: proven optimal with no state searched
+# (schedule_memory.c invariant 7).
+python3 - "$tmp/wide.json" <<'PY'
+import json, sys
+t = [{"name": "x", "dtype": "i8", "shape": [1, 8, 8, 8], "kind": "input", "layout": "NCHW"}]
+ops, outs = [], []
+for b in range(300):
+    prev = "x"
+    for k in range(3):
+        n = "b%d_%d" % (b, k)
+        t.append({"name": n, "dtype": "i8", "shape": [1, 8, 8, 8], "layout": "NCHW"})
+        ops.append({"name": "r" + n, "op": "Relu", "inputs": [prev], "outputs": [n]})
+        prev = n
+    outs.append(prev)
+t.append({"name": "y", "dtype": "i8", "shape": [1, 2400, 8, 8], "kind": "output", "layout": "NCHW"})
+ops.append({"name": "cat", "op": "Concat", "inputs": outs, "outputs": ["y"], "attrs": {"axis": 1}})
+json.dump({"mplan": "graph/1", "name": "wide", "tensors": t, "ops": ops, "outputs": ["y"]},
+          open(sys.argv[1], "w"))
+PY
+"$mplan" plan "$tmp/wide.json" --order memory --json >"$tmp/wide.plan" 2>"$tmp/err" && ok ||
+  bad "plan wide: $(head -1 "$tmp/err")"
+python3 - "$tmp/wide.plan" <<'PY' && ok || bad "wide: not proven by the step bound"
+import json, sys
+s = json.load(open(sys.argv[1]))["schedule"]
+assert s["largest_segment"] == 900 and s["bound_segments"] == 1, s
+assert s["states"] == 0 and s["optimal"] and not s["budget_hit"], s
+assert s["peak_bytes"] <= min(c["peak_bytes"] for c in s["candidates"]), s
+PY
+
 # The pass manager shares --order-budget-ms among its measurements
 # (invariant 5): RandWire seed 3's search runs past any short budget, yet
 # all of --passes all --order memory ends near the budget, not at one
