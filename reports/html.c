@@ -277,6 +277,11 @@ static void html_passes(html_ctx *c, cJSON *root) {
     cJSON *o = html_obj(c, root, "schedule");
     html_num(c, o, "peak", (double)si->peak);
     html_num(c, o, "segments", (double)si->segments);
+    html_num(c, o, "bound_segments", (double)si->bound_segments);
+    html_num(c, o, "exact_segments", (double)si->dp_segments);
+    html_num(c, o, "improved_segments", (double)si->dp_improved);
+    html_num(c, o, "beam_improved_segments", (double)si->beam_improved);
+    html_num(c, o, "budget_hit", si->budget_hit);
     html_num(c, o, "optimal", si->exact);
     cJSON *cand = html_arr(c, o, "candidates");
     for (size_t k = 0; c->ok && k < si->n_cand; k++) {

@@ -736,8 +736,13 @@
       }
     }
     if (Sc) {
-      box.appendChild(el('p', 'hint', 'Memory-aware order: ' + Sc.segments + ' segments, ' +
-        (Sc.optimal ? 'proven optimal for this graph.' : 'best found within the search budget.')));
+      box.appendChild(el('p', 'hint', 'Memory-aware order: ' + Sc.segments + ' segments (' +
+        Sc.bound_segments + ' met the step bound, ' + Sc.exact_segments +
+        ' finished by the exact search, ' + Sc.improved_segments + ' improved on every candidate, ' +
+        Sc.beam_improved_segments + ' by the beam); ' +
+        (Sc.optimal ? 'proven optimal for this graph.'
+          : Sc.budget_hit ? 'the time budget stopped the search: best found.'
+          : 'the search was cut to its states a level: best found.')));
       box.appendChild(table(['order', 'peak'], Sc.candidates.map(c => [c.name, fmtBytes(c.peak)])
         .concat([['memory (used)', fmtBytes(Sc.peak)]])));
     }

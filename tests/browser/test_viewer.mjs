@@ -192,6 +192,10 @@ try {
   if (plan.schedule) {
     const text = await page.textContent('#passes');
     check(text.includes(fmtBytes(plan.schedule.peak_bytes)), 'the memory order\'s peak is shown');
+    const s = plan.schedule;
+    check(text.includes(`${s.segments} segments (${s.bound_segments} met the step bound, ` +
+      `${s.exact_segments} finished by the exact search`), 'how the memory order was proven',
+      text.slice(text.indexOf('Memory-aware'), text.indexOf('Memory-aware') + 200));
   }
   await page.mouse.move(5, 5);
   const shot = path.join(args.out, `${name}.png`);
