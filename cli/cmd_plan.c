@@ -40,12 +40,12 @@ static const char plan_usage[] =
     "fold, eliminate, accumulate, fuse, hfuse, absorb, views, concat,\n"
     "inplace; the summary then shows every pass's ops, buffers, lower\n"
     "bound and arena before and after. --order memory picks the\n"
-    "lowest-peak order (dfs,\n"
-    "rpo, greedy and an exact search over sets of scheduled ops;\n"
-    "--order-budget-ms bounds the search, 10000 by default;\n"
+    "lowest-peak order of file, dfs, rpo, two greedy orders, a beam and\n"
+    "an exact search over sets of scheduled ops, proved optimal by a\n"
+    "step bound or by the search (docs/schedule.md), and prints what it\n"
+    "compared. --order-budget-ms bounds the search, 10000 by default;\n"
     "--order-states N keeps N states a level, 524288 by default: more\n"
-    "proves larger graphs optimal, at 50-100 bytes of memory each) and\n"
-    "prints what it compared.\n";
+    "proves larger graphs optimal, at 50-100 bytes of memory each.\n";
 
 int cli_plan(int argc, char **argv) {
   cli_opts o;
