@@ -47,16 +47,13 @@ struct mp_graph {
   size_t n_warnings, cap_warnings;
 };
 
-/* A name from a file that is not valid UTF-8: an error showing the valid
- * part before the first bad byte (the reports carry names as UTF-8). */
+/* A name from a file that is not valid UTF-8 (the reports carry names as
+ * UTF-8): the error names the source too. */
 static mp_status graph_utf8(const char *source, const char *what, const char *s,
                             mp_error *err) {
-  size_t k = mp_utf8_prefix(s, strlen(s));
-  if (!s[k]) return MP_OK;
-  return mp_error_set(err, MP_ERR_BAD_INPUT,
-                      "%s: %s '%.*s' is not valid UTF-8 (byte 0x%02x at "
-                      "offset %zu)",
-                      source, what, (int)k, s, (unsigned char)s[k], k);
+  mp_status st = mp_utf8_name(what, s, err);
+  if (st != MP_OK) mp_error_prefix(err, "%s", source);
+  return st;
 }
 
 mp_status mp_graph_create(const mp_alloc *a, const char *source,

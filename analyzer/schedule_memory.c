@@ -1202,10 +1202,10 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
   const uint32_t *ref = r->cand[SM_REF];
   sm_bound b = {r, lo, n, (n + 63) / 64, NULL};
   uint32_t *bufs = NULL, n_bufs = 0;
-  bool *has_succ = NULL; /* per local op: a local op reads it */
+  bool *has_succ = mp_calloc(m->a, n + 1, sizeof *has_succ); /* per local op */
   bool *seen = mp_calloc(m->a, m->n_buf + 1, sizeof *seen);
   b.anc = mp_calloc(m->a, n * b.words + 1, sizeof *b.anc);
-  if (!seen || !b.anc) goto nomem;
+  if (!has_succ || !seen || !b.anc) goto nomem;
   size_t cap = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t u = ref[lo + i];
@@ -1218,17 +1218,11 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
       for (size_t w = 0; w < b.words; w++)
         b.anc[i * b.words + w] |= b.anc[j * b.words + w];
       b.anc[i * b.words + j / 64] |= (uint64_t)1 << (j % 64);
+      has_succ[j] = true;
     }
   }
   bufs = mp_calloc(m->a, cap + 1, sizeof *bufs);
-  has_succ = mp_calloc(m->a, n + 1, sizeof *has_succ);
-  if (!bufs || !has_succ) goto nomem;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t u = ref[lo + i];
-    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
-      if (sm_bound_in(&b, m->preds[k])) has_succ[r->pos[m->preds[k]] - lo] = 1;
-    }
-  }
+  if (!bufs) goto nomem;
   for (size_t i = 0; i < n; i++) {
     uint32_t u = ref[lo + i];
     for (int pass = 0; pass < 2; pass++) {

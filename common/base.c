@@ -145,6 +145,15 @@ size_t mp_utf8_prefix(const char *s, size_t len) {
   return i;
 }
 
+mp_status mp_utf8_name(const char *what, const char *s, mp_error *err) {
+  size_t k = mp_utf8_prefix(s, strlen(s));
+  if (!s[k]) return MP_OK;
+  return mp_error_set(
+      err, MP_ERR_BAD_INPUT,
+      "%s '%.*s' is not valid UTF-8 (byte 0x%02x at offset %zu)", what, (int)k,
+      s, (unsigned char)s[k], k);
+}
+
 mp_status mp_grow(const mp_alloc *a, void **ptr, size_t *cap, size_t need,
                   size_t elsize, const char *what, mp_error *err) {
   if (need <= *cap) return MP_OK;

@@ -12,12 +12,11 @@
  */
 #include "mplan/problem.h"
 
-#include "mplan/sort.h"
-
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mplan/sort.h"
 #include "mplan/strmap.h"
 
 typedef struct problem_group {
@@ -90,12 +89,8 @@ static mp_status problem_check_desc(const mp_buffer_desc *d, size_t *align,
   if (!d->name || !*d->name) {
     return mp_error_set(err, MP_ERR_BAD_INPUT, "buffer with an empty name");
   }
-  size_t ok = mp_utf8_prefix(d->name, strlen(d->name));
-  if (d->name[ok]) {
-    return mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "buffer name '%.*s' is not valid UTF-8 (byte 0x%02x "
-                        "at offset %zu)",
-                        (int)ok, d->name, (unsigned char)d->name[ok], ok);
+  if (mp_utf8_name("buffer name", d->name, err) != MP_OK) {
+    return MP_ERR_BAD_INPUT;
   }
   if (d->size == 0) {
     return mp_error_set(err, MP_ERR_BAD_INPUT, "buffer '%s': size is zero",

@@ -12,9 +12,9 @@
  */
 #include "segset.h"
 
-#include "mplan/sort.h"
-
 #include <stdlib.h>
+
+#include "mplan/sort.h"
 
 struct segset {
   const mp_alloc *alloc;

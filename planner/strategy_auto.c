@@ -101,9 +101,8 @@ static mp_status auto_heuristics_run(mp_strategy_ctx *ctx, size_t *arena,
                                      const char **winner, mp_error *err) {
   bool libc = !ctx->alloc || ctx->alloc == mp_alloc_libc();
   unsigned lanes = ctx->n > AUTO_LARGE && libc ? 2 : 1;
-  auto_lane l[2];
+  auto_lane l[2] = {0};
   mp_status st = MP_OK;
-  memset(l, 0, sizeof l);
   for (unsigned k = 0; k < lanes; k++) {
     l[k] = (auto_lane){ctx, k, lanes, NULL, NULL, SIZE_MAX, 0, MP_OK, {0}};
     l[k].trial = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *l[k].trial);

@@ -16,11 +16,10 @@
  */
 #include "mplan/validate.h"
 
-#include "mplan/sort.h"
-
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "mplan/sort.h"
 #include "otree.h"
 
 typedef struct validate_event {

@@ -531,22 +531,13 @@ static void test_pins_everywhere(void) {
   }
 }
 
-/* An allocator that is not the C library's (it forwards to it): auto then
- * runs its heuristics in one thread. */
-static void *fwd_alloc(void *ud, void *ptr, size_t size) {
-  (void)ud;
-  if (size == 0) {
-    free(ptr);
-    return NULL;
-  }
-  return realloc(ptr, size);
-}
-
 /* auto above 50,000 buffers runs its heuristics on two threads with the C
  * library's allocator, in one thread with any other: the same placement
  * and the same winner either way. */
 static void test_auto_threads(unsigned seed) {
-  static const mp_alloc fwd = {fwd_alloc, NULL};
+  /* the C library's allocator function behind another handle: auto then
+   * runs its heuristics in one thread */
+  const mp_alloc fwd = {mp_alloc_libc()->fn, NULL};
   const mp_alloc *allocs[2] = {NULL, &fwd};
   mp_plan *plan[2] = {NULL, NULL};
   mp_problem *p[2] = {NULL, NULL};

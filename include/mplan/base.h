@@ -87,6 +87,10 @@ char *mp_strdup(const mp_alloc *a, const char *s);
  * UTF-8: the JSON, HTML and SQLite reports carry them. */
 size_t mp_utf8_prefix(const char *s, size_t len);
 
+/* MP_OK when name s is valid UTF-8; else MP_ERR_BAD_INPUT with "WHAT
+ * 'valid part' is not valid UTF-8 (byte 0xNN at offset K)". */
+mp_status mp_utf8_name(const char *what, const char *s, mp_error *err);
+
 /* Grows the array *ptr (element size elsize, capacity *cap) so that it
  * holds at least need elements; doubles to amortise. Sets an "out of
  * memory" error naming what on failure, leaving *ptr and *cap unchanged. */
