@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
   oom_model(root, "tests/data/opset_new.onnx.bin");
   oom_model(root, "tests/data/control.onnx.bin"); /* If and Loop bodies */
   /* weights that are graph outputs: copied by made-up Identity ops */
-  oom_model(root, "tests/data/onnx_extra/test_weight_outputs/model.onnx");
+  oom_model(root, "tests/data/weight_outputs.onnx.bin");
   oom_model(root, "tests/data/pipeline.json"); /* two models, merged */
   /* Issue 9: every pass (the rewrite, the re-analysis after each pass,
    * the buffer map) and the memory-aware scheduler (candidates, splits,

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes the ONNX node tests of tests/data/onnx_extra/ in the layout of
-ONNX's backend node tests (NAME/model.onnx, NAME/test_data_set_0/
-input_K.pb and output_K.pb), for the cases the upstream suite has only
-once or not at all. test_onnx_node and test_onnx_run read them like the
-upstream ones.
+"""Writes ONNX node tests of our own in the layout of ONNX's backend node
+tests (NAME/model.onnx, NAME/test_data_set_0/input_K.pb and output_K.pb),
+for cases the upstream suite has only once or not at all. ctest runs it
+into the build folder (fixture onnx_extra); test_onnx_node and
+test_onnx_run read the result like the upstream tests.
 
   test_weight_outputs: graph outputs that are weights. An initializer 'w'
     is a graph output and is read by an Add; a Constant's output 'k' is a
@@ -11,14 +11,16 @@ upstream ones.
     the importer would make up first for k's weight, so it must pick
     another one. Outputs w, k, z = (x + w) * k and k.value = Relu(z).
 
-It also writes tests/bad/onnx_utf8_name.onnx.bin: the same model with a
-node name that is not UTF-8 (0xff), which mplan must refuse in one line.
+With --committed REPO_ROOT it writes the files the repository keeps
+instead: tests/data/weight_outputs.onnx.bin (that model, for test_oom)
+and tests/bad/onnx_utf8_name.onnx.bin (the same with a node name that is
+not UTF-8, which mplan must refuse in one line).
 
 The protobuf wire format is written directly (field numbers from onnx.proto),
 so no python3-onnx is needed. Values are multiples of 1/4, so the expected
 outputs are exact in float32.
 
-usage: gen_onnx_extra.py REPO_ROOT
+usage: gen_onnx_extra.py OUT_DIR | --committed REPO_ROOT
 """
 import os
 import struct
@@ -109,7 +111,11 @@ def weight_outputs(out, relu_name="relu"):
         write(os.path.join(data, "output_%d.pb" % i), tensor(name, dims, v))
 
 
-root = sys.argv[1]
-weight_outputs(os.path.join(root, "tests", "data", "onnx_extra"))
-write(os.path.join(root, "tests", "bad", "onnx_utf8_name.onnx.bin"),
-      weight_outputs(None, relu_name=b"re\xfflu"))
+if sys.argv[1] == "--committed":
+    root = sys.argv[2]
+    write(os.path.join(root, "tests", "data", "weight_outputs.onnx.bin"),
+          weight_outputs(None))
+    write(os.path.join(root, "tests", "bad", "onnx_utf8_name.onnx.bin"),
+          weight_outputs(None, relu_name=b"re\xfflu"))
+else:
+    weight_outputs(sys.argv[1])
