@@ -327,6 +327,57 @@ static void test_inplace_epilogue(void) {
   mp_model_destroy(m);
 }
 
+/* Rule 6: an Add writing a Concat slice moves its first branch's result
+ * into the slice and writes over it there (tests/data/passes/
+ * concat_add.json, whose description derives the figures), unless the
+ * move raises the lower bound (concat_add_guard.json). */
+static int64_t offset_of(const mp_model *m, const char *tensor) {
+  int32_t t = -1;
+  if (!mp_graph_find_tensor(mp_model_graph(m), tensor, &t)) return -1;
+  return (int64_t)mp_model_tensor_offset(m, (size_t)t);
+}
+
+static void test_inplace_slice(void) {
+  mp_model *m = load("tests/data/passes/concat_add.json", P(CONCAT), 0);
+  if (!m) return;
+  /* The concat pass alone: slices in y, each pooling result apart. */
+  CHECK(buf_of(m, "n1") == buf_of(m, "y") && buf_of(m, "b1") != buf_of(m, "y"));
+  CHECK_EQ_U(row_of(m, MP_PASS_CONCAT)->lb_after, 3072);
+  mp_model_destroy(m);
+  m = load("tests/data/passes/concat_add.json", P(CONCAT) | P(INPLACE), 0);
+  if (!m) return;
+  static const char *const b[] = {"b0", "b1", "b2"}, *const n[] = {"n0", "n1",
+                                                                   "n2"};
+  for (int k = 0; k < 3; k++) {
+    CHECK(buf_of(m, b[k]) == buf_of(m, "y"));
+    CHECK(rule_of(m, b[k]) == MP_ALIAS_CONCAT);
+    CHECK(rule_of(m, n[k]) == MP_ALIAS_ELEMENTWISE);
+    CHECK(offset_of(m, b[k]) == 512 * k && offset_of(m, n[k]) == 512 * k);
+  }
+  CHECK(buf_of(m, "p") != buf_of(m, "y") && buf_of(m, "c0") != buf_of(m, "y"));
+  const mp_pass_row *row = row_of(m, MP_PASS_INPLACE);
+  CHECK(row && row->lb_before == 3072 && row->lb_after == 2560);
+  CHECK(row && strstr(row->detail, "into a Concat slice 3"));
+  mp_model_destroy(m);
+  /* Fused first: the Conv writes over its residual, in the slice. */
+  m = load("tests/data/passes/concat_add.json",
+           P(FUSE) | P(CONCAT) | P(INPLACE), 0);
+  if (!m) return;
+  CHECK(rule_of(m, "b2") == MP_ALIAS_CONCAT && offset_of(m, "b2") == 1024);
+  CHECK(rule_of(m, "n2") == MP_ALIAS_EPILOGUE && offset_of(m, "n2") == 1024);
+  mp_model_destroy(m);
+  /* The guard: b0 in y would keep y live across the wide step. */
+  m = load("tests/data/passes/concat_add_guard.json", P(CONCAT) | P(INPLACE),
+           0);
+  if (!m) return;
+  CHECK(buf_of(m, "b0") != buf_of(m, "y") && rule_of(m, "b0") == MP_ALIAS_OWN);
+  CHECK(buf_of(m, "b1") == buf_of(m, "y") && buf_of(m, "b2") == buf_of(m, "y"));
+  row = row_of(m, MP_PASS_INPLACE);
+  CHECK(row && row->lb_before == 5632 && row->lb_after == 5632);
+  CHECK(row && strstr(row->detail, "into a Concat slice 2"));
+  mp_model_destroy(m);
+}
+
 static void test_views(void) {
   mp_model *m = load("tests/data/passes/convnet.json", P(VIEWS), 0);
   if (!m) return;
@@ -652,7 +703,7 @@ static void test_property(void) {
   char path[] = "/tmp/mplan_rnd_XXXXXX";
   int fd = mkstemp(path);
   if (fd >= 0) close(fd);
-  size_t shared = 0, fused = 0, slices = 0;
+  size_t shared = 0, fused = 0, slices = 0, moved = 0;
   for (uint64_t seed = 1; seed <= 200; seed++) {
     if (!rnd_graph_file(path, seed)) {
       CHECK(!"cannot write a random graph");
@@ -697,6 +748,8 @@ static void test_property(void) {
     if (!(mask & (P(VIEWS) | P(CONCAT) | P(INPLACE)))) {
       CHECK_EQ_U(mp_problem_count(p), mp_graph_tensor_count(g));
     }
+    const mp_pass_row *ip = row_of(m, MP_PASS_INPLACE);
+    moved += ip && strstr(ip->detail, "into a Concat slice") != NULL;
     shared += mp_problem_count(p) < mp_graph_tensor_count(g);
     fused += mp_model_pass_report(m) &&
              mp_pass_report_fusions(mp_model_pass_report(m)) > 0;
@@ -706,9 +759,9 @@ static void test_property(void) {
   remove(path);
   fprintf(stderr,
           "property: %zu plans with shared buffers, %zu with fusions, %zu "
-          "Concat slices\n",
-          shared, fused, slices);
-  CHECK(shared > 20 && fused > 20 && slices > 20);
+          "Concat slices, %zu with inputs moved into a slice\n",
+          shared, fused, slices, moved);
+  CHECK(shared > 20 && fused > 20 && slices > 20 && moved > 5);
 }
 
 int main(int argc, char **argv) {
@@ -718,6 +771,7 @@ int main(int argc, char **argv) {
   test_fuse_cap();
   test_fuse_resnet();
   test_inplace();
+  test_inplace_slice();
   test_inplace_epilogue();
   test_views();
   test_fold();

@@ -18,7 +18,8 @@
  *      (its output with its slices) is complete when an outer Concat
  *      places that output as one of its own slices, and moves whole.
  *   2. Runs after views (a view of a slice is placed with it) and before
- *      inplace, whose rule 0 keeps a slice where it is and whose readers
+ *      inplace, whose rule 0 keeps a slice where it is (rule 6 moves an
+ *      input written over into the slice instead) and whose readers
  *      rule sees every slice's readers.
  *   3. A rejected trial leaves parent, rel, rule, the member lists and
  *      the slice flags exactly as they were (restored from the snapshot).
@@ -26,57 +27,14 @@
 #include <string.h>
 
 #include "mplan/backend.h"
-#include "mplan/lifetime.h"
 #include "share.h"
 
 typedef struct cc_state {
   pass_ctx *c;
   share_ctx s;
-  size_t n_t;
-  uint32_t *parent, *next; /* snapshot (invariant 3) */
-  int64_t *rel;
-  uint8_t *rule, *slice;
-  size_t lb; /* the lower bound with the placements kept so far */
+  share_saved saved; /* invariant 3 */
+  size_t lb;         /* the lower bound with the placements kept so far */
 } cc_state;
-
-/* The activation lower bound of the map as it stands, under c->order. */
-static mp_status cc_lb(cc_state *z, size_t *lb, mp_error *err) {
-  pass_ctx *c = z->c;
-  const mp_alloc *a = mp_graph_alloc(c->g);
-  mp_alias al;
-  mp_problem *p = NULL;
-  mp_profile prof = {0};
-  mp_status st =
-      mp_alias_build(a, z->n_t, c->parent, c->rel, c->rule, &al, err);
-  if (st != MP_OK) return st;
-  mp_lifetime_opts lo = {.inputs_as_activations = c->inputs_act,
-                         .backend = c->backend,
-                         .alias = &al};
-  st = mp_lifetimes_build(c->g, c->order, &lo, &p, err);
-  if (st == MP_OK) st = mp_problem_profile(p, &prof, err);
-  if (st == MP_OK) *lb = prof.peak;
-  mp_profile_release(&prof);
-  mp_problem_destroy(p);
-  mp_alias_release(&al);
-  return st;
-}
-
-/* Copies the union-find state into the snapshot (restore false) or back
- * (restore true): invariant 3. */
-static void cc_snapshot(cc_state *z, bool restore) {
-  struct {
-    void *live, *saved;
-    size_t size;
-  } v[] = {{z->c->parent, z->parent, sizeof *z->parent},
-           {z->c->rel, z->rel, sizeof *z->rel},
-           {z->c->rule, z->rule, sizeof *z->rule},
-           {z->s.next, z->next, sizeof *z->next},
-           {z->s.slice, z->slice, sizeof *z->slice}};
-  for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
-    memcpy(restore ? v[i].live : v[i].saved, restore ? v[i].saved : v[i].live,
-           z->n_t * v[i].size);
-  }
-}
 
 /* Places input only of op (UINT32_MAX: every input with a slot) and
  * keeps the placement if the lower bound does not rise; *kept says
@@ -84,16 +42,16 @@ static void cc_snapshot(cc_state *z, bool restore) {
 static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
                         uint32_t only, bool *kept, mp_error *err) {
   size_t lb = 0;
-  cc_snapshot(z, false);
+  share_save(&z->s, &z->saved);
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
     share_union_at(&z->s, (uint32_t)op->outputs[0], (uint32_t)op->inputs[k],
                    slot[k], MP_ALIAS_CONCAT);
   }
-  mp_status st = cc_lb(z, &lb, err);
+  mp_status st = share_lb(&z->s, &lb, err);
   *kept = st == MP_OK && lb <= z->lb;
   if (!*kept) {
-    cc_snapshot(z, true);
+    share_restore(&z->s, &z->saved);
     return st;
   }
   z->lb = lb;
@@ -146,25 +104,19 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
   for (size_t o = 0; o < n_ops; o++) {
     if (mp_graph_op(g, o)->n_inputs > most) most = mp_graph_op(g, o)->n_inputs;
   }
-  cc_state z = {.c = c, .n_t = mp_graph_tensor_count(g)};
-  size_t n1 = z.n_t + 1;
+  cc_state z = {.c = c};
   int64_t *slot = mp_calloc(a, most, sizeof *slot);
   uint32_t *cand = mp_calloc(a, most, sizeof *cand);
   uint32_t *step_of = mp_calloc(a, n_ops + 1, sizeof *step_of);
-  z.parent = mp_calloc(a, n1, sizeof *z.parent);
-  z.next = mp_calloc(a, n1, sizeof *z.next);
-  z.rel = mp_calloc(a, n1, sizeof *z.rel);
-  z.rule = mp_calloc(a, n1, sizeof *z.rule);
-  z.slice = mp_calloc(a, n1, sizeof *z.slice);
   mp_status st = MP_OK;
-  if (!slot || !cand || !step_of || !z.parent || !z.next || !z.rel || !z.rule ||
-      !z.slice) {
+  if (!slot || !cand || !step_of) {
     st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                       mp_graph_source(g));
   }
   if (st == MP_OK) st = mp_schedule(g, MP_ORDER_TOPO, &topo, &used, err);
   if (st == MP_OK) st = share_init(&z.s, c, err);
   bool shared = st == MP_OK;
+  if (st == MP_OK) st = share_saved_init(&z.s, &z.saved, err);
   for (size_t k = 0; st == MP_OK && k < n_ops; k++) {
     step_of[c->order[k]] = (uint32_t)k;
   }
@@ -173,19 +125,17 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
   for (size_t i = 0; st == MP_OK && i < n_ops; i++) {
     const mp_op *op = mp_graph_op(g, topo[i]);
     if (share_concat(&z.s, topo[i], align, slot) == 0) continue;
-    if (!measured) st = cc_lb(&z, &z.lb, err);
+    if (!measured) st = share_lb(&z.s, &z.lb, err);
     measured = true;
     if (st == MP_OK) st = cc_concat(&z, op, slot, step_of, cand, err);
   }
-  if (shared) share_release(&z.s);
+  if (shared) {
+    share_saved_release(&z.s, &z.saved);
+    share_release(&z.s);
+  }
   mp_free(a, topo);
   mp_free(a, slot);
   mp_free(a, cand);
   mp_free(a, step_of);
-  mp_free(a, z.parent);
-  mp_free(a, z.next);
-  mp_free(a, z.rel);
-  mp_free(a, z.rule);
-  mp_free(a, z.slice);
   return st;
 }

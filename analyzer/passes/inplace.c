@@ -2,38 +2,87 @@
  * inplace.c -- the inplace pass: an elementwise op writes its output over
  * an input nobody reads later, a depthwise Conv over its input
  * (TinyEngine), and a fused op over its epilogue's operand (a residual),
- * per rules 2, 3 and 4 of share_rule.
+ * per rules 2, 3 and 4 of share_rule. When the output is a Concat slice
+ * (the concat pass ran), the input moves into the slice instead (rule 6,
+ * share_rule_slice): a DARTS node's Add then writes the Concat in place
+ * over its first branch's result, and that result needs no bytes of its
+ * own.
+ *
+ * A move into a slice is not free: the Concat's buffer is then live from
+ * the input's birth (or the birth of the first tensor of its buffer), so
+ * each move is kept only when the activation lower bound under the
+ * graph's order before the pass does not rise (as the concat pass does).
  *
  * Invariants:
  *   1. Ops are offered in topological order (share.c invariant 1), so a
  *      chain of in-place ops (Conv -> Add -> Relu) ends up in one buffer.
  *   2. Views are not made here (the views pass runs first when asked for);
  *      a buffer that views already share is checked as a whole.
+ *   3. After a move into a slice the input is the slice (rule
+ *      MP_ALIAS_CONCAT, at the slice's offset) and the output is written
+ *      over it (the rule share_rule_slice returned); a rejected move
+ *      leaves the buffers exactly as they were (share_restore).
  */
 #include "share.h"
+
+typedef struct ip_state {
+  share_ctx s;
+  share_saved saved;
+  size_t lb; /* with the moves kept so far; measured at the first try */
+  bool measured;
+} ip_state;
+
+/* Op o's output y is a Concat slice: moves input k's buffer into it if
+ * the lower bound does not rise (invariant 3). */
+static mp_status ip_into_slice(pass_ctx *c, ip_state *z, uint32_t o,
+                               mp_error *err) {
+  uint32_t k = 0;
+  mp_alias_rule r = share_rule_slice(&z->s, o, &k);
+  if (r == MP_ALIAS_OWN) return MP_OK;
+  const mp_op *op = mp_graph_op(c->g, o);
+  uint32_t x = (uint32_t)op->inputs[k], y = (uint32_t)op->outputs[0];
+  mp_status st = MP_OK;
+  if (!z->measured) st = share_lb(&z->s, &z->lb, err);
+  z->measured = true;
+  if (st != MP_OK) return st;
+  share_save(&z->s, &z->saved);
+  share_union(&z->s, y, x, MP_ALIAS_CONCAT);
+  c->rule[y] = (uint8_t)r;
+  size_t lb = 0;
+  st = share_lb(&z->s, &lb, err);
+  if (st != MP_OK || lb > z->lb) {
+    share_restore(&z->s, &z->saved);
+    return st;
+  }
+  z->lb = lb;
+  pass_tally(c, "into a Concat slice");
+  return MP_OK;
+}
 
 mp_status pass_inplace(pass_ctx *c, mp_error *err) {
   const mp_graph *g = c->g;
   uint32_t *order = NULL;
   mp_order_kind used;
-  share_ctx s;
+  ip_state z = {0};
   mp_status st = mp_schedule(g, MP_ORDER_TOPO, &order, &used, err);
-  if (st == MP_OK) st = share_init(&s, c, err);
-  if (st != MP_OK) {
-    mp_free(mp_graph_alloc(g), order);
-    return st;
-  }
-  for (size_t i = 0; i < mp_graph_op_count(g); i++) {
+  if (st == MP_OK) st = share_init(&z.s, c, err);
+  bool shared = st == MP_OK;
+  if (st == MP_OK) st = share_saved_init(&z.s, &z.saved, err);
+  for (size_t i = 0; st == MP_OK && i < mp_graph_op_count(g); i++) {
     uint32_t o = order[i], k = 0;
     const mp_op *op = mp_graph_op(g, o);
-    mp_alias_rule r = share_rule(&s, o, &k);
+    mp_alias_rule r = share_rule(&z.s, o, &k);
+    if (r == MP_ALIAS_OWN) st = ip_into_slice(c, &z, o, err);
     if (r == MP_ALIAS_OWN || r == MP_ALIAS_VIEW) continue;
-    share_union(&s, (uint32_t)op->inputs[k], (uint32_t)op->outputs[0], r);
+    share_union(&z.s, (uint32_t)op->inputs[k], (uint32_t)op->outputs[0], r);
     pass_tally(c, r == MP_ALIAS_DEPTHWISE  ? "depthwise Conv"
                   : r == MP_ALIAS_EPILOGUE ? "fused epilogue"
                                            : op->type);
   }
-  share_release(&s);
+  if (shared) {
+    share_saved_release(&z.s, &z.saved);
+    share_release(&z.s);
+  }
   mp_free(mp_graph_alloc(g), order);
-  return MP_OK;
+  return st;
 }

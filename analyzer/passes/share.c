@@ -20,6 +20,7 @@
 #include "share.h"
 
 #include "mplan/backend.h"
+#include "mplan/lifetime.h"
 
 #include <string.h>
 
@@ -117,6 +118,82 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
 
 void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why) {
   share_union_at(s, into, y, 0, why);
+}
+
+/* ---- trials ---------------------------------------------------------------
+ */
+
+mp_status share_saved_init(share_ctx *s, share_saved *v, mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(s->g);
+  size_t n1 = mp_graph_tensor_count(s->g) + 1;
+  memset(v, 0, sizeof *v);
+  v->parent = mp_calloc(a, n1, sizeof *v->parent);
+  v->next = mp_calloc(a, n1, sizeof *v->next);
+  v->rel = mp_calloc(a, n1, sizeof *v->rel);
+  v->rule = mp_calloc(a, n1, sizeof *v->rule);
+  v->slice = mp_calloc(a, n1, sizeof *v->slice);
+  if (!v->parent || !v->next || !v->rel || !v->rule || !v->slice) {
+    share_saved_release(s, v);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(s->g));
+  }
+  return MP_OK;
+}
+
+void share_saved_release(share_ctx *s, share_saved *v) {
+  const mp_alloc *a = mp_graph_alloc(s->g);
+  mp_free(a, v->parent);
+  mp_free(a, v->next);
+  mp_free(a, v->rel);
+  mp_free(a, v->rule);
+  mp_free(a, v->slice);
+  memset(v, 0, sizeof *v);
+}
+
+/* Copies the union-find state into v (restore false) or back. */
+static void share_copy(share_ctx *s, share_saved *v, bool restore) {
+  struct {
+    void *live, *saved;
+    size_t size;
+  } f[] = {{s->c->parent, v->parent, sizeof *v->parent},
+           {s->c->rel, v->rel, sizeof *v->rel},
+           {s->c->rule, v->rule, sizeof *v->rule},
+           {s->next, v->next, sizeof *v->next},
+           {s->slice, v->slice, sizeof *v->slice}};
+  size_t n = mp_graph_tensor_count(s->g);
+  for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+    memcpy(restore ? f[i].live : f[i].saved, restore ? f[i].saved : f[i].live,
+           n * f[i].size);
+  }
+}
+
+void share_save(share_ctx *s, share_saved *v) {
+  share_copy(s, v, false);
+}
+
+void share_restore(share_ctx *s, share_saved *v) {
+  share_copy(s, v, true);
+}
+
+mp_status share_lb(share_ctx *s, size_t *lb, mp_error *err) {
+  pass_ctx *c = s->c;
+  const mp_alloc *a = mp_graph_alloc(c->g);
+  mp_alias al;
+  mp_problem *p = NULL;
+  mp_profile prof = {0};
+  mp_status st = mp_alias_build(a, mp_graph_tensor_count(c->g), c->parent,
+                                c->rel, c->rule, &al, err);
+  if (st != MP_OK) return st;
+  mp_lifetime_opts lo = {.inputs_as_activations = c->inputs_act,
+                         .backend = c->backend,
+                         .alias = &al};
+  st = mp_lifetimes_build(c->g, c->order, &lo, &p, err);
+  if (st == MP_OK) st = mp_problem_profile(p, &prof, err);
+  if (st == MP_OK) *lb = prof.peak;
+  mp_profile_release(&prof);
+  mp_problem_destroy(p);
+  mp_alias_release(&al);
+  return st;
 }
 
 /* ---- the readers rule (invariant 2) -------------------------------------- */
@@ -335,10 +412,11 @@ static bool share_aligned(share_ctx *s, int32_t x, int32_t y) {
   return (uint64_t)(share_offset(s, (uint32_t)x) - low) % align == 0;
 }
 
-static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out);
+static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out,
+                                bool into_slice);
 
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out) {
-  mp_alias_rule r = share_pick(s, o, k_out);
+  mp_alias_rule r = share_pick(s, o, k_out, false);
   const mp_op *op = mp_graph_op(s->g, o);
   if (r != MP_ALIAS_OWN &&
       !share_aligned(s, op->inputs[*k_out], op->outputs[0])) {
@@ -347,8 +425,28 @@ mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out) {
   return r;
 }
 
-/* Rules 0-4 but alignment. */
-static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out) {
+mp_alias_rule share_rule_slice(share_ctx *s, uint32_t o, uint32_t *k_out) {
+  const mp_op *op = mp_graph_op(s->g, o);
+  if (op->n_outputs != 1 || op->outputs[0] < 0 ||
+      s->c->rule[op->outputs[0]] != MP_ALIAS_CONCAT) {
+    return MP_ALIAS_OWN;
+  }
+  return share_pick(s, o, k_out, true);
+}
+
+/* Rule 6 for input x of o's output y (a Concat slice): x's buffer may
+ * move into y's bytes. */
+static bool share_slice_ok(share_ctx *s, int32_t x, int32_t y) {
+  const mp_graph *g = s->g;
+  return !share_has_slice(s, x) && share_fits(s, x) &&
+         mp_graph_tensor(g, (size_t)x)->bytes ==
+             mp_graph_tensor(g, (size_t)y)->bytes;
+}
+
+/* Rules 0-4 but alignment; into_slice: rule 6 (y is a Concat slice and
+ * the input would move into it). */
+static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out,
+                                bool into_slice) {
   const mp_graph *g = s->g;
   const mp_op *op = mp_graph_op(g, o);
   if (op->n_outputs != 1 || op->n_inputs < 1 || op->inputs[0] < 0) {
@@ -359,7 +457,8 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out) {
   if (yk != MP_TENSOR_ACTIVATION && yk != MP_TENSOR_OUTPUT) return MP_ALIAS_OWN;
   /* Rule 0: a tensor the user pinned keeps bytes of its own; a Concat
    * slice keeps its place. */
-  if (mp_graph_tensor(g, (size_t)y)->pinned || share_has_slice(s, y)) {
+  if (mp_graph_tensor(g, (size_t)y)->pinned ||
+      share_has_slice(s, y) != into_slice) {
     return MP_ALIAS_OWN;
   }
   for (uint32_t k = 0; k < op->n_inputs; k++) {
@@ -369,6 +468,7 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out) {
     }
   }
   if (share_is_view(op->type)) {
+    if (into_slice) return MP_ALIAS_OWN; /* the concat pass moves views */
     *k_out = 0;
     return share_view_ok(s, op, y) ? MP_ALIAS_VIEW : MP_ALIAS_OWN;
   }
@@ -380,6 +480,7 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out) {
       int32_t x = op->inputs[k];
       if (x < 0 || !mp_op_first_read(op, k) || !pass_same_type(g, x, y) ||
           !pass_same_layout(g, x, y) || !share_alone(s, op, x) ||
+          (into_slice && !share_slice_ok(s, x, y)) ||
           !share_writable(s, o, x)) {
         continue;
       }
@@ -390,12 +491,16 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out) {
   }
   if (share_is_fused(op)) {
     for (uint32_t k = 0; k < op->n_inputs; k++) {
-      if (!share_epilogue_ok(s, o, op, k, y)) continue;
+      if (!share_epilogue_ok(s, o, op, k, y) ||
+          (into_slice && !share_slice_ok(s, op->inputs[k], y))) {
+        continue;
+      }
       *k_out = k;
       return MP_ALIAS_EPILOGUE;
     }
     return MP_ALIAS_OWN;
   }
   *k_out = 0;
+  if (into_slice && !share_slice_ok(s, op->inputs[0], y)) return MP_ALIAS_OWN;
   return share_depthwise_ok(s, o, op, y) ? MP_ALIAS_DEPTHWISE : MP_ALIAS_OWN;
 }

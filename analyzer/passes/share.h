@@ -35,6 +35,23 @@ void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why);
 void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
                     mp_alias_rule why);
 
+/* A copy of the buffers under construction, for a trial that may be
+ * undone: share_save, change, measure with share_lb, share_restore. */
+typedef struct share_saved {
+  uint32_t *parent, *next;
+  int64_t *rel;
+  uint8_t *rule, *slice;
+} share_saved;
+
+mp_status share_saved_init(share_ctx *s, share_saved *v, mp_error *err);
+void share_saved_release(share_ctx *s, share_saved *v);
+void share_save(share_ctx *s, share_saved *v);
+void share_restore(share_ctx *s, share_saved *v);
+
+/* The activation lower bound of the buffers as they stand, under the
+ * order of the graph before the pass (c->order). */
+mp_status share_lb(share_ctx *s, size_t *lb, mp_error *err);
+
 /* THE in-place and aliasing predicate: may op o's output y share the
  * buffer of its input *k_out, and by which rule? MP_ALIAS_OWN: no.
  *
@@ -42,7 +59,8 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
  *     reads a tensor at input 0; neither y nor any input of o is pinned
  *     (a pinned tensor keeps the offset, and so the bytes, of its own);
  *     y's buffer holds no Concat slice (rule 5): a slice keeps its place,
- *     and moving it would move its neighbours; and when x's buffer holds
+ *     and moving it would move its neighbours (rule 6 moves x there
+ *     instead); and when x's buffer holds
  *     slices, x's byte offset in it is a multiple of y's alignment (the
  *     buffer is aligned for its first byte only).
  *     For rules 1-4, x is the input y would share.
@@ -80,6 +98,14 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
  *     share_concat below, whose conditions continue this list.
  */
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
+
+/* Rule 6, INTO A SLICE: op o's output y is a Concat slice (rule 5 put
+ * it there, so rule 0 keeps it there) and may be written over input
+ * *k_out by rule 2, 3 or 4 (returned) if that input's buffer moves into
+ * y's bytes instead: the buffer holds no slice, every tensor of it lies
+ * inside x's bytes (as 5c), and x has y's byte size. MP_ALIAS_OWN: no.
+ * Views are not moved here (rule 5 places them with their source). */
+mp_alias_rule share_rule_slice(share_ctx *s, uint32_t o, uint32_t *k_out);
 
 /* Rule 5, CONCAT: where each input of op o goes inside its output's
  * buffer. slot[k] is input k's byte offset from the output's first byte,

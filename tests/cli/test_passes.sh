@@ -96,6 +96,21 @@ run 1 verify tests/data/passes/concat_oob.json --passes all --poison --inject oo
   has "$tmp/out" "'a' changed by 'o2'"
 # An early-free of the Concat's buffer is caught like any other.
 run 1 verify $cat --passes all --poison --inject early-free:c
+# Rule 6: each node's Add writes its slice in place over its pooling
+# branch's result, which moves into the slice (the figures are derived in
+# the file's description); the runtime agrees bit for bit, and an
+# early-free of the shared buffer is named.
+ca=tests/data/passes/concat_add.json
+run 0 plan $ca --passes concat,inplace -o "$tmp/ca.json" &&
+  has "$tmp/out" "3,072 -> 2,560 (-16.7%)" && has "$tmp/out" "into a Concat slice 3"
+run 0 validate "$tmp/ca.json"
+[ "$(py "$tmp/ca.json" "[(b['tensors'], b['tensor_offsets']) for b in d['buffers'] if 'tensors' in b]")" = "[(['b0', 'n0', 'b1', 'n1', 'b2', 'n2', 'y'], [0, 0, 512, 512, 1024, 1024, 0])]" ] && ok || bad "concat_add: branch results not moved into their slices"
+run 0 explain $ca --passes all --no-map && has "$tmp/out" "b1 (in place (concat slice) at +512), n1 (in place (epilogue) at +512)"
+run 0 verify $ca --passes all --paranoid && has "$tmp/out" "verified: no event"
+run 0 verify $ca --passes all --order memory --poison --redzone 16 && has "$tmp/out" "verified: no event"
+run 1 verify $ca --passes all --poison --inject early-free:b1 && has "$tmp/out" "event use-after-free"
+run 0 plan tests/data/passes/concat_add_guard.json --passes concat,inplace &&
+  has "$tmp/out" "into a Concat slice 2" && has "$tmp/out" "lower bound 5,632 B"
 
 # Every bundled graph: all passes, the memory order, validated, and the
 # passes never raise the lower bound. (seed_example.json is a lifetime

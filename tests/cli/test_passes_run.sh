@@ -37,7 +37,7 @@ outputs() { # MODEL NAME ARGS...: compile and run, outputs to $tmp/NAME.mpt
 # fused into the pointwise Convs and written in place over running sums.
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 1 --darts 0 --seed 2
-for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 randwire_2 concat view_input \
+for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 randwire_2 concat concat_add view_input \
   hfuse_f32 bn_f32 sum_f32 sum_i8 sum_bcast; do
   model=$src/models/$m.json
   [ -f "$tmp/$m.json" ] && model=$tmp/$m.json
