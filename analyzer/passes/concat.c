@@ -11,7 +11,11 @@
  * the peak elsewhere. Each placement is therefore kept only when the
  * activation lower bound under the graph's order before the pass does
  * not rise: first all of a Concat's inputs together, else one at a time,
- * the input produced last first.
+ * the input produced last first. When the inplace pass is to run, each
+ * trial is made first with the moves of rule 6 (share.h: the op writing
+ * a slice in place over an input gets that input moved into the slice),
+ * which can turn a placement that raises the bound into one that lowers
+ * it, and then without them.
  *
  * Invariants:
  *   1. Ops are offered in topological order, so an inner Concat's buffer
@@ -36,17 +40,28 @@ typedef struct cc_state {
   size_t lb;         /* the lower bound with the placements kept so far */
 } cc_state;
 
-/* Places input only of op (UINT32_MAX: every input with a slot) and
- * keeps the placement if the lower bound does not rise; *kept says
- * whether, and the tally counts what was kept. */
+/* Places input only of op (UINT32_MAX: every input with a slot), with
+ * the moves of rule 6 when with_moves, and keeps it all if the lower
+ * bound does not rise; *kept says whether, and the tally counts what was
+ * kept. */
 static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
-                        uint32_t only, bool *kept, mp_error *err) {
+                        uint32_t only, bool with_moves, bool *kept,
+                        mp_error *err) {
   size_t lb = 0;
   share_save(&z->s, &z->saved);
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
     share_union_at(&z->s, (uint32_t)op->outputs[0], (uint32_t)op->inputs[k],
                    slot[k], MP_ALIAS_CONCAT);
+  }
+  /* With the inplace pass to come, a slice its op will write in place
+   * (rule 6) is judged with that move made: a placement that pays off
+   * only then is kept, and so is the move. */
+  size_t moved = 0;
+  for (uint32_t k = 0; with_moves && k < op->n_inputs; k++) {
+    if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
+    moved +=
+        share_move_into_slice(&z->s, (uint32_t)op->inputs[k]) != MP_ALIAS_OWN;
   }
   mp_status st = share_lb(&z->s, &lb, err);
   *kept = st == MP_OK && lb <= z->lb;
@@ -55,6 +70,7 @@ static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
     return st;
   }
   z->lb = lb;
+  for (size_t i = 0; i < moved; i++) pass_tally(z->c, "into a Concat slice");
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
     pass_tally(z->c, "Concat input");
@@ -65,13 +81,26 @@ static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
   return MP_OK;
 }
 
+/* Input only (UINT32_MAX: all), first with the moves of rule 6 when the
+ * inplace pass is to run, then without. */
+static mp_status cc_try_both(cc_state *z, const mp_op *op, const int64_t *slot,
+                             uint32_t only, bool *kept, mp_error *err) {
+  mp_status st = MP_OK;
+  *kept = false;
+  if (z->c->mask & (1u << MP_PASS_INPLACE)) {
+    st = cc_try(z, op, slot, only, true, kept, err);
+  }
+  if (st == MP_OK && !*kept) st = cc_try(z, op, slot, only, false, kept, err);
+  return st;
+}
+
 /* One Concat: all of its placeable inputs together, else one at a time
  * from the one produced last (cand: scratch, one per input). */
 static mp_status cc_concat(cc_state *z, const mp_op *op, const int64_t *slot,
                            const uint32_t *step_of, uint32_t *cand,
                            mp_error *err) {
   bool kept = false;
-  mp_status st = cc_try(z, op, slot, UINT32_MAX, &kept, err);
+  mp_status st = cc_try_both(z, op, slot, UINT32_MAX, &kept, err);
   if (st != MP_OK || kept) return st;
   size_t n = 0;
   for (uint32_t k = 0; k < op->n_inputs; k++) {
@@ -89,7 +118,7 @@ static mp_status cc_concat(cc_state *z, const mp_op *op, const int64_t *slot,
     cand[i] = k;
   }
   for (size_t i = 0; st == MP_OK && n > 1 && i < n; i++) {
-    st = cc_try(z, op, slot, cand[i], &kept, err);
+    st = cc_try_both(z, op, slot, cand[i], &kept, err);
   }
   return st;
 }

@@ -11,7 +11,10 @@
  * A move into a slice is not free: the Concat's buffer is then live from
  * the input's birth (or the birth of the first tensor of its buffer), so
  * each move is kept only when the activation lower bound under the
- * graph's order before the pass does not rise (as the concat pass does).
+ * graph's order before the pass does not rise. Most moves are made by
+ * the concat pass already, which judges a placement together with the
+ * moves it enables when this pass is to run; here come the ones it
+ * could not keep together.
  *
  * Invariants:
  *   1. Ops are offered in topological order (share.c invariant 1), so a
@@ -37,17 +40,13 @@ typedef struct ip_state {
 static mp_status ip_into_slice(pass_ctx *c, ip_state *z, uint32_t o,
                                mp_error *err) {
   uint32_t k = 0;
-  mp_alias_rule r = share_rule_slice(&z->s, o, &k);
-  if (r == MP_ALIAS_OWN) return MP_OK;
-  const mp_op *op = mp_graph_op(c->g, o);
-  uint32_t x = (uint32_t)op->inputs[k], y = (uint32_t)op->outputs[0];
+  if (share_rule_slice(&z->s, o, &k) == MP_ALIAS_OWN) return MP_OK;
   mp_status st = MP_OK;
   if (!z->measured) st = share_lb(&z->s, &z->lb, err);
   z->measured = true;
   if (st != MP_OK) return st;
   share_save(&z->s, &z->saved);
-  share_union(&z->s, y, x, MP_ALIAS_CONCAT);
-  c->rule[y] = (uint8_t)r;
+  share_move_into_slice(&z->s, (uint32_t)mp_graph_op(c->g, o)->outputs[0]);
   size_t lb = 0;
   st = share_lb(&z->s, &lb, err);
   if (st != MP_OK || lb > z->lb) {

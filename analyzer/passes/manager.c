@@ -524,6 +524,7 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   c.backend = o->schedule.backend ? o->schedule.backend : &def;
   c.inputs_act = o->schedule.inputs_as_activations;
   c.order = s->meas.order;
+  c.mask = o->mask;
   c.report = r;
   mp_buf_init(&c.note, mp_graph_alloc(s->g));
   mp_pass_row row = {.pass = p->id};

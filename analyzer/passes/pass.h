@@ -29,6 +29,7 @@ typedef struct pass_ctx {
   const mp_backend *backend; /* alignments (never NULL: the default) */
   bool inputs_act;           /* graph inputs count as activations */
   const uint32_t *order;     /* g's order before the pass (measured) */
+  uint32_t mask;             /* the passes asked for (1 << mp_pass_id) */
   uint32_t *parent;          /* alias passes: per tensor */
   int64_t *rel;              /* alias passes: first byte minus the parent's */
   uint8_t *rule;             /* alias passes: per tensor, mp_alias_rule */

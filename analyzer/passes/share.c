@@ -434,6 +434,17 @@ mp_alias_rule share_rule_slice(share_ctx *s, uint32_t o, uint32_t *k_out) {
   return share_pick(s, o, k_out, true);
 }
 
+mp_alias_rule share_move_into_slice(share_ctx *s, uint32_t y) {
+  int32_t o = mp_graph_tensor(s->g, y)->producer;
+  uint32_t k = 0;
+  mp_alias_rule r = o < 0 ? MP_ALIAS_OWN : share_rule_slice(s, (uint32_t)o, &k);
+  if (r == MP_ALIAS_OWN) return r;
+  share_union(s, y, (uint32_t)mp_graph_op(s->g, (size_t)o)->inputs[k],
+              MP_ALIAS_CONCAT);
+  s->c->rule[y] = (uint8_t)r;
+  return r;
+}
+
 /* Rule 6 for input x of o's output y (a Concat slice): x's buffer may
  * move into y's bytes. */
 static bool share_slice_ok(share_ctx *s, int32_t x, int32_t y) {

@@ -107,6 +107,11 @@ mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
  * Views are not moved here (rule 5 places them with their source). */
 mp_alias_rule share_rule_slice(share_ctx *s, uint32_t o, uint32_t *k_out);
 
+/* Applies rule 6 to the producer of slice y when it qualifies: its input
+ * moves into y's bytes (rule MP_ALIAS_CONCAT) and y is written over it
+ * (the rule returned). No lower bound is checked here. */
+mp_alias_rule share_move_into_slice(share_ctx *s, uint32_t y);
+
 /* Rule 5, CONCAT: where each input of op o goes inside its output's
  * buffer. slot[k] is input k's byte offset from the output's first byte,
  * or -1 when input k keeps bytes of its own (and the Concat copies it).
