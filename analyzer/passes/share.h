@@ -103,7 +103,8 @@ mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
  * it there, so rule 0 keeps it there) and may be written over input
  * *k_out by rule 2, 3 or 4 (returned) if that input's buffer moves into
  * y's bytes instead: the buffer holds no slice, every tensor of it lies
- * inside x's bytes (as 5c), and x has y's byte size. MP_ALIAS_OWN: no.
+ * inside x's bytes (as 5c), and x has y's byte size. x is an activation
+ * (2b), so the slot's alignment (5d) is x's. MP_ALIAS_OWN: no.
  * Views are not moved here (rule 5 places them with their source). */
 mp_alias_rule share_rule_slice(share_ctx *s, uint32_t o, uint32_t *k_out);
 

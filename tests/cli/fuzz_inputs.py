@@ -42,7 +42,8 @@ def seeds(src, onnx_dir):
                      "resnet50")] * 3
     # Graphs the passes rewrite: fusions, in place, Concat slices, Sums
     # turned into Adds (accumulate), variadic ops in place.
-    for m in ("convnet", "concat", "branches", "sum_f32", "sum_bcast"):
+    for m in ("convnet", "concat", "concat_add", "branches", "sum_f32",
+              "sum_bcast"):
         out += [(os.path.join(src, "tests", "data", "passes", m + ".json"),
                  "graph")] * 3
     for f in sorted(glob.glob(os.path.join(src, "backends", "*.json"))):
