@@ -174,9 +174,12 @@ mp_status cli_solve(const cli_opts *o, const mp_model *m, mp_plan **plan,
   }
   mp_region_desc regions[MP_BACKEND_MAX_REGIONS];
   const mp_backend *be = mp_model_backend(m);
-  mp_plan_opts po = {o->strategy, o->budget_ms, regions,
+  mp_plan_opts po = {o->strategy,
+                     o->budget_ms,
+                     regions,
                      be ? mp_backend_regions(be, regions) : 0,
-                     be ? be->banks : (mp_bank_desc){0, 0}};
+                     be ? be->banks : (mp_bank_desc){0, 0},
+                     0};
   mp_status st = mp_plan_solve(mp_model_problem(m), &po, plan, err);
   if (st != MP_OK && err && strncmp(err->msg, o->model, strlen(o->model))) {
     mp_error_prefix(err, "%s", o->model);

@@ -220,6 +220,7 @@ mp_status mp_plan_solve(const mp_problem *p, const mp_plan_opts *opts,
   mp_status st = plan_alloc(p, s->name, &plan, err);
   if (st != MP_OK) return st;
   double t0 = mp_now_ms();
+  plan->threads = opts->threads;
   st = plan_set_regions(plan, opts->regions, opts->n_regions, err);
   if (st == MP_OK) st = plan_layout(plan, s, opts->budget_ms, err);
   if (st == MP_OK) st = plan_banks(plan, &opts->banks, err);

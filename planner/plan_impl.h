@@ -22,6 +22,7 @@ struct mp_plan {
   size_t n_regions;
   mp_bank_conflict *conflicts;
   size_t n_conflicts, conflicts_before;
+  unsigned threads; /* mp_plan_opts.threads */
 };
 
 /* Copies the region descriptions (none: one unbounded "arena" for every

@@ -94,13 +94,15 @@ static void *auto_lane_run(void *arg) {
 }
 
 /* Runs every heuristic; leaves the winner's offsets in ctx->offsets.
- * Above AUTO_LARGE buffers, with the C library's allocator (thread-safe),
- * two threads share the heuristics; the winner is the same as one thread
- * would pick: the smallest arena, ties to the earlier heuristic. */
+ * Above AUTO_LARGE buffers two threads share the heuristics, when the
+ * caller allows it (ctx->threads, mp_plan_opts): by default only with the
+ * C library's allocator, which is thread-safe; the winner is the same as one
+ * thread would pick: the smallest arena, ties to the earlier heuristic. */
 static mp_status auto_heuristics_run(mp_strategy_ctx *ctx, size_t *arena,
                                      const char **winner, mp_error *err) {
   bool libc = !ctx->alloc || ctx->alloc == mp_alloc_libc();
-  unsigned lanes = ctx->n > AUTO_LARGE && libc ? 2 : 1;
+  bool two = ctx->threads >= 2 || (ctx->threads == 0 && libc);
+  unsigned lanes = ctx->n > AUTO_LARGE && two ? 2 : 1;
   auto_lane l[2] = {0};
   mp_status st = MP_OK;
   for (unsigned k = 0; k < lanes; k++) {

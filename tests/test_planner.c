@@ -7,6 +7,8 @@
  * the seed printed on failure. The validator itself is cross-checked
  * against a brute-force all-pairs checker on random placements.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -531,18 +533,31 @@ static void test_pins_everywhere(void) {
   }
 }
 
-/* auto above 50,000 buffers runs its heuristics on two threads with the C
- * library's allocator, in one thread with any other: the same placement
- * and the same winner either way. */
+/* A forwarding allocator that notes whether a thread other than the one
+ * that made it called it. */
+typedef struct fwd_alloc {
+  pthread_t owner;
+  atomic_int others; /* calls from another thread */
+} fwd_alloc;
+
+static void *fwd_fn(void *ud, void *ptr, size_t size) {
+  fwd_alloc *f = ud;
+  if (!pthread_equal(pthread_self(), f->owner)) atomic_fetch_add(&f->others, 1);
+  return mp_alloc_libc()->fn(NULL, ptr, size);
+}
+
+/* auto above 50,000 buffers runs its heuristics on two threads with the
+ * C library's allocator, or with the caller's when mp_plan_opts.threads
+ * allows it; otherwise in one: the same placement and the same winner. */
 static void test_auto_threads(unsigned seed) {
-  /* the C library's allocator function behind another handle: auto then
-   * runs its heuristics in one thread */
-  const mp_alloc fwd = {mp_alloc_libc()->fn, NULL};
-  const mp_alloc *allocs[2] = {NULL, &fwd};
-  mp_plan *plan[2] = {NULL, NULL};
-  mp_problem *p[2] = {NULL, NULL};
+  fwd_alloc fa[2] = {{pthread_self(), 0}, {pthread_self(), 0}};
+  const mp_alloc two = {fwd_fn, &fa[0]}, one = {fwd_fn, &fa[1]};
+  const mp_alloc *allocs[3] = {NULL, &two, &one};
+  const unsigned threads[3] = {0, 2, 0};
+  mp_plan *plan[3] = {NULL, NULL, NULL};
+  mp_problem *p[3] = {NULL, NULL, NULL};
   mp_error err;
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 3; k++) {
     rng r = {seed * 2654435761u + 7};
     CHECK(mp_problem_create(allocs[k], "auto", &p[k], &err) == MP_OK);
     for (int i = 0; p[k] && i < 60000; i++) {
@@ -556,25 +571,33 @@ static void test_auto_threads(unsigned seed) {
       CHECK(mp_problem_add(p[k], &d, NULL, &err) == MP_OK);
     }
     CHECK(p[k] && mp_problem_seal(p[k], &err) == MP_OK);
-    mp_plan_opts o = {.strategy = "auto"};
+    mp_plan_opts o = {.strategy = "auto", .threads = threads[k]};
     if (mp_plan_solve(p[k], &o, &plan[k], &err) != MP_OK)
       fprintf(stderr, "%s\n", err.msg);
     CHECK(plan[k] != NULL);
   }
-  if (plan[0] && plan[1]) {
+  for (int k = 1; k < 3 && plan[0] && plan[k]; k++) {
     const mp_placement *a = mp_plan_placements(plan[0]);
-    const mp_placement *b = mp_plan_placements(plan[1]);
+    const mp_placement *b = mp_plan_placements(plan[k]);
     size_t same = 0;
     for (size_t i = 0; i < 60000; i++) same += a[i].offset == b[i].offset;
     CHECK_EQ_U(same, 60000);
     CHECK_EQ_U(mp_plan_summary_of(plan[0])->arena_bytes,
-               mp_plan_summary_of(plan[1])->arena_bytes);
+               mp_plan_summary_of(plan[k])->arena_bytes);
     CHECK(strcmp(mp_plan_summary_of(plan[0])->detail,
-                 mp_plan_summary_of(plan[1])->detail) == 0);
-    fprintf(stderr, "auto at 60,000 buffers, two threads and one: %s\n",
-            mp_plan_summary_of(plan[0])->detail);
+                 mp_plan_summary_of(plan[k])->detail) == 0);
   }
-  for (int k = 0; k < 2; k++) {
+  /* threads = 2: the allocator was called from the second lane's
+   * thread; 0 with the caller's allocator: never */
+  CHECK(atomic_load(&fa[0].others) > 0);
+  CHECK_EQ_U((size_t)atomic_load(&fa[1].others), 0);
+  if (plan[0]) {
+    fprintf(stderr,
+            "auto at 60,000 buffers, two threads and one: %s; %d calls "
+            "from the second thread\n",
+            mp_plan_summary_of(plan[0])->detail, atomic_load(&fa[0].others));
+  }
+  for (int k = 0; k < 3; k++) {
     mp_plan_destroy(plan[k]);
     mp_problem_destroy(p[k]);
   }

@@ -59,6 +59,11 @@ typedef struct mp_plan_opts {
   const mp_region_desc *regions; /* NULL/0: one unbounded region "arena" */
   size_t n_regions;
   mp_bank_desc banks;
+  /* Threads the auto strategy may use above 50,000 buffers. 0: two with
+   * the C library's allocator, one with any other (it may not be
+   * thread-safe); 1: one; 2 or more: two, and the caller's allocator
+   * must be thread-safe. The plan is the same with any number. */
+  unsigned threads;
 } mp_plan_opts;
 
 /* What a plan put in one region. */
