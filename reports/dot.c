@@ -208,6 +208,9 @@ static void dot_edge_label(dot_ctx *c, size_t i, char *buf, size_t cap) {
                root);
     } else if (r == MP_ALIAS_OWN) { /* a Concat's output around its slices */
       snprintf(in, sizeof in, "\\nin buffer %s", root);
+    } else if (at) { /* written over a slice, where the slice is */
+      snprintf(in, sizeof in, "\\n%s at +%" PRIu64 " of buffer %s",
+               r == MP_ALIAS_VIEW ? "view" : "in place", at, root);
     } else {
       snprintf(in, sizeof in, "\\n%s of %s",
                r == MP_ALIAS_VIEW ? "view" : "in place", root);

@@ -106,6 +106,8 @@ run 0 plan $ca --passes concat,inplace -o "$tmp/ca.json" &&
 run 0 validate "$tmp/ca.json"
 [ "$(py "$tmp/ca.json" "[(b['tensors'], b['tensor_offsets']) for b in d['buffers'] if 'tensors' in b]")" = "[(['b0', 'n0', 'b1', 'n1', 'b2', 'n2', 'y'], [0, 0, 512, 512, 1024, 1024, 0])]" ] && ok || bad "concat_add: branch results not moved into their slices"
 run 0 explain $ca --passes all --no-map && has "$tmp/out" "b1 (in place (concat slice) at +512), n1 (in place (epilogue) at +512)"
+run 0 report $ca --passes all --dot "$tmp/ca.dot" &&
+  has "$tmp/ca.dot" 'slice at +512 of buffer b0' && has "$tmp/ca.dot" 'in place at +512 of buffer b0'
 run 0 verify $ca --passes all --paranoid && has "$tmp/out" "verified: no event"
 run 0 verify $ca --passes all --order memory --poison --redzone 16 && has "$tmp/out" "verified: no event"
 run 1 verify $ca --passes all --poison --inject early-free:b1 && has "$tmp/out" "event use-after-free"
