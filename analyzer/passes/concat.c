@@ -41,12 +41,12 @@ typedef struct cc_state {
 } cc_state;
 
 /* Places input only of op (UINT32_MAX: every input with a slot), with
- * the moves of rule 6 when with_moves, and keeps it all if the lower
- * bound does not rise; *kept says whether, and the tally counts what was
- * kept. */
+ * the moves of rule 6 when with_moves (*moved: how many were made), and
+ * keeps it all if the lower bound does not rise; *kept says whether, and
+ * the tally counts what was kept. */
 static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
-                        uint32_t only, bool with_moves, bool *kept,
-                        mp_error *err) {
+                        uint32_t only, bool with_moves, size_t *moved,
+                        bool *kept, mp_error *err) {
   size_t lb = 0;
   share_save(&z->s, &z->saved);
   for (uint32_t k = 0; k < op->n_inputs; k++) {
@@ -57,10 +57,10 @@ static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
   /* With the inplace pass to come, a slice its op will write in place
    * (rule 6) is judged with that move made: a placement that pays off
    * only then is kept, and so is the move. */
-  size_t moved = 0;
+  *moved = 0;
   for (uint32_t k = 0; with_moves && k < op->n_inputs; k++) {
     if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
-    moved +=
+    *moved +=
         share_move_into_slice(&z->s, (uint32_t)op->inputs[k]) != MP_ALIAS_OWN;
   }
   mp_status st = share_lb(&z->s, &lb, err);
@@ -70,7 +70,7 @@ static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
     return st;
   }
   z->lb = lb;
-  for (size_t i = 0; i < moved; i++) pass_tally(z->c, "into a Concat slice");
+  for (size_t i = 0; i < *moved; i++) pass_tally(z->c, "into a Concat slice");
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
     pass_tally(z->c, "Concat input");
@@ -82,15 +82,19 @@ static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
 }
 
 /* Input only (UINT32_MAX: all), first with the moves of rule 6 when the
- * inplace pass is to run, then without. */
+ * inplace pass is to run, then without (unless no move was made: the
+ * same trial). */
 static mp_status cc_try_both(cc_state *z, const mp_op *op, const int64_t *slot,
                              uint32_t only, bool *kept, mp_error *err) {
   mp_status st = MP_OK;
+  size_t moved = 1;
   *kept = false;
   if (z->c->mask & (1u << MP_PASS_INPLACE)) {
-    st = cc_try(z, op, slot, only, true, kept, err);
+    st = cc_try(z, op, slot, only, true, &moved, kept, err);
   }
-  if (st == MP_OK && !*kept) st = cc_try(z, op, slot, only, false, kept, err);
+  if (st == MP_OK && !*kept && moved > 0) {
+    st = cc_try(z, op, slot, only, false, &moved, kept, err);
+  }
   return st;
 }
 

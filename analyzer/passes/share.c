@@ -16,17 +16,98 @@
  *   2. "Every other reader is an ancestor of o" is checked on the graph,
  *      not on an order: it holds in every order, so a memory-aware
  *      scheduler can reorder freely without breaking an in-place write.
+ *   3. When the pass has an order (c->order), diff is a difference array
+ *      whose prefix sums are the padded activation bytes live at each
+ *      step under it, over the buffers as they stand: share_union_at
+ *      takes out the two buffers it joins and puts in the joint one, and
+ *      a saved copy travels with the union-find state. So share_lb costs
+ *      one scan of the steps, not a rebuild of the lifetimes (a graph
+ *      with thousands of Concats made the concat pass quadratic), and
+ *      it equals the lifetimes' bound (checked in assert builds).
  */
 #include "share.h"
 
 #include "mplan/backend.h"
 #include "mplan/lifetime.h"
 
+#include <assert.h>
 #include <string.h>
 
 /* Searches at most this many ops back from an op before giving up (and
  * refusing to share): keeps a pathological graph linear in practice. */
 #define SHARE_SEARCH_MAX 100000
+
+/* ---- live bytes per step (invariant 3) ----------------------------------- */
+
+/* Buffer r's interval, padded bytes and whether it is an activation, as
+ * mp_lifetime_buffer_desc and the lifetimes of c->order make them: the
+ * hull of its members' intervals; the bytes from its lowest member's
+ * first byte to the furthest end, aligned as its strictest member; the
+ * class of its member with the smallest index (the map's root). */
+static bool share_desc(share_ctx *s, uint32_t r, int64_t *first, int64_t *last,
+                       size_t *padded) {
+  const mp_graph *g = s->g;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  size_t align = 1;
+  uint32_t least = r;
+  *first = INT64_MAX;
+  *last = INT64_MIN;
+  for (uint32_t m = r; m != UINT32_MAX; m = s->next[m]) {
+    const mp_tensor *t = mp_graph_tensor(g, m);
+    int64_t at = share_offset(s, m), f, l;
+    int64_t bytes = t->bytes ? (int64_t)t->bytes : 1;
+    if (at < lo) lo = at;
+    if (at + bytes > hi) hi = at + bytes;
+    size_t al = mp_backend_align(s->c->backend, t->kind);
+    if (al > align) align = al;
+    if (m < least) least = m;
+    f = t->producer >= 0 ? s->step_of[t->producer] : 0;
+    l = f;
+    for (uint32_t k = 0; k < t->n_consumers; k++) {
+      if (s->step_of[t->consumers[k]] > l) l = s->step_of[t->consumers[k]];
+    }
+    if (t->kind == MP_TENSOR_OUTPUT) l = (int64_t)s->n_steps - 1;
+    if (f < *first) *first = f;
+    if (l > *last) *last = l;
+  }
+  const mp_tensor *root = mp_graph_tensor(g, least);
+  if (mp_lifetime_class(root, s->c->inputs_act) != MP_CLASS_ACTIVATION ||
+      !mp_align_up((size_t)(hi - lo), align, padded)) {
+    return false;
+  }
+  return true;
+}
+
+/* Adds (sign 1) or removes (-1) buffer r's bytes at the steps it lives. */
+static void share_live_apply(share_ctx *s, uint32_t r, int sign) {
+  int64_t first, last;
+  size_t padded;
+  if (!s->diff || !share_desc(s, r, &first, &last, &padded)) return;
+  s->diff[first] += sign * (int64_t)padded;
+  s->diff[last + 1] -= sign * (int64_t)padded;
+}
+
+/* Invariant 3: the live bytes of every step under c->order, as a
+ * difference array over the steps, kept by share_union_at. */
+static mp_status share_live_init(share_ctx *s, mp_error *err) {
+  const mp_graph *g = s->g;
+  const mp_alloc *a = mp_graph_alloc(g);
+  size_t n = mp_graph_op_count(g);
+  if (!s->c->order || n == 0) return MP_OK;
+  s->n_steps = n;
+  s->step_of = mp_calloc(a, n, sizeof *s->step_of);
+  s->diff = mp_calloc(a, n + 1, sizeof *s->diff);
+  if (!s->step_of || !s->diff) {
+    share_release(s);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(g));
+  }
+  for (size_t k = 0; k < n; k++) s->step_of[s->c->order[k]] = (uint32_t)k;
+  for (size_t t = 0; t < mp_graph_tensor_count(g); t++) {
+    if (share_find(s, (uint32_t)t) == t) share_live_apply(s, (uint32_t)t, 1);
+  }
+  return MP_OK;
+}
 
 mp_status share_init(share_ctx *s, pass_ctx *c, mp_error *err) {
   const mp_graph *g = c->g;
@@ -55,7 +136,7 @@ mp_status share_init(share_ctx *s, pass_ctx *c, mp_error *err) {
     }
     if (c->rule[t] == MP_ALIAS_CONCAT) s->slice[r] = 1;
   }
-  return MP_OK;
+  return share_live_init(s, err);
 }
 
 void share_release(share_ctx *s) {
@@ -65,6 +146,8 @@ void share_release(share_ctx *s) {
   mp_free(a, s->want);
   mp_free(a, s->queue);
   mp_free(a, s->slice);
+  mp_free(a, s->step_of);
+  mp_free(a, s->diff);
   memset(s, 0, sizeof *s);
 }
 
@@ -107,6 +190,8 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
   s->c->rule[y] = (uint8_t)why;
   s->slice[a] |= s->slice[b] | (why == MP_ALIAS_CONCAT);
   if (a == b) return;
+  share_live_apply(s, a, -1);
+  share_live_apply(s, b, -1);
   s->c->parent[b] = a;
   s->c->rel[b] = da + delta - db; /* y lands at into's first byte + delta */
   /* Splice b's member list (b first) after a. */
@@ -114,6 +199,7 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
   while (s->next[tail] != UINT32_MAX) tail = s->next[tail];
   s->next[tail] = s->next[a];
   s->next[a] = b;
+  share_live_apply(s, a, 1);
 }
 
 void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why) {
@@ -132,7 +218,8 @@ mp_status share_saved_init(share_ctx *s, share_saved *v, mp_error *err) {
   v->rel = mp_calloc(a, n1, sizeof *v->rel);
   v->rule = mp_calloc(a, n1, sizeof *v->rule);
   v->slice = mp_calloc(a, n1, sizeof *v->slice);
-  if (!v->parent || !v->next || !v->rel || !v->rule || !v->slice) {
+  v->diff = mp_calloc(a, s->n_steps + 1, sizeof *v->diff);
+  if (!v->parent || !v->next || !v->rel || !v->rule || !v->slice || !v->diff) {
     share_saved_release(s, v);
     return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                         mp_graph_source(s->g));
@@ -147,6 +234,7 @@ void share_saved_release(share_ctx *s, share_saved *v) {
   mp_free(a, v->rel);
   mp_free(a, v->rule);
   mp_free(a, v->slice);
+  mp_free(a, v->diff);
   memset(v, 0, sizeof *v);
 }
 
@@ -165,6 +253,10 @@ static void share_copy(share_ctx *s, share_saved *v, bool restore) {
     memcpy(restore ? f[i].live : f[i].saved, restore ? f[i].saved : f[i].live,
            n * f[i].size);
   }
+  if (s->diff) {
+    memcpy(restore ? s->diff : v->diff, restore ? v->diff : s->diff,
+           (s->n_steps + 1) * sizeof *s->diff);
+  }
 }
 
 void share_save(share_ctx *s, share_saved *v) {
@@ -175,7 +267,8 @@ void share_restore(share_ctx *s, share_saved *v) {
   share_copy(s, v, true);
 }
 
-mp_status share_lb(share_ctx *s, size_t *lb, mp_error *err) {
+/* The lower bound from the buffers' lifetimes, built from scratch. */
+static mp_status share_lb_full(share_ctx *s, size_t *lb, mp_error *err) {
   pass_ctx *c = s->c;
   const mp_alloc *a = mp_graph_alloc(c->g);
   mp_alias al;
@@ -194,6 +287,25 @@ mp_status share_lb(share_ctx *s, size_t *lb, mp_error *err) {
   mp_problem_destroy(p);
   mp_alias_release(&al);
   return st;
+}
+
+/* Invariant 3 checked against the lifetimes, run inside assert(). */
+MP_CHECKER static bool share_live_check(share_ctx *s, size_t lb) {
+  size_t full = 0;
+  mp_error err;
+  return share_lb_full(s, &full, &err) != MP_OK || full == lb;
+}
+
+mp_status share_lb(share_ctx *s, size_t *lb, mp_error *err) {
+  if (!s->diff) return share_lb_full(s, lb, err);
+  int64_t live = 0, best = 0;
+  for (size_t k = 0; k < s->n_steps; k++) {
+    live += s->diff[k];
+    if (live > best) best = live;
+  }
+  *lb = (size_t)best;
+  assert(share_live_check(s, *lb));
+  return MP_OK;
 }
 
 /* ---- the readers rule (invariant 2) -------------------------------------- */

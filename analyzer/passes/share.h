@@ -16,6 +16,10 @@ typedef struct share_ctx {
   uint32_t *queue;
   uint32_t epoch;
   uint8_t *slice; /* per representative: the buffer holds a Concat slice */
+  /* live bytes per step under c->order (share.c invariant 3) */
+  uint32_t *step_of; /* per op */
+  size_t n_steps;
+  int64_t *diff; /* difference array over the steps; NULL: no order */
 } share_ctx;
 
 /* Borrows c (its parent links say which tensors share already). Owned
@@ -39,7 +43,7 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
  * undone: share_save, change, measure with share_lb, share_restore. */
 typedef struct share_saved {
   uint32_t *parent, *next;
-  int64_t *rel;
+  int64_t *rel, *diff;
   uint8_t *rule, *slice;
 } share_saved;
 
@@ -49,7 +53,8 @@ void share_save(share_ctx *s, share_saved *v);
 void share_restore(share_ctx *s, share_saved *v);
 
 /* The activation lower bound of the buffers as they stand, under the
- * order of the graph before the pass (c->order). */
+ * order of the graph before the pass (c->order): a scan of the live bytes
+ * share_union_at keeps per step, not a rebuild of the lifetimes. */
 mp_status share_lb(share_ctx *s, size_t *lb, mp_error *err);
 
 /* THE in-place and aliasing predicate: may op o's output y share the
