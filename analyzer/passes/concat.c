@@ -36,8 +36,7 @@
 typedef struct cc_state {
   pass_ctx *c;
   share_ctx s;
-  share_saved saved; /* invariant 3 */
-  size_t lb;         /* the lower bound with the placements kept so far */
+  size_t lb; /* the lower bound with the placements kept so far */
 } cc_state;
 
 /* Places input only of op (UINT32_MAX: every input with a slot), with
@@ -48,7 +47,7 @@ static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
                         uint32_t only, bool with_moves, size_t *moved,
                         bool *kept, mp_error *err) {
   size_t lb = 0;
-  share_save(&z->s, &z->saved);
+  share_save(&z->s);
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (slot[k] < 0 || (only != UINT32_MAX && k != only)) continue;
     share_union_at(&z->s, (uint32_t)op->outputs[0], (uint32_t)op->inputs[k],
@@ -66,9 +65,10 @@ static mp_status cc_try(cc_state *z, const mp_op *op, const int64_t *slot,
   mp_status st = share_lb(&z->s, &lb, err);
   *kept = st == MP_OK && lb <= z->lb;
   if (!*kept) {
-    share_restore(&z->s, &z->saved);
+    share_restore(&z->s);
     return st;
   }
+  share_keep(&z->s);
   z->lb = lb;
   for (size_t i = 0; i < *moved; i++) pass_tally(z->c, "into a Concat slice");
   for (uint32_t k = 0; k < op->n_inputs; k++) {
@@ -149,7 +149,6 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
   if (st == MP_OK) st = mp_schedule(g, MP_ORDER_TOPO, &topo, &used, err);
   if (st == MP_OK) st = share_init(&z.s, c, err);
   bool shared = st == MP_OK;
-  if (st == MP_OK) st = share_saved_init(&z.s, &z.saved, err);
   for (size_t k = 0; st == MP_OK && k < n_ops; k++) {
     step_of[c->order[k]] = (uint32_t)k;
   }
@@ -163,7 +162,6 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
     if (st == MP_OK) st = cc_concat(&z, op, slot, step_of, cand, err);
   }
   if (shared) {
-    share_saved_release(&z.s, &z.saved);
     share_release(&z.s);
   }
   mp_free(a, topo);

@@ -30,7 +30,6 @@
 
 typedef struct ip_state {
   share_ctx s;
-  share_saved saved;
   size_t lb; /* with the moves kept so far; measured at the first try */
   bool measured;
 } ip_state;
@@ -45,14 +44,15 @@ static mp_status ip_into_slice(pass_ctx *c, ip_state *z, uint32_t o,
   if (!z->measured) st = share_lb(&z->s, &z->lb, err);
   z->measured = true;
   if (st != MP_OK) return st;
-  share_save(&z->s, &z->saved);
+  share_save(&z->s);
   share_move_into_slice(&z->s, (uint32_t)mp_graph_op(c->g, o)->outputs[0]);
   size_t lb = 0;
   st = share_lb(&z->s, &lb, err);
   if (st != MP_OK || lb > z->lb) {
-    share_restore(&z->s, &z->saved);
+    share_restore(&z->s);
     return st;
   }
+  share_keep(&z->s);
   z->lb = lb;
   pass_tally(c, "into a Concat slice");
   return MP_OK;
@@ -66,7 +66,6 @@ mp_status pass_inplace(pass_ctx *c, mp_error *err) {
   mp_status st = mp_schedule(g, MP_ORDER_TOPO, &order, &used, err);
   if (st == MP_OK) st = share_init(&z.s, c, err);
   bool shared = st == MP_OK;
-  if (st == MP_OK) st = share_saved_init(&z.s, &z.saved, err);
   for (size_t i = 0; st == MP_OK && i < mp_graph_op_count(g); i++) {
     uint32_t o = order[i], k = 0;
     const mp_op *op = mp_graph_op(g, o);
@@ -79,7 +78,6 @@ mp_status pass_inplace(pass_ctx *c, mp_error *err) {
                                            : op->type);
   }
   if (shared) {
-    share_saved_release(&z.s, &z.saved);
     share_release(&z.s);
   }
   mp_free(mp_graph_alloc(g), order);

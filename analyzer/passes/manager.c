@@ -282,17 +282,38 @@ static void pm_measure_release(const mp_alloc *a, pm_measure *m) {
   memset(m, 0, sizeof *m);
 }
 
-/* Marks the tensors whose buffer is live at a peak step. */
-static void pm_peak_mask(const mp_problem *p, const mp_profile *prof,
-                         const mp_alias *al, size_t n_t, bool *at_peak) {
-  for (size_t t = 0; t < n_t; t++) {
-    const mp_buffer *b = mp_problem_buffer(p, al ? al->buffer_of[t] : t);
-    if (b->cls != MP_CLASS_ACTIVATION || prof->peak == 0) continue;
-    for (size_t k = 0; k < prof->n_peaks && !at_peak[t]; k++) {
-      const mp_segment *s = &prof->segs[prof->peaks[k]];
-      at_peak[t] = b->first <= s->last && s->first <= b->last;
+/* Marks the tensors whose buffer is live at a peak step: a count of the
+ * peak steps up to each step (peak segments can be as many as the
+ * steps), so that each buffer is one lookup. */
+static mp_status pm_peak_mask(const mp_problem *p, const mp_profile *prof,
+                              const mp_alias *al, size_t n_t, bool *at_peak,
+                              const mp_alloc *a) {
+  if (prof->peak == 0 || prof->n_segs == 0) return MP_OK;
+  int64_t end = prof->segs[prof->n_segs - 1].last;
+  for (size_t k = 0; k < prof->n_segs; k++) {
+    if (prof->segs[k].last > end) end = prof->segs[k].last;
+  }
+  if (end < 0) return MP_OK;
+  size_t *below = mp_calloc(a, (size_t)end + 2, sizeof *below);
+  if (!below) return MP_ERR_NOMEM;
+  for (size_t k = 0; k < prof->n_peaks; k++) {
+    const mp_segment *s = &prof->segs[prof->peaks[k]];
+    for (int64_t x = s->first < 0 ? 0 : s->first; x <= s->last; x++) {
+      below[x + 1] = 1;
     }
   }
+  for (int64_t x = 0; x <= end; x++) below[x + 1] += below[x];
+  for (size_t t = 0; t < n_t; t++) {
+    const mp_buffer *b = mp_problem_buffer(p, al ? al->buffer_of[t] : t);
+    if (b->cls != MP_CLASS_ACTIVATION || b->last < 0 || b->first > end) {
+      continue;
+    }
+    int64_t lo = b->first < 0 ? 0 : b->first,
+            hi = b->last > end ? end : b->last;
+    at_peak[t] = lo <= hi && below[hi + 1] > below[lo];
+  }
+  mp_free(a, below);
+  return MP_OK;
 }
 
 typedef struct pm_state {
@@ -385,7 +406,10 @@ static mp_status pm_measure_graph(const mp_graph *g, const mp_alias *al,
   if (st == MP_OK) {
     m->lb = prof.peak;
     m->buffers = mp_problem_count(p);
-    pm_peak_mask(p, &prof, al, n_t, m->at_peak);
+    if (pm_peak_mask(p, &prof, al, n_t, m->at_peak, a) != MP_OK) {
+      st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(g));
+    }
   }
   if (st == MP_OK && o->arena) st = o->arena(o->arena_ud, p, &m->arena, err);
   mp_profile_release(&prof);

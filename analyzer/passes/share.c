@@ -16,14 +16,23 @@
  *   2. "Every other reader is an ancestor of o" is checked on the graph,
  *      not on an order: it holds in every order, so a memory-aware
  *      scheduler can reorder freely without breaking an in-place write.
- *   3. When the pass has an order (c->order), diff is a difference array
- *      whose prefix sums are the padded activation bytes live at each
- *      step under it, over the buffers as they stand: share_union_at
- *      takes out the two buffers it joins and puts in the joint one, and
- *      a saved copy travels with the union-find state. So share_lb costs
- *      one scan of the steps, not a rebuild of the lifetimes (a graph
- *      with thousands of Concats made the concat pass quadratic), and
- *      it equals the lifetimes' bound (checked in assert builds).
+ *   3. When the pass has an order (c->order), every representative has
+ *      a summary (share_sum) of its buffer, and a tree over the steps
+ *      holds the padded activation bytes live at each step under that
+ *      order, over the buffers as they stand: share_union_at takes out
+ *      the two buffers it joins and puts in the joint one. So share_lb
+ *      is the tree's root, not a rebuild of the lifetimes (a graph with
+ *      thousands of Concats made the concat pass quadratic), and it
+ *      equals the lifetimes' bound (checked in assert builds).
+ *   4. Between share_save and share_restore every write to the buffers
+ *      under construction (parent, rel, rule, slice, next, summaries,
+ *      and tree adds) is journaled, and share_restore undoes them in
+ *      reverse order (a tree add by the opposite add): a rejected trial
+ *      costs what it changed, not a copy of every array. A journal that
+ *      cannot grow makes the next share_lb fail with out of memory.
+ *   5. The readers rule (2b) uses the order's positions too: a reader
+ *      after o in it is no ancestor of o, and the search for ancestors
+ *      never goes before the earliest reader it looks for.
  */
 #include "share.h"
 
@@ -37,74 +46,157 @@
  * refusing to share): keeps a pathological graph linear in practice. */
 #define SHARE_SEARCH_MAX 100000
 
+/* ---- the journal (invariant 4) ------------------------------------------ */
+
+enum { SJ_PARENT, SJ_REL, SJ_RULE, SJ_SLICE, SJ_NEXT, SJ_SUM, SJ_TREE };
+
+struct share_jentry {
+  uint8_t kind;
+  uint32_t i, j; /* the index (SJ_TREE: the steps i..j) */
+  int64_t v;     /* the old value (SJ_TREE: the bytes added) */
+  share_sum sum; /* SJ_SUM: the old summary */
+};
+
+static void share_log(share_ctx *s, const share_jentry *e) {
+  if (!s->jon) return;
+  if (s->jn == s->jcap) {
+    size_t cap = s->jcap ? 2 * s->jcap : 256;
+    share_jentry *j =
+        mp_realloc(mp_graph_alloc(s->g), s->jour, cap * sizeof *j);
+    if (!j) {
+      s->jfail = true; /* share_lb reports it before any restore */
+      return;
+    }
+    s->jour = j;
+    s->jcap = cap;
+  }
+  s->jour[s->jn++] = *e;
+}
+
+static void share_set_parent(share_ctx *s, uint32_t t, uint32_t v) {
+  share_log(s,
+            &(share_jentry){.kind = SJ_PARENT, .i = t, .v = s->c->parent[t]});
+  s->c->parent[t] = v;
+}
+
+static void share_set_rel(share_ctx *s, uint32_t t, int64_t v) {
+  share_log(s, &(share_jentry){.kind = SJ_REL, .i = t, .v = s->c->rel[t]});
+  s->c->rel[t] = v;
+}
+
+static void share_set_rule(share_ctx *s, uint32_t t, mp_alias_rule v) {
+  share_log(s, &(share_jentry){.kind = SJ_RULE, .i = t, .v = s->c->rule[t]});
+  s->c->rule[t] = (uint8_t)v;
+}
+
+static void share_set_slice(share_ctx *s, uint32_t t, uint8_t v) {
+  share_log(s, &(share_jentry){.kind = SJ_SLICE, .i = t, .v = s->slice[t]});
+  s->slice[t] = v;
+}
+
+static void share_set_next(share_ctx *s, uint32_t t, uint32_t v) {
+  share_log(s, &(share_jentry){.kind = SJ_NEXT, .i = t, .v = s->next[t]});
+  s->next[t] = v;
+}
+
 /* ---- live bytes per step (invariant 3) ----------------------------------- */
 
-/* Buffer r's interval, padded bytes and whether it is an activation, as
- * mp_lifetime_buffer_desc and the lifetimes of c->order make them: the
- * hull of its members' intervals; the bytes from its lowest member's
- * first byte to the furthest end, aligned as its strictest member; the
- * class of its member with the smallest index (the map's root). */
-static bool share_desc(share_ctx *s, uint32_t r, int64_t *first, int64_t *last,
-                       size_t *padded) {
-  const mp_graph *g = s->g;
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  size_t align = 1;
-  uint32_t least = r;
-  *first = INT64_MAX;
-  *last = INT64_MIN;
-  for (uint32_t m = r; m != UINT32_MAX; m = s->next[m]) {
-    const mp_tensor *t = mp_graph_tensor(g, m);
-    int64_t at = share_offset(s, m), f, l;
-    int64_t bytes = t->bytes ? (int64_t)t->bytes : 1;
-    if (at < lo) lo = at;
-    if (at + bytes > hi) hi = at + bytes;
-    size_t al = mp_backend_align(s->c->backend, t->kind);
-    if (al > align) align = al;
-    if (m < least) least = m;
-    f = t->producer >= 0 ? s->step_of[t->producer] : 0;
-    l = f;
-    for (uint32_t k = 0; k < t->n_consumers; k++) {
-      if (s->step_of[t->consumers[k]] > l) l = s->step_of[t->consumers[k]];
-    }
-    if (t->kind == MP_TENSOR_OUTPUT) l = (int64_t)s->n_steps - 1;
-    if (f < *first) *first = f;
-    if (l > *last) *last = l;
+/* Adds v bytes to the steps lo..hi of node k (covering nl..nr). */
+static void share_tree_add(share_ctx *s, size_t k, size_t nl, size_t nr,
+                           size_t lo, size_t hi, int64_t v) {
+  if (hi < nl || nr < lo) return;
+  if (lo <= nl && nr <= hi) {
+    s->mx[k] += v;
+    s->tg[k] += v;
+    return;
   }
-  const mp_tensor *root = mp_graph_tensor(g, least);
+  size_t mid = nl + (nr - nl) / 2;
+  share_tree_add(s, 2 * k, nl, mid, lo, hi, v);
+  share_tree_add(s, 2 * k + 1, mid + 1, nr, lo, hi, v);
+  int64_t a = s->mx[2 * k], b = s->mx[2 * k + 1];
+  s->mx[k] = (a > b ? a : b) + s->tg[k];
+}
+
+static void share_live_add(share_ctx *s, int64_t first, int64_t last,
+                           int64_t v) {
+  share_tree_add(s, 1, 0, s->tn - 1, (size_t)first, (size_t)last, v);
+  share_log(
+      s,
+      &(share_jentry){
+          .kind = SJ_TREE, .i = (uint32_t)first, .j = (uint32_t)last, .v = v});
+}
+
+/* The summary of tensor t alone: its interval under c->order, its bytes
+ * (at offset 0), alignment and index. */
+static share_sum share_sum_of(share_ctx *s, uint32_t t) {
+  const mp_tensor *x = mp_graph_tensor(s->g, t);
+  int64_t f = x->producer >= 0 ? s->step_of[x->producer] : 0, l = f;
+  for (uint32_t k = 0; k < x->n_consumers; k++) {
+    if (s->step_of[x->consumers[k]] > l) l = s->step_of[x->consumers[k]];
+  }
+  if (x->kind == MP_TENSOR_OUTPUT) l = (int64_t)s->n_steps - 1;
+  return (share_sum){0, x->bytes ? (int64_t)x->bytes : 1,
+                     f, l,
+                     t, (uint32_t)mp_backend_align(s->c->backend, x->kind)};
+}
+
+/* Puts the buffer summarised by m, whose first byte is at bytes after
+ * u's representative's, into u. */
+static void share_sum_join(share_sum *u, const share_sum *m, int64_t at) {
+  if (at + m->lo < u->lo) u->lo = at + m->lo;
+  if (at + m->hi > u->hi) u->hi = at + m->hi;
+  if (m->first < u->first) u->first = m->first;
+  if (m->last > u->last) u->last = m->last;
+  if (m->least < u->least) u->least = m->least;
+  if (m->align > u->align) u->align = m->align;
+}
+
+/* Buffer r's padded activation bytes, as mp_lifetime_buffer_desc makes
+ * them from its summary: from the lowest member's first byte to the
+ * furthest end, aligned as its strictest member, 0 unless the member
+ * with the smallest index (the map's root) is an activation. */
+static int64_t share_padded(share_ctx *s, const share_sum *m) {
+  size_t padded = 0;
+  const mp_tensor *root = mp_graph_tensor(s->g, m->least);
   if (mp_lifetime_class(root, s->c->inputs_act) != MP_CLASS_ACTIVATION ||
-      !mp_align_up((size_t)(hi - lo), align, padded)) {
-    return false;
+      !mp_align_up((size_t)(m->hi - m->lo), m->align, &padded)) {
+    return 0;
   }
-  return true;
+  return (int64_t)padded;
 }
 
-/* Adds (sign 1) or removes (-1) buffer r's bytes at the steps it lives. */
-static void share_live_apply(share_ctx *s, uint32_t r, int sign) {
-  int64_t first, last;
-  size_t padded;
-  if (!s->diff || !share_desc(s, r, &first, &last, &padded)) return;
-  s->diff[first] += sign * (int64_t)padded;
-  s->diff[last + 1] -= sign * (int64_t)padded;
-}
-
-/* Invariant 3: the live bytes of every step under c->order, as a
- * difference array over the steps, kept by share_union_at. */
+/* Invariant 3: summaries of every buffer and the live bytes of every
+ * step under c->order (a tree over the steps: range add, largest
+ * value), kept by share_union_at. */
 static mp_status share_live_init(share_ctx *s, mp_error *err) {
   const mp_graph *g = s->g;
   const mp_alloc *a = mp_graph_alloc(g);
-  size_t n = mp_graph_op_count(g);
+  size_t n = mp_graph_op_count(g), n_t = mp_graph_tensor_count(g);
   if (!s->c->order || n == 0) return MP_OK;
   s->n_steps = n;
+  for (s->tn = 1; s->tn < n;) s->tn *= 2;
   s->step_of = mp_calloc(a, n, sizeof *s->step_of);
-  s->diff = mp_calloc(a, n + 1, sizeof *s->diff);
-  if (!s->step_of || !s->diff) {
+  s->sum = mp_calloc(a, n_t + 1, sizeof *s->sum);
+  s->mx = mp_calloc(a, 2 * s->tn, sizeof *s->mx);
+  s->tg = mp_calloc(a, 2 * s->tn, sizeof *s->tg);
+  if (!s->step_of || !s->sum || !s->mx || !s->tg) {
     share_release(s);
     return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                         mp_graph_source(g));
   }
   for (size_t k = 0; k < n; k++) s->step_of[s->c->order[k]] = (uint32_t)k;
-  for (size_t t = 0; t < mp_graph_tensor_count(g); t++) {
-    if (share_find(s, (uint32_t)t) == t) share_live_apply(s, (uint32_t)t, 1);
+  for (size_t t = 0; t < n_t; t++) s->sum[t] = share_sum_of(s, (uint32_t)t);
+  /* buffers the map has already: fold each member into its root */
+  for (size_t t = 0; t < n_t; t++) {
+    uint32_t r = share_find(s, (uint32_t)t);
+    if (r == t) continue;
+    share_sum m = share_sum_of(s, (uint32_t)t);
+    share_sum_join(&s->sum[r], &m, share_offset(s, (uint32_t)t));
+  }
+  for (size_t t = 0; t < n_t; t++) {
+    if (share_find(s, (uint32_t)t) != t) continue;
+    int64_t v = share_padded(s, &s->sum[t]);
+    if (v) share_live_add(s, s->sum[t].first, s->sum[t].last, v);
   }
   return MP_OK;
 }
@@ -147,7 +239,10 @@ void share_release(share_ctx *s) {
   mp_free(a, s->queue);
   mp_free(a, s->slice);
   mp_free(a, s->step_of);
-  mp_free(a, s->diff);
+  mp_free(a, s->sum);
+  mp_free(a, s->mx);
+  mp_free(a, s->tg);
+  mp_free(a, s->jour);
   memset(s, 0, sizeof *s);
 }
 
@@ -164,8 +259,8 @@ static uint32_t share_find_at(share_ctx *s, uint32_t t, int64_t *at) {
   for (int64_t left = d; p[t] != r;) {
     uint32_t up = p[t];
     int64_t next = left - rel[t];
-    p[t] = r;
-    rel[t] = left;
+    share_set_parent(s, t, r);
+    share_set_rel(s, t, left);
     t = up;
     left = next;
   }
@@ -187,19 +282,27 @@ void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
                     mp_alias_rule why) {
   int64_t da, db;
   uint32_t a = share_find_at(s, into, &da), b = share_find_at(s, y, &db);
-  s->c->rule[y] = (uint8_t)why;
-  s->slice[a] |= s->slice[b] | (why == MP_ALIAS_CONCAT);
+  share_set_rule(s, y, why);
+  share_set_slice(s, a, s->slice[a] | s->slice[b] | (why == MP_ALIAS_CONCAT));
   if (a == b) return;
-  share_live_apply(s, a, -1);
-  share_live_apply(s, b, -1);
-  s->c->parent[b] = a;
-  s->c->rel[b] = da + delta - db; /* y lands at into's first byte + delta */
+  int64_t at = da + delta - db; /* y lands at into's first byte + delta */
+  share_set_parent(s, b, a);
+  share_set_rel(s, b, at);
   /* Splice b's member list (b first) after a. */
   uint32_t tail = b;
   while (s->next[tail] != UINT32_MAX) tail = s->next[tail];
-  s->next[tail] = s->next[a];
-  s->next[a] = b;
-  share_live_apply(s, a, 1);
+  share_set_next(s, tail, s->next[a]);
+  share_set_next(s, a, b);
+  if (!s->sum) return;
+  /* invariant 3: out go a and b, in goes the joint buffer */
+  share_sum *u = &s->sum[a], m = s->sum[b], was = *u;
+  share_log(s, &(share_jentry){.kind = SJ_SUM, .i = a, .sum = was});
+  int64_t pa = share_padded(s, u), pb = share_padded(s, &m);
+  if (pa) share_live_add(s, u->first, u->last, -pa);
+  if (pb) share_live_add(s, m.first, m.last, -pb);
+  share_sum_join(u, &m, at);
+  int64_t pu = share_padded(s, u);
+  if (pu) share_live_add(s, u->first, u->last, pu);
 }
 
 void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why) {
@@ -209,62 +312,45 @@ void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why) {
 /* ---- trials ---------------------------------------------------------------
  */
 
-mp_status share_saved_init(share_ctx *s, share_saved *v, mp_error *err) {
-  const mp_alloc *a = mp_graph_alloc(s->g);
-  size_t n1 = mp_graph_tensor_count(s->g) + 1;
-  memset(v, 0, sizeof *v);
-  v->parent = mp_calloc(a, n1, sizeof *v->parent);
-  v->next = mp_calloc(a, n1, sizeof *v->next);
-  v->rel = mp_calloc(a, n1, sizeof *v->rel);
-  v->rule = mp_calloc(a, n1, sizeof *v->rule);
-  v->slice = mp_calloc(a, n1, sizeof *v->slice);
-  v->diff = mp_calloc(a, s->n_steps + 1, sizeof *v->diff);
-  if (!v->parent || !v->next || !v->rel || !v->rule || !v->slice || !v->diff) {
-    share_saved_release(s, v);
-    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
-                        mp_graph_source(s->g));
+void share_save(share_ctx *s) {
+  s->jn = 0;
+  s->jon = true;
+  s->jfail = false;
+}
+
+void share_keep(share_ctx *s) {
+  s->jon = false;
+  s->jn = 0;
+}
+
+void share_restore(share_ctx *s) {
+  s->jon = false;
+  while (s->jn > 0) {
+    const share_jentry *e = &s->jour[--s->jn];
+    switch (e->kind) {
+      case SJ_PARENT:
+        s->c->parent[e->i] = (uint32_t)e->v;
+        break;
+      case SJ_REL:
+        s->c->rel[e->i] = e->v;
+        break;
+      case SJ_RULE:
+        s->c->rule[e->i] = (uint8_t)e->v;
+        break;
+      case SJ_SLICE:
+        s->slice[e->i] = (uint8_t)e->v;
+        break;
+      case SJ_NEXT:
+        s->next[e->i] = (uint32_t)e->v;
+        break;
+      case SJ_SUM:
+        s->sum[e->i] = e->sum;
+        break;
+      default: /* SJ_TREE: integer adds undo exactly */
+        share_tree_add(s, 1, 0, s->tn - 1, e->i, e->j, -e->v);
+        break;
+    }
   }
-  return MP_OK;
-}
-
-void share_saved_release(share_ctx *s, share_saved *v) {
-  const mp_alloc *a = mp_graph_alloc(s->g);
-  mp_free(a, v->parent);
-  mp_free(a, v->next);
-  mp_free(a, v->rel);
-  mp_free(a, v->rule);
-  mp_free(a, v->slice);
-  mp_free(a, v->diff);
-  memset(v, 0, sizeof *v);
-}
-
-/* Copies the union-find state into v (restore false) or back. */
-static void share_copy(share_ctx *s, share_saved *v, bool restore) {
-  struct {
-    void *live, *saved;
-    size_t size;
-  } f[] = {{s->c->parent, v->parent, sizeof *v->parent},
-           {s->c->rel, v->rel, sizeof *v->rel},
-           {s->c->rule, v->rule, sizeof *v->rule},
-           {s->next, v->next, sizeof *v->next},
-           {s->slice, v->slice, sizeof *v->slice}};
-  size_t n = mp_graph_tensor_count(s->g);
-  for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
-    memcpy(restore ? f[i].live : f[i].saved, restore ? f[i].saved : f[i].live,
-           n * f[i].size);
-  }
-  if (s->diff) {
-    memcpy(restore ? s->diff : v->diff, restore ? v->diff : s->diff,
-           (s->n_steps + 1) * sizeof *s->diff);
-  }
-}
-
-void share_save(share_ctx *s, share_saved *v) {
-  share_copy(s, v, false);
-}
-
-void share_restore(share_ctx *s, share_saved *v) {
-  share_copy(s, v, true);
 }
 
 /* The lower bound from the buffers' lifetimes, built from scratch. */
@@ -297,13 +383,12 @@ MP_CHECKER static bool share_live_check(share_ctx *s, size_t lb) {
 }
 
 mp_status share_lb(share_ctx *s, size_t *lb, mp_error *err) {
-  if (!s->diff) return share_lb_full(s, lb, err);
-  int64_t live = 0, best = 0;
-  for (size_t k = 0; k < s->n_steps; k++) {
-    live += s->diff[k];
-    if (live > best) best = live;
+  if (s->jfail) {
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(s->g));
   }
-  *lb = (size_t)best;
+  if (!s->sum) return share_lb_full(s, lb, err);
+  *lb = s->mx[1] > 0 ? (size_t)s->mx[1] : 0;
   assert(share_live_check(s, *lb));
   return MP_OK;
 }
@@ -311,8 +396,11 @@ mp_status share_lb(share_ctx *s, size_t *lb, mp_error *err) {
 /* ---- the readers rule (invariant 2) -------------------------------------- */
 
 /* true when every op in want[0..n) (marked in s->want with the current
- * epoch) is an ancestor of op o. Breadth first over producers. */
-static bool share_ancestors(share_ctx *s, uint32_t o, size_t n_want) {
+ * epoch) is an ancestor of op o. Breadth first over producers; with a
+ * topological position per op (s->step_of), only ops at or after lo, the
+ * earliest wanted one's, can lie on a path from one of them to o. */
+static bool share_ancestors(share_ctx *s, uint32_t o, size_t n_want,
+                            uint32_t lo) {
   const mp_graph *g = s->g;
   uint32_t epoch = ++s->epoch;
   size_t head = 0, tail = 0, found = 0, visited = 0;
@@ -325,6 +413,7 @@ static bool share_ancestors(share_ctx *s, uint32_t o, size_t n_want) {
       if (op->inputs[k] < 0) continue;
       int32_t p = mp_graph_tensor(g, (size_t)op->inputs[k])->producer;
       if (p < 0 || s->stamp[p] == epoch) continue;
+      if (s->step_of && s->step_of[p] < lo) continue;
       s->stamp[p] = epoch;
       s->queue[tail++] = (uint32_t)p;
       if (s->want[p] == epoch - 1) found++;
@@ -339,6 +428,7 @@ static bool share_writable(share_ctx *s, uint32_t o, int32_t x) {
   const mp_graph *g = s->g;
   uint32_t r = share_find(s, (uint32_t)x);
   uint32_t mark = ++s->epoch; /* want[] stamp; the search uses mark + 1 */
+  uint32_t lo = UINT32_MAX;
   size_t n_want = 0;
   for (uint32_t t = r; t != UINT32_MAX; t = s->next[t]) {
     const mp_tensor *m = mp_graph_tensor(g, t);
@@ -346,11 +436,14 @@ static bool share_writable(share_ctx *s, uint32_t o, int32_t x) {
     for (uint32_t k = 0; k < m->n_consumers; k++) {
       uint32_t q = m->consumers[k];
       if (q == o || s->want[q] == mark) continue;
+      /* an ancestor comes before o in every topological order */
+      if (s->step_of && s->step_of[q] >= s->step_of[o]) return false;
+      if (s->step_of && s->step_of[q] < lo) lo = s->step_of[q];
       s->want[q] = mark;
       n_want++;
     }
   }
-  return n_want == 0 || share_ancestors(s, o, n_want);
+  return n_want == 0 || share_ancestors(s, o, n_want, lo);
 }
 
 /* No other input of o is another tensor of x's buffer (o would read
@@ -366,7 +459,7 @@ static bool share_alone(share_ctx *s, const mp_op *op, int32_t x) {
 
 /* ---- the rules ----------------------------------------------------------- */
 
-static bool share_is_view(const char *type) {
+bool share_is_view(const char *type) {
   return strcmp(type, "Reshape") == 0 || strcmp(type, "Flatten") == 0 ||
          strcmp(type, "Squeeze") == 0 || strcmp(type, "Unsqueeze") == 0 ||
          strcmp(type, "Identity") == 0;
@@ -553,7 +646,7 @@ mp_alias_rule share_move_into_slice(share_ctx *s, uint32_t y) {
   if (r == MP_ALIAS_OWN) return r;
   share_union(s, y, (uint32_t)mp_graph_op(s->g, (size_t)o)->inputs[k],
               MP_ALIAS_CONCAT);
-  s->c->rule[y] = (uint8_t)r;
+  share_set_rule(s, y, r);
   return r;
 }
 

@@ -7,6 +7,17 @@
 
 #include "pass.h"
 
+/* A buffer under construction, kept at its representative: its members'
+ * bytes lo..hi relative to the representative's first byte, the hull of
+ * their intervals (steps), the smallest member index and the strictest
+ * alignment. */
+typedef struct share_sum {
+  int64_t lo, hi, first, last;
+  uint32_t least, align;
+} share_sum;
+
+typedef struct share_jentry share_jentry; /* share.c */
+
 typedef struct share_ctx {
   pass_ctx *c; /* parent[] and rule[] live here */
   const mp_graph *g;
@@ -19,7 +30,13 @@ typedef struct share_ctx {
   /* live bytes per step under c->order (share.c invariant 3) */
   uint32_t *step_of; /* per op */
   size_t n_steps;
-  int64_t *diff; /* difference array over the steps; NULL: no order */
+  share_sum *sum;   /* per representative; NULL: no order */
+  int64_t *mx, *tg; /* tree over the steps: largest value, pending add */
+  size_t tn;        /* its leaves (a power of two >= n_steps) */
+  /* what a trial changed (share.c invariant 4) */
+  share_jentry *jour;
+  size_t jn, jcap;
+  bool jon, jfail;
 } share_ctx;
 
 /* Borrows c (its parent links say which tensors share already). Owned
@@ -39,23 +56,20 @@ void share_union(share_ctx *s, uint32_t into, uint32_t y, mp_alias_rule why);
 void share_union_at(share_ctx *s, uint32_t into, uint32_t y, int64_t delta,
                     mp_alias_rule why);
 
-/* A copy of the buffers under construction, for a trial that may be
- * undone: share_save, change, measure with share_lb, share_restore. */
-typedef struct share_saved {
-  uint32_t *parent, *next;
-  int64_t *rel, *diff;
-  uint8_t *rule, *slice;
-} share_saved;
-
-mp_status share_saved_init(share_ctx *s, share_saved *v, mp_error *err);
-void share_saved_release(share_ctx *s, share_saved *v);
-void share_save(share_ctx *s, share_saved *v);
-void share_restore(share_ctx *s, share_saved *v);
+/* A trial that may be undone: share_save, change (share_union_at and the
+ * rules' moves), measure with share_lb, then share_restore (undo every
+ * change since share_save) or share_keep. */
+void share_save(share_ctx *s);
+void share_restore(share_ctx *s);
+void share_keep(share_ctx *s);
 
 /* The activation lower bound of the buffers as they stand, under the
  * order of the graph before the pass (c->order): a scan of the live bytes
  * share_union_at keeps per step, not a rebuild of the lifetimes. */
 mp_status share_lb(share_ctx *s, size_t *lb, mp_error *err);
+
+/* Reshape, Flatten, Squeeze, Unsqueeze or Identity: rule 1's ops. */
+bool share_is_view(const char *type);
 
 /* THE in-place and aliasing predicate: may op o's output y share the
  * buffer of its input *k_out, and by which rule? MP_ALIAS_OWN: no.

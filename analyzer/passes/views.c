@@ -26,7 +26,9 @@ mp_status pass_views(pass_ctx *c, mp_error *err) {
   for (size_t i = 0; i < mp_graph_op_count(g); i++) {
     uint32_t o = order[i], k = 0;
     const mp_op *op = mp_graph_op(g, o);
-    if (share_rule(&s, o, &k) != MP_ALIAS_VIEW) continue;
+    if (!share_is_view(op->type) || share_rule(&s, o, &k) != MP_ALIAS_VIEW) {
+      continue; /* the other rules' checks cost a search each */
+    }
     share_union(&s, (uint32_t)op->inputs[k], (uint32_t)op->outputs[0],
                 MP_ALIAS_VIEW);
     pass_tally(c, op->type);
