@@ -5,7 +5,7 @@
 # placement and every move into a slice is kept only if the lower bound
 # does not rise, so each needs the bound; the ratio of the times for 4K
 # and K blocks says how that scales (4 linear, 16 quadratic): 4.8 at
-# K = 1000 (0.04 and 0.19 s), where it was 13 (2.4 and 31.9 s) before the
+# K = 1000 (0.04 and 0.19 s), where it was 22 (1.46 and 32.2 s) before the
 # passes kept the bound per step (share.c invariants 3-5). The arena
 # is placed by best-fit-size, whose cost is small and linear here, so the
 # figure is the passes' (auto's canonical descent is quadratic up to its
