@@ -6,7 +6,8 @@
 #     (gen_cells.py): the activation lower bound under the file order and
 #     under --order memory, per graph and the mean reduction, with the time
 #     and whether the search proved the order optimal (60 s budget each);
-#     then the same networks cut into one graph per stage or cell.
+#     then the same networks cut into one graph per stage or cell, with
+#     the memory order alone (1b) and with every pass (1c).
 #  2. The real ONNX models of the ONNX issue (scripts/fetch_models.sh) and
 #     the bundled models: the lower bound with passes none vs all, and
 #     file vs memory order.
@@ -87,6 +88,31 @@ rm -rf "$out/cells"
 python3 "$src/tests/bench/gen_cells.py" "$out/cells" --randwire "$n" --darts "$n" --seed 1 --cells
 "$build/tests/bench_schedule" --budget-ms 60000 --inputs activation "$out"/cells/randwire_*.json
 "$build/tests/bench_schedule" --budget-ms 60000 --inputs activation "$out"/cells/darts_*.json
+
+echo
+echo "== 1c. the cells of 1b with --passes all --order memory against --passes"
+echo "   none in file order (inputs counted as activations, as in 1b)"
+python3 - "$mplan" "$out"/cells/*.json <<'PY'
+import json, subprocess, sys
+mplan, graphs = sys.argv[1], sys.argv[2:]
+def lb(g, *args):
+    out = subprocess.run([mplan, "plan", g, "--json", "--inputs", "activation",
+                          "--order-budget-ms", "60000"] + list(args),
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["summary"]["lower_bound_bytes"]
+ratios = {}
+for g in graphs:
+    name = g.rsplit("/", 1)[-1]
+    r = lb(g, "--passes", "none", "--order", "file") / lb(
+        g, "--passes", "all", "--order", "memory")
+    ratios.setdefault(name.split("_")[0], []).append(r)
+every = [r for v in ratios.values() for r in v]
+for k, v in sorted(ratios.items()):
+    print("%s cells: mean reduction %.3fx over %d graphs (lowest %.3fx, "
+          "highest %.3fx)" % (k, sum(v) / len(v), len(v), min(v), max(v)))
+print("all cells: mean reduction %.3fx over %d graphs"
+      % (sum(every) / len(every), len(every)))
+PY
 
 echo
 echo "== 2. lower bound: passes none vs all, file vs memory order"
