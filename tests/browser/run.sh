@@ -33,4 +33,7 @@ check tests/data/all_resident.json all_resident yes w1 # no activation: no peak
 check models/resnet50.json resnet50_passes yes s1b1_c_out --passes all --order memory
 # Concat slices: the buffer 'a' holds b at +2048 and the Concat's output c.
 check tests/data/passes/concat.json concat_passes yes a --passes all
+# In place into a slice: the buffer b0 holds b1 at +512 and n1 written
+# over it (hover lands on the buffer's rectangle).
+check tests/data/passes/concat_add.json concat_add_passes yes b0 --passes all --order memory
 exit $fail
