@@ -26,8 +26,8 @@ mp_class mp_lifetime_class(const mp_tensor *t, bool inputs_as_act) {
   }
 }
 
-static void lifetime_interval(const mp_tensor *t, const uint32_t *step_of,
-                              int64_t n_steps, int64_t *first, int64_t *last) {
+void mp_lifetime_interval(const mp_tensor *t, const uint32_t *step_of,
+                          int64_t n_steps, int64_t *first, int64_t *last) {
   *first = t->producer >= 0 ? step_of[t->producer] : 0;
   *last = *first;
   for (uint32_t c = 0; c < t->n_consumers; c++) {
@@ -41,9 +41,7 @@ size_t mp_lifetime_buffer_count(const mp_graph *g, const mp_lifetime_opts *o) {
   return o && o->alias ? o->alias->n_buffers : mp_graph_tensor_count(g);
 }
 
-/* An empty tensor (ONNX allows them) still gets an address of its own:
- * one byte, so that no buffer has size 0. */
-static size_t lifetime_size(const mp_tensor *t) {
+size_t mp_lifetime_size(const mp_tensor *t) {
   return t->bytes ? t->bytes : 1;
 }
 
@@ -60,7 +58,7 @@ void mp_lifetime_buffer_desc(const mp_graph *g, const mp_lifetime_opts *o,
   const mp_tensor *root = mp_graph_tensor(g, al ? al->root[b] : b);
   *d = (mp_buffer_desc){
       .name = root->name,
-      .size = lifetime_size(root),
+      .size = mp_lifetime_size(root),
       .alignment = mp_backend_align(be, root->kind),
       .cls = mp_lifetime_class(root, in_act),
       .pinned = root->pinned, /* the share rule never merges a pinned one */
@@ -71,7 +69,7 @@ void mp_lifetime_buffer_desc(const mp_graph *g, const mp_lifetime_opts *o,
     size_t align = mp_backend_align(be, t->kind);
     /* A member ends inside a tensor of the buffer (a slice inside its
      * Concat's output), so this stays below the largest tensor size. */
-    size_t end = (size_t)al->offset[al->members[k]] + lifetime_size(t);
+    size_t end = (size_t)al->offset[al->members[k]] + mp_lifetime_size(t);
     if (end > d->size) d->size = end;
     if (align > d->alignment) d->alignment = align;
   }
@@ -83,13 +81,13 @@ static void lifetime_buffer_interval(const mp_graph *g, const mp_alias *al,
                                      int64_t n_steps, int64_t *first,
                                      int64_t *last) {
   if (!al) {
-    lifetime_interval(mp_graph_tensor(g, b), step_of, n_steps, first, last);
+    mp_lifetime_interval(mp_graph_tensor(g, b), step_of, n_steps, first, last);
     return;
   }
   for (uint32_t k = al->start[b]; k < al->start[b + 1]; k++) {
     int64_t f, l;
-    lifetime_interval(mp_graph_tensor(g, al->members[k]), step_of, n_steps, &f,
-                      &l);
+    mp_lifetime_interval(mp_graph_tensor(g, al->members[k]), step_of, n_steps,
+                         &f, &l);
     if (k == al->start[b] || f < *first) *first = f;
     if (k == al->start[b] || l > *last) *last = l;
   }

@@ -1202,10 +1202,14 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
   const uint32_t *ref = r->cand[SM_REF];
   sm_bound b = {r, lo, n, (n + 63) / 64, NULL};
   uint32_t *bufs = NULL, n_bufs = 0;
+  mp_status st = MP_OK;
   bool *has_succ = mp_calloc(m->a, n + 1, sizeof *has_succ); /* per local op */
   bool *seen = mp_calloc(m->a, m->n_buf + 1, sizeof *seen);
   b.anc = mp_calloc(m->a, n * b.words + 1, sizeof *b.anc);
-  if (!has_succ || !seen || !b.anc) goto nomem;
+  if (!has_succ || !seen || !b.anc) {
+    st = sm_nomem(m, err);
+    goto done;
+  }
   size_t cap = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t u = ref[lo + i];
@@ -1222,7 +1226,10 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
     }
   }
   bufs = mp_calloc(m->a, cap + 1, sizeof *bufs);
-  if (!bufs) goto nomem;
+  if (!bufs) {
+    st = sm_nomem(m, err);
+    goto done;
+  }
   for (size_t i = 0; i < n; i++) {
     uint32_t u = ref[lo + i];
     for (int pass = 0; pass < 2; pass++) {
@@ -1252,17 +1259,12 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
   }
   size_t ends = sm_bound_ends(&b, has_succ);
   if (ends > *lb) *lb = ends;
+done:
   mp_free(m->a, has_succ);
   mp_free(m->a, bufs);
   mp_free(m->a, b.anc);
   mp_free(m->a, seen);
-  return MP_OK;
-nomem:
-  mp_free(m->a, has_succ);
-  mp_free(m->a, bufs);
-  mp_free(m->a, b.anc);
-  mp_free(m->a, seen);
-  return sm_nomem(m, err);
+  return st;
 }
 
 static size_t sm_range_max(const size_t *v, size_t lo, size_t hi) {

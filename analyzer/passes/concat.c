@@ -26,7 +26,8 @@
  *      input written over into the slice instead) and whose readers
  *      rule sees every slice's readers.
  *   3. A rejected trial leaves parent, rel, rule, the member lists and
- *      the slice flags exactly as they were (restored from the snapshot).
+ *      the slice flags exactly as they were (share_restore undoes its
+ *      journal, share.c invariant 4).
  */
 #include <string.h>
 
@@ -161,9 +162,7 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
     measured = true;
     if (st == MP_OK) st = cc_concat(&z, op, slot, step_of, cand, err);
   }
-  if (shared) {
-    share_release(&z.s);
-  }
+  if (shared) share_release(&z.s);
   mp_free(a, topo);
   mp_free(a, slot);
   mp_free(a, cand);

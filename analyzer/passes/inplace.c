@@ -4,7 +4,7 @@
  * (TinyEngine), and a fused op over its epilogue's operand (a residual),
  * per rules 2, 3 and 4 of share_rule. When the output is a Concat slice
  * (the concat pass ran), the input moves into the slice instead (rule 6,
- * share_rule_slice): a DARTS node's Add then writes the Concat in place
+ * share_move_into_slice): a DARTS node's Add then writes the Concat in place
  * over its first branch's result, and that result needs no bytes of its
  * own.
  *
@@ -23,14 +23,14 @@
  *      a buffer that views already share is checked as a whole.
  *   3. After a move into a slice the input is the slice (rule
  *      MP_ALIAS_CONCAT, at the slice's offset) and the output is written
- *      over it (the rule share_rule_slice returned); a rejected move
+ *      over it (the rule share_move_into_slice returned); a rejected move
  *      leaves the buffers exactly as they were (share_restore).
  */
 #include "share.h"
 
 typedef struct ip_state {
   share_ctx s;
-  size_t lb; /* with the moves kept so far; measured at the first try */
+  size_t lb; /* with the moves kept so far; measured at the first op */
   bool measured;
 } ip_state;
 
@@ -38,14 +38,17 @@ typedef struct ip_state {
  * the lower bound does not rise (invariant 3). */
 static mp_status ip_into_slice(pass_ctx *c, ip_state *z, uint32_t o,
                                mp_error *err) {
-  uint32_t k = 0;
-  if (share_rule_slice(&z->s, o, &k) == MP_ALIAS_OWN) return MP_OK;
+  const mp_op *op = mp_graph_op(c->g, o);
+  if (op->n_outputs != 1 || op->outputs[0] < 0) return MP_OK;
   mp_status st = MP_OK;
   if (!z->measured) st = share_lb(&z->s, &z->lb, err);
   z->measured = true;
   if (st != MP_OK) return st;
   share_save(&z->s);
-  share_move_into_slice(&z->s, (uint32_t)mp_graph_op(c->g, o)->outputs[0]);
+  if (share_move_into_slice(&z->s, (uint32_t)op->outputs[0]) == MP_ALIAS_OWN) {
+    share_restore(&z->s); /* nothing moved (the rule's finds compressed) */
+    return MP_OK;
+  }
   size_t lb = 0;
   st = share_lb(&z->s, &lb, err);
   if (st != MP_OK || lb > z->lb) {
@@ -77,9 +80,7 @@ mp_status pass_inplace(pass_ctx *c, mp_error *err) {
                   : r == MP_ALIAS_EPILOGUE ? "fused epilogue"
                                            : op->type);
   }
-  if (shared) {
-    share_release(&z.s);
-  }
+  if (shared) share_release(&z.s);
   mp_free(mp_graph_alloc(g), order);
   return st;
 }

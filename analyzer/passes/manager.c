@@ -289,7 +289,7 @@ static mp_status pm_peak_mask(const mp_problem *p, const mp_profile *prof,
                               const mp_alias *al, size_t n_t, bool *at_peak,
                               const mp_alloc *a) {
   if (prof->peak == 0 || prof->n_segs == 0) return MP_OK;
-  int64_t end = prof->segs[prof->n_segs - 1].last;
+  int64_t end = -1;
   for (size_t k = 0; k < prof->n_segs; k++) {
     if (prof->segs[k].last > end) end = prof->segs[k].last;
   }

@@ -130,12 +130,9 @@ static void share_live_add(share_ctx *s, int64_t first, int64_t last,
  * (at offset 0), alignment and index. */
 static share_sum share_sum_of(share_ctx *s, uint32_t t) {
   const mp_tensor *x = mp_graph_tensor(s->g, t);
-  int64_t f = x->producer >= 0 ? s->step_of[x->producer] : 0, l = f;
-  for (uint32_t k = 0; k < x->n_consumers; k++) {
-    if (s->step_of[x->consumers[k]] > l) l = s->step_of[x->consumers[k]];
-  }
-  if (x->kind == MP_TENSOR_OUTPUT) l = (int64_t)s->n_steps - 1;
-  return (share_sum){0, x->bytes ? (int64_t)x->bytes : 1,
+  int64_t f, l;
+  mp_lifetime_interval(x, s->step_of, (int64_t)s->n_steps, &f, &l);
+  return (share_sum){0, (int64_t)mp_lifetime_size(x),
                      f, l,
                      t, (uint32_t)mp_backend_align(s->c->backend, x->kind)};
 }
@@ -630,7 +627,10 @@ mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out) {
   return r;
 }
 
-mp_alias_rule share_rule_slice(share_ctx *s, uint32_t o, uint32_t *k_out) {
+/* Rule 6 for op o (share.h, share_move_into_slice): by which rule its
+ * output, a Concat slice, may be written over input *k_out moved into it. */
+static mp_alias_rule share_rule_slice(share_ctx *s, uint32_t o,
+                                      uint32_t *k_out) {
   const mp_op *op = mp_graph_op(s->g, o);
   if (op->n_outputs != 1 || op->outputs[0] < 0 ||
       s->c->rule[op->outputs[0]] != MP_ALIAS_CONCAT) {

@@ -118,18 +118,15 @@ bool share_is_view(const char *type);
  */
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
 
-/* Rule 6, INTO A SLICE: op o's output y is a Concat slice (rule 5 put
- * it there, so rule 0 keeps it there) and may be written over input
- * *k_out by rule 2, 3 or 4 (returned) if that input's buffer moves into
- * y's bytes instead: the buffer holds no slice, every tensor of it lies
- * inside x's bytes (as 5c), and x has y's byte size. x is an activation
- * (2b), so the slot's alignment (5d) is x's. MP_ALIAS_OWN: no.
- * Views are not moved here (rule 5 places them with their source). */
-mp_alias_rule share_rule_slice(share_ctx *s, uint32_t o, uint32_t *k_out);
-
-/* Applies rule 6 to the producer of slice y when it qualifies: its input
- * moves into y's bytes (rule MP_ALIAS_CONCAT) and y is written over it
- * (the rule returned). No lower bound is checked here. */
+/* Rule 6, INTO A SLICE: slice y (rule 5 put it there, so rule 0 keeps it
+ * there) may be written over an input of its producer by rule 2, 3 or 4
+ * if that input's buffer moves into y's bytes instead: the buffer holds
+ * no slice, every tensor of it lies inside x's bytes (as 5c), and x has
+ * y's byte size. x is an activation (2b), so the slot's alignment (5d)
+ * is x's. Views are not moved here (rule 5 places them with their
+ * source). When it qualifies, the input moves (rule MP_ALIAS_CONCAT)
+ * and y is written over it: the rule is returned; MP_ALIAS_OWN: no move.
+ * No lower bound is checked here. */
 mp_alias_rule share_move_into_slice(share_ctx *s, uint32_t y);
 
 /* Rule 5, CONCAT: where each input of op o goes inside its output's

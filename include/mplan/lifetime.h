@@ -41,6 +41,16 @@ mp_status mp_lifetimes_build(const mp_graph *g, const uint32_t *order,
  * inputs_as_activations, graph inputs are resident). */
 mp_class mp_lifetime_class(const mp_tensor *t, bool inputs_as_activations);
 
+/* Tensor t's steps under an order (step_of: op -> step, n_steps ops):
+ * from its producer's step (0 without one) to its last consumer's, to
+ * the last step for a graph output. */
+void mp_lifetime_interval(const mp_tensor *t, const uint32_t *step_of,
+                          int64_t n_steps, int64_t *first, int64_t *last);
+
+/* The bytes tensor t takes in its buffer: its size, or one byte for an
+ * empty tensor (ONNX allows them), so that no buffer has size 0. */
+size_t mp_lifetime_size(const mp_tensor *t);
+
 /* Size, alignment, class and name of buffer b (the interval is left for
  * the caller): the one rule lifetimes and the memory-aware scheduler
  * share, so that both count the same bytes. Borrows everything; the name
