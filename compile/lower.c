@@ -291,6 +291,20 @@ static void lw_unary_params(const lw *x, int u, const char *pre, double *alpha,
 /* Appends the prologue and the epilogue (docs/ir-conventions.md) and the
  * head's inputs; full is the head's full own arity (invariant 3). */
 int lw_epilogue_inputs(const char *type) {
+  const char *at = strchr(type, '@');
+  if (at) {
+    /* Add@j / Mul@j: the operand is the value that entered entry j */
+    char op[16];
+    size_t n = (size_t)(at - type);
+    if (n >= sizeof op) return -2;
+    memcpy(op, type, n);
+    op[n] = '\0';
+    if (strcmp(op, "Add") && strcmp(op, "Mul")) return -2;
+    const char *d = at + 1;
+    if (*d < '0' || *d > '9') return -2;
+    while (*d >= '0' && *d <= '9') d++;
+    return *d ? -2 : 0;
+  }
   if (strcmp(type, "Clip") == 0) return -1;
   if (strcmp(type, "BatchNormalization") == 0) return 4;
   if (lw_find(lw_binary, type) >= 0) return 1;
@@ -352,6 +366,10 @@ static mp_status lw_tail(lw *x, uint32_t full) {
     }
     if (extra == -1) clips++;
     if (extra > 0) fixed += (uint32_t)extra;
+    const char *tap = strchr(names[k], '@');
+    if (tap && atoi(tap + 1) > k - (fa ? 1 : 0)) {
+      return lw_unsup(x, "epilogue entry '%s' taps a later entry", names[k]);
+    }
   }
   uint32_t n = x->op->n_inputs, own = full;
   if (pro_kind == 1) {
@@ -396,6 +414,12 @@ static mp_status lw_tail(lw *x, uint32_t full) {
       char e[48];
       snprintf(e, sizeof e, "%sepsilon", pre);
       alpha = lw_float(x, e, 1e-5);
+    } else if (strchr(t, '@')) {
+      /* the entry index in the bundle counts a fused_activation entry */
+      char op[16];
+      snprintf(op, sizeof op, "%.*s", (int)(strchr(t, '@') - t), t);
+      code = MP_BEPI_TAP | lw_find(lw_binary, op);
+      alpha = atoi(strchr(t, '@') + 1) + (fa ? 1 : 0);
     } else if (lw_find(lw_binary, t) >= 0) {
       code = MP_BEPI_BINARY | lw_find(lw_binary, t);
       extra = 1;

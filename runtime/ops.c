@@ -177,7 +177,7 @@ static void rd_tail(op_rd *r, op_tail *t) {
   t->n_epi = (uint32_t)rd_range(r, 0, OP_MAX_EPI);
   for (uint32_t k = 0; k < t->n_epi && !r->bad; k++) {
     op_epi *e = &t->epi[k];
-    e->code = (int)rd_range(r, 0, 0x2ff);
+    e->code = (int)rd_range(r, 0, 0x3ff);
     e->n_extra = (uint32_t)rd_range(r, 0, 4);
     e->alpha = rd_f(r);
     e->beta = rd_f(r);
@@ -241,11 +241,24 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
   return true;
 }
 
+/* The entry whose input value a TAP entry reads (the first TAP entry's),
+ * or UINT32_MAX when none does. */
+static uint32_t op_tap(const op_tail *t) {
+  for (uint32_t k = 0; k < t->n_epi; k++) {
+    if ((t->epi[k].code & 0xf00) == MP_BEPI_TAP) {
+      double a = t->epi[k].alpha;
+      return a >= 0 && a <= (double)k ? (uint32_t)a : UINT32_MAX - 1;
+    }
+  }
+  return UINT32_MAX;
+}
+
 /* Checks the epilogue's extra inputs (after the head's own inputs) against
  * the head's output y. */
 static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                               const mp_btensor *y) {
   uint32_t at = own;
+  bool tapped = false;
   for (uint32_t k = 0; k < t->n_epi; k++) {
     const op_epi *e = &t->epi[k];
     int cls = e->code & 0xf00, op = e->code & 0xff;
@@ -285,6 +298,21 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                          v->name);
         }
         c->need_ws += (size_t)op_count(y) * mp_kd_size(y->dtype) + 64;
+      }
+    } else if (cls == MP_BEPI_TAP) {
+      /* x * f(x): the operand is the value that entered entry alpha, kept
+       * in the workspace (one tapped entry per epilogue). */
+      if (op >= MP_KB_EQUAL || e->n_extra != 0 || !(e->alpha >= 0) ||
+          e->alpha > (double)k || e->alpha != (double)(uint32_t)e->alpha) {
+        return op_fail(c, "epilogue entry %u: bad tap of entry %g", k,
+                       e->alpha);
+      }
+      if (op_tap(t) != (uint32_t)e->alpha) {
+        return op_fail(c, "epilogue entry %u: a second tapped entry", k);
+      }
+      if (!tapped) {
+        c->need_ws += (size_t)op_count(y) * mp_kd_size(y->dtype) + 64;
+        tapped = true;
       }
     } else if (cls == MP_BEPI_BATCHNORM) {
       if (e->n_extra != 4 || y->dtype != MP_KD_F32 || y->shape.rank < 2) {
@@ -332,15 +360,28 @@ static void op_finish_epilogue(const mp_btensor *y, void *head, void *py) {
   if (head != py) memcpy(py, head, (size_t)op_count(y) * mp_kd_size(y->dtype));
 }
 
-/* Applies the epilogue to y in place. */
+/* Applies the epilogue to y in place. A tapped value is copied into the
+ * workspace when its entry is reached (the head's kernel is done with
+ * its scratch by then). */
 static void op_run_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                             const mp_btensor *y, void *py) {
-  uint32_t at = own;
-  size_t n = (size_t)op_count(y);
+  uint32_t at = own, tap = op_tap(t);
+  size_t n = (size_t)op_count(y), bytes = n * mp_kd_size(y->dtype);
+  void *kept = NULL;
   for (uint32_t k = 0; k < t->n_epi; k++) {
     const op_epi *e = &t->epi[k];
     int cls = e->code & 0xf00, op = e->code & 0xff;
-    if (cls == MP_BEPI_UNARY) {
+    if (k == tap) {
+      kept = c->ws;
+      c->ws += (bytes + 63) / 64 * 64;
+      memcpy(kept, py, bytes);
+    }
+    if (cls == MP_BEPI_TAP) {
+      mp_kbcast bc;
+      (void)mp_k_bcast_init(&bc, &y->shape, &y->shape, &y->shape, NULL);
+      OP_K(binary)((mp_kbinary)op, &bc, y->dtype, py, kept, y->dtype, py,
+                   false);
+    } else if (cls == MP_BEPI_UNARY) {
       mp_kunary_params up = {e->alpha, e->beta};
       if (e->n_extra >= 1 && op_pin(c, at)) {
         up.alpha = mp_k_load(op_pin(c, at), y->dtype, 0);
@@ -1739,7 +1780,7 @@ static bool op_vec_tail(const op_ctx *c, const op_tail *t, int dtype) {
   for (uint32_t k = 0; k < t->n_epi; k++) {
     int cls = t->epi[k].code & 0xf00, op = t->epi[k].code & 0xff;
     bool v = cls == MP_BEPI_UNARY ? mp_kv_unary_vector((mp_kunary)op, dtype)
-             : cls == MP_BEPI_BINARY
+             : cls == MP_BEPI_BINARY || cls == MP_BEPI_TAP
                  ? mp_kv_binary_vector((mp_kbinary)op, dtype, dtype, false)
                  : dtype == MP_KD_F32;
     if (!v) return false;

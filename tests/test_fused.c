@@ -1,7 +1,8 @@
 /*
  * test_fused.c -- the forms of docs/ir-conventions.md run by the runtime
  * give bit for bit what their unfused graphs give: a Conv epilogue
- * (BatchNormalization, Add, Relu), fused_activation Relu6, horizontal
+ * (BatchNormalization, Add, Relu), fused_activation Relu6, diamonds
+ * (Add,Clip,Mul@0,Div; Sigmoid,Mul@0 after a Relu), horizontal
  * MatMul and Gemm, a DequantizeLinear prologue, and views and in-place
  * ops (depthwise Conv, Relu, Reshape) sharing one buffer -- all in
  * paranoid poison mode with no event.
@@ -207,6 +208,67 @@ static void test_epilogue(void) {
   same(r1, l1, r2, l2, "Conv + epilogue BatchNormalization,Add,Relu");
 }
 
+/* Diamonds (docs/ir-conventions.md, Add@j and Mul@j): Conv -> Add(k) ->
+ * Clip(0, 6) -> Mul(c, .) -> Div(six), a decomposed HardSwish, against
+ * Conv with the epilogue Add,Clip,Mul@0,Div; and Conv -> Relu ->
+ * Sigmoid -> Mul(r, .) (SiLU after a fused_activation Relu: Mul@0 taps
+ * the value after the Relu, the bundle's entry 1). */
+static void test_tap(bool silu) {
+  static const int64_t one[] = {1};
+  mp_graph *g = g_new();
+  int32_t x = g_t(g, "x", MP_DTYPE_F32, MP_TENSOR_INPUT, 4, D_X);
+  int32_t w = g_t(g, "w", MP_DTYPE_F32, MP_TENSOR_WEIGHT, 4, D_W);
+  int32_t k = g_t(g, "k", MP_DTYPE_F32, MP_TENSOR_WEIGHT, 1, one);
+  int32_t six = g_t(g, "six", MP_DTYPE_F32, MP_TENSOR_WEIGHT, 1, one);
+  int32_t c = g_t(g, "c", MP_DTYPE_F32, MP_TENSOR_ACTIVATION, 4, D_X);
+  int32_t d = g_t(g, "d", MP_DTYPE_F32, MP_TENSOR_ACTIVATION, 4, D_X);
+  int32_t e = g_t(g, "e", MP_DTYPE_F32, MP_TENSOR_ACTIVATION, 4, D_X);
+  int32_t y = g_t(g, "y", MP_DTYPE_F32, MP_TENSOR_OUTPUT, 4, D_X);
+  mp_attr pads[] = {
+      {.name = "pads", .kind = MP_ATTR_INTS, .ints = PADS, .n = 4}};
+  mp_attr clip[] = {{.name = "min", .kind = MP_ATTR_FLOAT, .f = 0},
+                    {.name = "max", .kind = MP_ATTR_FLOAT, .f = 6}};
+  g_op(g, "conv", "Conv", (int32_t[]){x, w}, 2, &c, 1, pads, 1);
+  if (silu) {
+    g_op(g, "relu", "Relu", &c, 1, &d, 1, NULL, 0);
+    g_op(g, "sig", "Sigmoid", &d, 1, &e, 1, NULL, 0);
+    g_op(g, "mul", "Mul", (int32_t[]){e, d}, 2, &y, 1, NULL, 0);
+  } else {
+    int32_t f = g_t(g, "f", MP_DTYPE_F32, MP_TENSOR_ACTIVATION, 4, D_X);
+    g_op(g, "add", "Add", (int32_t[]){c, k}, 2, &d, 1, NULL, 0);
+    g_op(g, "clip", "Clip", &d, 1, &e, 1, clip, 2);
+    g_op(g, "mul", "Mul", (int32_t[]){c, e}, 2, &f, 1, NULL, 0);
+    g_op(g, "div", "Div", (int32_t[]){f, six}, 2, &y, 1, NULL, 0);
+  }
+  size_t l1, l2;
+  unsigned char *r1 = g_run(g, NULL, &l1);
+  g = g_new();
+  x = g_t(g, "x", MP_DTYPE_F32, MP_TENSOR_INPUT, 4, D_X);
+  w = g_t(g, "w", MP_DTYPE_F32, MP_TENSOR_WEIGHT, 4, D_W);
+  k = g_t(g, "k", MP_DTYPE_F32, MP_TENSOR_WEIGHT, 1, one);
+  six = g_t(g, "six", MP_DTYPE_F32, MP_TENSOR_WEIGHT, 1, one);
+  y = g_t(g, "y", MP_DTYPE_F32, MP_TENSOR_OUTPUT, 4, D_X);
+  mp_attr hs[] = {{.name = "pads", .kind = MP_ATTR_INTS, .ints = PADS, .n = 4},
+                  {.name = "mplan.epilogue",
+                   .kind = MP_ATTR_STRING,
+                   .s = "Add,Clip,Mul@0,Div"},
+                  {.name = "mplan.e1.min", .kind = MP_ATTR_FLOAT, .f = 0},
+                  {.name = "mplan.e1.max", .kind = MP_ATTR_FLOAT, .f = 6}};
+  mp_attr sl[] = {
+      {.name = "pads", .kind = MP_ATTR_INTS, .ints = PADS, .n = 4},
+      {.name = "fused_activation", .kind = MP_ATTR_STRING, .s = "Relu"},
+      {.name = "mplan.epilogue", .kind = MP_ATTR_STRING, .s = "Sigmoid,Mul@0"}};
+  if (silu) {
+    g_op(g, "conv", "Conv", (int32_t[]){x, w}, 2, &y, 1, sl, 3);
+  } else {
+    g_op(g, "conv", "Conv", (int32_t[]){x, w, -1, k, six}, 5, &y, 1, hs, 4);
+  }
+  unsigned char *r2 = g_run(g, NULL, &l2);
+  same(r1, l1, r2, l2,
+       silu ? "Conv + Relu + epilogue Sigmoid,Mul@0 (SiLU)"
+            : "Conv + epilogue Add,Clip,Mul@0,Div (HardSwish)");
+}
+
 /* Conv + Clip(0, 6) and Conv with fused_activation Relu6. */
 static void test_fused_activation(void) {
   mp_graph *g = g_new();
@@ -340,6 +402,8 @@ static void test_views_in_place(void) {
 int main(void) {
   test_epilogue();
   test_fused_activation();
+  test_tap(false);
+  test_tap(true);
   test_horizontal(false);
   test_horizontal(true);
   test_prologue();

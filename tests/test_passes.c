@@ -122,6 +122,47 @@ static const mp_pass_row *row_of(const mp_model *m, mp_pass_id p) {
 
 /* ---- fuse ---------------------------------------------------------------- */
 
+/* Diamonds: SiLU, a decomposed HardSwish and a decomposed GELU after
+ * Convs become one fused op each, the closing Mul reading the head's
+ * value (Mul@0); a Sigmoid closed by a Sub (not commutative) is left. */
+static void test_fuse_diamond(void) {
+  mp_model *m = load("tests/data/passes/act_f32.json", P(FUSE), 0);
+  if (!m) return;
+  CHECK_EQ_U(mp_graph_op_count(mp_model_graph(m)), 6);
+  const mp_op *c1 = op_named(m, "conv1"), *c2 = op_named(m, "conv2"),
+              *c3 = op_named(m, "conv3");
+  CHECK_STR(attr_s(c1, "mplan.epilogue"), "Sigmoid,Mul@0");
+  CHECK_STR(names(m, c1, true), "x,w1,b1");
+  CHECK_STR(names(m, c1, false), "silu");
+  CHECK_STR(attr_s(c2, "mplan.epilogue"), "Add,Clip,Mul@0,Div");
+  CHECK_STR(names(m, c2, true), "silu,w2,-,three,six");
+  CHECK_STR(names(m, c2, false), "hs");
+  CHECK_STR(attr_s(c3, "mplan.epilogue"), "Div,Erf,Add,Mul@0,Mul");
+  CHECK_STR(names(m, c3, true), "hs,w3,-,sqrt2,one,half");
+  CHECK(!attr(op_named(m, "conv4"), "mplan.epilogue"));
+  CHECK(op_named(m, "s4") && op_named(m, "y"));
+  for (const char *gone[] = {"c1", "sig", "c2", "hs_add", "hs_clip", "hs_mul",
+                             "c3", "g_div", "g_erf", "g_add", "g_mul", NULL},
+                  **t = gone;
+       *t; t++) {
+    CHECK(!has_tensor(m, *t));
+  }
+  const mp_fusion *f = fusion_of(m, "conv2");
+  CHECK(f != NULL);
+  if (f) {
+    CHECK_EQ_U(f->steps, 4);
+    CHECK_STR(f->intermediates, "c2,hs_add,hs_clip,hs_mul");
+    CHECK_EQ_U(f->saved_bytes, 2 * 2048 * 4);
+  }
+  /* The tapped value takes a register until the Mul: 3 (head) + 3
+   * (Sigmoid) + 1 (Mul) + 1 (tap). */
+  f = fusion_of(m, "conv1");
+  CHECK(f && f->registers == 8);
+  const mp_pass_row *row = row_of(m, MP_PASS_FUSE);
+  CHECK(row && row->detail && strstr(row->detail, "Conv 3; 3 diamonds"));
+  mp_model_destroy(m);
+}
+
 static void test_fuse(void) {
   mp_model *m = load("tests/data/passes/convnet.json", P(FUSE), 0);
   if (!m) return;
@@ -792,6 +833,7 @@ int main(int argc, char **argv) {
   snprintf(root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
   test_parse();
   test_fuse();
+  test_fuse_diamond();
   test_fuse_cap();
   test_fuse_resnet();
   test_inplace();

@@ -6,7 +6,15 @@
  *
  * The chain grows from the head's output one reader at a time while
  *   1. the value has exactly one reader and is no graph output or
- *      retained state (a second reader would need the intermediate);
+ *      retained state (a second reader would need the intermediate).
+ *      The exception is a diamond (fuse_diamond): the value has two
+ *      readers, one starts a run of elementwise ops (each value read
+ *      once, by the next) and the other is an Add or Mul closing the run,
+ *      reading its last value and the value itself -- SiLU, HardSwish
+ *      and GELU written out as elementwise ops. The whole diamond is
+ *      absorbed and the closing op becomes the entry Mul@j / Add@j
+ *      (docs/ir-conventions.md), j the entry the value entered; it holds
+ *      one more vector register until then (condition 4);
  *   2. the reader is elementwise (pass_ew_find) with one output of the
  *      value's own shape and dtype: it consumes whole elements of the
  *      head's result, never a partial result of a full reduction. An op
@@ -68,6 +76,8 @@
 
 typedef struct fuse_entry {
   const char *type;   /* epilogue entry type */
+  int tap;            /* Add/Mul whose operand is the value that entered
+                         entry tap (a diamond), or -1 */
   int32_t op;         /* absorbed op, or -1 for a fused_activation */
   const mp_op *attrs; /* op whose attributes the entry carries, or NULL */
   double clip_min, clip_max; /* Relu6 as Clip */
@@ -80,6 +90,7 @@ typedef struct fuse_group {
   size_t n_entries;
   int32_t ops[FUSE_MAX];     /* absorbed ops, in order */
   int32_t chained[FUSE_MAX]; /* the value each absorbed op chains on */
+  int32_t tapped[FUSE_MAX];  /* ... and the earlier one it also reads, or -1 */
   size_t n_ops;
   uint32_t regs; /* values live in the loop */
   bool capped;
@@ -129,6 +140,7 @@ static bool fuse_activation(const mp_op *op, fuse_entry *e) {
   const mp_attr *a = mp_op_attr(op, "fused_activation");
   memset(e, 0, sizeof *e);
   e->op = -1;
+  e->tap = -1;
   if (!a || a->kind != MP_ATTR_STRING || !a->s) return false;
   if (strcmp(a->s, "Relu6") == 0) {
     e->type = "Clip";
@@ -191,9 +203,121 @@ static bool fuse_ready(const pass_ctx *c, const uint32_t *pos, uint32_t head,
   return true;
 }
 
+/* Why op r, reading chain value v, cannot be absorbed (conditions 2, 3
+ * and 5 of the header): 0 it can; 1 not elementwise (a reduction is
+ * counted in *boundaries); 2 an operand comes after the head (*late). */
+static int fuse_refuse(pass_ctx *c, const uint32_t *pos, uint32_t head,
+                       uint32_t r, int32_t v, const pass_ew **ew_out) {
+  const mp_graph *g = c->g;
+  const mp_op *rop = mp_graph_op(g, r);
+  const pass_ew *ew = pass_ew_find(rop->type);
+  *ew_out = ew;
+  if (!ew || c->rw->ops[r].dead || rop->n_outputs != 1 ||
+      rw_has_mplan_attr(rop) || fuse_has_unknown_activation(rop) ||
+      !fuse_position_ok(rop, ew, v) || !pass_same_type(g, rop->outputs[0], v)) {
+    return 1;
+  }
+  return fuse_ready(c, pos, head, rop, v) ? 0 : 2;
+}
+
+/* Absorbs op r (chained on v, also reading tap value w, or -1) if the
+ * registers allow: false when the cap stops the group. */
+static bool fuse_take(pass_ctx *c, fuse_group *grp, uint32_t r, int32_t v,
+                      int32_t w, int tap, const pass_ew *ew) {
+  const mp_op *rop = mp_graph_op(c->g, r);
+  fuse_entry act;
+  uint32_t regs = grp->regs + ew->registers + (w >= 0 ? 1 : 0);
+  bool has_act = fuse_activation(rop, &act);
+  if (has_act) regs += pass_ew_find(act.type)->registers;
+  if (c->vlen && fuse_spills(regs, c->vlen)) {
+    grp->capped = true;
+    grp->cap_spills = fuse_spills(regs, c->vlen);
+    return false;
+  }
+  grp->e[grp->n_entries++] =
+      (fuse_entry){ew->type, tap, (int32_t)r, rop, 0, 0, false};
+  if (has_act) grp->e[grp->n_entries++] = act;
+  grp->ops[grp->n_ops] = (int32_t)r;
+  grp->tapped[grp->n_ops] = w;
+  grp->chained[grp->n_ops++] = v;
+  grp->regs = regs;
+  return true;
+}
+
+/* A diamond (condition 1's exception): chain value v has two readers, a
+ * run of elementwise ops from one of them (each value read once, by the
+ * next) and an Add or Mul that reads the run's last value and v itself,
+ * e.g. SiLU x * Sigmoid(x), HardSwish x * Clip(x + 3, 0, 6) / 6, GELU
+ * x * (Erf(x / sqrt 2) + 1) * 0.5. The group absorbs the whole diamond;
+ * the closing op becomes the entry Mul@j (Add@j), j the entry v entered,
+ * and the loop keeps v in one more register until then. Returns the
+ * value after the diamond, or -1 when v does not open one (nothing is
+ * absorbed then). */
+static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
+                            int32_t v) {
+  const mp_graph *g = c->g;
+  const mp_tensor *t = mp_graph_tensor(g, (size_t)v);
+  if (t->n_consumers != 2 || t->consumers[0] == t->consumers[1]) return -1;
+  for (int first = 0; first < 2; first++) {
+    uint32_t a = t->consumers[first], b = t->consumers[1 - first];
+    const mp_op *bop = mp_graph_op(g, b);
+    const pass_ew *bew = pass_ew_find(bop->type);
+    if (!bew || bew->kind != PASS_EW_BINARY || !bew->commutative ||
+        bop->n_inputs != 2 || pass_reads(bop, v) != 1 || c->rw->ops[b].dead) {
+      continue;
+    }
+    /* Walk the run from a to b without absorbing anything. */
+    uint32_t run[FUSE_MAX];
+    size_t n = 0;
+    int32_t u = v;
+    uint32_t r = a;
+    const pass_ew *ew;
+    bool ok = true;
+    while (ok && r != b) {
+      ok = n + 1 < FUSE_MAX && grp->n_ops + n + 1 < FUSE_MAX &&
+           fuse_refuse(c, pos, grp->head, r, u, &ew) == 0;
+      if (!ok) break;
+      run[n++] = r;
+      u = mp_graph_op(g, r)->outputs[0];
+      int32_t next = mp_graph_tensor(g, (size_t)u)->kind == MP_TENSOR_ACTIVATION
+                         ? pass_sole_reader(g, u)
+                         : -1;
+      ok = next >= 0;
+      r = (uint32_t)next;
+    }
+    int32_t other = bop->inputs[0] == v ? bop->inputs[1] : bop->inputs[0];
+    if (!ok || n == 0 || other != u || !pass_same_type(g, bop->outputs[0], v) ||
+        rw_has_mplan_attr(bop) || fuse_has_unknown_activation(bop) ||
+        bop->n_outputs != 1) {
+      continue;
+    }
+    /* Absorb: the run chained as usual, then b on u tapping v. */
+    fuse_group save = *grp;
+    int tap = (int)grp->n_entries;
+    int32_t cur = v;
+    bool took = true;
+    for (size_t k = 0; took && k < n; k++) {
+      (void)fuse_refuse(c, pos, grp->head, run[k], cur, &ew);
+      took = fuse_take(c, grp, run[k], cur, -1, -1, ew);
+      cur = mp_graph_op(g, run[k])->outputs[0];
+    }
+    if (took) took = fuse_take(c, grp, b, u, v, tap, bew);
+    if (!took) {
+      bool capped = grp->capped;
+      uint32_t spills = grp->cap_spills;
+      *grp = save;
+      grp->capped = capped;
+      grp->cap_spills = spills;
+      return -1;
+    }
+    return bop->outputs[0];
+  }
+  return -1;
+}
+
 /* Grows the group from its head (conditions 1-5). */
 static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
-                      size_t *boundaries, size_t *late) {
+                      size_t *boundaries, size_t *late, size_t *diamonds) {
   const mp_graph *g = c->g;
   const mp_op *head = mp_graph_op(g, grp->head);
   int32_t v = head->outputs[0];
@@ -203,39 +327,24 @@ static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
     grp->e[grp->n_entries++] = act;
     grp->regs += pass_ew_find(act.type)->registers;
   }
-  while (grp->n_ops < FUSE_MAX) {
+  while (grp->n_ops < FUSE_MAX && !grp->capped) {
     const mp_tensor *t = mp_graph_tensor(g, (size_t)v);
+    if (t->kind != MP_TENSOR_ACTIVATION) break;
     int32_t r = pass_sole_reader(g, v);
-    if (t->kind != MP_TENSOR_ACTIVATION || r < 0 || c->rw->ops[r].dead) break;
-    const mp_op *rop = mp_graph_op(g, (size_t)r);
-    const pass_ew *ew = pass_ew_find(rop->type);
-    if (!ew) {
-      if (fuse_is_reduction(rop->type)) (*boundaries)++;
-      break;
+    if (r < 0) {
+      int32_t w = fuse_diamond(c, pos, grp, v);
+      if (w < 0) break;
+      (*diamonds)++;
+      v = w;
+      continue;
     }
-    if (rop->n_outputs != 1 || rw_has_mplan_attr(rop) ||
-        fuse_has_unknown_activation(rop) || !fuse_position_ok(rop, ew, v) ||
-        !pass_same_type(g, rop->outputs[0], v)) {
-      break;
-    }
-    if (!fuse_ready(c, pos, grp->head, rop, v)) {
-      (*late)++;
-      break;
-    }
-    uint32_t regs = grp->regs + ew->registers;
-    bool has_act = fuse_activation(rop, &act);
-    if (has_act) regs += pass_ew_find(act.type)->registers;
-    if (c->vlen && fuse_spills(regs, c->vlen)) {
-      grp->capped = true;
-      grp->cap_spills = fuse_spills(regs, c->vlen);
-      break;
-    }
-    grp->e[grp->n_entries++] = (fuse_entry){ew->type, r, rop, 0, 0, false};
-    if (has_act) grp->e[grp->n_entries++] = act;
-    grp->ops[grp->n_ops] = r;
-    grp->chained[grp->n_ops++] = v;
-    grp->regs = regs;
-    v = rop->outputs[0];
+    const pass_ew *ew;
+    int why = fuse_refuse(c, pos, grp->head, (uint32_t)r, v, &ew);
+    if (why == 1 && !ew && fuse_is_reduction(mp_graph_op(g, (size_t)r)->type))
+      (*boundaries)++;
+    if (why == 2) (*late)++;
+    if (why || !fuse_take(c, grp, (uint32_t)r, v, -1, -1, ew)) break;
+    v = mp_graph_op(g, (size_t)r)->outputs[0];
   }
 }
 
@@ -249,6 +358,7 @@ static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
   uint32_t n = own;
   for (size_t k = 0; k < grp->n_ops; k++) {
     n += mp_graph_op(c->g, (size_t)grp->ops[k])->n_inputs - 1;
+    n -= grp->tapped[k] >= 0;
   }
   int32_t *in = rw_alloc(c->rw, n, sizeof *in, err);
   if (!in) return MP_ERR_NOMEM;
@@ -258,10 +368,14 @@ static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
   }
   for (size_t k = 0; k < grp->n_ops; k++) {
     const mp_op *r = mp_graph_op(c->g, (size_t)grp->ops[k]);
-    bool skipped = false;
+    bool skipped = false, tap_skipped = grp->tapped[k] < 0;
     for (uint32_t j = 0; j < r->n_inputs; j++) {
       if (!skipped && r->inputs[j] == grp->chained[k]) {
         skipped = true;
+        continue;
+      }
+      if (!tap_skipped && r->inputs[j] == grp->tapped[k]) {
+        tap_skipped = true;
         continue;
       }
       in[at++] = r->inputs[j];
@@ -284,6 +398,7 @@ static mp_status fuse_attrs(pass_ctx *c, const fuse_group *grp, mp_buf *types,
     const fuse_entry *e = &grp->e[k];
     char name[160];
     mp_buf_printf(types, "%s%s", k ? "," : "", e->type);
+    if (e->tap >= 0) mp_buf_printf(types, "@%d", e->tap);
     if (e->clip_consts) {
       const double v[2] = {e->clip_min, e->clip_max};
       const char *key[2] = {"min", "max"};
@@ -373,7 +488,8 @@ static mp_status fuse_apply(pass_ctx *c, const fuse_group *grp, mp_error *err) {
 }
 
 mp_status pass_fuse(pass_ctx *c, mp_error *err) {
-  size_t boundaries = 0, capped = 0, cap_spills = 0, spills = 0, late = 0;
+  size_t boundaries = 0, capped = 0, cap_spills = 0, spills = 0, late = 0,
+         diamonds = 0;
   size_t n = mp_graph_op_count(c->g);
   const mp_alloc *a = mp_graph_alloc(c->g);
   uint32_t *pos = mp_calloc(a, n + 1, sizeof *pos);
@@ -388,7 +504,7 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
     fuse_group grp;
     memset(&grp, 0, sizeof grp);
     grp.head = o;
-    fuse_grow(c, pos, &grp, &boundaries, &late);
+    fuse_grow(c, pos, &grp, &boundaries, &late, &diamonds);
     if (grp.capped) {
       capped++;
       cap_spills += grp.cap_spills;
@@ -398,9 +514,14 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
     st = fuse_apply(c, &grp, err);
   }
   mp_free(a, pos);
+  if (diamonds) {
+    mp_buf_printf(&c->note, "%zu diamond%s (x * f(x))", diamonds,
+                  diamonds == 1 ? "" : "s");
+  }
   if (boundaries) {
-    mp_buf_printf(&c->note, "%zu chain%s stopped at a full reduction",
-                  boundaries, boundaries == 1 ? "" : "s");
+    mp_buf_printf(&c->note, "%s%zu chain%s stopped at a full reduction",
+                  c->note.len ? "; " : "", boundaries,
+                  boundaries == 1 ? "" : "s");
   }
   if (late) {
     mp_buf_printf(&c->note,

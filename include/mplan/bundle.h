@@ -85,7 +85,8 @@ typedef enum mp_bt_kind {
  *   MATMUL: shift, horizontal, head tail
  *     head tail: prologue kind (0 none, 1 DequantizeLinear, 2 Cast),
  *       prologue input, prologue axis, epilogue count E, then E entries
- *       of 4: code (MP_BEPI_* | op), extra inputs, alpha, beta
+ *       of 4: code (MP_BEPI_* | op), extra inputs, alpha, beta (TAP:
+ *       extra 0, alpha the entry whose input value is the operand)
  *   UNARY: op (mp_kunary), alpha, beta
  *   BINARY: op (mp_kbinary), activation applied to the result (0 none,
  *       1 Relu, 2 Relu6: the graphs' fused_activation)
@@ -136,6 +137,10 @@ const char *mp_bop_name(int kernel);
 #define MP_BEPI_UNARY 0x000
 #define MP_BEPI_BINARY 0x100
 #define MP_BEPI_BATCHNORM 0x200
+/* A binary op whose operand is the value that entered entry alpha
+ * (0 <= alpha <= this entry's index), not an input: x * f(x) diamonds
+ * (docs/ir-conventions.md, "Add@j, Mul@j"). */
+#define MP_BEPI_TAP 0x300
 
 /* Op flags. */
 #define MP_BOPF_FUSED 1u /* carries a prologue or an epilogue */

@@ -183,6 +183,19 @@ run 0 plan "$tmp/rw/randwire_1.json" --passes accumulate --order dfs &&
 run 0 plan "$tmp/rw/randwire_1.json" --passes accumulate --order rpo &&
   has "$tmp/out" "accumulate 262->323    660->721    1,100,736 -> 917,280"
 
+# Diamonds: SiLU, HardSwish and GELU written out as elementwise ops after
+# Convs fuse into one op each (Mul@0 reads the head's value), in the plan
+# JSON and the table; a tap of a later entry is refused with one line.
+act=tests/data/passes/act_f32.json
+run 0 plan $act --passes fuse --json &&
+  [ "$(py "$tmp/out" "[(e['op'], e.get('epilogue')) for e in d['execution']]")" = "[('conv1', 'Sigmoid,Mul@0'), ('conv2', 'Add,Clip,Mul@0,Div'), ('conv3', 'Div,Erf,Add,Mul@0,Mul'), ('conv4', None), ('s4', None), ('y', None)]" ] && ok || bad "act_f32: diamonds not fused"
+run 0 plan $act --passes fuse && has "$tmp/out" "Conv 3; 3 diamonds (x * f(x))"
+rm -f "$tmp/bt.mpk"
+run 2 compile tests/data/passes/bad_tap.json -o "$tmp/bt.mpk" &&
+  has "$tmp/err" "bad_tap.json: op 'conv1' (Conv): epilogue entry 'Mul@2' taps a later entry" &&
+  lines "$tmp/err" 1
+[ -e "$tmp/bt.mpk" ] && bad "bad_tap: a bundle was written" || ok
+
 run 0 plan --help && has "$tmp/out" "--passes"
 echo "passes cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
