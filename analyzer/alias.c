@@ -34,6 +34,8 @@ const char *mp_alias_rule_name(mp_alias_rule r) {
       return "in place (epilogue)";
     case MP_ALIAS_CONCAT:
       return "in place (concat slice)";
+    case MP_ALIAS_ROW:
+      return "in place (row-wise)";
     case MP_ALIAS_RULE_COUNT:
       break;
   }

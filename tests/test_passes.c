@@ -122,6 +122,21 @@ static const mp_pass_row *row_of(const mp_model *m, mp_pass_id p) {
 
 /* ---- fuse ---------------------------------------------------------------- */
 
+/* Rule 7: Softmax and LayerNormalization write over their inputs (the
+ * graph output y over the activation v); 8,192 -> 6,144 B. */
+static void test_inplace_row(void) {
+  mp_model *m = load("tests/data/passes/rows_f32.json", P(INPLACE), 0);
+  if (!m) return;
+  CHECK(rule_of(m, "p") == MP_ALIAS_ROW);
+  CHECK(rule_of(m, "y") == MP_ALIAS_ROW);
+  CHECK(buf_of(m, "p") == buf_of(m, "q"));
+  CHECK(buf_of(m, "y") == buf_of(m, "v"));
+  CHECK_STR(mp_alias_rule_name(MP_ALIAS_ROW), "in place (row-wise)");
+  const mp_pass_row *row = row_of(m, MP_PASS_INPLACE);
+  CHECK(row && row->lb_before == 8192 && row->lb_after == 6144);
+  mp_model_destroy(m);
+}
+
 /* Diamonds: SiLU, a decomposed HardSwish and a decomposed GELU after
  * Convs become one fused op each, the closing Mul reading the head's
  * value (Mul@0); a Sigmoid closed by a Sub (not commutative) is left. */
@@ -326,7 +341,10 @@ static void test_inplace(void) {
   CHECK_STR(chain->name, "c1");
   const uint32_t *members;
   CHECK_EQ_U(mp_model_buffer_tensors(m, b, &members), 4);
-  CHECK_EQ_U(mp_problem_count(p), 22);
+  /* The Softmax writes the graph output over its input (rule 7). */
+  CHECK(buf_of(m, "probs") == buf_of(m, "logits"));
+  CHECK(rule_of(m, "probs") == MP_ALIAS_ROW);
+  CHECK_EQ_U(mp_problem_count(p), 21);
   mp_model_destroy(m);
 }
 
@@ -834,6 +852,7 @@ int main(int argc, char **argv) {
   test_parse();
   test_fuse();
   test_fuse_diamond();
+  test_inplace_row();
   test_fuse_cap();
   test_fuse_resnet();
   test_inplace();

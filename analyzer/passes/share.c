@@ -500,6 +500,21 @@ static bool share_depthwise_ok(share_ctx *s, uint32_t o, const mp_op *op,
          share_alone(s, op, x) && share_writable(s, o, x);
 }
 
+/* Rule 7: a row-wise op over input 0 (Softmax, LogSoftmax,
+ * LayerNormalization with one output). */
+static bool share_row_ok(share_ctx *s, uint32_t o, const mp_op *op, int32_t y) {
+  static const char *const row[] = {"Softmax", "LogSoftmax",
+                                    "LayerNormalization"};
+  bool known = false;
+  for (size_t i = 0; i < sizeof row / sizeof *row; i++) {
+    known = known || strcmp(op->type, row[i]) == 0;
+  }
+  int32_t x = op->inputs[0];
+  return known && !rw_has_mplan_attr(op) && pass_same_type(s->g, x, y) &&
+         pass_same_layout(s->g, x, y) && share_alone(s, op, x) &&
+         share_writable(s, o, x);
+}
+
 /* Rule 4: input k of a fused op, one its epilogue added. */
 static bool share_epilogue_ok(share_ctx *s, uint32_t o, const mp_op *op,
                               uint32_t k, int32_t y) {
@@ -659,7 +674,7 @@ static bool share_slice_ok(share_ctx *s, int32_t x, int32_t y) {
              mp_graph_tensor(g, (size_t)y)->bytes;
 }
 
-/* Rules 0-4 but alignment; into_slice: rule 6 (y is a Concat slice and
+/* Rules 0-4 and 7 but alignment; into_slice: rule 6 (y is a Concat slice and
  * the input would move into it). */
 static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out,
                                 bool into_slice) {
@@ -718,5 +733,6 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out,
   }
   *k_out = 0;
   if (into_slice && !share_slice_ok(s, op->inputs[0], y)) return MP_ALIAS_OWN;
+  if (share_row_ok(s, o, op, y)) return MP_ALIAS_ROW;
   return share_depthwise_ok(s, o, op, y) ? MP_ALIAS_DEPTHWISE : MP_ALIAS_OWN;
 }

@@ -115,11 +115,16 @@ bool share_is_view(const char *type);
  *     hold.
  *  5. CONCAT -- the other direction, inputs placed in the output's bytes:
  *     share_concat below, whose conditions continue this list.
+ *  7. ROW -- o is Softmax, LogSoftmax or LayerNormalization (one output)
+ *     without mplan.* attributes; x = input 0 has y's dtype, dims and
+ *     layout tag, and 2a and 2b hold. Every kernel reads a whole row
+ *     before it writes any of it (kernels/k_norm.c and kv_norm.c,
+ *     invariant 2), and the runtime accepts y at x's offset.
  */
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
 
 /* Rule 6, INTO A SLICE: slice y (rule 5 put it there, so rule 0 keeps it
- * there) may be written over an input of its producer by rule 2, 3 or 4
+ * there) may be written over an input of its producer by rule 2, 3, 4 or 7
  * if that input's buffer moves into y's bytes instead: the buffer holds
  * no slice, every tensor of it lies inside x's bytes (as 5c), and x has
  * y's byte size. x is an activation (2b), so the slot's alignment (5d)

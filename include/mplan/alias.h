@@ -31,6 +31,7 @@ typedef enum mp_alias_rule {
   MP_ALIAS_DEPTHWISE,   /* depthwise Conv written over its input */
   MP_ALIAS_EPILOGUE,    /* fused op written over an epilogue operand */
   MP_ALIAS_CONCAT,      /* Concat input written into its output's slice */
+  MP_ALIAS_ROW,         /* Softmax/LayerNormalization written over its input */
   MP_ALIAS_RULE_COUNT
 } mp_alias_rule;
 
