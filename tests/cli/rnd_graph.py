@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A seeded random int8 graph (graph/1) of 1x1 and depthwise Convs, Relu,
+"""A seeded random int8 graph (graph/1) of 1x1 and depthwise Convs (some
+followed by SiLU, x * Sigmoid(x)), Relu, Softmax,
 Add, Sum and Max of 2-4 inputs, MaxPool and channel Concats over
 [1, C, 6, 6] tensors, for
 test_passes_run.sh: the passes (Concat slices, in place, fusion) must not
@@ -19,6 +20,10 @@ HW = 6
 class Builder:
     def __init__(self, seed):
         self.rng = random.Random(seed)
+        # A second stream for what was added later (SiLU diamonds after
+        # Convs, Softmax for Relu), so that the first one still draws the
+        # same graph for a seed: only those ops change.
+        self.rng2 = random.Random(seed + 1000003)
         self.tensors = [self.act("x", 4, kind="input")]
         self.ops = []
         self.live = [("x", 4)]  # (name, channels), oldest first
@@ -49,6 +54,15 @@ class Builder:
         self.ops.append(o)
         self.live.append((name, ch))
 
+    def raw(self, name, op, inputs, ch, attrs=None):
+        """An op whose output no later step picks (an intermediate)."""
+        self.tensors.append(self.act(name, ch))
+        o = {"name": "op" + name, "op": op, "inputs": inputs,
+             "outputs": [name]}
+        if attrs:
+            o["attrs"] = attrs
+        self.ops.append(o)
+
     def step(self, i):
         r = self.rng
         kind = r.choice(["conv", "relu", "add", "cat", "cat", "dw", "pool",
@@ -65,8 +79,15 @@ class Builder:
         same = [a for a, c in self.live if c == ch and a != src]
         if kind in ("conv", "cat"):
             co = r.choice([2, 4, 6])
-            self.emit(i, "Conv", [src, self.weight([co, ch, 1, 1])], co,
-                      {"kernel_shape": [1, 1]})
+            w = self.weight([co, ch, 1, 1])
+            if self.rng2.random() < 0.3:
+                # SiLU: Conv, then x * Sigmoid(x) (a diamond fuse absorbs)
+                c, g = "t%dc" % i, "t%dg" % i
+                self.raw(c, "Conv", [src, w], co, {"kernel_shape": [1, 1]})
+                self.raw(g, "Sigmoid", [c], co)
+                self.emit(i, "Mul", [g, c], co)
+            else:
+                self.emit(i, "Conv", [src, w], co, {"kernel_shape": [1, 1]})
         elif kind == "dw":
             self.emit(i, "Conv", [src, self.weight([ch, 1, 3, 3])], ch,
                       {"kernel_shape": [3, 3], "group": ch,
@@ -80,6 +101,8 @@ class Builder:
             # n-ary, sometimes one tensor twice (in place only over x0)
             ins = [src] + [r.choice(same) for _ in range(r.randint(1, 3))]
             self.emit(i, "Sum" if kind == "sum" else "Max", ins, ch)
+        elif self.rng2.random() < 0.25:
+            self.emit(i, "Softmax", [src], ch, {"axis": 1})
         else:
             self.emit(i, "Relu", [src], ch)
 
