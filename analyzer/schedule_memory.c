@@ -82,7 +82,15 @@
  *      when the time budget stops an exact search. It never makes a
  *      result exact: that takes the step bound or an exact search run
  *      to the end.
+ *  10. Each state of the current and the next level carries its ready
+ *      ops (every local predecessor run, itself not): the empty set's are
+ *      the ops with no local predecessor, and S + {j}'s are S's without j
+ *      plus the successors of j whose predecessors are all in S + {j}.
+ *      An expansion walks these bits, in increasing op order as a scan
+ *      of all ops would, so the states, ties and results are the same;
+ *      assert builds recompute every state's set from its bits.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -536,12 +544,14 @@ static mp_status sm_splits(const sm_model *m, const uint32_t *ref,
 
 typedef struct sm_dp {
   const sm_model *m;
-  const uint32_t *ref; /* reference order */
-  const uint32_t *pos; /* op -> position in ref */
-  size_t lo, n;        /* the segment: positions lo .. lo + n - 1 */
-  size_t words;        /* 64-bit words per state */
-  size_t base;         /* live bytes before the segment */
-  uint64_t *pred_mask; /* per local op: local predecessors */
+  const uint32_t *ref;         /* reference order */
+  const uint32_t *pos;         /* op -> position in ref */
+  size_t lo, n;                /* the segment: positions lo .. lo + n - 1 */
+  size_t words;                /* 64-bit words per state */
+  size_t base;                 /* live bytes before the segment */
+  uint64_t *pred_mask;         /* per local op: local predecessors */
+  uint32_t *succ_start, *succ; /* per local op: local successors, CSR */
+  bool *makes_shared;          /* per local op: creates a shared buffer */
   /* per local op: buffers that may be freed in the segment, CSR */
   uint32_t *fb_start, *fb;
   /* per such buffer: local users, CSR (indexed like fb) */
@@ -551,8 +561,9 @@ typedef struct sm_dp {
   /* history (every level) */
   uint32_t *h_parent, *h_op;
   size_t h_n, h_cap;
-  /* current and next level */
-  uint64_t *bits[2];
+  /* current and next level; ready[]: each state's ready ops (invariant
+   * 10), words per state like bits[] */
+  uint64_t *bits[2], *ready[2];
   size_t *peak[2], *mem[2];
   uint64_t *id[2]; /* next level: parent index * n + op; current: history */
   size_t count[2], cap[2];
@@ -571,10 +582,12 @@ typedef struct sm_dp {
 
 static void sm_dp_release(sm_dp *d) {
   const mp_alloc *a = d->m->a;
-  void *arrays[] = {
-      d->pred_mask, d->fb_start, d->fb,     d->fu_start, d->fu,      d->fb_born,
-      d->fb_size,   d->h_parent, d->h_op,   d->bits[0],  d->bits[1], d->peak[0],
-      d->peak[1],   d->mem[0],   d->mem[1], d->id[0],    d->id[1],   d->table};
+  void *arrays[] = {d->pred_mask,  d->fb_start, d->fb,          d->fu_start,
+                    d->fu,         d->fb_born,  d->fb_size,     d->h_parent,
+                    d->h_op,       d->bits[0],  d->bits[1],     d->peak[0],
+                    d->peak[1],    d->mem[0],   d->mem[1],      d->id[0],
+                    d->id[1],      d->table,    d->ready[0],    d->ready[1],
+                    d->succ_start, d->succ,     d->makes_shared};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
     mp_free(a, arrays[i]);
   }
@@ -639,6 +652,10 @@ static void sm_dp_lists(sm_dp *d, bool fill, size_t *nf_out, size_t *nu_out) {
   *nu_out = nu;
 }
 
+static bool sm_has(const uint64_t *s, size_t i) {
+  return (s[i / 64] >> (i % 64)) & 1;
+}
+
 static mp_status sm_dp_init(sm_dp *d, mp_error *err) {
   const sm_model *m = d->m;
   const mp_alloc *a = m->a;
@@ -654,6 +671,33 @@ static mp_status sm_dp_init(sm_dp *d, mp_error *err) {
       d->pred_mask[i * d->words + j / 64] |= (uint64_t)1 << (j % 64);
     }
   }
+  size_t n_edges = 0;
+  for (size_t i = 0; i < d->n * d->words; i++) {
+    n_edges += (size_t)__builtin_popcountll(d->pred_mask[i]);
+  }
+  d->succ_start = mp_calloc(a, d->n + 1, sizeof *d->succ_start);
+  d->succ = mp_calloc(a, n_edges + 1, sizeof *d->succ);
+  d->makes_shared = mp_calloc(a, d->n + 1, sizeof *d->makes_shared);
+  if (!d->succ_start || !d->succ || !d->makes_shared) return sm_nomem(m, err);
+  for (size_t i = 0; i < d->n; i++) {
+    for (size_t j = 0; j < d->n; j++)
+      d->succ_start[j + 1] += sm_has(&d->pred_mask[i * d->words], j);
+  }
+  for (size_t j = 0; j < d->n; j++) d->succ_start[j + 1] += d->succ_start[j];
+  uint32_t *fill = mp_calloc(a, d->n + 1, sizeof *fill);
+  if (!fill) return sm_nomem(m, err);
+  for (size_t i = 0; i < d->n; i++) {
+    for (size_t j = 0; j < d->n; j++) {
+      if (sm_has(&d->pred_mask[i * d->words], j)) {
+        d->succ[d->succ_start[j] + fill[j]++] = (uint32_t)i;
+      }
+    }
+    uint32_t u = d->ref[d->lo + i];
+    for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
+      d->makes_shared[i] = d->makes_shared[i] || m->shared[m->born[k]];
+    }
+  }
+  mp_free(a, fill);
   size_t nf = 0, nu = 0;
   sm_dp_lists(d, false, &nf, &nu);
   d->fb_start = mp_calloc(a, d->n + 1, sizeof *d->fb_start);
@@ -670,10 +714,8 @@ static mp_status sm_dp_init(sm_dp *d, mp_error *err) {
   return MP_OK;
 }
 
-static bool sm_has(const uint64_t *s, size_t i) {
-  return (s[i / 64] >> (i % 64)) & 1;
-}
-
+#ifndef NDEBUG
+/* Recomputes ready op i of set s: checks invariant 10 in assert builds. */
 static bool sm_ready(const sm_dp *d, const uint64_t *s, size_t i) {
   if (sm_has(s, i)) return false;
   const uint64_t *p = &d->pred_mask[i * d->words];
@@ -682,6 +724,7 @@ static bool sm_ready(const sm_dp *d, const uint64_t *s, size_t i) {
   }
   return true;
 }
+#endif
 
 /* Bytes freed when local op i runs after set s (i not in s). */
 static size_t sm_dp_freed(const sm_dp *d, const uint64_t *s, size_t i) {
@@ -706,6 +749,7 @@ static size_t sm_dp_grow(const sm_dp *d, const uint64_t *s, size_t i) {
   const sm_model *m = d->m;
   uint32_t u = d->ref[d->lo + i];
   size_t g = m->born_bytes[u];
+  if (!d->makes_shared[i]) return g;
   for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
     uint32_t b = m->born[k];
     bool born = false;
@@ -743,7 +787,9 @@ static mp_status sm_grow_level(sm_dp *d, int l, size_t need, mp_error *err) {
   if (mem) d->mem[l] = mem;
   uint64_t *id = mp_realloc(a, d->id[l], cap * sizeof *id);
   if (id) d->id[l] = id;
-  if (!bits || !peak || !mem || !id) return sm_nomem(d->m, err);
+  uint64_t *rdy = mp_realloc(a, d->ready[l], cap * d->words * sizeof *rdy);
+  if (rdy) d->ready[l] = rdy;
+  if (!bits || !peak || !mem || !id || !rdy) return sm_nomem(d->m, err);
   d->cap[l] = cap;
   return MP_OK;
 }
@@ -781,8 +827,9 @@ static mp_status sm_rehash(sm_dp *d, size_t need, mp_error *err) {
 /* Adds (or improves) state s of the next level; parent is the index in
  * the current level. The history entry is written when the level is
  * final; until then id[] holds parent * n + op. */
-static mp_status sm_offer(sm_dp *d, const uint64_t *s, size_t peak, size_t mem,
-                          size_t parent, size_t op, mp_error *err) {
+static mp_status sm_offer(sm_dp *d, const uint64_t *s, const uint64_t *rdy,
+                          size_t peak, size_t mem, size_t parent, size_t op,
+                          mp_error *err) {
   int l = 1;
   if (2 * (d->count[l] + 1) > d->table_cap) {
     mp_status st = sm_rehash(d, d->count[l] + 1, err);
@@ -804,6 +851,7 @@ static mp_status sm_offer(sm_dp *d, const uint64_t *s, size_t peak, size_t mem,
   mp_status st = sm_grow_level(d, l, i + 1, err);
   if (st != MP_OK) return st;
   memcpy(&d->bits[l][i * d->words], s, d->words * sizeof *s);
+  memcpy(&d->ready[l][i * d->words], rdy, d->words * sizeof *rdy);
   d->peak[l][i] = peak;
   d->mem[l][i] = mem;
   d->id[l][i] = (uint64_t)parent * d->n + op;
@@ -859,6 +907,7 @@ static mp_status sm_cut(sm_dp *d, mp_error *err) {
   for (size_t j = 0; j < k; j++) {
     size_t i = r[j].i;
     memmove(&d->bits[1][j * w], &d->bits[1][i * w], w * sizeof *d->bits[1]);
+    memmove(&d->ready[1][j * w], &d->ready[1][i * w], w * sizeof *d->ready[1]);
     d->peak[1][j] = d->peak[1][i];
     d->mem[1][j] = d->mem[1][i];
     d->id[1][j] = d->id[1][i];
@@ -873,47 +922,89 @@ static mp_status sm_cut(sm_dp *d, mp_error *err) {
  * frees at least what it creates and whose step stays within the peak,
  * or d->n. Running it at once is never worse than running it later
  * (invariant 6), so the state needs no other successor. */
-static size_t sm_free_step(const sm_dp *d, const uint64_t *s, size_t mem,
-                           size_t peak) {
-  for (size_t j = 0; j < d->n; j++) {
-    if (!sm_ready(d, s, j)) continue;
-    size_t grow = sm_dp_grow(d, s, j);
-    if (mem + grow <= peak && grow <= sm_dp_freed(d, s, j)) return j;
+static size_t sm_free_step(const sm_dp *d, const uint64_t *s,
+                           const uint64_t *rdy, size_t mem, size_t peak) {
+  for (size_t w = 0; w < d->words; w++) {
+    for (uint64_t b = rdy[w]; b; b &= b - 1) {
+      size_t j = w * 64 + (size_t)__builtin_ctzll(b);
+      size_t grow = sm_dp_grow(d, s, j);
+      if (mem + grow <= peak && grow <= sm_dp_freed(d, s, j)) return j;
+    }
   }
   return d->n;
 }
 
+/* The ready ops of cur + {j} from cur's (invariant 10): j leaves, and a
+ * successor of j joins when its last local predecessor was j. */
+static void sm_next_ready(const sm_dp *d, const uint64_t *rdy,
+                          const uint64_t *s, size_t j, uint64_t *out) {
+  memcpy(out, rdy, d->words * sizeof *out);
+  out[j / 64] &= ~((uint64_t)1 << (j % 64));
+  for (uint32_t k = d->succ_start[j]; k < d->succ_start[j + 1]; k++) {
+    uint32_t v = d->succ[k];
+    const uint64_t *p = &d->pred_mask[(size_t)v * d->words];
+    bool all = true;
+    for (size_t w = 0; w < d->words && all; w++) all = !(p[w] & ~s[w]);
+    if (all) out[v / 64] |= (uint64_t)1 << (v % 64);
+  }
+}
+
+/* Offers state i of the current level (set cur, ready ops rdy) plus op
+ * j to the next level unless the transition cannot beat d->ub; s and nr
+ * are scratch for the new set and its ready ops. */
+static mp_status sm_expand(sm_dp *d, size_t level, size_t i,
+                           const uint64_t *cur, const uint64_t *rdy, size_t j,
+                           uint64_t *s, uint64_t *nr, mp_error *err) {
+  size_t mem = d->mem[0][i] + sm_dp_grow(d, cur, j);
+  size_t peak = mem > d->peak[0][i] ? mem : d->peak[0][i];
+  if (peak >= d->ub) return MP_OK;
+  mem -= sm_dp_freed(d, cur, j);
+  if (d->lo == 0 && level == 0) mem -= d->m->start_free;
+  memcpy(s, cur, d->words * sizeof *s);
+  s[j / 64] |= (uint64_t)1 << (j % 64);
+  sm_next_ready(d, rdy, s, j, nr);
+  mp_status st = sm_offer(d, s, nr, peak, mem, i, j, err);
+  if (st == MP_OK && d->count[1] >= 4 * d->max_states) {
+    st = sm_cut(d, err);
+    if (st == MP_OK) st = sm_rehash(d, d->count[1] + 1, err);
+  }
+  if (++d->expansions % 1024 == 0 && sm_late(&d->deadline)) {
+    d->timed_out = true;
+  }
+  return st;
+}
+
 /* Expands every state of the current level by every ready op into the
- * next level, cutting transitions that cannot beat d->ub. */
-static mp_status sm_level(sm_dp *d, size_t level, uint64_t *s, mp_error *err) {
-  const sm_model *m = d->m;
+ * next level, cutting transitions that cannot beat d->ub. scratch holds
+ * 3 x words. */
+static mp_status sm_level(sm_dp *d, size_t level, uint64_t *scratch,
+                          mp_error *err) {
+  size_t w = d->words;
+  uint64_t *s = scratch, *nr = scratch + w, *rdy = scratch + 2 * w;
   mp_status st = sm_table(d, d->count[0] * 4 + 16, err);
   d->count[1] = 0;
-  for (size_t i = 0; st == MP_OK && i < d->count[0]; i++) {
-    const uint64_t *cur = &d->bits[0][i * d->words];
-    size_t only = sm_free_step(d, cur, d->mem[0][i], d->peak[0][i]);
-    for (size_t j = only < d->n ? only : 0; st == MP_OK && j < d->n; j++) {
-      if (!sm_ready(d, cur, j)) continue;
-      size_t born = sm_dp_grow(d, cur, j);
-      size_t mem = d->mem[0][i] + born;
-      size_t peak = mem > d->peak[0][i] ? mem : d->peak[0][i];
-      if (peak >= d->ub) continue;
-      mem -= sm_dp_freed(d, cur, j);
-      if (d->lo == 0 && level == 0) mem -= m->start_free;
-      memcpy(s, cur, d->words * sizeof *s);
-      s[j / 64] |= (uint64_t)1 << (j % 64);
-      st = sm_offer(d, s, peak, mem, i, j, err);
-      if (st == MP_OK && d->count[1] >= 4 * d->max_states) {
-        st = sm_cut(d, err);
-        if (st == MP_OK) st = sm_rehash(d, d->count[1] + 1, err);
+  for (size_t i = 0; st == MP_OK && !d->timed_out && i < d->count[0]; i++) {
+    const uint64_t *cur = &d->bits[0][i * w];
+    /* A copy: sm_offer may move the level's arrays. */
+    memcpy(rdy, &d->ready[0][i * w], w * sizeof *rdy);
+#ifndef NDEBUG
+    for (size_t j = 0; j < d->n; j++) {
+      assert(sm_has(rdy, j) == sm_ready(d, cur, j));
+    }
+#endif
+    size_t only = sm_free_step(d, cur, rdy, d->mem[0][i], d->peak[0][i]);
+    if (only < d->n) {
+      st = sm_expand(d, level, i, cur, rdy, only, s, nr, err);
+      continue;
+    }
+    for (size_t k = 0; st == MP_OK && !d->timed_out && k < w; k++) {
+      for (uint64_t b = rdy[k]; st == MP_OK && !d->timed_out && b; b &= b - 1) {
+        size_t j = k * 64 + (size_t)__builtin_ctzll(b);
+        st = sm_expand(d, level, i, cur, rdy, j, s, nr, err);
       }
-      if (++d->expansions % 1024 == 0 && sm_late(&d->deadline)) {
-        d->timed_out = true;
-        return st;
-      }
-      if (only < d->n) break;
     }
   }
+  if (d->timed_out) return st;
   if (st == MP_OK && d->count[1] > d->max_states) st = sm_cut(d, err);
   return st;
 }
@@ -953,6 +1044,8 @@ static mp_status sm_advance(sm_dp *d, mp_error *err) {
   d->h_n += n;
   uint64_t *b = d->bits[0];
   d->bits[0] = d->bits[1], d->bits[1] = b;
+  b = d->ready[0];
+  d->ready[0] = d->ready[1], d->ready[1] = b;
   size_t *p = d->peak[0];
   d->peak[0] = d->peak[1], d->peak[1] = p;
   size_t *mm = d->mem[0];
@@ -971,7 +1064,7 @@ static mp_status sm_advance(sm_dp *d, mp_error *err) {
 static mp_status sm_dp_run(sm_dp *d, uint32_t *out, size_t *peak_out,
                            bool *found, mp_error *err) {
   *found = false;
-  uint64_t *s = mp_calloc(d->m->a, d->words, sizeof *s);
+  uint64_t *s = mp_calloc(d->m->a, 3 * d->words, sizeof *s);
   mp_status st = s ? sm_grow_level(d, 0, 1, err) : sm_nomem(d->m, err);
   if (st == MP_OK) st = sm_history(d, 1, err);
   if (st != MP_OK) {
@@ -982,6 +1075,13 @@ static mp_status sm_dp_run(sm_dp *d, uint32_t *out, size_t *peak_out,
   d->h_parent[0] = d->h_op[0] = 0;
   d->h_n = 1;
   memset(d->bits[0], 0, d->words * sizeof *d->bits[0]);
+  memset(d->ready[0], 0, d->words * sizeof *d->ready[0]);
+  for (size_t i = 0; i < d->n; i++) {
+    bool none = true;
+    for (size_t w = 0; w < d->words; w++)
+      none = none && !d->pred_mask[i * d->words + w];
+    if (none) d->ready[0][i / 64] |= (uint64_t)1 << (i % 64);
+  }
   d->peak[0][0] = 0;
   d->mem[0][0] = d->base;
   d->id[0][0] = 0;
