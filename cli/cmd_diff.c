@@ -30,7 +30,8 @@ static const char diff_usage[] =
     "a report database (DB:ID, DB:-1 the latest run, DB:-2 the one before)\n"
     "or a model (planned with the planning flags of mplan plan). Shows\n"
     "old/new/delta/% per region and in total, the tensors that grew,\n"
-    "shrank, appeared or vanished, whether the peak moved, the op order,\n"
+    "shrank, appeared or vanished (or joined or left another's buffer),\n"
+    "whether the peak moved, the op order,\n"
     "and how much of the change comes from sizes, order and fragmentation.\n"
     "--json prints {\"mplan\": \"diff/1\"}; --markdown also writes Markdown.\n"
     "Exit status: 0 the diff was made, 2 usage or input error.\n";

@@ -32,7 +32,8 @@ struct mp_diff {
 };
 
 static const char *const diff_change_names[MP_CHANGE_COUNT] = {
-    "grew", "shrank", "appeared", "vanished", "moved", "lifetime"};
+    "grew",  "shrank",   "appeared", "vanished",
+    "moved", "lifetime", "joined",   "left"};
 
 const char *mp_change_name(mp_change c) {
   return c < MP_CHANGE_COUNT ? diff_change_names[c] : "?";
@@ -87,8 +88,19 @@ static void diff_add_tensor(mp_diff *d, const mp_snap_tensor *x,
   mp_change c;
   if (!diff_classify(d->a, d->b, x, y, &c)) return;
   int64_t delta = (y ? (int64_t)y->padded : 0) - (x ? (int64_t)x->padded : 0);
+  /* A tensor that only lost (or gained) a buffer of its own now shares
+   * another's: a pass wrote it in place, as a view or into a slice. */
+  const char *host = NULL;
+  size_t h;
+  if (c == MP_CHANGE_VANISHED && mp_snapshot_host(d->b, x->name, &h)) {
+    c = MP_CHANGE_JOINED;
+    host = mp_snapshot_tensor(d->b, h)->name;
+  } else if (c == MP_CHANGE_APPEARED && mp_snapshot_host(d->a, y->name, &h)) {
+    c = MP_CHANGE_LEFT;
+    host = mp_snapshot_tensor(d->a, h)->name;
+  }
   d->tensors[d->n_tensors++] =
-      (mp_diff_tensor){x ? x->name : y->name, c, x, y, delta};
+      (mp_diff_tensor){x ? x->name : y->name, c, x, y, delta, host};
   d->sum.count[c]++;
 }
 

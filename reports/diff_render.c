@@ -231,6 +231,10 @@ static void diff_tensor_line(const mp_diff *d, const mp_diff_tensor *t,
                   y ? mp_fmt_bytes(b, y->padded) : "-",
                   diff_fmt_delta(c, t->delta));
   }
+  if (t->host) {
+    mp_buf_printf(out, "  (%s buffer '%s')",
+                  t->change == MP_CHANGE_JOINED ? "now in" : "was in", t->host);
+  }
   mp_buf_puts(out, "\n");
 }
 
@@ -426,6 +430,7 @@ static void dj_tensors(dj_ctx *c, cJSON *root) {
     dj_str(c, e, "name", t->name);
     dj_str(c, e, "change", mp_change_name(t->change));
     dj_num(c, e, "delta", (double)t->delta);
+    if (t->host) dj_str(c, e, "host", t->host);
     dj_tensor_side(c, e, "old", mp_diff_old(c->d), t->a);
     dj_tensor_side(c, e, "new", mp_diff_new(c->d), t->b);
   }
@@ -606,9 +611,20 @@ static void md_tensor_row(const mp_diff *d, const mp_diff_tensor *t,
     mp_buf_puts(out, " | 0 B |\n");
     return;
   }
-  mp_buf_printf(out, "%s | %s | %s |\n", x ? mp_fmt_bytes(a, x->padded) : "-",
-                y ? mp_fmt_bytes(b, y->padded) : "-",
-                diff_fmt_delta(c, t->delta));
+  if (t->change == MP_CHANGE_LEFT) {
+    mp_buf_puts(out, "in ");
+    diff_md_text(out, t->host);
+    mp_buf_puts(out, " | ");
+  } else {
+    mp_buf_printf(out, "%s | ", x ? mp_fmt_bytes(a, x->padded) : "-");
+  }
+  if (t->change == MP_CHANGE_JOINED) {
+    mp_buf_puts(out, "in ");
+    diff_md_text(out, t->host);
+  } else {
+    mp_buf_puts(out, y ? mp_fmt_bytes(b, y->padded) : "-");
+  }
+  mp_buf_printf(out, " | %s |\n", diff_fmt_delta(c, t->delta));
 }
 
 static void md_tensors(const mp_diff *d, size_t top, mp_buf *out) {

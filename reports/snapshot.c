@@ -38,7 +38,8 @@ mp_status snap_create(const mp_alloc *a, const char *kind, const char *source,
   if (ok) {
     s->alloc = a;
     ok = mp_strpool_create(a, &s->pool, NULL) == MP_OK &&
-         mp_strmap_create(a, &s->by_name, NULL) == MP_OK;
+         mp_strmap_create(a, &s->by_name, NULL) == MP_OK &&
+         mp_strmap_create(a, &s->hosts, NULL) == MP_OK;
   }
   if (ok) {
     s->info.kind = snap_str(s, kind, &ok);
@@ -60,6 +61,7 @@ void mp_snapshot_destroy(mp_snapshot *s) {
   mp_free(s->alloc, s->peaks);
   mp_free(s->alloc, s->steps);
   mp_strmap_destroy(s->by_name);
+  mp_strmap_destroy(s->hosts);
   mp_strpool_destroy(s->pool);
   mp_free(s->alloc, s);
 }
@@ -345,6 +347,26 @@ const mp_snap_tensor *mp_snapshot_tensor(const mp_snapshot *s, size_t i) {
   return &s->tensors[i];
 }
 
+mp_status snap_member(mp_snapshot *s, const char *member, size_t buffer,
+                      mp_error *err) {
+  bool ok = true;
+  const char *name = snap_str(s, member, &ok);
+  if (!ok) {
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", s->info.source);
+  }
+  mp_status st = mp_strmap_put(s->hosts, name, (int64_t)buffer, NULL, err);
+  return st == MP_ERR_BAD_INPUT ? MP_OK : st; /* listed twice: the first */
+}
+
+bool mp_snapshot_host(const mp_snapshot *s, const char *name, size_t *buffer) {
+  int64_t v;
+  if (!mp_strmap_get(s->hosts, name, &v) || (size_t)v >= s->n_tensors) {
+    return false;
+  }
+  *buffer = (size_t)v;
+  return true;
+}
+
 bool mp_snapshot_find(const mp_snapshot *s, const char *name, size_t *index) {
   int64_t v;
   if (!mp_strmap_get(s->by_name, name, &v) || (size_t)v >= s->n_tensors) {
@@ -607,6 +629,14 @@ static mp_status snap_plan_tensors(mp_snapshot *s, const mp_model *m,
     char where[64];
     snprintf(where, sizeof where, "buffer %zu", i);
     st = snap_tensor(s, &t, where, err);
+    /* The graph tensors sharing it (views, in-place writes, slices). */
+    const mp_graph *g = mp_model_graph(m);
+    const uint32_t *members = NULL;
+    size_t nm = g ? mp_model_buffer_tensors(m, i, &members) : 0;
+    for (size_t k = 0; st == MP_OK && k < nm; k++) {
+      const char *name = mp_graph_tensor(g, members[k])->name;
+      if (strcmp(name, b->name) != 0) st = snap_member(s, name, i, err);
+    }
   }
   for (size_t k = 0; st == MP_OK && k < mp_model_steps(m); k++) {
     st = snap_step(s, mp_model_step_op(m, k), err);

@@ -208,6 +208,33 @@ static mp_status sd_tensors(sd_ctx *c) {
   return st;
 }
 
+/* Tensors living in another's buffer (tensor_buffer, schema version 5
+ * and later; an older database has none to report). */
+static mp_status sd_members(sd_ctx *c) {
+  static const char sql[] =
+      "SELECT b.tensor, t.name FROM tensor_buffer b JOIN tensor t ON "
+      "t.run_id = b.run_id AND t.idx = b.tensor_idx WHERE b.run_id = ?1 "
+      "AND b.tensor <> t.name ORDER BY b.tensor";
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(c->db, sql, -1, &s, NULL) != SQLITE_OK) {
+    return MP_OK; /* no tensor_buffer table */
+  }
+  mp_status st = MP_OK;
+  int rc = SQLITE_DONE;
+  sqlite3_bind_int64(s, 1, c->run);
+  while (st == MP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    size_t buf;
+    const char *member = sd_text(s, 0), *host = sd_text(s, 1);
+    if (member && host && mp_snapshot_find(c->s, host, &buf)) {
+      st = snap_member(c->s, member, buf, c->err);
+    }
+  }
+  if (st == MP_OK && rc != SQLITE_DONE)
+    st = sd_fail(c, "reading tensor_buffer");
+  sqlite3_finalize(s);
+  return st;
+}
+
 static mp_status sd_steps(sd_ctx *c, size_t steps) {
   static const char sql[] =
       "SELECT step, op FROM step WHERE run_id = ?1 ORDER BY step";
@@ -253,6 +280,7 @@ static mp_status sd_read(sd_ctx *c, const char *run, size_t *arena) {
   c->s->info.source = source;
   st = sd_info(c, arena, &steps);
   if (st == MP_OK) st = sd_tensors(c);
+  if (st == MP_OK) st = sd_members(c);
   if (st == MP_OK) st = sd_steps(c, steps);
   if (st == MP_OK) st = snap_finish(c->s, c->err);
   return st;

@@ -23,6 +23,7 @@ struct mp_snapshot {
   const mp_alloc *alloc;
   mp_strpool *pool;   /* every string of the snapshot */
   mp_strmap *by_name; /* tensor name -> index */
+  mp_strmap *hosts;   /* a tensor sharing another's buffer -> that index */
   mp_snap_info info;
   mp_snap_tensor *tensors;
   size_t n_tensors, cap_tensors;
@@ -51,6 +52,12 @@ mp_status snap_region(mp_snapshot *s, const char *name, uint32_t *index,
  * values above MP_SNAP_MAX. */
 mp_status snap_tensor(mp_snapshot *s, const mp_snap_tensor *t,
                       const char *where, mp_error *err);
+
+/* Records that tensor member lives in the buffer of tensor buffer (an
+ * index of a tensor already added): a view, an in-place write or a
+ * Concat slice. A member listed twice keeps its first buffer. */
+mp_status snap_member(mp_snapshot *s, const char *member, size_t buffer,
+                      mp_error *err);
 
 /* Appends the op of the next step (copied). */
 mp_status snap_step(mp_snapshot *s, const char *op, mp_error *err);

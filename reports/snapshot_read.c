@@ -477,6 +477,20 @@ static mp_status rd_plan_buffer(rd_ctx *c, const cJSON *e, const char *where) {
   if (st == MP_OK) st = rd_class(c, where, cls, &t.cls);
   if (st == MP_OK) st = rd_region_of(c, where, region, &t.region);
   if (st == MP_OK) st = snap_tensor(c->s, &t, where, c->err);
+  /* The tensors sharing the buffer (plan JSON version 5). */
+  const cJSON *members = NULL;
+  if (st == MP_OK) st = rd_type(c, e, where, "tensors", false, true, &members);
+  size_t k = 0;
+  for (const cJSON *m = members ? members->child : NULL; st == MP_OK && m;
+       m = m->next, k++) {
+    if (!cJSON_IsString(m) || !*m->valuestring) {
+      char at[160];
+      snprintf(at, sizeof at, "%s.tensors[%zu]", where, k);
+      st = rd_bad(c, at, NULL, "expected a tensor name");
+    } else if (strcmp(m->valuestring, t.name) != 0) {
+      st = snap_member(c->s, m->valuestring, c->s->n_tensors - 1, c->err);
+    }
+  }
   return st;
 }
 

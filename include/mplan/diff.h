@@ -31,10 +31,13 @@ typedef enum mp_change {
   MP_CHANGE_VANISHED, /* only in A */
   MP_CHANGE_MOVED,    /* same size, other class or region */
   MP_CHANGE_LIFETIME, /* same size, class and region; other interval */
+  MP_CHANGE_JOINED,   /* a buffer in A; in B it lives in another's */
+  MP_CHANGE_LEFT,     /* in another's buffer in A; a buffer of its own in B */
   MP_CHANGE_COUNT
 } mp_change;
 
-/* "grew", "shrank", "appeared", "vanished", "moved", "lifetime". */
+/* "grew", "shrank", "appeared", "vanished", "moved", "lifetime",
+ * "joined", "left". */
 const char *mp_change_name(mp_change c);
 
 typedef struct mp_diff_tensor {
@@ -43,6 +46,7 @@ typedef struct mp_diff_tensor {
   const mp_snap_tensor *a; /* NULL when only in B */
   const mp_snap_tensor *b; /* NULL when only in A */
   int64_t delta;           /* padded bytes: B - A (absent = 0) */
+  const char *host;        /* joined: its buffer in B; left: in A; else NULL */
 } mp_diff_tensor;
 
 typedef struct mp_diff_region {

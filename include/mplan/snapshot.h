@@ -146,6 +146,10 @@ const mp_snap_region *mp_snapshot_region(const mp_snapshot *s, size_t i);
 size_t mp_snapshot_tensor_count(const mp_snapshot *s);
 const mp_snap_tensor *mp_snapshot_tensor(const mp_snapshot *s, size_t i);
 bool mp_snapshot_find(const mp_snapshot *s, const char *name, size_t *index);
+/* Plans and runs that record buffer members: true when tensor name has no
+ * buffer of its own but lives in tensor *buffer's (a view, an in-place
+ * write, a Concat slice). */
+bool mp_snapshot_host(const mp_snapshot *s, const char *name, size_t *buffer);
 
 /* Op names by step (graphs, plans of graphs, runs); 0 steps otherwise. */
 size_t mp_snapshot_step_count(const mp_snapshot *s);

@@ -196,6 +196,33 @@ run 2 compile tests/data/passes/bad_tap.json -o "$tmp/bt.mpk" &&
   lines "$tmp/err" 1
 [ -e "$tmp/bt.mpk" ] && bad "bad_tap: a bundle was written" || ok
 
+# mplan diff says which tensors a pass put in another's buffer: from a
+# plan JSON, a model planned with --passes, and a report database's runs.
+rows=tests/data/passes/rows_f32.json
+run 0 plan $rows --passes none -o "$tmp/r0.json"
+run 0 plan $rows --passes all -o "$tmp/r1.json"
+run 0 diff "$tmp/r0.json" $rows --passes all &&
+  has "$tmp/out" "1 lifetime, 2 joined, 0 left" &&
+  has "$tmp/out" "(now in buffer 'q')" && has "$tmp/out" "(now in buffer 'v')"
+run 0 diff "$tmp/r1.json" "$tmp/r0.json" &&
+  has "$tmp/out" "0 joined, 2 left" && has "$tmp/out" "(was in buffer 'q')"
+run 0 diff "$tmp/r0.json" "$tmp/r1.json" --json &&
+  [ "$(py "$tmp/out" "sorted((t['name'], t['change'], t.get('host')) for t in d['tensors']['changed'] if t['change'] == 'joined')")" = "[('p', 'joined', 'q'), ('y', 'joined', 'v')]" ] && ok || bad "diff JSON: joined tensors and hosts"
+python3 - "$tmp/r1.json" "$tmp/r1_bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+next(b for b in d["buffers"] if "tensors" in b)["tensors"][1] = 7
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run 2 diff "$tmp/r0.json" "$tmp/r1_bad.json" &&
+  has "$tmp/err" "r1_bad.json: buffers[" && has "$tmp/err" ".tensors[1]: expected a tensor name" &&
+  lines "$tmp/err" 1
+rm -f "$tmp/rows.db"
+run 0 report $rows --passes none --sqlite "$tmp/rows.db"
+run 0 report $rows --passes all --sqlite "$tmp/rows.db"
+run 0 diff "$tmp/rows.db:1" "$tmp/rows.db:2" --markdown "$tmp/rows.md" &&
+  has "$tmp/out" "2 joined" && has "$tmp/rows.md" "| joined | p | 4,096 B (4.00 KiB) | in q |"
+
 run 0 plan --help && has "$tmp/out" "--passes"
 echo "passes cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
