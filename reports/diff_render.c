@@ -232,8 +232,10 @@ static void diff_tensor_line(const mp_diff *d, const mp_diff_tensor *t,
                   diff_fmt_delta(c, t->delta));
   }
   if (t->host) {
-    mp_buf_printf(out, "  (%s buffer '%s')",
-                  t->change == MP_CHANGE_JOINED ? "now in" : "was in", t->host);
+    static const char *const how[] = {"now in buffer", "was in buffer",
+                                      "fused into op", "was fused into op"};
+    mp_buf_printf(out, "  (%s '%s')", how[t->change - MP_CHANGE_JOINED],
+                  t->host);
   }
   mp_buf_puts(out, "\n");
 }
@@ -611,15 +613,15 @@ static void md_tensor_row(const mp_diff *d, const mp_diff_tensor *t,
     mp_buf_puts(out, " | 0 B |\n");
     return;
   }
-  if (t->change == MP_CHANGE_LEFT) {
-    mp_buf_puts(out, "in ");
+  if (t->change == MP_CHANGE_LEFT || t->change == MP_CHANGE_UNFUSED) {
+    mp_buf_puts(out, t->change == MP_CHANGE_LEFT ? "in " : "fused into ");
     diff_md_text(out, t->host);
     mp_buf_puts(out, " | ");
   } else {
     mp_buf_printf(out, "%s | ", x ? mp_fmt_bytes(a, x->padded) : "-");
   }
-  if (t->change == MP_CHANGE_JOINED) {
-    mp_buf_puts(out, "in ");
+  if (t->change == MP_CHANGE_JOINED || t->change == MP_CHANGE_FUSED) {
+    mp_buf_puts(out, t->change == MP_CHANGE_JOINED ? "in " : "fused into ");
     diff_md_text(out, t->host);
   } else {
     mp_buf_puts(out, y ? mp_fmt_bytes(b, y->padded) : "-");

@@ -235,6 +235,26 @@ static mp_status sd_members(sd_ctx *c) {
   return st;
 }
 
+/* The fusions of the run (schema version 4 and later; none before). */
+static mp_status sd_fusions(sd_ctx *c) {
+  static const char sql[] =
+      "SELECT op, intermediates FROM fusion WHERE run_id = ?1 ORDER BY seq";
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(c->db, sql, -1, &s, NULL) != SQLITE_OK) {
+    return MP_OK; /* no fusion table */
+  }
+  mp_status st = MP_OK;
+  int rc = SQLITE_DONE;
+  sqlite3_bind_int64(s, 1, c->run);
+  while (st == MP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const char *op = sd_text(s, 0), *mids = sd_text(s, 1);
+    if (op && mids) st = snap_fused(c->s, mids, op, c->err);
+  }
+  if (st == MP_OK && rc != SQLITE_DONE) st = sd_fail(c, "reading fusions");
+  sqlite3_finalize(s);
+  return st;
+}
+
 static mp_status sd_steps(sd_ctx *c, size_t steps) {
   static const char sql[] =
       "SELECT step, op FROM step WHERE run_id = ?1 ORDER BY step";
@@ -281,6 +301,7 @@ static mp_status sd_read(sd_ctx *c, const char *run, size_t *arena) {
   st = sd_info(c, arena, &steps);
   if (st == MP_OK) st = sd_tensors(c);
   if (st == MP_OK) st = sd_members(c);
+  if (st == MP_OK) st = sd_fusions(c);
   if (st == MP_OK) st = sd_steps(c, steps);
   if (st == MP_OK) st = snap_finish(c->s, c->err);
   return st;

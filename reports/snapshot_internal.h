@@ -24,6 +24,9 @@ struct mp_snapshot {
   mp_strpool *pool;   /* every string of the snapshot */
   mp_strmap *by_name; /* tensor name -> index */
   mp_strmap *hosts;   /* a tensor sharing another's buffer -> that index */
+  mp_strmap *fused;   /* a tensor a fusion removed -> index in fused_ops */
+  const char **fused_ops;
+  size_t n_fused_ops, cap_fused_ops;
   mp_snap_info info;
   mp_snap_tensor *tensors;
   size_t n_tensors, cap_tensors;
@@ -58,6 +61,12 @@ mp_status snap_tensor(mp_snapshot *s, const mp_snap_tensor *t,
  * Concat slice. A member listed twice keeps its first buffer. */
 mp_status snap_member(mp_snapshot *s, const char *member, size_t buffer,
                       mp_error *err);
+
+/* Records that the fusion into op removed the tensors named in
+ * intermediates (comma separated, as mp_fusion has them). A tensor
+ * listed twice keeps its first op. */
+mp_status snap_fused(mp_snapshot *s, const char *intermediates, const char *op,
+                     mp_error *err);
 
 /* Appends the op of the next step (copied). */
 mp_status snap_step(mp_snapshot *s, const char *op, mp_error *err);

@@ -494,6 +494,27 @@ static mp_status rd_plan_buffer(rd_ctx *c, const cJSON *e, const char *where) {
   return st;
 }
 
+/* passes.fusions[]: which tensors each fusion removed, into which op. */
+static mp_status rd_plan_fusions(rd_ctx *c, const cJSON *root) {
+  const cJSON *passes = NULL, *fusions = NULL;
+  mp_status st = rd_type(c, root, "", "passes", false, false, &passes);
+  if (st == MP_OK && passes) {
+    st = rd_type(c, passes, "passes", "fusions", false, true, &fusions);
+  }
+  size_t k = 0;
+  for (const cJSON *f = fusions ? fusions->child : NULL; st == MP_OK && f;
+       f = f->next, k++) {
+    char where[128];
+    const char *op = NULL, *mids = NULL;
+    snprintf(where, sizeof where, "passes.fusions[%zu]", k);
+    st = rd_element(c, f, where);
+    if (st == MP_OK) st = rd_str(c, f, where, "op", true, &op);
+    if (st == MP_OK) st = rd_str(c, f, where, "intermediates", true, &mids);
+    if (st == MP_OK) st = snap_fused(c->s, mids, op, c->err);
+  }
+  return st;
+}
+
 static mp_status rd_plan(rd_ctx *c, const cJSON *root) {
   const cJSON *bufs = NULL, *ex = NULL;
   size_t k = 0;
@@ -509,6 +530,7 @@ static mp_status rd_plan(rd_ctx *c, const cJSON *root) {
     rd_where(where, sizeof where, "buffers", k, e);
     st = rd_plan_buffer(c, e, where);
   }
+  if (st == MP_OK) st = rd_plan_fusions(c, root);
   if (st == MP_OK) st = rd_type(c, root, "", "execution", false, true, &ex);
   if (st == MP_OK) st = rd_steps(c, ex, "execution", "op");
   if (st == MP_OK) st = snap_finish(c->s, c->err);

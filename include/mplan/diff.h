@@ -33,11 +33,13 @@ typedef enum mp_change {
   MP_CHANGE_LIFETIME, /* same size, class and region; other interval */
   MP_CHANGE_JOINED,   /* a buffer in A; in B it lives in another's */
   MP_CHANGE_LEFT,     /* in another's buffer in A; a buffer of its own in B */
+  MP_CHANGE_FUSED,    /* a buffer in A; B's fusion into an op removed it */
+  MP_CHANGE_UNFUSED,  /* removed by A's fusion; a buffer in B */
   MP_CHANGE_COUNT
 } mp_change;
 
 /* "grew", "shrank", "appeared", "vanished", "moved", "lifetime",
- * "joined", "left". */
+ * "joined", "left", "fused", "unfused". */
 const char *mp_change_name(mp_change c);
 
 typedef struct mp_diff_tensor {
@@ -46,7 +48,9 @@ typedef struct mp_diff_tensor {
   const mp_snap_tensor *a; /* NULL when only in B */
   const mp_snap_tensor *b; /* NULL when only in A */
   int64_t delta;           /* padded bytes: B - A (absent = 0) */
-  const char *host;        /* joined: its buffer in B; left: in A; else NULL */
+  /* joined: its buffer in B; left: in A; fused: the op that absorbed it
+   * in B; unfused: in A; else NULL */
+  const char *host;
 } mp_diff_tensor;
 
 typedef struct mp_diff_region {

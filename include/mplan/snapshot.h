@@ -150,6 +150,9 @@ bool mp_snapshot_find(const mp_snapshot *s, const char *name, size_t *index);
  * buffer of its own but lives in tensor *buffer's (a view, an in-place
  * write, a Concat slice). */
 bool mp_snapshot_host(const mp_snapshot *s, const char *name, size_t *buffer);
+/* Plans and runs made with --passes: the op a fusion removed tensor name
+ * into (borrowed from the snapshot), or NULL. */
+const char *mp_snapshot_fused_into(const mp_snapshot *s, const char *name);
 
 /* Op names by step (graphs, plans of graphs, runs); 0 steps otherwise. */
 size_t mp_snapshot_step_count(const mp_snapshot *s);

@@ -217,6 +217,26 @@ PY
 run 2 diff "$tmp/r0.json" "$tmp/r1_bad.json" &&
   has "$tmp/err" "r1_bad.json: buffers[" && has "$tmp/err" ".tensors[1]: expected a tensor name" &&
   lines "$tmp/err" 1
+# Every tensor of MobileNetV2 without passes is accounted for with them:
+# none appeared or vanished; 29 joined a buffer, 10 were fused into an op
+# (its Conv + Add groups), the rest only changed their lifetime.
+run 0 plan $mv2 --passes none -o "$tmp/m0.json"
+run 0 plan $mv2 --passes all --order memory -o "$tmp/m1.json"
+run 0 diff "$tmp/m0.json" "$tmp/m1.json" &&
+  has "$tmp/out" "tensors: 0 grew, 0 shrank, 0 appeared, 0 vanished, 0 moved, 132 lifetime, 29 joined, 0 left, 10 fused, 0 unfused" &&
+  has "$tmp/out" "(fused into op 'b3_project')"
+run 0 diff "$tmp/m1.json" "$tmp/m0.json" &&
+  has "$tmp/out" "29 left, 0 fused, 10 unfused" &&
+  has "$tmp/out" "(was fused into op 'b3_project')"
+python3 - "$tmp/m1.json" "$tmp/m1_bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+del d["passes"]["fusions"][2]["op"]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run 2 diff "$tmp/m0.json" "$tmp/m1_bad.json" &&
+  has "$tmp/err" "m1_bad.json: passes.fusions[2]" && has "$tmp/err" "op" &&
+  lines "$tmp/err" 1
 rm -f "$tmp/rows.db"
 run 0 report $rows --passes none --sqlite "$tmp/rows.db"
 run 0 report $rows --passes all --sqlite "$tmp/rows.db"
