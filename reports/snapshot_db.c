@@ -208,51 +208,52 @@ static mp_status sd_tensors(sd_ctx *c) {
   return st;
 }
 
-/* Tensors living in another's buffer (tensor_buffer, schema version 5
- * and later; an older database has none to report). */
-static mp_status sd_members(sd_ctx *c) {
-  static const char sql[] =
-      "SELECT b.tensor, t.name FROM tensor_buffer b JOIN tensor t ON "
-      "t.run_id = b.run_id AND t.idx = b.tensor_idx WHERE b.run_id = ?1 "
-      "AND b.tensor <> t.name ORDER BY b.tensor";
+/* Runs sql (run id as ?1) over a table an older schema may not have (then
+ * there is nothing to read) and hands every row of two texts to row. */
+static mp_status sd_pairs(sd_ctx *c, const char *sql, const char *what,
+                          mp_status (*row)(sd_ctx *, const char *,
+                                           const char *)) {
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(c->db, sql, -1, &s, NULL) != SQLITE_OK) {
-    return MP_OK; /* no tensor_buffer table */
+    return MP_OK; /* no such table */
   }
   mp_status st = MP_OK;
   int rc = SQLITE_DONE;
   sqlite3_bind_int64(s, 1, c->run);
   while (st == MP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    size_t buf;
-    const char *member = sd_text(s, 0), *host = sd_text(s, 1);
-    if (member && host && mp_snapshot_find(c->s, host, &buf)) {
-      st = snap_member(c->s, member, buf, c->err);
-    }
+    const char *a = sd_text(s, 0), *b = sd_text(s, 1);
+    if (a && b) st = row(c, a, b);
   }
-  if (st == MP_OK && rc != SQLITE_DONE)
-    st = sd_fail(c, "reading tensor_buffer");
+  if (st == MP_OK && rc != SQLITE_DONE) st = sd_fail(c, what);
   sqlite3_finalize(s);
   return st;
 }
 
-/* The fusions of the run (schema version 4 and later; none before). */
-static mp_status sd_fusions(sd_ctx *c) {
-  static const char sql[] =
-      "SELECT op, intermediates FROM fusion WHERE run_id = ?1 ORDER BY seq";
-  sqlite3_stmt *s = NULL;
-  if (sqlite3_prepare_v2(c->db, sql, -1, &s, NULL) != SQLITE_OK) {
-    return MP_OK; /* no fusion table */
-  }
-  mp_status st = MP_OK;
-  int rc = SQLITE_DONE;
-  sqlite3_bind_int64(s, 1, c->run);
-  while (st == MP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    const char *op = sd_text(s, 0), *mids = sd_text(s, 1);
-    if (op && mids) st = snap_fused(c->s, mids, op, c->err);
-  }
-  if (st == MP_OK && rc != SQLITE_DONE) st = sd_fail(c, "reading fusions");
-  sqlite3_finalize(s);
-  return st;
+static mp_status sd_member_row(sd_ctx *c, const char *member,
+                               const char *host) {
+  size_t buf;
+  if (!mp_snapshot_find(c->s, host, &buf)) return MP_OK;
+  return snap_member(c->s, member, buf, c->err);
+}
+
+static mp_status sd_fusion_row(sd_ctx *c, const char *op, const char *mids) {
+  return snap_fused(c->s, mids, op, c->err);
+}
+
+/* Tensors living in another's buffer (tensor_buffer, schema version 5
+ * and later) and the tensors each fusion removed (fusion, version 4 and
+ * later); an older database has none to report. */
+static mp_status sd_members(sd_ctx *c) {
+  mp_status st = sd_pairs(
+      c,
+      "SELECT b.tensor, t.name FROM tensor_buffer b JOIN tensor t ON "
+      "t.run_id = b.run_id AND t.idx = b.tensor_idx WHERE b.run_id = ?1 "
+      "AND b.tensor <> t.name ORDER BY b.tensor",
+      "reading tensor_buffer", sd_member_row);
+  if (st != MP_OK) return st;
+  return sd_pairs(
+      c, "SELECT op, intermediates FROM fusion WHERE run_id = ?1 ORDER BY seq",
+      "reading fusions", sd_fusion_row);
 }
 
 static mp_status sd_steps(sd_ctx *c, size_t steps) {
@@ -301,7 +302,6 @@ static mp_status sd_read(sd_ctx *c, const char *run, size_t *arena) {
   st = sd_info(c, arena, &steps);
   if (st == MP_OK) st = sd_tensors(c);
   if (st == MP_OK) st = sd_members(c);
-  if (st == MP_OK) st = sd_fusions(c);
   if (st == MP_OK) st = sd_steps(c, steps);
   if (st == MP_OK) st = snap_finish(c->s, c->err);
   return st;
