@@ -32,8 +32,8 @@ struct mp_diff {
 };
 
 static const char *const diff_change_names[MP_CHANGE_COUNT] = {
-    "grew",     "shrank", "appeared", "vanished", "moved",
-    "lifetime", "joined", "left",     "fused",    "unfused"};
+    "grew",   "shrank", "appeared", "vanished", "moved",   "lifetime",
+    "joined", "left",   "fused",    "unfused",  "removed", "restored"};
 
 const char *mp_change_name(mp_change c) {
   return c < MP_CHANGE_COUNT ? diff_change_names[c] : "?";
@@ -104,6 +104,12 @@ static void diff_add_tensor(mp_diff *d, const mp_snap_tensor *x,
   } else if (c == MP_CHANGE_APPEARED &&
              (host = mp_snapshot_fused_into(d->a, y->name))) {
     c = MP_CHANGE_UNFUSED;
+  } else if (c == MP_CHANGE_VANISHED &&
+             (host = mp_snapshot_removed_by(d->b, x->name))) {
+    c = MP_CHANGE_REMOVED;
+  } else if (c == MP_CHANGE_APPEARED &&
+             (host = mp_snapshot_removed_by(d->a, y->name))) {
+    c = MP_CHANGE_RESTORED;
   }
   d->tensors[d->n_tensors++] =
       (mp_diff_tensor){x ? x->name : y->name, c, x, y, delta, host};

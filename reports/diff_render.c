@@ -232,8 +232,9 @@ static void diff_tensor_line(const mp_diff *d, const mp_diff_tensor *t,
                   diff_fmt_delta(c, t->delta));
   }
   if (t->host) {
-    static const char *const how[] = {"now in buffer", "was in buffer",
-                                      "fused into op", "was fused into op"};
+    static const char *const how[] = {"now in buffer",   "was in buffer",
+                                      "fused into op",   "was fused into op",
+                                      "removed by pass", "was removed by pass"};
     mp_buf_printf(out, "  (%s '%s')", how[t->change - MP_CHANGE_JOINED],
                   t->host);
   }
@@ -613,15 +614,21 @@ static void md_tensor_row(const mp_diff *d, const mp_diff_tensor *t,
     mp_buf_puts(out, " | 0 B |\n");
     return;
   }
-  if (t->change == MP_CHANGE_LEFT || t->change == MP_CHANGE_UNFUSED) {
-    mp_buf_puts(out, t->change == MP_CHANGE_LEFT ? "in " : "fused into ");
+  if (t->change == MP_CHANGE_LEFT || t->change == MP_CHANGE_UNFUSED ||
+      t->change == MP_CHANGE_RESTORED) {
+    mp_buf_puts(out, t->change == MP_CHANGE_LEFT      ? "in "
+                     : t->change == MP_CHANGE_UNFUSED ? "fused into "
+                                                      : "removed by ");
     diff_md_text(out, t->host);
     mp_buf_puts(out, " | ");
   } else {
     mp_buf_printf(out, "%s | ", x ? mp_fmt_bytes(a, x->padded) : "-");
   }
-  if (t->change == MP_CHANGE_JOINED || t->change == MP_CHANGE_FUSED) {
-    mp_buf_puts(out, t->change == MP_CHANGE_JOINED ? "in " : "fused into ");
+  if (t->change == MP_CHANGE_JOINED || t->change == MP_CHANGE_FUSED ||
+      t->change == MP_CHANGE_REMOVED) {
+    mp_buf_puts(out, t->change == MP_CHANGE_JOINED  ? "in "
+                     : t->change == MP_CHANGE_FUSED ? "fused into "
+                                                    : "removed by ");
     diff_md_text(out, t->host);
   } else {
     mp_buf_puts(out, y ? mp_fmt_bytes(b, y->padded) : "-");

@@ -417,6 +417,7 @@ static void pj_pass_row(pj_ctx *c, cJSON *e, const mp_pass_row *r) {
   pj_num(c, e, "saved_bytes", (double)r->saved_bytes);
   pj_num(c, e, "rewrites", (double)r->rewrites);
   pj_str(c, e, "detail", r->detail);
+  pj_str(c, e, "removed", r->removed ? r->removed : "");
 }
 
 static void pj_fusion(pj_ctx *c, cJSON *e, const mp_fusion *f) {

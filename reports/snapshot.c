@@ -40,7 +40,8 @@ mp_status snap_create(const mp_alloc *a, const char *kind, const char *source,
     ok = mp_strpool_create(a, &s->pool, NULL) == MP_OK &&
          mp_strmap_create(a, &s->by_name, NULL) == MP_OK &&
          mp_strmap_create(a, &s->hosts, NULL) == MP_OK &&
-         mp_strmap_create(a, &s->fused, NULL) == MP_OK;
+         mp_strmap_create(a, &s->fused, NULL) == MP_OK &&
+         mp_strmap_create(a, &s->removed, NULL) == MP_OK;
   }
   if (ok) {
     s->info.kind = snap_str(s, kind, &ok);
@@ -64,7 +65,8 @@ void mp_snapshot_destroy(mp_snapshot *s) {
   mp_strmap_destroy(s->by_name);
   mp_strmap_destroy(s->hosts);
   mp_strmap_destroy(s->fused);
-  mp_free(s->alloc, s->fused_ops);
+  mp_strmap_destroy(s->removed);
+  mp_free(s->alloc, s->gone_by);
   mp_strpool_destroy(s->pool);
   mp_free(s->alloc, s);
 }
@@ -361,26 +363,26 @@ mp_status snap_member(mp_snapshot *s, const char *member, size_t buffer,
   return st == MP_ERR_BAD_INPUT ? MP_OK : st; /* listed twice: the first */
 }
 
-mp_status snap_fused(mp_snapshot *s, const char *intermediates, const char *op,
-                     mp_error *err) {
+mp_status snap_gone(mp_snapshot *s, const char *names, const char *by,
+                    bool fused, mp_error *err) {
   bool ok = true;
-  const char *o = snap_str(s, op, &ok);
-  void *p = s->fused_ops;
-  mp_status st =
-      ok ? mp_grow(s->alloc, &p, &s->cap_fused_ops, s->n_fused_ops + 1,
-                   sizeof *s->fused_ops, s->info.source, err)
-         : MP_ERR_NOMEM;
-  if (st == MP_OK) s->fused_ops = p;
-  size_t idx = s->n_fused_ops;
-  if (st == MP_OK) s->fused_ops[s->n_fused_ops++] = o;
-  for (const char *at = intermediates; st == MP_OK && at && *at;) {
+  const char *o = snap_str(s, by, &ok);
+  void *p = s->gone_by;
+  mp_status st = ok ? mp_grow(s->alloc, &p, &s->cap_gone_by, s->n_gone_by + 1,
+                              sizeof *s->gone_by, s->info.source, err)
+                    : MP_ERR_NOMEM;
+  if (st == MP_OK) s->gone_by = p;
+  size_t idx = s->n_gone_by;
+  if (st == MP_OK) s->gone_by[s->n_gone_by++] = o;
+  mp_strmap *map = fused ? s->fused : s->removed;
+  for (const char *at = names; st == MP_OK && at && *at;) {
     const char *end = strchr(at, ',');
     size_t n = end ? (size_t)(end - at) : strlen(at);
     const char *name = mp_strpool_add(s->pool, at, n);
     if (!name) {
       st = MP_ERR_NOMEM;
     } else {
-      st = mp_strmap_put(s->fused, name, (int64_t)idx, NULL, err);
+      st = mp_strmap_put(map, name, (int64_t)idx, NULL, err);
       if (st == MP_ERR_BAD_INPUT) st = MP_OK; /* listed twice: the first */
     }
     at = end ? end + 1 : NULL;
@@ -391,12 +393,19 @@ mp_status snap_fused(mp_snapshot *s, const char *intermediates, const char *op,
   return st;
 }
 
-const char *mp_snapshot_fused_into(const mp_snapshot *s, const char *name) {
+static const char *snap_gone_by(const mp_snapshot *s, const mp_strmap *map,
+                                const char *name) {
   int64_t v;
-  if (!mp_strmap_get(s->fused, name, &v) || (size_t)v >= s->n_fused_ops) {
-    return NULL;
-  }
-  return s->fused_ops[v];
+  if (!mp_strmap_get(map, name, &v) || (size_t)v >= s->n_gone_by) return NULL;
+  return s->gone_by[v];
+}
+
+const char *mp_snapshot_fused_into(const mp_snapshot *s, const char *name) {
+  return snap_gone_by(s, s->fused, name);
+}
+
+const char *mp_snapshot_removed_by(const mp_snapshot *s, const char *name) {
+  return snap_gone_by(s, s->removed, name);
 }
 
 bool mp_snapshot_host(const mp_snapshot *s, const char *name, size_t *buffer) {
@@ -682,7 +691,11 @@ static mp_status snap_plan_tensors(mp_snapshot *s, const mp_model *m,
   const mp_pass_report *r = mp_model_pass_report(m);
   for (size_t k = 0; st == MP_OK && r && k < mp_pass_report_fusions(r); k++) {
     const mp_fusion *f = mp_pass_report_fusion(r, k);
-    st = snap_fused(s, f->intermediates, f->op, err);
+    st = snap_gone(s, f->intermediates, f->op, true, err);
+  }
+  for (size_t k = 0; st == MP_OK && r && k < mp_pass_report_rows(r); k++) {
+    const mp_pass_row *row = mp_pass_report_row(r, k);
+    st = snap_gone(s, row->removed, mp_pass_name(row->pass), false, err);
   }
   for (size_t k = 0; st == MP_OK && k < mp_model_steps(m); k++) {
     st = snap_step(s, mp_model_step_op(m, k), err);

@@ -237,7 +237,11 @@ static mp_status sd_member_row(sd_ctx *c, const char *member,
 }
 
 static mp_status sd_fusion_row(sd_ctx *c, const char *op, const char *mids) {
-  return snap_fused(c->s, mids, op, c->err);
+  return snap_gone(c->s, mids, op, true, c->err);
+}
+
+static mp_status sd_removed_row(sd_ctx *c, const char *pass, const char *gone) {
+  return snap_gone(c->s, gone, pass, false, c->err);
 }
 
 /* Tensors living in another's buffer (tensor_buffer, schema version 5
@@ -250,10 +254,17 @@ static mp_status sd_members(sd_ctx *c) {
       "t.run_id = b.run_id AND t.idx = b.tensor_idx WHERE b.run_id = ?1 "
       "AND b.tensor <> t.name ORDER BY b.tensor",
       "reading tensor_buffer", sd_member_row);
+  if (st == MP_OK) {
+    st = sd_pairs(
+        c,
+        "SELECT op, intermediates FROM fusion WHERE run_id = ?1 ORDER BY seq",
+        "reading fusions", sd_fusion_row);
+  }
   if (st != MP_OK) return st;
-  return sd_pairs(
-      c, "SELECT op, intermediates FROM fusion WHERE run_id = ?1 ORDER BY seq",
-      "reading fusions", sd_fusion_row);
+  return sd_pairs(c,
+                  "SELECT name, removed FROM pass WHERE run_id = ?1 AND "
+                  "removed <> '' ORDER BY seq",
+                  "reading passes", sd_removed_row);
 }
 
 static mp_status sd_steps(sd_ctx *c, size_t steps) {

@@ -21,12 +21,13 @@ typedef struct snap_region_rec {
 
 struct mp_snapshot {
   const mp_alloc *alloc;
-  mp_strpool *pool;   /* every string of the snapshot */
-  mp_strmap *by_name; /* tensor name -> index */
-  mp_strmap *hosts;   /* a tensor sharing another's buffer -> that index */
-  mp_strmap *fused;   /* a tensor a fusion removed -> index in fused_ops */
-  const char **fused_ops;
-  size_t n_fused_ops, cap_fused_ops;
+  mp_strpool *pool;     /* every string of the snapshot */
+  mp_strmap *by_name;   /* tensor name -> index */
+  mp_strmap *hosts;     /* a tensor sharing another's buffer -> that index */
+  mp_strmap *fused;     /* a tensor a fusion removed -> index in gone_by */
+  mp_strmap *removed;   /* a tensor a pass removed -> index in gone_by */
+  const char **gone_by; /* fused ops and pass names */
+  size_t n_gone_by, cap_gone_by;
   mp_snap_info info;
   mp_snap_tensor *tensors;
   size_t n_tensors, cap_tensors;
@@ -62,11 +63,12 @@ mp_status snap_tensor(mp_snapshot *s, const mp_snap_tensor *t,
 mp_status snap_member(mp_snapshot *s, const char *member, size_t buffer,
                       mp_error *err);
 
-/* Records that the fusion into op removed the tensors named in
- * intermediates (comma separated, as mp_fusion has them). A tensor
- * listed twice keeps its first op. */
-mp_status snap_fused(mp_snapshot *s, const char *intermediates, const char *op,
-                     mp_error *err);
+/* Records that the fusion into op (fused true) or the pass named by
+ * (false) removed the tensors named in names (comma separated, as
+ * mp_fusion and mp_pass_row have them). A tensor listed twice keeps its
+ * first. */
+mp_status snap_gone(mp_snapshot *s, const char *names, const char *by,
+                    bool fused, mp_error *err);
 
 /* Appends the op of the next step (copied). */
 mp_status snap_step(mp_snapshot *s, const char *op, mp_error *err);

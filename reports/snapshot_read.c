@@ -510,7 +510,22 @@ static mp_status rd_plan_fusions(rd_ctx *c, const cJSON *root) {
     st = rd_element(c, f, where);
     if (st == MP_OK) st = rd_str(c, f, where, "op", true, &op);
     if (st == MP_OK) st = rd_str(c, f, where, "intermediates", true, &mids);
-    if (st == MP_OK) st = snap_fused(c->s, mids, op, c->err);
+    if (st == MP_OK) st = snap_gone(c->s, mids, op, true, c->err);
+  }
+  const cJSON *rows = NULL;
+  if (st == MP_OK && passes) {
+    st = rd_type(c, passes, "passes", "rows", false, true, &rows);
+  }
+  k = 0;
+  for (const cJSON *row = rows ? rows->child : NULL; st == MP_OK && row;
+       row = row->next, k++) {
+    char where[128];
+    const char *pass = NULL, *gone = NULL;
+    snprintf(where, sizeof where, "passes.rows[%zu]", k);
+    st = rd_element(c, row, where);
+    if (st == MP_OK) st = rd_str(c, row, where, "pass", true, &pass);
+    if (st == MP_OK) st = rd_str(c, row, where, "removed", false, &gone);
+    if (st == MP_OK && gone) st = snap_gone(c->s, gone, pass, false, c->err);
   }
   return st;
 }

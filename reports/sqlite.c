@@ -258,7 +258,12 @@ static const char db_v4[] =
 static const char db_v5[] =
     "ALTER TABLE tensor_buffer ADD COLUMN offset INTEGER NOT NULL DEFAULT 0;\n";
 
-static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4, db_v5};
+/* Version 6: the tensors each pass removed (not its fusions'). */
+static const char db_v6[] =
+    "ALTER TABLE pass ADD COLUMN removed TEXT NOT NULL DEFAULT '';\n";
+
+static const char *const db_migrations[] = {db_v1, db_v2, db_v3,
+                                            db_v4, db_v5, db_v6};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -822,7 +827,8 @@ static mp_status db_insert_pass_rows(db_run *r, const mp_pass_report *pr) {
       "INSERT INTO pass (run_id, seq, name, detail, ops_before, ops_after, "
       "tensors_before, tensors_after, saved_bytes, buffers_before, "
       "buffers_after, lower_bound_before, lower_bound_after, arena_before, "
-      "arena_after, peak_moved) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+      "arena_after, peak_moved, removed) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   sqlite3_stmt *s = NULL;
   mp_status st = db_prepare(r, sql, &s);
   for (size_t i = 0; st == MP_OK && i < mp_pass_report_rows(pr); i++) {
@@ -844,6 +850,7 @@ static mp_status db_insert_pass_rows(db_run *r, const mp_pass_report *pr) {
     db_size(s, k++, row->arena_before);
     db_size(s, k++, row->arena_after);
     sqlite3_bind_int(s, k++, row->lb_before != row->lb_after);
+    db_text(s, k++, row->removed ? row->removed : "");
     st = db_row(r, s, "inserting a pass");
   }
   sqlite3_finalize(s);

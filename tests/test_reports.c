@@ -483,7 +483,8 @@ static void test_sqlite_schema(void) {
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM schema_version"),
              MP_REPORT_DB_VERSION);
   /* Version 3 added columns to pass and the issue 9 tables, version 4
-   * the verification target tables, version 5 tensor_buffer.offset. */
+   * the verification target tables, version 5 tensor_buffer.offset,
+   * version 6 pass.removed. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('pass') WHERE "
                    "name IN ('lower_bound_before', 'arena_after', "
@@ -494,6 +495,11 @@ static void test_sqlite_schema(void) {
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('tensor_buffer') "
                    "WHERE name = 'offset'"),
+             1);
+  /* Version 6: the tensors each pass removed. */
+  CHECK_EQ_I(q_int(old,
+                   "SELECT count(*) FROM pragma_table_info('pass') "
+                   "WHERE name = 'removed'"),
              1);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run_summary"), 1);
   CHECK_EQ_I(q_int(old, "SELECT sum(bytes) FROM live_at_peak"), 96);

@@ -38,6 +38,7 @@
 
 #include "mplan/backend.h"
 #include "mplan/lifetime.h"
+#include "mplan/strmap.h"
 #include "pass.h"
 
 struct mp_pass_report {
@@ -532,6 +533,53 @@ static mp_status pm_add_row(mp_pass_report *r, const mp_pass_row *row,
   return MP_OK;
 }
 
+/* The names of g's tensors that next lacks and that no fusion of this pass
+ * (report fusions from `from` on) lists as an intermediate, comma
+ * separated, interned in r (row->removed). */
+static mp_status pm_removed(const mp_graph *g, const mp_graph *next,
+                            mp_pass_report *r, size_t from, mp_pass_row *row,
+                            mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(g);
+  mp_strmap *mids = NULL;
+  mp_buf names, b;
+  mp_buf_init(&names, a);
+  mp_buf_init(&b, a);
+  mp_status st = mp_strmap_create(a, &mids, err);
+  /* Every intermediate as its own string (a copy split at the commas). */
+  for (size_t k = from; st == MP_OK && k < r->n_fusions; k++) {
+    const char *m = r->fusions[k].intermediates;
+    if (m && *m) mp_buf_printf(&names, "%s%s", names.len ? "," : "", m);
+  }
+  if (st == MP_OK) st = mp_buf_status(&names, "passes", err);
+  char *list = st == MP_OK && names.len ? names.data : NULL;
+  for (char *m = list; st == MP_OK && m;) {
+    char *end = strchr(m, ',');
+    if (end) *end = '\0';
+    st = mp_strmap_put(mids, m, 0, NULL, err);
+    if (st == MP_ERR_BAD_INPUT) st = MP_OK; /* listed twice */
+    m = end ? end + 1 : NULL;
+  }
+  for (size_t t = 0; st == MP_OK && t < mp_graph_tensor_count(g); t++) {
+    const char *name = mp_graph_tensor(g, t)->name;
+    int32_t at;
+    int64_t v;
+    if (mp_graph_find_tensor(next, name, &at) || mp_strmap_get(mids, name, &v))
+      continue;
+    mp_buf_printf(&b, "%s%s", b.len ? "," : "", name);
+  }
+  if (st == MP_OK) st = mp_buf_status(&b, "passes", err);
+  bool ok = true;
+  if (st == MP_OK)
+    row->removed = pm_intern(r, b.len ? mp_buf_str(&b) : "", &ok);
+  if (st == MP_OK && !ok) {
+    st = mp_error_set(err, MP_ERR_NOMEM, "passes: out of memory");
+  }
+  mp_strmap_destroy(mids);
+  mp_buf_free(&names);
+  mp_buf_free(&b);
+  return st;
+}
+
 static mp_status pm_run_one(pm_state *s, const pm_pass *p,
                             const mp_pass_opts *o, pm_budget *b,
                             mp_pass_report *r, mp_error *err) {
@@ -551,7 +599,8 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   c.mask = o->mask;
   c.report = r;
   mp_buf_init(&c.note, mp_graph_alloc(s->g));
-  mp_pass_row row = {.pass = p->id};
+  mp_pass_row row = {.pass = p->id, .removed = ""};
+  size_t fusions_before = r->n_fusions;
   pm_row_side(&row, s, false);
   pm_state next = {0};
   bool changed = false;
@@ -581,6 +630,9 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   }
   if (st == MP_OK) st = mp_buf_status(&c.note, "passes", err);
   if (st == MP_OK) st = pm_detail(&c, &row, err);
+  if (st == MP_OK && changed && p->graph) {
+    st = pm_removed(s->g, next.g, r, fusions_before, &row, err);
+  }
   if (st == MP_OK && changed) {
     /* The alias pass's graph is s's: hand ownership on with it. */
     if (!p->graph) next.owned = s->owned, s->owned = false;

@@ -35,11 +35,13 @@ typedef enum mp_change {
   MP_CHANGE_LEFT,     /* in another's buffer in A; a buffer of its own in B */
   MP_CHANGE_FUSED,    /* a buffer in A; B's fusion into an op removed it */
   MP_CHANGE_UNFUSED,  /* removed by A's fusion; a buffer in B */
+  MP_CHANGE_REMOVED,  /* a buffer in A; a pass of B removed it (eliminate) */
+  MP_CHANGE_RESTORED, /* removed by a pass of A; a buffer in B */
   MP_CHANGE_COUNT
 } mp_change;
 
 /* "grew", "shrank", "appeared", "vanished", "moved", "lifetime",
- * "joined", "left", "fused", "unfused". */
+ * "joined", "left", "fused", "unfused", "removed", "restored". */
 const char *mp_change_name(mp_change c);
 
 typedef struct mp_diff_tensor {

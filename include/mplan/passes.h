@@ -101,6 +101,9 @@ typedef struct mp_pass_row {
   size_t rewrites;                  /* what the pass changed (count) */
   double ms;                        /* the pass and its re-analysis */
   const char *detail;               /* what it did, one line */
+  /* The tensors the pass removed from the graph, comma separated ("" for
+   * none); the intermediates of its fusions are in its mp_fusion rows. */
+  const char *removed;
 } mp_pass_row;
 
 /* The per-pass table and the fusions, owned by whoever ran the passes

@@ -153,6 +153,9 @@ bool mp_snapshot_host(const mp_snapshot *s, const char *name, size_t *buffer);
 /* Plans and runs made with --passes: the op a fusion removed tensor name
  * into (borrowed from the snapshot), or NULL. */
 const char *mp_snapshot_fused_into(const mp_snapshot *s, const char *name);
+/* ... the pass that removed tensor name otherwise (eliminate, fold), or
+ * NULL. */
+const char *mp_snapshot_removed_by(const mp_snapshot *s, const char *name);
 
 /* Op names by step (graphs, plans of graphs, runs); 0 steps otherwise. */
 size_t mp_snapshot_step_count(const mp_snapshot *s);

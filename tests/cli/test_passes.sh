@@ -223,7 +223,7 @@ run 2 diff "$tmp/r0.json" "$tmp/r1_bad.json" &&
 run 0 plan $mv2 --passes none -o "$tmp/m0.json"
 run 0 plan $mv2 --passes all --order memory -o "$tmp/m1.json"
 run 0 diff "$tmp/m0.json" "$tmp/m1.json" &&
-  has "$tmp/out" "tensors: 0 grew, 0 shrank, 0 appeared, 0 vanished, 0 moved, 132 lifetime, 29 joined, 0 left, 10 fused, 0 unfused" &&
+  has "$tmp/out" "tensors: 0 grew, 0 shrank, 0 appeared, 0 vanished, 0 moved, 132 lifetime, 29 joined, 0 left, 10 fused, 0 unfused, 0 removed, 0 restored" &&
   has "$tmp/out" "(fused into op 'b3_project')"
 run 0 diff "$tmp/m1.json" "$tmp/m0.json" &&
   has "$tmp/out" "29 left, 0 fused, 10 unfused" &&
@@ -237,6 +237,17 @@ PY
 run 2 diff "$tmp/m0.json" "$tmp/m1_bad.json" &&
   has "$tmp/err" "m1_bad.json: passes.fusions[2]" && has "$tmp/err" "op" &&
   lines "$tmp/err" 1
+# fold and eliminate: each tensor they removed is named with the pass, in
+# the plan JSON's rows and in the diff (ops.onnx.bin: Identity, Dropout,
+# x*1, x+0, cancelling Transposes, view chains, constant subgraphs).
+ops=tests/data/passes/ops.onnx.bin
+run 0 plan $ops --passes none -o "$tmp/o0.json"
+run 0 plan $ops --passes all -o "$tmp/o1.json" &&
+  [ "$(py "$tmp/o1.json" "[(r['pass'], r['removed']) for r in d['passes']['rows'] if r['removed']]")" = "[('fold', 'i0,ax0,m1c,wt,sh,d0,d0u'), ('eliminate', 'one,zero,back,xi,xd,xc,t1,t2,m1,a1,tgt,flat,o1r')]" ] && ok || bad "plan JSON: removed tensors per pass"
+run 0 diff "$tmp/o0.json" "$tmp/o1.json" &&
+  has "$tmp/out" "0 appeared, 0 vanished" && has "$tmp/out" "20 removed, 0 restored" &&
+  has "$tmp/out" "(removed by pass 'eliminate')"
+run 0 diff "$tmp/o1.json" "$tmp/o0.json" && has "$tmp/out" "0 removed, 20 restored"
 rm -f "$tmp/rows.db"
 run 0 report $rows --passes none --sqlite "$tmp/rows.db"
 run 0 report $rows --passes all --sqlite "$tmp/rows.db"
