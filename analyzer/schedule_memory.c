@@ -661,43 +661,40 @@ static mp_status sm_dp_init(sm_dp *d, mp_error *err) {
   const mp_alloc *a = m->a;
   d->words = (d->n + 63) / 64;
   d->pred_mask = mp_calloc(a, d->n * d->words, sizeof *d->pred_mask);
-  if (!d->pred_mask) return sm_nomem(m, err);
-  for (size_t i = 0; i < d->n; i++) {
-    uint32_t u = d->ref[d->lo + i];
-    for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
-      uint32_t p = m->preds[k];
-      if (!sm_in_seg(d, p)) continue;
-      size_t j = sm_local(d, p);
-      d->pred_mask[i * d->words + j / 64] |= (uint64_t)1 << (j % 64);
-    }
-  }
-  size_t n_edges = 0;
-  for (size_t i = 0; i < d->n * d->words; i++) {
-    n_edges += (size_t)__builtin_popcountll(d->pred_mask[i]);
-  }
-  d->succ_start = mp_calloc(a, d->n + 1, sizeof *d->succ_start);
-  d->succ = mp_calloc(a, n_edges + 1, sizeof *d->succ);
+  d->succ_start = mp_calloc(a, d->n + 2, sizeof *d->succ_start);
   d->makes_shared = mp_calloc(a, d->n + 1, sizeof *d->makes_shared);
-  if (!d->succ_start || !d->succ || !d->makes_shared) return sm_nomem(m, err);
-  for (size_t i = 0; i < d->n; i++) {
-    for (size_t j = 0; j < d->n; j++)
-      d->succ_start[j + 1] += sm_has(&d->pred_mask[i * d->words], j);
+  if (!d->pred_mask || !d->succ_start || !d->makes_shared) {
+    return sm_nomem(m, err);
   }
-  for (size_t j = 0; j < d->n; j++) d->succ_start[j + 1] += d->succ_start[j];
-  uint32_t *fill = mp_calloc(a, d->n + 1, sizeof *fill);
-  if (!fill) return sm_nomem(m, err);
-  for (size_t i = 0; i < d->n; i++) {
-    for (size_t j = 0; j < d->n; j++) {
-      if (sm_has(&d->pred_mask[i * d->words], j)) {
-        d->succ[d->succ_start[j] + fill[j]++] = (uint32_t)i;
+  /* The local edges, walked twice (the predecessor lists are distinct):
+   * pass 0 sets the masks and counts each op's successors, pass 1 fills
+   * the successor lists, using succ_start[j + 1] as j's cursor. */
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < d->n; i++) {
+      uint32_t u = d->ref[d->lo + i];
+      for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
+        uint32_t p = m->preds[k];
+        if (!sm_in_seg(d, p)) continue;
+        size_t j = sm_local(d, p);
+        if (pass == 1) {
+          d->succ[d->succ_start[j + 1]++] = (uint32_t)i;
+          continue;
+        }
+        d->pred_mask[i * d->words + j / 64] |= (uint64_t)1 << (j % 64);
+        d->succ_start[j + 2]++;
+      }
+      for (uint32_t k = m->born_start[u]; pass == 0 && k < m->born_start[u + 1];
+           k++) {
+        d->makes_shared[i] = d->makes_shared[i] || m->shared[m->born[k]];
       }
     }
-    uint32_t u = d->ref[d->lo + i];
-    for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
-      d->makes_shared[i] = d->makes_shared[i] || m->shared[m->born[k]];
+    if (pass == 1) break;
+    for (size_t j = 0; j < d->n; j++) {
+      d->succ_start[j + 2] += d->succ_start[j + 1];
     }
+    d->succ = mp_calloc(a, d->succ_start[d->n + 1] + 1, sizeof *d->succ);
+    if (!d->succ) return sm_nomem(m, err);
   }
-  mp_free(a, fill);
   size_t nf = 0, nu = 0;
   sm_dp_lists(d, false, &nf, &nu);
   d->fb_start = mp_calloc(a, d->n + 1, sizeof *d->fb_start);

@@ -88,28 +88,24 @@ static void diff_add_tensor(mp_diff *d, const mp_snap_tensor *x,
   mp_change c;
   if (!diff_classify(d->a, d->b, x, y, &c)) return;
   int64_t delta = (y ? (int64_t)y->padded : 0) - (x ? (int64_t)x->padded : 0);
-  /* A tensor that only lost (or gained) a buffer of its own now shares
-   * another's: a pass wrote it in place, as a view or into a slice. */
+  /* A tensor only one side has may still be explained by the side that
+   * lacks it: a pass put it in another's buffer, fused it away or removed
+   * it. Each kind is followed by its reverse in mp_change. */
   const char *host = NULL;
-  size_t h;
-  if (c == MP_CHANGE_VANISHED && mp_snapshot_host(d->b, x->name, &h)) {
-    c = MP_CHANGE_JOINED;
-    host = mp_snapshot_tensor(d->b, h)->name;
-  } else if (c == MP_CHANGE_APPEARED && mp_snapshot_host(d->a, y->name, &h)) {
-    c = MP_CHANGE_LEFT;
-    host = mp_snapshot_tensor(d->a, h)->name;
-  } else if (c == MP_CHANGE_VANISHED &&
-             (host = mp_snapshot_fused_into(d->b, x->name))) {
-    c = MP_CHANGE_FUSED;
-  } else if (c == MP_CHANGE_APPEARED &&
-             (host = mp_snapshot_fused_into(d->a, y->name))) {
-    c = MP_CHANGE_UNFUSED;
-  } else if (c == MP_CHANGE_VANISHED &&
-             (host = mp_snapshot_removed_by(d->b, x->name))) {
-    c = MP_CHANGE_REMOVED;
-  } else if (c == MP_CHANGE_APPEARED &&
-             (host = mp_snapshot_removed_by(d->a, y->name))) {
-    c = MP_CHANGE_RESTORED;
+  if (c == MP_CHANGE_VANISHED || c == MP_CHANGE_APPEARED) {
+    bool gone = c == MP_CHANGE_VANISHED;
+    const mp_snapshot *s = gone ? d->b : d->a;
+    const char *name = gone ? x->name : y->name;
+    size_t h;
+    mp_change kind = MP_CHANGE_JOINED;
+    if (mp_snapshot_host(s, name, &h)) {
+      host = mp_snapshot_tensor(s, h)->name;
+    } else if ((host = mp_snapshot_fused_into(s, name))) {
+      kind = MP_CHANGE_FUSED;
+    } else if ((host = mp_snapshot_removed_by(s, name))) {
+      kind = MP_CHANGE_REMOVED;
+    }
+    if (host) c = gone ? kind : (mp_change)(kind + 1);
   }
   d->tensors[d->n_tensors++] =
       (mp_diff_tensor){x ? x->name : y->name, c, x, y, delta, host};

@@ -614,26 +614,22 @@ static void md_tensor_row(const mp_diff *d, const mp_diff_tensor *t,
     mp_buf_puts(out, " | 0 B |\n");
     return;
   }
-  if (t->change == MP_CHANGE_LEFT || t->change == MP_CHANGE_UNFUSED ||
-      t->change == MP_CHANGE_RESTORED) {
-    mp_buf_puts(out, t->change == MP_CHANGE_LEFT      ? "in "
-                     : t->change == MP_CHANGE_UNFUSED ? "fused into "
-                                                      : "removed by ");
-    diff_md_text(out, t->host);
+  /* With a host, the side that lacks the tensor says where it went:
+   * JOINED, FUSED, REMOVED on the new side, their reverses on the old. */
+  bool where = t->host != NULL;
+  bool on_new = where && (t->change - MP_CHANGE_JOINED) % 2 == 0;
+  static const char *const to[] = {"in ", "fused into ", "removed by "};
+  for (int side = 0; side < 2; side++) {
+    const mp_snap_tensor *v = side ? y : x;
+    if (where && on_new == (side == 1)) {
+      mp_buf_puts(out, to[(t->change - MP_CHANGE_JOINED) / 2]);
+      diff_md_text(out, t->host);
+    } else {
+      mp_buf_puts(out, v ? mp_fmt_bytes(side ? b : a, v->padded) : "-");
+    }
     mp_buf_puts(out, " | ");
-  } else {
-    mp_buf_printf(out, "%s | ", x ? mp_fmt_bytes(a, x->padded) : "-");
   }
-  if (t->change == MP_CHANGE_JOINED || t->change == MP_CHANGE_FUSED ||
-      t->change == MP_CHANGE_REMOVED) {
-    mp_buf_puts(out, t->change == MP_CHANGE_JOINED  ? "in "
-                     : t->change == MP_CHANGE_FUSED ? "fused into "
-                                                    : "removed by ");
-    diff_md_text(out, t->host);
-  } else {
-    mp_buf_puts(out, y ? mp_fmt_bytes(b, y->padded) : "-");
-  }
-  mp_buf_printf(out, " | %s |\n", diff_fmt_delta(c, t->delta));
+  mp_buf_printf(out, "%s |\n", diff_fmt_delta(c, t->delta));
 }
 
 static void md_tensors(const mp_diff *d, size_t top, mp_buf *out) {

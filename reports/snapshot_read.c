@@ -494,38 +494,37 @@ static mp_status rd_plan_buffer(rd_ctx *c, const cJSON *e, const char *where) {
   return st;
 }
 
-/* passes.fusions[]: which tensors each fusion removed, into which op. */
+/* passes.<list>[]: for each element, the tensors named (comma separated)
+ * in its key names went away by the op or pass in its key by -- a
+ * fusion's intermediates (fused) or a pass's removed tensors. */
+static mp_status rd_plan_gone(rd_ctx *c, const cJSON *passes, const char *list,
+                              const char *by, const char *names, bool fused) {
+  const cJSON *arr = NULL;
+  mp_status st = rd_type(c, passes, "passes", list, false, true, &arr);
+  size_t k = 0;
+  for (const cJSON *e = arr ? arr->child : NULL; st == MP_OK && e;
+       e = e->next, k++) {
+    char where[128];
+    const char *who = NULL, *gone = NULL;
+    snprintf(where, sizeof where, "passes.%s[%zu]", list, k);
+    st = rd_element(c, e, where);
+    if (st == MP_OK) st = rd_str(c, e, where, by, true, &who);
+    if (st == MP_OK) st = rd_str(c, e, where, names, fused, &gone);
+    if (st == MP_OK && gone) st = snap_gone(c->s, gone, who, fused, c->err);
+  }
+  return st;
+}
+
+/* What the passes removed: each fusion's intermediates (into its op) and
+ * each pass row's removed tensors. */
 static mp_status rd_plan_fusions(rd_ctx *c, const cJSON *root) {
-  const cJSON *passes = NULL, *fusions = NULL;
+  const cJSON *passes = NULL;
   mp_status st = rd_type(c, root, "", "passes", false, false, &passes);
   if (st == MP_OK && passes) {
-    st = rd_type(c, passes, "passes", "fusions", false, true, &fusions);
+    st = rd_plan_gone(c, passes, "fusions", "op", "intermediates", true);
   }
-  size_t k = 0;
-  for (const cJSON *f = fusions ? fusions->child : NULL; st == MP_OK && f;
-       f = f->next, k++) {
-    char where[128];
-    const char *op = NULL, *mids = NULL;
-    snprintf(where, sizeof where, "passes.fusions[%zu]", k);
-    st = rd_element(c, f, where);
-    if (st == MP_OK) st = rd_str(c, f, where, "op", true, &op);
-    if (st == MP_OK) st = rd_str(c, f, where, "intermediates", true, &mids);
-    if (st == MP_OK) st = snap_gone(c->s, mids, op, true, c->err);
-  }
-  const cJSON *rows = NULL;
   if (st == MP_OK && passes) {
-    st = rd_type(c, passes, "passes", "rows", false, true, &rows);
-  }
-  k = 0;
-  for (const cJSON *row = rows ? rows->child : NULL; st == MP_OK && row;
-       row = row->next, k++) {
-    char where[128];
-    const char *pass = NULL, *gone = NULL;
-    snprintf(where, sizeof where, "passes.rows[%zu]", k);
-    st = rd_element(c, row, where);
-    if (st == MP_OK) st = rd_str(c, row, where, "pass", true, &pass);
-    if (st == MP_OK) st = rd_str(c, row, where, "removed", false, &gone);
-    if (st == MP_OK && gone) st = snap_gone(c->s, gone, pass, false, c->err);
+    st = rd_plan_gone(c, passes, "rows", "pass", "removed", false);
   }
   return st;
 }

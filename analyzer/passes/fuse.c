@@ -268,6 +268,7 @@ static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
     }
     /* Walk the run from a to b without absorbing anything. */
     uint32_t run[FUSE_MAX];
+    const pass_ew *run_ew[FUSE_MAX];
     size_t n = 0;
     int32_t u = v;
     uint32_t r = a;
@@ -277,6 +278,7 @@ static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
       ok = n + 1 < FUSE_MAX && grp->n_ops + n + 1 < FUSE_MAX &&
            fuse_refuse(c, pos, grp->head, r, u, &ew) == 0;
       if (!ok) break;
+      run_ew[n] = ew;
       run[n++] = r;
       u = mp_graph_op(g, r)->outputs[0];
       int32_t next = mp_graph_tensor(g, (size_t)u)->kind == MP_TENSOR_ACTIVATION
@@ -297,8 +299,7 @@ static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
     int32_t cur = v;
     bool took = true;
     for (size_t k = 0; took && k < n; k++) {
-      (void)fuse_refuse(c, pos, grp->head, run[k], cur, &ew);
-      took = fuse_take(c, grp, run[k], cur, -1, -1, ew);
+      took = fuse_take(c, grp, run[k], cur, -1, -1, run_ew[k]);
       cur = mp_graph_op(g, run[k])->outputs[0];
     }
     if (took) took = fuse_take(c, grp, b, u, v, tap, bew);
