@@ -623,9 +623,22 @@ static mp_status lw_binary_op(lw *x, int b) {
   } else if (fa) {
     return lw_unsup(x, "fused_activation '%s' (Relu and Relu6 are known)", fa);
   }
+  /* A Resize the absorb pass folded in (docs/ir-conventions.md):
+   * mplan.prologue "Resize:k" reads input k replicated to the output. */
+  const char *pro = lw_str(x, "mplan.prologue", NULL);
+  int up = 0;
+  if (pro) {
+    if (strcmp(pro, "Resize:0") == 0 || strcmp(pro, "Resize:1") == 0) {
+      up = pro[7] - '0' + 1;
+    } else {
+      return lw_unsup(x, "mplan.prologue '%s' on a %s (Resize:0 or Resize:1)",
+                      pro, x->op->type);
+    }
+  }
   x->o->kernel = MP_BOP_BINARY;
   lw_p(x, b);
   lw_p(x, act);
+  if (up) lw_p(x, up);
   lw_copy_inputs(x);
   return MP_OK;
 }
@@ -726,17 +739,7 @@ static mp_status lw_resize(lw *x) {
   int lin = strcmp(mode, "linear") == 0    ? 1
             : strcmp(mode, "nearest") == 0 ? 0
                                            : -1;
-  int c = strcmp(ct, "half_pixel") == 0             ? MP_KC_HALF_PIXEL
-          : strcmp(ct, "asymmetric") == 0           ? MP_KC_ASYMMETRIC
-          : strcmp(ct, "align_corners") == 0        ? MP_KC_ALIGN_CORNERS
-          : strcmp(ct, "pytorch_half_pixel") == 0   ? MP_KC_PYTORCH_HALF_PIXEL
-          : strcmp(ct, "tf_half_pixel_for_nn") == 0 ? MP_KC_TF_HALF_PIXEL_FOR_NN
-                                                    : -1;
-  int n = strcmp(nm, "round_prefer_floor") == 0  ? MP_KN_ROUND_PREFER_FLOOR
-          : strcmp(nm, "round_prefer_ceil") == 0 ? MP_KN_ROUND_PREFER_CEIL
-          : strcmp(nm, "floor") == 0             ? MP_KN_FLOOR
-          : strcmp(nm, "ceil") == 0              ? MP_KN_CEIL
-                                                 : -1;
+  int c = mp_k_coord_named(ct), n = mp_k_nearest_named(nm);
   if (lin < 0 || c < 0 || n < 0 || lw_int(x, "antialias", 0) ||
       lw_attr(x, "axes")) {
     return lw_unsup(x,
@@ -940,11 +943,11 @@ static mp_status lw_dispatch(lw *x) {
   if (strcmp(t, "GlobalAveragePool") == 0)
     return lw_pool(x, MP_BOP_AVGPOOL, true);
   if (strcmp(t, "GlobalMaxPool") == 0) return lw_pool(x, MP_BOP_MAXPOOL, true);
-  if (lw_attr(x, "mplan.epilogue") || lw_attr(x, "mplan.prologue") ||
+  if (lw_attr(x, "mplan.epilogue") || (lw_attr(x, "mplan.prologue") && b < 0) ||
       lw_attr(x, "mplan.horizontal")) {
     return lw_unsup(x,
                     "only Conv, ConvTranspose, Gemm and MatMul carry "
-                    "fused ops");
+                    "fused ops (a binary elementwise op a Resize prologue)");
   }
   if (u >= 0) return lw_unary_op(x, u);
   if (b >= 0) return lw_binary_op(x, b);

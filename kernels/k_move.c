@@ -160,6 +160,29 @@ static int64_t kr_nearest(const mp_kresize *p, double c, int64_t n) {
   return i < 0 ? 0 : i >= n ? n - 1 : i;
 }
 
+int64_t mp_k_resize_nearest_src(const mp_kresize *p, uint32_t d, int64_t o) {
+  return kr_nearest(p, kr_coord(p, d, o), p->in.dims[d]);
+}
+
+int mp_k_coord_named(const char *name) {
+  static const char *const names[] = {"half_pixel", "asymmetric",
+                                      "align_corners", "pytorch_half_pixel",
+                                      "tf_half_pixel_for_nn"};
+  for (int k = 0; k < (int)(sizeof names / sizeof *names); k++) {
+    if (strcmp(name, names[k]) == 0) return k;
+  }
+  return -1;
+}
+
+int mp_k_nearest_named(const char *name) {
+  static const char *const names[] = {"round_prefer_floor", "round_prefer_ceil",
+                                      "floor", "ceil"};
+  for (int k = 0; k < (int)(sizeof names / sizeof *names); k++) {
+    if (strcmp(name, names[k]) == 0) return k;
+  }
+  return -1;
+}
+
 void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
   int64_t xst[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0};
   mp_kshape_strides(&p->in, xst);
@@ -170,7 +193,7 @@ void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
     if (!p->linear) {
       int64_t off = 0;
       for (uint32_t a = 0; a < r; a++) {
-        off += kr_nearest(p, kr_coord(p, a, idx[a]), p->in.dims[a]) * xst[a];
+        off += mp_k_resize_nearest_src(p, a, idx[a]) * xst[a];
       }
       memcpy((char *)y + (size_t)i * es, (const char *)x + (size_t)off * es,
              es);

@@ -891,29 +891,90 @@ static bool op_check_bin2(op_ctx *c, int64_t op, const mp_btensor *a,
   return true;
 }
 
+/* A binary op with a Resize prologue (docs/ir-conventions.md, "Resize:k"):
+ * input up - 1 is read replicated, element o of axis d from o / f_d, f_d
+ * = y_d / v_d. op_up_shapes splits every axis with f_d > 1 into (v_d,
+ * f_d) for y and the other operand (which then broadcasts as usual) and
+ * into (v_d, 1) for v, so one broadcast iteration computes the op. false
+ * when v does not divide y or the split shapes exceed MP_K_MAX_RANK. */
+static bool op_up_shapes(const mp_kshape *y, const mp_kshape *other,
+                         const mp_kshape *v, mp_kshape *ys, mp_kshape *os,
+                         mp_kshape *vs) {
+  if (v->rank != y->rank || other->rank > y->rank) return false;
+  uint32_t pad = y->rank - other->rank, r = 0;
+  for (uint32_t d = 0; d < y->rank; d++) {
+    int64_t yd = y->dims[d], vd = v->dims[d];
+    int64_t od = d < pad ? 1 : other->dims[d - pad];
+    if (vd <= 0 || yd % vd != 0 || r + 2 > MP_K_MAX_RANK) return false;
+    int64_t f = yd / vd;
+    if (f == 1) {
+      ys->dims[r] = yd, os->dims[r] = od, vs->dims[r] = vd, r++;
+      continue;
+    }
+    if (od != 1 && od != yd) return false;
+    ys->dims[r] = vd, os->dims[r] = od == 1 ? 1 : vd, vs->dims[r] = vd;
+    r++;
+    ys->dims[r] = f, os->dims[r] = od == 1 ? 1 : f, vs->dims[r] = 1;
+    r++;
+  }
+  ys->rank = os->rank = vs->rank = r;
+  return true;
+}
+
 static bool op_check_binary(op_ctx *c) {
   op_rd r = op_reader(c);
   int64_t op = rd_range(&r, 0, MP_KB_COUNT - 1);
   (void)rd_range(&r, 0, 2); /* fused activation: none, Relu, Relu6 */
+  /* optional: 1 + the input a Resize prologue replicates */
+  int64_t up = r.at < r.n ? rd_range(&r, 1, 2) : 0;
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   if (c->op->n_in != 2 || c->op->n_out != 1 || !op_in(c, 0) || !op_in(c, 1)) {
     return op_fail(c, "needs two inputs and one output");
   }
-  return op_check_bin2(c, op, op_in(c, 0), op_in(c, 1), op_out(c, 0));
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
+  if (!up) return op_check_bin2(c, op, a, b, y);
+  const mp_btensor *v = up == 1 ? a : b, *o = up == 1 ? b : a;
+  mp_kshape ys, os, vs;
+  if (op == MP_KB_PRELU ||
+      !op_up_shapes(&y->shape, &o->shape, &v->shape, &ys, &os, &vs)) {
+    return op_fail(c,
+                   "Resize prologue: '%s' does not divide the output "
+                   "'%s' axis by axis (or the other operand does not "
+                   "broadcast)",
+                   v->name, y->name);
+  }
+  /* y[i] is written while v[i / f] is still to be read: never in place. */
+  if (op_aliases(v, y)) {
+    return op_fail(c, "output '%s' shares the buffer of the replicated '%s'",
+                   y->name, v->name);
+  }
+  mp_btensor full = *v; /* v as the op sees it: replicated to y's shape */
+  full.shape = y->shape;
+  return up == 1 ? op_check_bin2(c, op, &full, b, y)
+                 : op_check_bin2(c, op, a, &full, y);
 }
 
 static bool op_run_binary(op_ctx *c) {
   op_rd r = op_reader(c);
   mp_kbinary op = (mp_kbinary)rd_i(&r);
   int64_t act = rd_i(&r);
+  int64_t up = r.at < r.n ? rd_i(&r) : 0;
   const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
   mp_kbcast bc;
-  (void)mp_k_bcast_init(&bc, &y->shape, &a->shape, &b->shape, NULL);
+  if (!up) {
+    (void)mp_k_bcast_init(&bc, &y->shape, &a->shape, &b->shape, NULL);
+  } else {
+    mp_kshape ys, os, vs;
+    (void)op_up_shapes(&y->shape, up == 1 ? &b->shape : &a->shape,
+                       up == 1 ? &a->shape : &b->shape, &ys, &os, &vs);
+    (void)mp_k_bcast_init(&bc, &ys, up == 1 ? &vs : &os, up == 1 ? &os : &vs,
+                          NULL);
+  }
   OP_K(binary)(op, &bc, a->dtype, op_pin(c, 0), op_pin(c, 1), y->dtype,
                op_pout(c, 0), false);
   if (act) {
-    mp_kunary_params up = {0, 6};
-    OP_K(unary)(act == 1 ? MP_KU_RELU : MP_KU_CLIP, &up, y->dtype,
+    mp_kunary_params up_ = {0, 6};
+    OP_K(unary)(act == 1 ? MP_KU_RELU : MP_KU_CLIP, &up_, y->dtype,
                 op_pout(c, 0), op_pout(c, 0), (size_t)op_count(y));
   }
   return true;

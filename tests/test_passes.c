@@ -594,6 +594,72 @@ static void test_absorb(void) {
   mp_model_destroy(m);
 }
 
+/* Rule 6: a nearest Resize by whole factors folds into the Add, Mul or Sub
+ * reading it (tests/data/passes/gen_upsample.py says which ones). */
+static void test_absorb_resize(void) {
+  mp_model *m = load("tests/data/passes/upsample.onnx.bin", P(ABSORB), 0);
+  if (!m) return;
+  const mp_op *o = op_named(m, "add_floor");
+  CHECK_STR(attr_s(o, "mplan.prologue"), "Resize:1");
+  CHECK_STR(names(m, o, true), "lateral,coarse");
+  o = op_named(m, "mul_half"); /* the ONNX defaults, sizes given */
+  CHECK_STR(attr_s(o, "mplan.prologue"), "Resize:0");
+  CHECK_STR(names(m, o, true), "coarse,p1");
+  o = op_named(m, "add_wide"); /* factors 4 and 2 */
+  CHECK_STR(attr_s(o, "mplan.prologue"), "Resize:1");
+  CHECK_STR(names(m, o, true), "p2,wide_low");
+  o = op_named(m, "add_early");
+  CHECK_STR(attr_s(o, "mplan.prologue"), "Resize:1");
+  CHECK_STR(names(m, o, true), "lateral2,coarse");
+  for (const char *gone[] = {"up_floor", "up_half", "up_wide", "up_early"},
+                  **t = gone;
+       t < gone + 4; t++) {
+    CHECK(!has_tensor(m, *t));
+  }
+  /* Not a replication (round_prefer_ceil reads input 1 for output 1),
+   * linear, and two readers: kept. */
+  for (const char *kept[] = {"resize_ceil", "resize_linear", "resize_two",
+                             "sub_ceil", "add_linear", "add_two"},
+                  **k = kept;
+       k < kept + 6; k++) {
+    if (!op_named(m, *k)) fprintf(stderr, "op %s vanished\n", *k);
+    CHECK(op_named(m, *k) && !attr(op_named(m, *k), "mplan.prologue"));
+  }
+  const mp_fusion *f = fusion_of(m, "add_wide");
+  CHECK(f && f->kind == MP_FUSION_PROLOGUE && f->saved_bytes == 2048 &&
+        f->intermediate_bytes == 1024 && strcmp(f->absorbed, "Resize") == 0 &&
+        strcmp(f->absorbed_ops, "resize_wide") == 0);
+  const mp_pass_row *row = row_of(m, MP_PASS_ABSORB);
+  CHECK(row && row->ops_before == 21 && row->ops_after == 17);
+  if (row) CHECK_HAS(row->detail, "Resize 4");
+  mp_model_destroy(m);
+  /* Fuse alone makes add_early lateral2's epilogue, the upsampled map its
+   * operand (condition 5 holds: up_early comes first); with absorb on,
+   * fuse leaves it to absorb (condition 6), which stores no upsampled map;
+   * so it does for lateral's add_floor, whose operand comes later. */
+  m = load("tests/data/passes/upsample.onnx.bin", P(FUSE), 0);
+  if (!m) return;
+  CHECK_STR(attr_s(op_named(m, "lateral2"), "mplan.epilogue"), "Add");
+  CHECK(has_tensor(m, "up_early"));
+  mp_model_destroy(m);
+  m = load("tests/data/passes/upsample.onnx.bin", P(FUSE) | P(ABSORB), 0);
+  if (!m) return;
+  CHECK(!attr(op_named(m, "lateral2"), "mplan.epilogue"));
+  CHECK_STR(attr_s(op_named(m, "add_early"), "mplan.prologue"), "Resize:1");
+  CHECK(!has_tensor(m, "up_early"));
+  row = row_of(m, MP_PASS_FUSE);
+  if (row) CHECK_HAS(row->detail, "2 chains stopped at a Resize the absorb");
+  mp_model_destroy(m);
+  /* With inplace the Adds write over their full-size operand, never over
+   * the replicated one: the lower bound loses the three upsampled maps. */
+  m = load("tests/data/passes/upsample.onnx.bin", P(ABSORB) | P(INPLACE), 0);
+  if (!m) return;
+  CHECK_EQ_U(buf_of(m, "p1"), buf_of(m, "lateral"));
+  CHECK(buf_of(m, "p1") != buf_of(m, "coarse"));
+  CHECK(buf_of(m, "p3") != buf_of(m, "wide_low"));
+  mp_model_destroy(m);
+}
+
 /* ---- the whole list ------------------------------------------------------ */
 
 static void test_parse(void) {
@@ -863,6 +929,7 @@ int main(int argc, char **argv) {
   test_eliminate();
   test_hfuse();
   test_absorb();
+  test_absorb_resize();
   test_all();
   test_property();
   return check_exit("test_passes");

@@ -1,16 +1,21 @@
 /*
- * absorb.c -- dequantize/cast absorption (seed 000 section 3.3): a
- * DequantizeLinear or a widening Cast whose only reader is a MatMul or a
- * Conv disappears into it as mplan.prologue = "DequantizeLinear:<i>" or
- * "Cast:<i>" (docs/ir-conventions.md): the head reads the narrow tensor at
- * input i and widens it in its accumulation loop; the wide intermediate
- * no longer exists.
+ * absorb.c -- absorption of a producer into the op that reads it (seed 000
+ * section 3.3), as mplan.prologue = "<kind>:<i>" (docs/ir-conventions.md):
+ * the op reads the producer's input at its input i and applies the
+ * producer on the fly; the intermediate no longer exists.
+ *
+ *   - DequantizeLinear or a widening Cast into a MatMul or a Conv: the
+ *     head reads the narrow tensor and widens it in its accumulation loop.
+ *   - A nearest Resize by whole factors into an elementwise Add, Sub, Mul
+ *     or Div (a feature pyramid's upsample-and-add): the op reads the small
+ *     tensor replicated, element o of axis d from o / f_d.
  *
  * Rules:
  *   1. The intermediate is an activation (no graph output) with one
  *      reader, the head, which reads it once.
  *   2. The head is a MatMul or Conv with no mplan.prologue and no
- *      mplan.horizontal (one prologue per op, on a single product).
+ *      mplan.horizontal (one prologue per op, on a single product); or,
+ *      for a Resize, an Add, Sub, Mul or Div with no mplan.* attribute.
  *   3. DequantizeLinear: per tensor (a one-element scale, no block_size),
  *      so that no attribute is needed to apply it; its scale and zero
  *      point (when given) follow all other inputs of the head, in that
@@ -21,6 +26,16 @@
  *   5. Only the product's operands (input 0 or 1) qualify. When both
  *      do, the larger intermediate goes (one prologue per op); ties go
  *      to input 0.
+ *   6. Resize: mode nearest, no antialias, no axes; its output has the
+ *      head's output shape (the other operand broadcasts to it as
+ *      before); every axis grows by a whole factor f_d = out_d / in_d;
+ *      and for every output index o the kernel's own coordinate mapping
+ *      (mp_k_resize_nearest_src, with the scales the compiler would pass;
+ *      pass_upsample_input in util.c, which the fuse pass also asks)
+ *      reads in index o / f_d -- so the replicated read is exact, whatever
+ *      the coordinate transformation and nearest modes. Each axis with
+ *      f_d > 1 costs the runtime one more broadcast dim: rank + those axes
+ *      <= MP_K_MAX_RANK.
  */
 #include <stdio.h>
 #include <string.h>
@@ -33,7 +48,8 @@ static bool ab_head(const mp_op *op) {
          !mp_op_attr(op, "mplan.horizontal");
 }
 
-/* The prologue kind if input k of head may be absorbed (rules 1, 3, 4). */
+/* The prologue kind if input k of head may be absorbed (rules 1, 3, 4,
+ * 6). */
 static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_graph *g = c->g;
   const mp_op *h = mp_graph_op(g, head);
@@ -48,6 +64,9 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
   if (d->n_outputs != 1 || d->n_inputs < 1 || d->inputs[0] < 0) return NULL;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
+  if (pass_upsample_binary(h)) {
+    return pass_upsample_input(c, head, k) ? "Resize" : NULL;
+  }
   if (strcmp(d->type, "DequantizeLinear") == 0) {
     if (d->n_inputs < 2 || d->inputs[1] < 0) return NULL;
     const mp_tensor *scale = mp_graph_tensor(g, (size_t)d->inputs[1]);
@@ -113,7 +132,7 @@ mp_status pass_absorb(pass_ctx *c, mp_error *err) {
   mp_status st = MP_OK;
   for (uint32_t o = 0; st == MP_OK && o < mp_graph_op_count(c->g); o++) {
     const mp_op *h = mp_graph_op(c->g, o);
-    if (!ab_head(h)) continue;
+    if (!ab_head(h) && !pass_upsample_binary(h)) continue;
     const char *best_kind = NULL;
     uint32_t best = 0;
     size_t best_bytes = 0;

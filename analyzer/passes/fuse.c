@@ -44,7 +44,12 @@
  *      does not (fused, the head's inputs would stay alive until that
  *      operand exists, and the memory order could no longer put the
  *      operand's branch after the head, as it does in RandWire and DARTS
- *      cells).
+ *      cells);
+ *   6. with the absorb pass on, the reader is not an Add, Sub, Mul or Div
+ *      whose other operand is a nearest Resize that absorb folds into it
+ *      (absorb.c rule 6): absorbed, the binary op reads the small map
+ *      replicated and writes over the head's output, so the upsampled map
+ *      is never stored; fused here, it would be an epilogue operand.
  * A `fused_activation` attribute (the bundled models) becomes an
  * explicit epilogue entry (Relu, or Clip with 0 and 6) as soon as a group
  * absorbs anything, so that one attribute says everything.
@@ -95,6 +100,7 @@ typedef struct fuse_group {
   uint32_t regs; /* values live in the loop */
   bool capped;
   uint32_t cap_spills; /* what the op the cap refused would have cost */
+  bool upsample;       /* stopped before a Resize absorb folds (6) */
 } fuse_group;
 
 static uint32_t fuse_lmul(uint32_t vlen) {
@@ -203,9 +209,10 @@ static bool fuse_ready(const pass_ctx *c, const uint32_t *pos, uint32_t head,
   return true;
 }
 
-/* Why op r, reading chain value v, cannot be absorbed (conditions 2, 3
- * and 5 of the header): 0 it can; 1 not elementwise (a reduction is
- * counted in *boundaries); 2 an operand comes after the head (*late). */
+/* Why op r, reading chain value v, cannot be absorbed (conditions 2, 3,
+ * 5 and 6 of the header): 0 it can; 1 not elementwise (a reduction is
+ * counted in *boundaries); 2 an operand comes after the head (*late); 3
+ * its other operand is a Resize the absorb pass folds into r. */
 static int fuse_refuse(pass_ctx *c, const uint32_t *pos, uint32_t head,
                        uint32_t r, int32_t v, const pass_ew **ew_out) {
   const mp_graph *g = c->g;
@@ -216,6 +223,11 @@ static int fuse_refuse(pass_ctx *c, const uint32_t *pos, uint32_t head,
       rw_has_mplan_attr(rop) || fuse_has_unknown_activation(rop) ||
       !fuse_position_ok(rop, ew, v) || !pass_same_type(g, rop->outputs[0], v)) {
     return 1;
+  }
+  if (c->mask & (1u << MP_PASS_ABSORB)) {
+    for (uint32_t k = 0; k < 2 && k < rop->n_inputs; k++) {
+      if (rop->inputs[k] != v && pass_upsample_input(c, r, k)) return 3;
+    }
   }
   return fuse_ready(c, pos, head, rop, v) ? 0 : 2;
 }
@@ -344,6 +356,7 @@ static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
     if (why == 1 && !ew && fuse_is_reduction(mp_graph_op(g, (size_t)r)->type))
       (*boundaries)++;
     if (why == 2) (*late)++;
+    if (why == 3) grp->upsample = true;
     if (why || !fuse_take(c, grp, (uint32_t)r, v, -1, -1, ew)) break;
     v = mp_graph_op(g, (size_t)r)->outputs[0];
   }
@@ -490,7 +503,7 @@ static mp_status fuse_apply(pass_ctx *c, const fuse_group *grp, mp_error *err) {
 
 mp_status pass_fuse(pass_ctx *c, mp_error *err) {
   size_t boundaries = 0, capped = 0, cap_spills = 0, spills = 0, late = 0,
-         diamonds = 0;
+         diamonds = 0, upsamples = 0;
   size_t n = mp_graph_op_count(c->g);
   const mp_alloc *a = mp_graph_alloc(c->g);
   uint32_t *pos = mp_calloc(a, n + 1, sizeof *pos);
@@ -510,6 +523,7 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
       capped++;
       cap_spills += grp.cap_spills;
     }
+    upsamples += grp.upsample;
     if (grp.n_ops == 0) continue;
     spills += c->vlen ? fuse_spills(grp.regs, c->vlen) : 0;
     st = fuse_apply(c, &grp, err);
@@ -529,6 +543,11 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
                   "%s%zu chain%s stopped at an operand computed after the "
                   "head",
                   c->note.len ? "; " : "", late, late == 1 ? "" : "s");
+  }
+  if (upsamples) {
+    mp_buf_printf(
+        &c->note, "%s%zu chain%s stopped at a Resize the absorb pass folds",
+        c->note.len ? "; " : "", upsamples, upsamples == 1 ? "" : "s");
   }
   if (c->vlen) {
     mp_buf_printf(&c->note,

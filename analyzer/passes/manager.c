@@ -80,7 +80,8 @@ static const pm_pass pm_passes[MP_PASS_COUNT] = {
      "sibling MatMul/Gemm sharing an input (mplan.horizontal)", pass_hfuse,
      true, false},
     {MP_PASS_ABSORB, "absorb",
-     "DequantizeLinear / widening Cast into MatMul/Conv (mplan.prologue)",
+     "DequantizeLinear / widening Cast into MatMul/Conv, nearest Resize "
+     "into Add/Sub/Mul/Div (mplan.prologue)",
      pass_absorb, true, false},
     {MP_PASS_VIEWS, "views",
      "Reshape/Flatten/Squeeze/Unsqueeze/Identity share their input's "

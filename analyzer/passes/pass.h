@@ -83,6 +83,17 @@ int64_t pass_attr_int(const mp_op *op, const char *name, int64_t def);
  * are not known). */
 bool pass_all_equal(const mp_tensor *t, double v);
 
+/* ---- a Resize read replicated -------------------------------------------- */
+
+/* An Add, Sub, Mul or Div of two inputs and one output, no mplan.* attribute:
+ * the ops a Resize prologue may go on. */
+bool pass_upsample_binary(const mp_op *op);
+
+/* Rules 1 and 6 of absorb.c: input k of op head is the output of a nearest
+ * Resize, read only there, that replicates its input by whole factors, so
+ * head can read the Resize's input instead (mplan.prologue "Resize:k"). */
+bool pass_upsample_input(const pass_ctx *c, uint32_t head, uint32_t k);
+
 /* ---- elementwise ops ------------------------------------------------------
  * One table says which ops work element by element and what they cost in
  * vector registers inside a fused loop. */

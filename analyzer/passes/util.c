@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "mplan/kernels.h"
 #include "pass.h"
 
 static const pass_ew pass_ew_table[] = {
@@ -109,6 +110,87 @@ bool pass_all_equal(const mp_tensor *t, double v) {
   for (size_t k = 0; k < val->n; k++) {
     double x = val->i ? (double)val->i[k] : val->f[k];
     if (x != v) return false;
+  }
+  return true;
+}
+
+/* ---- a Resize read replicated (absorb rule 6) ---------------------------- */
+
+static const char *pu_attr_s(const mp_op *op, const char *name,
+                             const char *def) {
+  const mp_attr *a = mp_op_attr(op, name);
+  return a && a->kind == MP_ATTR_STRING && a->s ? a->s : def;
+}
+
+bool pass_upsample_binary(const mp_op *op) {
+  static const char *const types[] = {"Add", "Sub", "Mul", "Div"};
+  for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+    if (strcmp(op->type, types[k]) == 0) {
+      return op->n_inputs == 2 && op->n_outputs == 1 && !rw_has_mplan_attr(op);
+    }
+  }
+  return false;
+}
+
+bool pass_upsample_input(const pass_ctx *c, uint32_t head, uint32_t k) {
+  const mp_graph *g = c->g;
+  const mp_op *h = mp_graph_op(g, head);
+  if (!pass_upsample_binary(h) || k >= 2 || h->inputs[k] < 0) return false;
+  int32_t rt = h->inputs[k];
+  const mp_tensor *r = mp_graph_tensor(g, (size_t)rt);
+  if (r->kind != MP_TENSOR_ACTIVATION || r->producer < 0 ||
+      pass_sole_reader(g, rt) != (int32_t)head || pass_reads(h, rt) != 1 ||
+      c->rw->ops[r->producer].dead) {
+    return false;
+  }
+  const mp_tensor *y = mp_graph_tensor(g, (size_t)h->outputs[0]);
+  const mp_op *d = mp_graph_op(g, (size_t)r->producer);
+  if (strcmp(d->type, "Resize") != 0 || d->n_outputs != 1 || d->n_inputs < 1 ||
+      d->inputs[0] < 0) {
+    return false;
+  }
+  const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
+  mp_kresize p = {.linear = false};
+  int coord = mp_k_coord_named(
+      pu_attr_s(d, "coordinate_transformation_mode", "half_pixel"));
+  int nearest =
+      mp_k_nearest_named(pu_attr_s(d, "nearest_mode", "round_prefer_floor"));
+  if (strcmp(pu_attr_s(d, "mode", "nearest"), "nearest") != 0 || coord < 0 ||
+      nearest < 0 || pass_attr_int(d, "antialias", 0) != 0 ||
+      mp_op_attr(d, "axes") || x->dtype != r->dtype || x->rank != r->rank ||
+      r->rank != y->rank || r->rank > MP_K_MAX_RANK) {
+    return false;
+  }
+  p.coord = (mp_kcoord)coord;
+  p.nearest = (mp_knearest)nearest;
+  p.in.rank = p.out.rank = r->rank;
+  /* The scales the compiler passes (compile/lower.c lw_resize): the
+   * constant scales input when it has one positive entry per axis, the
+   * size ratio otherwise. */
+  int32_t si = d->inputs[d->n_inputs == 2 ? 1 : d->n_inputs >= 3 ? 2 : 0];
+  const mp_value *sv =
+      d->n_inputs >= 2 && si >= 0 ? mp_graph_tensor(g, (size_t)si)->value : 0;
+  if (sv && sv->n != r->rank) sv = NULL;
+  uint32_t grown = 0;
+  for (uint32_t a = 0; a < r->rank; a++) {
+    int64_t in = mp_graph_dim_of(g, &x->shape[a]);
+    int64_t out = mp_graph_dim_of(g, &r->shape[a]);
+    if (in <= 0 || out <= 0 || out % in != 0 ||
+        out != mp_graph_dim_of(g, &y->shape[a])) {
+      return false;
+    }
+    double s = sv ? (sv->f ? sv->f[a] : (double)sv->i[a]) : 0;
+    p.in.dims[a] = in;
+    p.out.dims[a] = out;
+    p.scale[a] = sv && s > 0 ? s : (double)out / (double)in;
+    grown += out > in;
+  }
+  if (r->rank + grown > MP_K_MAX_RANK) return false;
+  for (uint32_t a = 0; a < r->rank; a++) {
+    int64_t f = p.out.dims[a] / p.in.dims[a];
+    for (int64_t o = 0; o < p.out.dims[a]; o++) {
+      if (mp_k_resize_nearest_src(&p, a, o) != o / f) return false;
+    }
   }
   return true;
 }

@@ -338,6 +338,14 @@ typedef struct mp_kresize {
 /* Nearest works on any dtype (es bytes); linear on f32 only. */
 void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y);
 
+/* The ONNX attribute values by name (coordinate_transformation_mode,
+ * nearest_mode); -1 for a name the kernel does not know. */
+int mp_k_coord_named(const char *name);
+int mp_k_nearest_named(const char *name);
+
+/* Nearest: the input index along axis d that output index o reads. */
+int64_t mp_k_resize_nearest_src(const mp_kresize *p, uint32_t d, int64_t o);
+
 /* ---- quantization ---------------------------------------------------------
  */
 

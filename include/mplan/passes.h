@@ -18,7 +18,9 @@
  *   hfuse      horizontal fusion: sibling MatMul/Gemm ops reading the
  *              same input (mplan.horizontal)
  *   absorb     DequantizeLinear or a widening Cast absorbed into the
- *              MatMul/Conv that reads it (mplan.prologue)
+ *              MatMul/Conv that reads it, a nearest Resize by whole
+ *              factors into the Add/Sub/Mul/Div that reads it
+ *              (mplan.prologue)
  *   views      Reshape/Flatten/Squeeze/Unsqueeze/Identity outputs share
  *              their input's buffer
  *   concat     the inputs of a Concat along its outermost non-unit axis
@@ -64,7 +66,8 @@ mp_status mp_passes_parse(const char *text, uint32_t *mask, mp_error *err);
 typedef enum mp_fusion_kind {
   MP_FUSION_VERTICAL = 0, /* head + elementwise chain (mplan.epilogue) */
   MP_FUSION_HORIZONTAL,   /* siblings sharing an input (mplan.horizontal) */
-  MP_FUSION_PROLOGUE      /* dequantize / widening cast (mplan.prologue) */
+  MP_FUSION_PROLOGUE      /* dequantize, widening cast or nearest Resize
+                             (mplan.prologue) */
 } mp_fusion_kind;
 
 const char *mp_fusion_kind_name(mp_fusion_kind k);

@@ -196,6 +196,29 @@ run 2 compile tests/data/passes/bad_tap.json -o "$tmp/bt.mpk" &&
   lines "$tmp/err" 1
 [ -e "$tmp/bt.mpk" ] && bad "bad_tap: a bundle was written" || ok
 
+# absorb folds a nearest Resize by whole factors into the Add, Mul or Sub
+# reading it (mplan.prologue "Resize:k"); diff names the upsampled maps.
+up=tests/data/passes/upsample.onnx.bin
+run 0 plan $up --passes all --json -o "$tmp/u1.json" &&
+  [ "$(py "$tmp/u1.json" "sorted((e['op'], e['prologue'], e['inputs']) for e in d['execution'] if e.get('prologue'))")" = "[('add_early', 'Resize:1', ['lateral2', 'coarse']), ('add_floor', 'Resize:1', ['lateral', 'coarse']), ('add_wide', 'Resize:1', ['p2', 'wide_low']), ('mul_half', 'Resize:0', ['coarse', 'p1'])]" ] && ok || bad "upsample: Resizes not absorbed"
+run 0 plan $up --passes absorb && has "$tmp/out" "Resize 4" &&
+  has "$tmp/out" "prologue   add_floor Add + Resize: 2 x 1,024 x 1 = 2,048 B"
+run 0 plan $up --passes none -o "$tmp/u0.json"
+run 0 diff "$tmp/u0.json" "$tmp/u1.json" && has "$tmp/out" "4 fused" &&
+  has "$tmp/out" "(fused into op 'add_wide')"
+# A bundle whose replicated operand does not divide the output, and a
+# prologue on an input the op does not have: one line each, no bundle.
+rm -f "$tmp/bu.mpk"
+run 2 compile tests/data/passes/bad_upsample.json -o "$tmp/bu.mpk" &&
+  has "$tmp/err" "op 'add_up' (Add) at step 0: Resize prologue: 'b' does not divide the output 'y'" &&
+  lines "$tmp/err" 1
+[ -e "$tmp/bu.mpk" ] && bad "bad_upsample: a bundle was written" || ok
+sed 's/Resize:1/Resize:2/' tests/data/passes/bad_upsample.json >"$tmp/bu2.json"
+run 2 compile "$tmp/bu2.json" -o "$tmp/bu.mpk" &&
+  has "$tmp/err" "op 'add_up' (Add): mplan.prologue 'Resize:2' on a Add (Resize:0 or Resize:1)" &&
+  lines "$tmp/err" 1
+run 2 verify tests/data/passes/bad_upsample.json && lines "$tmp/err" 1
+
 # mplan diff says which tensors a pass put in another's buffer: from a
 # plan JSON, a model planned with --passes, and a report database's runs.
 rows=tests/data/passes/rows_f32.json

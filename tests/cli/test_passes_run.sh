@@ -38,10 +38,11 @@ outputs() { # MODEL NAME ARGS...: compile and run, outputs to $tmp/NAME.mpt
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 1 --darts 0 --seed 2
 for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 randwire_2 concat concat_add view_input \
-  hfuse_f32 bn_f32 sum_f32 sum_i8 sum_bcast act_f32 rows_f32; do
+  hfuse_f32 bn_f32 sum_f32 sum_i8 sum_bcast act_f32 rows_f32 upsample; do
   model=$src/models/$m.json
   [ -f "$tmp/$m.json" ] && model=$tmp/$m.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
+  [ -f "$src/tests/data/passes/$m.onnx.bin" ] && model=$src/tests/data/passes/$m.onnx.bin
   outputs "$model" "$m.none" --passes none || continue
   outputs "$model" "$m.all" --passes all --order memory || continue
   # the rewrite really happened: fewer buffers (views, in place, fusion)
@@ -75,6 +76,7 @@ verify "$src/tests/data/passes/sum_i8.json" --passes all --order memory
 verify "$src/tests/data/passes/sum_bcast.json" --passes all --order memory
 verify "$src/tests/data/passes/act_f32.json" --passes all --order memory
 verify "$src/tests/data/passes/rows_f32.json" --passes all --order memory
+verify "$src/tests/data/passes/upsample.onnx.bin" --passes all --order memory
 verify "$tmp/randwire_2.json" --passes all --order memory
 slices=$("$mplan" plan "$tmp/darts_3.json" --passes all --json | python3 -c "
 import json,sys
@@ -93,6 +95,8 @@ if [ "$rv64" = 1 ]; then
     --target rv64 --vlen 128
   verify "$src/tests/data/passes/rows_f32.json" --passes all --target rv64 \
     --vlen 256
+  verify "$src/tests/data/passes/upsample.onnx.bin" --passes all --target rv64 \
+    --vlen 128
 verify "$src/tests/data/passes/view_input.json" --passes all --target rv64 \
     --vlen 256
 fi

@@ -8,23 +8,19 @@ test suite reads the committed file).
 
 usage: gen_passes.py REPO_ROOT
 """
+import os
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnxgen import Builder  # noqa: E402
 
 root = sys.argv[1]
 F = TensorProto.FLOAT
-inits, nodes = [], []
-
-
-def const(name, value, dtype=np.float32):
-    inits.append(numpy_helper.from_array(np.array(value, dtype=dtype), name))
-    return name
-
-
-def node(op, inputs, outputs, name, **attrs):
-    nodes.append(helper.make_node(op, inputs, outputs, name=name, **attrs))
+b = Builder()
+const, node, inits, nodes = b.const, b.node, b.inits, b.nodes
 
 
 x = helper.make_tensor_value_info("x", F, [1, 4, 16])
