@@ -630,8 +630,11 @@ static void test_absorb_resize(void) {
         f->intermediate_bytes == 1024 && strcmp(f->absorbed, "Resize") == 0 &&
         strcmp(f->absorbed_ops, "resize_wide") == 0);
   const mp_pass_row *row = row_of(m, MP_PASS_ABSORB);
-  CHECK(row && row->ops_before == 21 && row->ops_after == 17);
-  if (row) CHECK_HAS(row->detail, "Resize 4");
+  o = op_named(m, "mul_bcast"); /* the other operand broadcasts */
+  CHECK_STR(attr_s(o, "mplan.prologue"), "Resize:0");
+  CHECK_STR(names(m, o, true), "coarse,chscale");
+  CHECK(row && row->ops_before == 24 && row->ops_after == 19);
+  if (row) CHECK_HAS(row->detail, "Resize 5");
   mp_model_destroy(m);
   /* Fuse alone makes add_early lateral2's epilogue, the upsampled map its
    * operand (condition 5 holds: up_early comes first); with absorb on,

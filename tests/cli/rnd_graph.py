@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A seeded random int8 graph (graph/1) of 1x1 and depthwise Convs (some
 followed by SiLU, x * Sigmoid(x)), Relu, Softmax,
-Add, Sum and Max of 2-4 inputs, MaxPool and channel Concats over
+Add, Sum and Max of 2-4 inputs, MaxPool, nearest Resizes of a pooled map
+read by an Add, Mul or Sub, and channel Concats over
 [1, C, 6, 6] tensors, for
 test_passes_run.sh: the passes (Concat slices, in place, fusion) must not
 change its outputs, and the rewritten plan must verify clean. Concats read
@@ -24,14 +25,17 @@ class Builder:
         # Convs, Softmax for Relu), so that the first one still draws the
         # same graph for a seed: only those ops change.
         self.rng2 = random.Random(seed + 1000003)
+        # A third (nearest Resizes read by Add, Mul or Sub), for the same
+        # reason.
+        self.rng3 = random.Random(seed + 2000003)
         self.tensors = [self.act("x", 4, kind="input")]
         self.ops = []
         self.live = [("x", 4)]  # (name, channels), oldest first
         self.weights = 0
 
     @staticmethod
-    def act(name, ch, kind=None):
-        t = {"name": name, "dtype": "i8", "shape": [1, ch, HW, HW],
+    def act(name, ch, kind=None, hw=HW):
+        t = {"name": name, "dtype": "i8", "shape": [1, ch, hw, hw],
              "layout": "NCHW"}
         if kind:
             t["kind"] = kind
@@ -54,9 +58,9 @@ class Builder:
         self.ops.append(o)
         self.live.append((name, ch))
 
-    def raw(self, name, op, inputs, ch, attrs=None):
+    def raw(self, name, op, inputs, ch, attrs=None, hw=HW):
         """An op whose output no later step picks (an intermediate)."""
-        self.tensors.append(self.act(name, ch))
+        self.tensors.append(self.act(name, ch, hw=hw))
         o = {"name": "op" + name, "op": op, "inputs": inputs,
              "outputs": [name]}
         if attrs:
@@ -95,6 +99,32 @@ class Builder:
         elif kind == "pool":
             self.emit(i, "MaxPool", [src], ch,
                       {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})
+        elif kind == "add" and same and self.rng3.random() < 0.4:
+            # a feature-pyramid step: src pooled to half size, a nearest
+            # Resize back, read by an Add, Mul or Sub (the absorb pass
+            # folds it in where the modes replicate exactly), now and then
+            # read twice
+            r3 = self.rng3
+            lo, up = "t%dl" % i, "t%du" % i
+            self.raw(lo, "MaxPool", [src], ch,
+                     {"kernel_shape": [2, 2], "strides": [2, 2]}, hw=HW // 2)
+            ct, nm = r3.choice([
+                ("asymmetric", "floor"), ("half_pixel", "round_prefer_floor"),
+                ("half_pixel", "round_prefer_ceil"),
+                ("pytorch_half_pixel", "round_prefer_floor"),
+                ("asymmetric", "round_prefer_ceil"),
+                ("tf_half_pixel_for_nn", "floor"),
+                ("align_corners", "round_prefer_floor")])
+            self.raw(up, "Resize", [lo], ch,
+                     {"mode": "nearest",
+                      "coordinate_transformation_mode": ct,
+                      "nearest_mode": nm})
+            ins = [up, r.choice(same)]
+            if r3.random() < 0.5:
+                ins.reverse()
+            if r3.random() < 0.15:
+                ins[ins.index(up) ^ 1] = up
+            self.emit(i, r3.choice(["Add", "Mul", "Sub"]), ins, ch)
         elif kind == "add" and same:
             self.emit(i, "Add", [src, r.choice(same)], ch)
         elif kind in ("sum", "max") and same:

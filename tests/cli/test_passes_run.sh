@@ -101,7 +101,10 @@ verify "$src/tests/data/passes/view_input.json" --passes all --target rv64 \
     --vlen 256
 fi
 
-# Random graphs of Convs, depthwise Convs, Relu, Add, MaxPool and channel
+# Random graphs of Convs, depthwise Convs, Relu, Add, MaxPool, nearest
+# Resizes read by an Add, Mul or Sub (9 of the 40 hold 9 in five mode
+# pairs; absorb folds 5, and leaves asymmetric + round_prefer_ceil and a
+# map read twice) and channel
 # Concats (tests/cli/rnd_graph.py): the same outputs with and without the
 # passes, and the rewritten plan verifies clean. Concats of Concats, a
 # tensor concatenated twice, a slice read after the Concat: the cases the

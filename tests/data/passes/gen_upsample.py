@@ -13,6 +13,8 @@ test suite reads the committed file).
              given, read by Mul at input 0: absorbed
   up_wide    asymmetric + floor, scales (1,1,4,2) from the 2x4 map to 8x8:
              absorbed (two factors)
+  up_bcast   the ONNX defaults, read by a Mul whose other operand is a
+             per-channel constant that broadcasts: absorbed
   up_ceil    asymmetric + round_prefer_ceil: output 1 reads input 1, not
              0 -- not a replication, kept
   up_linear  linear: kept
@@ -76,7 +78,11 @@ node("Add", ["p4", "up_linear"], ["p5"], "add_linear")
 node("Resize", [low, "", s2], ["up_two"], "resize_two", mode="nearest")
 node("Add", ["p5", "up_two"], ["p6"], "add_two")
 node("Mul", ["p6", "up_two"], ["p7"], "mul_two")
-node("Add", ["p7", "p0"], ["y"], "add_out")
+node("Add", ["p7", "p0"], ["p8"], "add_out")
+node("Resize", [low, "", s2], ["up_bcast"], "resize_bcast", mode="nearest")
+node("Mul", ["up_bcast", const("chscale", rng.standard_normal([1, 4, 1, 1]))],
+     ["p9"], "mul_bcast")
+node("Add", ["p8", "p9"], ["y"], "add_last")
 y = helper.make_tensor_value_info("y", F, [1, 4, 8, 8])
 graph = helper.make_graph(nodes, "upsample", [x], [y], inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
