@@ -67,6 +67,14 @@ int cli_compile(int argc, char **argv) {
                   mp_model_path(m), mp_bundle_op_count(b),
                   mp_bundle_tensor_count(b), mp_bundle_region_count(b),
                   mp_plan_summary_of(plan)->arena_bytes);
+    if (mp_bundle_workspace(b)) {
+      /* The reference runtime's scratch, allocated next to the arena:
+       * the heaviest op's (docs/ir-conventions.md says which fused ops
+       * need one). */
+      mp_buf_printf(&log, "workspace %s for the reference kernels (op '%s')\n",
+                    mp_fmt_bytes(human, mp_bundle_workspace(b)),
+                    mp_bundle_op(b, mp_bundle_workspace_op(b))->name);
+    }
     mp_buf_printf(&log, "wrote %s (%s)\n", o.output,
                   mp_fmt_bytes(human, out.len));
     if (!cli_print(mp_buf_str(&log))) rc = 2;

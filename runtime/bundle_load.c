@@ -55,6 +55,7 @@ struct mp_bundle {
   const unsigned char *weights;
   uint64_t weight_bytes;
   size_t workspace;
+  size_t workspace_op; /* the op that needs it (the first, on a tie) */
 };
 
 /* The CRC-32 (IEEE, reflected polynomial 0xEDB88320) of every byte value:
@@ -579,7 +580,7 @@ static mp_status bl_ops(bl *x, const unsigned char *p, const mp_alloc *a) {
     if (st == MP_OK && !mp_rt_op_check(b, k, &ws, why, sizeof why)) {
       st = bl_bad(x, "op '%s' (%s) at step %zu: %s", o->name, o->type, k, why);
     }
-    if (ws > b->workspace) b->workspace = ws;
+    if (ws > b->workspace) b->workspace = ws, b->workspace_op = k;
   }
   for (size_t t = 0; t < b->n_tensors && st == MP_OK; t++) {
     const mp_btensor *v = &b->tensors[t];
@@ -735,6 +736,9 @@ const unsigned char *mp_bundle_weights(const mp_bundle *b) {
 }
 size_t mp_bundle_workspace(const mp_bundle *b) {
   return b->workspace;
+}
+size_t mp_bundle_workspace_op(const mp_bundle *b) {
+  return b->workspace_op;
 }
 
 bool mp_bundle_find_tensor(const mp_bundle *b, const char *name, uint32_t *t) {

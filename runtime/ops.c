@@ -241,6 +241,29 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
   return true;
 }
 
+/* An epilogue that taps an earlier value (MP_BEPI_TAP) runs one tile of y
+ * at a time, every entry over the tile before the next tile, so the value
+ * it keeps is one tile, not the whole output: y's trailing dims from axis
+ * op_epi_split(y) on, at most OP_EPI_TILE elements unless the last axis
+ * alone is longer. Every entry is elementwise, so the results are those of
+ * entry after entry over the whole tensor, bit for bit. */
+#define OP_EPI_TILE 4096
+
+static uint32_t op_epi_split(const mp_kshape *y) {
+  if (y->rank == 0) return 0;
+  uint32_t s = y->rank - 1;
+  int64_t n = y->dims[s];
+  while (s > 0 && n * y->dims[s - 1] <= OP_EPI_TILE) n *= y->dims[--s];
+  return s;
+}
+
+static size_t op_epi_tile_bytes(const mp_btensor *y) {
+  uint32_t s = op_epi_split(&y->shape);
+  size_t n = 1;
+  for (uint32_t d = s; d < y->shape.rank; d++) n *= (size_t)y->shape.dims[d];
+  return n * mp_kd_size(y->dtype);
+}
+
 /* The entry whose input value a TAP entry reads (the first TAP entry's),
  * or UINT32_MAX when none does. */
 static uint32_t op_tap(const op_tail *t) {
@@ -311,7 +334,7 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
         return op_fail(c, "epilogue entry %u: a second tapped entry", k);
       }
       if (!tapped) {
-        c->need_ws += (size_t)op_count(y) * mp_kd_size(y->dtype) + 64;
+        c->need_ws += op_epi_tile_bytes(y) + 64; /* one tile is kept */
         tapped = true;
       }
     } else if (cls == MP_BEPI_BATCHNORM) {
@@ -360,49 +383,82 @@ static void op_finish_epilogue(const mp_btensor *y, void *head, void *py) {
   if (head != py) memcpy(py, head, (size_t)op_count(y) * mp_kd_size(y->dtype));
 }
 
-/* Applies the epilogue to y in place. A tapped value is copied into the
- * workspace when its entry is reached (the head's kernel is done with
- * its scratch by then). */
+/* Entry e (k-th, its extra inputs from at) over n elements of y at py,
+ * the tile whose outer index (y's axes before s) is idx; kept holds the
+ * tapped value of the same elements. s == 0: the whole tensor. */
+static void op_epi_entry(op_ctx *c, const op_epi *e, uint32_t at,
+                         const mp_btensor *y, uint32_t s, const int64_t *idx,
+                         void *py, const void *kept) {
+  int cls = e->code & 0xf00, op = e->code & 0xff;
+  mp_kshape yin = {y->shape.rank - s, {0}};
+  memcpy(yin.dims, y->shape.dims + s, yin.rank * sizeof *yin.dims);
+  size_t n = (size_t)mp_kshape_count(&yin);
+  mp_kbcast bc;
+  if (cls == MP_BEPI_TAP) {
+    (void)mp_k_bcast_init(&bc, &yin, &yin, &yin, NULL);
+    OP_K(binary)((mp_kbinary)op, &bc, y->dtype, py, kept, y->dtype, py, false);
+  } else if (cls == MP_BEPI_UNARY) {
+    mp_kunary_params up = {e->alpha, e->beta};
+    if (e->n_extra >= 1 && op_pin(c, at)) {
+      up.alpha = mp_k_load(op_pin(c, at), y->dtype, 0);
+    }
+    if (e->n_extra >= 2 && op_pin(c, at + 1)) {
+      up.beta = mp_k_load(op_pin(c, at + 1), y->dtype, 0);
+    }
+    OP_K(unary)((mp_kunary)op, &up, y->dtype, py, py, n);
+  } else if (cls == MP_BEPI_BINARY) {
+    /* the operand's elements for this tile: its offset at idx (0 along a
+     * broadcast axis) and its dims from axis s on */
+    const mp_btensor *v = op_in(c, at);
+    uint32_t r = y->shape.rank, pad = r - v->shape.rank;
+    int64_t vst[MP_K_MAX_RANK], off = 0;
+    mp_kshape_strides(&v->shape, vst);
+    mp_kshape vin = {r - s, {0}};
+    for (uint32_t d = 0; d < r; d++) {
+      int64_t vd = d < pad ? 1 : v->shape.dims[d - pad];
+      if (d < s && vd != 1) off += idx[d] * vst[d - pad];
+      if (d >= s) vin.dims[d - s] = vd;
+    }
+    (void)mp_k_bcast_init(&bc, &yin, &yin, &vin, NULL);
+    OP_K(binary)(
+        (mp_kbinary)op, &bc, y->dtype, py,
+        (const char *)op_pin(c, at) + (size_t)off * mp_kd_size(v->dtype),
+        y->dtype, py, false);
+  } else {
+    /* BatchNormalization over axis 1: a tile within one channel (s >= 2)
+     * takes that channel's parameters */
+    int64_t nb = s == 0 ? y->shape.dims[0] : 1;
+    int64_t ch = s >= 2 ? 1 : y->shape.dims[1];
+    size_t c0 = s >= 2 ? (size_t)idx[1] : 0;
+    OP_K(batchnorm_f32)(nb, ch, op_div((int64_t)n, nb * ch), py,
+                        (const float *)op_pin(c, at) + c0,
+                        (const float *)op_pin(c, at + 1) + c0,
+                        (const float *)op_pin(c, at + 2) + c0,
+                        (const float *)op_pin(c, at + 3) + c0, e->alpha, py);
+  }
+}
+
+/* Applies the epilogue to y in place: entry after entry over the whole
+ * tensor, or with a tapped value tile by tile (OP_EPI_TILE). */
 static void op_run_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                             const mp_btensor *y, void *py) {
-  uint32_t at = own, tap = op_tap(t);
-  size_t n = (size_t)op_count(y), bytes = n * mp_kd_size(y->dtype);
-  void *kept = NULL;
-  for (uint32_t k = 0; k < t->n_epi; k++) {
-    const op_epi *e = &t->epi[k];
-    int cls = e->code & 0xf00, op = e->code & 0xff;
-    if (k == tap) {
-      kept = c->ws;
-      c->ws += (bytes + 63) / 64 * 64;
-      memcpy(kept, py, bytes);
+  uint32_t tap = op_tap(t), s = tap == UINT32_MAX ? 0 : op_epi_split(&y->shape);
+  size_t es = mp_kd_size(y->dtype), tile = op_epi_tile_bytes(y) / es;
+  int64_t idx[MP_K_MAX_RANK] = {0};
+  if (s == 0) tile = (size_t)op_count(y);
+  void *kept = tap == UINT32_MAX ? NULL : c->ws;
+  for (size_t done = 0; done < (size_t)op_count(y); done += tile) {
+    char *pt = (char *)py + done * es;
+    uint32_t at = own;
+    for (uint32_t k = 0; k < t->n_epi; k++) {
+      if (k == tap) memcpy(kept, pt, tile * es);
+      op_epi_entry(c, &t->epi[k], at, y, s, idx, pt, kept);
+      at += t->epi[k].n_extra;
     }
-    if (cls == MP_BEPI_TAP) {
-      mp_kbcast bc;
-      (void)mp_k_bcast_init(&bc, &y->shape, &y->shape, &y->shape, NULL);
-      OP_K(binary)((mp_kbinary)op, &bc, y->dtype, py, kept, y->dtype, py,
-                   false);
-    } else if (cls == MP_BEPI_UNARY) {
-      mp_kunary_params up = {e->alpha, e->beta};
-      if (e->n_extra >= 1 && op_pin(c, at)) {
-        up.alpha = mp_k_load(op_pin(c, at), y->dtype, 0);
-      }
-      if (e->n_extra >= 2 && op_pin(c, at + 1)) {
-        up.beta = mp_k_load(op_pin(c, at + 1), y->dtype, 0);
-      }
-      OP_K(unary)((mp_kunary)op, &up, y->dtype, py, py, n);
-    } else if (cls == MP_BEPI_BINARY) {
-      const mp_btensor *v = op_in(c, at);
-      mp_kbcast bc;
-      (void)mp_k_bcast_init(&bc, &y->shape, &y->shape, &v->shape, NULL);
-      OP_K(binary)((mp_kbinary)op, &bc, y->dtype, py, op_pin(c, at), y->dtype,
-                   py, false);
-    } else {
-      int64_t nb = y->shape.dims[0], ch = y->shape.dims[1];
-      int64_t rest = op_div(op_count(y), nb * ch);
-      OP_K(batchnorm_f32)(nb, ch, rest, py, op_pin(c, at), op_pin(c, at + 1),
-                          op_pin(c, at + 2), op_pin(c, at + 3), e->alpha, py);
+    for (uint32_t d = s; d-- > 0;) {
+      if (++idx[d] < y->shape.dims[d]) break;
+      idx[d] = 0;
     }
-    at += e->n_extra;
   }
 }
 

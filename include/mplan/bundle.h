@@ -220,6 +220,8 @@ bool mp_bundle_find_op(const mp_bundle *b, const char *name, uint32_t *op);
 /* Scratch bytes the heaviest op needs (its kernel workspace), computed at
  * load. */
 size_t mp_bundle_workspace(const mp_bundle *b);
+/* The step of the op that needs it (0 when none needs any). */
+size_t mp_bundle_workspace_op(const mp_bundle *b);
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes, continuing
  * from crc (0 to start). */
