@@ -276,12 +276,31 @@ static uint32_t op_tap(const op_tail *t) {
   return UINT32_MAX;
 }
 
+/* true when an epilogue operand lives in y's buffer (in place over it:
+ * op_check_epilogue allows only the same offset and size). */
+static bool op_epi_aliased(op_ctx *c, const op_tail *t, uint32_t own,
+                           const mp_btensor *y) {
+  uint32_t at = own;
+  for (uint32_t k = 0; k < t->n_epi; k++) {
+    const op_epi *e = &t->epi[k];
+    if ((e->code & 0xf00) == MP_BEPI_BINARY && op_aliases(op_in(c, at), y)) {
+      return true;
+    }
+    at += e->n_extra;
+  }
+  return false;
+}
+
 /* Checks the epilogue's extra inputs (after the head's own inputs) against
- * the head's output y. */
+ * the head's output y, and counts its workspace: plane > 0 for a Conv head,
+ * which runs plane by plane (plane elements each) when an operand lives in
+ * y's buffer. */
 static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
-                              const mp_btensor *y) {
+                              const mp_btensor *y, int64_t plane) {
   uint32_t at = own;
   bool tapped = false;
+  size_t es = mp_kd_size(y->dtype);
+  bool planes = plane > 0 && op_epi_aliased(c, t, own, y);
   for (uint32_t k = 0; k < t->n_epi; k++) {
     const op_epi *e = &t->epi[k];
     int cls = e->code & 0xf00, op = e->code & 0xff;
@@ -320,7 +339,7 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                          "at another offset or with another size",
                          v->name);
         }
-        c->need_ws += (size_t)op_count(y) * mp_kd_size(y->dtype) + 64;
+        c->need_ws += (size_t)(planes ? plane : op_count(y)) * es + 64;
       }
     } else if (cls == MP_BEPI_TAP) {
       /* x * f(x): the operand is the value that entered entry alpha, kept
@@ -334,7 +353,8 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
         return op_fail(c, "epilogue entry %u: a second tapped entry", k);
       }
       if (!tapped) {
-        c->need_ws += op_epi_tile_bytes(y) + 64; /* one tile is kept */
+        /* one tile (or plane) of the tapped value is kept */
+        c->need_ws += (planes ? (size_t)plane * es : op_epi_tile_bytes(y)) + 64;
         tapped = true;
       }
     } else if (cls == MP_BEPI_BATCHNORM) {
@@ -362,21 +382,15 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
 }
 
 /* Where the head writes its output y: y's bytes, or the workspace when an
- * epilogue operand lives in y's buffer (op_check_epilogue); then
- * op_finish_epilogue copies the result over the operand. */
+ * epilogue operand lives in y's buffer; then op_finish_epilogue copies the
+ * result over the operand. (A Conv head does it one output plane at a
+ * time instead: op_run_conv_planes.) */
 static void *op_head_out(op_ctx *c, const op_tail *t, uint32_t own,
                          const mp_btensor *y, void *py) {
-  uint32_t at = own;
-  for (uint32_t k = 0; k < t->n_epi; k++) {
-    const op_epi *e = &t->epi[k];
-    if ((e->code & 0xf00) == MP_BEPI_BINARY && op_aliases(op_in(c, at), y)) {
-      void *w = c->ws;
-      c->ws += ((size_t)op_count(y) * mp_kd_size(y->dtype) + 63) / 64 * 64;
-      return w;
-    }
-    at += e->n_extra;
-  }
-  return py;
+  if (!op_epi_aliased(c, t, own, y)) return py;
+  void *w = c->ws;
+  c->ws += ((size_t)op_count(y) * mp_kd_size(y->dtype) + 63) / 64 * 64;
+  return w;
 }
 
 static void op_finish_epilogue(const mp_btensor *y, void *head, void *py) {
@@ -388,7 +402,7 @@ static void op_finish_epilogue(const mp_btensor *y, void *head, void *py) {
  * tapped value of the same elements. s == 0: the whole tensor. */
 static void op_epi_entry(op_ctx *c, const op_epi *e, uint32_t at,
                          const mp_btensor *y, uint32_t s, const int64_t *idx,
-                         void *py, const void *kept) {
+                         void *py, const void *kept, const void *saved) {
   int cls = e->code & 0xf00, op = e->code & 0xff;
   mp_kshape yin = {y->shape.rank - s, {0}};
   memcpy(yin.dims, y->shape.dims + s, yin.rank * sizeof *yin.dims);
@@ -420,10 +434,13 @@ static void op_epi_entry(op_ctx *c, const op_epi *e, uint32_t at,
       if (d >= s) vin.dims[d - s] = vd;
     }
     (void)mp_k_bcast_init(&bc, &yin, &yin, &vin, NULL);
-    OP_K(binary)(
-        (mp_kbinary)op, &bc, y->dtype, py,
-        (const char *)op_pin(c, at) + (size_t)off * mp_kd_size(v->dtype),
-        y->dtype, py, false);
+    /* an operand in y's buffer: the tile's copy taken before the head
+     * wrote it (op_run_conv_planes) */
+    const char *pv =
+        saved && op_aliases(v, y)
+            ? saved
+            : (const char *)op_pin(c, at) + (size_t)off * mp_kd_size(v->dtype);
+    OP_K(binary)((mp_kbinary)op, &bc, y->dtype, py, pv, y->dtype, py, false);
   } else {
     /* BatchNormalization over axis 1: a tile within one channel (s >= 2)
      * takes that channel's parameters */
@@ -452,7 +469,7 @@ static void op_run_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
     uint32_t at = own;
     for (uint32_t k = 0; k < t->n_epi; k++) {
       if (k == tap) memcpy(kept, pt, tile * es);
-      op_epi_entry(c, &t->epi[k], at, y, s, idx, pt, kept);
+      op_epi_entry(c, &t->epi[k], at, y, s, idx, pt, kept, NULL);
       at += t->epi[k].n_extra;
     }
     for (uint32_t d = s; d-- > 0;) {
@@ -606,7 +623,60 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
     return op_fail(c, "output '%s' shares a weight's buffer", y->name);
   }
   c->need_ws += (size_t)(k.out[0] * k.out[1] * k.out[2]) * 4;
-  return op_check_epilogue(c, &t, own, y);
+  return op_check_epilogue(c, &t, own, y,
+                           transpose ? 0 : k.out[0] * k.out[1] * k.out[2]);
+}
+
+/* A Conv whose epilogue operand lives in y's buffer, one output plane
+ * (batch bi, channel oc) at a time: the operand's plane is copied aside,
+ * the head computes that channel alone (the kernel's own per-channel loop,
+ * so the same bits) into y's plane, and the epilogue runs over the plane
+ * reading the copy. The workspace holds one plane, not the whole output. */
+static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
+                               const mp_kconv *k, const void *px,
+                               const void *pw, const void *pb,
+                               const mp_btensor *y, void *out) {
+  bool f32 = y->dtype == MP_KD_F32;
+  size_t es = mp_kd_size(y->dtype), xes = f32 ? 4 : 1;
+  int64_t pout = k->out[0] * k->out[1] * k->out[2];
+  int64_t pin = k->in[0] * k->in[1] * k->in[2];
+  int64_t ks = k->k[0] * k->k[1] * k->k[2];
+  int64_t cg = k->c / k->group, mg = k->m / k->group;
+  size_t bytes = (size_t)pout * es, step = (bytes + 63) / 64 * 64;
+  uint32_t tap = op_tap(t);
+  /* the workspace op_check_epilogue counted: the saved plane, a kept plane
+   * when a value is tapped, then the kernel's accumulators */
+  char *saved = (char *)c->ws, *kept = saved + step;
+  void *scratch = kept + (tap == UINT32_MAX ? 0 : step);
+  mp_kconv one = *k;
+  one.n = 1, one.m = 1, one.group = 1, one.c = cg;
+  int64_t idx[MP_K_MAX_RANK] = {0};
+  for (int64_t bi = 0; bi < k->n; bi++) {
+    for (int64_t oc = 0; oc < k->m; oc++) {
+      char *yp = (char *)out + (size_t)((bi * k->m + oc) * pout) * es;
+      const char *xp =
+          (const char *)px + (size_t)((bi * k->c + oc / mg * cg) * pin) * xes;
+      const char *wp = (const char *)pw + (size_t)(oc * cg * ks) * xes;
+      memcpy(saved, yp, bytes);
+      if (f32) {
+        OP_K(conv_f32)(&one, (const float *)(const void *)xp,
+                       (const float *)(const void *)wp,
+                       pb ? (const float *)pb + oc : NULL, (float *)(void *)yp,
+                       scratch);
+      } else {
+        OP_K(conv_i8)(&one, (const int8_t *)xp, (const int8_t *)wp,
+                      pb ? (const int32_t *)pb + oc : NULL, (int8_t *)yp,
+                      scratch);
+      }
+      idx[0] = bi, idx[1] = oc;
+      uint32_t at = own;
+      for (uint32_t e = 0; e < t->n_epi; e++) {
+        if (e == tap) memcpy(kept, yp, bytes);
+        op_epi_entry(c, &t->epi[e], at, y, 2, idx, yp, kept, saved);
+        at += t->epi[e].n_extra;
+      }
+    }
+  }
 }
 
 static bool op_run_conv(op_ctx *c, bool transpose) {
@@ -623,7 +693,12 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   const void *px = op_run_prologue(c, &t, own, 0);
   const void *pw = op_run_prologue(c, &t, own, 1);
   const void *pb = own == 3 ? op_pin(c, 2) : NULL;
-  void *out = op_pout(c, 0), *py = op_head_out(c, &t, own, y, out);
+  void *out = op_pout(c, 0);
+  if (!transpose && op_epi_aliased(c, &t, own, y)) {
+    op_run_conv_planes(c, &t, own, &k, px, pw, pb, y, out);
+    return true;
+  }
+  void *py = op_head_out(c, &t, own, y, out);
   if (transpose) {
     mp_k_conv_transpose_f32(&k, px, pw, pb, py);
   } else if (y->dtype == MP_KD_F32) {
@@ -757,7 +832,7 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
     if (op_aliases(a, y) || op_aliases(b, y) || op_aliases(cc, y)) {
       return op_fail(c, "output '%s' shares an input's buffer", y->name);
     }
-    if (!p.horiz && !op_check_epilogue(c, &t, own, y)) return false;
+    if (!p.horiz && !op_check_epilogue(c, &t, own, y, 0)) return false;
   }
   return true;
 }

@@ -78,13 +78,27 @@ verify "$src/tests/data/passes/act_f32.json" --passes all --order memory
 verify "$src/tests/data/passes/rows_f32.json" --passes all --order memory
 verify "$src/tests/data/passes/upsample.onnx.bin" --passes all --order memory
 verify "$src/tests/data/passes/act_big.json" --passes all --order memory
-# A tapped epilogue runs tile by tile: its workspace is one tile (4096
-# elements) of the tapped value plus the kernels' own scratch, not the
-# 13 MB map of PP-OCRv4 det's first HardSwish.
+# A tapped epilogue runs tile by tile, and a Conv whose epilogue operand
+# lives in its output's buffer plane by plane: the workspace is a tile or
+# plane plus the kernels' own scratch, not a whole output (the 13 MB map
+# of PP-OCRv4 det's first HardSwish). MobileNetV2 and ResNet-50 need the
+# same workspace with the passes as without (conv1's accumulator plane).
 "$mplan" compile "$src/tests/data/passes/act_big.json" --passes all \
   -o "$tmp/ab.mpk" >"$tmp/out" 2>&1
 ws=$(sed -n 's/^workspace \([0-9,]*\) B.*/\1/p' "$tmp/out" | tr -d ,)
 if [ -n "$ws" ] && [ "$ws" -lt 40000 ]; then ok; else bad "act_big: workspace '$ws' B"; fi
+for m in mobilenet_v2 resnet50; do
+  for p in none all; do
+    "$mplan" compile "$src/models/$m.json" --passes $p --order memory \
+      -o "$tmp/ws.mpk" >"$tmp/out" 2>&1
+    sed -n 's/^workspace \([0-9,]*\) B.*/\1/p' "$tmp/out" >"$tmp/ws.$p"
+  done
+  if [ -s "$tmp/ws.none" ] && cmp -s "$tmp/ws.none" "$tmp/ws.all"; then
+    ok
+  else
+    bad "$m: workspace $(cat "$tmp/ws.all") B with the passes, $(cat "$tmp/ws.none") B without"
+  fi
+done
 verify "$tmp/randwire_2.json" --passes all --order memory
 slices=$("$mplan" plan "$tmp/darts_3.json" --passes all --json | python3 -c "
 import json,sys
@@ -107,23 +121,28 @@ if [ "$rv64" = 1 ]; then
     --vlen 128
   verify "$src/tests/data/passes/act_big.json" --passes all --target rv64 \
     --vlen 256
-  # on rv64 too, the tiled epilogues (RVV kernels) give the unfused outputs
+  # on rv64 too, the RVV kernels give the unfused outputs: act_big's tiled
+  # epilogues and its Conv run plane by plane (an operand in its output's
+  # buffer), MobileNetV2's int8 projections written over their residual
   rvr=$(dirname "$runner")/rv64/mplan-runner
-  for v in 128 256; do
+  rv64_same() { # MODEL VLEN: --passes none and all, same outputs on rv64
     for p in none all; do
-      rm -f "$tmp/ab.$p.mpt"
-      "$mplan" compile "$src/tests/data/passes/act_big.json" --passes $p \
-        -o "$tmp/ab.$p.mpk" >/dev/null 2>&1
-      qemu-riscv64 -cpu "rv64,v=true,vlen=$v,vext_spec=v1.0" "$rvr" \
-        "$tmp/ab.$p.mpk" --seed 11 --outputs "$tmp/ab.$p.mpt" >/dev/null 2>&1
+      rm -f "$tmp/rv.$p.mpt"
+      "$mplan" compile "$1" --passes $p --order memory -o "$tmp/rv.$p.mpk" \
+        >/dev/null 2>&1
+      qemu-riscv64 -cpu "rv64,v=true,vlen=$2,vext_spec=v1.0" "$rvr" \
+        "$tmp/rv.$p.mpk" --seed 11 --outputs "$tmp/rv.$p.mpt" >/dev/null 2>&1
     done
-    if [ -s "$tmp/ab.all.mpt" ] && cmp -s "$tmp/ab.none.mpt" "$tmp/ab.all.mpt"; then
+    if [ -s "$tmp/rv.all.mpt" ] && cmp -s "$tmp/rv.none.mpt" "$tmp/rv.all.mpt"; then
       ok
     else
-      bad "act_big on rv64 (VLEN $v): outputs with --passes all differ"
+      bad "$(basename "$1") on rv64 (VLEN $2): outputs with --passes all differ"
     fi
-  done
-verify "$src/tests/data/passes/view_input.json" --passes all --target rv64 \
+  }
+  rv64_same "$src/tests/data/passes/act_big.json" 128
+  rv64_same "$src/tests/data/passes/act_big.json" 256
+  rv64_same "$src/models/mobilenet_v2.json" 128
+  verify "$src/tests/data/passes/view_input.json" --passes all --target rv64 \
     --vlen 256
 fi
 
