@@ -71,6 +71,7 @@ mp_run_options cli_run_options(const cli_opts *o) {
       .n_shapes = o->n_shapes,
       .values = o->values,
       .n_values = o->n_values,
+      .passes = o->passes,
   };
 }
 

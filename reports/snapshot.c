@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "mplan/file.h"
+#include "mplan/passes.h"
 #include "mplan/sha256.h"
 #include "snapshot_internal.h"
 
@@ -530,6 +531,17 @@ static char *snap_options_json(const mp_alloc *a, const mp_run_options *ro,
        cJSON_AddStringToObject(
            o, "inputs", ro->inputs_as_activations ? "activation" : "resident");
   ok = ok && cJSON_AddStringToObject(o, "order", mp_order_name(ro->order));
+  if (ro->passes) {
+    char names[256] = "all";
+    size_t n = 0;
+    for (int p = 0; p < MP_PASS_COUNT && ro->passes != MP_PASSES_ALL; p++) {
+      if (ro->passes >> p & 1) {
+        n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? "," : "",
+                              mp_pass_name((mp_pass_id)p));
+      }
+    }
+    ok = ok && cJSON_AddStringToObject(o, "passes", names);
+  }
   ok = ok && snap_add_map(a, o, "shapes", ro, ro->n_shapes, snap_shape_name,
                           snap_shape_item);
   ok = ok &&

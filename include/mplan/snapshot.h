@@ -92,6 +92,8 @@ typedef struct mp_run_options {
   size_t n_shapes;
   const mp_value_binding *values;
   size_t n_values;
+  uint32_t passes; /* --passes: mp_pass_id bits; recorded only when set, so
+                      a plan without passes keeps the options it had */
 } mp_run_options;
 
 typedef struct mp_snapshot mp_snapshot;

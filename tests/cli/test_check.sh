@@ -174,6 +174,15 @@ run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --dim N=2 && has 
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --order topo && has "$tmp/err" "order 'auto' (now 'topo')"
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --inputs activation && has "$tmp/err" "inputs 'resident' (now 'activation')"
 run 0 check "$src/models/mobilenet_v2.json" --baseline-dir gbl
+# Graph passes are options too: absent in a baseline made without them
+# (so the committed ones stay valid), named when they differ either way.
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --passes all &&
+  has "$tmp/err" "passes (none) (now 'all')"
+"$mplan" check "$src/models/mobilenet_v2.json" --baseline-dir pbl --passes fuse,inplace --update-baseline >/dev/null 2>&1
+[ "$(py 'd["options"].get("passes")' pbl/mobilenet_v2.baseline.json)" = "fuse,inplace" ] && ok || bad "pbl: options.passes not recorded"
+run 0 check "$src/models/mobilenet_v2.json" --baseline-dir pbl --passes inplace,fuse
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir pbl && has "$tmp/err" "passes 'fuse,inplace' (now (none))"
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir pbl --passes all && has "$tmp/err" "passes 'fuse,inplace' (now 'all')"
 # A report may not overwrite a baseline, however it is spelled.
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --update-baseline \
   --junit ./gbl/mobilenet_v2.baseline.json && has "$tmp/err" "is both a report and the baseline of"
