@@ -210,7 +210,8 @@ bool mp_kv_binary_vector(mp_kbinary op, int d, int dy, bool sat) {
 }
 
 typedef void (*kv_run_fn)(mp_kbinary op, bool sat, const void *a, int64_t sa,
-                          const void *b, int64_t sb, void *y, size_t n);
+                          const void *b, int64_t sb, void *y, int64_t sy,
+                          size_t n);
 
 static vfloat32m4_t kv_ld_f32(const float *p, int64_t s, size_t vl) {
   if (s == 1) return __riscv_vle32_v_f32m4(p, vl);
@@ -261,7 +262,8 @@ static vfloat32m4_t kv_bin_f32(mp_kbinary op, vfloat32m4_t a, vfloat32m4_t b,
 }
 
 static void kv_run_f32(mp_kbinary op, bool sat, const void *a, int64_t sa,
-                       const void *b, int64_t sb, void *y, size_t n) {
+                       const void *b, int64_t sb, void *y, int64_t sy,
+                       size_t n) {
   (void)sat;
   const float *pa = a, *pb = b;
   bool cmp = op >= MP_KB_EQUAL;
@@ -272,9 +274,18 @@ static void kv_run_f32(mp_kbinary op, bool sat, const void *a, int64_t sa,
     if (cmp) {
       vuint8m1_t r = __riscv_vmerge_vxm_u8m1(__riscv_vmv_v_x_u8m1(0, vl), 1,
                                              kv_cmp_f32(op, va, vb, vl), vl);
-      __riscv_vse8_v_u8m1((uint8_t *)y + i, r, vl);
-    } else {
+      if (sy == 1) {
+        __riscv_vse8_v_u8m1((uint8_t *)y + i, r, vl);
+      } else {
+        __riscv_vsse8_v_u8m1((uint8_t *)y + (int64_t)i * sy, (ptrdiff_t)sy, r,
+                             vl);
+      }
+    } else if (sy == 1) {
       __riscv_vse32_v_f32m4((float *)y + i, kv_bin_f32(op, va, vb, vl), vl);
+    } else {
+      __riscv_vsse32_v_f32m4((float *)y + (int64_t)i * sy,
+                             (ptrdiff_t)(sy * (int64_t)sizeof(float)),
+                             kv_bin_f32(op, va, vb, vl), vl);
     }
     i += vl;
   }
@@ -287,7 +298,8 @@ static vint8m4_t kv_ld_i8(const int8_t *p, int64_t s, size_t vl) {
 }
 
 static void kv_run_i8(mp_kbinary op, bool sat, const void *a, int64_t sa,
-                      const void *b, int64_t sb, void *y, size_t n) {
+                      const void *b, int64_t sb, void *y, int64_t sy,
+                      size_t n) {
   const int8_t *pa = a, *pb = b;
   for (size_t i = 0; i < n;) {
     size_t vl = __riscv_vsetvl_e8m4(n - i);
@@ -303,10 +315,18 @@ static void kv_run_i8(mp_kbinary op, bool sat, const void *a, int64_t sa,
     } else {
       r = __riscv_vmul_vv_i8m4(va, vb, vl);
     }
-    __riscv_vse8_v_i8m4((int8_t *)y + i, r, vl);
+    if (sy == 1) {
+      __riscv_vse8_v_i8m4((int8_t *)y + i, r, vl);
+    } else {
+      __riscv_vsse8_v_i8m4((int8_t *)y + (int64_t)i * sy, (ptrdiff_t)sy, r, vl);
+    }
     i += vl;
   }
 }
+
+/* An innermost dim shorter than this under a longer one is run across
+ * (mp_kv_binary). */
+#define KV_SHORT 8
 
 /* The broadcast with dims of extent 1 dropped and neighbours merged
  * where both operands are contiguous across them. */
@@ -345,23 +365,38 @@ void mp_kv_binary(mp_kbinary op, const mp_kbcast *bc, int d, const void *a,
     if (bc->dims[i] == 0) return;
   }
   int64_t dims[MP_K_MAX_RANK], sa[MP_K_MAX_RANK], sb[MP_K_MAX_RANK];
-  int64_t idx[MP_K_MAX_RANK] = {0}, ia = 0, ib = 0, iy = 0;
+  int64_t sy[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0}, ia = 0, ib = 0, iy = 0;
   uint32_t r = kv_coalesce(bc, dims, sa, sb);
   size_t es = mp_kd_size(d), esy = mp_kd_size(dy);
   kv_run_fn run = d == MP_KD_F32 ? kv_run_f32 : kv_run_i8;
+  sy[r - 1] = 1;
+  for (uint32_t k = r - 1; k-- > 0;) sy[k] = sy[k + 1] * dims[k + 1];
+  /* A short innermost dim under a longer one (an operand read replicated,
+   * [.., W, f] with f = 2): the vectors run along the longer one, y
+   * written with a stride. Every element is the same operation either
+   * way. */
+  if (r >= 2 && dims[r - 1] < KV_SHORT && dims[r - 2] > dims[r - 1]) {
+    int64_t *sw[] = {dims, sa, sb, sy};
+    for (size_t j = 0; j < sizeof sw / sizeof *sw; j++) {
+      int64_t t = sw[j][r - 1];
+      sw[j][r - 1] = sw[j][r - 2];
+      sw[j][r - 2] = t;
+    }
+  }
   int64_t inner = dims[r - 1], outer = 1;
   for (uint32_t i = 0; i + 1 < r; i++) outer *= dims[i];
   for (int64_t o = 0; o < outer; o++) {
     run(op, sat, (const char *)a + (size_t)ia * es, sa[r - 1],
         (const char *)b + (size_t)ib * es, sb[r - 1],
-        (char *)y + (size_t)iy * esy, (size_t)inner);
-    iy += inner;
+        (char *)y + (size_t)iy * esy, sy[r - 1], (size_t)inner);
     for (uint32_t k = r - 1; k-- > 0;) {
       ia += sa[k];
       ib += sb[k];
+      iy += sy[k];
       if (++idx[k] < dims[k]) break;
       ia -= sa[k] * dims[k];
       ib -= sb[k] * dims[k];
+      iy -= sy[k] * dims[k];
       idx[k] = 0;
     }
   }

@@ -398,6 +398,13 @@ static void test_binary(void) {
     test_binary_shapes(&y4, &y4, &b4); /* a bias per channel */
     mp_kshape yc = {2, {n, 3}}, ac = {2, {n, 1}}, bc2 = {1, {3}};
     test_binary_shapes(&yc, &ac, &bc2); /* outer product */
+    /* a map read replicated (a Resize prologue): [1, 3, 2, f, n, f] +
+     * [1, 3, 2, 1, n, 1], f = 2 and 3; the short last dim is run across */
+    for (int64_t f = 2; f <= 3; f++) {
+      mp_kshape yr = {6, {1, 3, 2, f, n, f}}, br = {6, {1, 3, 2, 1, n, 1}};
+      test_binary_shapes(&yr, &yr, &br);
+      test_binary_shapes(&yr, &br, &yr);
+    }
   }
   /* in place: y is a */
   mp_kshape v = {1, {37}};
