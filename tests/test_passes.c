@@ -661,6 +661,13 @@ static void test_absorb_resize(void) {
   CHECK(buf_of(m, "p1") != buf_of(m, "coarse"));
   CHECK(buf_of(m, "p3") != buf_of(m, "wide_low"));
   mp_model_destroy(m);
+  /* An axis over 2^20 is not checked index by index: the Resize stays. */
+  m = load("tests/data/passes/upsample_long.json", P(ABSORB), 0);
+  if (!m) return;
+  CHECK(op_named(m, "resize") && !attr(op_named(m, "add"), "mplan.prologue"));
+  CHECK_STR(attr_s(op_named(m, "add2"), "mplan.prologue"), "Resize:1");
+  CHECK(!op_named(m, "resize2"));
+  mp_model_destroy(m);
 }
 
 /* ---- the whole list ------------------------------------------------------ */

@@ -35,7 +35,8 @@
  *      reads in index o / f_d -- so the replicated read is exact, whatever
  *      the coordinate transformation and nearest modes. Each axis with
  *      f_d > 1 costs the runtime one more broadcast dim: rank + those axes
- *      <= MP_K_MAX_RANK.
+ *      <= MP_K_MAX_RANK; and no axis is longer than 2^20 (each index
+ *      is checked).
  */
 #include <stdio.h>
 #include <string.h>

@@ -116,6 +116,8 @@ bool pass_all_equal(const mp_tensor *t, double v) {
 
 /* ---- a Resize read replicated (absorb rule 6) ---------------------------- */
 
+#define PU_MAX_AXIS ((int64_t)1 << 20)
+
 static const char *pu_attr_s(const mp_op *op, const char *name,
                              const char *def) {
   const mp_attr *a = mp_op_attr(op, name);
@@ -175,7 +177,8 @@ bool pass_upsample_input(const pass_ctx *c, uint32_t head, uint32_t k) {
   for (uint32_t a = 0; a < r->rank; a++) {
     int64_t in = mp_graph_dim_of(g, &x->shape[a]);
     int64_t out = mp_graph_dim_of(g, &r->shape[a]);
-    if (in <= 0 || out <= 0 || out % in != 0 ||
+    /* every output index is checked below: at most 2^20 per axis */
+    if (in <= 0 || out <= 0 || out % in != 0 || out > PU_MAX_AXIS ||
         out != mp_graph_dim_of(g, &y->shape[a])) {
       return false;
     }
