@@ -1074,8 +1074,9 @@ static bool op_check_binary(op_ctx *c) {
                    "broadcast)",
                    v->name, y->name);
   }
-  /* y[i] is written while v[i / f] is still to be read: never in place. */
-  if (op_aliases(v, y)) {
+  /* y[i] is written while v[i / f] is still to be read: never in place,
+   * unless every factor is 1 (then op_check_bin2 checks it as usual). */
+  if (op_aliases(v, y) && !op_same_shape(&v->shape, &y->shape)) {
     return op_fail(c, "output '%s' shares the buffer of the replicated '%s'",
                    y->name, v->name);
   }

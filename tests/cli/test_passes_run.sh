@@ -38,7 +38,8 @@ outputs() { # MODEL NAME ARGS...: compile and run, outputs to $tmp/NAME.mpt
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 1 --darts 0 --seed 2
 for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 randwire_2 concat concat_add view_input \
-  hfuse_f32 bn_f32 sum_f32 sum_i8 sum_bcast act_f32 act_big rows_f32 upsample; do
+  hfuse_f32 bn_f32 sum_f32 sum_i8 sum_bcast act_f32 act_big rows_f32 upsample \
+  upsample_one; do
   model=$src/models/$m.json
   [ -f "$tmp/$m.json" ] && model=$tmp/$m.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
@@ -78,6 +79,7 @@ verify "$src/tests/data/passes/act_f32.json" --passes all --order memory
 verify "$src/tests/data/passes/rows_f32.json" --passes all --order memory
 verify "$src/tests/data/passes/upsample.onnx.bin" --passes all --order memory
 verify "$src/tests/data/passes/act_big.json" --passes all --order memory
+verify "$src/tests/data/passes/upsample_one.json" --passes all
 # A tapped epilogue runs tile by tile, and a Conv whose epilogue operand
 # lives in its output's buffer plane by plane: the workspace is a tile or
 # plane plus the kernels' own scratch, not a whole output (the 13 MB map
