@@ -176,6 +176,14 @@ static void test_fuse_diamond(void) {
   const mp_pass_row *row = row_of(m, MP_PASS_FUSE);
   CHECK(row && row->detail && strstr(row->detail, "Conv 3; 3 diamonds"));
   mp_model_destroy(m);
+  /* One diamond per group: the second (t + Relu(t)) stays unfused. */
+  m = load("tests/data/passes/two_diamonds.json", P(FUSE), 0);
+  if (!m) return;
+  CHECK_STR(attr_s(op_named(m, "conv"), "mplan.epilogue"), "Sigmoid,Mul@0");
+  CHECK(op_named(m, "relu") && op_named(m, "add"));
+  row = row_of(m, MP_PASS_FUSE);
+  if (row) CHECK_HAS(row->detail, "1 chain stopped at a second diamond");
+  mp_model_destroy(m);
 }
 
 static void test_fuse(void) {

@@ -14,7 +14,9 @@
  *      and GELU written out as elementwise ops. The whole diamond is
  *      absorbed and the closing op becomes the entry Mul@j / Add@j
  *      (docs/ir-conventions.md), j the entry the value entered; it holds
- *      one more vector register until then (condition 4);
+ *      one more vector register until then (condition 4). One diamond per
+ *      group: the runtime keeps one tapped value, so a group stops before
+ *      a second;
  *   2. the reader is elementwise (pass_ew_find) with one output of the
  *      value's own shape and dtype: it consumes whole elements of the
  *      head's result, never a partial result of a full reduction. An op
@@ -101,6 +103,7 @@ typedef struct fuse_group {
   bool capped;
   uint32_t cap_spills; /* what the op the cap refused would have cost */
   bool upsample;       /* stopped before a Resize absorb folds (6) */
+  bool second_tap;     /* stopped before a second diamond */
 } fuse_group;
 
 static uint32_t fuse_lmul(uint32_t vlen) {
@@ -270,6 +273,14 @@ static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   const mp_graph *g = c->g;
   const mp_tensor *t = mp_graph_tensor(g, (size_t)v);
   if (t->n_consumers != 2 || t->consumers[0] == t->consumers[1]) return -1;
+  /* One tapped value per epilogue (the runtime keeps one): a group that
+   * holds a diamond stops before a second. */
+  for (size_t k = 0; k < grp->n_ops; k++) {
+    if (grp->tapped[k] >= 0) {
+      grp->second_tap = true;
+      return -1;
+    }
+  }
   for (int first = 0; first < 2; first++) {
     uint32_t a = t->consumers[first], b = t->consumers[1 - first];
     const mp_op *bop = mp_graph_op(g, b);
@@ -503,7 +514,7 @@ static mp_status fuse_apply(pass_ctx *c, const fuse_group *grp, mp_error *err) {
 
 mp_status pass_fuse(pass_ctx *c, mp_error *err) {
   size_t boundaries = 0, capped = 0, cap_spills = 0, spills = 0, late = 0,
-         diamonds = 0, upsamples = 0;
+         diamonds = 0, upsamples = 0, second_taps = 0;
   size_t n = mp_graph_op_count(c->g);
   const mp_alloc *a = mp_graph_alloc(c->g);
   uint32_t *pos = mp_calloc(a, n + 1, sizeof *pos);
@@ -524,6 +535,7 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
       cap_spills += grp.cap_spills;
     }
     upsamples += grp.upsample;
+    second_taps += grp.second_tap;
     if (grp.n_ops == 0) continue;
     spills += c->vlen ? fuse_spills(grp.regs, c->vlen) : 0;
     st = fuse_apply(c, &grp, err);
@@ -543,6 +555,11 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
                   "%s%zu chain%s stopped at an operand computed after the "
                   "head",
                   c->note.len ? "; " : "", late, late == 1 ? "" : "s");
+  }
+  if (second_taps) {
+    mp_buf_printf(&c->note, "%s%zu chain%s stopped at a second diamond",
+                  c->note.len ? "; " : "", second_taps,
+                  second_taps == 1 ? "" : "s");
   }
   if (upsamples) {
     mp_buf_printf(

@@ -9,7 +9,10 @@ change its outputs, and the rewritten plan must verify clean. Concats read
 recent tensors, the graph input, earlier Concats, and now and then one
 tensor twice.
 
-usage: rnd_graph.py SEED OUT.json
+usage: rnd_graph.py SEED OUT.json [HW]
+HW (even; 6 by default) sets the spatial size: at 72 a plane (5,184
+elements) is over the runtime's epilogue tile of 4,096, so tapped
+epilogues run row by row.
 """
 import json
 import random
@@ -34,7 +37,8 @@ class Builder:
         self.weights = 0
 
     @staticmethod
-    def act(name, ch, kind=None, hw=HW):
+    def act(name, ch, kind=None, hw=None):
+        hw = HW if hw is None else hw
         t = {"name": name, "dtype": "i8", "shape": [1, ch, hw, hw],
              "layout": "NCHW"}
         if kind:
@@ -58,7 +62,7 @@ class Builder:
         self.ops.append(o)
         self.live.append((name, ch))
 
-    def raw(self, name, op, inputs, ch, attrs=None, hw=HW):
+    def raw(self, name, op, inputs, ch, attrs=None, hw=None):
         """An op whose output no later step picks (an intermediate)."""
         self.tensors.append(self.act(name, ch, hw=hw))
         o = {"name": "op" + name, "op": op, "inputs": inputs,
@@ -157,4 +161,6 @@ def gen(seed, path):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 3:
+        HW = int(sys.argv[3])  # read at call time by act(), raw(), step()
     gen(int(sys.argv[1]), sys.argv[2])
