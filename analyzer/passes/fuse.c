@@ -273,14 +273,6 @@ static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   const mp_graph *g = c->g;
   const mp_tensor *t = mp_graph_tensor(g, (size_t)v);
   if (t->n_consumers != 2 || t->consumers[0] == t->consumers[1]) return -1;
-  /* One tapped value per epilogue (the runtime keeps one): a group that
-   * holds a diamond stops before a second. */
-  for (size_t k = 0; k < grp->n_ops; k++) {
-    if (grp->tapped[k] >= 0) {
-      grp->second_tap = true;
-      return -1;
-    }
-  }
   for (int first = 0; first < 2; first++) {
     uint32_t a = t->consumers[first], b = t->consumers[1 - first];
     const mp_op *bop = mp_graph_op(g, b);
@@ -315,6 +307,14 @@ static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
         rw_has_mplan_attr(bop) || fuse_has_unknown_activation(bop) ||
         bop->n_outputs != 1) {
       continue;
+    }
+    /* One tapped value per epilogue (the runtime keeps one): a group that
+     * holds a diamond stops before a second. */
+    for (size_t k = 0; k < grp->n_ops; k++) {
+      if (grp->tapped[k] >= 0) {
+        grp->second_tap = true;
+        return -1;
+      }
     }
     /* Absorb: the run chained as usual, then b on u tapping v. */
     fuse_group save = *grp;
