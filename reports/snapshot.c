@@ -68,6 +68,7 @@ void mp_snapshot_destroy(mp_snapshot *s) {
   mp_strmap_destroy(s->fused);
   mp_strmap_destroy(s->removed);
   mp_free(s->alloc, s->gone_by);
+  mp_free(s->alloc, s->members);
   mp_strpool_destroy(s->pool);
   mp_free(s->alloc, s);
 }
@@ -361,20 +362,30 @@ mp_status snap_member(mp_snapshot *s, const char *member, size_t buffer,
     return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", s->info.source);
   }
   mp_status st = mp_strmap_put(s->hosts, name, (int64_t)buffer, NULL, err);
-  return st == MP_ERR_BAD_INPUT ? MP_OK : st; /* listed twice: the first */
+  if (st == MP_ERR_BAD_INPUT) return MP_OK; /* listed twice: the first */
+  void *p = s->members;
+  if (st == MP_OK) {
+    st = mp_grow(s->alloc, &p, &s->cap_members, s->n_members + 1,
+                 sizeof *s->members, s->info.source, err);
+  }
+  if (st == MP_OK) {
+    s->members = p;
+    s->members[s->n_members++] = (snap_member_rec){name, buffer};
+  }
+  return st;
 }
 
 mp_status snap_gone(mp_snapshot *s, const char *names, const char *by,
                     bool fused, mp_error *err) {
   bool ok = true;
-  const char *o = snap_str(s, by, &ok);
+  const char *o = snap_str(s, by, &ok), *list = snap_str(s, names, &ok);
   void *p = s->gone_by;
   mp_status st = ok ? mp_grow(s->alloc, &p, &s->cap_gone_by, s->n_gone_by + 1,
                               sizeof *s->gone_by, s->info.source, err)
                     : MP_ERR_NOMEM;
   if (st == MP_OK) s->gone_by = p;
   size_t idx = s->n_gone_by;
-  if (st == MP_OK) s->gone_by[s->n_gone_by++] = o;
+  if (st == MP_OK) s->gone_by[s->n_gone_by++] = (snap_gone_rec){o, list, fused};
   mp_strmap *map = fused ? s->fused : s->removed;
   for (const char *at = names; st == MP_OK && at && *at;) {
     const char *end = strchr(at, ',');
@@ -398,7 +409,7 @@ static const char *snap_gone_by(const mp_snapshot *s, const mp_strmap *map,
                                 const char *name) {
   int64_t v;
   if (!mp_strmap_get(map, name, &v) || (size_t)v >= s->n_gone_by) return NULL;
-  return s->gone_by[v];
+  return s->gone_by[v].by;
 }
 
 const char *mp_snapshot_fused_into(const mp_snapshot *s, const char *name) {
@@ -832,6 +843,31 @@ static void snap_doc_body(const mp_snapshot *s, snap_doc *d) {
     snap_put_num(d, o, "padded", (double)t->padded);
     snap_put_num(d, o, "first", (double)t->first);
     snap_put_num(d, o, "last", (double)t->last);
+    /* the tensors that live in this one's buffer (views, in place,
+     * Concat slices), so that a diff of two baselines can name them */
+    cJSON *holds = NULL;
+    for (size_t m = 0; d->ok && m < s->n_members; m++) {
+      if (s->members[m].host != i) continue;
+      if (!holds) holds = snap_put_arr(d, o, "holds");
+      cJSON *x = holds ? cJSON_CreateString(s->members[m].name) : NULL;
+      if (!x || !cJSON_AddItemToArray(holds, x)) {
+        cJSON_Delete(x);
+        d->ok = false;
+      }
+    }
+  }
+  /* what fusions and passes removed, one line each (absent when none) */
+  for (int fused = 1; d->ok && fused >= 0; fused--) {
+    cJSON *arr = NULL;
+    for (size_t k = 0; d->ok && k < s->n_gone_by; k++) {
+      const snap_gone_rec *g = &s->gone_by[k];
+      if (g->fused != (fused == 1) || !g->names || !*g->names) continue;
+      if (!arr) arr = snap_put_arr(d, d->root, fused ? "fused" : "removed");
+      cJSON *o = arr ? snap_push_obj(d, arr) : NULL;
+      if (!o) return;
+      snap_put_str(d, o, fused ? "op" : "pass", g->by);
+      snap_put_str(d, o, "tensors", g->names);
+    }
   }
 }
 

@@ -19,15 +19,30 @@ typedef struct snap_region_rec {
   bool has_lb;       /* lower_bound_bytes was recorded: checked */
 } snap_region_rec;
 
+/* What snap_gone recorded: the tensors (comma separated) the fusion into
+ * op by (fused) or the pass by removed. */
+typedef struct snap_gone_rec {
+  const char *by, *names;
+  bool fused;
+} snap_gone_rec;
+
+/* What snap_member recorded: tensor name lives in tensor host's buffer. */
+typedef struct snap_member_rec {
+  const char *name;
+  size_t host;
+} snap_member_rec;
+
 struct mp_snapshot {
   const mp_alloc *alloc;
-  mp_strpool *pool;     /* every string of the snapshot */
-  mp_strmap *by_name;   /* tensor name -> index */
-  mp_strmap *hosts;     /* a tensor sharing another's buffer -> that index */
-  mp_strmap *fused;     /* a tensor a fusion removed -> index in gone_by */
-  mp_strmap *removed;   /* a tensor a pass removed -> index in gone_by */
-  const char **gone_by; /* fused ops and pass names */
+  mp_strpool *pool;       /* every string of the snapshot */
+  mp_strmap *by_name;     /* tensor name -> index */
+  mp_strmap *hosts;       /* a tensor sharing another's buffer -> that index */
+  mp_strmap *fused;       /* a tensor a fusion removed -> index in gone_by */
+  mp_strmap *removed;     /* a tensor a pass removed -> index in gone_by */
+  snap_gone_rec *gone_by; /* fused ops and pass names, in record order */
   size_t n_gone_by, cap_gone_by;
+  snap_member_rec *members; /* hosts' entries, in record order */
+  size_t n_members, cap_members;
   mp_snap_info info;
   mp_snap_tensor *tensors;
   size_t n_tensors, cap_tensors;

@@ -189,8 +189,8 @@ static mp_status rd_steps(rd_ctx *c, const cJSON *arr, const char *list,
  */
 
 static const char *const rd_top_keys[] = {
-    "mplan",       "tool",    "model", "options", "plan",
-    "total_bytes", "regions", "steps", "tensors", NULL};
+    "mplan",   "tool",  "model",   "options", "plan",    "total_bytes",
+    "regions", "steps", "tensors", "fused",   "removed", NULL};
 static const char *const rd_model_keys[] = {"path", "name", "format", "sha256",
                                             NULL};
 static const char *const rd_plan_keys[] = {
@@ -198,8 +198,11 @@ static const char *const rd_plan_keys[] = {
 static const char *const rd_region_keys[] = {
     "name",    "arena_bytes", "resident_bytes", "lower_bound_bytes",
     "tensors", NULL};
-static const char *const rd_tensor_keys[] = {
-    "name", "class", "region", "size", "padded", "first", "last", NULL};
+static const char *const rd_tensor_keys[] = {"name", "class",  "region",
+                                             "size", "padded", "first",
+                                             "last", "holds",  NULL};
+static const char *const rd_fused_keys[] = {"op", "tensors", NULL};
+static const char *const rd_removed_keys[] = {"pass", "tensors", NULL};
 
 static mp_status rd_bl_info(rd_ctx *c, const cJSON *root) {
   const cJSON *m = NULL, *p = NULL, *o = NULL;
@@ -305,6 +308,26 @@ static mp_status rd_region_of(rd_ctx *c, const char *where, const char *name,
   return rd_bad(c, where, "region", what);
 }
 
+/* e.<key>[]: the tensors that live in the buffer of the tensor just added
+ * (named self, which a plan's list includes). */
+static mp_status rd_members(rd_ctx *c, const cJSON *e, const char *where,
+                            const char *key, const char *self) {
+  const cJSON *arr = NULL;
+  mp_status st = rd_type(c, e, where, key, false, true, &arr);
+  size_t k = 0;
+  for (const cJSON *m = arr ? arr->child : NULL; st == MP_OK && m;
+       m = m->next, k++) {
+    if (!cJSON_IsString(m) || !*m->valuestring) {
+      char at[160];
+      snprintf(at, sizeof at, "%s.%s[%zu]", where, key, k);
+      st = rd_bad(c, at, NULL, "expected a tensor name");
+    } else if (strcmp(m->valuestring, self) != 0) {
+      st = snap_member(c->s, m->valuestring, c->s->n_tensors - 1, c->err);
+    }
+  }
+  return st;
+}
+
 static mp_status rd_bl_tensor(rd_ctx *c, const cJSON *e, const char *where) {
   const char *cls = NULL, *region = NULL;
   mp_snap_tensor t = {0};
@@ -323,6 +346,32 @@ static mp_status rd_bl_tensor(rd_ctx *c, const cJSON *e, const char *where) {
     st = rd_bad(c, where, "size", "expected an integer >= 1");
   }
   if (st == MP_OK) st = snap_tensor(c->s, &t, where, c->err);
+  /* the tensors in its buffer (written with --passes) */
+  if (st == MP_OK) st = rd_members(c, e, where, "holds", t.name);
+  return st;
+}
+
+/* <at>.<list>[]: for each element, the tensors named (comma separated)
+ * in its key names went away by the op or pass in its key by -- a
+ * fusion's intermediates (fused) or a pass's removed tensors. keys (when
+ * not NULL) are an element's only keys, and names is then required. */
+static mp_status rd_gone(rd_ctx *c, const cJSON *obj, const char *at,
+                         const char *list, const char *by, const char *names,
+                         bool fused, const char *const *keys) {
+  const cJSON *arr = NULL;
+  mp_status st = rd_type(c, obj, at, list, false, true, &arr);
+  size_t k = 0;
+  for (const cJSON *e = arr ? arr->child : NULL; st == MP_OK && e;
+       e = e->next, k++) {
+    char where[128];
+    const char *who = NULL, *gone = NULL;
+    snprintf(where, sizeof where, "%s%s%s[%zu]", at, *at ? "." : "", list, k);
+    st = rd_element(c, e, where);
+    if (st == MP_OK && keys) st = rd_keys(c, e, where, keys);
+    if (st == MP_OK) st = rd_str(c, e, where, by, true, &who);
+    if (st == MP_OK) st = rd_str(c, e, where, names, fused || keys, &gone);
+    if (st == MP_OK && gone) st = snap_gone(c->s, gone, who, fused, c->err);
+  }
   return st;
 }
 
@@ -372,6 +421,14 @@ static mp_status rd_baseline(rd_ctx *c, const cJSON *root) {
   if (st == MP_OK) st = rd_type(c, root, "", "steps", true, true, &steps);
   if (st == MP_OK) st = rd_steps(c, steps, "steps", NULL);
   if (st == MP_OK) st = rd_bl_tensors(c, root);
+  /* what fusions and passes removed (written with --passes) */
+  if (st == MP_OK) {
+    st = rd_gone(c, root, "", "fused", "op", "tensors", true, rd_fused_keys);
+  }
+  if (st == MP_OK) {
+    st = rd_gone(c, root, "", "removed", "pass", "tensors", false,
+                 rd_removed_keys);
+  }
   if (st == MP_OK) {
     recorded = mp_calloc(c->s->alloc, c->s->n_regions, sizeof *recorded);
     if (!recorded) st = rd_nomem(c);
@@ -478,40 +535,7 @@ static mp_status rd_plan_buffer(rd_ctx *c, const cJSON *e, const char *where) {
   if (st == MP_OK) st = rd_region_of(c, where, region, &t.region);
   if (st == MP_OK) st = snap_tensor(c->s, &t, where, c->err);
   /* The tensors sharing the buffer (plan JSON version 5). */
-  const cJSON *members = NULL;
-  if (st == MP_OK) st = rd_type(c, e, where, "tensors", false, true, &members);
-  size_t k = 0;
-  for (const cJSON *m = members ? members->child : NULL; st == MP_OK && m;
-       m = m->next, k++) {
-    if (!cJSON_IsString(m) || !*m->valuestring) {
-      char at[160];
-      snprintf(at, sizeof at, "%s.tensors[%zu]", where, k);
-      st = rd_bad(c, at, NULL, "expected a tensor name");
-    } else if (strcmp(m->valuestring, t.name) != 0) {
-      st = snap_member(c->s, m->valuestring, c->s->n_tensors - 1, c->err);
-    }
-  }
-  return st;
-}
-
-/* passes.<list>[]: for each element, the tensors named (comma separated)
- * in its key names went away by the op or pass in its key by -- a
- * fusion's intermediates (fused) or a pass's removed tensors. */
-static mp_status rd_plan_gone(rd_ctx *c, const cJSON *passes, const char *list,
-                              const char *by, const char *names, bool fused) {
-  const cJSON *arr = NULL;
-  mp_status st = rd_type(c, passes, "passes", list, false, true, &arr);
-  size_t k = 0;
-  for (const cJSON *e = arr ? arr->child : NULL; st == MP_OK && e;
-       e = e->next, k++) {
-    char where[128];
-    const char *who = NULL, *gone = NULL;
-    snprintf(where, sizeof where, "passes.%s[%zu]", list, k);
-    st = rd_element(c, e, where);
-    if (st == MP_OK) st = rd_str(c, e, where, by, true, &who);
-    if (st == MP_OK) st = rd_str(c, e, where, names, fused, &gone);
-    if (st == MP_OK && gone) st = snap_gone(c->s, gone, who, fused, c->err);
-  }
+  if (st == MP_OK) st = rd_members(c, e, where, "tensors", t.name);
   return st;
 }
 
@@ -521,10 +545,11 @@ static mp_status rd_plan_fusions(rd_ctx *c, const cJSON *root) {
   const cJSON *passes = NULL;
   mp_status st = rd_type(c, root, "", "passes", false, false, &passes);
   if (st == MP_OK && passes) {
-    st = rd_plan_gone(c, passes, "fusions", "op", "intermediates", true);
+    st = rd_gone(c, passes, "passes", "fusions", "op", "intermediates", true,
+                 NULL);
   }
   if (st == MP_OK && passes) {
-    st = rd_plan_gone(c, passes, "rows", "pass", "removed", false);
+    st = rd_gone(c, passes, "passes", "rows", "pass", "removed", false, NULL);
   }
   return st;
 }

@@ -183,6 +183,32 @@ run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --passes all &&
 run 0 check "$src/models/mobilenet_v2.json" --baseline-dir pbl --passes inplace,fuse
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir pbl && has "$tmp/err" "passes 'fuse,inplace' (now (none))"
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir pbl --passes all && has "$tmp/err" "passes 'fuse,inplace' (now 'all')"
+# A baseline made with passes names what they did ("holds" on a buffer's
+# line, "fused" and "removed" lines), so a diff of two baselines explains
+# every tensor that went away; ops.onnx.bin's passes remove 20.
+"$mplan" check "$src/models/mobilenet_v2.json" --baseline-dir abl --passes all --update-baseline >/dev/null 2>&1
+run 0 diff gbl/mobilenet_v2.baseline.json abl/mobilenet_v2.baseline.json &&
+  has "$tmp/out" "0 appeared, 0 vanished" && has "$tmp/out" "29 joined, 0 left, 10 fused, 0 unfused" &&
+  has "$tmp/out" "(now in buffer 'b3_expand_out')" && has "$tmp/out" "(fused into op 'b3_project')"
+run 0 diff abl/mobilenet_v2.baseline.json gbl/mobilenet_v2.baseline.json &&
+  has "$tmp/out" "29 left, 0 fused, 10 unfused"
+ops=$src/tests/data/passes/ops.onnx.bin
+"$mplan" check "$ops" --baseline-dir obl0 --update-baseline >/dev/null 2>&1
+"$mplan" check "$ops" --baseline-dir obl1 --passes all --update-baseline >/dev/null 2>&1
+run 0 diff obl0/ops.onnx.baseline.json obl1/ops.onnx.baseline.json &&
+  has "$tmp/out" "0 vanished" && has "$tmp/out" "20 removed" &&
+  has "$tmp/out" "(removed by pass 'eliminate')"
+run 0 check "$ops" --baseline-dir obl1 --passes all
+[ "$(grep -c '"holds"' gbl/mobilenet_v2.baseline.json)" = 0 ] && ok || bad "a baseline without passes has holds"
+badbl() { # NAME SED-EXPRESSION EXPECTED-MESSAGE: a corrupt passes baseline
+  sed "$2" abl/mobilenet_v2.baseline.json >"abl_$1.json"
+  run 2 check "$src/models/mobilenet_v2.json" --baseline "abl_$1.json" --passes all &&
+    has "$tmp/err" "abl_$1.json" && has "$tmp/err" "$3" &&
+    expect "abl_$1: error lines" "$(wc -l <"$tmp/err")" 1
+}
+badbl holds 's|"holds":\["b1_dw_out"\]|"holds":[7]|' "('conv1_out').holds[0]: expected a tensor name"
+badbl fused 's|{"op":"b3_project",|{"op":"b3_project","at":1,|' "fused[0].at: unknown field"
+badbl fusedop 's|{"op":"b3_project",|{|' "fused[0].op: missing"
 # A report may not overwrite a baseline, however it is spelled.
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --update-baseline \
   --junit ./gbl/mobilenet_v2.baseline.json && has "$tmp/err" "is both a report and the baseline of"
