@@ -433,13 +433,13 @@ static void op_epi_entry(op_ctx *c, const op_epi *e, uint32_t at,
       if (d < s && vd != 1) off += idx[d] * vst[d - pad];
       if (d >= s) vin.dims[d - s] = vd;
     }
-    (void)mp_k_bcast_init(&bc, &yin, &yin, &vin, NULL);
     /* an operand in y's buffer: the tile's copy taken before the head
-     * wrote it (op_run_conv_planes) */
+     * wrote it (op_run_conv_planes), laid out as y's tile */
+    bool copy = saved && op_aliases(v, y);
+    (void)mp_k_bcast_init(&bc, &yin, &yin, copy ? &yin : &vin, NULL);
     const char *pv =
-        saved && op_aliases(v, y)
-            ? saved
-            : (const char *)op_pin(c, at) + (size_t)off * mp_kd_size(v->dtype);
+        copy ? saved
+             : (const char *)op_pin(c, at) + (size_t)off * mp_kd_size(v->dtype);
     OP_K(binary)((mp_kbinary)op, &bc, y->dtype, py, pv, y->dtype, py, false);
   } else {
     /* BatchNormalization over axis 1: a tile within one channel (s >= 2)
