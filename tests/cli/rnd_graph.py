@@ -9,16 +9,18 @@ change its outputs, and the rewritten plan must verify clean. Concats read
 recent tensors, the graph input, earlier Concats, and now and then one
 tensor twice.
 
-usage: rnd_graph.py SEED OUT.json [HW]
+usage: rnd_graph.py SEED OUT.json [HW [DTYPE]]
 HW (even; 6 by default) sets the spatial size: at 72 a plane (5,184
 elements) is over the runtime's epilogue tile of 4,096, so tapped
-epilogues run row by row.
+epilogues run row by row. DTYPE f32 (i8 by default) also draws a
+BatchNormalization after some Convs and HardSwish and GELU written out.
 """
 import json
 import random
 import sys
 
 HW = 6
+DT = "i8"
 
 
 class Builder:
@@ -31,6 +33,9 @@ class Builder:
         # A third (nearest Resizes read by Add, Mul or Sub), for the same
         # reason.
         self.rng3 = random.Random(seed + 2000003)
+        # A fourth for f32 graphs (a BatchNormalization after a Conv, and
+        # HardSwish and GELU written out as elementwise ops).
+        self.rng4 = random.Random(seed + 3000003)
         self.tensors = [self.act("x", 4, kind="input")]
         self.ops = []
         self.live = [("x", 4)]  # (name, channels), oldest first
@@ -39,7 +44,7 @@ class Builder:
     @staticmethod
     def act(name, ch, kind=None, hw=None):
         hw = HW if hw is None else hw
-        t = {"name": name, "dtype": "i8", "shape": [1, ch, hw, hw],
+        t = {"name": name, "dtype": DT, "shape": [1, ch, hw, hw],
              "layout": "NCHW"}
         if kind:
             t["kind"] = kind
@@ -48,7 +53,7 @@ class Builder:
     def weight(self, shape):
         name = "w%d" % self.weights
         self.weights += 1
-        self.tensors.append({"name": name, "dtype": "i8", "shape": shape,
+        self.tensors.append({"name": name, "dtype": DT, "shape": shape,
                              "kind": "weight"})
         return name
 
@@ -71,6 +76,36 @@ class Builder:
             o["attrs"] = attrs
         self.ops.append(o)
 
+    def conv_f32(self, i, src, w, co):
+        """f32: a Conv, now and then a BatchNormalization, then SiLU, a
+        HardSwish (x * Clip(x + 3, 0, 6) / 6) or a GELU (x * (Erf(x / s)
+        + 1) * 0.5) written out, each a diamond fuse absorbs; constants
+        are weights of one element."""
+        r4 = self.rng4
+        c = "t%dc" % i
+        self.raw(c, "Conv", [src, w], co, {"kernel_shape": [1, 1]})
+        if r4.random() < 0.5:
+            n = "t%dn" % i
+            self.raw(n, "BatchNormalization",
+                     [c] + [self.weight([co]) for _ in range(4)], co)
+            c = n
+        act = r4.choice(["silu", "hardswish", "gelu"])
+        if act == "silu":
+            self.raw("t%dg" % i, "Sigmoid", [c], co)
+            self.emit(i, "Mul", [c, "t%dg" % i], co)
+        elif act == "hardswish":
+            self.raw("t%da" % i, "Add", [c, self.weight([1])], co)
+            self.raw("t%dk" % i, "Clip", ["t%da" % i], co,
+                     {"min": 0.0, "max": 6.0})
+            self.raw("t%dm" % i, "Mul", [c, "t%dk" % i], co)
+            self.emit(i, "Div", ["t%dm" % i, self.weight([1])], co)
+        else:
+            self.raw("t%dd" % i, "Div", [c, self.weight([1])], co)
+            self.raw("t%de" % i, "Erf", ["t%dd" % i], co)
+            self.raw("t%da" % i, "Add", ["t%de" % i, self.weight([1])], co)
+            self.raw("t%dm" % i, "Mul", [c, "t%da" % i], co)
+            self.emit(i, "Mul", ["t%dm" % i, self.weight([1])], co)
+
     def step(self, i):
         r = self.rng
         kind = r.choice(["conv", "relu", "add", "cat", "cat", "dw", "pool",
@@ -88,7 +123,9 @@ class Builder:
         if kind in ("conv", "cat"):
             co = r.choice([2, 4, 6])
             w = self.weight([co, ch, 1, 1])
-            if self.rng2.random() < 0.3:
+            if DT == "f32" and self.rng4.random() < 0.5:
+                self.conv_f32(i, src, w, co)
+            elif self.rng2.random() < 0.3:
                 # SiLU: Conv, then x * Sigmoid(x) (a diamond fuse absorbs)
                 c, g = "t%dc" % i, "t%dg" % i
                 self.raw(c, "Conv", [src, w], co, {"kernel_shape": [1, 1]})
@@ -163,4 +200,6 @@ def gen(seed, path):
 if __name__ == "__main__":
     if len(sys.argv) > 3:
         HW = int(sys.argv[3])  # read at call time by act(), raw(), step()
+    if len(sys.argv) > 4:
+        DT = sys.argv[4]
     gen(int(sys.argv[1]), sys.argv[2])

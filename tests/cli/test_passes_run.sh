@@ -156,14 +156,19 @@ fi
 # passes, and the rewritten plan verifies clean. Concats of Concats, a
 # tensor concatenated twice, a slice read after the Concat: the cases the
 # concat pass and the runtime's slice checks must get right.
-for s in $(seq 1 40); do
-  python3 "$src/tests/cli/rnd_graph.py" "$s" "$tmp/rg.json"
+# Then f32 graphs (BatchNormalization after some Convs, SiLU, HardSwish
+# and GELU written out: diamonds with BN in front), 6x6 and at 72x72,
+# where a tapped epilogue runs row by row.
+for spec in $(seq 1 40) $(seq 101 112 | sed 's/$/:6:f32/') \
+  $(seq 201 206 | sed 's/$/:72:f32/'); do
+  IFS=: read -r s hw dt <<<"$spec"
+  python3 "$src/tests/cli/rnd_graph.py" "$s" "$tmp/rg.json" ${hw:-6} ${dt:-i8}
   outputs "$tmp/rg.json" rg.none --passes none || continue
   outputs "$tmp/rg.json" rg.all --passes all --order memory || continue
   if cmp -s "$tmp/rg.none.mpt" "$tmp/rg.all.mpt"; then
     ok
   else
-    bad "rnd_graph.py $s: outputs with --passes all differ"
+    bad "rnd_graph.py $spec: outputs with --passes all differ"
   fi
   verify "$tmp/rg.json" --passes all --order memory
 done
