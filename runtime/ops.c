@@ -832,15 +832,24 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
     if (op_aliases(a, y) || op_aliases(b, y) || op_aliases(cc, y)) {
       return op_fail(c, "output '%s' shares an input's buffer", y->name);
     }
-    if (!p.horiz && !op_check_epilogue(c, &t, own, y, 0)) return false;
+    /* an operand in y's buffer: row by row (op_run_gemm_rows) where the
+     * rows of A are rows in memory */
+    bool rows = !p.ta && a->shape.rank >= 2 && b->shape.rank >= 2;
+    if (!p.horiz && !op_check_epilogue(c, &t, own, y, rows ? n : 0)) {
+      return false;
+    }
   }
   return true;
 }
 
-/* One 2-D product y = a b (+ c) of the (batch) matrices. */
+/* One 2-D product y = a b (+ c) of the (batch) matrices, or with rows
+ * (when not NULL: {first, count}) only those rows of y, A not transposed:
+ * each element is the same sum in the same order (the kernels' invariant
+ * 1), so a row computed alone has the same bits. */
 static void op_gemm_one(const op_gemmp *p, bool i8, int64_t m, int64_t n,
                         int64_t k, const void *a, const void *b,
-                        const mp_btensor *ct, const void *pc, void *y) {
+                        const mp_btensor *ct, const void *pc, void *y,
+                        const int64_t *rows) {
   mp_kgemm g = {m,        n,       k, p->ta != 0, p->tb != 0,
                 p->alpha, p->beta, 0, 0,          (int)p->shift};
   if (ct) {
@@ -850,10 +859,46 @@ static void op_gemm_one(const op_gemmp *p, bool i8, int64_t m, int64_t n,
     g.c_rs = bc.sa[0];
     g.c_cs = bc.sa[1];
   }
+  size_t es = i8 ? 1 : 4;
+  if (rows) {
+    g.m = rows[1];
+    a = (const char *)a + (size_t)(rows[0] * k) * es;
+    if (pc) pc = (const char *)pc + (size_t)(rows[0] * g.c_rs) * 4;
+    y = (char *)y + (size_t)(rows[0] * n) * es;
+  }
   if (i8) {
     OP_K(gemm_i8)(&g, a, b, pc, y);
   } else {
     OP_K(gemm_f32)(&g, a, b, pc, y);
+  }
+}
+
+/* The rows of one product slice y (batch index bidx, br entries) when an
+ * epilogue operand lives in y's buffer: each row of the operand is copied
+ * aside, the row of the product computed alone (op_gemm_one), and the
+ * epilogue run over the row reading the copy. The workspace holds a row. */
+static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
+                         const op_gemmp *p, const int64_t *mnk, const void *a,
+                         const void *b, const mp_btensor *ct, const void *pc,
+                         const mp_btensor *y, char *py, int64_t *idx,
+                         uint32_t br) {
+  size_t es = mp_kd_size(y->dtype), bytes = (size_t)mnk[1] * es;
+  size_t step = (bytes + 63) / 64 * 64;
+  uint32_t tap = op_tap(t);
+  char *saved = (char *)c->ws, *kept = saved + step;
+  for (int64_t r = 0; r < mnk[0]; r++) {
+    char *yr = py + (size_t)r * bytes;
+    int64_t rows[2] = {r, 1};
+    memcpy(saved, yr, bytes);
+    op_gemm_one(p, y->dtype == MP_KD_I8, mnk[0], mnk[1], mnk[2], a, b, ct, pc,
+                py, rows);
+    idx[br] = r;
+    uint32_t at = own;
+    for (uint32_t e = 0; e < t->n_epi; e++) {
+      if (e == tap) memcpy(kept, yr, bytes);
+      op_epi_entry(c, &t->epi[e], at, y, br + 1, idx, yr, kept, saved);
+      at += t->epi[e].n_extra;
+    }
   }
 }
 
@@ -880,11 +925,20 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
     bool i8 = y->dtype == MP_KD_I8;
     size_t es = i8 ? 1 : 4;
     void *out = op_pout(c, h);
-    char *py = p.horiz ? out : op_head_out(c, &t, own, y, out);
+    /* an epilogue operand in y's buffer: row by row (op_check_gemm) */
+    bool rows = !p.horiz && !p.ta && a->shape.rank >= 2 && b->shape.rank >= 2 &&
+                op_epi_aliased(c, &t, own, y);
+    char *py = p.horiz || rows ? out : op_head_out(c, &t, own, y, out);
+    int64_t bidx[MP_K_MAX_RANK] = {0};
     if (gemm) {
       int64_t m = y->shape.dims[0], n = y->shape.dims[1];
-      int64_t k = a->shape.dims[p.ta ? 0 : 1];
-      op_gemm_one(&p, i8, m, n, k, pa, pb, ct, ct ? op_pin(c, ci) : NULL, py);
+      int64_t k = a->shape.dims[p.ta ? 0 : 1], mnk[3] = {m, n, k};
+      const void *pc = ct ? op_pin(c, ci) : NULL;
+      if (rows) {
+        op_gemm_rows(c, &t, own, &p, mnk, pa, pb, ct, pc, y, py, bidx, 0);
+      } else {
+        op_gemm_one(&p, i8, m, n, k, pa, pb, ct, pc, py, NULL);
+      }
     } else {
       mp_kshape ys;
       int64_t m, n, k;
@@ -902,13 +956,17 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
       memcpy(bbs.dims, b->shape.dims, bbs.rank * sizeof *bbs.dims);
       mp_kbcast bc;
       (void)mp_k_bcast_init(&bc, &bs, &as, &bbs, NULL);
-      int64_t nb = mp_kshape_count(&bs), idx[MP_K_MAX_RANK] = {0}, ia = 0,
-              ib = 0;
+      int64_t nb = mp_kshape_count(&bs), *idx = bidx, ia = 0, ib = 0;
+      int64_t mnk[3] = {m, n, k};
       for (int64_t i = 0; i < nb; i++) {
-        op_gemm_one(&p, i8, m, n, k,
-                    (const char *)pa + (size_t)(ia * m * k) * es,
-                    (const char *)pb + (size_t)(ib * k * n) * es, NULL, NULL,
-                    py + (size_t)(i * m * n) * es);
+        const char *ai = (const char *)pa + (size_t)(ia * m * k) * es;
+        const char *bi = (const char *)pb + (size_t)(ib * k * n) * es;
+        char *yi = py + (size_t)(i * m * n) * es;
+        if (rows) {
+          op_gemm_rows(c, &t, own, &p, mnk, ai, bi, NULL, NULL, y, yi, idx, br);
+        } else {
+          op_gemm_one(&p, i8, m, n, k, ai, bi, NULL, NULL, yi, NULL);
+        }
         for (uint32_t d = br; d-- > 0;) {
           ia += bc.sa[d];
           ib += bc.sb[d];
@@ -919,7 +977,7 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
         }
       }
     }
-    if (!p.horiz) {
+    if (!p.horiz && !rows) {
       op_run_epilogue(c, &t, own, y, py);
       op_finish_epilogue(y, py, out);
     }

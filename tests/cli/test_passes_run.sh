@@ -81,8 +81,9 @@ verify "$src/tests/data/passes/upsample.onnx.bin" --passes all --order memory
 verify "$src/tests/data/passes/act_big.json" --passes all --order memory
 verify "$src/tests/data/passes/upsample_one.json" --passes all
 # A tapped epilogue runs tile by tile, and a Conv whose epilogue operand
-# lives in its output's buffer plane by plane: the workspace is a tile or
-# plane plus the kernels' own scratch, not a whole output (the 13 MB map
+# lives in its output's buffer plane by plane (a MatMul or Gemm row by
+# row: act_big's mm2 and gemm3): the workspace is a tile, plane or row plus
+# the kernels' own scratch, not a whole output (the 13 MB map
 # of PP-OCRv4 det's first HardSwish). MobileNetV2 and ResNet-50 need the
 # same workspace with the passes as without (conv1's accumulator plane).
 "$mplan" compile "$src/tests/data/passes/act_big.json" --passes all \
