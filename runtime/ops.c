@@ -455,23 +455,32 @@ static void op_epi_entry(op_ctx *c, const op_epi *e, uint32_t at,
   }
 }
 
+/* Every entry over one tile of y (bytes at pt, outer index idx over the
+ * axes before s), the tapped value copied into kept when its entry comes;
+ * saved: op_epi_entry. */
+static void op_epi_tile(op_ctx *c, const op_tail *t, uint32_t own,
+                        const mp_btensor *y, uint32_t s, const int64_t *idx,
+                        void *pt, size_t bytes, void *kept, const void *saved) {
+  uint32_t at = own, tap = op_tap(t);
+  for (uint32_t k = 0; k < t->n_epi; k++) {
+    if (k == tap) memcpy(kept, pt, bytes);
+    op_epi_entry(c, &t->epi[k], at, y, s, idx, pt, kept, saved);
+    at += t->epi[k].n_extra;
+  }
+}
+
 /* Applies the epilogue to y in place: entry after entry over the whole
  * tensor, or with a tapped value tile by tile (OP_EPI_TILE). */
 static void op_run_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                             const mp_btensor *y, void *py) {
-  uint32_t tap = op_tap(t), s = tap == UINT32_MAX ? 0 : op_epi_split(&y->shape);
-  size_t es = mp_kd_size(y->dtype), tile = op_epi_tile_bytes(y) / es;
+  bool tapped = op_tap(t) != UINT32_MAX;
+  uint32_t s = tapped ? op_epi_split(&y->shape) : 0;
+  size_t es = mp_kd_size(y->dtype), n = (size_t)op_count(y);
+  size_t tile = tapped ? op_epi_tile_bytes(y) / es : n;
   int64_t idx[MP_K_MAX_RANK] = {0};
-  if (s == 0) tile = (size_t)op_count(y);
-  void *kept = tap == UINT32_MAX ? NULL : c->ws;
-  for (size_t done = 0; done < (size_t)op_count(y); done += tile) {
-    char *pt = (char *)py + done * es;
-    uint32_t at = own;
-    for (uint32_t k = 0; k < t->n_epi; k++) {
-      if (k == tap) memcpy(kept, pt, tile * es);
-      op_epi_entry(c, &t->epi[k], at, y, s, idx, pt, kept, NULL);
-      at += t->epi[k].n_extra;
-    }
+  for (size_t done = 0; done < n; done += tile) {
+    op_epi_tile(c, t, own, y, s, idx, (char *)py + done * es, tile * es, c->ws,
+                NULL);
     for (uint32_t d = s; d-- > 0;) {
       if (++idx[d] < y->shape.dims[d]) break;
       idx[d] = 0;
@@ -669,12 +678,7 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
                       scratch);
       }
       idx[0] = bi, idx[1] = oc;
-      uint32_t at = own;
-      for (uint32_t e = 0; e < t->n_epi; e++) {
-        if (e == tap) memcpy(kept, yp, bytes);
-        op_epi_entry(c, &t->epi[e], at, y, 2, idx, yp, kept, saved);
-        at += t->epi[e].n_extra;
-      }
+      op_epi_tile(c, t, own, y, 2, idx, yp, bytes, kept, saved);
     }
   }
 }
@@ -884,7 +888,6 @@ static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
                          uint32_t br) {
   size_t es = mp_kd_size(y->dtype), bytes = (size_t)mnk[1] * es;
   size_t step = (bytes + 63) / 64 * 64;
-  uint32_t tap = op_tap(t);
   char *saved = (char *)c->ws, *kept = saved + step;
   for (int64_t r = 0; r < mnk[0]; r++) {
     char *yr = py + (size_t)r * bytes;
@@ -893,12 +896,7 @@ static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
     op_gemm_one(p, y->dtype == MP_KD_I8, mnk[0], mnk[1], mnk[2], a, b, ct, pc,
                 py, rows);
     idx[br] = r;
-    uint32_t at = own;
-    for (uint32_t e = 0; e < t->n_epi; e++) {
-      if (e == tap) memcpy(kept, yr, bytes);
-      op_epi_entry(c, &t->epi[e], at, y, br + 1, idx, yr, kept, saved);
-      at += t->epi[e].n_extra;
-    }
+    op_epi_tile(c, t, own, y, br + 1, idx, yr, bytes, kept, saved);
   }
 }
 

@@ -54,6 +54,9 @@ static bool ab_head(const mp_op *op) {
 static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_graph *g = c->g;
   const mp_op *h = mp_graph_op(g, head);
+  if (pass_upsample_binary(h)) {
+    return pass_upsample_input(c, head, k) ? "Resize" : NULL; /* 1 and 6 */
+  }
   int32_t y = h->inputs[k];
   if (y < 0) return NULL;
   const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
@@ -65,9 +68,6 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
   if (d->n_outputs != 1 || d->n_inputs < 1 || d->inputs[0] < 0) return NULL;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
-  if (pass_upsample_binary(h)) {
-    return pass_upsample_input(c, head, k) ? "Resize" : NULL;
-  }
   if (strcmp(d->type, "DequantizeLinear") == 0) {
     if (d->n_inputs < 2 || d->inputs[1] < 0) return NULL;
     const mp_tensor *scale = mp_graph_tensor(g, (size_t)d->inputs[1]);
