@@ -40,6 +40,8 @@ typedef struct ox {
   const mp_alloc *a;
   mp_error *err;
   mp_graph *g;
+  const mp_onnx_branch *taken; /* Ifs whose condition is known */
+  size_t n_taken;
 } ox;
 
 /* ---- protobuf-c allocation through mp_alloc ------------------------------ */
@@ -747,7 +749,8 @@ static mp_status ox_node(ox *x, const Onnx__NodeProto *n, const char *scope,
  *     reads every body output, and every outer tensor the body captures, so
  *     that captured tensors live until the node's step;
  *   - If: the then ops, then the else ops; a branch's tensors die inside
- *     it, so the two branches may share bytes;
+ *     it, so the two branches may share bytes; an If named in the taken
+ *     list (its condition is known, model.c) has its taken branch only;
  *   - Loop and Scan: an enter op (mplan.LoopEnter, mplan.ScanEnter) writes
  *     the body's inputs from the node's; every body tensor is also read by
  *     the node, so it lives until the node's step: tensors of one iteration
@@ -881,6 +884,15 @@ static mp_status ox_captured(ox *x, size_t t0, size_t o0, bool hold_body,
   return st;
 }
 
+/* The branch an If named name takes when its condition is known (1 then,
+ * 0 else), or -1. */
+static int ox_taken(const ox *x, const char *name) {
+  for (size_t k = 0; k < x->n_taken; k++) {
+    if (strcmp(x->taken[k].op, name) == 0) return x->taken[k].then ? 1 : 0;
+  }
+  return -1;
+}
+
 static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
                                 const char *name, const char *type,
                                 const int32_t *ins, const int32_t *outs,
@@ -897,19 +909,35 @@ static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
                         "%s: node '%s' (%s) lacks its subgraph", x->file, name,
                         type);
   }
+  /* A known condition: only the taken branch is read (the other never
+   * runs). */
+  int taken = is_if ? ox_taken(x, name) : -1;
+  const Onnx__GraphProto *first = taken == 0 ? NULL : b1;
+  const Onnx__GraphProto *second = taken == 1 ? NULL : b2;
+  if (taken >= 0) {
+    const Onnx__GraphProto *dead = taken ? b2 : b1;
+    st = mp_graph_warn(x->g, x->err,
+                       "%s: If '%s': the condition is known (%s), so only "
+                       "its %s branch is planned; the %s branch never runs "
+                       "(%zu node%s left out)",
+                       x->file, name, taken ? "true" : "false",
+                       taken ? "then" : "else", taken ? "else" : "then",
+                       dead->n_node, dead->n_node == 1 ? "" : "s");
+  }
   for (uint32_t k = 0; st == MP_OK && k < n->n_input; k++) {
     st = ox_push(x, &l, ins[k]);
   }
   if (st == MP_OK && !is_if) st = ox_enter(x, n, name, b1, ins, s);
   snprintf(scope, sizeof scope, "%s/%s", name, is_if ? "then" : "body");
-  if (st == MP_OK) st = ox_body(x, b1, scope);
+  if (st == MP_OK && first) st = ox_body(x, first, scope);
   snprintf(scope, sizeof scope, "%s/else", name);
-  if (st == MP_OK && b2) st = ox_body(x, b2, scope);
-  if (st == MP_OK) st = ox_body_outputs(x, b1, name, &l);
-  if (st == MP_OK && b2) st = ox_body_outputs(x, b2, name, &l);
+  if (st == MP_OK && second) st = ox_body(x, second, scope);
+  if (st == MP_OK && first) st = ox_body_outputs(x, first, name, &l);
+  if (st == MP_OK && second) st = ox_body_outputs(x, second, name, &l);
   uint32_t body_outs = l.n - (uint32_t)n->n_input;
   if (st == MP_OK) st = ox_captured(x, t0, o0, !is_if, &l);
-  mp_attr *at = st == MP_OK ? mp_calloc(x->a, s->n + 2, sizeof *at) : NULL;
+  uint32_t n_at = s->n + 2 + (taken >= 0);
+  mp_attr *at = st == MP_OK ? mp_calloc(x->a, n_at, sizeof *at) : NULL;
   if (st == MP_OK && !at) {
     st = mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
   }
@@ -920,7 +948,11 @@ static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
                          .i = (int64_t)n->n_input};
     at[s->n + 1] = (mp_attr){
         .name = "mplan.body_outputs", .kind = MP_ATTR_INT, .i = body_outs};
-    mp_op_desc d = {name, type, l.n, n_out, s->n + 2, l.v, outs, at};
+    if (taken >= 0) {
+      at[s->n + 2] =
+          (mp_attr){.name = "mplan.branch", .kind = MP_ATTR_INT, .i = taken};
+    }
+    mp_op_desc d = {name, type, l.n, n_out, n_at, l.v, outs, at};
     st = mp_graph_add_op(x->g, &d, NULL, x->err);
   }
   mp_free(x->a, at);
@@ -1100,9 +1132,15 @@ static mp_status ox_graph(ox *x, const Onnx__GraphProto *gp) {
 
 mp_status mp_onnx_import(const char *file, const void *data, size_t len,
                          const mp_alloc *a, mp_graph **out, mp_error *err) {
+  return mp_onnx_import_taken(file, data, len, a, NULL, 0, out, err);
+}
+
+mp_status mp_onnx_import_taken(const char *file, const void *data, size_t len,
+                               const mp_alloc *a, const mp_onnx_branch *taken,
+                               size_t n_taken, mp_graph **out, mp_error *err) {
   ox_pb pb = {a, false};
   ProtobufCAllocator pa = {ox_pb_alloc, ox_pb_free, &pb};
-  ox x = {file, a, err, NULL};
+  ox x = {file, a, err, NULL, taken, n_taken};
   Onnx__ModelProto *m = onnx__model_proto__unpack(&pa, len, data);
   if (!m) {
     if (pb.failed) {
@@ -1139,7 +1177,7 @@ mp_status mp_onnx_bind_input(mp_graph *g, const char *name, const void *data,
   const mp_alloc *a = mp_graph_alloc(g);
   ox_pb pb = {a, false};
   ProtobufCAllocator pa = {ox_pb_alloc, ox_pb_free, &pb};
-  ox x = {mp_graph_source(g), a, err, g};
+  ox x = {mp_graph_source(g), a, err, g, NULL, 0};
   int32_t t;
   if (!mp_graph_find_tensor(g, name, &t) ||
       mp_graph_tensor(g, (size_t)t)->kind != MP_TENSOR_INPUT) {

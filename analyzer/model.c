@@ -229,9 +229,10 @@ static mp_status model_inputs_bound(const mp_model *m, mp_error *err) {
   return MP_OK;
 }
 
-/* Binding, ordering and shape inference (which also checks given shapes). */
-static mp_status model_infer(mp_model *m, const mp_load_opts *o,
-                             mp_error *err) {
+/* Binding, ordering and shape inference (which also checks given shapes);
+ * all: mp_shape_infer_all, and no check that every shape is known. */
+static mp_status model_infer_as(mp_model *m, const mp_load_opts *o, bool all,
+                                uint32_t *failed, mp_error *err) {
   mp_status st = model_bind_dims(m, o, err);
   for (size_t i = 0; st == MP_OK && i < o->n_shapes; i++) {
     st = model_bind_shape(m, &o->shapes[i], err);
@@ -247,10 +248,67 @@ static mp_status model_infer(mp_model *m, const mp_load_opts *o,
     st = mp_schedule(m->graph, basic ? o->order : MP_ORDER_AUTO, &m->order,
                      &m->order_used, err);
   }
+  if (st == MP_OK && all) {
+    return mp_shape_infer_all(m->graph, m->order, failed, err);
+  }
   if (st == MP_OK) st = mp_shape_infer(m->graph, m->order, NULL, err);
   if (st == MP_OK) st = mp_shape_check_resolved(m->graph, err);
   if (st == MP_OK) st = mp_graph_resolve(m->graph, err);
   return st;
+}
+
+/* After model_infer_as(all) found no failure: the rest of model_infer. */
+static mp_status model_infer_finish(mp_model *m, mp_error *err) {
+  mp_status st = mp_shape_check_resolved(m->graph, err);
+  if (st == MP_OK) st = mp_graph_resolve(m->graph, err);
+  return st;
+}
+
+static mp_status model_infer(mp_model *m, const mp_load_opts *o,
+                             mp_error *err) {
+  return model_infer_as(m, o, false, NULL, err);
+}
+
+/* The Ifs of an ONNX model whose condition is known (a value from --value
+ * or shape math) and that still hold both branches, appended to *v (names
+ * copied). */
+typedef struct model_ifs {
+  mp_onnx_branch *v;
+  size_t n, cap;
+} model_ifs;
+
+static void model_ifs_free(const mp_alloc *a, model_ifs *f) {
+  for (size_t k = 0; k < f->n; k++) mp_free(a, (void *)(uintptr_t)f->v[k].op);
+  mp_free(a, f->v);
+  *f = (model_ifs){0};
+}
+
+static mp_status model_known_ifs(mp_model *m, model_ifs *f, mp_error *err) {
+  const mp_graph *g = m->graph;
+  for (size_t o = 0; o < mp_graph_op_count(g); o++) {
+    const mp_op *op = mp_graph_op(g, o);
+    if (strcmp(op->type, "If") != 0 || op->n_inputs < 1 || op->inputs[0] < 0)
+      continue;
+    bool pruned = false;
+    for (uint32_t k = 0; k < op->n_attrs; k++) {
+      pruned = pruned || strcmp(op->attrs[k].name, "mplan.branch") == 0;
+    }
+    const mp_value *v = mp_graph_tensor(g, (size_t)op->inputs[0])->value;
+    if (pruned || !v || v->n != 1) continue;
+    void *p = f->v;
+    mp_status st =
+        mp_grow(m->alloc, &p, &f->cap, f->n + 1, sizeof *f->v, m->path, err);
+    if (st != MP_OK) return st;
+    f->v = p;
+    size_t len = strlen(op->name) + 1;
+    char *name = mp_malloc(m->alloc, len);
+    if (!name)
+      return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", m->path);
+    memcpy(name, op->name, len);
+    f->v[f->n++] =
+        (mp_onnx_branch){name, v->i ? v->i[0] != 0 : v->f && v->f[0] != 0.0};
+  }
+  return MP_OK;
 }
 
 /* Producer and last consumer names per buffer, under the chosen order:
@@ -326,25 +384,32 @@ static mp_status model_order(mp_model *m, const mp_load_opts *o,
   return st;
 }
 
-/* The analyzer pipeline once m->graph holds an imported, linked graph. */
-static mp_status model_pipeline(mp_model *m, const mp_load_opts *o,
-                                mp_error *err) {
+/* The analyzer pipeline after shape inference. */
+static mp_status model_after_infer(mp_model *m, const mp_load_opts *o,
+                                   mp_error *err) {
   mp_lifetime_opts lo = {.inputs_as_activations = o->inputs_as_activations,
                          .backend = o->backend};
-  mp_status st = MP_OK;
-  if (mp_graph_op_count(m->graph) == 0) {
-    st = mp_error_set(err, MP_ERR_BAD_INPUT, "%s: ops: the graph has no ops",
-                      m->path);
-  } else {
-    /* Also when every shape is written in the file: inference checks them
-     * (a declared size the op does not compute is an error). */
-    st = model_infer(m, o, err);
-  }
-  if (st == MP_OK) st = model_order(m, o, err);
+  mp_status st = model_order(m, o, err);
   lo.alias = &m->alias;
   if (st == MP_OK)
     st = mp_lifetimes_build(m->graph, m->order, &lo, &m->problem, err);
   if (st == MP_OK) st = model_names(m, err);
+  return st;
+}
+
+static mp_status model_no_ops(const mp_model *m, mp_error *err) {
+  return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: ops: the graph has no ops",
+                      m->path);
+}
+
+/* The analyzer pipeline once m->graph holds an imported, linked graph. */
+static mp_status model_pipeline(mp_model *m, const mp_load_opts *o,
+                                mp_error *err) {
+  if (mp_graph_op_count(m->graph) == 0) return model_no_ops(m, err);
+  /* Also when every shape is written in the file: inference checks them
+   * (a declared size the op does not compute is an error). */
+  mp_status st = model_infer(m, o, err);
+  if (st == MP_OK) st = model_after_infer(m, o, err);
   return st;
 }
 
@@ -355,11 +420,116 @@ static mp_status model_graph(mp_model *m, const cJSON *root,
   return st;
 }
 
+/* Op `failed` failed inside a branch of an If whose condition is unknown
+ * (the importer names branch ops IF/then/... and IF/else/...): the error
+ * says so, and which scalar graph inputs decide the condition. */
+static void model_branch_hint(const mp_model *m, uint32_t failed,
+                              mp_error *err) {
+  const mp_graph *g = m->graph;
+  const char *name = mp_graph_op(g, failed)->name;
+  const mp_op *best = NULL;
+  const char *side = NULL;
+  for (size_t o = 0; o < mp_graph_op_count(g); o++) {
+    const mp_op *op = mp_graph_op(g, o);
+    if (strcmp(op->type, "If") != 0 || op->n_inputs < 1 || op->inputs[0] < 0 ||
+        mp_graph_tensor(g, (size_t)op->inputs[0])->value) {
+      continue;
+    }
+    size_t n = strlen(op->name);
+    if (strncmp(name, op->name, n) != 0 || (best && strlen(best->name) < n))
+      continue;
+    if (strncmp(name + n, "/then/", 6) == 0 ||
+        strncmp(name + n, "/else/", 6) == 0) {
+      best = op;
+      side = name[n + 1] == 't' ? "then" : "else";
+    }
+  }
+  if (!best) return;
+  /* The scalar graph inputs the condition depends on. */
+  size_t nt = mp_graph_tensor_count(g);
+  uint8_t *seen = mp_calloc(m->alloc, nt + 1, 1);
+  int32_t *stack = mp_calloc(m->alloc, nt + 1, sizeof *stack);
+  char inputs[200] = "";
+  size_t sp = 0, found = 0;
+  if (seen && stack) {
+    stack[sp++] = best->inputs[0];
+    seen[best->inputs[0]] = 1;
+  }
+  while (sp > 0) {
+    const mp_tensor *t = mp_graph_tensor(g, (size_t)stack[--sp]);
+    size_t elems = 1;
+    for (uint32_t k = 0; k < t->rank; k++) {
+      int64_t d = mp_graph_dim_of(g, &t->shape[k]);
+      elems = d == 1 ? elems : 0;
+    }
+    if (t->kind == MP_TENSOR_INPUT && elems == 1 && found < 3) {
+      size_t len = strlen(inputs);
+      snprintf(inputs + len, sizeof inputs - len, "%s--value %s=V",
+               found ? ", " : "", t->name);
+      found++;
+    }
+    if (t->producer < 0) continue;
+    const mp_op *p = mp_graph_op(g, (size_t)t->producer);
+    for (uint32_t k = 0; k < p->n_inputs; k++) {
+      int32_t x = p->inputs[k];
+      if (x >= 0 && !seen[x]) {
+        seen[x] = 1;
+        stack[sp++] = x;
+      }
+    }
+  }
+  mp_free(m->alloc, stack);
+  mp_free(m->alloc, seen);
+  size_t len = strlen(err->msg);
+  snprintf(err->msg + len, sizeof err->msg - len,
+           " (in the %s branch of If '%s', whose condition is not known%s%s%s)",
+           side, best->name, found ? ": " : "", inputs,
+           found ? " picks the branch that runs" : "");
+}
+
+/* An If whose condition is known runs one branch; the other may not even
+ * have shapes that hold for these inputs (Silero VAD's 8 kHz path at 16
+ * kHz). So an ONNX model is inferred once going past failures, to find
+ * the conditions, and imported again with the taken branches only, until
+ * no new condition comes out (each round leaves out at least one branch);
+ * the last inference is then the strict one. */
 static mp_status model_onnx(mp_model *m, const char *data, size_t len,
                             const mp_load_opts *o, mp_error *err) {
   m->format = MP_FORMAT_ONNX;
+  model_ifs f = {0};
   mp_status st = mp_onnx_import(m->path, data, len, m->alloc, &m->graph, err);
-  if (st == MP_OK) st = model_pipeline(m, o, err);
+  if (st == MP_OK && mp_graph_op_count(m->graph) == 0)
+    st = model_no_ops(m, err);
+  while (st == MP_OK) {
+    size_t n0 = f.n;
+    uint32_t failed = UINT32_MAX;
+    mp_status inf = model_infer_as(m, o, true, &failed, err);
+    if (inf == MP_ERR_NOMEM) {
+      st = inf;
+      break;
+    }
+    mp_error keep = *err; /* inf's failure, if any */
+    st = model_known_ifs(m, &f, err);
+    if (st == MP_OK && f.n == n0) {
+      /* Nothing more to leave out: inf is the strict inference's result
+       * (its first failure is the strict one's). */
+      *err = keep;
+      if (inf != MP_OK && failed != UINT32_MAX) {
+        model_branch_hint(m, failed, err);
+      }
+      st = inf == MP_OK ? model_infer_finish(m, err) : inf;
+      break;
+    }
+    if (st != MP_OK) break;
+    mp_graph_destroy(m->graph);
+    m->graph = NULL;
+    mp_free(m->alloc, m->order);
+    m->order = NULL;
+    st = mp_onnx_import_taken(m->path, data, len, m->alloc, f.v, f.n, &m->graph,
+                              err);
+  }
+  model_ifs_free(m->alloc, &f);
+  if (st == MP_OK) st = model_after_infer(m, o, err);
   return st;
 }
 

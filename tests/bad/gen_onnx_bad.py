@@ -125,3 +125,41 @@ save("tests/data/control.onnx.bin",
            [helper.make_tensor_value_info("out", F, None),
             helper.make_tensor_value_info("y_final", F, None),
             helper.make_tensor_value_info("scan", F, None)], [trip]))
+
+# An If whose condition is known (--value, or shape math) runs one branch,
+# and the other need not hold for these inputs (as in Silero VAD, whose
+# 8 kHz path cannot take a 16 kHz frame). 'rate' = (sr == 16000): its then
+# branch holds a nested If 'fits' = (x.shape[1] == 8), known from shapes
+# alone; its else branch squeezes an axis of size 8, which fails, and so
+# does the else branch of 'fits'.
+I64 = TensorProto.INT64
+sri = helper.make_tensor_value_info("sr", I64, [])
+xb = helper.make_tensor_value_info("x", F, [1, 8])
+sr16k = numpy_helper.from_array(np.array(16000, np.int64), "sr16k")
+eight = numpy_helper.from_array(np.array(8, np.int64), "eight")
+one = numpy_helper.from_array(np.array(1, np.int64), "one")
+ax1 = numpy_helper.from_array(np.array([1], np.int64), "ax1")
+fits_then = helper.make_graph(
+    [helper.make_node("Add", ["t16", "t16"], ["f_out"], name="f_add")],
+    "fits_then", [], [helper.make_tensor_value_info("f_out", F, None)])
+fits_else = helper.make_graph(
+    [helper.make_node("Squeeze", ["t16", "ax1"], ["g_out"], name="g_sq")],
+    "fits_else", [], [helper.make_tensor_value_info("g_out", F, None)])
+rate_then = helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["t16"], name="t_relu"),
+     helper.make_node("Shape", ["t16"], ["t_shape"], name="t_shape"),
+     helper.make_node("Gather", ["t_shape", "one"], ["t_w"], name="t_w", axis=0),
+     helper.make_node("Equal", ["t_w", "eight"], ["t_fits"], name="t_eq"),
+     helper.make_node("If", ["t_fits"], ["t_out"], name="fits",
+                      then_branch=fits_then, else_branch=fits_else)],
+    "rate_then", [], [helper.make_tensor_value_info("t_out", F, None)])
+rate_else = helper.make_graph(
+    [helper.make_node("Squeeze", ["x", "ax1"], ["e_sq"], name="e_sq")],
+    "rate_else", [], [helper.make_tensor_value_info("e_sq", F, None)])
+save("tests/data/branch.onnx.bin",
+     model([helper.make_node("Equal", ["sr", "sr16k"], ["is16k"], name="is16k"),
+            helper.make_node("If", ["is16k"], ["r_out"], name="rate",
+                             then_branch=rate_then, else_branch=rate_else),
+            helper.make_node("Relu", ["r_out"], ["y"], name="after")],
+           [xb, sri], [helper.make_tensor_value_info("y", F, None)],
+           [sr16k, eight, one, ax1]))

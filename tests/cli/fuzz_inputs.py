@@ -46,6 +46,11 @@ def seeds(src, onnx_dir):
               "sum_bcast"):
         out += [(os.path.join(src, "tests", "data", "passes", m + ".json"),
                  "graph")] * 3
+    # ONNX control flow: If and Loop bodies flattened, and an If whose
+    # condition shape math decides, imported again with one branch.
+    for m in ("control", "branch"):
+        out += [(os.path.join(src, "tests", "data", m + ".onnx.bin"),
+                 "graph")] * 3
     for f in sorted(glob.glob(os.path.join(src, "backends", "*.json"))):
         out += [(f, "backend")] * 3
     for f in sorted(glob.glob(os.path.join(src, "tests", "bad", "*"))):

@@ -80,6 +80,24 @@ done
 run 0 plan $ctl --value cond=0 --json &&
   [ "$(py "$tmp/out" "[b['shape'] for b in d['buffers'] if b['name']=='branch'][0]")" = "[1,4]" ] && ok || bad "--value cond=0 did not pick the else branch"
 run 2 plan $ctl --value cond=0.5 && has "$tmp/err" "--value cond: the input is bool; 0.5 is not an integer"
+# A known condition runs one branch, and the other is neither inferred nor
+# planned: in branch.onnx.bin the else branch of 'rate' (sr == 16000) and
+# of the nested 'fits' (known from shapes alone) squeeze an axis of 8.
+br=tests/data/branch.onnx.bin
+run 0 plan $br --value sr=16000 -o "$tmp/br.json" &&
+  has "$tmp/err" "If 'rate': the condition is known (true), so only its then branch is planned; the else branch never runs (1 node left out)" &&
+  has "$tmp/err" "If 'rate/then/fits': the condition is known (true), so only its then branch is planned" &&
+  lines "$tmp/err" 2 && run 0 validate "$tmp/br.json" &&
+  [ "$(py "$tmp/br.json" "sorted(b['name'] for b in d['buffers'] if b['class'] != 'resident')")" = "['f_out', 'is16k', 'r_out', 't16', 't_fits', 't_out', 't_shape', 't_w', 'y']" ] &&
+  ok || bad "--value sr=16000: the dead branches are planned, or not reported"
+[ "$(py "$tmp/br.json" "len(d['execution'])")" = 9 ] && ok || bad "branch.onnx.bin at 16 kHz: not 9 steps"
+# Unknown: the error names the op, the If and the input that decides it.
+run 2 plan $br && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'rate/else/e_sq' (Squeeze): axis 1 has size 8, not 1 (in the else branch of If 'rate', whose condition is not known: --value sr=V picks the branch that runs)" && ok ||
+  bad "unknown condition: no hint naming If 'rate' and --value sr"
+# Known false: the else branch runs, and its error is a plain one.
+run 2 plan $br --value sr=8000 && lines "$tmp/err" 1 && has "$tmp/err" "op 'rate/else/e_sq' (Squeeze): axis 1 has size 8, not 1" &&
+  ! grep -q "in the else branch" "$tmp/err" && ok || bad "--value sr=8000: the else branch's own error is not plain"
 
 # A pipeline: encoder then decoder as one problem. The connecting tensor
 # lives from the encoder's last op to the decoder's first; encoder
@@ -114,6 +132,23 @@ if [ -n "$cache" ] && [ -d "$cache/ocr" ]; then
     [ "$(py "$tmp/out" "d['summary']['arena_bytes'] == $(py "$tmp/ch_PP-OCRv4_rec_infer.json" "d['summary']['arena_bytes']") and d['dynamic']['waste'][0]['waste_bytes'] > 0")" = True ] && ok ||
     bad "rec capped at width 320 differs from rec at 1x3x48x320"
   run 2 plan "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" && has "$tmp/err" "dim 'p2o.DynamicDimension.0' is not bound"
+fi
+# Silero VAD v5: If (sr == 16000) picks a 16 kHz or an 8 kHz path, and
+# each path holds shapes only for its own frame size.
+vad=$cache/vad/silero_vad_v5.onnx
+if [ -n "$cache" ] && [ -f "$vad" ]; then
+  run 0 plan "$vad" --shape input=1x512 --shape state=2x1x128 --value sr=16000 -o "$tmp/vad16.json" &&
+    has "$tmp/err" "If 'If_0': the condition is known (true), so only its then branch is planned" && run 0 validate "$tmp/vad16.json" &&
+    [ "$(py "$tmp/vad16.json" "[b['shape'] for b in d['buffers'] if b['name'] in ('output', 'stateN')]")" = "['[1,1]', '[2,1,128]']" ] && ok ||
+    bad "silero_vad_v5 at 16 kHz does not plan"
+  run 0 plan "$vad" --shape input=1x256 --shape state=2x1x128 --value sr=8000 -o "$tmp/vad8.json" &&
+    has "$tmp/err" "If 'If_0': the condition is known (false), so only its else branch is planned" && run 0 validate "$tmp/vad8.json" && ok ||
+    bad "silero_vad_v5 at 8 kHz does not plan"
+  run 2 plan "$vad" --shape input=1x512 --shape state=2x1x128 && lines "$tmp/err" 1 &&
+    has "$tmp/err" "(in the else branch of If 'If_0', whose condition is not known: --value sr=V picks the branch that runs)" && ok ||
+    bad "silero_vad_v5 without sr: no hint"
+  run 0 plan "$cache/vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 --value sr=16000 -o "$tmp/vadl.json" &&
+    run 0 validate "$tmp/vadl.json" && ok || bad "silero_vad_legacy does not plan"
 fi
 echo "onnx cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
