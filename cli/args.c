@@ -284,20 +284,26 @@ static int args_verify(args_state *s, cli_opts *o, mp_status *st) {
   } else if ((r = args_match(s, "--fail-fast", false, &v))) {
     o->fail_fast = true;
   } else if ((r = args_match(s, "--redzone", true, &v))) {
-    if (r > 0 && (!mp_parse_i64(v, &n) || n < 0 || n > 65536)) {
+    /* Sizes as everywhere (4096, 64KiB, 1.5GiB; common/units.c). */
+    size_t b = 0;
+    mp_error e;
+    if (r > 0 && (mp_parse_size(v, &b, &e) != MP_OK || b > 65536)) {
       *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
                          "mplan %s: --redzone '%s': expected bytes in "
-                         "[0, 65536]",
+                         "[0, 65536] (such as 64 or 4KiB)",
                          s->cmd, v);
     }
-    if (r > 0) o->redzone = (size_t)n;
+    if (r > 0) o->redzone = b;
   } else if ((r = args_match(s, "--max-bytes", true, &v))) {
-    if (r > 0 && (!mp_parse_i64(v, &n) || n < 1)) {
+    size_t b = 0;
+    mp_error e;
+    if (r > 0 && (mp_parse_size(v, &b, &e) != MP_OK || b < 1)) {
       *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
-                         "mplan %s: --max-bytes '%s': expected bytes >= 1",
+                         "mplan %s: --max-bytes '%s': expected bytes >= 1 "
+                         "(such as 2000000000 or 4GiB)",
                          s->cmd, v);
     }
-    if (r > 0) o->max_bytes = (size_t)n;
+    if (r > 0) o->max_bytes = b;
   } else if ((r = args_match(s, "--inject", true, &v))) {
     o->inject = v;
   } else if ((r = args_match(s, "--target", true, &v))) {

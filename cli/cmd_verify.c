@@ -38,7 +38,8 @@ static const char verify_usage[] =
     "  --inject SPEC  overlap:A,B | early-free:T | oob:OP (a fault to find)\n"
     "  --fail-fast    stop at the first event\n"
     "  --max-bytes N  run models whose no-reuse tensors take up to N bytes\n"
-    "                 (default 1 GiB; never above a quarter of memory)\n"
+    "                 (such as 4GiB; default 1 GiB; never above a quarter\n"
+    "                 of memory)\n"
     "Exit 0: no event; 1: a violation (each printed as an event line).\n";
 
 static void verify_event(mp_buf *out, const mp_event_rec *e) {
