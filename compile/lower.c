@@ -504,7 +504,10 @@ static mp_status lw_window(lw *x, const mp_tensor *in, const mp_tensor *w,
   return MP_OK;
 }
 
-static mp_status lw_conv(lw *x, bool transpose) {
+/* Conv, ConvTranspose (transpose) and ConvInteger (integer: X, W,
+ * [x_zero_point], [w_zero_point]; the same parameters with shift 0, the
+ * sums staying int32, and no prologue or epilogue). */
+static mp_status lw_conv(lw *x, bool transpose, bool integer) {
   const mp_tensor *in = lw_t(x, 0), *w = lw_t(x, 1), *y = lw_out(x, 0);
   if (!in || !w || in->rank < 3 || in->rank > 5 || w->rank != in->rank) {
     return lw_unsup(x, "1 to 3 spatial dims with X and W are supported");
@@ -512,18 +515,21 @@ static mp_status lw_conv(lw *x, bool transpose) {
   int64_t nd = in->rank - 2, k[3], s[3], d[3], pb[3], pe[3], op[3];
   mp_status st = lw_window(x, in, w, y, nd, transpose, k, s, d, pb, pe, op);
   if (st != MP_OK) return st;
-  x->o->kernel = transpose ? MP_BOP_CONV_TRANSPOSE : MP_BOP_CONV;
+  x->o->kernel = integer     ? MP_BOP_CONV_INTEGER
+                 : transpose ? MP_BOP_CONV_TRANSPOSE
+                             : MP_BOP_CONV;
+  if (integer) lw_copy_inputs(x);
   lw_p(x, nd);
   lw_p(x, lw_int(x, "group", 1));
   int64_t kk = lw_dim(x, w, 1);
   for (int64_t i = 0; i < nd; i++) kk *= k[i];
-  lw_p(x, lw_int(x, "mplan.shift", lw_shift(kk)));
+  lw_p(x, integer ? 0 : lw_int(x, "mplan.shift", lw_shift(kk)));
   int64_t *arr[] = {k, s, d, pb, pe, op};
   int64_t fill[] = {1, 1, 1, 0, 0, 0};
   for (int a = 0; a < 6; a++) {
     for (int i = 0; i < 3; i++) lw_p(x, i < nd ? arr[a][i] : fill[a]);
   }
-  return lw_tail(x, 3);
+  return integer ? MP_OK : lw_tail(x, 3);
 }
 
 static mp_status lw_pool(lw *x, int kind, bool global) {
@@ -904,6 +910,11 @@ static mp_status lw_misc(lw *x, const char *t) {
     lw_p(x, rank ? lw_axis(lw_int(x, "axis", 1), rank) : 0);
     return MP_OK;
   }
+  if (strcmp(t, "DynamicQuantizeLinear") == 0) {
+    x->o->kernel = MP_BOP_DYNAMIC_QUANTIZE;
+    lw_copy_inputs(x);
+    return MP_OK;
+  }
   if (strcmp(t, "Cast") == 0) {
     x->o->kernel = MP_BOP_CAST;
     lw_in(x, x->op->inputs[0]);
@@ -928,8 +939,9 @@ static bool lw_dropout_trains(const lw *x) {
 static mp_status lw_dispatch(lw *x) {
   const char *t = x->op->type;
   int u = lw_find(lw_unary, t), b = lw_find(lw_binary, t);
-  if (strcmp(t, "Conv") == 0) return lw_conv(x, false);
-  if (strcmp(t, "ConvTranspose") == 0) return lw_conv(x, true);
+  if (strcmp(t, "Conv") == 0) return lw_conv(x, false, false);
+  if (strcmp(t, "ConvTranspose") == 0) return lw_conv(x, true, false);
+  if (strcmp(t, "ConvInteger") == 0) return lw_conv(x, false, true);
   if (strcmp(t, "Gemm") == 0) return lw_gemm(x, true);
   if (strcmp(t, "MatMul") == 0) return lw_gemm(x, false);
   if (lw_attr(x, "fused_activation") && b < 0) {

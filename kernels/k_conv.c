@@ -207,3 +207,81 @@ void mp_k_gemm_i8(const mp_kgemm *p, const int8_t *a, const int8_t *b,
     }
   }
 }
+
+/* ConvInteger, weight by weight: every (channel, tap) adds w' * (x - xzp)
+ * to the output positions whose window reads a real input element there,
+ * a contiguous run of the innermost spatial dim. */
+static inline int32_t conv_q(const void *p, bool u, int64_t i) {
+  return u ? (int32_t)((const uint8_t *)p)[i] : (int32_t)((const int8_t *)p)[i];
+}
+
+/* The output indices o in [0, out) with 0 <= o * s + k * d - pad < in:
+ * [*lo, *hi). */
+static void conv_run(int64_t out, int64_t in, int64_t s, int64_t k, int64_t d,
+                     int64_t pad, int64_t *lo, int64_t *hi) {
+  int64_t off = k * d - pad; /* input index of o = 0 */
+  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+  int64_t b = in - off <= 0 ? 0 : (in - off - 1) / s + 1;
+  *lo = a < out ? a : out;
+  *hi = b < out ? b : out;
+  if (*hi < *lo) *hi = *lo;
+}
+
+void mp_k_conv_integer(const mp_kconv *p, int dx, const void *x, int32_t xzp,
+                       int dw, const void *w, const void *wzp, int64_t n_wzp,
+                       int32_t *y) {
+  bool ux = dx == MP_KD_U8, uw = dw == MP_KD_U8;
+  int64_t pin = p->in[0] * p->in[1] * p->in[2];
+  int64_t pout = p->out[0] * p->out[1] * p->out[2];
+  int64_t ks = p->k[0] * p->k[1] * p->k[2];
+  int64_t cg = p->c / p->group, mg = p->m / p->group;
+  for (int64_t b = 0; b < p->n; b++) {
+    for (int64_t oc = 0; oc < p->m; oc++) {
+      int32_t *yp = y + (b * p->m + oc) * pout;
+      for (int64_t i = 0; i < pout; i++) yp[i] = 0;
+      int32_t wz = wzp ? conv_q(wzp, uw, n_wzp == 1 ? 0 : oc) : 0;
+      for (int64_t ic = 0; ic < cg; ic++) {
+        int64_t xc = oc / mg * cg + ic;
+        int64_t xbase = (b * p->c + xc) * pin;
+        for (int64_t t = 0; t < ks; t++) {
+          int32_t wv = conv_q(w, uw, (oc * cg + ic) * ks + t) - wz;
+          if (wv == 0) continue;
+          int64_t k0 = t / (p->k[1] * p->k[2]), k1 = t / p->k[2] % p->k[1];
+          int64_t k2 = t % p->k[2];
+          int64_t a0, e0, a1, e1, a2, e2;
+          conv_run(p->out[0], p->in[0], p->stride[0], k0, p->dil[0], p->pad[0],
+                   &a0, &e0);
+          conv_run(p->out[1], p->in[1], p->stride[1], k1, p->dil[1], p->pad[1],
+                   &a1, &e1);
+          conv_run(p->out[2], p->in[2], p->stride[2], k2, p->dil[2], p->pad[2],
+                   &a2, &e2);
+          for (int64_t o0 = a0; o0 < e0; o0++) {
+            int64_t i0 = o0 * p->stride[0] + k0 * p->dil[0] - p->pad[0];
+            for (int64_t o1 = a1; o1 < e1; o1++) {
+              int64_t i1 = o1 * p->stride[1] + k1 * p->dil[1] - p->pad[1];
+              int32_t *yr = yp + (o0 * p->out[1] + o1) * p->out[2];
+              int64_t xr = xbase + (i0 * p->in[1] + i1) * p->in[2] +
+                           k2 * p->dil[2] - p->pad[2];
+              int64_t st = p->stride[2];
+              /* Sums wrap in 32 bits (two's complement), as int32 does in
+               * ONNX Runtime, instead of overflowing. */
+              if (ux) {
+                const uint8_t *xq = (const uint8_t *)x;
+                for (int64_t o2 = a2; o2 < e2; o2++) {
+                  int32_t v = wv * ((int32_t)xq[xr + o2 * st] - xzp);
+                  yr[o2] = (int32_t)((uint32_t)yr[o2] + (uint32_t)v);
+                }
+              } else {
+                const int8_t *xq = (const int8_t *)x;
+                for (int64_t o2 = a2; o2 < e2; o2++) {
+                  int32_t v = wv * ((int32_t)xq[xr + o2 * st] - xzp);
+                  yr[o2] = (int32_t)((uint32_t)yr[o2] + (uint32_t)v);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}

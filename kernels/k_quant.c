@@ -6,6 +6,8 @@
  *      output type; a zero point absent is 0.
  *   2. Per-axis parameters index by the channel of the [outer, ch, inner]
  *      view; per-tensor parameters (n_scale 1) apply everywhere.
+ *   3. DynamicQuantizeLinear computes its range, scale and zero point in
+ *      f32 as the ONNX reference does, then quantizes as QuantizeLinear.
  */
 #include <math.h>
 
@@ -43,4 +45,26 @@ void mp_k_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
       }
     }
   }
+}
+
+void mp_k_dynamic_quantize(size_t n, const float *x, uint8_t *y, float *scale,
+                           uint8_t *zp) {
+  float lo = 0.0f, hi = 0.0f; /* the range always holds 0 */
+  for (size_t i = 0; i < n; i++) {
+    if (x[i] < lo) lo = x[i];
+    if (x[i] > hi) hi = x[i];
+  }
+  float s = (hi - lo) / 255.0f;
+  if (!(s > 0.0f) || !isfinite(s)) {
+    /* every x is 0 (or the range is not finite: nothing to scale by) */
+    *scale = 0.0f;
+    *zp = 0;
+    for (size_t i = 0; i < n; i++) y[i] = 0;
+    return;
+  }
+  float z = nearbyintf(-lo / s);
+  uint8_t q = (uint8_t)(z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z);
+  *scale = s;
+  *zp = q;
+  mp_k_quantize(1, 1, (int64_t)n, x, scale, 1, zp, MP_KD_U8, y);
 }

@@ -762,12 +762,34 @@ bool mp_bundle_find_op(const mp_bundle *b, const char *name, uint32_t *op) {
 }
 
 const char *mp_bop_name(int kernel) {
-  static const char *const names[MP_BOP_COUNT] = {
-      "?",          "conv",    "conv-transpose", "gemm",      "matmul",
-      "unary",      "binary",  "variadic",       "where",     "cast",
-      "view",       "softmax", "batchnorm",      "layernorm", "maxpool",
-      "avgpool",    "reduce",  "concat",         "split",     "slice",
-      "gather",     "pad",     "transpose",      "resize",    "quantize",
-      "dequantize", "fill"};
+  static const char *const names[MP_BOP_COUNT] = {"?",
+                                                  "conv",
+                                                  "conv-transpose",
+                                                  "gemm",
+                                                  "matmul",
+                                                  "unary",
+                                                  "binary",
+                                                  "variadic",
+                                                  "where",
+                                                  "cast",
+                                                  "view",
+                                                  "softmax",
+                                                  "batchnorm",
+                                                  "layernorm",
+                                                  "maxpool",
+                                                  "avgpool",
+                                                  "reduce",
+                                                  "concat",
+                                                  "split",
+                                                  "slice",
+                                                  "gather",
+                                                  "pad",
+                                                  "transpose",
+                                                  "resize",
+                                                  "quantize",
+                                                  "dequantize",
+                                                  "fill",
+                                                  "conv-integer",
+                                                  "dynamic-quantize"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

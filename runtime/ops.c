@@ -1922,6 +1922,117 @@ static bool op_run_quant(op_ctx *c, bool quant) {
   return true;
 }
 
+/* ConvInteger: X, W, [x_zero_point], [w_zero_point]; Conv's parameters
+ * (rd_conv) with shift 0 and no output padding, and no tail. */
+static bool rd_conv_integer(op_ctx *c, op_convp *p) {
+  op_rd r = op_reader(c);
+  rd_conv(&r, p);
+  return !r.bad && r.at == r.n && p->shift == 0 && !p->op[0] && !p->op[1] &&
+         !p->op[2];
+}
+
+static bool op_q8(int d) {
+  return d == MP_KD_I8 || d == MP_KD_U8;
+}
+
+static bool op_check_conv_integer(op_ctx *c) {
+  op_convp p;
+  if (!rd_conv_integer(c, &p)) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1);
+  const mp_btensor *xz = op_in(c, 2), *wz = op_in(c, 3);
+  if (!x || !w || c->op->n_in > 4 || c->op->n_out != 1) {
+    return op_fail(c, "needs X, W, optional zero points and one output");
+  }
+  const mp_btensor *y = op_out(c, 0);
+  if (!op_q8(x->dtype) || !op_q8(w->dtype) || y->dtype != MP_KD_I32) {
+    return op_fail(c,
+                   "unsupported dtypes x %s, w %s, y %s (int8 or uint8 "
+                   "in, int32 out)",
+                   mp_kd_name(x->dtype), mp_kd_name(w->dtype),
+                   mp_kd_name(y->dtype));
+  }
+  uint32_t rank = (uint32_t)p.nd + 2;
+  if (x->shape.rank != rank || w->shape.rank != rank) {
+    return op_fail(c, "x and w must have rank %u", rank);
+  }
+  int64_t cch = x->shape.dims[1], g = p.group, m = w->shape.dims[0];
+  if (cch % g || m % g || m == 0 || w->shape.dims[1] * g != cch) {
+    return op_fail(c, "channels: x has %lld, w %s, group %lld do not agree",
+                   (long long)cch, w->name, (long long)g);
+  }
+  if (xz && (xz->dtype != x->dtype || op_count(xz) != 1)) {
+    return op_fail(c, "x_zero_point '%s' is not one value of x's dtype",
+                   xz->name);
+  }
+  if (wz &&
+      (wz->dtype != w->dtype ||
+       (op_count(wz) != 1 && (wz->shape.rank != 1 || op_count(wz) != m)))) {
+    return op_fail(c,
+                   "w_zero_point '%s' is neither one value nor one per "
+                   "output channel of w's dtype",
+                   wz->name);
+  }
+  mp_kshape want = {rank, {x->shape.dims[0], m}};
+  for (int64_t i = 0; i < p.nd; i++) {
+    if (w->shape.dims[2 + i] != p.k[i]) {
+      return op_fail(c, "kernel_shape disagrees with w '%s'", w->name);
+    }
+    int64_t in = x->shape.dims[2 + i], ext = p.d[i] * (p.k[i] - 1) + 1;
+    int64_t span = in + p.pb[i] + p.pe[i] - ext;
+    if (span < 0) {
+      return op_fail(c, "spatial dim %lld: empty output", (long long)i);
+    }
+    want.dims[2 + i] = span / p.s[i] + 1;
+  }
+  if (!op_expect_shape(c, y, &want)) return false;
+  for (uint32_t k = 0; k < c->op->n_in; k++) {
+    if (op_aliases(op_in(c, k), y)) {
+      return op_fail(c, "output '%s' shares an input's buffer", y->name);
+    }
+  }
+  return true;
+}
+
+static bool op_run_conv_integer(op_ctx *c) {
+  op_convp p;
+  (void)rd_conv_integer(c, &p);
+  const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1), *wz = op_in(c, 3);
+  const mp_btensor *y = op_out(c, 0);
+  mp_kconv k;
+  op_kconv(&p, &x->shape, &y->shape, y->shape.dims[1], &k);
+  int32_t xzp =
+      op_in(c, 2) ? (int32_t)mp_k_load_i(op_pin(c, 2), x->dtype, 0) : 0;
+  mp_k_conv_integer(&k, x->dtype, op_pin(c, 0), xzp, w->dtype, op_pin(c, 1),
+                    wz ? op_pin(c, 3) : NULL, wz ? op_count(wz) : 0,
+                    op_pout(c, 0));
+  return true;
+}
+
+/* DynamicQuantizeLinear: x (f32) -> y (uint8), y_scale, y_zero_point. */
+static bool op_check_dynamic_quantize(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0);
+  if (!x || c->op->n_in != 1 || c->op->n_out != 3 || c->op->n_params) {
+    return op_fail(c, "bad arity");
+  }
+  const mp_btensor *y = op_out(c, 0), *s = op_out(c, 1), *z = op_out(c, 2);
+  if (x->dtype != MP_KD_F32 || y->dtype != MP_KD_U8 || s->dtype != MP_KD_F32 ||
+      z->dtype != MP_KD_U8 || op_count(s) != 1 || op_count(z) != 1) {
+    return op_fail(c,
+                   "x must be f32, y and y_zero_point one uint8 each, "
+                   "y_scale one f32");
+  }
+  if (op_aliases(x, y) || op_aliases(x, s) || op_aliases(x, z)) {
+    return op_fail(c, "does not run in place");
+  }
+  return op_expect_shape(c, y, &x->shape);
+}
+
+static bool op_run_dynamic_quantize(op_ctx *c) {
+  mp_k_dynamic_quantize((size_t)op_count(op_in(c, 0)), op_pin(c, 0),
+                        op_pout(c, 0), op_pout(c, 1), op_pout(c, 2));
+  return true;
+}
+
 /* FILL: constant data (Shape, ConstantOfShape, Range with known values). */
 static bool op_check_fill(op_ctx *c) {
   const mp_btensor *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
@@ -2010,6 +2121,10 @@ static bool op_dispatch(op_ctx *c, bool run) {
       return run ? op_run_quant(c, false) : op_check_quant(c, false);
     case MP_BOP_FILL:
       return run ? op_run_fill(c) : op_check_fill(c);
+    case MP_BOP_CONV_INTEGER:
+      return run ? op_run_conv_integer(c) : op_check_conv_integer(c);
+    case MP_BOP_DYNAMIC_QUANTIZE:
+      return run ? op_run_dynamic_quantize(c) : op_check_dynamic_quantize(c);
     default:
       return op_fail(c, "unknown kernel id %u", c->op->kernel);
   }

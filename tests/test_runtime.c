@@ -287,6 +287,95 @@ static void test_kernels(void) {
   CHECK_EQ_I(ic[0], 2); /* 24 / 16 = 1.5 -> 2 (half away from zero) */
 }
 
+/* ConvInteger against the definition, window by window: random shapes
+ * with groups, strides, dilations and pads, int8 and uint8 operands, a
+ * per-channel w_zero_point; the ONNX node tests cover only uint8 with
+ * scalar zero points. */
+static void test_conv_integer(void) {
+  uint32_t seed = 12345;
+#define CI_RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+  int checked = 0;
+  for (int trial = 0; trial < 200; trial++) {
+    int64_t g = 1 + CI_RND() % 2, cg = 1 + CI_RND() % 3, mg = 1 + CI_RND() % 3;
+    int64_t c = g * cg, m = g * mg, in1 = 1 + CI_RND() % 7,
+            in2 = 1 + CI_RND() % 9;
+    int64_t k1 = 1 + CI_RND() % 3, k2 = 1 + CI_RND() % 3;
+    int64_t s1 = 1 + CI_RND() % 2, s2 = 1 + CI_RND() % 3;
+    int64_t d1 = 1 + CI_RND() % 2, d2 = 1 + CI_RND() % 2;
+    int64_t p1 = CI_RND() % 3, p2 = CI_RND() % 3;
+    int64_t o1 = (in1 + 2 * p1 - d1 * (k1 - 1) - 1) / s1 + 1;
+    int64_t o2 = (in2 + 2 * p2 - d2 * (k2 - 1) - 1) / s2 + 1;
+    if (in1 + 2 * p1 < d1 * (k1 - 1) + 1 || in2 + 2 * p2 < d2 * (k2 - 1) + 1)
+      continue;
+    bool ux = CI_RND() % 2, uw = CI_RND() % 2, per = CI_RND() % 2;
+    unsigned char x[2 * 3 * 7 * 9], w[6 * 3 * 3 * 3], wz[6];
+    int32_t y[6 * 11 * 13]; /* o1 <= in1 + 2 p1, o2 <= in2 + 2 p2 */
+    for (size_t i = 0; i < sizeof x; i++) x[i] = (unsigned char)CI_RND();
+    for (size_t i = 0; i < sizeof w; i++) w[i] = (unsigned char)CI_RND();
+    for (size_t i = 0; i < sizeof wz; i++) wz[i] = (unsigned char)CI_RND();
+    int32_t xzp =
+        ux ? (int32_t)(CI_RND() % 256) : (int32_t)(CI_RND() % 256) - 128;
+    mp_kconv p = {1,
+                  c,
+                  m,
+                  g,
+                  {1, in1, in2},
+                  {1, o1, o2},
+                  {1, k1, k2},
+                  {1, s1, s2},
+                  {1, d1, d2},
+                  {0, p1, p2},
+                  0};
+    mp_k_conv_integer(&p, ux ? MP_KD_U8 : MP_KD_I8, x, xzp,
+                      uw ? MP_KD_U8 : MP_KD_I8, w, wz, per ? m : 1, y);
+    for (int64_t oc = 0; oc < m; oc++) {
+      int32_t z = uw ? wz[per ? oc : 0] : (int8_t)wz[per ? oc : 0];
+      for (int64_t a = 0; a < o1; a++) {
+        for (int64_t b = 0; b < o2; b++) {
+          int64_t want = 0;
+          for (int64_t ic = 0; ic < cg; ic++) {
+            for (int64_t u = 0; u < k1; u++) {
+              for (int64_t v = 0; v < k2; v++) {
+                int64_t i = a * s1 + u * d1 - p1, j = b * s2 + v * d2 - p2;
+                if (i < 0 || i >= in1 || j < 0 || j >= in2) continue;
+                size_t xi = (size_t)(((oc / mg * cg + ic) * in1 + i) * in2 + j);
+                size_t wi = (size_t)(((oc * cg + ic) * k1 + u) * k2 + v);
+                int32_t xv = ux ? x[xi] : (int8_t)x[xi];
+                int32_t wv = uw ? w[wi] : (int8_t)w[wi];
+                want += (int64_t)(xv - xzp) * (wv - z);
+              }
+            }
+          }
+          CHECK_EQ_I(y[(oc * o1 + a) * o2 + b], want);
+          checked++;
+        }
+      }
+    }
+  }
+#undef CI_RND
+  CHECK(checked > 1000);
+}
+
+/* DynamicQuantizeLinear: the range holds 0, the zero point maps 0 exactly,
+ * and every zero input gives zeros. */
+static void test_dynamic_quantize(void) {
+  float x[6] = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 1.5f}, sc;
+  uint8_t y[6], zp;
+  mp_k_dynamic_quantize(6, x, y, &sc, &zp);
+  CHECK(sc == 2.5f / 255.0f);
+  CHECK_EQ_I(zp, 102); /* round(1 / (2.5 / 255)) = round(102.0) */
+  CHECK_EQ_I(y[0], 0);
+  CHECK_EQ_I(y[2], zp);
+  CHECK_EQ_I(y[5], 255);
+  float pos[3] = {2.0f, 4.0f, 8.0f};
+  mp_k_dynamic_quantize(3, pos, y, &sc, &zp);
+  CHECK(zp == 0 && sc == 8.0f / 255.0f && y[2] == 255 && y[0] == 64);
+  float zero[3] = {0, 0, 0};
+  y[0] = 7;
+  mp_k_dynamic_quantize(3, zero, y, &sc, &zp);
+  CHECK(sc == 0.0f && zp == 0 && y[0] == 0 && y[2] == 0);
+}
+
 /* Weights given as graph JSON data reach the kernels exactly. */
 static void test_data_weights(const char *src) {
   mp_buf bundle = bundle_of(src, "tests/data/data_weights.json");
@@ -309,6 +398,8 @@ static void test_data_weights(const char *src) {
 int main(int argc, char **argv) {
   const char *src = argc > 1 ? argv[1] : ".";
   test_kernels();
+  test_conv_integer();
+  test_dynamic_quantize();
   test_loader(src);
   test_fuzz(src, "tests/data/tiny_net.json", 2000);
   /* epilogue entries that read an earlier value (MP_BEPI_TAP) */

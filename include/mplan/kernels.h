@@ -202,6 +202,15 @@ void mp_k_conv_f32(const mp_kconv *p, const float *x, const float *w,
 void mp_k_conv_i8(const mp_kconv *p, const int8_t *x, const int8_t *w,
                   const int32_t *b, int8_t *y, void *scratch);
 
+/* ConvInteger: y [n, m, out] int32, each element the sum over its window
+ * of (x - xzp) * (w - wzp); x and w int8 or uint8 (dx, dw: MP_KD_I8 or
+ * MP_KD_U8), wzp NULL (0), one value or one per output channel (n_wzp),
+ * of w's dtype. Padding contributes nothing (ONNX pads with xzp). Exact:
+ * integer sums, in any order. */
+void mp_k_conv_integer(const mp_kconv *p, int dx, const void *x, int32_t xzp,
+                       int dw, const void *w, const void *wzp, int64_t n_wzp,
+                       int32_t *y);
+
 /* ConvTranspose: x [n, c, in], w [c, m/group, k], y [n, m, out]; pad is
  * the begin padding. */
 void mp_k_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,
@@ -355,6 +364,13 @@ int64_t mp_k_resize_nearest_src(const mp_kresize *p, uint32_t d, int64_t o);
 void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
                    const float *scale, int n_scale, const void *zp, int dy,
                    void *y);
+
+/* DynamicQuantizeLinear (uint8): scale = (max(0, max x) - min(0, min x))
+ * / 255 in f32, zp = saturate(round_half_even(-min(0, min x) / scale)),
+ * then y as mp_k_quantize with them. NaNs are left out of the range.
+ * When every x is 0 (scale 0) y, zp and scale are 0. */
+void mp_k_dynamic_quantize(size_t n, const float *x, uint8_t *y, float *scale,
+                           uint8_t *zp);
 
 /* DequantizeLinear: y = (x - zp) * scale; x i8, u8 or i32. */
 void mp_k_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
