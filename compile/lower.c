@@ -910,6 +910,11 @@ static mp_status lw_misc(lw *x, const char *t) {
     lw_p(x, rank ? lw_axis(lw_int(x, "axis", 1), rank) : 0);
     return MP_OK;
   }
+  if (strcmp(t, "MatMulInteger") == 0) {
+    x->o->kernel = MP_BOP_MATMUL_INTEGER;
+    lw_copy_inputs(x);
+    return MP_OK;
+  }
   if (strcmp(t, "DynamicQuantizeLinear") == 0) {
     x->o->kernel = MP_BOP_DYNAMIC_QUANTIZE;
     lw_copy_inputs(x);

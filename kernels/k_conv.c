@@ -285,3 +285,23 @@ void mp_k_conv_integer(const mp_kconv *p, int dx, const void *x, int32_t xzp,
     }
   }
 }
+
+void mp_k_matmul_integer(int64_t m, int64_t k, int64_t n, int da, const void *a,
+                         const void *azp, int64_t n_azp, int db, const void *b,
+                         const void *bzp, int64_t n_bzp, int32_t *y) {
+  bool ua = da == MP_KD_U8, ub = db == MP_KD_U8;
+  for (int64_t i = 0; i < m; i++) {
+    int32_t *yr = y + i * n;
+    for (int64_t j = 0; j < n; j++) yr[j] = 0;
+    int32_t az = azp ? conv_q(azp, ua, n_azp == 1 ? 0 : i) : 0;
+    for (int64_t t = 0; t < k; t++) {
+      int32_t av = conv_q(a, ua, i * k + t) - az;
+      if (av == 0) continue;
+      for (int64_t j = 0; j < n; j++) {
+        int32_t bz = bzp ? conv_q(bzp, ub, n_bzp == 1 ? 0 : j) : 0;
+        int32_t v = av * (conv_q(b, ub, t * n + j) - bz);
+        yr[j] = (int32_t)((uint32_t)yr[j] + (uint32_t)v);
+      }
+    }
+  }
+}

@@ -790,6 +790,7 @@ const char *mp_bop_name(int kernel) {
                                                   "dequantize",
                                                   "fill",
                                                   "conv-integer",
-                                                  "dynamic-quantize"};
+                                                  "dynamic-quantize",
+                                                  "matmul-integer"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

@@ -1935,22 +1935,56 @@ static bool op_q8(int d) {
   return d == MP_KD_I8 || d == MP_KD_U8;
 }
 
+/* The operands of ConvInteger and MatMulInteger (p, q: their names): two
+ * int8 or uint8 inputs, up to two zero points, one int32 output; NULL
+ * after op_fail. */
+static const mp_btensor *op_integer_io(op_ctx *c, const char *p,
+                                       const char *q) {
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1);
+  if (!a || !b || c->op->n_in > 4 || c->op->n_out != 1) {
+    (void)op_fail(c, "needs %s, %s, optional zero points and one output", p, q);
+    return NULL;
+  }
+  const mp_btensor *y = op_out(c, 0);
+  if (!op_q8(a->dtype) || !op_q8(b->dtype) || y->dtype != MP_KD_I32) {
+    (void)op_fail(c,
+                  "unsupported dtypes %s %s, %s %s, y %s (int8 or uint8 "
+                  "in, int32 out)",
+                  p, mp_kd_name(a->dtype), q, mp_kd_name(b->dtype),
+                  mp_kd_name(y->dtype));
+    return NULL;
+  }
+  return y;
+}
+
+/* A zero point of dtype d: absent, one value, or one per row, column or
+ * channel (a 1-D tensor of per values; per 0: not allowed). */
+static bool op_zp_ok(const mp_btensor *z, int d, int64_t per) {
+  return !z || (z->dtype == d &&
+                (op_count(z) == 1 ||
+                 (per > 0 && z->shape.rank == 1 && op_count(z) == per)));
+}
+
+/* y has the shape the op computes and shares no input's bytes (the
+ * integer ops write out of place). */
+static bool op_out_of_place(op_ctx *c, const mp_btensor *y,
+                            const mp_kshape *want) {
+  if (!op_expect_shape(c, y, want)) return false;
+  for (uint32_t k = 0; k < c->op->n_in; k++) {
+    if (op_aliases(op_in(c, k), y)) {
+      return op_fail(c, "output '%s' shares an input's buffer", y->name);
+    }
+  }
+  return true;
+}
+
 static bool op_check_conv_integer(op_ctx *c) {
   op_convp p;
   if (!rd_conv_integer(c, &p)) return op_fail(c, "bad parameters");
+  const mp_btensor *y = op_integer_io(c, "x", "w");
+  if (!y) return false;
   const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1);
   const mp_btensor *xz = op_in(c, 2), *wz = op_in(c, 3);
-  if (!x || !w || c->op->n_in > 4 || c->op->n_out != 1) {
-    return op_fail(c, "needs X, W, optional zero points and one output");
-  }
-  const mp_btensor *y = op_out(c, 0);
-  if (!op_q8(x->dtype) || !op_q8(w->dtype) || y->dtype != MP_KD_I32) {
-    return op_fail(c,
-                   "unsupported dtypes x %s, w %s, y %s (int8 or uint8 "
-                   "in, int32 out)",
-                   mp_kd_name(x->dtype), mp_kd_name(w->dtype),
-                   mp_kd_name(y->dtype));
-  }
   uint32_t rank = (uint32_t)p.nd + 2;
   if (x->shape.rank != rank || w->shape.rank != rank) {
     return op_fail(c, "x and w must have rank %u", rank);
@@ -1960,13 +1994,11 @@ static bool op_check_conv_integer(op_ctx *c) {
     return op_fail(c, "channels: x has %lld, w %s, group %lld do not agree",
                    (long long)cch, w->name, (long long)g);
   }
-  if (xz && (xz->dtype != x->dtype || op_count(xz) != 1)) {
+  if (!op_zp_ok(xz, x->dtype, 0)) {
     return op_fail(c, "x_zero_point '%s' is not one value of x's dtype",
                    xz->name);
   }
-  if (wz &&
-      (wz->dtype != w->dtype ||
-       (op_count(wz) != 1 && (wz->shape.rank != 1 || op_count(wz) != m)))) {
+  if (!op_zp_ok(wz, w->dtype, m)) {
     return op_fail(c,
                    "w_zero_point '%s' is neither one value nor one per "
                    "output channel of w's dtype",
@@ -1984,13 +2016,7 @@ static bool op_check_conv_integer(op_ctx *c) {
     }
     want.dims[2 + i] = span / p.s[i] + 1;
   }
-  if (!op_expect_shape(c, y, &want)) return false;
-  for (uint32_t k = 0; k < c->op->n_in; k++) {
-    if (op_aliases(op_in(c, k), y)) {
-      return op_fail(c, "output '%s' shares an input's buffer", y->name);
-    }
-  }
-  return true;
+  return op_out_of_place(c, y, &want);
 }
 
 static bool op_run_conv_integer(op_ctx *c) {
@@ -2005,6 +2031,99 @@ static bool op_run_conv_integer(op_ctx *c) {
   mp_k_conv_integer(&k, x->dtype, op_pin(c, 0), xzp, w->dtype, op_pin(c, 1),
                     wz ? op_pin(c, 3) : NULL, wz ? op_count(wz) : 0,
                     op_pout(c, 0));
+  return true;
+}
+
+/* MatMulInteger: A [..., M, K], B [..., K, N] (batch dims broadcast as
+ * numpy's; a 1-D operand is not taken), [a_zero_point] (one value or one
+ * per row of A), [b_zero_point] (one value or one per column of B) ->
+ * int32 [..., M, N]. bc: the batch dims' broadcast; mnk: M, N, K. */
+static bool op_matmul_integer_shapes(op_ctx *c, mp_kbcast *bc, int64_t *mnk,
+                                     mp_kshape *want) {
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1);
+  uint32_t ra = a->shape.rank, rb = b->shape.rank;
+  if (ra < 2 || rb < 2) return op_fail(c, "A and B must have rank 2 or more");
+  mnk[0] = a->shape.dims[ra - 2];
+  mnk[2] = a->shape.dims[ra - 1];
+  mnk[1] = b->shape.dims[rb - 1];
+  if (b->shape.dims[rb - 2] != mnk[2]) {
+    return op_fail(c, "A's %lld columns do not meet B's %lld rows",
+                   (long long)mnk[2], (long long)b->shape.dims[rb - 2]);
+  }
+  mp_kshape sa = {ra - 2, {0}}, sb = {rb - 2, {0}};
+  memcpy(sa.dims, a->shape.dims, sa.rank * sizeof *sa.dims);
+  memcpy(sb.dims, b->shape.dims, sb.rank * sizeof *sb.dims);
+  mp_kshape out = {sa.rank > sb.rank ? sa.rank : sb.rank, {0}};
+  for (uint32_t i = 0; i < out.rank; i++) {
+    int64_t da = i + sa.rank >= out.rank ? sa.dims[i + sa.rank - out.rank] : 1;
+    int64_t db = i + sb.rank >= out.rank ? sb.dims[i + sb.rank - out.rank] : 1;
+    if (da != db && da != 1 && db != 1) {
+      return op_fail(c, "batch dims do not broadcast");
+    }
+    out.dims[i] = da == 1 ? db : da;
+  }
+  if (!mp_k_bcast_init(bc, &out, &sa, &sb, NULL)) {
+    return op_fail(c, "batch dims do not broadcast");
+  }
+  *want = out;
+  want->rank = out.rank + 2;
+  want->dims[out.rank] = mnk[0];
+  want->dims[out.rank + 1] = mnk[1];
+  return true;
+}
+
+static bool op_check_matmul_integer(op_ctx *c) {
+  if (c->op->n_params) return op_fail(c, "bad parameters");
+  const mp_btensor *y = op_integer_io(c, "a", "b");
+  if (!y) return false;
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1);
+  const mp_btensor *az = op_in(c, 2), *bz = op_in(c, 3);
+  mp_kbcast bc;
+  int64_t mnk[3];
+  mp_kshape want;
+  if (!op_matmul_integer_shapes(c, &bc, mnk, &want)) return false;
+  if (!op_zp_ok(az, a->dtype, mnk[0])) {
+    return op_fail(c,
+                   "a_zero_point '%s' is neither one value nor one per row "
+                   "of A, of A's dtype",
+                   az->name);
+  }
+  if (!op_zp_ok(bz, b->dtype, mnk[1])) {
+    return op_fail(c,
+                   "b_zero_point '%s' is neither one value nor one per "
+                   "column of B, of B's dtype",
+                   bz->name);
+  }
+  return op_out_of_place(c, y, &want);
+}
+
+static bool op_run_matmul_integer(op_ctx *c) {
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1);
+  const mp_btensor *az = op_in(c, 2), *bz = op_in(c, 3);
+  mp_kbcast bc;
+  int64_t mnk[3];
+  mp_kshape want;
+  (void)op_matmul_integer_shapes(c, &bc, mnk, &want);
+  int64_t batches = 1, idx[MP_K_MAX_RANK] = {0};
+  for (uint32_t i = 0; i < bc.rank; i++) batches *= bc.dims[i];
+  const char *pa = op_pin(c, 0), *pb = op_pin(c, 1);
+  int32_t *py = op_pout(c, 0);
+  for (int64_t t = 0; t < batches; t++) {
+    int64_t oa = 0, ob = 0;
+    for (uint32_t i = 0; i < bc.rank; i++) {
+      oa += idx[i] * bc.sa[i];
+      ob += idx[i] * bc.sb[i];
+    }
+    mp_k_matmul_integer(mnk[0], mnk[2], mnk[1], a->dtype,
+                        pa + oa * mnk[0] * mnk[2], az ? op_pin(c, 2) : NULL,
+                        az ? op_count(az) : 0, b->dtype,
+                        pb + ob * mnk[2] * mnk[1], bz ? op_pin(c, 3) : NULL,
+                        bz ? op_count(bz) : 0, py + t * mnk[0] * mnk[1]);
+    for (uint32_t i = bc.rank; i-- > 0;) { /* the next batch index */
+      if (++idx[i] < bc.dims[i]) break;
+      idx[i] = 0;
+    }
+  }
   return true;
 }
 
@@ -2125,6 +2244,8 @@ static bool op_dispatch(op_ctx *c, bool run) {
       return run ? op_run_conv_integer(c) : op_check_conv_integer(c);
     case MP_BOP_DYNAMIC_QUANTIZE:
       return run ? op_run_dynamic_quantize(c) : op_check_dynamic_quantize(c);
+    case MP_BOP_MATMUL_INTEGER:
+      return run ? op_run_matmul_integer(c) : op_check_matmul_integer(c);
     default:
       return op_fail(c, "unknown kernel id %u", c->op->kernel);
   }

@@ -130,6 +130,7 @@ typedef enum mp_bop {
   MP_BOP_FILL,
   MP_BOP_CONV_INTEGER,
   MP_BOP_DYNAMIC_QUANTIZE,
+  MP_BOP_MATMUL_INTEGER,
   MP_BOP_COUNT
 } mp_bop;
 

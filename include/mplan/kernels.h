@@ -211,6 +211,15 @@ void mp_k_conv_integer(const mp_kconv *p, int dx, const void *x, int32_t xzp,
                        int dw, const void *w, const void *wzp, int64_t n_wzp,
                        int32_t *y);
 
+/* MatMulInteger of one matrix pair: y [m, n] int32 = sum over k of
+ * (a[i, k] - azp[i]) * (b[k, j] - bzp[j]); a and b int8 or uint8 (da, db),
+ * azp NULL, one value or one per row (n_azp 1 or m), bzp NULL, one value
+ * or one per column (n_bzp 1 or n), of a's and b's dtypes. Exact, sums
+ * wrapping in 32 bits. */
+void mp_k_matmul_integer(int64_t m, int64_t k, int64_t n, int da, const void *a,
+                         const void *azp, int64_t n_azp, int db, const void *b,
+                         const void *bzp, int64_t n_bzp, int32_t *y);
+
 /* ConvTranspose: x [n, c, in], w [c, m/group, k], y [n, m, out]; pad is
  * the begin padding. */
 void mp_k_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,

@@ -10,6 +10,8 @@ test_onnx_run read the result like the upstream tests.
     graph output and is read by a Mul; a Relu writes 'k.value', the name
     the importer would make up first for k's weight, so it must pick
     another one. Outputs w, k, z = (x + w) * k and k.value = Relu(z).
+  test_matmulinteger_batch: MatMulInteger with broadcast batch dims and
+    zero points per row of A and per column of B.
 
 With --committed REPO_ROOT it writes the files the repository keeps
 instead: tests/data/weight_outputs.onnx.bin (that model, for test_oom)
@@ -60,10 +62,20 @@ def tensor(name, dims, values):
     return out + vint(2, FLOAT) + ld(8, name) + ld(9, raw)
 
 
-def value_info(name, dims):
+def value_info(name, dims, elem=FLOAT):
     shape = b"".join(ld(1, vint(1, d)) for d in dims)  # Dimension.dim_value
-    tensor_type = vint(1, FLOAT) + ld(2, shape)
+    tensor_type = vint(1, elem) + ld(2, shape)
     return ld(1, name) + ld(2, ld(1, tensor_type))
+
+
+UINT8, INT8, INT32 = 2, 3, 6
+PACK = {UINT8: "B", INT8: "b", INT32: "i"}
+
+
+def int_tensor(name, dims, values, elem):
+    raw = struct.pack("<%d%s" % (len(values), PACK[elem]), *values)
+    out = b"".join(vint(1, d) for d in dims)
+    return out + vint(2, elem) + ld(8, name) + ld(9, raw)
 
 
 def node(op, inputs, outputs, name, attrs=b""):
@@ -111,6 +123,38 @@ def weight_outputs(out, relu_name="relu"):
         write(os.path.join(data, "output_%d.pb" % i), tensor(name, dims, v))
 
 
+def matmulinteger_batch(out):
+    """MatMulInteger with numpy batch broadcasting ([2,1,3,4] x [3,4,2] ->
+    [2,3,3,2]), uint8 A with a zero point per row, int8 B with one per
+    column: what the upstream test (2-D, scalar zero points) leaves out."""
+    ad, bd, yd = [2, 1, 3, 4], [3, 4, 2], [2, 3, 3, 2]
+    a = [(i * 37 + 11) % 256 for i in range(24)]
+    b = [(i * 53 + 7) % 256 - 128 for i in range(24)]
+    az, bz = [3, 200, 128], [-5, 17]
+    y = []
+    for p in range(2):
+        for q in range(3):
+            for i in range(3):
+                for j in range(2):
+                    y.append(sum((a[(p * 3 + i) * 4 + t] - az[i]) *
+                                 (b[(q * 4 + t) * 2 + j] - bz[j])
+                                 for t in range(4)))
+    graph = (ld(1, node("MatMulInteger", ["a", "b", "az", "bz"], ["y"],
+                        "mmi")) +
+             ld(2, "matmulinteger_batch") +
+             ld(5, int_tensor("az", [3], az, UINT8)) +
+             ld(5, int_tensor("bz", [2], bz, INT8)) +
+             ld(11, value_info("a", ad, UINT8)) +
+             ld(11, value_info("b", bd, INT8)) +
+             ld(12, value_info("y", yd, INT32)))
+    d = os.path.join(out, "test_matmulinteger_batch")
+    write(os.path.join(d, "model.onnx"), model(graph))
+    data = os.path.join(d, "test_data_set_0")
+    write(os.path.join(data, "input_0.pb"), int_tensor("a", ad, a, UINT8))
+    write(os.path.join(data, "input_1.pb"), int_tensor("b", bd, b, INT8))
+    write(os.path.join(data, "output_0.pb"), int_tensor("y", yd, y, INT32))
+
+
 if sys.argv[1] == "--committed":
     root = sys.argv[2]
     write(os.path.join(root, "tests", "data", "weight_outputs.onnx.bin"),
@@ -119,3 +163,4 @@ if sys.argv[1] == "--committed":
           weight_outputs(None, relu_name=b"re\xfflu"))
 else:
     weight_outputs(sys.argv[1])
+    matmulinteger_batch(sys.argv[1])
