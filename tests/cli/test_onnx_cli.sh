@@ -150,5 +150,17 @@ if [ -n "$cache" ] && [ -f "$vad" ]; then
   run 0 plan "$cache/vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 --value sr=16000 -o "$tmp/vadl.json" &&
     run 0 validate "$tmp/vadl.json" && ok || bad "silero_vad_legacy does not plan"
 fi
+# IS-Net at 1024x1024, dynamically quantized (DynamicQuantizeLinear and
+# ConvInteger, 1084 ops): planned and validated, with every pass and the
+# memory order (a lower bound below the file order's), and compiled: the
+# runtime has a kernel for every op (a run takes a minute, so not here).
+isn=$cache/isnet/isnet_quint8.onnx
+if [ -n "$cache" ] && [ -f "$isn" ]; then
+  run 0 plan "$isn" -o "$tmp/isn.json" && run 0 validate "$tmp/isn.json" && ok || bad "isnet does not plan"
+  run 0 plan "$isn" --passes all --order memory -o "$tmp/isn.p.json" && run 0 validate "$tmp/isn.p.json" &&
+    [ "$(py "$tmp/isn.p.json" "d['summary']['lower_bound_bytes'] < $(py "$tmp/isn.json" "d['summary']['lower_bound_bytes']")")" = True ] && ok ||
+    bad "isnet: the passes do not lower its lower bound"
+  run 0 compile "$isn" -o "$tmp/isn.mpk" && has "$tmp/out" "1084 ops" && rm -f "$tmp/isn.mpk"
+fi
 echo "onnx cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
