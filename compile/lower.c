@@ -504,18 +504,22 @@ static mp_status lw_window(lw *x, const mp_tensor *in, const mp_tensor *w,
   return MP_OK;
 }
 
-/* Conv, ConvTranspose (transpose) and ConvInteger (integer: X, W,
- * [x_zero_point], [w_zero_point]; the same parameters with shift 0, the
- * sums staying int32, and no prologue or epilogue). */
+/* Conv, ConvTranspose (transpose), ConvInteger and QLinearConv (integer:
+ * their inputs as they are, the same parameters with shift 0, and no
+ * prologue or epilogue). */
 static mp_status lw_conv(lw *x, bool transpose, bool integer) {
-  const mp_tensor *in = lw_t(x, 0), *w = lw_t(x, 1), *y = lw_out(x, 0);
+  /* QLinearConv: W is input 3 */
+  bool qlinear = strcmp(x->op->type, "QLinearConv") == 0;
+  const mp_tensor *in = lw_t(x, 0), *w = lw_t(x, qlinear ? 3 : 1);
+  const mp_tensor *y = lw_out(x, 0);
   if (!in || !w || in->rank < 3 || in->rank > 5 || w->rank != in->rank) {
     return lw_unsup(x, "1 to 3 spatial dims with X and W are supported");
   }
   int64_t nd = in->rank - 2, k[3], s[3], d[3], pb[3], pe[3], op[3];
   mp_status st = lw_window(x, in, w, y, nd, transpose, k, s, d, pb, pe, op);
   if (st != MP_OK) return st;
-  x->o->kernel = integer     ? MP_BOP_CONV_INTEGER
+  x->o->kernel = qlinear     ? MP_BOP_QLINEAR_CONV
+                 : integer   ? MP_BOP_CONV_INTEGER
                  : transpose ? MP_BOP_CONV_TRANSPOSE
                              : MP_BOP_CONV;
   if (integer) lw_copy_inputs(x);
@@ -910,8 +914,8 @@ static mp_status lw_misc(lw *x, const char *t) {
     lw_p(x, rank ? lw_axis(lw_int(x, "axis", 1), rank) : 0);
     return MP_OK;
   }
-  if (strcmp(t, "MatMulInteger") == 0) {
-    x->o->kernel = MP_BOP_MATMUL_INTEGER;
+  if (strcmp(t, "MatMulInteger") == 0 || strcmp(t, "QLinearMatMul") == 0) {
+    x->o->kernel = t[0] == 'Q' ? MP_BOP_QLINEAR_MATMUL : MP_BOP_MATMUL_INTEGER;
     lw_copy_inputs(x);
     return MP_OK;
   }
@@ -946,7 +950,9 @@ static mp_status lw_dispatch(lw *x) {
   int u = lw_find(lw_unary, t), b = lw_find(lw_binary, t);
   if (strcmp(t, "Conv") == 0) return lw_conv(x, false, false);
   if (strcmp(t, "ConvTranspose") == 0) return lw_conv(x, true, false);
-  if (strcmp(t, "ConvInteger") == 0) return lw_conv(x, false, true);
+  if (strcmp(t, "ConvInteger") == 0 || strcmp(t, "QLinearConv") == 0) {
+    return lw_conv(x, false, true);
+  }
   if (strcmp(t, "Gemm") == 0) return lw_gemm(x, true);
   if (strcmp(t, "MatMul") == 0) return lw_gemm(x, false);
   if (lw_attr(x, "fused_activation") && b < 0) {

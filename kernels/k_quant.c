@@ -68,3 +68,13 @@ void mp_k_dynamic_quantize(size_t n, const float *x, uint8_t *y, float *scale,
   *zp = q;
   mp_k_quantize(1, 1, (int64_t)n, x, scale, 1, zp, MP_KD_U8, y);
 }
+
+void mp_k_requantize(int64_t n, const int32_t *acc, int32_t bias, float mult,
+                     int32_t zp, int dy, void *y) {
+  for (int64_t i = 0; i < n; i++) {
+    /* the sum wraps like the int32 it is; then one f32 product */
+    int32_t a = (int32_t)((uint32_t)acc[i] + (uint32_t)bias);
+    float v = (float)a * mult;
+    mp_k_store(y, dy, (size_t)i, (double)nearbyintf(v) + zp);
+  }
+}

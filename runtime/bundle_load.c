@@ -791,6 +791,8 @@ const char *mp_bop_name(int kernel) {
                                                   "fill",
                                                   "conv-integer",
                                                   "dynamic-quantize",
-                                                  "matmul-integer"};
+                                                  "matmul-integer",
+                                                  "qlinear-conv",
+                                                  "qlinear-matmul"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

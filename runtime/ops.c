@@ -1978,18 +1978,22 @@ static bool op_out_of_place(op_ctx *c, const mp_btensor *y,
   return true;
 }
 
-static bool op_check_conv_integer(op_ctx *c) {
-  op_convp p;
-  if (!rd_conv_integer(c, &p)) return op_fail(c, "bad parameters");
-  const mp_btensor *y = op_integer_io(c, "x", "w");
-  if (!y) return false;
-  const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1);
-  const mp_btensor *xz = op_in(c, 2), *wz = op_in(c, 3);
-  uint32_t rank = (uint32_t)p.nd + 2;
+/* The integer part of ConvInteger and QLinearConv: x, its zero point, w
+ * and its zero point at inputs ix[0..3]; the output shape into *want. */
+static bool op_check_conv_q(op_ctx *c, const op_convp *p, const uint32_t *ix,
+                            mp_kshape *want) {
+  const mp_btensor *x = op_in(c, ix[0]), *xz = op_in(c, ix[1]);
+  const mp_btensor *w = op_in(c, ix[2]), *wz = op_in(c, ix[3]);
+  if (!x || !w) return op_fail(c, "needs x and w");
+  if (!op_q8(x->dtype) || !op_q8(w->dtype)) {
+    return op_fail(c, "unsupported dtypes x %s, w %s (int8 or uint8)",
+                   mp_kd_name(x->dtype), mp_kd_name(w->dtype));
+  }
+  uint32_t rank = (uint32_t)p->nd + 2;
   if (x->shape.rank != rank || w->shape.rank != rank) {
     return op_fail(c, "x and w must have rank %u", rank);
   }
-  int64_t cch = x->shape.dims[1], g = p.group, m = w->shape.dims[0];
+  int64_t cch = x->shape.dims[1], g = p->group, m = w->shape.dims[0];
   if (cch % g || m % g || m == 0 || w->shape.dims[1] * g != cch) {
     return op_fail(c, "channels: x has %lld, w %s, group %lld do not agree",
                    (long long)cch, w->name, (long long)g);
@@ -2004,33 +2008,118 @@ static bool op_check_conv_integer(op_ctx *c) {
                    "output channel of w's dtype",
                    wz->name);
   }
-  mp_kshape want = {rank, {x->shape.dims[0], m}};
-  for (int64_t i = 0; i < p.nd; i++) {
-    if (w->shape.dims[2 + i] != p.k[i]) {
+  *want = (mp_kshape){rank, {x->shape.dims[0], m}};
+  for (int64_t i = 0; i < p->nd; i++) {
+    if (w->shape.dims[2 + i] != p->k[i]) {
       return op_fail(c, "kernel_shape disagrees with w '%s'", w->name);
     }
-    int64_t in = x->shape.dims[2 + i], ext = p.d[i] * (p.k[i] - 1) + 1;
-    int64_t span = in + p.pb[i] + p.pe[i] - ext;
+    int64_t in = x->shape.dims[2 + i], ext = p->d[i] * (p->k[i] - 1) + 1;
+    int64_t span = in + p->pb[i] + p->pe[i] - ext;
     if (span < 0) {
       return op_fail(c, "spatial dim %lld: empty output", (long long)i);
     }
-    want.dims[2 + i] = span / p.s[i] + 1;
+    want->dims[2 + i] = span / p->s[i] + 1;
   }
-  return op_out_of_place(c, y, &want);
+  return true;
 }
 
-static bool op_run_conv_integer(op_ctx *c) {
+static const uint32_t op_convint_ix[4] = {0, 2, 1, 3};
+static const uint32_t op_qconv_ix[4] = {0, 2, 3, 5};
+
+static bool op_check_conv_integer(op_ctx *c) {
+  op_convp p;
+  if (!rd_conv_integer(c, &p)) return op_fail(c, "bad parameters");
+  const mp_btensor *y = op_integer_io(c, "x", "w");
+  mp_kshape want;
+  return y && op_check_conv_q(c, &p, op_convint_ix, &want) &&
+         op_out_of_place(c, y, &want);
+}
+
+/* The int32 sums of ConvInteger or QLinearConv (inputs ix) into acc. */
+static void op_run_conv_q(op_ctx *c, const uint32_t *ix, int32_t *acc) {
   op_convp p;
   (void)rd_conv_integer(c, &p);
-  const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1), *wz = op_in(c, 3);
+  const mp_btensor *x = op_in(c, ix[0]), *w = op_in(c, ix[2]);
+  const mp_btensor *xz = op_in(c, ix[1]), *wz = op_in(c, ix[3]);
   const mp_btensor *y = op_out(c, 0);
   mp_kconv k;
   op_kconv(&p, &x->shape, &y->shape, y->shape.dims[1], &k);
-  int32_t xzp =
-      op_in(c, 2) ? (int32_t)mp_k_load_i(op_pin(c, 2), x->dtype, 0) : 0;
-  mp_k_conv_integer(&k, x->dtype, op_pin(c, 0), xzp, w->dtype, op_pin(c, 1),
-                    wz ? op_pin(c, 3) : NULL, wz ? op_count(wz) : 0,
-                    op_pout(c, 0));
+  int32_t xzp = xz ? (int32_t)mp_k_load_i(op_pin(c, ix[1]), x->dtype, 0) : 0;
+  mp_k_conv_integer(&k, x->dtype, op_pin(c, ix[0]), xzp, w->dtype,
+                    op_pin(c, ix[2]), wz ? op_pin(c, ix[3]) : NULL,
+                    wz ? op_count(wz) : 0, acc);
+}
+
+static bool op_run_conv_integer(op_ctx *c) {
+  op_run_conv_q(c, op_convint_ix, op_pout(c, 0));
+  return true;
+}
+
+/* The scales and output zero point of QLinearConv and QLinearMatMul:
+ * scale inputs sa, sb (one value, or rows / cols of them: per row of A or
+ * per output channel; per column of B), sy (one value), zero point zy of
+ * y's dtype (int8 or uint8). */
+static bool op_check_qscales(op_ctx *c, uint32_t sa, int64_t rows, uint32_t sb,
+                             int64_t cols) {
+  const mp_btensor *a = op_in(c, sa), *b = op_in(c, sb);
+  const mp_btensor *ys = op_in(c, 6), *yz = op_in(c, 7), *y = op_out(c, 0);
+  if (!a || !b || !ys || !yz)
+    return op_fail(c, "a scale or zero point is missing");
+  if (a->dtype != MP_KD_F32 || b->dtype != MP_KD_F32 ||
+      ys->dtype != MP_KD_F32 || !op_q8(y->dtype) || yz->dtype != y->dtype) {
+    return op_fail(c,
+                   "scales must be f32, y int8 or uint8 with a zero point "
+                   "of its dtype");
+  }
+  if (!op_zp_ok(a, MP_KD_F32, rows) || !op_zp_ok(b, MP_KD_F32, cols) ||
+      op_count(ys) != 1 || op_count(yz) != 1) {
+    return op_fail(c, "a scale or the output zero point has a bad size");
+  }
+  return true;
+}
+
+/* QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point,
+ * y_scale, y_zero_point, [B int32 [m]]; Conv's parameters as ConvInteger. */
+static bool op_check_qlinear_conv(op_ctx *c) {
+  op_convp p;
+  if (!rd_conv_integer(c, &p)) return op_fail(c, "bad parameters");
+  if (c->op->n_in < 8 || c->op->n_in > 9 || c->op->n_out != 1) {
+    return op_fail(c, "bad arity");
+  }
+  mp_kshape want;
+  if (!op_check_conv_q(c, &p, op_qconv_ix, &want)) return false;
+  int64_t m = want.dims[1];
+  const mp_btensor *bias = op_in(c, 8), *y = op_out(c, 0);
+  if (!op_check_qscales(c, 1, 0, 4, m)) return false;
+  if (bias && (bias->dtype != MP_KD_I32 || bias->shape.rank != 1 ||
+               op_count(bias) != m)) {
+    return op_fail(c, "bias '%s' is not int32 [%lld]", bias->name,
+                   (long long)m);
+  }
+  if (!op_out_of_place(c, y, &want)) return false;
+  c->need_ws += (size_t)op_count(y) * 4; /* the int32 sums */
+  return true;
+}
+
+static bool op_run_qlinear_conv(op_ctx *c) {
+  const mp_btensor *y = op_out(c, 0), *ws = op_in(c, 4);
+  int32_t *acc = (int32_t *)c->ws;
+  op_run_conv_q(c, op_qconv_ix, acc);
+  const float *xs = op_pin(c, 1), *wsc = op_pin(c, 4), *ys = op_pin(c, 6);
+  const int32_t *bias = op_pin(c, 8);
+  int32_t zy = (int32_t)mp_k_load_i(op_pin(c, 7), y->dtype, 0);
+  int64_t m = y->shape.dims[1],
+          plane = op_div(op_count(y), y->shape.dims[0] * m);
+  for (int64_t b = 0; b < y->shape.dims[0]; b++) {
+    for (int64_t oc = 0; oc < m; oc++) {
+      /* the multiplier in f32, as ONNX Runtime forms it */
+      float mult = xs[0] * wsc[op_count(ws) == 1 ? 0 : oc] / ys[0];
+      int64_t at = (b * m + oc) * plane;
+      mp_k_requantize(
+          plane, acc + at, bias ? bias[oc] : 0, mult, zy, y->dtype,
+          (char *)op_pout(c, 0) + at * (int64_t)mp_kd_size(y->dtype));
+    }
+  }
   return true;
 }
 
@@ -2038,9 +2127,10 @@ static bool op_run_conv_integer(op_ctx *c) {
  * numpy's; a 1-D operand is not taken), [a_zero_point] (one value or one
  * per row of A), [b_zero_point] (one value or one per column of B) ->
  * int32 [..., M, N]. bc: the batch dims' broadcast; mnk: M, N, K. */
-static bool op_matmul_integer_shapes(op_ctx *c, mp_kbcast *bc, int64_t *mnk,
+static bool op_matmul_integer_shapes(op_ctx *c, uint32_t ia, uint32_t ib,
+                                     mp_kbcast *bc, int64_t *mnk,
                                      mp_kshape *want) {
-  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1);
+  const mp_btensor *a = op_in(c, ia), *b = op_in(c, ib);
   uint32_t ra = a->shape.rank, rb = b->shape.rank;
   if (ra < 2 || rb < 2) return op_fail(c, "A and B must have rank 2 or more");
   mnk[0] = a->shape.dims[ra - 2];
@@ -2081,7 +2171,7 @@ static bool op_check_matmul_integer(op_ctx *c) {
   mp_kbcast bc;
   int64_t mnk[3];
   mp_kshape want;
-  if (!op_matmul_integer_shapes(c, &bc, mnk, &want)) return false;
+  if (!op_matmul_integer_shapes(c, 0, 1, &bc, mnk, &want)) return false;
   if (!op_zp_ok(az, a->dtype, mnk[0])) {
     return op_fail(c,
                    "a_zero_point '%s' is neither one value nor one per row "
@@ -2097,17 +2187,18 @@ static bool op_check_matmul_integer(op_ctx *c) {
   return op_out_of_place(c, y, &want);
 }
 
-static bool op_run_matmul_integer(op_ctx *c) {
-  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1);
-  const mp_btensor *az = op_in(c, 2), *bz = op_in(c, 3);
+/* The int32 sums of MatMulInteger or QLinearMatMul: A, its zero point, B
+ * and its zero point at inputs ix[0..3], into acc ([..., M, N]). */
+static void op_run_matmul_q(op_ctx *c, const uint32_t *ix, int32_t *acc) {
+  const mp_btensor *a = op_in(c, ix[0]), *b = op_in(c, ix[2]);
+  const mp_btensor *az = op_in(c, ix[1]), *bz = op_in(c, ix[3]);
   mp_kbcast bc;
   int64_t mnk[3];
   mp_kshape want;
-  (void)op_matmul_integer_shapes(c, &bc, mnk, &want);
+  (void)op_matmul_integer_shapes(c, ix[0], ix[2], &bc, mnk, &want);
   int64_t batches = 1, idx[MP_K_MAX_RANK] = {0};
   for (uint32_t i = 0; i < bc.rank; i++) batches *= bc.dims[i];
-  const char *pa = op_pin(c, 0), *pb = op_pin(c, 1);
-  int32_t *py = op_pout(c, 0);
+  const char *pa = op_pin(c, ix[0]), *pb = op_pin(c, ix[2]);
   for (int64_t t = 0; t < batches; t++) {
     int64_t oa = 0, ob = 0;
     for (uint32_t i = 0; i < bc.rank; i++) {
@@ -2115,14 +2206,70 @@ static bool op_run_matmul_integer(op_ctx *c) {
       ob += idx[i] * bc.sb[i];
     }
     mp_k_matmul_integer(mnk[0], mnk[2], mnk[1], a->dtype,
-                        pa + oa * mnk[0] * mnk[2], az ? op_pin(c, 2) : NULL,
+                        pa + oa * mnk[0] * mnk[2], az ? op_pin(c, ix[1]) : NULL,
                         az ? op_count(az) : 0, b->dtype,
-                        pb + ob * mnk[2] * mnk[1], bz ? op_pin(c, 3) : NULL,
-                        bz ? op_count(bz) : 0, py + t * mnk[0] * mnk[1]);
+                        pb + ob * mnk[2] * mnk[1], bz ? op_pin(c, ix[3]) : NULL,
+                        bz ? op_count(bz) : 0, acc + t * mnk[0] * mnk[1]);
     for (uint32_t i = bc.rank; i-- > 0;) { /* the next batch index */
       if (++idx[i] < bc.dims[i]) break;
       idx[i] = 0;
     }
+  }
+}
+
+static const uint32_t op_mmint_ix[4] = {0, 2, 1, 3};
+static const uint32_t op_qmm_ix[4] = {0, 2, 3, 5};
+
+static bool op_run_matmul_integer(op_ctx *c) {
+  op_run_matmul_q(c, op_mmint_ix, op_pout(c, 0));
+  return true;
+}
+
+/* QLinearMatMul: a, a_scale, a_zero_point, b, b_scale, b_zero_point,
+ * y_scale, y_zero_point; scale and zero point of a per tensor or per row,
+ * of b per tensor or per column. */
+static bool op_check_qlinear_matmul(op_ctx *c) {
+  if (c->op->n_in != 8 || c->op->n_out != 1 || c->op->n_params) {
+    return op_fail(c, "bad arity");
+  }
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 3), *y = op_out(c, 0);
+  if (!a || !b || !op_q8(a->dtype) || !op_q8(b->dtype)) {
+    return op_fail(c, "a and b must be int8 or uint8");
+  }
+  mp_kbcast bc;
+  int64_t mnk[3];
+  mp_kshape want;
+  if (!op_matmul_integer_shapes(c, 0, 3, &bc, mnk, &want) ||
+      !op_check_qscales(c, 1, mnk[0], 4, mnk[1])) {
+    return false;
+  }
+  if (!op_zp_ok(op_in(c, 2), a->dtype, mnk[0]) ||
+      !op_zp_ok(op_in(c, 5), b->dtype, mnk[1])) {
+    return op_fail(c, "a zero point of a or b has a bad size or dtype");
+  }
+  if (!op_out_of_place(c, y, &want)) return false;
+  c->need_ws += (size_t)op_count(y) * 4; /* the int32 sums */
+  return true;
+}
+
+static bool op_run_qlinear_matmul(op_ctx *c) {
+  const mp_btensor *y = op_out(c, 0);
+  const mp_btensor *as = op_in(c, 1), *bs = op_in(c, 4);
+  int32_t *acc = (int32_t *)c->ws;
+  op_run_matmul_q(c, op_qmm_ix, acc);
+  const float *pa = op_pin(c, 1), *pb = op_pin(c, 4), *ys = op_pin(c, 6);
+  int32_t zy = (int32_t)mp_k_load_i(op_pin(c, 7), y->dtype, 0);
+  int64_t n = y->shape.dims[y->shape.rank - 1];
+  int64_t m = y->shape.dims[y->shape.rank - 2], total = op_count(y);
+  size_t es = mp_kd_size(y->dtype);
+  char *py = op_pout(c, 0);
+  bool one = op_count(as) == 1 && op_count(bs) == 1;
+  for (int64_t at = 0; at < total; at += one ? total : 1) {
+    int64_t i = at / n % m, j = at % n;
+    float mult =
+        pa[op_count(as) == 1 ? 0 : i] * pb[op_count(bs) == 1 ? 0 : j] / ys[0];
+    mp_k_requantize(one ? total : 1, acc + at, 0, mult, zy, y->dtype,
+                    py + (size_t)at * es);
   }
   return true;
 }
@@ -2246,6 +2393,10 @@ static bool op_dispatch(op_ctx *c, bool run) {
       return run ? op_run_dynamic_quantize(c) : op_check_dynamic_quantize(c);
     case MP_BOP_MATMUL_INTEGER:
       return run ? op_run_matmul_integer(c) : op_check_matmul_integer(c);
+    case MP_BOP_QLINEAR_CONV:
+      return run ? op_run_qlinear_conv(c) : op_check_qlinear_conv(c);
+    case MP_BOP_QLINEAR_MATMUL:
+      return run ? op_run_qlinear_matmul(c) : op_check_qlinear_matmul(c);
     default:
       return op_fail(c, "unknown kernel id %u", c->op->kernel);
   }

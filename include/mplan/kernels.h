@@ -381,6 +381,12 @@ void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
 void mp_k_dynamic_quantize(size_t n, const float *x, uint8_t *y, float *scale,
                            uint8_t *zp);
 
+/* Requantization of n int32 sums (QLinearConv, QLinearMatMul) as ONNX
+ * Runtime does it, in f32: y = saturate(round_half_even((float)(acc[i] +
+ * bias) * mult) + zp), y int8 or uint8 (dy), elements y[0..n). */
+void mp_k_requantize(int64_t n, const int32_t *acc, int32_t bias, float mult,
+                     int32_t zp, int dy, void *y);
+
 /* DequantizeLinear: y = (x - zp) * scale; x i8, u8 or i32. */
 void mp_k_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
                      const void *x, const float *scale, int n_scale,

@@ -12,6 +12,8 @@ test_onnx_run read the result like the upstream tests.
     another one. Outputs w, k, z = (x + w) * k and k.value = Relu(z).
   test_matmulinteger_batch: MatMulInteger with broadcast batch dims and
     zero points per row of A and per column of B.
+  test_qlinearconv_bias: QLinearConv with an int32 bias and per-channel
+    weight scales and zero points, int8 in, uint8 out.
 
 With --committed REPO_ROOT it writes the files the repository keeps
 instead: tests/data/weight_outputs.onnx.bin (that model, for test_oom)
@@ -69,7 +71,7 @@ def value_info(name, dims, elem=FLOAT):
 
 
 UINT8, INT8, INT32 = 2, 3, 6
-PACK = {UINT8: "B", INT8: "b", INT32: "i"}
+PACK = {UINT8: "B", INT8: "b", INT32: "i", FLOAT: "f"}
 
 
 def int_tensor(name, dims, values, elem):
@@ -123,6 +125,18 @@ def weight_outputs(out, relu_name="relu"):
         write(os.path.join(data, "output_%d.pb" % i), tensor(name, dims, v))
 
 
+def write_case(out, name, graph, inputs, outputs):
+    """A node test in the upstream layout: NAME/model.onnx and its
+    test_data_set_0 (serialized TensorProtos)."""
+    d = os.path.join(out, name)
+    write(os.path.join(d, "model.onnx"), model(graph))
+    data = os.path.join(d, "test_data_set_0")
+    for i, t in enumerate(inputs):
+        write(os.path.join(data, "input_%d.pb" % i), t)
+    for i, t in enumerate(outputs):
+        write(os.path.join(data, "output_%d.pb" % i), t)
+
+
 def matmulinteger_batch(out):
     """MatMulInteger with numpy batch broadcasting ([2,1,3,4] x [3,4,2] ->
     [2,3,3,2]), uint8 A with a zero point per row, int8 B with one per
@@ -147,12 +161,65 @@ def matmulinteger_batch(out):
              ld(11, value_info("a", ad, UINT8)) +
              ld(11, value_info("b", bd, INT8)) +
              ld(12, value_info("y", yd, INT32)))
-    d = os.path.join(out, "test_matmulinteger_batch")
-    write(os.path.join(d, "model.onnx"), model(graph))
-    data = os.path.join(d, "test_data_set_0")
-    write(os.path.join(data, "input_0.pb"), int_tensor("a", ad, a, UINT8))
-    write(os.path.join(data, "input_1.pb"), int_tensor("b", bd, b, INT8))
-    write(os.path.join(data, "output_0.pb"), int_tensor("y", yd, y, INT32))
+    write_case(out, "test_matmulinteger_batch", graph,
+               [int_tensor("a", ad, a, UINT8), int_tensor("b", bd, b, INT8)],
+               [int_tensor("y", yd, y, INT32)])
+
+
+def f32(v):
+    """v rounded to float32, as C's float arithmetic rounds each step."""
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def qlinearconv_bias(out):
+    """QLinearConv with an int32 bias, per-channel w_scale and
+    w_zero_point, int8 x and w, uint8 y, stride 1 and pads 1; expected
+    values by the definition with ONNX Runtime's f32 requantization
+    (multiplier x_scale * w_scale / y_scale, then (sum + bias) times it,
+    rounded half to even, plus y_zero_point, saturated)."""
+    xd, wd, yd = [1, 2, 4, 4], [3, 2, 3, 3], [1, 3, 4, 4]
+    x = [(i * 29 + 5) % 256 - 128 for i in range(32)]
+    w = [(i * 41 + 3) % 256 - 128 for i in range(54)]
+    xs, xz = f32(0.0125), -3
+    ws, wz = [f32(0.002), f32(0.0035), f32(0.0011)], [0, 5, -7]
+    ys, yz = f32(0.05), 128
+    bias = [100, -2500, 7]
+    y = []
+    for oc in range(3):
+        mult = f32(f32(xs * ws[oc]) / ys)
+        for i in range(4):
+            for j in range(4):
+                acc = 0
+                for ic in range(2):
+                    for u in range(3):
+                        for v in range(3):
+                            a, b = i + u - 1, j + v - 1
+                            if 0 <= a < 4 and 0 <= b < 4:
+                                acc += ((x[(ic * 4 + a) * 4 + b] - xz) *
+                                        (w[((oc * 2 + ic) * 3 + u) * 3 + v] -
+                                         wz[oc]))
+                q = round(f32(f32(acc + bias[oc]) * mult)) + yz
+                y.append(min(255, max(0, q)))
+    attrs = (ld(5, ld(1, "pads") + b"".join(vint(8, 1) for _ in range(4)) +
+                vint(20, 7)) +
+             ld(5, ld(1, "kernel_shape") + vint(8, 3) + vint(8, 3) +
+                vint(20, 7)))
+    graph = (ld(1, node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz",
+                                        "ys", "yz", "bias"], ["y"], "qconv",
+                        attrs)) +
+             ld(2, "qlinearconv_bias") +
+             ld(5, int_tensor("xs", [], [xs], FLOAT)) +
+             ld(5, int_tensor("xz", [], [xz], INT8)) +
+             ld(5, int_tensor("w", wd, w, INT8)) +
+             ld(5, int_tensor("ws", [3], ws, FLOAT)) +
+             ld(5, int_tensor("wz", [3], wz, INT8)) +
+             ld(5, int_tensor("ys", [], [ys], FLOAT)) +
+             ld(5, int_tensor("yz", [], [yz], UINT8)) +
+             ld(5, int_tensor("bias", [3], bias, INT32)) +
+             ld(11, value_info("x", xd, INT8)) +
+             ld(12, value_info("y", yd, UINT8)))
+    write_case(out, "test_qlinearconv_bias", graph,
+               [int_tensor("x", xd, x, INT8)], [int_tensor("y", yd, y, UINT8)])
 
 
 if sys.argv[1] == "--committed":
@@ -164,3 +231,4 @@ if sys.argv[1] == "--committed":
 else:
     weight_outputs(sys.argv[1])
     matmulinteger_batch(sys.argv[1])
+    qlinearconv_bias(sys.argv[1])
