@@ -598,9 +598,29 @@ static mp_status ox_attr_one(ox *x, const Onnx__AttributeProto *at, size_t k,
       s->n += m;
       return MP_OK;
     }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
+      /* A list of strings becomes one string, joined with commas (an
+       * RNN's activations: "Sigmoid,Tanh,Tanh"). */
+      size_t len = 1;
+      for (size_t j = 0; j < at->n_strings; j++) len += at->strings[j].len + 1;
+      s->strs[k] = mp_calloc(x->a, len, 1);
+      if (!s->strs[k]) {
+        return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+      }
+      for (size_t j = 0, at_ = 0; j < at->n_strings; j++) {
+        if (j) s->strs[k][at_++] = ',';
+        if (at->strings[j].len) {
+          memcpy(s->strs[k] + at_, at->strings[j].data, at->strings[j].len);
+        }
+        at_ += at->strings[j].len;
+      }
+      o->kind = MP_ATTR_STRING;
+      o->s = s->strs[k];
+      break;
+    }
     default:
-      /* Strings lists, graphs, sparse tensors, type protos: no shape rule
-       * reads them; subgraph-carrying ops are refused by the caller. */
+      /* Graphs, sparse tensors, type protos: no shape rule reads them;
+       * subgraph-carrying ops are refused by the caller. */
       return MP_OK;
   }
   s->n++;

@@ -1,6 +1,7 @@
 /*
  * onnx_data.c -- the bytes of an ONNX model's weights (initializers and
- * Constant nodes) and of serialized TensorProtos (test data), as raw
+ * Constant nodes, in the graph and in every subgraph) and of serialized
+ * TensorProtos (test data), as raw
  * little-endian elements: what the bundle writer copies into a bundle.
  *
  * Invariants:
@@ -184,6 +185,36 @@ static mp_status od_constant(mp_onnx_data *d, const char *file,
   return od_add(d, file, &tp, n->output[0], err);
 }
 
+/* The initializers and Constant nodes of graph g and of every subgraph
+ * in it (If, Loop and Scan bodies, which the importer flattens into the
+ * graph with their weights under their own names). */
+static mp_status od_graph(mp_onnx_data *d, const char *file,
+                          const Onnx__GraphProto *g, int depth, mp_error *err) {
+  if (depth > 64) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: subgraphs nested more than 64 deep", file);
+  }
+  mp_status st = MP_OK;
+  for (size_t k = 0; st == MP_OK && k < g->n_initializer; k++) {
+    const Onnx__TensorProto *tp = g->initializer[k];
+    st = od_add(d, file, tp, tp->name ? tp->name : "", err);
+  }
+  for (size_t k = 0; st == MP_OK && k < g->n_node; k++) {
+    const Onnx__NodeProto *n = g->node[k];
+    if (n->op_type && strcmp(n->op_type, "Constant") == 0) {
+      st = od_constant(d, file, n, err);
+    }
+    for (size_t a = 0; st == MP_OK && a < n->n_attribute; a++) {
+      const Onnx__AttributeProto *at = n->attribute[a];
+      if (at->g) st = od_graph(d, file, at->g, depth + 1, err);
+      for (size_t j = 0; st == MP_OK && j < at->n_graphs; j++) {
+        st = od_graph(d, file, at->graphs[j], depth + 1, err);
+      }
+    }
+  }
+  return st;
+}
+
 mp_status mp_onnx_data_load(const char *file, const void *data, size_t len,
                             const mp_alloc *a, mp_onnx_data **out,
                             mp_error *err) {
@@ -199,17 +230,7 @@ mp_status mp_onnx_data_load(const char *file, const void *data, size_t len,
   mp_status st =
       d ? MP_OK : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
   if (d) d->a = a;
-  const Onnx__GraphProto *g = m->graph;
-  for (size_t k = 0; st == MP_OK && k < g->n_initializer; k++) {
-    const Onnx__TensorProto *tp = g->initializer[k];
-    st = od_add(d, file, tp, tp->name ? tp->name : "", err);
-  }
-  for (size_t k = 0; st == MP_OK && k < g->n_node; k++) {
-    const Onnx__NodeProto *n = g->node[k];
-    if (n->op_type && strcmp(n->op_type, "Constant") == 0) {
-      st = od_constant(d, file, n, err);
-    }
-  }
+  if (st == MP_OK) st = od_graph(d, file, m->graph, 0, err);
   onnx__model_proto__free_unpacked(m, &pa);
   if (st != MP_OK) {
     mp_onnx_data_destroy(d);

@@ -331,6 +331,24 @@ static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
   }
 }
 
+/* The name weight t has in the ONNX model: its own, or, for a weight that
+ * is also a graph output (the importer names it OUTPUT.value or
+ * OUTPUT.valueK and copies it into OUTPUT with an Identity), OUTPUT's. */
+static const char *bw_data_name(const bw *w, size_t t) {
+  const mp_tensor *x = mp_graph_tensor(w->g, t);
+  for (uint32_t c = 0; c < x->n_consumers; c++) {
+    const mp_op *op = mp_graph_op(w->g, x->consumers[c]);
+    if (strcmp(op->type, "Identity") != 0 || op->n_outputs != 1) continue;
+    const mp_tensor *y = mp_graph_tensor(w->g, (size_t)op->outputs[0]);
+    size_t n = strlen(y->name);
+    if (y->kind == MP_TENSOR_OUTPUT && strncmp(x->name, y->name, n) == 0 &&
+        strncmp(x->name + n, ".value", 6) == 0) {
+      return y->name;
+    }
+  }
+  return x->name;
+}
+
 static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
   const mp_tensor *x = mp_graph_tensor(w->g, t);
   int kd = lw_kdtype(x->dtype);
@@ -343,7 +361,9 @@ static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
   const void *src;
   size_t len;
   mp_dtype dt;
-  if (mp_onnx_data_find(w->o->onnx, x->name, &src, &len, &dt)) {
+  if (mp_onnx_data_find(w->o->onnx, x->name, &src, &len, &dt) ||
+      (w->o->onnx &&
+       mp_onnx_data_find(w->o->onnx, bw_data_name(w, t), &src, &len, &dt))) {
     if (dt != x->dtype || len != x->bytes) {
       return mp_error_set(w->err, MP_ERR_BAD_INPUT,
                           "%s: weight '%s': the model's data is %s of %zu "
@@ -378,6 +398,11 @@ static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
         memcpy(dst + i * mp_kd_size(kd), &u, mp_kd_size(kd));
       }
     }
+  } else if (w->o->onnx && x->kind == MP_TENSOR_WEIGHT) {
+    /* an ONNX weight's bytes come from the model, never made up */
+    return mp_error_set(w->err, MP_ERR_BAD_INPUT,
+                        "%s: weight '%s': the model holds no data for it",
+                        mp_graph_source(w->g), x->name);
   } else {
     bw_random(w, t, kd, dst, n);
   }
@@ -425,7 +450,12 @@ static mp_status bw_tensors(bw *w) {
         [MP_TENSOR_OUTPUT] = MP_BT_OUTPUT,
         [MP_TENSOR_RETAINED] = MP_BT_RETAINED};
     uint64_t data_off = 0, data_len = 0;
-    if (x->kind == MP_TENSOR_WEIGHT) {
+    /* a graph input whose value is bound (--value) carries it: the plan
+     * (an If's branch, shape math) holds for that value only, so a run
+     * without an inputs file feeds it (runtime/runner.c) */
+    bool bound = x->kind == MP_TENSOR_INPUT && x->value &&
+                 x->value->n == x->bytes / mp_kd_size(kd);
+    if (x->kind == MP_TENSOR_WEIGHT || bound) {
       mp_status st = bw_weight(w, t, &data_off);
       if (st != MP_OK) return st;
       data_len = x->bytes;

@@ -536,6 +536,35 @@ static mp_status lw_conv(lw *x, bool transpose, bool integer) {
   return integer ? MP_OK : lw_tail(x, 3);
 }
 
+/* LSTM: X, W, R, [B], [sequence_lens], [initial_h], [initial_c], [P];
+ * parameters hidden_size, directions, reverse, layout, clip (f64 bits).
+ * Only the default activations and no input_forget. */
+static mp_status lw_lstm(lw *x) {
+  /* the importer joins a list of strings with commas */
+  const mp_attr *act = lw_attr(x, "activations");
+  if (act && (act->kind != MP_ATTR_STRING ||
+              (strcmp(act->s, "Sigmoid,Tanh,Tanh") != 0 &&
+               strcmp(act->s, "Sigmoid,Tanh,Tanh,Sigmoid,Tanh,Tanh") != 0))) {
+    return lw_unsup(x, "activations other than Sigmoid, Tanh, Tanh");
+  }
+  if (lw_int(x, "input_forget", 0) != 0) return lw_unsup(x, "input_forget");
+  const mp_attr *dir = lw_attr(x, "direction");
+  const char *dn = dir && dir->kind == MP_ATTR_STRING ? dir->s : "forward";
+  bool both = strcmp(dn, "bidirectional") == 0;
+  bool rev = strcmp(dn, "reverse") == 0;
+  if (!both && !rev && strcmp(dn, "forward") != 0) {
+    return lw_unsup(x, "direction '%s'", dn);
+  }
+  x->o->kernel = MP_BOP_LSTM;
+  lw_copy_inputs(x);
+  lw_p(x, lw_int(x, "hidden_size", 0));
+  lw_p(x, both ? 2 : 1);
+  lw_p(x, rev);
+  lw_p(x, lw_int(x, "layout", 0));
+  lw_pf(x, lw_float(x, "clip", 0.0));
+  return MP_OK;
+}
+
 static mp_status lw_pool(lw *x, int kind, bool global) {
   const mp_tensor *in = lw_t(x, 0), *y = lw_out(x, 0);
   if (!in || in->rank < 3 || in->rank > 5) {
@@ -912,6 +941,23 @@ static mp_status lw_misc(lw *x, const char *t) {
     x->o->kernel = t[0] == 'Q' ? MP_BOP_QUANTIZE : MP_BOP_DEQUANTIZE;
     lw_copy_inputs(x);
     lw_p(x, rank ? lw_axis(lw_int(x, "axis", 1), rank) : 0);
+    return MP_OK;
+  }
+  if (strcmp(t, "LSTM") == 0) return lw_lstm(x);
+  if (strcmp(t, "If") == 0) {
+    /* Imported with its taken branch only (import_onnx.c, mplan.branch):
+     * that branch ran before it, and the If copies its outputs. */
+    int64_t orig = lw_int(x, "mplan.orig_inputs", -1);
+    if (lw_int(x, "mplan.branch", -1) < 0 || orig < 0 ||
+        (uint64_t)orig + x->op->n_outputs > x->op->n_inputs) {
+      return lw_unsup(x,
+                      "an If whose condition is not known (bind the inputs "
+                      "it depends on with --value)");
+    }
+    x->o->kernel = MP_BOP_COPY;
+    for (uint32_t k = 0; k < x->op->n_outputs; k++) {
+      lw_in(x, x->op->inputs[orig + k]);
+    }
     return MP_OK;
   }
   if (strcmp(t, "MatMulInteger") == 0 || strcmp(t, "QLinearMatMul") == 0) {

@@ -86,3 +86,80 @@ void mp_k_softmax_i8(int64_t outer, int64_t axis, int64_t inner,
     }
   }
 }
+
+/* ---- LSTM ------------------------------------------------------------------
+ */
+
+static double lstm_sig(double v) {
+  return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
+}
+
+static double lstm_clip(double v, double clip) {
+  return clip > 0 ? (v < -clip ? -clip : v > clip ? clip : v) : v;
+}
+
+void mp_k_lstm(const mp_klstm *p, const float *x, const float *w,
+               const float *r, const float *b, const int32_t *lens,
+               const float *h0, const float *c0, const float *peep, float *y,
+               float *yh, float *yc, float *scratch) {
+  int64_t hn = p->hidden, in = p->input, nb = p->batch, dirs = p->dirs;
+  float *h = scratch, *c = h + nb * hn, *gates = c + nb * hn; /* 4 hn */
+  for (int64_t d = 0; d < dirs; d++) {
+    const float *wd = w + d * 4 * hn * in, *rd = r + d * 4 * hn * hn;
+    const float *bd = b ? b + d * 8 * hn : NULL;
+    const float *pd = peep ? peep + d * 3 * hn : NULL;
+    bool back = dirs == 2 ? d == 1 : p->reverse != 0;
+    for (int64_t n = 0; n < nb; n++) {
+      /* the state of (batch n, direction d), in yh's layout */
+      int64_t at = (p->layout ? n * dirs + d : d * nb + n) * hn;
+      float *hs = h + n * hn, *cs = c + n * hn;
+      for (int64_t j = 0; j < hn; j++) {
+        hs[j] = h0 ? h0[at + j] : 0.0f;
+        cs[j] = c0 ? c0[at + j] : 0.0f;
+      }
+      int64_t len = lens ? lens[n] : p->seq;
+      if (len < 0) len = 0;
+      if (len > p->seq) len = p->seq;
+      for (int64_t s = 0; s < p->seq; s++) {
+        int64_t t = s >= len ? s : back ? len - 1 - s : s;
+        float *yt = y ? y + (p->layout ? (n * p->seq + t) * dirs + d
+                                       : (t * dirs + d) * nb + n) *
+                                hn
+                      : NULL;
+        if (s >= len) { /* past the sequence's end: zeros */
+          for (int64_t j = 0; yt && j < hn; j++) yt[j] = 0.0f;
+          continue;
+        }
+        const float *xt = x + (p->layout ? n * p->seq + t : t * nb + n) * in;
+        for (int64_t g = 0; g < 4 * hn; g++) {
+          double z = bd ? (double)bd[g] + (double)bd[4 * hn + g] : 0.0;
+          for (int64_t k = 0; k < in; k++) z += (double)xt[k] * wd[g * in + k];
+          for (int64_t k = 0; k < hn; k++) z += (double)hs[k] * rd[g * hn + k];
+          gates[g] = (float)z;
+        }
+        for (int64_t j = 0; j < hn; j++) {
+          double cp = cs[j];
+          double zi = gates[j], zo = gates[hn + j], zf = gates[2 * hn + j];
+          double zc = gates[3 * hn + j];
+          if (pd) {
+            zi += (double)pd[j] * cp;
+            zf += (double)pd[2 * hn + j] * cp;
+          }
+          double ig = lstm_sig(lstm_clip(zi, p->clip));
+          double fg = lstm_sig(lstm_clip(zf, p->clip));
+          double cg = tanh(lstm_clip(zc, p->clip));
+          float cn = (float)(fg * cp + ig * cg);
+          if (pd) zo += (double)pd[hn + j] * cn;
+          double og = lstm_sig(lstm_clip(zo, p->clip));
+          cs[j] = cn;
+          hs[j] = (float)(og * tanh((double)cn));
+        }
+        for (int64_t j = 0; yt && j < hn; j++) yt[j] = hs[j];
+      }
+      for (int64_t j = 0; j < hn; j++) {
+        if (yh) yh[at + j] = hs[j];
+        if (yc) yc[at + j] = cs[j];
+      }
+    }
+  }
+}

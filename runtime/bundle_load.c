@@ -482,7 +482,8 @@ static mp_status bl_tensor(bl *x, const unsigned char *p, size_t i) {
     return bl_bad(x, "tensor '%s' is a %s in a buffer of the wrong class",
                   t->name, resident ? "weight" : "graph output");
   }
-  if (t->kind == MP_BT_WEIGHT) {
+  /* a graph input may carry its bound value (bundle_write.c) */
+  if (t->kind == MP_BT_WEIGHT || (t->kind == MP_BT_INPUT && t->data_bytes)) {
     if (t->data_bytes != t->bytes || t->data_offset > x->b->weight_bytes ||
         t->data_bytes > x->b->weight_bytes - t->data_offset) {
       return bl_bad(x,
@@ -793,6 +794,8 @@ const char *mp_bop_name(int kernel) {
                                                   "dynamic-quantize",
                                                   "matmul-integer",
                                                   "qlinear-conv",
-                                                  "qlinear-matmul"};
+                                                  "qlinear-matmul",
+                                                  "copy",
+                                                  "lstm"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

@@ -114,6 +114,19 @@ static bool op_aliases(const mp_btensor *a, const mp_btensor *b) {
   return mp_rt_share_bytes(a, b);
 }
 
+/* y has the shape the op computes and shares no input's bytes (the
+ * integer ops write out of place). */
+static bool op_out_of_place(op_ctx *c, const mp_btensor *y,
+                            const mp_kshape *want) {
+  if (!op_expect_shape(c, y, want)) return false;
+  for (uint32_t k = 0; k < c->op->n_in; k++) {
+    if (op_aliases(op_in(c, k), y)) {
+      return op_fail(c, "output '%s' shares an input's buffer", y->name);
+    }
+  }
+  return true;
+}
+
 /* ---- parameters ---------------------------------------------------------- */
 
 typedef struct op_rd {
@@ -1307,6 +1320,105 @@ static bool op_run_view(op_ctx *c) {
   return true;
 }
 
+/* COPY: input k to output k (an If's taken branch to the If's outputs). */
+static bool op_check_copy(op_ctx *c) {
+  if (c->op->n_params || c->op->n_in == 0 || c->op->n_in != c->op->n_out) {
+    return op_fail(c, "bad arity");
+  }
+  for (uint32_t k = 0; k < c->op->n_in; k++) {
+    const mp_btensor *x = op_in(c, k), *y = op_out(c, k);
+    if (!x || x->dtype != y->dtype || !op_same_shape(&x->shape, &y->shape)) {
+      return op_fail(c, "output '%s' is not its input %u's type and shape",
+                     y->name, k);
+    }
+    if (op_aliases(x, y) && x->offset != y->offset) {
+      return op_fail(c, "output '%s' at another offset of its input's buffer",
+                     y->name);
+    }
+  }
+  return true;
+}
+
+static bool op_run_copy(op_ctx *c) {
+  for (uint32_t k = 0; k < c->op->n_in; k++) {
+    void *px = op_pin(c, k), *py = op_pout(c, k);
+    if (px != py) OP_MEMMOVE(py, px, (size_t)op_in(c, k)->bytes);
+  }
+  return true;
+}
+
+/* LSTM: X, W, R, [B], [sequence_lens], [initial_h], [initial_c],
+ * [P] -> [Y], [Y_h], [Y_c] (mp_k_lstm); parameters hidden_size,
+ * directions, reverse, layout, clip (f64 bits). */
+static bool op_lstm_params(op_ctx *c, mp_klstm *k) {
+  op_rd r = op_reader(c);
+  memset(k, 0, sizeof *k);
+  k->hidden = rd_range(&r, 1, INT32_MAX);
+  k->dirs = (int)rd_range(&r, 1, 2);
+  k->reverse = (int)rd_range(&r, 0, 1);
+  k->layout = (int)rd_range(&r, 0, 1);
+  int64_t bits = rd_i(&r);
+  memcpy(&k->clip, &bits, sizeof k->clip);
+  const mp_btensor *x = op_in(c, 0);
+  if (r.bad || r.at != r.n || !x || x->shape.rank != 3 || !(k->clip >= 0.0)) {
+    return false;
+  }
+  k->seq = x->shape.dims[k->layout ? 1 : 0];
+  k->batch = x->shape.dims[k->layout ? 0 : 1];
+  k->input = x->shape.dims[2];
+  return true;
+}
+
+static bool op_check_lstm(op_ctx *c) {
+  mp_klstm k;
+  if (!op_lstm_params(c, &k)) return op_fail(c, "bad parameters or X");
+  if (c->op->n_in < 3 || c->op->n_in > 8 || c->op->n_out < 1 ||
+      c->op->n_out > 3) {
+    return op_fail(c, "bad arity");
+  }
+  const mp_btensor *lens = op_in(c, 4);
+  if (lens && (lens->dtype != MP_KD_I32 || lens->shape.rank != 1 ||
+               lens->shape.dims[0] != k.batch)) {
+    return op_fail(c, "sequence_lens '%s' is not int32 [batch]", lens->name);
+  }
+  int64_t h = k.hidden, d = k.dirs, n = k.batch;
+  mp_kshape sw = {3, {d, 4 * h, k.input}}, sr = {3, {d, 4 * h, h}};
+  mp_kshape sb = {2, {d, 8 * h}}, sp = {2, {d, 3 * h}};
+  mp_kshape sh =
+      k.layout ? (mp_kshape){3, {n, d, h}} : (mp_kshape){3, {d, n, h}};
+  mp_kshape sy = k.layout ? (mp_kshape){4, {n, k.seq, d, h}}
+                          : (mp_kshape){4, {k.seq, d, n, h}};
+  const mp_kshape *want_in[8] = {NULL, &sw, &sr, &sb, NULL, &sh, &sh, &sp};
+  for (uint32_t i = 0; i < c->op->n_in; i++) {
+    const mp_btensor *t = op_in(c, i);
+    if (!t || i == 4) {
+      if (!t && i < 3) return op_fail(c, "X, W and R are needed");
+      continue;
+    }
+    if (t->dtype != MP_KD_F32) return op_fail(c, "input %u is not f32", i);
+    if (want_in[i] && !op_expect_shape(c, t, want_in[i])) return false;
+  }
+  const mp_kshape *want_out[3] = {&sy, &sh, &sh};
+  for (uint32_t i = 0; i < c->op->n_out; i++) {
+    const mp_btensor *y = op_out(c, i);
+    if (y->dtype != MP_KD_F32) return op_fail(c, "output %u is not f32", i);
+    if (!op_out_of_place(c, y, want_out[i])) return false;
+  }
+  c->need_ws += (size_t)((2 * n + 4) * h) * sizeof(float);
+  return true;
+}
+
+static bool op_run_lstm(op_ctx *c) {
+  mp_klstm k;
+  (void)op_lstm_params(c, &k);
+  uint32_t no = c->op->n_out;
+  mp_k_lstm(&k, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2), op_pin(c, 3),
+            op_pin(c, 4), op_pin(c, 5), op_pin(c, 6), op_pin(c, 7),
+            op_pout(c, 0), no > 1 ? op_pout(c, 1) : NULL,
+            no > 2 ? op_pout(c, 2) : NULL, (float *)(void *)c->ws);
+  return true;
+}
+
 /* ---- softmax and normalisation ------------------------------------------- */
 
 static void op_split3(const mp_kshape *s, int64_t axis, bool coerce,
@@ -1965,19 +2077,6 @@ static bool op_zp_ok(const mp_btensor *z, int d, int64_t per) {
                  (per > 0 && z->shape.rank == 1 && op_count(z) == per)));
 }
 
-/* y has the shape the op computes and shares no input's bytes (the
- * integer ops write out of place). */
-static bool op_out_of_place(op_ctx *c, const mp_btensor *y,
-                            const mp_kshape *want) {
-  if (!op_expect_shape(c, y, want)) return false;
-  for (uint32_t k = 0; k < c->op->n_in; k++) {
-    if (op_aliases(op_in(c, k), y)) {
-      return op_fail(c, "output '%s' shares an input's buffer", y->name);
-    }
-  }
-  return true;
-}
-
 /* The integer part of ConvInteger and QLinearConv: x, its zero point, w
  * and its zero point at inputs ix[0..3]; the output shape into *want. */
 static bool op_check_conv_q(op_ctx *c, const op_convp *p, const uint32_t *ix,
@@ -2397,6 +2496,10 @@ static bool op_dispatch(op_ctx *c, bool run) {
       return run ? op_run_qlinear_conv(c) : op_check_qlinear_conv(c);
     case MP_BOP_QLINEAR_MATMUL:
       return run ? op_run_qlinear_matmul(c) : op_check_qlinear_matmul(c);
+    case MP_BOP_COPY:
+      return run ? op_run_copy(c) : op_check_copy(c);
+    case MP_BOP_LSTM:
+      return run ? op_run_lstm(c) : op_check_lstm(c);
     default:
       return op_fail(c, "unknown kernel id %u", c->op->kernel);
   }

@@ -418,8 +418,12 @@ static mp_status rn_inputs(const char *source, const mp_bundle *b, mp_rt *rt,
       st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", source);
       continue;
     }
-    mp_seed_fill(t->dtype, tmp, (size_t)(t->bytes / mp_kd_size(t->dtype)),
-                 o->seed, i);
+    if (t->data_bytes) { /* the value the plan was made for (--value) */
+      memcpy(tmp, mp_bundle_weights(b) + t->data_offset, (size_t)t->bytes);
+    } else {
+      mp_seed_fill(t->dtype, tmp, (size_t)(t->bytes / mp_kd_size(t->dtype)),
+                   o->seed, i);
+    }
     st = mp_rt_set_input(rt, i, tmp, (size_t)t->bytes, err);
     if (o->inputs_used) {
       mp_tensors_add(o->inputs_used, t->name, t->dtype, &t->shape, tmp,

@@ -133,6 +133,8 @@ typedef enum mp_bop {
   MP_BOP_MATMUL_INTEGER,
   MP_BOP_QLINEAR_CONV,
   MP_BOP_QLINEAR_MATMUL,
+  MP_BOP_COPY,
+  MP_BOP_LSTM,
   MP_BOP_COUNT
 } mp_bop;
 

@@ -149,6 +149,9 @@ if [ -n "$cache" ] && [ -f "$vad" ]; then
     bad "silero_vad_v5 without sr: no hint"
   run 0 plan "$cache/vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 --value sr=16000 -o "$tmp/vadl.json" &&
     run 0 validate "$tmp/vadl.json" && ok || bad "silero_vad_legacy does not plan"
+  # and runs: the If copies its taken branch, the LSTM has a kernel
+  run 0 verify "$vad" --shape input=1x512 --shape state=2x1x128 --value sr=16000 --passes all --order memory &&
+    has "$tmp/out" "outputs     2 of 2 identical to the no-reuse run" && has "$tmp/out" "verified: no event"
 fi
 # IS-Net at 1024x1024, dynamically quantized (DynamicQuantizeLinear and
 # ConvInteger, 1084 ops): planned and validated, with every pass and the

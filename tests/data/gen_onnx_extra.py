@@ -14,6 +14,8 @@ test_onnx_run read the result like the upstream tests.
     zero points per row of A and per column of B.
   test_qlinearconv_bias: QLinearConv with an int32 bias and per-channel
     weight scales and zero points, int8 in, uint8 out.
+  test_weight_output_big: a weight output too large for inference to keep
+    its values (its bytes must come from the model under the output's name).
 
 With --committed REPO_ROOT it writes the files the repository keeps
 instead: tests/data/weight_outputs.onnx.bin (that model, for test_oom)
@@ -137,6 +139,23 @@ def write_case(out, name, graph, inputs, outputs):
         write(os.path.join(data, "output_%d.pb" % i), t)
 
 
+def weight_output_big(out):
+    """An initializer of 5,000 floats that is also a graph output, read by
+    an Add: too large for inference to keep its values, so the bundle
+    must find its bytes under the output's name (the importer renames the
+    weight w.value and copies it into w)."""
+    n = 5000
+    x = [0.25 * (i % 17) - 2.0 for i in range(n)]
+    w = [0.5 * (i % 13) - 3.0 for i in range(n)]
+    y = [a + b for a, b in zip(x, w)]
+    graph = (ld(1, node("Add", ["x", "w"], ["y"], "add")) +
+             ld(2, "weight_output_big") + ld(5, tensor("w", [n], w)) +
+             ld(11, value_info("x", [n])) + ld(12, value_info("w", [n])) +
+             ld(12, value_info("y", [n])))
+    write_case(out, "test_weight_output_big", graph, [tensor("x", [n], x)],
+               [tensor("w", [n], w), tensor("y", [n], y)])
+
+
 def matmulinteger_batch(out):
     """MatMulInteger with numpy batch broadcasting ([2,1,3,4] x [3,4,2] ->
     [2,3,3,2]), uint8 A with a zero point per row, int8 B with one per
@@ -232,3 +251,4 @@ else:
     weight_outputs(sys.argv[1])
     matmulinteger_batch(sys.argv[1])
     qlinearconv_bias(sys.argv[1])
+    weight_output_big(sys.argv[1])

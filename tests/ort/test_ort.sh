@@ -2,7 +2,8 @@
 # The runtime against ONNX Runtime (onnxruntime-node 1.30.0 from npm,
 # installed with --ignore-scripts into the build folder: its linux-x64
 # library ships inside the package) on the same seeded inputs, for PP-OCR
-# cls and BlazeFace front (and PP-OCRv4 rec and det): max abs/rel error
+# cls and BlazeFace front (and PP-OCRv4 rec and det, Silero VAD v5 at 16
+# and 8 kHz and legacy): max abs/rel error
 # per output, asserted within
 # |d| <= 1e-4 + 1e-3 |ort| (float32 kernels summing in another order).
 # usage: test_ort.sh MPLAN RUNNER SOURCE_DIR ONNX_CACHE ORT_DIR
@@ -30,4 +31,19 @@ check blazeface "$cache/blazeface/face_detection_front_128x128_barracuda.onnx"
 # Beyond the two the issue names: the PP-OCRv4 recognizer and detector.
 check rec "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --shape x=1x3x48x320
 check det "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" --shape x=1x3x320x320
+# Silero VAD: If (sr == 16000) picks a branch at plan time (--value), the
+# runner feeds the bound sr (ONNX Runtime takes the same branch only
+# then), the weights are Constants inside the If's branches, and an LSTM.
+vad=$cache/vad
+check vad16k "$vad/silero_vad_v5.onnx" --shape input=1x512 --shape state=2x1x128 --value sr=16000
+check vad8k "$vad/silero_vad_v5.onnx" --shape input=1x256 --shape state=2x1x128 --value sr=8000
+check vadlegacy "$vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 --value sr=16000
+python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
+import sys
+ns = {}
+exec(open(sys.argv[1]).read().split("def main")[0], ns)
+sr = ns["read"](sys.argv[2])["sr"][1]
+if list(sr) != [8000]:
+    sys.exit("vad8k: the runner fed sr %s, not the bound 8000" % list(sr))
+PY
 exit $status
