@@ -1192,6 +1192,40 @@ mp_status mp_onnx_import_taken(const char *file, const void *data, size_t len,
   return MP_OK;
 }
 
+void mp_onnx_ifs_free(const mp_alloc *a, mp_onnx_ifs *f) {
+  for (size_t k = 0; k < f->n; k++) mp_free(a, (void *)(uintptr_t)f->v[k].op);
+  mp_free(a, f->v);
+  *f = (mp_onnx_ifs){0};
+}
+
+mp_status mp_onnx_known_ifs(const mp_graph *g, mp_onnx_ifs *f, mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(g);
+  const char *file = mp_graph_source(g);
+  for (size_t o = 0; o < mp_graph_op_count(g); o++) {
+    const mp_op *op = mp_graph_op(g, o);
+    if (strcmp(op->type, "If") != 0 || op->n_inputs < 1 || op->inputs[0] < 0)
+      continue;
+    bool pruned = false;
+    for (uint32_t k = 0; k < op->n_attrs; k++) {
+      pruned = pruned || strcmp(op->attrs[k].name, "mplan.branch") == 0;
+    }
+    const mp_value *v = mp_graph_tensor(g, (size_t)op->inputs[0])->value;
+    if (pruned || !v || v->n != 1) continue;
+    void *p = f->v;
+    mp_status st = mp_grow(a, &p, &f->cap, f->n + 1, sizeof *f->v, file, err);
+    if (st != MP_OK) return st;
+    f->v = p;
+    size_t len = strlen(op->name) + 1;
+    char *name = mp_malloc(a, len);
+    if (!name)
+      return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
+    memcpy(name, op->name, len);
+    f->v[f->n++] =
+        (mp_onnx_branch){name, v->i ? v->i[0] != 0 : v->f && v->f[0] != 0.0};
+  }
+  return MP_OK;
+}
+
 mp_status mp_onnx_bind_input(mp_graph *g, const char *name, const void *data,
                              size_t len, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(g);

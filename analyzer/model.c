@@ -269,48 +269,6 @@ static mp_status model_infer(mp_model *m, const mp_load_opts *o,
   return model_infer_as(m, o, false, NULL, err);
 }
 
-/* The Ifs of an ONNX model whose condition is known (a value from --value
- * or shape math) and that still hold both branches, appended to *v (names
- * copied). */
-typedef struct model_ifs {
-  mp_onnx_branch *v;
-  size_t n, cap;
-} model_ifs;
-
-static void model_ifs_free(const mp_alloc *a, model_ifs *f) {
-  for (size_t k = 0; k < f->n; k++) mp_free(a, (void *)(uintptr_t)f->v[k].op);
-  mp_free(a, f->v);
-  *f = (model_ifs){0};
-}
-
-static mp_status model_known_ifs(mp_model *m, model_ifs *f, mp_error *err) {
-  const mp_graph *g = m->graph;
-  for (size_t o = 0; o < mp_graph_op_count(g); o++) {
-    const mp_op *op = mp_graph_op(g, o);
-    if (strcmp(op->type, "If") != 0 || op->n_inputs < 1 || op->inputs[0] < 0)
-      continue;
-    bool pruned = false;
-    for (uint32_t k = 0; k < op->n_attrs; k++) {
-      pruned = pruned || strcmp(op->attrs[k].name, "mplan.branch") == 0;
-    }
-    const mp_value *v = mp_graph_tensor(g, (size_t)op->inputs[0])->value;
-    if (pruned || !v || v->n != 1) continue;
-    void *p = f->v;
-    mp_status st =
-        mp_grow(m->alloc, &p, &f->cap, f->n + 1, sizeof *f->v, m->path, err);
-    if (st != MP_OK) return st;
-    f->v = p;
-    size_t len = strlen(op->name) + 1;
-    char *name = mp_malloc(m->alloc, len);
-    if (!name)
-      return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", m->path);
-    memcpy(name, op->name, len);
-    f->v[f->n++] =
-        (mp_onnx_branch){name, v->i ? v->i[0] != 0 : v->f && v->f[0] != 0.0};
-  }
-  return MP_OK;
-}
-
 /* Producer and last consumer names per buffer, under the chosen order:
  * the op that writes the buffer first and the op that reads it last,
  * over all the tensors it holds. */
@@ -496,7 +454,7 @@ static void model_branch_hint(const mp_model *m, uint32_t failed,
 static mp_status model_onnx(mp_model *m, const char *data, size_t len,
                             const mp_load_opts *o, mp_error *err) {
   m->format = MP_FORMAT_ONNX;
-  model_ifs f = {0};
+  mp_onnx_ifs f = {0};
   mp_status st = mp_onnx_import(m->path, data, len, m->alloc, &m->graph, err);
   if (st == MP_OK && mp_graph_op_count(m->graph) == 0)
     st = model_no_ops(m, err);
@@ -509,7 +467,7 @@ static mp_status model_onnx(mp_model *m, const char *data, size_t len,
       break;
     }
     mp_error keep = *err; /* inf's failure, if any */
-    st = model_known_ifs(m, &f, err);
+    st = mp_onnx_known_ifs(m->graph, &f, err);
     if (st == MP_OK && f.n == n0) {
       /* Nothing more to leave out: inf is the strict inference's result
        * (its first failure is the strict one's). */
@@ -528,7 +486,7 @@ static mp_status model_onnx(mp_model *m, const char *data, size_t len,
     st = mp_onnx_import_taken(m->path, data, len, m->alloc, f.v, f.n, &m->graph,
                               err);
   }
-  model_ifs_free(m->alloc, &f);
+  mp_onnx_ifs_free(m->alloc, &f);
   if (st == MP_OK) st = model_after_infer(m, o, err);
   return st;
 }

@@ -1,8 +1,10 @@
 /*
  * test_onnx_run.c -- the ONNX backend node tests (Debian libonnx-testdata)
- * executed by the runtime: import, bind test_data_set_0's inputs, infer,
- * plan, compile (weights from the model), run in poison mode with the
- * reference kernels, and compare every output with output_K.pb.
+ * executed by the runtime: import, bind test_data_set_0's inputs, infer
+ * (an If whose condition the inputs decide is imported again with its
+ * taken branch, as mplan does), plan, compile (weights from the model),
+ * run in poison mode with the reference kernels, and compare every output
+ * with output_K.pb.
  *
  * Tolerance: f32 and f64 |got - want| <= 1e-7 + 1e-3 |want|, the
  * defaults of ONNX's own backend test runner (NaN equals NaN); integers
@@ -447,10 +449,26 @@ static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
   mp_status st = s.m ? mp_onnx_import(path, data, len, NULL, &s.g, &err)
                      : MP_ERR_BAD_INPUT;
   if (st == MP_OK) st = mp_onnx_data_load(path, data, len, NULL, &s.od, &err);
-  free(data);
   if (st == MP_OK) st = bind_inputs(dir, &s, &err);
   if (st == MP_OK) st = mp_schedule(s.g, MP_ORDER_AUTO, &s.order, &used, &err);
   if (st == MP_OK) st = mp_shape_infer(s.g, s.order, NULL, &err);
+  /* An If whose condition the test data decides: imported again with its
+   * taken branch only, as mplan does (analyzer/model.c), so it runs. */
+  mp_onnx_ifs ifs = {0};
+  if (st == MP_OK) st = mp_onnx_known_ifs(s.g, &ifs, &err);
+  if (st == MP_OK && ifs.n) {
+    mp_graph_destroy(s.g);
+    s.g = NULL;
+    free(s.order);
+    s.order = NULL;
+    st = mp_onnx_import_taken(path, data, len, NULL, ifs.v, ifs.n, &s.g, &err);
+    if (st == MP_OK) st = bind_inputs(dir, &s, &err);
+    if (st == MP_OK)
+      st = mp_schedule(s.g, MP_ORDER_AUTO, &s.order, &used, &err);
+    if (st == MP_OK) st = mp_shape_infer(s.g, s.order, NULL, &err);
+  }
+  mp_onnx_ifs_free(NULL, &ifs);
+  free(data);
   if (st == MP_OK) st = mp_shape_check_resolved(s.g, &err);
   if (st == MP_OK) st = mp_graph_resolve(s.g, &err);
   mp_alias al = {0};

@@ -41,6 +41,19 @@ mp_status mp_onnx_import_taken(const char *file, const void *data, size_t len,
                                const mp_alloc *a, const mp_onnx_branch *taken,
                                size_t n_taken, mp_graph **out, mp_error *err);
 
+/* A list of If ops with a known condition, to import again with. */
+typedef struct mp_onnx_ifs {
+  mp_onnx_branch *v; /* names owned by the list */
+  size_t n, cap;
+} mp_onnx_ifs;
+
+/* Appends to f every If op of g (imported by mp_onnx_import*) whose
+ * condition has a value (--value, shape math, bound test data) and that
+ * still holds both branches. Release with mp_onnx_ifs_free (g's
+ * allocator). */
+mp_status mp_onnx_known_ifs(const mp_graph *g, mp_onnx_ifs *f, mp_error *err);
+void mp_onnx_ifs_free(const mp_alloc *a, mp_onnx_ifs *f);
+
 /* The mp_dtype of an ONNX TensorProto.DataType code (Cast's "to"). */
 bool mp_onnx_dtype(int32_t code, mp_dtype *out);
 

@@ -16,6 +16,8 @@ test_onnx_run read the result like the upstream tests.
     weight scales and zero points, int8 in, uint8 out.
   test_weight_output_big: a weight output too large for inference to keep
     its values (its bytes must come from the model under the output's name).
+  test_if_big_constant: an If with a bound condition whose branches hold
+    large Constants (their bytes must come from the subgraph).
 
 With --committed REPO_ROOT it writes the files the repository keeps
 instead: tests/data/weight_outputs.onnx.bin (that model, for test_oom)
@@ -156,6 +158,39 @@ def weight_output_big(out):
                [tensor("w", [n], w), tensor("y", [n], y)])
 
 
+def if_big_constant(out):
+    """An If whose branches hold Constants of 5,000 floats (too large for
+    inference to keep their values): with the condition bound by the test
+    data, only the then branch is imported, and its Constant's bytes must
+    come from the subgraph (not random). y = x + c1 if cond else x - c2."""
+    n = 5000
+    x = [0.25 * (i % 19) - 2.0 for i in range(n)]
+    c1 = [0.5 * (i % 11) - 2.5 for i in range(n)]
+    c2 = [0.75 * (i % 7) for i in range(n)]
+    y = [a + b for a, b in zip(x, c1)]
+
+    def constant(name, values):
+        return ld(1, node("Constant", [], [name], name + "_make",
+                          ld(5, ld(1, "value") + ld(5, tensor("", [n], values)) +
+                             vint(20, 4))))
+
+    def branch(name, op, c, vals):
+        return (constant(c, vals) + ld(1, node(op, ["x", c], [name + "_y"],
+                                               name + "_op")) +
+                ld(2, name) + ld(12, value_info(name + "_y", [n])))
+
+    then_g, else_g = branch("then", "Add", "c1", c1), branch("else", "Sub",
+                                                             "c2", c2)
+    attrs = (ld(5, ld(1, "then_branch") + ld(6, then_g) + vint(20, 5)) +
+             ld(5, ld(1, "else_branch") + ld(6, else_g) + vint(20, 5)))
+    graph = (ld(1, node("If", ["cond"], ["y"], "if", attrs)) +
+             ld(2, "if_big_constant") + ld(11, value_info("x", [n])) +
+             ld(11, value_info("cond", [], 9)) + ld(12, value_info("y", [n])))
+    cond = vint(2, 9) + ld(8, "cond") + ld(9, bytes([1]))
+    write_case(out, "test_if_big_constant", graph, [tensor("x", [n], x), cond],
+               [tensor("y", [n], y)])
+
+
 def matmulinteger_batch(out):
     """MatMulInteger with numpy batch broadcasting ([2,1,3,4] x [3,4,2] ->
     [2,3,3,2]), uint8 A with a zero point per row, int8 B with one per
@@ -252,3 +287,4 @@ else:
     matmulinteger_batch(sys.argv[1])
     qlinearconv_bias(sys.argv[1])
     weight_output_big(sys.argv[1])
+    if_big_constant(sys.argv[1])
