@@ -536,18 +536,14 @@ static mp_status lw_conv(lw *x, bool transpose, bool integer) {
   return integer ? MP_OK : lw_tail(x, 3);
 }
 
-/* LSTM: X, W, R, [B], [sequence_lens], [initial_h], [initial_c], [P];
- * parameters hidden_size, directions, reverse, layout, clip (f64 bits).
- * Only the default activations and no input_forget. */
-static mp_status lw_lstm(lw *x) {
-  /* the importer joins a list of strings with commas */
-  const mp_attr *act = lw_attr(x, "activations");
-  if (act && (act->kind != MP_ATTR_STRING ||
-              (strcmp(act->s, "Sigmoid,Tanh,Tanh") != 0 &&
-               strcmp(act->s, "Sigmoid,Tanh,Tanh,Sigmoid,Tanh,Tanh") != 0))) {
-    return lw_unsup(x, "activations other than Sigmoid, Tanh, Tanh");
-  }
-  if (lw_int(x, "input_forget", 0) != 0) return lw_unsup(x, "input_forget");
+/* LSTM, GRU, RNN: X, W, R, [B], [sequence_lens], [initial_h], and for
+ * LSTM [initial_c], [P]; parameters hidden_size, directions, reverse,
+ * layout, clip (f64 bits), cell (mp_kcell), linear_before_reset. Only the
+ * default activations (the importer joins the list with commas), and no
+ * input_forget. */
+static mp_status lw_rnn(lw *x, int cell) {
+  static const char *const def[3] = {"Sigmoid,Tanh,Tanh", "Sigmoid,Tanh",
+                                     "Tanh"};
   const mp_attr *dir = lw_attr(x, "direction");
   const char *dn = dir && dir->kind == MP_ATTR_STRING ? dir->s : "forward";
   bool both = strcmp(dn, "bidirectional") == 0;
@@ -555,13 +551,23 @@ static mp_status lw_lstm(lw *x) {
   if (!both && !rev && strcmp(dn, "forward") != 0) {
     return lw_unsup(x, "direction '%s'", dn);
   }
-  x->o->kernel = MP_BOP_LSTM;
+  const mp_attr *act = lw_attr(x, "activations");
+  char want[64];
+  snprintf(want, sizeof want, "%s%s%s", def[cell], both ? "," : "",
+           both ? def[cell] : "");
+  if (act && (act->kind != MP_ATTR_STRING || strcmp(act->s, want) != 0)) {
+    return lw_unsup(x, "activations other than the defaults (%s)", want);
+  }
+  if (lw_int(x, "input_forget", 0) != 0) return lw_unsup(x, "input_forget");
+  x->o->kernel = MP_BOP_RNN;
   lw_copy_inputs(x);
   lw_p(x, lw_int(x, "hidden_size", 0));
   lw_p(x, both ? 2 : 1);
   lw_p(x, rev);
   lw_p(x, lw_int(x, "layout", 0));
   lw_pf(x, lw_float(x, "clip", 0.0));
+  lw_p(x, cell);
+  lw_p(x, lw_int(x, "linear_before_reset", 0));
   return MP_OK;
 }
 
@@ -943,7 +949,9 @@ static mp_status lw_misc(lw *x, const char *t) {
     lw_p(x, rank ? lw_axis(lw_int(x, "axis", 1), rank) : 0);
     return MP_OK;
   }
-  if (strcmp(t, "LSTM") == 0) return lw_lstm(x);
+  if (strcmp(t, "LSTM") == 0) return lw_rnn(x, MP_KCELL_LSTM);
+  if (strcmp(t, "GRU") == 0) return lw_rnn(x, MP_KCELL_GRU);
+  if (strcmp(t, "RNN") == 0) return lw_rnn(x, MP_KCELL_RNN);
   if (strcmp(t, "If") == 0) {
     /* Imported with its taken branch only (import_onnx.c, mplan.branch):
      * that branch ran before it, and the If copies its outputs. */

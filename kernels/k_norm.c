@@ -87,26 +87,103 @@ void mp_k_softmax_i8(int64_t outer, int64_t axis, int64_t inner,
   }
 }
 
-/* ---- LSTM ------------------------------------------------------------------
- */
+/* ---- LSTM, GRU, RNN ---------------------------------------------------- */
 
-static double lstm_sig(double v) {
+static double rnn_sig(double v) {
   return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
 }
 
-static double lstm_clip(double v, double clip) {
+static double rnn_clip(double v, double clip) {
   return clip > 0 ? (v < -clip ? -clip : v > clip ? clip : v) : v;
 }
 
-void mp_k_lstm(const mp_klstm *p, const float *x, const float *w,
-               const float *r, const float *b, const int32_t *lens,
-               const float *h0, const float *c0, const float *peep, float *y,
-               float *yh, float *yc, float *scratch) {
+int mp_k_rnn_gates(int cell) {
+  return cell == MP_KCELL_LSTM ? 4 : cell == MP_KCELL_GRU ? 3 : 1;
+}
+
+/* Gate g's input: its biases, x . W[g], h . R[g] (h NULL: not added). */
+static double rnn_sum(const float *bd, int64_t gh, int64_t g, const float *xt,
+                      const float *wd, int64_t in, const float *h,
+                      const float *rd, int64_t hn) {
+  double z = bd ? (double)bd[g] + (double)bd[gh + g] : 0.0;
+  for (int64_t k = 0; k < in; k++) z += (double)xt[k] * wd[g * in + k];
+  for (int64_t k = 0; h && k < hn; k++) z += (double)h[k] * rd[g * hn + k];
+  return z;
+}
+
+/* One step of one sequence: hs (and cs) from xt and their values. */
+static void rnn_step(const mp_krnn *p, const float *xt, const float *wd,
+                     const float *rd, const float *bd, const float *pd,
+                     float *hs, float *cs, float *gates) {
+  int64_t hn = p->hidden, in = p->input;
+  int64_t gh = mp_k_rnn_gates(p->cell) * hn;
+  if (p->cell == MP_KCELL_RNN) {
+    for (int64_t j = 0; j < hn; j++) {
+      gates[j] = (float)tanh(
+          rnn_clip(rnn_sum(bd, gh, j, xt, wd, in, hs, rd, hn), p->clip));
+    }
+    for (int64_t j = 0; j < hn; j++) hs[j] = gates[j];
+    return;
+  }
+  if (p->cell == MP_KCELL_GRU) {
+    /* z and r, then h: gates[0..hn) z, [hn..2hn) r, [2hn..3hn) h */
+    for (int64_t g = 0; g < 2 * hn; g++) {
+      gates[g] = (float)rnn_sig(
+          rnn_clip(rnn_sum(bd, gh, g, xt, wd, in, hs, rd, hn), p->clip));
+    }
+    for (int64_t j = 0; j < hn; j++) {
+      int64_t g = 2 * hn + j;
+      double xh = (bd ? (double)bd[g] : 0.0), hh = bd ? (double)bd[gh + g] : 0;
+      for (int64_t k = 0; k < in; k++) xh += (double)xt[k] * wd[g * in + k];
+      double rj = gates[hn + j];
+      if (p->linear_before_reset) {
+        for (int64_t k = 0; k < hn; k++) hh += (double)hs[k] * rd[g * hn + k];
+        hh *= rj;
+      } else {
+        for (int64_t k = 0; k < hn; k++) {
+          hh += (double)gates[hn + k] * hs[k] * rd[g * hn + k];
+        }
+      }
+      gates[g] = (float)tanh(rnn_clip(xh + hh, p->clip));
+    }
+    for (int64_t j = 0; j < hn; j++) {
+      double z = gates[j];
+      hs[j] = (float)((1 - z) * gates[2 * hn + j] + z * hs[j]);
+    }
+    return;
+  }
+  for (int64_t g = 0; g < gh; g++) {
+    gates[g] = (float)rnn_sum(bd, gh, g, xt, wd, in, hs, rd, hn);
+  }
+  for (int64_t j = 0; j < hn; j++) {
+    double cp = cs[j];
+    double zi = gates[j], zo = gates[hn + j], zf = gates[2 * hn + j];
+    double zc = gates[3 * hn + j];
+    if (pd) {
+      zi += (double)pd[j] * cp;
+      zf += (double)pd[2 * hn + j] * cp;
+    }
+    double ig = rnn_sig(rnn_clip(zi, p->clip));
+    double fg = rnn_sig(rnn_clip(zf, p->clip));
+    double cg = tanh(rnn_clip(zc, p->clip));
+    float cn = (float)(fg * cp + ig * cg);
+    if (pd) zo += (double)pd[hn + j] * cn;
+    double og = rnn_sig(rnn_clip(zo, p->clip));
+    cs[j] = cn;
+    hs[j] = (float)(og * tanh((double)cn));
+  }
+}
+
+void mp_k_rnn(const mp_krnn *p, const float *x, const float *w, const float *r,
+              const float *b, const int32_t *lens, const float *h0,
+              const float *c0, const float *peep, float *y, float *yh,
+              float *yc, float *scratch) {
   int64_t hn = p->hidden, in = p->input, nb = p->batch, dirs = p->dirs;
-  float *h = scratch, *c = h + nb * hn, *gates = c + nb * hn; /* 4 hn */
+  int64_t gh = mp_k_rnn_gates(p->cell) * hn;
+  float *h = scratch, *c = h + nb * hn, *gates = c + nb * hn; /* gh */
   for (int64_t d = 0; d < dirs; d++) {
-    const float *wd = w + d * 4 * hn * in, *rd = r + d * 4 * hn * hn;
-    const float *bd = b ? b + d * 8 * hn : NULL;
+    const float *wd = w + d * gh * in, *rd = r + d * gh * hn;
+    const float *bd = b ? b + d * 2 * gh : NULL;
     const float *pd = peep ? peep + d * 3 * hn : NULL;
     bool back = dirs == 2 ? d == 1 : p->reverse != 0;
     for (int64_t n = 0; n < nb; n++) {
@@ -131,29 +208,7 @@ void mp_k_lstm(const mp_klstm *p, const float *x, const float *w,
           continue;
         }
         const float *xt = x + (p->layout ? n * p->seq + t : t * nb + n) * in;
-        for (int64_t g = 0; g < 4 * hn; g++) {
-          double z = bd ? (double)bd[g] + (double)bd[4 * hn + g] : 0.0;
-          for (int64_t k = 0; k < in; k++) z += (double)xt[k] * wd[g * in + k];
-          for (int64_t k = 0; k < hn; k++) z += (double)hs[k] * rd[g * hn + k];
-          gates[g] = (float)z;
-        }
-        for (int64_t j = 0; j < hn; j++) {
-          double cp = cs[j];
-          double zi = gates[j], zo = gates[hn + j], zf = gates[2 * hn + j];
-          double zc = gates[3 * hn + j];
-          if (pd) {
-            zi += (double)pd[j] * cp;
-            zf += (double)pd[2 * hn + j] * cp;
-          }
-          double ig = lstm_sig(lstm_clip(zi, p->clip));
-          double fg = lstm_sig(lstm_clip(zf, p->clip));
-          double cg = tanh(lstm_clip(zc, p->clip));
-          float cn = (float)(fg * cp + ig * cg);
-          if (pd) zo += (double)pd[hn + j] * cn;
-          double og = lstm_sig(lstm_clip(zo, p->clip));
-          cs[j] = cn;
-          hs[j] = (float)(og * tanh((double)cn));
-        }
+        rnn_step(p, xt, wd, rd, bd, pd, hs, cs, gates);
         for (int64_t j = 0; yt && j < hn; j++) yt[j] = hs[j];
       }
       for (int64_t j = 0; j < hn; j++) {

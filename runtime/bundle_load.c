@@ -796,6 +796,6 @@ const char *mp_bop_name(int kernel) {
                                                   "qlinear-conv",
                                                   "qlinear-matmul",
                                                   "copy",
-                                                  "lstm"};
+                                                  "rnn"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

@@ -1347,10 +1347,11 @@ static bool op_run_copy(op_ctx *c) {
   return true;
 }
 
-/* LSTM: X, W, R, [B], [sequence_lens], [initial_h], [initial_c],
- * [P] -> [Y], [Y_h], [Y_c] (mp_k_lstm); parameters hidden_size,
- * directions, reverse, layout, clip (f64 bits). */
-static bool op_lstm_params(op_ctx *c, mp_klstm *k) {
+/* LSTM, GRU, RNN: X, W, R, [B], [sequence_lens], [initial_h], and for
+ * LSTM [initial_c], [P] -> [Y], [Y_h], and for LSTM [Y_c] (mp_k_rnn);
+ * parameters hidden_size, directions, reverse, layout, clip (f64 bits),
+ * cell, linear_before_reset. */
+static bool op_rnn_params(op_ctx *c, mp_krnn *k) {
   op_rd r = op_reader(c);
   memset(k, 0, sizeof *k);
   k->hidden = rd_range(&r, 1, INT32_MAX);
@@ -1359,6 +1360,8 @@ static bool op_lstm_params(op_ctx *c, mp_klstm *k) {
   k->layout = (int)rd_range(&r, 0, 1);
   int64_t bits = rd_i(&r);
   memcpy(&k->clip, &bits, sizeof k->clip);
+  k->cell = (int)rd_range(&r, MP_KCELL_LSTM, MP_KCELL_RNN);
+  k->linear_before_reset = (int)rd_range(&r, 0, 1);
   const mp_btensor *x = op_in(c, 0);
   if (r.bad || r.at != r.n || !x || x->shape.rank != 3 || !(k->clip >= 0.0)) {
     return false;
@@ -1369,11 +1372,12 @@ static bool op_lstm_params(op_ctx *c, mp_klstm *k) {
   return true;
 }
 
-static bool op_check_lstm(op_ctx *c) {
-  mp_klstm k;
-  if (!op_lstm_params(c, &k)) return op_fail(c, "bad parameters or X");
-  if (c->op->n_in < 3 || c->op->n_in > 8 || c->op->n_out < 1 ||
-      c->op->n_out > 3) {
+static bool op_check_rnn(op_ctx *c) {
+  mp_krnn k;
+  if (!op_rnn_params(c, &k)) return op_fail(c, "bad parameters or X");
+  bool lstm = k.cell == MP_KCELL_LSTM;
+  if (c->op->n_in < 3 || c->op->n_in > (lstm ? 8u : 6u) || c->op->n_out < 1 ||
+      c->op->n_out > (lstm ? 3u : 2u)) {
     return op_fail(c, "bad arity");
   }
   const mp_btensor *lens = op_in(c, 4);
@@ -1382,8 +1386,9 @@ static bool op_check_lstm(op_ctx *c) {
     return op_fail(c, "sequence_lens '%s' is not int32 [batch]", lens->name);
   }
   int64_t h = k.hidden, d = k.dirs, n = k.batch;
-  mp_kshape sw = {3, {d, 4 * h, k.input}}, sr = {3, {d, 4 * h, h}};
-  mp_kshape sb = {2, {d, 8 * h}}, sp = {2, {d, 3 * h}};
+  int64_t gh = mp_k_rnn_gates(k.cell) * h;
+  mp_kshape sw = {3, {d, gh, k.input}}, sr = {3, {d, gh, h}};
+  mp_kshape sb = {2, {d, 2 * gh}}, sp = {2, {d, 3 * h}};
   mp_kshape sh =
       k.layout ? (mp_kshape){3, {n, d, h}} : (mp_kshape){3, {d, n, h}};
   mp_kshape sy = k.layout ? (mp_kshape){4, {n, k.seq, d, h}}
@@ -1404,18 +1409,20 @@ static bool op_check_lstm(op_ctx *c) {
     if (y->dtype != MP_KD_F32) return op_fail(c, "output %u is not f32", i);
     if (!op_out_of_place(c, y, want_out[i])) return false;
   }
-  c->need_ws += (size_t)((2 * n + 4) * h) * sizeof(float);
+  c->need_ws += (size_t)(2 * n * h + gh) * sizeof(float);
   return true;
 }
 
-static bool op_run_lstm(op_ctx *c) {
-  mp_klstm k;
-  (void)op_lstm_params(c, &k);
+static bool op_run_rnn(op_ctx *c) {
+  mp_krnn k;
+  (void)op_rnn_params(c, &k);
   uint32_t no = c->op->n_out;
-  mp_k_lstm(&k, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2), op_pin(c, 3),
-            op_pin(c, 4), op_pin(c, 5), op_pin(c, 6), op_pin(c, 7),
-            op_pout(c, 0), no > 1 ? op_pout(c, 1) : NULL,
-            no > 2 ? op_pout(c, 2) : NULL, (float *)(void *)c->ws);
+  bool lstm = k.cell == MP_KCELL_LSTM;
+  mp_k_rnn(&k, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2), op_pin(c, 3),
+           op_pin(c, 4), op_pin(c, 5), lstm ? op_pin(c, 6) : NULL,
+           lstm ? op_pin(c, 7) : NULL, op_pout(c, 0),
+           no > 1 ? op_pout(c, 1) : NULL, no > 2 ? op_pout(c, 2) : NULL,
+           (float *)(void *)c->ws);
   return true;
 }
 
@@ -2498,8 +2505,8 @@ static bool op_dispatch(op_ctx *c, bool run) {
       return run ? op_run_qlinear_matmul(c) : op_check_qlinear_matmul(c);
     case MP_BOP_COPY:
       return run ? op_run_copy(c) : op_check_copy(c);
-    case MP_BOP_LSTM:
-      return run ? op_run_lstm(c) : op_check_lstm(c);
+    case MP_BOP_RNN:
+      return run ? op_run_rnn(c) : op_check_rnn(c);
     default:
       return op_fail(c, "unknown kernel id %u", c->op->kernel);
   }
@@ -2558,6 +2565,7 @@ static bool op_vec(op_ctx *c) {
              mp_kv_binary_vector(fold[op], dy, dy, false);
     }
     case MP_BOP_VIEW: /* a copy at most */
+    case MP_BOP_COPY:
     case MP_BOP_CONCAT:
     case MP_BOP_SPLIT:
       return true;

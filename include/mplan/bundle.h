@@ -134,7 +134,7 @@ typedef enum mp_bop {
   MP_BOP_QLINEAR_CONV,
   MP_BOP_QLINEAR_MATMUL,
   MP_BOP_COPY,
-  MP_BOP_LSTM,
+  MP_BOP_RNN,
   MP_BOP_COUNT
 } mp_bop;
 

@@ -220,28 +220,32 @@ void mp_k_matmul_integer(int64_t m, int64_t k, int64_t n, int da, const void *a,
                          const void *azp, int64_t n_azp, int db, const void *b,
                          const void *bzp, int64_t n_bzp, int32_t *y);
 
-/* LSTM (ONNX; gates in the order i, o, f, c; activations Sigmoid, Tanh,
- * Tanh): dirs directions (1: forward, or backward when reverse; 2: both),
- * layout 0 (x [seq, batch, in], y [seq, dirs, batch, hidden], yh and yc
- * [dirs, batch, hidden]) or 1 (x [batch, seq, in], y [batch, seq, dirs,
- * hidden], yh and yc [batch, dirs, hidden]). w [dirs, 4 hidden, in], r
- * [dirs, 4 hidden, hidden], b [dirs, 8 hidden] (W's biases then R's) or
- * NULL, h0 and c0 in yh's layout or NULL (zeros), peep [dirs, 3 hidden]
- * (i, o, f) or NULL; clip > 0 clamps every gate's input to [-clip, clip].
- * lens [batch] (int32) or NULL: sequence n has lens[n] steps (clamped to
- * [0, seq]), a backward direction starts at its last one, and y is 0
- * past its end. y, yh, yc may be NULL. Each gate's input is summed in
- * double in a fixed order (biases, x, h); the state is kept in f32
- * between steps. scratch holds (2 batch + 4) hidden floats. */
-typedef struct mp_klstm {
+/* The ONNX recurrent cells, default activations: LSTM (4 gates i, o, f,
+ * c; Sigmoid, Tanh, Tanh; peepholes i, o, f; a cell state), GRU (3 gates
+ * z, r, h; Sigmoid, Tanh; linear_before_reset) and RNN (1 gate; Tanh).
+ * dirs directions (1: forward, or backward when reverse; 2: both), layout
+ * 0 (x [seq, batch, in], y [seq, dirs, batch, hidden], yh and yc [dirs,
+ * batch, hidden]) or 1 (x [batch, seq, in], y [batch, seq, dirs, hidden],
+ * yh and yc [batch, dirs, hidden]). w [dirs, G hidden, in], r [dirs, G
+ * hidden, hidden], b [dirs, 2 G hidden] (W's biases then R's) or NULL, G
+ * gates; h0 (and c0, LSTM) in yh's layout or NULL (zeros), peep [dirs, 3
+ * hidden] or NULL (LSTM); clip > 0 clamps every activation's input to
+ * [-clip, clip]. lens [batch] (int32) or NULL: sequence n has lens[n]
+ * steps (clamped to [0, seq]), a backward direction starts at its last
+ * one, and y is 0 past its end. y, yh, yc may be NULL. Each gate's input
+ * is summed in double in a fixed order (biases, x, h); the state is kept
+ * in f32 between steps. scratch holds (2 batch + G) hidden floats. */
+typedef enum mp_kcell { MP_KCELL_LSTM, MP_KCELL_GRU, MP_KCELL_RNN } mp_kcell;
+typedef struct mp_krnn {
   int64_t seq, batch, input, hidden;
-  int dirs, reverse, layout;
+  int dirs, reverse, layout, cell, linear_before_reset;
   double clip;
-} mp_klstm;
-void mp_k_lstm(const mp_klstm *p, const float *x, const float *w,
-               const float *r, const float *b, const int32_t *lens,
-               const float *h0, const float *c0, const float *peep, float *y,
-               float *yh, float *yc, float *scratch);
+} mp_krnn;
+int mp_k_rnn_gates(int cell);
+void mp_k_rnn(const mp_krnn *p, const float *x, const float *w, const float *r,
+              const float *b, const int32_t *lens, const float *h0,
+              const float *c0, const float *peep, float *y, float *yh,
+              float *yc, float *scratch);
 
 /* ConvTranspose: x [n, c, in], w [c, m/group, k], y [n, m, out]; pad is
  * the begin padding. */

@@ -18,6 +18,8 @@ test_onnx_run read the result like the upstream tests.
     its values (its bytes must come from the model under the output's name).
   test_if_big_constant: an If with a bound condition whose branches hold
     large Constants (their bytes must come from the subgraph).
+  test_gru_lbr_bidirectional: GRU, both directions, linear_before_reset,
+    biases, initial_h, one sequence shorter.
 
 With --committed REPO_ROOT it writes the files the repository keeps
 instead: tests/data/weight_outputs.onnx.bin (that model, for test_oom)
@@ -191,6 +193,70 @@ def if_big_constant(out):
                [tensor("y", [n], y)])
 
 
+def gru_lbr_bidirectional(out):
+    """GRU, bidirectional, linear_before_reset=1, with biases, initial_h and
+    sequence_lens (one sequence shorter): what the upstream GRU tests (one
+    direction, linear_before_reset 0) leave out. Expected values by the
+    ONNX equations in double."""
+    import math
+    seq, nb, ni, hn, d = 3, 2, 2, 3, 2
+    x = [0.1 * ((i * 7) % 11) - 0.5 for i in range(seq * nb * ni)]
+    w = [0.05 * ((i * 5) % 13) - 0.3 for i in range(d * 3 * hn * ni)]
+    r = [0.04 * ((i * 3) % 17) - 0.3 for i in range(d * 3 * hn * hn)]
+    b = [0.02 * ((i * 11) % 7) - 0.06 for i in range(d * 6 * hn)]
+    h0 = [0.1 * (i % 5) - 0.2 for i in range(d * nb * hn)]
+    lens = [3, 2]
+    sig = lambda v: 1 / (1 + math.exp(-v))
+    y = [0.0] * (seq * d * nb * hn)
+    yh = [0.0] * (d * nb * hn)
+    for dd in range(d):
+        W = w[dd * 3 * hn * ni:(dd + 1) * 3 * hn * ni]
+        R = r[dd * 3 * hn * hn:(dd + 1) * 3 * hn * hn]
+        B = b[dd * 6 * hn:(dd + 1) * 6 * hn]
+        for n in range(nb):
+            h = h0[(dd * nb + n) * hn:(dd * nb + n + 1) * hn]
+            L = lens[n]
+            steps = range(L - 1, -1, -1) if dd == 1 else range(L)
+            for t in steps:
+                xt = x[(t * nb + n) * ni:(t * nb + n + 1) * ni]
+                def lin(g, use_h):
+                    v = B[g] + sum(xt[k] * W[g * ni + k] for k in range(ni))
+                    if use_h:
+                        v += B[3 * hn + g] + sum(h[k] * R[g * hn + k]
+                                                 for k in range(hn))
+                    return v
+                z = [sig(lin(j, True)) for j in range(hn)]
+                rr = [sig(lin(hn + j, True)) for j in range(hn)]
+                hh = []
+                for j in range(hn):
+                    g = 2 * hn + j
+                    rh = B[3 * hn + g] + sum(h[k] * R[g * hn + k]
+                                             for k in range(hn))
+                    hh.append(math.tanh(lin(g, False) + rr[j] * rh))
+                h = [(1 - z[j]) * hh[j] + z[j] * h[j] for j in range(hn)]
+                for j in range(hn):
+                    y[((t * d + dd) * nb + n) * hn + j] = h[j]
+            for j in range(hn):
+                yh[(dd * nb + n) * hn + j] = h[j]
+    attrs = (ld(5, ld(1, "hidden_size") + vint(3, hn) + vint(20, 2)) +
+             ld(5, ld(1, "linear_before_reset") + vint(3, 1) + vint(20, 2)) +
+             ld(5, ld(1, "direction") + ld(4, "bidirectional") + vint(20, 3)))
+    graph = (ld(1, node("GRU", ["x", "w", "r", "b", "lens", "h0"], ["y", "yh"],
+                        "gru", attrs)) +
+             ld(2, "gru_lbr_bidirectional") +
+             ld(5, tensor("w", [d, 3 * hn, ni], w)) +
+             ld(5, tensor("r", [d, 3 * hn, hn], r)) +
+             ld(5, tensor("b", [d, 6 * hn], b)) +
+             ld(5, int_tensor("lens", [nb], lens, INT32)) +
+             ld(5, tensor("h0", [d, nb, hn], h0)) +
+             ld(11, value_info("x", [seq, nb, ni])) +
+             ld(12, value_info("y", [seq, d, nb, hn])) +
+             ld(12, value_info("yh", [d, nb, hn])))
+    write_case(out, "test_gru_lbr_bidirectional", graph,
+               [tensor("x", [seq, nb, ni], x)],
+               [tensor("y", [seq, d, nb, hn], y), tensor("yh", [d, nb, hn], yh)])
+
+
 def matmulinteger_batch(out):
     """MatMulInteger with numpy batch broadcasting ([2,1,3,4] x [3,4,2] ->
     [2,3,3,2]), uint8 A with a zero point per row, int8 B with one per
@@ -288,3 +354,4 @@ else:
     qlinearconv_bias(sys.argv[1])
     weight_output_big(sys.argv[1])
     if_big_constant(sys.argv[1])
+    gru_lbr_bidirectional(sys.argv[1])
