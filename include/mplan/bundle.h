@@ -27,7 +27,9 @@
  *            u8 dtype (mp_kdtype), u8 kind (mp_bt_kind), u8 rank, u8 0,
  *            u32 flags, i32 first step, i32 last step (producer .. last
  *            reader; -1 for inputs and weights), u64 weight data offset,
- *            u64 weight data bytes, i64 dims[8], u64 reserved (0)
+ *            u64 weight data bytes (a weight's contents; for a graph
+ *            input, 0 or the value it was planned for, which a run
+ *            without an inputs file feeds), i64 dims[8], u64 reserved (0)
  *   ops      32 B: u32 name, u32 type name (the ONNX op type), u16
  *            kernel (mp_bop), u16 flags, u16 inputs, u16 outputs, u32
  *            first ref (inputs then outputs), u32 first param, u32 params,
