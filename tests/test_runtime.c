@@ -407,6 +407,10 @@ int main(int argc, char **argv) {
   /* binary ops that read a Resize's input replicated (mplan.prologue
    * "Resize:k": a third parameter) */
   test_fuzz(src, "tests/data/passes/upsample.onnx.bin", 1500);
+  /* the quantized and recurrent kernels and the If copy (parameters,
+   * zero points, sequence_lens, cells); its 30 KB of weights take most of
+   * the mutations, which then run with other weights */
+  test_fuzz(src, "tests/data/quant_rnn.onnx.bin", 600);
   test_no_alloc(src);
   test_data_weights(src);
   return check_exit("test_runtime");

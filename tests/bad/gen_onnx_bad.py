@@ -163,3 +163,55 @@ save("tests/data/branch.onnx.bin",
             helper.make_node("Relu", ["r_out"], ["y"], name="after")],
            [xb, sri], [helper.make_tensor_value_info("y", F, None)],
            [sr16k, eight, one, ax1]))
+
+# The runtime's quantized and recurrent kernels in one small model, for
+# the structured bundle fuzzer (test_runtime) and the comparison with
+# ONNX Runtime (test_ort): DynamicQuantizeLinear -> ConvInteger (uint8,
+# per-tensor zero points) -> Cast -> Mul by the scales -> Relu ->
+# Reshape to a sequence -> GRU; then an If decided by shape math
+# (x.shape[2] == 6) whose then branch runs an LSTM with weights defined in
+# the branch (R has 6,400 values, more than inference keeps), and whose
+# else branch could not run.
+rng = np.random.default_rng(20261130)
+xq_in = helper.make_tensor_value_info("x", F, [1, 2, 6, 6])
+wq = numpy_helper.from_array(rng.integers(0, 256, (3, 2, 3, 3), dtype=np.uint8), "wq")
+wz = numpy_helper.from_array(np.array(131, np.uint8), "wz")
+ws = numpy_helper.from_array(np.array(0.02, np.float32), "ws")
+shape_seq = numpy_helper.from_array(np.array([6, 1, 18], np.int64), "shape_seq")
+gw = numpy_helper.from_array((rng.standard_normal((1, 12, 18)) * 0.3).astype(np.float32), "gw")
+gr = numpy_helper.from_array((rng.standard_normal((1, 12, 4)) * 0.3).astype(np.float32), "gr")
+gb = numpy_helper.from_array((rng.standard_normal((1, 24)) * 0.1).astype(np.float32), "gb")
+two = numpy_helper.from_array(np.array(2, np.int64), "two")
+six = numpy_helper.from_array(np.array(6, np.int64), "six")
+hid = 40
+lw_ = numpy_helper.from_array((rng.standard_normal((1, 4 * hid, 4)) * 0.3).astype(np.float32), "lw")
+lr_ = numpy_helper.from_array((rng.standard_normal((1, 4 * hid, hid)) * 0.1).astype(np.float32), "lr")
+lstm_then = helper.make_graph(
+    [helper.make_node("Constant", [], ["lw"], name="lw_make", value=lw_),
+     helper.make_node("Constant", [], ["lr"], name="lr_make", value=lr_),
+     helper.make_node("Reshape", ["gy", "shape_l"], ["gseq"], name="l_reshape"),
+     helper.make_node("LSTM", ["gseq", "lw", "lr"], ["ly", "lh"], name="lstm", hidden_size=hid)],
+    "lstm_then", [], [helper.make_tensor_value_info("lh", F, None)])
+shape_l = numpy_helper.from_array(np.array([6, 1, 4], np.int64), "shape_l")
+lstm_else = helper.make_graph(
+    [helper.make_node("Squeeze", ["gy", "ax1"], ["bad"], name="e_bad")],
+    "lstm_else", [], [helper.make_tensor_value_info("bad", F, None)])
+nodes = [
+    helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="dq"),
+    helper.make_node("ConvInteger", ["xq", "wq", "xz", "wz"], ["acc"], name="convi", pads=[1, 1, 1, 1]),
+    helper.make_node("Cast", ["acc"], ["accf"], name="cast", to=F),
+    helper.make_node("Mul", ["xs", "ws"], ["scale"], name="scale"),
+    helper.make_node("Mul", ["accf", "scale"], ["deq"], name="deq"),
+    helper.make_node("Relu", ["deq"], ["act"], name="relu"),
+    helper.make_node("Transpose", ["act"], ["actt"], name="tr", perm=[2, 0, 1, 3]),
+    helper.make_node("Reshape", ["actt", "shape_seq"], ["seq"], name="to_seq"),
+    helper.make_node("GRU", ["seq", "gw", "gr", "gb"], ["gy"], name="gru", hidden_size=4),
+    helper.make_node("Shape", ["x"], ["xshape"], name="xshape"),
+    helper.make_node("Gather", ["xshape", "two"], ["h"], name="h", axis=0),
+    helper.make_node("Equal", ["h", "six"], ["is6"], name="is6"),
+    helper.make_node("If", ["is6"], ["lh_out"], name="branch", then_branch=lstm_then, else_branch=lstm_else),
+]
+save("tests/data/quant_rnn.onnx.bin",
+     model(nodes, [xq_in], [helper.make_tensor_value_info("gy", F, None),
+                            helper.make_tensor_value_info("lh_out", F, None)],
+           [wq, wz, ws, shape_seq, gw, gr, gb, two, six, shape_l, ax1]))

@@ -38,6 +38,9 @@ vad=$cache/vad
 check vad16k "$vad/silero_vad_v5.onnx" --shape input=1x512 --shape state=2x1x128 --value sr=16000
 check vad8k "$vad/silero_vad_v5.onnx" --shape input=1x256 --shape state=2x1x128 --value sr=8000
 check vadlegacy "$vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 --value sr=16000
+# DynamicQuantizeLinear, ConvInteger, GRU, and an LSTM inside an If that
+# shape math decides (tests/data/quant_rnn.onnx.bin, gen_onnx_bad.py)
+check quant_rnn "$src/tests/data/quant_rnn.onnx.bin"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
