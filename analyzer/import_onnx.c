@@ -1215,11 +1215,9 @@ mp_status mp_onnx_known_ifs(const mp_graph *g, mp_onnx_ifs *f, mp_error *err) {
     mp_status st = mp_grow(a, &p, &f->cap, f->n + 1, sizeof *f->v, file, err);
     if (st != MP_OK) return st;
     f->v = p;
-    size_t len = strlen(op->name) + 1;
-    char *name = mp_malloc(a, len);
+    char *name = mp_strdup(a, op->name);
     if (!name)
       return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
-    memcpy(name, op->name, len);
     f->v[f->n++] =
         (mp_onnx_branch){name, v->i ? v->i[0] != 0 : v->f && v->f[0] != 0.0};
   }

@@ -229,6 +229,13 @@ static mp_status model_inputs_bound(const mp_model *m, mp_error *err) {
   return MP_OK;
 }
 
+/* After an inference with no failure: every shape known, dims resolved. */
+static mp_status model_infer_finish(mp_model *m, mp_error *err) {
+  mp_status st = mp_shape_check_resolved(m->graph, err);
+  if (st == MP_OK) st = mp_graph_resolve(m->graph, err);
+  return st;
+}
+
 /* Binding, ordering and shape inference (which also checks given shapes);
  * all: mp_shape_infer_all, and no check that every shape is known. */
 static mp_status model_infer_as(mp_model *m, const mp_load_opts *o, bool all,
@@ -252,15 +259,7 @@ static mp_status model_infer_as(mp_model *m, const mp_load_opts *o, bool all,
     return mp_shape_infer_all(m->graph, m->order, failed, err);
   }
   if (st == MP_OK) st = mp_shape_infer(m->graph, m->order, NULL, err);
-  if (st == MP_OK) st = mp_shape_check_resolved(m->graph, err);
-  if (st == MP_OK) st = mp_graph_resolve(m->graph, err);
-  return st;
-}
-
-/* After model_infer_as(all) found no failure: the rest of model_infer. */
-static mp_status model_infer_finish(mp_model *m, mp_error *err) {
-  mp_status st = mp_shape_check_resolved(m->graph, err);
-  if (st == MP_OK) st = mp_graph_resolve(m->graph, err);
+  if (st == MP_OK) st = model_infer_finish(m, err);
   return st;
 }
 
@@ -466,12 +465,12 @@ static mp_status model_onnx(mp_model *m, const char *data, size_t len,
       st = inf;
       break;
     }
-    mp_error keep = *err; /* inf's failure, if any */
+    /* err keeps inf's failure: mp_onnx_known_ifs writes it only when
+     * memory runs out */
     st = mp_onnx_known_ifs(m->graph, &f, err);
     if (st == MP_OK && f.n == n0) {
       /* Nothing more to leave out: inf is the strict inference's result
        * (its first failure is the strict one's). */
-      *err = keep;
       if (inf != MP_OK && failed != UINT32_MAX) {
         model_branch_hint(m, failed, err);
       }

@@ -693,9 +693,11 @@ static mp_status sh_infer(mp_graph *g, const uint32_t *order, bool all,
   for (size_t s = 0; st == MP_OK && s < mp_graph_op_count(g); s++) {
     st = sh_op(&r, mp_graph_op(g, order[s]));
     if (all && st != MP_OK && st != MP_ERR_NOMEM) {
-      if (first_st == MP_OK && err) first = *err;
-      if (first_st == MP_OK && failed) *failed = order[s];
-      if (first_st == MP_OK) first_st = st;
+      if (first_st == MP_OK) { /* the first failure is the one returned */
+        if (err) first = *err;
+        if (failed) *failed = order[s];
+        first_st = st;
+      }
       st = MP_OK;
     }
   }

@@ -504,12 +504,13 @@ static mp_status lw_window(lw *x, const mp_tensor *in, const mp_tensor *w,
   return MP_OK;
 }
 
-/* Conv, ConvTranspose (transpose), ConvInteger and QLinearConv (integer:
- * their inputs as they are, the same parameters with shift 0, and no
- * prologue or epilogue). */
-static mp_status lw_conv(lw *x, bool transpose, bool integer) {
-  /* QLinearConv: W is input 3 */
-  bool qlinear = strcmp(x->op->type, "QLinearConv") == 0;
+/* Conv, ConvTranspose, and the integer ConvInteger and QLinearConv (their
+ * inputs as they are, the same parameters with shift 0, and no prologue
+ * or epilogue), as bundle kernel kernel. */
+static mp_status lw_conv(lw *x, int kernel) {
+  bool transpose = kernel == MP_BOP_CONV_TRANSPOSE;
+  bool qlinear = kernel == MP_BOP_QLINEAR_CONV; /* W is input 3 */
+  bool integer = qlinear || kernel == MP_BOP_CONV_INTEGER;
   const mp_tensor *in = lw_t(x, 0), *w = lw_t(x, qlinear ? 3 : 1);
   const mp_tensor *y = lw_out(x, 0);
   if (!in || !w || in->rank < 3 || in->rank > 5 || w->rank != in->rank) {
@@ -518,10 +519,7 @@ static mp_status lw_conv(lw *x, bool transpose, bool integer) {
   int64_t nd = in->rank - 2, k[3], s[3], d[3], pb[3], pe[3], op[3];
   mp_status st = lw_window(x, in, w, y, nd, transpose, k, s, d, pb, pe, op);
   if (st != MP_OK) return st;
-  x->o->kernel = qlinear     ? MP_BOP_QLINEAR_CONV
-                 : integer   ? MP_BOP_CONV_INTEGER
-                 : transpose ? MP_BOP_CONV_TRANSPOSE
-                             : MP_BOP_CONV;
+  x->o->kernel = kernel;
   if (integer) lw_copy_inputs(x);
   lw_p(x, nd);
   lw_p(x, lw_int(x, "group", 1));
@@ -1002,11 +1000,10 @@ static bool lw_dropout_trains(const lw *x) {
 static mp_status lw_dispatch(lw *x) {
   const char *t = x->op->type;
   int u = lw_find(lw_unary, t), b = lw_find(lw_binary, t);
-  if (strcmp(t, "Conv") == 0) return lw_conv(x, false, false);
-  if (strcmp(t, "ConvTranspose") == 0) return lw_conv(x, true, false);
-  if (strcmp(t, "ConvInteger") == 0 || strcmp(t, "QLinearConv") == 0) {
-    return lw_conv(x, false, true);
-  }
+  if (strcmp(t, "Conv") == 0) return lw_conv(x, MP_BOP_CONV);
+  if (strcmp(t, "ConvTranspose") == 0) return lw_conv(x, MP_BOP_CONV_TRANSPOSE);
+  if (strcmp(t, "ConvInteger") == 0) return lw_conv(x, MP_BOP_CONV_INTEGER);
+  if (strcmp(t, "QLinearConv") == 0) return lw_conv(x, MP_BOP_QLINEAR_CONV);
   if (strcmp(t, "Gemm") == 0) return lw_gemm(x, true);
   if (strcmp(t, "MatMul") == 0) return lw_gemm(x, false);
   if (lw_attr(x, "fused_activation") && b < 0) {

@@ -101,13 +101,13 @@ int mp_k_rnn_gates(int cell) {
   return cell == MP_KCELL_LSTM ? 4 : cell == MP_KCELL_GRU ? 3 : 1;
 }
 
-/* Gate g's input: its biases, x . W[g], h . R[g] (h NULL: not added). */
+/* Gate g's input: its biases, x . W[g], h . R[g]. */
 static double rnn_sum(const float *bd, int64_t gh, int64_t g, const float *xt,
                       const float *wd, int64_t in, const float *h,
                       const float *rd, int64_t hn) {
   double z = bd ? (double)bd[g] + (double)bd[gh + g] : 0.0;
   for (int64_t k = 0; k < in; k++) z += (double)xt[k] * wd[g * in + k];
-  for (int64_t k = 0; h && k < hn; k++) z += (double)h[k] * rd[g * hn + k];
+  for (int64_t k = 0; k < hn; k++) z += (double)h[k] * rd[g * hn + k];
   return z;
 }
 

@@ -569,6 +569,41 @@ static void op_kconv(const op_convp *p, const mp_kshape *x, const mp_kshape *y,
   }
 }
 
+/* The output shape of a Conv (or ConvTranspose) of x by w into *want,
+ * after checking ranks, channels and the kernel against w. */
+static bool op_conv_shape(op_ctx *c, const op_convp *p, bool transpose,
+                          const mp_btensor *x, const mp_btensor *w,
+                          mp_kshape *want) {
+  uint32_t rank = (uint32_t)p->nd + 2;
+  if (x->shape.rank != rank || w->shape.rank != rank) {
+    return op_fail(c, "x and w must have rank %u", rank);
+  }
+  int64_t cch = x->shape.dims[1], g = p->group;
+  int64_t m = transpose ? w->shape.dims[1] * g : w->shape.dims[0];
+  if (cch % g || m % g || m == 0 ||
+      (transpose ? w->shape.dims[0] != cch : w->shape.dims[1] * g != cch)) {
+    return op_fail(c, "channels: x has %lld, w %s, group %lld do not agree",
+                   (long long)cch, w->name, (long long)g);
+  }
+  *want = (mp_kshape){rank, {x->shape.dims[0], m}};
+  for (int64_t i = 0; i < p->nd; i++) {
+    if (w->shape.dims[2 + i] != p->k[i]) {
+      return op_fail(c, "kernel_shape disagrees with w '%s'", w->name);
+    }
+    int64_t in = x->shape.dims[2 + i], ext = p->d[i] * (p->k[i] - 1) + 1, o;
+    if (transpose) {
+      o = p->s[i] * (in - 1) + p->op[i] + ext - p->pb[i] - p->pe[i];
+    } else {
+      int64_t span = in + p->pb[i] + p->pe[i] - ext;
+      o = span < 0 ? -1 : span / p->s[i] + 1;
+    }
+    if (o < 1)
+      return op_fail(c, "spatial dim %lld: empty output", (long long)i);
+    want->dims[2 + i] = o;
+  }
+  return true;
+}
+
 static bool op_check_conv(op_ctx *c, bool transpose) {
   op_rd r = op_reader(c);
   op_convp p;
@@ -597,33 +632,9 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
                    "with an int32 bias)",
                    mp_kd_name(xd), mp_kd_name(wd), mp_kd_name(y->dtype));
   }
-  uint32_t rank = (uint32_t)p.nd + 2;
-  if (x->shape.rank != rank || w->shape.rank != rank) {
-    return op_fail(c, "x and w must have rank %u", rank);
-  }
-  int64_t cch = x->shape.dims[1], g = p.group;
-  int64_t m = transpose ? w->shape.dims[1] * g : w->shape.dims[0];
-  if (cch % g || m % g || m == 0 ||
-      (transpose ? w->shape.dims[0] != cch : w->shape.dims[1] * g != cch)) {
-    return op_fail(c, "channels: x has %lld, w %s, group %lld do not agree",
-                   (long long)cch, w->name, (long long)g);
-  }
-  mp_kshape want = {rank, {x->shape.dims[0], m}};
-  for (int64_t i = 0; i < p.nd; i++) {
-    if (w->shape.dims[2 + i] != p.k[i]) {
-      return op_fail(c, "kernel_shape disagrees with w '%s'", w->name);
-    }
-    int64_t in = x->shape.dims[2 + i], ext = p.d[i] * (p.k[i] - 1) + 1, o;
-    if (transpose) {
-      o = p.s[i] * (in - 1) + p.op[i] + ext - p.pb[i] - p.pe[i];
-    } else {
-      int64_t span = in + p.pb[i] + p.pe[i] - ext;
-      o = span < 0 ? -1 : span / p.s[i] + 1;
-    }
-    if (o < 1)
-      return op_fail(c, "spatial dim %lld: empty output", (long long)i);
-    want.dims[2 + i] = o;
-  }
+  mp_kshape want;
+  if (!op_conv_shape(c, &p, transpose, x, w, &want)) return false;
+  int64_t cch = x->shape.dims[1], g = p.group, m = want.dims[1];
   if (!op_expect_shape(c, y, &want)) return false;
   if (bias && (bias->shape.rank != 1 || bias->shape.dims[0] != m)) {
     return op_fail(c, "bias '%s' is not [%lld]", bias->name, (long long)m);
@@ -782,6 +793,13 @@ static bool op_mm_shape(op_ctx *c, const mp_kshape *a, const mp_kshape *b,
   return true;
 }
 
+/* An epilogue operand in y's buffer runs row by row (op_gemm_rows) where
+ * the rows of A are rows in memory. */
+static bool op_gemm_rowwise(const op_gemmp *p, const mp_btensor *a,
+                            const mp_btensor *b) {
+  return !p->ta && a->shape.rank >= 2 && b->shape.rank >= 2;
+}
+
 static bool op_check_gemm(op_ctx *c, bool gemm) {
   op_rd r = op_reader(c);
   op_gemmp p;
@@ -849,9 +867,7 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
     if (op_aliases(a, y) || op_aliases(b, y) || op_aliases(cc, y)) {
       return op_fail(c, "output '%s' shares an input's buffer", y->name);
     }
-    /* an operand in y's buffer: row by row (op_run_gemm_rows) where the
-     * rows of A are rows in memory */
-    bool rows = !p.ta && a->shape.rank >= 2 && b->shape.rank >= 2;
+    bool rows = op_gemm_rowwise(&p, a, b);
     if (!p.horiz && !op_check_epilogue(c, &t, own, y, rows ? n : 0)) {
       return false;
     }
@@ -937,8 +953,8 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
     size_t es = i8 ? 1 : 4;
     void *out = op_pout(c, h);
     /* an epilogue operand in y's buffer: row by row (op_check_gemm) */
-    bool rows = !p.horiz && !p.ta && a->shape.rank >= 2 && b->shape.rank >= 2 &&
-                op_epi_aliased(c, &t, own, y);
+    bool rows =
+        !p.horiz && op_gemm_rowwise(&p, a, b) && op_epi_aliased(c, &t, own, y);
     char *py = p.horiz || rows ? out : op_head_out(c, &t, own, y, out);
     int64_t bidx[MP_K_MAX_RANK] = {0};
     if (gemm) {
@@ -2095,36 +2111,16 @@ static bool op_check_conv_q(op_ctx *c, const op_convp *p, const uint32_t *ix,
     return op_fail(c, "unsupported dtypes x %s, w %s (int8 or uint8)",
                    mp_kd_name(x->dtype), mp_kd_name(w->dtype));
   }
-  uint32_t rank = (uint32_t)p->nd + 2;
-  if (x->shape.rank != rank || w->shape.rank != rank) {
-    return op_fail(c, "x and w must have rank %u", rank);
-  }
-  int64_t cch = x->shape.dims[1], g = p->group, m = w->shape.dims[0];
-  if (cch % g || m % g || m == 0 || w->shape.dims[1] * g != cch) {
-    return op_fail(c, "channels: x has %lld, w %s, group %lld do not agree",
-                   (long long)cch, w->name, (long long)g);
-  }
+  if (!op_conv_shape(c, p, false, x, w, want)) return false;
   if (!op_zp_ok(xz, x->dtype, 0)) {
     return op_fail(c, "x_zero_point '%s' is not one value of x's dtype",
                    xz->name);
   }
-  if (!op_zp_ok(wz, w->dtype, m)) {
+  if (!op_zp_ok(wz, w->dtype, want->dims[1])) {
     return op_fail(c,
                    "w_zero_point '%s' is neither one value nor one per "
                    "output channel of w's dtype",
                    wz->name);
-  }
-  *want = (mp_kshape){rank, {x->shape.dims[0], m}};
-  for (int64_t i = 0; i < p->nd; i++) {
-    if (w->shape.dims[2 + i] != p->k[i]) {
-      return op_fail(c, "kernel_shape disagrees with w '%s'", w->name);
-    }
-    int64_t in = x->shape.dims[2 + i], ext = p->d[i] * (p->k[i] - 1) + 1;
-    int64_t span = in + p->pb[i] + p->pe[i] - ext;
-    if (span < 0) {
-      return op_fail(c, "spatial dim %lld: empty output", (long long)i);
-    }
-    want->dims[2 + i] = span / p->s[i] + 1;
   }
   return true;
 }

@@ -413,20 +413,22 @@ static mp_status rn_inputs(const char *source, const mp_bundle *b, mp_rt *rt,
                         t->name);
       continue;
     }
-    tmp = mp_malloc(a, (size_t)t->bytes + 1);
-    if (!tmp) {
-      st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", source);
-      continue;
-    }
+    const void *src = NULL;
     if (t->data_bytes) { /* the value the plan was made for (--value) */
-      memcpy(tmp, mp_bundle_weights(b) + t->data_offset, (size_t)t->bytes);
+      src = mp_bundle_weights(b) + t->data_offset;
     } else {
+      tmp = mp_malloc(a, (size_t)t->bytes + 1);
+      if (!tmp) {
+        st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", source);
+        continue;
+      }
       mp_seed_fill(t->dtype, tmp, (size_t)(t->bytes / mp_kd_size(t->dtype)),
                    o->seed, i);
+      src = tmp;
     }
-    st = mp_rt_set_input(rt, i, tmp, (size_t)t->bytes, err);
+    st = mp_rt_set_input(rt, i, src, (size_t)t->bytes, err);
     if (o->inputs_used) {
-      mp_tensors_add(o->inputs_used, t->name, t->dtype, &t->shape, tmp,
+      mp_tensors_add(o->inputs_used, t->name, t->dtype, &t->shape, src,
                      (size_t)t->bytes);
     }
     mp_free(a, tmp);
