@@ -238,6 +238,9 @@ int main(int argc, char **argv) {
   mp_load_opts passes = {.passes = MP_PASSES_ALL, .order = MP_ORDER_MEMORY};
   oom_model_with(root, "tests/data/passes/convnet.json", &passes, oom_run);
   oom_model_with(root, "tests/data/passes/ops.onnx.bin", &passes, oom_run);
+  /* An integer Sum in production order, and the manager's rounds that
+   * rerun accumulate with the order it made (manager.c invariant 8). */
+  oom_model_with(root, "tests/data/passes/sum_late_i8.json", &passes, oom_run);
   /* Concat placements and moves into slices: trials, their journal and
    * the live bytes per step (share.c invariants 3 and 4). */
   oom_model_with(root, "tests/data/passes/concat_add_guard.json", &passes,

@@ -16,10 +16,15 @@
  * key), the chain gives the file order the same peak or a lower one.
  *
  * Exactness: the runtime computes a Sum as y = x0, then y = y + xk for k
- * = 1 .. n-1 in input order with the binary Add kernel in y's dtype; the
- * chain is the same operations in the same order on the same dtypes, so
- * outputs are bit for bit the same (integer saturation and float
- * rounding included).
+ * = 1 .. n-1 in input order with the binary Add kernel in y's dtype.
+ * Float: the chain is the same operations in the same order, so outputs
+ * are bit for bit the same (rounding included). Integers: every integer
+ * Add of the runtime wraps (modulo 2^bits, kernels/README.md), and
+ * addition modulo 2^bits is associative and commutative, so any order of
+ * the inputs gives the same bits; the chain then adds the inputs in the
+ * order the measured order produces them (graph inputs and weights
+ * first, ties in input order), so each Add can run as soon as its input
+ * exists instead of waiting for the inputs listed before it.
  *
  * A Sum qualifies when it has one output, no attributes (no fused
  * activation, no mplan.*), and every input has the output's dtype, dims
@@ -27,7 +32,8 @@
  * shape).
  *
  * Invariants:
- *   1. The chain keeps the Sum's input order (exactness above).
+ *   1. A float chain keeps the Sum's input order; an integer chain adds
+ *      in production order (exactness above).
  *   2. The Sum's output keeps its name and kind (a graph output stays
  *      one); the partial sums are new intermediate activations named
  *      after it (".acc1", ...), ops after the Sum (".add1", ...).
@@ -55,9 +61,49 @@ static bool ac_qualifies(const pass_ctx *c, const mp_op *op) {
   return true;
 }
 
-static mp_status ac_rewrite(pass_ctx *c, uint32_t o, mp_error *err) {
+/* Wrapping integer dtypes, whose Adds may be reordered (exactness). */
+static bool ac_wraps(mp_dtype d) {
+  switch (d) {
+    case MP_DTYPE_I8:
+    case MP_DTYPE_U8:
+    case MP_DTYPE_I16:
+    case MP_DTYPE_U16:
+    case MP_DTYPE_I32:
+    case MP_DTYPE_U32:
+    case MP_DTYPE_I64:
+    case MP_DTYPE_U64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* The order the chain adds op's inputs in: input order, or for an integer
+ * Sum the order they are produced (made: per tensor, 0 for a graph input
+ * or weight, else 1 + its producer's step; stable: ties keep input
+ * order). */
+static void ac_chain_order(const pass_ctx *c, const uint32_t *made,
+                           const mp_op *op, int32_t *in) {
+  for (uint32_t k = 0; k < op->n_inputs; k++) in[k] = op->inputs[k];
+  if (!ac_wraps(mp_graph_tensor(c->g, op->outputs[0])->dtype)) return;
+  for (uint32_t k = 1; k < op->n_inputs; k++) {
+    int32_t t = in[k];
+    uint32_t j = k;
+    for (; j > 0 && made[in[j - 1]] > made[t]; j--) in[j] = in[j - 1];
+    in[j] = t;
+  }
+}
+
+static mp_status ac_rewrite(pass_ctx *c, const uint32_t *made, uint32_t o,
+                            mp_error *err) {
   const mp_op *op = mp_graph_op(c->g, o);
-  int32_t acc = op->inputs[0];
+  int32_t *ins = rw_alloc(c->rw, op->n_inputs, sizeof *ins, err);
+  if (!ins) return MP_ERR_NOMEM;
+  ac_chain_order(c, made, op, ins);
+  if (memcmp(ins, op->inputs, op->n_inputs * sizeof *ins) != 0) {
+    c->reordered++;
+  }
+  int32_t acc = ins[0];
   mp_status st = MP_OK;
   char suffix[32];
   for (uint32_t k = 1; st == MP_OK && k < op->n_inputs; k++) {
@@ -67,7 +113,7 @@ static mp_status ac_rewrite(pass_ctx *c, uint32_t o, mp_error *err) {
       st = rw_new_tensor(c->rw, op->outputs[0], suffix, &out, err);
     }
     snprintf(suffix, sizeof suffix, ".add%u", k);
-    int32_t in[2] = {acc, op->inputs[k]};
+    int32_t in[2] = {acc, ins[k]};
     if (st == MP_OK) {
       st = rw_new_op(c->rw, o, op->name, suffix, "Add", in, 2, &out, 1, err);
     }
@@ -81,14 +127,33 @@ static mp_status ac_rewrite(pass_ctx *c, uint32_t o, mp_error *err) {
 }
 
 mp_status pass_accumulate(pass_ctx *c, mp_error *err) {
-  size_t adds = 0;
+  size_t adds = 0, n = mp_graph_op_count(c->g);
+  size_t n_t = mp_graph_tensor_count(c->g);
+  const uint32_t *made = c->made;
   mp_status st = MP_OK;
-  for (size_t o = 0; st == MP_OK && o < mp_graph_op_count(c->g); o++) {
+  if (!made) {
+    uint32_t *m = rw_alloc(c->rw, n_t + 1, sizeof *m, err);
+    st = m ? MP_OK : MP_ERR_NOMEM;
+    for (size_t k = 0; st == MP_OK && k < n; k++) {
+      const mp_op *op = mp_graph_op(c->g, c->order[k]);
+      for (uint32_t j = 0; j < op->n_outputs; j++) {
+        if (op->outputs[j] >= 0) m[op->outputs[j]] = (uint32_t)k + 1;
+      }
+    }
+    made = m;
+  }
+  for (size_t o = 0; st == MP_OK && o < n; o++) {
     const mp_op *op = mp_graph_op(c->g, o);
     if (!ac_qualifies(c, op)) continue;
-    st = ac_rewrite(c, (uint32_t)o, err);
+    st = ac_rewrite(c, made, (uint32_t)o, err);
     adds += op->n_inputs - 1;
   }
-  if (st == MP_OK && adds) mp_buf_printf(&c->note, "%zu Adds", adds);
+  if (st == MP_OK && adds) {
+    mp_buf_printf(&c->note, "%zu Adds", adds);
+    if (c->reordered) {
+      mp_buf_printf(&c->note, ", %zu integer Sum%s in production order",
+                    c->reordered, c->reordered == 1 ? "" : "s");
+    }
+  }
   return st;
 }

@@ -30,6 +30,16 @@
  *      pass whose rewrite keeps that order's peak (accumulate's chain
  *      where the Sum was, fusion and concat judged under it, views and
  *      inplace) never loses it to a search cut short.
+ *   8. Under --order memory, accumulate's integer chains add in the order
+ *      the measured order produces their inputs (accumulate.c), and the
+ *      memory order of the rewritten graph may produce them in another
+ *      order: the pass runs again on the graph before it with the steps
+ *      that order produces each tensor at (matched by name), and the new
+ *      graph replaces the one it made while the lower bound falls, at
+ *      most PM_REFINE_MAX times. Each round is measured with the last
+ *      graph's order as the hint, which stays a valid order with the
+ *      same positions (every Add still has as many inputs made before
+ *      it), so a round cut short by its budget does not lose it.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,8 +79,9 @@ static const pm_pass pm_passes[MP_PASS_COUNT] = {
      "x*1, x+0, dead ops",
      pass_eliminate, true, false},
     {MP_PASS_ACCUMULATE, "accumulate",
-     "a Sum of 2+ inputs becomes a chain of Adds the order can spread out "
-     "(kept if the lower bound does not rise)",
+     "a Sum of 2+ inputs becomes a chain of Adds the order can spread out, "
+     "an integer one in the order its inputs are made (kept if the lower "
+     "bound does not rise)",
      pass_accumulate, true, true},
     {MP_PASS_FUSE, "fuse",
      "Conv/Gemm/MatMul + elementwise chain (mplan.epilogue), register "
@@ -581,6 +592,73 @@ static mp_status pm_removed(const mp_graph *g, const mp_graph *next,
   return st;
 }
 
+#define PM_REFINE_MAX 4
+
+/* Invariant 8: reruns graph pass p (c0 as it ran) on s with the production
+ * steps of next's measured order while the lower bound falls; next and
+ * note (the pass's detail) become the last round kept. */
+static mp_status pm_refine(const pass_ctx *c0, const pm_pass *p,
+                           const pm_state *s, const mp_pass_opts *o,
+                           pm_budget *b, pm_state *next, mp_buf *note,
+                           mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(s->g);
+  size_t n_t = mp_graph_tensor_count(s->g);
+  uint32_t *made = mp_calloc(a, n_t + 1, sizeof *made);
+  uint32_t *pos = NULL;
+  mp_status st = MP_OK;
+  int kept = 0;
+  for (int round = 0; round < PM_REFINE_MAX; round++) {
+    size_t n1 = mp_graph_op_count(next->g);
+    mp_free(a, pos);
+    pos = made ? mp_calloc(a, n1 + 1, sizeof *pos) : NULL;
+    if (!pos) {
+      st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(s->g));
+      break;
+    }
+    for (size_t k = 0; k < n1; k++) pos[next->meas.order[k]] = (uint32_t)k;
+    for (size_t t = 0; t < n_t; t++) {
+      int32_t t1 = -1;
+      made[t] = 0;
+      if (mp_graph_find_tensor(next->g, mp_graph_tensor(s->g, t)->name, &t1)) {
+        int32_t pr = mp_graph_tensor(next->g, (size_t)t1)->producer;
+        made[t] = pr < 0 ? 0 : 1 + pos[pr];
+      }
+    }
+    pass_ctx c = *c0;
+    c.made = made;
+    c.reordered = 0;
+    c.rewrites = 0;
+    c.n_tally = 0;
+    mp_buf_init(&c.note, a);
+    pm_state cand = {0};
+    st = pm_graph_pass(&c, p, &cand.g, &cand.alias, err);
+    cand.owned = cand.g != NULL;
+    if (st == MP_OK && cand.g) {
+      b->left++; /* a measurement no pass counted */
+      st = pm_measure_graph(cand.g, &cand.alias, o, next, b, &cand.meas, err);
+    }
+    if (st == MP_OK && cand.g && cand.meas.lb < next->meas.lb) {
+      mp_buf_free(note);
+      *note = c.note;
+      pm_state_release(next);
+      *next = cand;
+      kept++;
+      continue;
+    }
+    mp_buf_free(&c.note);
+    if (cand.g) pm_state_release(&cand);
+    break;
+  }
+  mp_free(a, pos);
+  mp_free(a, made);
+  if (st == MP_OK && kept) {
+    mp_buf_printf(note, ", reordered again %d time%s by the order it made",
+                  kept, kept == 1 ? "" : "s");
+  }
+  return st;
+}
+
 static mp_status pm_run_one(pm_state *s, const pm_pass *p,
                             const mp_pass_opts *o, pm_budget *b,
                             mp_pass_report *r, mp_error *err) {
@@ -619,6 +697,10 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
     st = pm_measure_graph(next.g, &next.alias, o, s, b, &next.meas, err);
   } else if (b->left) {
     b->left--; /* no measurement: its share stays for the later ones */
+  }
+  if (st == MP_OK && changed && p->id == MP_PASS_ACCUMULATE &&
+      o->schedule.order == MP_ORDER_MEMORY) {
+    st = pm_refine(&c, p, s, o, b, &next, &c.note, err);
   }
   if (st == MP_OK && changed && p->guarded && next.meas.lb > s->meas.lb) {
     /* invariant 6: the rewrite would raise the lower bound */

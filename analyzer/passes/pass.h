@@ -29,6 +29,9 @@ typedef struct pass_ctx {
   const mp_backend *backend; /* alignments (never NULL: the default) */
   bool inputs_act;           /* graph inputs count as activations */
   const uint32_t *order;     /* g's order before the pass (measured) */
+  const uint32_t *made;      /* accumulate: per tensor, 0 or 1 + the step
+                                producing it, from a measured rewrite of g
+                                (manager.c invariant 8); NULL: from order */
   uint32_t mask;             /* the passes asked for (1 << mp_pass_id) */
   uint32_t *parent;          /* alias passes: per tensor */
   int64_t *rel;              /* alias passes: first byte minus the parent's */
@@ -39,6 +42,7 @@ typedef struct pass_ctx {
   size_t tally_count[PASS_TALLY_MAX];
   size_t n_tally;
   size_t rewrites;
+  size_t reordered; /* accumulate: integer chains not in input order */
   size_t saved_bytes;
   mp_buf note;
 } pass_ctx;

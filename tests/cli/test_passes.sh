@@ -179,9 +179,26 @@ run 0 plan $sum --inputs activation --passes accumulate --order file --json &&
 python3 tests/bench/gen_cells.py "$tmp/rw" --randwire 1 --darts 0 --seed 1
 run 0 plan "$tmp/rw/randwire_1.json" --passes accumulate --order dfs &&
   has "$tmp/out" "accumulate 262->262    660->660    1,161,888 -> 1,161,888 (=)" &&
-  has "$tmp/out" "dropped: lower bound would rise 1161888 -> 1284192 B"
+  has "$tmp/out" "dropped: lower bound would rise 1161888 -> 1345344 B"
 run 0 plan "$tmp/rw/randwire_1.json" --passes accumulate --order rpo &&
-  has "$tmp/out" "accumulate 262->323    660->721    1,100,736 -> 917,280"
+  has "$tmp/out" "accumulate 262->323    660->721    1,100,736 -> 856,128" &&
+  has "$tmp/out" "Sum 60; 121 Adds, 34 integer Sums in production order"
+# Production order: Sum(br3, br2, br1, br0) of a chain of Convs. Integer
+# Adds wrap, so the int8 chain adds br0 + br1 as soon as both exist
+# (10,240 -> 6,144 B); the f32 chain keeps the input order (exact float
+# rounding), so its first Add waits for br3 and the peak stays.
+late=tests/data/passes/sum_late
+chain="[(e['op'], e['inputs']) for e in d['execution'] if e['op'].startswith('sum')]"
+run 0 plan ${late}_i8.json --inputs activation --passes accumulate --order memory --json &&
+  [ "$(py "$tmp/out" "(d['summary']['lower_bound_bytes'], $chain)")" = "(6144, [('sum.add1', ['br0', 'br1']), ('sum.add2', ['y.acc1', 'br2']), ('sum.add3', ['y.acc2', 'br3'])])" ] && ok || bad "accumulate: int8 chain not in production order"
+run 0 plan ${late}_f32.json --inputs activation --passes accumulate --order memory --json &&
+  [ "$(py "$tmp/out" "(d['summary']['lower_bound_bytes'], $chain)")" = "(40960, [('sum.add1', ['br3', 'br2']), ('sum.add2', ['y.acc1', 'br1']), ('sum.add3', ['y.acc2', 'br0'])])" ] && ok || bad "accumulate: f32 chain not in input order"
+run 0 plan ${late}_i8.json --inputs activation --passes accumulate --order memory &&
+  has "$tmp/out" "10,240 -> 6,144 (-40.0%)" &&
+  has "$tmp/out" "Sum 1; 3 Adds, 1 integer Sum in production order"
+run 0 plan ${late}_f32.json --inputs activation --passes accumulate --order memory &&
+  has "$tmp/out" "Sum 1; 3 Adds" &&
+  if grep -q "production order" "$tmp/out"; then bad "f32 Sum reordered"; else ok; fi
 
 # Diamonds: SiLU, HardSwish and GELU written out as elementwise ops after
 # Convs fuse into one op each (Mul@0 reads the head's value), in the plan
