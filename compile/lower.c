@@ -218,6 +218,7 @@ static const lw_name lw_unary[] = {{"Relu", MP_KU_RELU},
                                    {"Round", MP_KU_ROUND},
                                    {"ThresholdedRelu", MP_KU_THRESHOLDEDRELU},
                                    {"Celu", MP_KU_CELU},
+                                   {"Shrink", MP_KU_SHRINK},
                                    {NULL, 0}};
 
 static const lw_name lw_binary[] = {{"Add", MP_KB_ADD},
@@ -265,6 +266,14 @@ static void lw_unary_params(const lw *x, int u, const char *pre, double *alpha,
     case MP_KU_CELU:
       *alpha = lw_float(x, a, 1.0);
       break;
+    case MP_KU_SHRINK: {
+      char l[64], bi[64];
+      snprintf(l, sizeof l, "%slambd", pre);
+      snprintf(bi, sizeof bi, "%sbias", pre);
+      *alpha = lw_float(x, l, 0.5);
+      *beta = lw_float(x, bi, 0.0);
+      break;
+    }
     case MP_KU_SELU: {
       char gname[64];
       snprintf(gname, sizeof gname, "%sgamma", pre);
@@ -885,6 +894,144 @@ static mp_status lw_constant_of_shape(lw *x) {
   return MP_OK;
 }
 
+/* EyeLike: ones where the column is the row plus k, as a fill. */
+static mp_status lw_eye_like(lw *x) {
+  const mp_tensor *y = lw_out(x, 0);
+  if (y->rank != 2) return lw_unsup(x, "an output of rank %u", y->rank);
+  int64_t rows = lw_dim(x, y, 0), cols = lw_dim(x, y, 1);
+  if (rows * cols > LW_MAX_PARAMS) {
+    return lw_unsup(x, "more than %d elements", LW_MAX_PARAMS);
+  }
+  int64_t k = lw_int(x, "k", 0);
+  bool fl = y->dtype == MP_DTYPE_F32 || y->dtype == MP_DTYPE_F64;
+  x->o->kernel = MP_BOP_FILL;
+  for (int64_t i = 0; i < rows; i++) {
+    for (int64_t j = 0; j < cols; j++) {
+      if (fl) {
+        lw_pf(x, j - i == k ? 1.0 : 0.0);
+      } else {
+        lw_p(x, j - i == k);
+      }
+    }
+  }
+  return MP_OK;
+}
+
+/* A reduction attribute as mp_kscatter ("none" when absent). */
+static int lw_scatter_reduction(lw *x) {
+  const char *r = lw_str(x, "reduction", "none");
+  static const char *const names[] = {"none", "add", "mul", "max", "min"};
+  for (int k = 0; k < 5; k++) {
+    if (strcmp(r, names[k]) == 0) return k;
+  }
+  return -1;
+}
+
+/* The index, layout and selection ops (runtime/ops_index.c). */
+static mp_status lw_index(lw *x, const char *t, uint32_t rank) {
+  if (strcmp(t, "ArgMax") == 0 || strcmp(t, "ArgMin") == 0) {
+    x->o->kernel = MP_BOP_ARG;
+    lw_in(x, x->op->inputs[0]);
+    lw_p(x, t[4] == 'i');
+    lw_p(x, lw_axis(lw_int(x, "axis", 0), rank));
+    lw_p(x, lw_int(x, "keepdims", 1) != 0);
+    lw_p(x, lw_int(x, "select_last_index", 0) != 0);
+    return MP_OK;
+  }
+  if (strcmp(t, "GatherElements") == 0) {
+    x->o->kernel = MP_BOP_GATHER_ELEMENTS;
+    lw_copy_inputs(x);
+    lw_p(x, lw_axis(lw_int(x, "axis", 0), rank));
+    return MP_OK;
+  }
+  if (strcmp(t, "ScatterElements") == 0 || strcmp(t, "Scatter") == 0) {
+    int red = lw_scatter_reduction(x);
+    if (red < 0)
+      return lw_unsup(x, "reduction '%s'", lw_str(x, "reduction", ""));
+    x->o->kernel = MP_BOP_SCATTER_ELEMENTS;
+    lw_copy_inputs(x);
+    lw_p(x, lw_axis(lw_int(x, "axis", 0), rank));
+    lw_p(x, red);
+    return MP_OK;
+  }
+  if (strcmp(t, "GatherND") == 0 || strcmp(t, "ScatterND") == 0) {
+    bool scatter = t[0] == 'S';
+    int red = scatter ? lw_scatter_reduction(x) : 0;
+    if (red < 0)
+      return lw_unsup(x, "reduction '%s'", lw_str(x, "reduction", ""));
+    x->o->kernel = scatter ? MP_BOP_SCATTER_ND : MP_BOP_GATHER_ND;
+    lw_copy_inputs(x);
+    lw_p(x, scatter ? red : lw_int(x, "batch_dims", 0));
+    return MP_OK;
+  }
+  if (strcmp(t, "Trilu") == 0) {
+    x->o->kernel = MP_BOP_TRILU;
+    lw_copy_inputs(x);
+    lw_p(x, lw_int(x, "upper", 1) != 0);
+    return MP_OK;
+  }
+  if (strcmp(t, "CumSum") == 0) {
+    x->o->kernel = MP_BOP_CUMSUM;
+    lw_copy_inputs(x);
+    lw_p(x, lw_int(x, "exclusive", 0) != 0);
+    lw_p(x, lw_int(x, "reverse", 0) != 0);
+    return MP_OK;
+  }
+  if (strcmp(t, "Hardmax") == 0) {
+    bool old = mp_graph_opset(x->g) > 0 && mp_graph_opset(x->g) < 13;
+    x->o->kernel = MP_BOP_HARDMAX;
+    lw_in(x, x->op->inputs[0]);
+    lw_p(x, lw_axis(lw_int(x, "axis", old ? 1 : -1), rank));
+    lw_p(x, old);
+    return MP_OK;
+  }
+  if (strcmp(t, "DepthToSpace") == 0 || strcmp(t, "SpaceToDepth") == 0) {
+    bool to_space = t[0] == 'D';
+    x->o->kernel = MP_BOP_DEPTH_SPACE;
+    lw_in(x, x->op->inputs[0]);
+    lw_p(x, to_space);
+    lw_p(x, to_space && strcmp(lw_str(x, "mode", "DCR"), "CRD") == 0);
+    lw_p(x, lw_int(x, "blocksize", 0));
+    return MP_OK;
+  }
+  if (strcmp(t, "Tile") == 0 || strcmp(t, "Expand") == 0) {
+    x->o->kernel = t[0] == 'T' ? MP_BOP_TILE : MP_BOP_EXPAND;
+    lw_copy_inputs(x);
+    return MP_OK;
+  }
+  if (strcmp(t, "OneHot") == 0) {
+    const mp_tensor *y = lw_out(x, 0);
+    x->o->kernel = MP_BOP_ONEHOT;
+    lw_in(x, x->op->inputs[0]);
+    lw_in(x, x->op->n_inputs > 2 ? x->op->inputs[2] : -1);
+    lw_p(x, lw_axis(lw_int(x, "axis", -1), y->rank));
+    return MP_OK;
+  }
+  if (strcmp(t, "TopK") == 0) {
+    if (x->op->n_outputs != 2) return lw_unsup(x, "one output");
+    x->o->kernel = MP_BOP_TOPK;
+    lw_in(x, x->op->inputs[0]);
+    lw_p(x, lw_axis(lw_int(x, "axis", -1), rank));
+    lw_p(x, lw_int(x, "largest", 1) != 0);
+    return MP_OK;
+  }
+  if (strcmp(t, "IsNaN") == 0 || strcmp(t, "IsInf") == 0) {
+    x->o->kernel = MP_BOP_FPCLASS;
+    lw_in(x, x->op->inputs[0]);
+    lw_p(x, t[2] == 'N');
+    lw_p(x, lw_int(x, "detect_negative", 1) != 0);
+    lw_p(x, lw_int(x, "detect_positive", 1) != 0);
+    return MP_OK;
+  }
+  if (strcmp(t, "CastLike") == 0) {
+    x->o->kernel = MP_BOP_CAST;
+    lw_in(x, x->op->inputs[0]);
+    return MP_OK;
+  }
+  if (strcmp(t, "EyeLike") == 0) return lw_eye_like(x);
+  return lw_unsup(x, "the runtime has no kernel for this op");
+}
+
 static mp_status lw_misc(lw *x, const char *t) {
   const mp_tensor *in = lw_t(x, 0);
   uint32_t rank = in ? in->rank : 0;
@@ -986,7 +1133,7 @@ static mp_status lw_misc(lw *x, const char *t) {
     lw_copy_inputs(x);
     return MP_OK;
   }
-  return lw_unsup(x, "the runtime has no kernel for this op");
+  return lw_index(x, t, rank);
 }
 
 /* Dropout in training mode (a training_mode input not known to be 0)

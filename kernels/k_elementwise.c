@@ -17,7 +17,9 @@
 static double ku_f(mp_kunary op, const mp_kunary_params *p, double x) {
   switch (op) {
     case MP_KU_RELU:
-      return x > 0 ? x : 0 * x; /* keeps NaN; -0 -> 0 */
+      /* max(x, +0) as ONNX and numpy: NaN stays, a negative or -0
+       * gives +0 (0 * x would give -0, and 1 / Relu(x) -inf) */
+      return x > 0 || x != x ? x : 0.0;
     case MP_KU_SIGMOID:
       return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
     case MP_KU_TANH:
@@ -92,6 +94,8 @@ static double ku_f(mp_kunary op, const mp_kunary_params *p, double x) {
       return x / (1 + fabs(x));
     case MP_KU_THRESHOLDEDRELU:
       return x > p->alpha ? x : 0;
+    case MP_KU_SHRINK:
+      return x < -p->alpha ? x + p->beta : x > p->alpha ? x - p->beta : 0;
     case MP_KU_NOT:
       return x == 0;
     case MP_KU_SIGN:

@@ -796,6 +796,20 @@ const char *mp_bop_name(int kernel) {
                                                   "qlinear-conv",
                                                   "qlinear-matmul",
                                                   "copy",
-                                                  "rnn"};
+                                                  "rnn",
+                                                  "arg",
+                                                  "gather-elements",
+                                                  "scatter-elements",
+                                                  "gather-nd",
+                                                  "scatter-nd",
+                                                  "trilu",
+                                                  "cumsum",
+                                                  "hardmax",
+                                                  "depth-space",
+                                                  "tile",
+                                                  "expand",
+                                                  "onehot",
+                                                  "topk",
+                                                  "fpclass"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

@@ -16,7 +16,7 @@
  *      ops of equal shapes, normalisations, softmax, depthwise Conv whose
  *      output plane is no larger than its input plane, and views.
  */
-#include "ops.h"
+#include "op_ctx.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -34,133 +34,6 @@
 #define OP_K(name) mp_k_##name
 #define OP_MEMMOVE memmove
 #endif
-
-typedef struct op_ctx {
-  const mp_bundle *b;
-  const mp_bopr *op;
-  size_t step;
-  char *why;
-  size_t cap;
-  unsigned char *const *ptr; /* run only */
-  unsigned char *ws;
-  size_t need_ws;
-} op_ctx;
-
-static bool op_fail(op_ctx *c, const char *fmt, ...) MP_PRINTF(2, 3);
-
-static bool op_fail(op_ctx *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->why, c->cap, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-static const mp_btensor *op_in(const op_ctx *c, uint32_t k) {
-  if (k >= c->op->n_in || c->op->in[k] == MP_BUNDLE_NONE) return NULL;
-  return mp_bundle_tensor(c->b, c->op->in[k]);
-}
-
-static const mp_btensor *op_out(const op_ctx *c, uint32_t k) {
-  return mp_bundle_tensor(c->b, c->op->out[k]);
-}
-
-static void *op_pin(const op_ctx *c, uint32_t k) {
-  if (k >= c->op->n_in || c->op->in[k] == MP_BUNDLE_NONE) return NULL;
-  return c->ptr[c->op->in[k]];
-}
-
-static void *op_pout(const op_ctx *c, uint32_t k) {
-  return c->ptr[c->op->out[k]];
-}
-
-static int64_t op_count(const mp_btensor *t) {
-  return mp_kshape_count(&t->shape);
-}
-
-static int64_t op_div(int64_t a, int64_t b) {
-  return b ? a / b : 0;
-}
-
-static bool op_same_shape(const mp_kshape *a, const mp_kshape *b) {
-  if (a->rank != b->rank) return false;
-  for (uint32_t i = 0; i < a->rank; i++) {
-    if (a->dims[i] != b->dims[i]) return false;
-  }
-  return true;
-}
-
-static void op_shape_str(const mp_kshape *s, char *buf, size_t cap) {
-  size_t n = (size_t)snprintf(buf, cap, "[");
-  for (uint32_t i = 0; i < s->rank && n < cap; i++) {
-    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "",
-                          (long long)s->dims[i]);
-  }
-  if (n < cap) snprintf(buf + n, cap - n, "]");
-}
-
-static bool op_expect_shape(op_ctx *c, const mp_btensor *t,
-                            const mp_kshape *want) {
-  if (op_same_shape(&t->shape, want)) return true;
-  char a[160], b[160];
-  op_shape_str(&t->shape, a, sizeof a);
-  op_shape_str(want, b, sizeof b);
-  return op_fail(c, "tensor '%s' has shape %s where the op computes %s",
-                 t->name, a, b);
-}
-
-/* The tensors share bytes (the op computes in place). */
-static bool op_aliases(const mp_btensor *a, const mp_btensor *b) {
-  return mp_rt_share_bytes(a, b);
-}
-
-/* y has the shape the op computes and shares no input's bytes (the
- * integer ops write out of place). */
-static bool op_out_of_place(op_ctx *c, const mp_btensor *y,
-                            const mp_kshape *want) {
-  if (!op_expect_shape(c, y, want)) return false;
-  for (uint32_t k = 0; k < c->op->n_in; k++) {
-    if (op_aliases(op_in(c, k), y)) {
-      return op_fail(c, "output '%s' shares an input's buffer", y->name);
-    }
-  }
-  return true;
-}
-
-/* ---- parameters ---------------------------------------------------------- */
-
-typedef struct op_rd {
-  const int64_t *p;
-  uint32_t n, at;
-  bool bad;
-} op_rd;
-
-static op_rd op_reader(const op_ctx *c) {
-  op_rd r = {c->op->params, c->op->n_params, 0, false};
-  return r;
-}
-
-static int64_t rd_i(op_rd *r) {
-  if (r->at >= r->n) {
-    r->bad = true;
-    return 0;
-  }
-  return r->p[r->at++];
-}
-
-static double rd_f(op_rd *r) {
-  int64_t v = rd_i(r);
-  double d;
-  memcpy(&d, &v, sizeof d);
-  return d;
-}
-
-/* Reads an integer in [lo, hi]; out of range marks the reader bad. */
-static int64_t rd_range(op_rd *r, int64_t lo, int64_t hi) {
-  int64_t v = rd_i(r);
-  if (v < lo || v > hi) r->bad = true;
-  return v;
-}
 
 /* ---- the head tail: prologue and epilogue (docs/ir-conventions.md) ------- */
 
@@ -2503,8 +2376,11 @@ static bool op_dispatch(op_ctx *c, bool run) {
       return run ? op_run_copy(c) : op_check_copy(c);
     case MP_BOP_RNN:
       return run ? op_run_rnn(c) : op_check_rnn(c);
-    default:
-      return op_fail(c, "unknown kernel id %u", c->op->kernel);
+    default: {
+      bool handled = false;
+      bool ok = op_index_dispatch(c, run, &handled);
+      return handled ? ok : op_fail(c, "unknown kernel id %u", c->op->kernel);
+    }
   }
 }
 

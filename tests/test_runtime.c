@@ -5,6 +5,7 @@
  *
  * usage: test_runtime SOURCE_DIR
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -270,6 +271,13 @@ static void test_kernels(void) {
   mp_k_conv_f32(&d, a, wd, NULL, b2, s);
   mp_k_conv_f32(&d, a, wd, NULL, a, s);
   CHECK(memcmp(a, b2, sizeof b2) == 0);
+  /* Relu is max(x, +0): a negative or -0 gives +0 (1 / Relu(x) is +inf,
+   * as in ONNX Runtime), NaN stays NaN. */
+  float rx[4] = {-3.0f, -0.0f, 2.5f, NAN}, ry[4];
+  mp_kunary_params rp = {0, 0};
+  mp_k_unary(MP_KU_RELU, &rp, MP_KD_F32, rx, ry, 4);
+  CHECK(ry[0] == 0 && !signbit(ry[0]) && !signbit(ry[1]) && ry[2] == 2.5f &&
+        isnan(ry[3]));
   /* Broadcast add and int8 requantization. */
   float u[6] = {1, 2, 3, 4, 5, 6}, v[3] = {10, 20, 30}, r[6];
   mp_kshape su = {2, {2, 3}}, sv = {1, {3}};
@@ -411,6 +419,9 @@ int main(int argc, char **argv) {
    * zero points, sequence_lens, cells); its 30 KB of weights take most of
    * the mutations, which then run with other weights */
   test_fuzz(src, "tests/data/quant_rnn.onnx.bin", 600);
+  /* the index, layout and selection ops (runtime/ops_index.c): their
+   * parameters, index tensors and shapes */
+  test_fuzz(src, "tests/data/index_ops.onnx.bin", 1500);
   test_no_alloc(src);
   test_data_weights(src);
   return check_exit("test_runtime");

@@ -102,7 +102,17 @@ typedef enum mp_bt_kind {
  *   SLICE: start[rank], step[rank]    PAD: mode, pad_begin[rank], value
  *   RESIZE: linear, coord, nearest, scale[rank]
  *   QUANTIZE, DEQUANTIZE: axis        FILL: values (one per element, or
- *       one repeated), as the output dtype's value in a double or i64 */
+ *       one repeated), as the output dtype's value in a double or i64
+ *   ARG: is_min, axis, keepdims, select_last_index
+ *   GATHER_ELEMENTS: axis             SCATTER_ELEMENTS: axis, reduction
+ *   GATHER_ND: batch_dims             SCATTER_ND: reduction (mp_kscatter)
+ *   TRILU: upper (input 1, when present: k)
+ *   CUMSUM: exclusive, reverse (input 1: the axis)
+ *   HARDMAX: axis, coerce_2d          DEPTH_SPACE: to_space, crd, block
+ *   TILE, EXPAND: none (the output shape says it)
+ *   ONEHOT: axis (inputs: indices, values [off, on])
+ *   TOPK: axis, largest (outputs: values, indices; k from their shape)
+ *   FPCLASS: nan, detect_negative, detect_positive */
 typedef enum mp_bop {
   MP_BOP_CONV = 1,
   MP_BOP_CONV_TRANSPOSE,
@@ -137,6 +147,20 @@ typedef enum mp_bop {
   MP_BOP_QLINEAR_MATMUL,
   MP_BOP_COPY,
   MP_BOP_RNN,
+  MP_BOP_ARG,
+  MP_BOP_GATHER_ELEMENTS,
+  MP_BOP_SCATTER_ELEMENTS,
+  MP_BOP_GATHER_ND,
+  MP_BOP_SCATTER_ND,
+  MP_BOP_TRILU,
+  MP_BOP_CUMSUM,
+  MP_BOP_HARDMAX,
+  MP_BOP_DEPTH_SPACE,
+  MP_BOP_TILE,
+  MP_BOP_EXPAND,
+  MP_BOP_ONEHOT,
+  MP_BOP_TOPK,
+  MP_BOP_FPCLASS,
   MP_BOP_COUNT
 } mp_bop;
 

@@ -131,6 +131,7 @@ typedef enum mp_kunary {
   MP_KU_ATANH,
   MP_KU_THRESHOLDEDRELU,
   MP_KU_CELU,
+  MP_KU_SHRINK, /* alpha = lambd, beta = bias */
   MP_KU_COUNT
 } mp_kunary;
 
@@ -343,6 +344,95 @@ void mp_k_slice(size_t es, const mp_kshape *xs, const mp_kshape *ys,
  * n_idx indices already normalised to [0, axis_len). */
 void mp_k_gather(size_t es, int64_t outer, int64_t axis_len, int64_t inner,
                  const int64_t *idx, int64_t n_idx, const void *x, void *y);
+
+/* ---- index, layout and selection (k_index.c) ----------------------------
+ * Indices arrive normalised to [0, len) (the runtime checks them first). */
+
+/* ArgMax (ArgMin with is_min) along the middle axis of x viewed as
+ * [outer, len, inner]; ties to the lower index, or the higher with last
+ * (select_last_index). */
+void mp_k_arg(int d, bool is_min, bool last, int64_t outer, int64_t len,
+              int64_t inner, const void *x, int64_t *y);
+
+/* GatherElements: y (indices' shape is) at multi-index i reads x at i with
+ * axis coordinate idx[i]. is has xs's rank, no dim larger. */
+void mp_k_gather_elements(size_t es, const mp_kshape *xs, const mp_kshape *is,
+                          uint32_t axis, const int64_t *idx, const void *x,
+                          void *y);
+
+typedef enum mp_kscatter {
+  MP_KSCATTER_NONE = 0,
+  MP_KSCATTER_ADD,
+  MP_KSCATTER_MUL,
+  MP_KSCATTER_MAX,
+  MP_KSCATTER_MIN
+} mp_kscatter;
+
+/* ScatterElements: y = x, then for every multi-index i of the updates
+ * (indices' shape is), y at i with axis coordinate idx[i] becomes
+ * updates[i] (or is combined with it: red), in increasing i. y may be
+ * x. */
+void mp_k_scatter_elements(int d, mp_kscatter red, const mp_kshape *xs,
+                           const mp_kshape *is, uint32_t axis,
+                           const int64_t *idx, const void *x,
+                           const void *updates, void *y);
+
+/* GatherND: for each of batches x tuples index tuples, the block of
+ * `block` elements at element offset offs[i] (within its batch of
+ * per_batch elements) is copied to y in order. */
+void mp_k_gather_nd(size_t es, int64_t batches, int64_t per_batch,
+                    int64_t tuples, int64_t block, const int64_t *offs,
+                    const void *x, void *y);
+
+/* ScatterND: y = x (n_x elements), then update block t (block elements)
+ * goes to element offset offs[t], in increasing t. y may be x. */
+void mp_k_scatter_nd(int d, mp_kscatter red, int64_t n_x, int64_t tuples,
+                     int64_t block, const int64_t *offs, const void *x,
+                     const void *updates, void *y);
+
+/* Trilu over batches of rows x cols matrices: keeps element (i, j) where
+ * j - i >= k (upper) or j - i <= k (lower), zeros the rest. y may be x. */
+void mp_k_trilu(size_t es, int64_t batches, int64_t rows, int64_t cols,
+                bool upper, int64_t k, const void *x, void *y);
+
+/* CumSum along the middle axis of [outer, len, inner]: floats summed in
+ * double and rounded once per output, integers wrapping. y may be x. */
+void mp_k_cumsum(int d, bool exclusive, bool reverse, int64_t outer,
+                 int64_t len, int64_t inner, const void *x, void *y);
+
+/* Hardmax along the middle axis: 1 at the first largest element, else 0. */
+void mp_k_hardmax(int d, int64_t outer, int64_t len, int64_t inner,
+                  const void *x, void *y);
+
+/* DepthToSpace (to_space) or SpaceToDepth between [n, c * b * b, h, w] and
+ * [n, c, h * b, w * b]; crd: the CRD channel order (DepthToSpace only). */
+void mp_k_depth_space(size_t es, bool to_space, bool crd, int64_t n, int64_t c,
+                      int64_t h, int64_t w, int64_t b, const void *x, void *y);
+
+/* Tile: y[i] = x[i mod xs] per dim (ys a whole multiple of xs). */
+void mp_k_tile(size_t es, const mp_kshape *xs, const mp_kshape *ys,
+               const void *x, void *y);
+
+/* Expand: x broadcast (numpy) to ys. */
+void mp_k_expand(size_t es, const mp_kshape *xs, const mp_kshape *ys,
+                 const void *x, void *y);
+
+/* OneHot: y [outer, depth, inner] is on where idx[outer, inner] equals
+ * the depth index (idx already made non-negative; one out of range
+ * matches nothing), else off. */
+void mp_k_onehot(size_t es, int64_t outer, int64_t depth, int64_t inner,
+                 const int64_t *idx, const void *off, const void *on, void *y);
+
+/* TopK along the middle axis: the k largest (smallest) elements, best
+ * first, ties to the lower index, with their indices. ws holds k. */
+void mp_k_topk(int d, bool largest, int64_t outer, int64_t len, int64_t inner,
+               int64_t k, const void *x, void *values, int64_t *indices,
+               int64_t *ws);
+
+/* IsNaN (nan) or IsInf (neg, pos: which infinities) of n floats, to
+ * bool. */
+void mp_k_fpclass(int d, bool nan, bool neg, bool pos, const void *x,
+                  uint8_t *y, size_t n);
 
 typedef enum mp_kpad_mode {
   MP_KPAD_CONSTANT = 0,

@@ -82,10 +82,12 @@ static vfloat64m4_t kv_tanh(vfloat64m4_t x, size_t vl) {
 static vfloat64m4_t kv_unary_f64(mp_kunary op, const mp_kunary_params *p,
                                  vfloat64m4_t x, size_t vl) {
   switch (op) {
-    case MP_KU_RELU: /* x > 0 ? x : 0 * x (NaN stays, -0 and negatives
-                        give 0 * x) */
-      return __riscv_vmerge_vvm_f64m4(__riscv_vfmul_vf_f64m4(x, 0.0, vl), x,
-                                      __riscv_vmfgt_vf_f64m4_b16(x, 0, vl), vl);
+    case MP_KU_RELU: /* x > 0 or NaN ? x : +0 (the scalar kernel's) */
+      return __riscv_vmerge_vvm_f64m4(
+          __riscv_vfmv_v_f_f64m4(0.0, vl), x,
+          __riscv_vmor_mm_b16(__riscv_vmfgt_vf_f64m4_b16(x, 0, vl),
+                              __riscv_vmfne_vv_f64m4_b16(x, x, vl), vl),
+          vl);
     case MP_KU_CLIP: { /* x < lo ? lo : x > hi ? hi : x */
       vfloat64m4_t r = __riscv_vfmerge_vfm_f64m4(
           x, p->beta, __riscv_vmfgt_vf_f64m4_b16(x, p->beta, vl), vl);

@@ -215,3 +215,63 @@ save("tests/data/quant_rnn.onnx.bin",
      model(nodes, [xq_in], [helper.make_tensor_value_info("gy", F, None),
                             helper.make_tensor_value_info("lh_out", F, None)],
            [wq, wz, ws, shape_seq, gw, gr, gb, two, six, shape_l, ax1]))
+
+# The index, layout and selection ops of runtime/ops_index.c in one small
+# model, for the structured bundle fuzzer (test_runtime) and the
+# comparison with ONNX Runtime (test_ort): every op reads the graph input
+# x (directly or through another op), so ONNX Runtime sees the values
+# mplan-runner does. Negative and duplicate indices, OneHot indices out of
+# range, reductions, NaN (Log of a negative) and infinities (1 / 0).
+I64, B = TensorProto.INT64, TensorProto.BOOL
+xi = helper.make_tensor_value_info("x", F, [2, 4, 3, 3])
+inits = [
+    numpy_helper.from_array(rng.integers(-4, 4, (2, 2, 3, 3)).astype(np.int64), "ge_idx"),
+    numpy_helper.from_array(rng.integers(0, 3, (2, 4, 2, 3)).astype(np.int64), "sc_idx"),
+    numpy_helper.from_array(np.array([[[1, 2], [3, 0]], [[0, 0], [2, 1]]], np.int64), "nd_idx"),
+    numpy_helper.from_array(np.array([[1, 2], [0, 3], [1, 2]], np.int64), "snd_idx"),
+    numpy_helper.from_array(np.array([0, 0, 0, 0], np.int64), "s0"),
+    numpy_helper.from_array(np.array([1, 3, 3, 3], np.int64), "s1"),
+    numpy_helper.from_array(np.array([3, 3, 3], np.int64), "snd_shape"),
+    numpy_helper.from_array(np.array(-1, np.int64), "trilu_k"),
+    numpy_helper.from_array(np.array(-1, np.int32), "cum_axis"),
+    numpy_helper.from_array(np.array([1, 2, 1, 2], np.int64), "reps"),
+    numpy_helper.from_array(np.array([3, 2, 4, 3, 3], np.int64), "eshape"),
+    numpy_helper.from_array(np.array([[0, 4, -1], [2, -5, 3]], np.int64), "oh_idx"),
+    numpy_helper.from_array(np.array(4, np.int64), "oh_depth"),
+    numpy_helper.from_array(np.array([-1.5, 2.0], np.float32), "oh_vals"),
+    numpy_helper.from_array(np.array([2], np.int64), "topk_k"),
+]
+nodes = [
+    helper.make_node("ArgMax", ["x"], ["amax"], name="amax", axis=1),
+    helper.make_node("ArgMin", ["x"], ["amin"], name="amin", axis=-1, keepdims=0, select_last_index=1),
+    helper.make_node("GatherElements", ["x", "ge_idx"], ["ge"], name="ge", axis=1),
+    helper.make_node("GatherElements", ["x", "sc_idx"], ["sc_upd"], name="sc_upd", axis=2),
+    helper.make_node("ScatterElements", ["x", "sc_idx", "sc_upd"], ["sc"], name="sc", axis=2, reduction="add"),
+    helper.make_node("GatherND", ["x", "nd_idx"], ["gnd"], name="gnd", batch_dims=1),
+    helper.make_node("Slice", ["x", "s0", "s1"], ["snd_sl"], name="snd_sl"),
+    helper.make_node("Reshape", ["snd_sl", "snd_shape"], ["snd_upd"], name="snd_upd"),
+    helper.make_node("ScatterND", ["x", "snd_idx", "snd_upd"], ["snd"], name="snd", reduction="max"),
+    helper.make_node("Trilu", ["x", "trilu_k"], ["tril"], name="tril", upper=0),
+    helper.make_node("CumSum", ["x", "cum_axis"], ["cum"], name="cum", exclusive=1, reverse=1),
+    helper.make_node("Hardmax", ["x"], ["hmax"], name="hmax", axis=1),
+    helper.make_node("DepthToSpace", ["x"], ["d2s"], name="d2s", blocksize=2, mode="CRD"),
+    helper.make_node("SpaceToDepth", ["d2s"], ["s2d"], name="s2d", blocksize=2),
+    helper.make_node("Tile", ["x", "reps"], ["tile"], name="tile"),
+    helper.make_node("Cast", ["amax"], ["amax_f"], name="amax_f", to=F),
+    helper.make_node("Expand", ["amax_f", "eshape"], ["expand"], name="expand"),
+    helper.make_node("OneHot", ["oh_idx", "oh_depth", "oh_vals"], ["onehot"], name="onehot", axis=1),
+    helper.make_node("TopK", ["x", "topk_k"], ["topv", "topi"], name="topk", axis=1, largest=0),
+    helper.make_node("Log", ["x"], ["logx"], name="logx"),
+    helper.make_node("IsNaN", ["logx"], ["isnan"], name="isnan"),
+    helper.make_node("Relu", ["x"], ["xpos"], name="xpos"),
+    helper.make_node("Reciprocal", ["xpos"], ["recip"], name="recip"),
+    helper.make_node("IsInf", ["recip"], ["isinf"], name="isinf", detect_negative=0),
+    helper.make_node("Shrink", ["x"], ["shrink"], name="shrink", lambd=0.3, bias=0.1),
+]
+outs = [("amax", I64), ("amin", I64), ("ge", F), ("sc", F), ("gnd", F),
+        ("snd", F), ("tril", F), ("cum", F), ("hmax", F), ("d2s", F),
+        ("s2d", F), ("tile", F), ("expand", F), ("onehot", F), ("topv", F),
+        ("topi", I64), ("isnan", B), ("isinf", B), ("shrink", F)]
+save("tests/data/index_ops.onnx.bin",
+     model(nodes, [xi], [helper.make_tensor_value_info(o, t, None) for o, t in outs],
+           inits, opset=18))

@@ -20,6 +20,9 @@ test_onnx_run read the result like the upstream tests.
     large Constants (their bytes must come from the subgraph).
   test_gru_lbr_bidirectional: GRU, both directions, linear_before_reset,
     biases, initial_h, one sequence shorter.
+  test_topk_ties: TopK with ties (the lower index first, as ONNX says),
+    largest along the last axis and smallest along the first, and ArgMax
+    and ArgMin with ties (the first index): the upstream tests have none.
 
 With --committed REPO_ROOT it writes the files the repository keeps
 instead: tests/data/weight_outputs.onnx.bin (that model, for test_oom)
@@ -76,8 +79,8 @@ def value_info(name, dims, elem=FLOAT):
     return ld(1, name) + ld(2, ld(1, tensor_type))
 
 
-UINT8, INT8, INT32 = 2, 3, 6
-PACK = {UINT8: "B", INT8: "b", INT32: "i", FLOAT: "f"}
+UINT8, INT8, INT32, INT64 = 2, 3, 6, 7
+PACK = {UINT8: "B", INT8: "b", INT32: "i", INT64: "q", FLOAT: "f"}
 
 
 def int_tensor(name, dims, values, elem):
@@ -342,6 +345,51 @@ def qlinearconv_bias(out):
                [int_tensor("x", xd, x, INT8)], [int_tensor("y", yd, y, UINT8)])
 
 
+def topk_ties(out):
+    """TopK k=3 largest along axis 1 and k=2 smallest along axis 0 of a
+    [3, 5] tensor with ties, and ArgMax/ArgMin along axis 1; expected
+    values by a stable sort (equal values keep the lower index first)."""
+    rows = [[1.0, 3.0, 3.0, 2.0, 3.0], [0.5, 0.5, 0.5, 0.5, 0.5],
+            [2.0, -1.0, 2.0, -1.0, 0.0]]
+    x = [v for r in rows for v in r]
+    v1, i1 = [], []
+    for r in rows:
+        order = sorted(range(5), key=lambda j: (-r[j], j))[:3]
+        i1 += order
+        v1 += [r[j] for j in order]
+    v2, i2 = [0.0] * 10, [0] * 10
+    for c in range(5):
+        col = [rows[i][c] for i in range(3)]
+        order = sorted(range(3), key=lambda i: (col[i], i))[:2]
+        for k, i in enumerate(order):
+            v2[k * 5 + c], i2[k * 5 + c] = col[i], i
+    amax = [max(range(5), key=lambda j: (r[j], -j)) for r in rows]
+    amin = [min(range(5), key=lambda j: (r[j], j)) for r in rows]
+    axis = lambda a: ld(5, ld(1, "axis") + vint(3, a) + vint(20, 2))
+    largest0 = ld(5, ld(1, "largest") + vint(3, 0) + vint(20, 2))
+    keep0 = ld(5, ld(1, "keepdims") + vint(3, 0) + vint(20, 2))
+    graph = (ld(1, node("TopK", ["x", "k3"], ["v1", "i1"], "top", axis(1))) +
+             ld(1, node("TopK", ["x", "k2"], ["v2", "i2"], "bottom",
+                        axis(0) + largest0)) +
+             ld(1, node("ArgMax", ["x"], ["amax"], "amax", axis(1) + keep0)) +
+             ld(1, node("ArgMin", ["x"], ["amin"], "amin", axis(1) + keep0)) +
+             ld(2, "topk_ties") +
+             ld(5, int_tensor("k3", [1], [3], INT64)) +
+             ld(5, int_tensor("k2", [1], [2], INT64)) +
+             ld(11, value_info("x", [3, 5])) +
+             ld(12, value_info("v1", [3, 3])) +
+             ld(12, value_info("i1", [3, 3], INT64)) +
+             ld(12, value_info("v2", [2, 5])) +
+             ld(12, value_info("i2", [2, 5], INT64)) +
+             ld(12, value_info("amax", [3], INT64)) +
+             ld(12, value_info("amin", [3], INT64)))
+    write_case(out, "test_topk_ties", graph, [tensor("x", [3, 5], x)],
+               [tensor("v1", [3, 3], v1), int_tensor("i1", [3, 3], i1, INT64),
+                tensor("v2", [2, 5], v2), int_tensor("i2", [2, 5], i2, INT64),
+                int_tensor("amax", [3], amax, INT64),
+                int_tensor("amin", [3], amin, INT64)])
+
+
 if sys.argv[1] == "--committed":
     root = sys.argv[2]
     write(os.path.join(root, "tests", "data", "weight_outputs.onnx.bin"),
@@ -355,3 +403,4 @@ else:
     weight_output_big(sys.argv[1])
     if_big_constant(sys.argv[1])
     gru_lbr_bidirectional(sys.argv[1])
+    topk_ties(sys.argv[1])

@@ -3,7 +3,8 @@
 # installed with --ignore-scripts into the build folder: its linux-x64
 # library ships inside the package) on the same seeded inputs, for PP-OCR
 # cls and BlazeFace front (and PP-OCRv4 rec and det, Silero VAD v5 at 16
-# and 8 kHz and legacy): max abs/rel error
+# and 8 kHz and legacy, and the small models quant_rnn and index_ops of
+# tests/bad/gen_onnx_bad.py): max abs/rel error
 # per output, asserted within
 # |d| <= 1e-4 + 1e-3 |ort| (float32 kernels summing in another order).
 # usage: test_ort.sh MPLAN RUNNER SOURCE_DIR ONNX_CACHE ORT_DIR
@@ -41,6 +42,10 @@ check vadlegacy "$vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 -
 # DynamicQuantizeLinear, ConvInteger, GRU, and an LSTM inside an If that
 # shape math decides (tests/data/quant_rnn.onnx.bin, gen_onnx_bad.py)
 check quant_rnn "$src/tests/data/quant_rnn.onnx.bin"
+# ArgMax/ArgMin, Gather/ScatterElements, Gather/ScatterND, Trilu, CumSum,
+# Hardmax, DepthToSpace/SpaceToDepth, Tile, Expand, OneHot, TopK,
+# IsNaN/IsInf, Shrink (tests/data/index_ops.onnx.bin, gen_onnx_bad.py)
+check index_ops "$src/tests/data/index_ops.onnx.bin"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
