@@ -236,6 +236,7 @@ static const lw_name lw_binary[] = {{"Add", MP_KB_ADD},
                                     {"Or", MP_KB_OR},
                                     {"Xor", MP_KB_XOR},
                                     {"Mod", MP_KB_MOD},
+                                    {"BitShift", MP_KB_SHL},
                                     {NULL, 0}};
 
 static int lw_find(const lw_name *t, const char *type) {
@@ -660,6 +661,9 @@ static mp_status lw_binary_op(lw *x, int b) {
     return lw_unsup(x, "operands of different dtypes");
   }
   if (b == MP_KB_MOD && lw_int(x, "fmod", 0)) b = MP_KB_FMOD;
+  if (b == MP_KB_SHL && strcmp(lw_str(x, "direction", "LEFT"), "RIGHT") == 0) {
+    b = MP_KB_SHR;
+  }
   if (b == MP_KB_MOD &&
       (a->dtype == MP_DTYPE_F32 || a->dtype == MP_DTYPE_F64)) {
     return lw_unsup(x, "Mod of floats needs fmod=1");
@@ -927,6 +931,99 @@ static int lw_scatter_reduction(lw *x) {
   return -1;
 }
 
+/* HannWindow, HammingWindow, BlackmanWindow: a fill of the window's
+ * values, a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N the size
+ * (periodic) or the size - 1 (symmetric). */
+static mp_status lw_window_fill(lw *x, const char *t) {
+  const mp_tensor *y = lw_out(x, 0);
+  if (y->rank != 1) return lw_unsup(x, "an output of rank %u", y->rank);
+  int64_t n = lw_dim(x, y, 0);
+  if (n > LW_MAX_PARAMS)
+    return lw_unsup(x, "more than %d values", LW_MAX_PARAMS);
+  double a0 = 0.5, a1 = 0.5, a2 = 0;
+  if (t[0] == 'H' && t[2] == 'm') a0 = 25.0 / 46.0, a1 = 1 - a0; /* Hamming */
+  if (t[0] == 'B') a0 = 0.42, a1 = 0.5, a2 = 0.08;
+  double den = (double)(lw_int(x, "periodic", 1) ? n : n - 1);
+  bool fl = y->dtype == MP_DTYPE_F32 || y->dtype == MP_DTYPE_F64;
+  x->o->kernel = MP_BOP_FILL;
+  for (int64_t i = 0; i < n; i++) {
+    double a = den > 0 ? 2 * 3.14159265358979323846 * (double)i / den : 0;
+    double v = a0 - a1 * cos(a) + a2 * cos(2 * a);
+    if (fl) {
+      lw_pf(x, v);
+    } else {
+      lw_p(x, (int64_t)v);
+    }
+  }
+  return MP_OK;
+}
+
+/* A loss's reduction (mp_kloss) and ignore_index. */
+static mp_status lw_loss(lw *x, int kernel) {
+  const char *red = lw_str(x, "reduction", "mean");
+  int r = strcmp(red, "none") == 0   ? MP_KLOSS_NONE
+          : strcmp(red, "sum") == 0  ? MP_KLOSS_SUM
+          : strcmp(red, "mean") == 0 ? MP_KLOSS_MEAN
+                                     : -1;
+  if (r < 0) return lw_unsup(x, "reduction '%s'", red);
+  x->o->kernel = kernel;
+  lw_copy_inputs(x);
+  lw_p(x, r);
+  lw_p(x, lw_attr(x, "ignore_index") != NULL);
+  lw_p(x, lw_int(x, "ignore_index", 0));
+  return MP_OK;
+}
+
+/* The normalisations and losses of runtime/ops_stats.c, and the window
+ * fills. */
+static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
+  if (strcmp(t, "InstanceNormalization") == 0) {
+    x->o->kernel = MP_BOP_INSTANCENORM;
+    lw_copy_inputs(x);
+    lw_pf(x, lw_float(x, "epsilon", 1e-5));
+    return MP_OK;
+  }
+  if (strcmp(t, "LRN") == 0) {
+    x->o->kernel = MP_BOP_LRN;
+    lw_in(x, x->op->inputs[0]);
+    lw_p(x, lw_int(x, "size", 0));
+    lw_pf(x, lw_float(x, "alpha", 1e-4));
+    lw_pf(x, lw_float(x, "beta", 0.75));
+    lw_pf(x, lw_float(x, "bias", 1.0));
+    return MP_OK;
+  }
+  if (strcmp(t, "MeanVarianceNormalization") == 0) {
+    int64_t axes[MP_MAX_RANK], def[] = {0, 2, 3};
+    int n = lw_ints(x, "axes", axes, MP_MAX_RANK);
+    if (n < 0) {
+      n = 3;
+      memcpy(axes, def, sizeof def);
+    }
+    int64_t mask = 0;
+    for (int i = 0; i < n; i++) {
+      int64_t a = lw_axis(axes[i], rank);
+      if (a < 0 || a >= (int64_t)rank)
+        return lw_unsup(x, "axis %lld", (long long)axes[i]);
+      mask |= (int64_t)1 << a;
+    }
+    x->o->kernel = MP_BOP_MVN;
+    lw_in(x, x->op->inputs[0]);
+    lw_p(x, mask);
+    return MP_OK;
+  }
+  if (strcmp(t, "NegativeLogLikelihoodLoss") == 0) {
+    return lw_loss(x, MP_BOP_NLL_LOSS);
+  }
+  if (strcmp(t, "SoftmaxCrossEntropyLoss") == 0) {
+    return lw_loss(x, MP_BOP_SCE_LOSS);
+  }
+  if (strcmp(t, "HannWindow") == 0 || strcmp(t, "HammingWindow") == 0 ||
+      strcmp(t, "BlackmanWindow") == 0) {
+    return lw_window_fill(x, t);
+  }
+  return lw_unsup(x, "the runtime has no kernel for this op");
+}
+
 /* The index, layout and selection ops (runtime/ops_index.c). */
 static mp_status lw_index(lw *x, const char *t, uint32_t rank) {
   if (strcmp(t, "ArgMax") == 0 || strcmp(t, "ArgMin") == 0) {
@@ -1029,7 +1126,7 @@ static mp_status lw_index(lw *x, const char *t, uint32_t rank) {
     return MP_OK;
   }
   if (strcmp(t, "EyeLike") == 0) return lw_eye_like(x);
-  return lw_unsup(x, "the runtime has no kernel for this op");
+  return lw_stats(x, t, rank);
 }
 
 static mp_status lw_misc(lw *x, const char *t) {

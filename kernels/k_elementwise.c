@@ -227,6 +227,10 @@ static double kb_f(mp_kbinary op, double a, double b) {
 static int64_t kb_i(mp_kbinary op, int64_t a, int64_t b, bool is_unsigned) {
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
   switch (op) {
+    case MP_KB_SHL:
+      return ub >= 64 ? 0 : (int64_t)(ua << ub);
+    case MP_KB_SHR:
+      return ub >= 64 ? 0 : (int64_t)(ua >> ub);
     case MP_KB_ADD:
       return (int64_t)(ua + ub);
     case MP_KB_SUB:

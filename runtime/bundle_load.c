@@ -810,6 +810,11 @@ const char *mp_bop_name(int kernel) {
                                                   "expand",
                                                   "onehot",
                                                   "topk",
-                                                  "fpclass"};
+                                                  "fpclass",
+                                                  "instancenorm",
+                                                  "lrn",
+                                                  "mvn",
+                                                  "nll-loss",
+                                                  "sce-loss"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

@@ -144,4 +144,7 @@ static inline int64_t rd_range(op_rd *r, int64_t lo, int64_t hi) {
  * for a kernel id that is not theirs. */
 bool op_index_dispatch(op_ctx *c, bool run, bool *handled);
 
+/* The same for the ops of ops_stats.c (normalisations and losses). */
+bool op_stats_dispatch(op_ctx *c, bool run, bool *handled);
+
 #endif /* MPLAN_RUNTIME_OP_CTX_H */

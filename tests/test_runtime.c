@@ -422,6 +422,8 @@ int main(int argc, char **argv) {
   /* the index, layout and selection ops (runtime/ops_index.c): their
    * parameters, index tensors and shapes */
   test_fuzz(src, "tests/data/index_ops.onnx.bin", 1500);
+  /* normalisations, losses (class indices), BitShift, window fills */
+  test_fuzz(src, "tests/data/stats_ops.onnx.bin", 1000);
   test_no_alloc(src);
   test_data_weights(src);
   return check_exit("test_runtime");

@@ -112,7 +112,10 @@ typedef enum mp_bt_kind {
  *   TILE, EXPAND: none (the output shape says it)
  *   ONEHOT: axis (inputs: indices, values [off, on])
  *   TOPK: axis, largest (outputs: values, indices; k from their shape)
- *   FPCLASS: nan, detect_negative, detect_positive */
+ *   FPCLASS: nan, detect_negative, detect_positive
+ *   INSTANCENORM: epsilon             LRN: size, alpha, beta, bias
+ *   MVN: axes mask
+ *   NLL_LOSS, SCE_LOSS: reduction (mp_kloss), has_ignore, ignore_index */
 typedef enum mp_bop {
   MP_BOP_CONV = 1,
   MP_BOP_CONV_TRANSPOSE,
@@ -161,6 +164,11 @@ typedef enum mp_bop {
   MP_BOP_ONEHOT,
   MP_BOP_TOPK,
   MP_BOP_FPCLASS,
+  MP_BOP_INSTANCENORM,
+  MP_BOP_LRN,
+  MP_BOP_MVN,
+  MP_BOP_NLL_LOSS,
+  MP_BOP_SCE_LOSS,
   MP_BOP_COUNT
 } mp_bop;
 

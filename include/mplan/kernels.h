@@ -164,6 +164,8 @@ typedef enum mp_kbinary {
   MP_KB_XOR,
   MP_KB_MOD,  /* Python-style (sign of the divisor) */
   MP_KB_FMOD, /* C fmod (sign of the dividend) */
+  MP_KB_SHL,  /* BitShift LEFT: unsigned, 0 from a shift of the width on */
+  MP_KB_SHR,  /* BitShift RIGHT */
   MP_KB_COUNT
 } mp_kbinary;
 
@@ -344,6 +346,49 @@ void mp_k_slice(size_t es, const mp_kshape *xs, const mp_kshape *ys,
  * n_idx indices already normalised to [0, axis_len). */
 void mp_k_gather(size_t es, int64_t outer, int64_t axis_len, int64_t inner,
                  const int64_t *idx, int64_t n_idx, const void *x, void *y);
+
+/* ---- statistics (k_stats.c): f32 or f64 (d), in double ------------------ */
+
+/* InstanceNormalization of [n, c, rest]: per (n, c) mean and variance. */
+void mp_k_instancenorm(int d, int64_t n, int64_t c, int64_t rest, const void *x,
+                       const void *scale, const void *bias, double eps,
+                       void *y);
+
+/* LRN across channels of [n, c, rest]: x / (bias + alpha / size * the sum
+ * of squares over channels c - floor((size-1)/2) .. c + ceil((size-1)/2))
+ * ^ beta. */
+void mp_k_lrn(int d, int64_t n, int64_t c, int64_t rest, int64_t size,
+              double alpha, double beta, double bias, const void *x, void *y);
+
+/* MeanVarianceNormalization over the axes in mask, as ONNX's function
+ * body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9). ws holds 2 doubles
+ * per kept index. */
+void mp_k_mvn(int d, const mp_kshape *xs, uint32_t mask, const void *x, void *y,
+              double *ws);
+
+typedef enum mp_kloss {
+  MP_KLOSS_NONE = 0,
+  MP_KLOSS_SUM,
+  MP_KLOSS_MEAN
+} mp_kloss;
+
+/* NegativeLogLikelihoodLoss of input [n, c, rest] and target [n, rest]
+ * (checked: in [0, c) or the ignore index). */
+typedef struct mp_knll {
+  int64_t n, c, rest;
+  mp_kloss reduction;
+  bool has_ignore;
+  int64_t ignore;
+} mp_knll;
+
+/* loss: [n, rest] (none) or one value (sum; mean: divided by the sum of
+ * the weights applied); weight [c] or NULL (all 1). */
+void mp_k_nll_loss(int d, const mp_knll *p, const void *input,
+                   const int64_t *target, const void *weight, void *loss);
+
+/* LogSoftmax along axis 1 of [n, c, rest] (SoftmaxCrossEntropyLoss). */
+void mp_k_log_softmax_axis1(int d, int64_t n, int64_t c, int64_t rest,
+                            const void *x, void *y);
 
 /* ---- index, layout and selection (k_index.c) ----------------------------
  * Indices arrive normalised to [0, len) (the runtime checks them first). */

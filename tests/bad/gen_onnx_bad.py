@@ -275,3 +275,38 @@ outs = [("amax", I64), ("amin", I64), ("ge", F), ("sc", F), ("gnd", F),
 save("tests/data/index_ops.onnx.bin",
      model(nodes, [xi], [helper.make_tensor_value_info(o, t, None) for o, t in outs],
            inits, opset=18))
+
+# The normalisations and losses of runtime/ops_stats.c, BitShift and a
+# window fill in one small model, for the bundle fuzzer (test_runtime)
+# and the comparison with ONNX Runtime (test_ort). The labels hold the
+# ignore_index (-1) twice.
+U8 = TensorProto.UINT8
+xs_in = helper.make_tensor_value_info("x", F, [2, 4, 3, 3])
+labels = rng.integers(0, 4, (2, 3, 3)).astype(np.int64)
+labels[0, 1, 2] = labels[1, 0, 0] = -1
+inits = [
+    numpy_helper.from_array((rng.standard_normal(4) + 1).astype(np.float32), "in_scale"),
+    numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "in_bias"),
+    numpy_helper.from_array(labels, "labels"),
+    numpy_helper.from_array(np.array([1.0, 0.5, 2.0, 0.25], np.float32), "cls_w"),
+    numpy_helper.from_array(np.array([1, 2, 3, 200, 255, 16], np.uint8), "bits"),
+    numpy_helper.from_array(np.array([1, 2, 3, 1, 7, 4], np.uint8), "shifts"),
+    numpy_helper.from_array(np.array(10, np.int64), "win_size"),
+]
+nodes = [
+    helper.make_node("InstanceNormalization", ["x", "in_scale", "in_bias"], ["inorm"], name="inorm", epsilon=1e-3),
+    helper.make_node("LRN", ["x"], ["lrn"], name="lrn", size=3, alpha=0.01, beta=0.6, bias=2.0),
+    helper.make_node("MeanVarianceNormalization", ["x"], ["mvn"], name="mvn"),
+    helper.make_node("SoftmaxCrossEntropyLoss", ["x", "labels", "cls_w"], ["sce", "logp"], name="sce", ignore_index=-1),
+    helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels"], ["nll"], name="nll", reduction="none", ignore_index=-1),
+    helper.make_node("NegativeLogLikelihoodLoss", ["x", "labels", "cls_w"], ["nll_sum"], name="nll_sum", reduction="sum", ignore_index=-1),
+    helper.make_node("BitShift", ["bits", "shifts"], ["shl"], name="shl", direction="LEFT"),
+    helper.make_node("BitShift", ["bits", "shifts"], ["shr"], name="shr", direction="RIGHT"),
+    helper.make_node("HannWindow", ["win_size"], ["hann"], name="hann", periodic=0),
+    helper.make_node("BlackmanWindow", ["win_size"], ["blackman"], name="blackman"),
+]
+outs = [("inorm", F), ("lrn", F), ("mvn", F), ("sce", F), ("logp", F), ("nll", F),
+        ("nll_sum", F), ("shl", U8), ("shr", U8), ("hann", F), ("blackman", F)]
+save("tests/data/stats_ops.onnx.bin",
+     model(nodes, [xs_in], [helper.make_tensor_value_info(o, t, None) for o, t in outs],
+           inits, opset=17))

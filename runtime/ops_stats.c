@@ -1,0 +1,198 @@
+/*
+ * ops_stats.c -- check and run of the ops of kernels/k_stats.c:
+ * InstanceNormalization, LRN, MeanVarianceNormalization,
+ * NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+ *
+ * Invariants (those of ops.c, and):
+ *   1. Float tensors only (f32 or f64), all of one dtype.
+ *   2. A loss's class indices are checked at run time before the kernel
+ *      runs: each in [0, C) or equal to the ignore_index; another fails
+ *      the op with the value and the tensor named.
+ *   3. Outputs share no input's bytes.
+ */
+#include "op_ctx.h"
+
+/* y has shape want and dtype d, apart from every input. */
+static bool st_out(op_ctx *c, const mp_btensor *y, const mp_kshape *want,
+                   int d) {
+  if (y->dtype != d)
+    return op_fail(c, "output '%s' has another dtype", y->name);
+  return op_out_of_place(c, y, want);
+}
+
+/* [n, c, rest] of a tensor of rank >= 2. */
+static void st_ncr(const mp_btensor *x, int64_t *n, int64_t *ch,
+                   int64_t *rest) {
+  *n = x->shape.dims[0];
+  *ch = x->shape.dims[1];
+  *rest = 1;
+  for (uint32_t d = 2; d < x->shape.rank; d++) *rest *= x->shape.dims[d];
+}
+
+static bool st_float_in(op_ctx *c, const mp_btensor *x, uint32_t min_rank) {
+  if (!x || !mp_kd_is_float(x->dtype) || x->shape.rank < min_rank) {
+    return op_fail(c, "needs a float input of rank %u or more", min_rank);
+  }
+  return true;
+}
+
+/* ---- InstanceNormalization, LRN, MeanVarianceNormalization --------------- */
+
+static bool st_check_instancenorm(op_ctx *c) {
+  op_rd r = op_reader(c);
+  (void)rd_f(&r);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0), *s = op_in(c, 1), *b = op_in(c, 2);
+  if (c->op->n_in != 3 || c->op->n_out != 1 || !s || !b)
+    return op_fail(c, "needs X, scale and B");
+  if (!st_float_in(c, x, 2)) return false;
+  mp_kshape ch = {1, {x->shape.dims[1]}};
+  if (s->dtype != x->dtype || b->dtype != x->dtype ||
+      !op_expect_shape(c, s, &ch) || !op_expect_shape(c, b, &ch)) {
+    return op_fail(c, "scale and B must be [C] of the input's dtype");
+  }
+  return st_out(c, op_out(c, 0), &x->shape, x->dtype);
+}
+
+static bool st_run_instancenorm(op_ctx *c) {
+  op_rd r = op_reader(c);
+  double eps = rd_f(&r);
+  const mp_btensor *x = op_in(c, 0);
+  int64_t n, ch, rest;
+  st_ncr(x, &n, &ch, &rest);
+  mp_k_instancenorm(x->dtype, n, ch, rest, op_pin(c, 0), op_pin(c, 1),
+                    op_pin(c, 2), eps, op_pout(c, 0));
+  return true;
+}
+
+static bool st_check_lrn(op_ctx *c) {
+  op_rd r = op_reader(c);
+  (void)rd_range(&r, 1, 1 << 20);
+  for (int k = 0; k < 3; k++) (void)rd_f(&r);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0);
+  if (c->op->n_in != 1 || c->op->n_out != 1) return op_fail(c, "bad arity");
+  if (!st_float_in(c, x, 2)) return false;
+  return st_out(c, op_out(c, 0), &x->shape, x->dtype);
+}
+
+static bool st_run_lrn(op_ctx *c) {
+  op_rd r = op_reader(c);
+  int64_t size = rd_i(&r);
+  double alpha = rd_f(&r), beta = rd_f(&r), bias = rd_f(&r);
+  const mp_btensor *x = op_in(c, 0);
+  int64_t n, ch, rest;
+  st_ncr(x, &n, &ch, &rest);
+  mp_k_lrn(x->dtype, n, ch, rest, size, alpha, beta, bias, op_pin(c, 0),
+           op_pout(c, 0));
+  return true;
+}
+
+static bool st_check_mvn(op_ctx *c) {
+  op_rd r = op_reader(c);
+  const mp_btensor *x = op_in(c, 0);
+  if (c->op->n_in != 1 || c->op->n_out != 1) return op_fail(c, "bad arity");
+  if (!st_float_in(c, x, 1)) return false;
+  int64_t mask = rd_range(&r, 0, ((int64_t)1 << x->shape.rank) - 1);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  int64_t kept = 1;
+  for (uint32_t a = 0; a < x->shape.rank; a++) {
+    if (!((mask >> a) & 1)) kept *= x->shape.dims[a];
+  }
+  c->need_ws += (size_t)kept * 2 * sizeof(double);
+  return st_out(c, op_out(c, 0), &x->shape, x->dtype);
+}
+
+static bool st_run_mvn(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0);
+  mp_k_mvn(x->dtype, &x->shape, (uint32_t)c->op->params[0], op_pin(c, 0),
+           op_pout(c, 0), (double *)(void *)c->ws);
+  return true;
+}
+
+/* ---- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss ------------------ */
+
+/* Parameters reduction, has_ignore, ignore; inputs input (scores) [N, C,
+ * d...], target [N, d...] (i32 or i64), optional weight [C]; outputs the
+ * loss ([N, d...] or a scalar), and for SoftmaxCrossEntropyLoss an
+ * optional log_prob of the scores' shape. */
+static bool st_check_loss(op_ctx *c, bool softmax) {
+  op_rd r = op_reader(c);
+  int64_t red = rd_range(&r, MP_KLOSS_NONE, MP_KLOSS_MEAN);
+  (void)rd_range(&r, 0, 1);
+  (void)rd_i(&r);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0), *t = op_in(c, 1), *w = op_in(c, 2);
+  if (c->op->n_in < 2 || c->op->n_in > 3 || !t || c->op->n_out < 1 ||
+      c->op->n_out > (softmax ? 2u : 1u)) {
+    return op_fail(c, "bad arity");
+  }
+  if (!st_float_in(c, x, 2)) return false;
+  if (t->dtype != MP_KD_I32 && t->dtype != MP_KD_I64)
+    return op_fail(c, "target '%s' is not i32 or i64", t->name);
+  mp_kshape ts = {0, {0}};
+  for (uint32_t d = 0; d < x->shape.rank; d++) {
+    if (d != 1) ts.dims[ts.rank++] = x->shape.dims[d];
+  }
+  if (!op_expect_shape(c, t, &ts)) return false;
+  mp_kshape ch = {1, {x->shape.dims[1]}};
+  if (w && (w->dtype != x->dtype || !op_expect_shape(c, w, &ch)))
+    return op_fail(c, "weight must be [C] of the input's dtype");
+  mp_kshape scalar = {0, {0}};
+  if (!st_out(c, op_out(c, 0), red == MP_KLOSS_NONE ? &ts : &scalar, x->dtype))
+    return false;
+  if (c->op->n_out == 2 && (!st_out(c, op_out(c, 1), &x->shape, x->dtype) ||
+                            op_aliases(op_out(c, 0), op_out(c, 1)))) {
+    return op_fail(c, "log_prob must be apart, of the scores' shape");
+  }
+  c->need_ws += (size_t)op_count(t) * 8 + 64;
+  if (softmax && c->op->n_out == 1)
+    c->need_ws += (size_t)op_count(x) * mp_kd_size(x->dtype);
+  return true;
+}
+
+static bool st_run_loss(op_ctx *c, bool softmax) {
+  const int64_t *p = c->op->params;
+  const mp_btensor *x = op_in(c, 0), *t = op_in(c, 1);
+  mp_knll k = {0, 0, 0, (mp_kloss)p[0], p[1] != 0, p[2]};
+  st_ncr(x, &k.n, &k.c, &k.rest);
+  int64_t *target = (int64_t *)(void *)c->ws, nt = op_count(t);
+  for (int64_t i = 0; i < nt; i++) {
+    int64_t v = mp_k_load_i(op_pin(c, 1), t->dtype, (size_t)i);
+    if ((v < 0 || v >= k.c) && !(k.has_ignore && v == k.ignore)) {
+      return op_fail(c, "class %lld of '%s' is out of range [0, %lld)",
+                     (long long)v, t->name, (long long)k.c);
+    }
+    target[i] = v;
+  }
+  const void *in = op_pin(c, 0);
+  if (softmax) {
+    void *lp = c->op->n_out == 2 ? op_pout(c, 1)
+                                 : c->ws + ((size_t)nt * 8 + 63) / 64 * 64;
+    mp_k_log_softmax_axis1(x->dtype, k.n, k.c, k.rest, in, lp);
+    in = lp;
+  }
+  mp_k_nll_loss(x->dtype, &k, in, target, op_pin(c, 2), op_pout(c, 0));
+  return true;
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+bool op_stats_dispatch(op_ctx *c, bool run, bool *handled) {
+  *handled = true;
+  switch (c->op->kernel) {
+    case MP_BOP_INSTANCENORM:
+      return run ? st_run_instancenorm(c) : st_check_instancenorm(c);
+    case MP_BOP_LRN:
+      return run ? st_run_lrn(c) : st_check_lrn(c);
+    case MP_BOP_MVN:
+      return run ? st_run_mvn(c) : st_check_mvn(c);
+    case MP_BOP_NLL_LOSS:
+      return run ? st_run_loss(c, false) : st_check_loss(c, false);
+    case MP_BOP_SCE_LOSS:
+      return run ? st_run_loss(c, true) : st_check_loss(c, true);
+    default:
+      *handled = false;
+      return false;
+  }
+}
