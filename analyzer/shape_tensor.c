@@ -790,26 +790,60 @@ mp_status sh_nonzero(sh_ctx *c) {
   return MP_OK;
 }
 
-/* Einsum without ellipsis: every letter's size from the operands; the
- * output is explicit after "->" or the letters used once, sorted. */
+/* Einsum: every letter's size from the operands (1 broadcasts); an
+ * ellipsis stands for an operand's remaining leading dims, which
+ * broadcast across operands aligned to the right, as numpy's. The output
+ * is explicit after "->" or the ellipsis dims, then the letters used
+ * once, in ASCII order. */
 mp_status sh_einsum(sh_ctx *c) {
   const char *eq = sh_attr_s(c, "equation", NULL);
-  int64_t size[128];
+  int64_t size[128], ell[MP_MAX_RANK];
   int uses[128] = {0};
+  uint32_t n_ell = 0;
   for (int k = 0; k < 128; k++) size[k] = -1;
   if (!eq) return sh_fail(c, "equation is missing");
-  if (strstr(eq, "...")) return MP_ERR_UNSUPPORTED;
   const char *p = eq;
   for (uint32_t k = 0; k < c->n_in; k++) {
     const sh_fact *f = sh_in(c, k);
-    uint32_t j = 0;
     if (!f) return sh_fail(c, "input %u is missing", k);
+    /* letters in this term, to size the ellipsis */
+    uint32_t letters = 0;
+    bool has_ell = false;
+    for (const char *q = p; *q && *q != ',' && *q != '-'; q++) {
+      if (strncmp(q, "...", 3) == 0) {
+        has_ell = true;
+        q += 2;
+      } else if (*q != ' ') {
+        letters++;
+      }
+    }
+    if (letters > f->rank || (!has_ell && letters != f->rank)) {
+      return sh_fail(c, "equation does not match input %u", k);
+    }
+    uint32_t e = f->rank - letters, j = 0;
     for (; *p && *p != ',' && *p != '-'; p++) {
       unsigned char ch = (unsigned char)*p;
       if (ch == ' ') continue;
-      if (ch >= 128 || j >= f->rank) {
-        return sh_fail(c, "equation does not match input %u", k);
+      if (strncmp(p, "...", 3) == 0) {
+        /* dims j .. j + e - 1 broadcast into the ellipsis, right-aligned */
+        if (e > n_ell) {
+          memmove(ell + (e - n_ell), ell, n_ell * sizeof *ell);
+          for (uint32_t i = 0; i < e - n_ell; i++) ell[i] = 1;
+          n_ell = e;
+        }
+        for (uint32_t i = 0; i < e; i++) {
+          int64_t *slot = &ell[n_ell - e + i], v = f->d[j + i];
+          if (*slot != v && *slot != 1 && v != 1) {
+            return sh_fail(c, "ellipsis dims %lld and %lld do not broadcast",
+                           (long long)*slot, (long long)v);
+          }
+          if (*slot == 1) *slot = v;
+        }
+        j += e;
+        p += 2;
+        continue;
       }
+      if (ch >= 128) return sh_fail(c, "equation does not match input %u", k);
       if (size[ch] >= 0 && size[ch] != f->d[j] && f->d[j] != 1 &&
           size[ch] != 1) {
         return sh_fail(c, "letter '%c' has sizes %lld and %lld", ch,
@@ -819,7 +853,6 @@ mp_status sh_einsum(sh_ctx *c) {
       uses[ch]++;
       j++;
     }
-    if (j != f->rank) return sh_fail(c, "equation does not match input %u", k);
     if (*p == ',') p++;
   }
   int64_t d[MP_MAX_RANK];
@@ -828,12 +861,19 @@ mp_status sh_einsum(sh_ctx *c) {
     for (p += 2; *p; p++) {
       unsigned char ch = (unsigned char)*p;
       if (ch == ' ') continue;
+      if (strncmp(p, "...", 3) == 0) {
+        if (r + n_ell > MP_MAX_RANK) return sh_fail(c, "output rank too large");
+        for (uint32_t i = 0; i < n_ell; i++) d[r++] = ell[i];
+        p += 2;
+        continue;
+      }
       if (ch >= 128 || size[ch] < 0 || r == MP_MAX_RANK) {
         return sh_fail(c, "output letter '%c' is unknown", *p);
       }
       d[r++] = size[ch];
     }
   } else {
+    for (uint32_t i = 0; i < n_ell; i++) d[r++] = ell[i];
     for (int ch = 0; ch < 128; ch++) {
       if (uses[ch] != 1) continue;
       if (r == MP_MAX_RANK) return sh_fail(c, "output rank too large");

@@ -657,6 +657,12 @@ static mp_status lw_unary_op(lw *x, int u) {
 
 static mp_status lw_binary_op(lw *x, int b) {
   const mp_tensor *a = lw_t(x, 0), *c = lw_t(x, 1);
+  if (a && c && a->dtype != c->dtype && b == MP_KB_POW &&
+      !lw_attr(x, "fused_activation") && !lw_attr(x, "mplan.prologue")) {
+    x->o->kernel = MP_BOP_POW_MIXED; /* base and exponent of two dtypes */
+    lw_copy_inputs(x);
+    return MP_OK;
+  }
   if (!a || !c || a->dtype != c->dtype) {
     return lw_unsup(x, "operands of different dtypes");
   }
@@ -974,8 +980,117 @@ static mp_status lw_loss(lw *x, int kernel) {
   return MP_OK;
 }
 
-/* The normalisations and losses of runtime/ops_stats.c, and the window
- * fills. */
+/* Einsum's equation as labels (runtime/ops_linalg.c): letters, and an
+ * ellipsis spelled out as labels aligned to the right; without "->" the
+ * output is the ellipsis, then the letters seen once in ASCII order. */
+static mp_status lw_einsum(lw *x) {
+  const char *eq = lw_str(x, "equation", NULL);
+  char buf[256];
+  size_t n = 0;
+  for (const char *p = eq ? eq : ""; *p && n + 1 < sizeof buf; p++) {
+    if (*p != ' ') buf[n++] = *p;
+  }
+  buf[n] = '\0';
+  if (!eq || n + 1 >= sizeof buf) return lw_unsup(x, "equation");
+  char *arrow = strstr(buf, "->");
+  if (arrow) *arrow = '\0';
+  uint32_t n_in = x->op->n_inputs;
+  if (n_in < 1 || n_in > MP_K_MAX_OPERANDS)
+    return lw_unsup(x, "%u operands", n_in);
+  /* ids: 'A'-'Z' 0..25, 'a'-'z' 26..51 (ASCII order), ellipsis 52.. */
+  int lab[MP_K_MAX_OPERANDS][MP_MAX_RANK], rank[MP_K_MAX_OPERANDS];
+  int ell_at[MP_K_MAX_OPERANDS], letters[MP_K_MAX_OPERANDS], seen[52] = {0};
+  int ell = 0;
+  char *term = buf;
+  for (uint32_t k = 0; k < n_in; k++) {
+    char *end = strchr(term, ',');
+    if ((k + 1 < n_in) != (end != NULL))
+      return lw_unsup(x, "equation operands");
+    if (end) *end = '\0';
+    const mp_tensor *t = lw_t(x, k);
+    if (!t) return lw_unsup(x, "an omitted operand");
+    rank[k] = (int)t->rank;
+    letters[k] = 0;
+    ell_at[k] = -1;
+    for (const char *p = term; *p; p++) {
+      if (strncmp(p, "...", 3) == 0 && ell_at[k] < 0) {
+        ell_at[k] = letters[k];
+        p += 2;
+        continue;
+      }
+      bool up = *p >= 'A' && *p <= 'Z', lo = *p >= 'a' && *p <= 'z';
+      if (!up && !lo) return lw_unsup(x, "equation character '%c'", *p);
+      if (letters[k] >= MP_MAX_RANK) return lw_unsup(x, "equation rank");
+      int id = up ? *p - 'A' : 26 + *p - 'a';
+      lab[k][letters[k]++] = id;
+      seen[id]++;
+    }
+    int e = rank[k] - letters[k];
+    if (e < 0 || (ell_at[k] < 0 && e != 0)) {
+      return lw_unsup(x, "operand %u has rank %d, not the equation's", k,
+                      rank[k]);
+    }
+    ell = e > ell ? e : ell;
+    term = end ? end + 1 : term;
+  }
+  int out[MP_MAX_RANK], n_out = 0;
+  if (arrow) {
+    for (const char *p = arrow + 2; *p; p++) {
+      if (n_out >= MP_MAX_RANK) return lw_unsup(x, "equation rank");
+      if (strncmp(p, "...", 3) == 0) {
+        for (int j = 0; j < ell && n_out < MP_MAX_RANK; j++)
+          out[n_out++] = 52 + j;
+        p += 2;
+        continue;
+      }
+      bool up = *p >= 'A' && *p <= 'Z', lo = *p >= 'a' && *p <= 'z';
+      if (!up && !lo) return lw_unsup(x, "equation character '%c'", *p);
+      out[n_out++] = up ? *p - 'A' : 26 + *p - 'a';
+    }
+  } else {
+    for (int j = 0; j < ell && n_out < MP_MAX_RANK; j++) out[n_out++] = 52 + j;
+    for (int id = 0; id < 52; id++) {
+      if (seen[id] == 1 && n_out < MP_MAX_RANK) out[n_out++] = id;
+    }
+  }
+  /* Compact ids: output labels first, in order, then the summed ones in
+   * order of first appearance (the kernel sums the last fastest). */
+  int map[52 + MP_MAX_RANK], n_labels = 0;
+  for (int i = 0; i < 52 + MP_MAX_RANK; i++) map[i] = -1;
+  for (int a = 0; a < n_out; a++) {
+    if (map[out[a]] < 0) map[out[a]] = n_labels++;
+  }
+  x->o->kernel = MP_BOP_EINSUM;
+  lw_copy_inputs(x);
+  int ids[MP_K_MAX_OPERANDS][MP_MAX_RANK];
+  for (uint32_t k = 0; k < n_in; k++) {
+    int e = rank[k] - letters[k], a = 0;
+    for (int i = 0; i <= letters[k]; i++) {
+      if (i == ell_at[k]) {
+        for (int j = ell - e; j < ell; j++) ids[k][a++] = 52 + j;
+      }
+      if (i < letters[k]) ids[k][a++] = lab[k][i];
+    }
+    for (int i = 0; i < rank[k]; i++) {
+      if (map[ids[k][i]] < 0) map[ids[k][i]] = n_labels++;
+    }
+  }
+  lw_p(x, n_in);
+  lw_p(x, n_labels);
+  for (uint32_t k = 0; k < n_in; k++) {
+    lw_p(x, rank[k]);
+    for (int i = 0; i < rank[k]; i++) lw_p(x, map[ids[k][i]]);
+  }
+  lw_p(x, n_out);
+  for (int a = 0; a < n_out; a++) {
+    if (map[out[a]] < 0) return lw_unsup(x, "an output label on no operand");
+    lw_p(x, map[out[a]]);
+  }
+  return MP_OK;
+}
+
+/* The normalisations and losses of runtime/ops_stats.c, the window fills,
+ * Einsum, Det and ReverseSequence. */
 static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
   if (strcmp(t, "InstanceNormalization") == 0) {
     x->o->kernel = MP_BOP_INSTANCENORM;
@@ -1020,6 +1135,23 @@ static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
   if (strcmp(t, "HannWindow") == 0 || strcmp(t, "HammingWindow") == 0 ||
       strcmp(t, "BlackmanWindow") == 0) {
     return lw_window_fill(x, t);
+  }
+  if (strcmp(t, "Einsum") == 0) return lw_einsum(x);
+  if (strcmp(t, "Det") == 0) {
+    x->o->kernel = MP_BOP_DET;
+    lw_in(x, x->op->inputs[0]);
+    return MP_OK;
+  }
+  if (strcmp(t, "ReverseSequence") == 0) {
+    int64_t ta = lw_int(x, "time_axis", 0), ba = lw_int(x, "batch_axis", 1);
+    if (!((ta == 0 && ba == 1) || (ta == 1 && ba == 0))) {
+      return lw_unsup(x, "time_axis %lld with batch_axis %lld", (long long)ta,
+                      (long long)ba);
+    }
+    x->o->kernel = MP_BOP_REVERSE_SEQUENCE;
+    lw_copy_inputs(x);
+    lw_p(x, ta);
+    return MP_OK;
   }
   return lw_unsup(x, "the runtime has no kernel for this op");
 }

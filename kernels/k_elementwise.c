@@ -378,3 +378,15 @@ void mp_k_cast(int dx, const void *x, int dy, void *y, size_t n) {
     }
   }
 }
+
+void mp_k_pow_mixed(const mp_kbcast *bc, int da, const void *a, int db,
+                    const void *b, int dy, void *y) {
+  int64_t n = kb_count(bc);
+  kb_iter it = {{0}, 0, 0, 0};
+  for (int64_t i = 0; i < n; i++) {
+    double v =
+        pow(mp_k_load(a, da, (size_t)it.ia), mp_k_load(b, db, (size_t)it.ib));
+    mp_k_store(y, dy, (size_t)i, v);
+    kb_next(bc, &it);
+  }
+}

@@ -338,3 +338,18 @@ void mp_k_fpclass(int d, bool nan, bool neg, bool pos, const void *x,
     y[i] = nan ? v != v : (isinf(v) && ((v > 0 && pos) || (v < 0 && neg)));
   }
 }
+
+void mp_k_reverse_sequence(size_t es, bool time_major, int64_t t, int64_t b,
+                           int64_t rest, const int64_t *lens, const void *x,
+                           void *y) {
+  for (int64_t bi = 0; bi < b; bi++) {
+    for (int64_t ti = 0; ti < t; ti++) {
+      int64_t from = ti < lens[bi] ? lens[bi] - 1 - ti : ti;
+      int64_t to_at = time_major ? ti * b + bi : bi * t + ti;
+      int64_t from_at = time_major ? from * b + bi : bi * t + from;
+      memcpy((char *)y + (size_t)(to_at * rest) * es,
+             (const char *)x + (size_t)(from_at * rest) * es,
+             (size_t)rest * es);
+    }
+  }
+}

@@ -815,6 +815,10 @@ const char *mp_bop_name(int kernel) {
                                                   "lrn",
                                                   "mvn",
                                                   "nll-loss",
-                                                  "sce-loss"};
+                                                  "sce-loss",
+                                                  "einsum",
+                                                  "det",
+                                                  "reverse-sequence",
+                                                  "pow-mixed"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

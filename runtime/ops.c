@@ -2380,6 +2380,7 @@ static bool op_dispatch(op_ctx *c, bool run) {
       bool handled = false;
       bool ok = op_index_dispatch(c, run, &handled);
       if (!handled) ok = op_stats_dispatch(c, run, &handled);
+      if (!handled) ok = op_linalg_dispatch(c, run, &handled);
       return handled ? ok : op_fail(c, "unknown kernel id %u", c->op->kernel);
     }
   }

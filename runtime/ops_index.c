@@ -510,6 +510,67 @@ static bool ix_run_fpclass(op_ctx *c) {
   return true;
 }
 
+/* ---- ReverseSequence, Pow of two dtypes ------------------------------------
+ */
+
+static bool ix_check_reverse_sequence(op_ctx *c) {
+  op_rd r = op_reader(c);
+  (void)rd_range(&r, 0, 1);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0), *l = op_in(c, 1);
+  if (!x || !l || c->op->n_in != 2 || c->op->n_out != 1 || x->shape.rank < 2)
+    return op_fail(c, "needs a tensor of rank 2 or more and sequence_lens");
+  int64_t b = x->shape.dims[c->op->params[0] == 0 ? 1 : 0]; /* batch */
+  if (l->dtype != MP_KD_I64 || l->shape.rank != 1 || l->shape.dims[0] != b)
+    return op_fail(c, "sequence_lens '%s' is not i64 [%lld]", l->name,
+                   (long long)b);
+  const mp_btensor *y = op_out(c, 0);
+  if (y->dtype != x->dtype) return op_fail(c, "output dtype differs");
+  c->need_ws += (size_t)b * 8;
+  return ix_out(c, y, &x->shape, false);
+}
+
+static bool ix_run_reverse_sequence(op_ctx *c) {
+  bool time_major = c->op->params[0] == 0; /* time_axis 0 */
+  const mp_btensor *x = op_in(c, 0);
+  int64_t t = x->shape.dims[time_major ? 0 : 1];
+  int64_t b = x->shape.dims[time_major ? 1 : 0];
+  int64_t rest = op_div(op_count(x), t * b);
+  int64_t *lens = (int64_t *)(void *)c->ws;
+  for (int64_t i = 0; i < b; i++) {
+    lens[i] = mp_k_load_i(op_pin(c, 1), MP_KD_I64, (size_t)i);
+    if (lens[i] < 1 || lens[i] > t) {
+      return op_fail(c, "sequence length %lld is not in [1, %lld]",
+                     (long long)lens[i], (long long)t);
+    }
+  }
+  mp_k_reverse_sequence(mp_kd_size(x->dtype), time_major, t, b, rest, lens,
+                        op_pin(c, 0), op_pout(c, 0));
+  return true;
+}
+
+static bool ix_check_pow_mixed(op_ctx *c) {
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1);
+  if (!a || !b || c->op->n_in != 2 || c->op->n_out != 1 || c->op->n_params)
+    return op_fail(c, "bad arity or parameters");
+  const mp_btensor *y = op_out(c, 0);
+  if (y->dtype != a->dtype || a->dtype == MP_KD_BOOL || b->dtype == MP_KD_BOOL)
+    return op_fail(c, "needs numeric operands and the base's dtype out");
+  mp_kbcast bc;
+  if (!mp_k_bcast_init(&bc, &y->shape, &a->shape, &b->shape, NULL))
+    return op_fail(c, "operands do not broadcast to the output");
+  return ix_out(c, y, &y->shape, false);
+}
+
+static bool ix_run_pow_mixed(op_ctx *c) {
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
+  mp_kbcast bc;
+  (void)mp_k_bcast_init(&bc, &y->shape, &a->shape, &b->shape, NULL);
+  mp_k_pow_mixed(&bc, a->dtype, op_pin(c, 0), b->dtype, op_pin(c, 1), y->dtype,
+                 op_pout(c, 0));
+  return true;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 bool op_index_dispatch(op_ctx *c, bool run, bool *handled) {
@@ -543,6 +604,10 @@ bool op_index_dispatch(op_ctx *c, bool run, bool *handled) {
       return run ? ix_run_topk(c) : ix_check_topk(c);
     case MP_BOP_FPCLASS:
       return run ? ix_run_fpclass(c) : ix_check_fpclass(c);
+    case MP_BOP_REVERSE_SEQUENCE:
+      return run ? ix_run_reverse_sequence(c) : ix_check_reverse_sequence(c);
+    case MP_BOP_POW_MIXED:
+      return run ? ix_run_pow_mixed(c) : ix_check_pow_mixed(c);
     default:
       *handled = false;
       return false;

@@ -463,7 +463,10 @@ mp_status mp_runner_run(const char *source, const void *bundle, size_t len,
     if (st != MP_OK) mp_error_prefix(err, "%s", source);
   }
   if (st == MP_OK) st = rn_inputs(source, b, rt, inputs, in_len, o, a, err);
-  if (st == MP_OK) st = mp_rt_run(rt, err);
+  if (st == MP_OK) {
+    st = mp_rt_run(rt, err);
+    if (st != MP_OK) mp_error_prefix(err, "%s", source);
+  }
   if (st == MP_OK && outputs) {
     mp_tensors_begin(outputs, (uint32_t)mp_bundle_output_count(b));
     for (size_t i = 0; i < mp_bundle_output_count(b); i++) {

@@ -115,7 +115,10 @@ typedef enum mp_bt_kind {
  *   FPCLASS: nan, detect_negative, detect_positive
  *   INSTANCENORM: epsilon             LRN: size, alpha, beta, bias
  *   MVN: axes mask
- *   NLL_LOSS, SCE_LOSS: reduction (mp_kloss), has_ignore, ignore_index */
+ *   NLL_LOSS, SCE_LOSS: reduction (mp_kloss), has_ignore, ignore_index
+ *   EINSUM: n_in, n_labels, per operand rank and its labels, the output's
+ *       rank and labels (runtime/ops_linalg.c)
+ *   DET, POW_MIXED: none              REVERSE_SEQUENCE: time_axis */
 typedef enum mp_bop {
   MP_BOP_CONV = 1,
   MP_BOP_CONV_TRANSPOSE,
@@ -169,6 +172,10 @@ typedef enum mp_bop {
   MP_BOP_MVN,
   MP_BOP_NLL_LOSS,
   MP_BOP_SCE_LOSS,
+  MP_BOP_EINSUM,
+  MP_BOP_DET,
+  MP_BOP_REVERSE_SEQUENCE,
+  MP_BOP_POW_MIXED,
   MP_BOP_COUNT
 } mp_bop;
 

@@ -347,6 +347,42 @@ void mp_k_slice(size_t es, const mp_kshape *xs, const mp_kshape *ys,
 void mp_k_gather(size_t es, int64_t outer, int64_t axis_len, int64_t inner,
                  const int64_t *idx, int64_t n_idx, const void *x, void *y);
 
+/* ---- Einsum and Det (k_linalg.c): floats, in double ---------------------- */
+
+#define MP_K_MAX_LABELS 64
+#define MP_K_MAX_OPERANDS 8
+
+/* Einsum as strides per label: operand k's element for a label assignment
+ * is at sum(stride[k][l] * index[l]) (a label on two axes of one operand,
+ * a diagonal, has the sum of their strides; a broadcast dim has 0), the
+ * output's at sum(ystride[l] * index[l]) (0 for a summed label). */
+typedef struct mp_keinsum {
+  uint32_t n_in, n_labels;
+  int64_t dim[MP_K_MAX_LABELS];
+  int64_t stride[MP_K_MAX_OPERANDS][MP_K_MAX_LABELS];
+  int64_t ystride[MP_K_MAX_LABELS];
+  int64_t n_out;
+} mp_keinsum;
+
+/* acc holds n_out doubles. */
+void mp_k_einsum(int d, const mp_keinsum *p, const void *const *x, void *y,
+                 double *acc);
+
+/* Det of batches square n x n matrices; a holds n * n doubles. */
+void mp_k_det(int d, int64_t batches, int64_t n, const void *x, void *y,
+              double *a);
+
+/* ReverseSequence: x [T, B, rest] (time_major) or [B, T, rest]; batch b's
+ * first lens[b] steps reversed (lens checked: 1..T), the rest copied. */
+void mp_k_reverse_sequence(size_t es, bool time_major, int64_t t, int64_t b,
+                           int64_t rest, const int64_t *lens, const void *x,
+                           void *y);
+
+/* Pow of operands of two dtypes (da, db) to dy, in double (a numpy-style
+ * bc from mp_k_bcast_init). */
+void mp_k_pow_mixed(const mp_kbcast *bc, int da, const void *a, int db,
+                    const void *b, int dy, void *y);
+
 /* ---- statistics (k_stats.c): f32 or f64 (d), in double ------------------ */
 
 /* InstanceNormalization of [n, c, rest]: per (n, c) mean and variance. */

@@ -310,3 +310,31 @@ outs = [("inorm", F), ("lrn", F), ("mvn", F), ("sce", F), ("logp", F), ("nll", F
 save("tests/data/stats_ops.onnx.bin",
      model(nodes, [xs_in], [helper.make_tensor_value_info(o, t, None) for o, t in outs],
            inits, opset=17))
+
+# Einsum (a batched product with an ellipsis, a diagonal, a broadcast dim
+# of 1, an implicit output, three operands), Det, ReverseSequence and Pow
+# of two dtypes, for the bundle fuzzer (test_runtime) and the comparison
+# with ONNX Runtime (test_ort).
+I32 = TensorProto.INT32
+xe = helper.make_tensor_value_info("x", F, [2, 3, 3])
+inits = [
+    numpy_helper.from_array(rng.standard_normal((1, 3, 4)).astype(np.float32), "e_w"),
+    numpy_helper.from_array(rng.standard_normal((4,)).astype(np.float32), "e_v"),
+    numpy_helper.from_array(np.array([3, 1], np.int64), "seq_lens"),
+    numpy_helper.from_array(np.array([2, 3, 0, 1, -1, 2], np.int32), "pow_e"),
+]
+nodes = [
+    helper.make_node("Einsum", ["x", "e_w"], ["e_mm"], name="e_mm", equation="...ij,...jk->...ik"),
+    helper.make_node("Einsum", ["x"], ["e_diag"], name="e_diag", equation="bii->bi"),
+    helper.make_node("Einsum", ["x", "e_w", "e_v"], ["e_three"], name="e_three", equation="bij,zjk,k"),
+    helper.make_node("Einsum", ["x"], ["e_trace"], name="e_trace", equation="bii"),
+    helper.make_node("Det", ["x"], ["det"], name="det"),
+    helper.make_node("ReverseSequence", ["x", "seq_lens"], ["rev"], name="rev", time_axis=1, batch_axis=0),
+    helper.make_node("Reshape", ["x", "pow_shape"], ["x6"], name="x6"),
+    helper.make_node("Pow", ["x6", "pow_e"], ["pow"], name="pow"),
+]
+inits.append(numpy_helper.from_array(np.array([3, 6], np.int64), "pow_shape"))
+outs = ["e_mm", "e_diag", "e_three", "e_trace", "det", "rev", "pow"]
+save("tests/data/linalg_ops.onnx.bin",
+     model(nodes, [xe], [helper.make_tensor_value_info(o, F, None) for o in outs],
+           inits, opset=17))
