@@ -1258,6 +1258,29 @@ static mp_status lw_index(lw *x, const char *t, uint32_t rank) {
     return MP_OK;
   }
   if (strcmp(t, "EyeLike") == 0) return lw_eye_like(x);
+  if (strcmp(t, "GridSample") == 0) {
+    const char *m = lw_str(x, "mode", "bilinear");
+    const char *pm = lw_str(x, "padding_mode", "zeros");
+    int mode = strcmp(m, "bilinear") == 0 || strcmp(m, "linear") == 0
+                   ? MP_KGRID_BILINEAR
+               : strcmp(m, "nearest") == 0 ? MP_KGRID_NEAREST
+               : strcmp(m, "bicubic") == 0 || strcmp(m, "cubic") == 0
+                   ? MP_KGRID_BICUBIC
+                   : -1;
+    int pad = strcmp(pm, "zeros") == 0        ? MP_KGRID_ZEROS
+              : strcmp(pm, "border") == 0     ? MP_KGRID_BORDER
+              : strcmp(pm, "reflection") == 0 ? MP_KGRID_REFLECTION
+                                              : -1;
+    if (mode < 0 || pad < 0) {
+      return lw_unsup(x, "mode '%s' with padding_mode '%s'", m, pm);
+    }
+    x->o->kernel = MP_BOP_GRID_SAMPLE;
+    lw_copy_inputs(x);
+    lw_p(x, mode);
+    lw_p(x, pad);
+    lw_p(x, lw_int(x, "align_corners", 0) != 0);
+    return MP_OK;
+  }
   return lw_stats(x, t, rank);
 }
 

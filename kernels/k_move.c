@@ -230,3 +230,111 @@ void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
     }
   }
 }
+
+/* GridSample (kernels.h): ONNX's steps, in double. */
+static double kg_reflect(double x, double lo, double hi) {
+  double rng = hi - lo;
+  if (rng <= 0) return lo;
+  if (x < lo) {
+    double dx = lo - x, n = floor(dx / rng), r = dx - n * rng;
+    return fmod(n, 2) == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    double dx = x - hi, n = floor(dx / rng), r = dx - n * rng;
+    return fmod(n, 2) == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+static double kg_clamp(double v, double lo, double hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Pixel (r, c) of one plane with the padding mode; border holds x_min,
+ * y_min, x_max, y_max. */
+static double kg_pixel(const mp_kgrid *p, int d, const void *x, size_t plane,
+                       int64_t r, int64_t c, const double *border) {
+  int64_t h = p->h, w = p->w;
+  if (p->padding == MP_KGRID_ZEROS) {
+    if (r < 0 || r >= h || c < 0 || c >= w) return 0;
+  } else if (p->padding == MP_KGRID_BORDER) {
+    r = r < 0 ? 0 : r >= h ? h - 1 : r;
+    c = c < 0 ? 0 : c >= w ? w - 1 : c;
+  } else {
+    c = (int64_t)kg_reflect((double)c, border[0], border[2]);
+    r = (int64_t)kg_reflect((double)r, border[1], border[3]);
+    r = r < 0 ? 0 : r >= h ? h - 1 : r;
+    c = c < 0 ? 0 : c >= w ? w - 1 : c;
+  }
+  return mp_k_load(x, d, plane + (size_t)(r * w + c));
+}
+
+static void kg_cubic(double t, double *cf) {
+  const double a = -0.75;
+  double u = t + 1, v = 1 - t, s = 2 - t;
+  cf[0] = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
+  cf[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
+  cf[2] = ((a + 2) * v - (a + 3)) * v * v + 1;
+  cf[3] = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+}
+
+void mp_k_grid_sample(const mp_kgrid *p, int d, const void *x, int dg,
+                      const void *grid, void *y) {
+  double lo_x = p->align ? 0 : -0.5, lo_y = lo_x;
+  double hi_x = p->align ? (double)(p->w - 1) : (double)p->w - 0.5;
+  double hi_y = p->align ? (double)(p->h - 1) : (double)p->h - 0.5;
+  double border[4] = {lo_x, lo_y, hi_x, hi_y};
+  int64_t hw = p->ho * p->wo;
+  for (int64_t n = 0; n < p->n; n++) {
+    for (int64_t i = 0; i < hw; i++) {
+      size_t g = (size_t)((n * hw + i) * 2);
+      double gx = mp_k_load(grid, dg, g), gy = mp_k_load(grid, dg, g + 1);
+      double fx = p->align ? (gx + 1) / 2 * (double)(p->w - 1)
+                           : ((gx + 1) * (double)p->w - 1) / 2;
+      double fy = p->align ? (gy + 1) / 2 * (double)(p->h - 1)
+                           : ((gy + 1) * (double)p->h - 1) / 2;
+      if (p->mode == MP_KGRID_NEAREST) fx = nearbyint(fx), fy = nearbyint(fy);
+      if (fx < lo_x || fx > hi_x || fy < lo_y || fy > hi_y) {
+        if (p->padding == MP_KGRID_BORDER && p->mode != MP_KGRID_BICUBIC) {
+          fx = kg_clamp(fx, 0, (double)(p->w - 1));
+          fy = kg_clamp(fy, 0, (double)(p->h - 1));
+        } else if (p->padding == MP_KGRID_REFLECTION) {
+          fx = kg_reflect(fx, lo_x, hi_x);
+          fy = kg_reflect(fy, lo_y, hi_y);
+        }
+      }
+      for (int64_t c = 0; c < p->c; c++) {
+        size_t plane = (size_t)((n * p->c + c) * p->h * p->w);
+        double v = 0;
+        if (fx != fx || fy != fy) {
+          v = 0; /* a NaN grid position reads nothing */
+        } else if (p->mode == MP_KGRID_NEAREST) {
+          v = kg_pixel(p, d, x, plane, (int64_t)fy, (int64_t)fx, border);
+        } else if (p->mode == MP_KGRID_BILINEAR) {
+          double x1 = floor(fx), y1 = floor(fy);
+          double dx2 = x1 + 1 - fx, dx1 = fx - x1, dy2 = y1 + 1 - fy,
+                 dy1 = fy - y1;
+          int64_t c1 = (int64_t)x1, r1 = (int64_t)y1;
+          double p11 = kg_pixel(p, d, x, plane, r1, c1, border);
+          double p12 = kg_pixel(p, d, x, plane, r1, c1 + 1, border);
+          double p21 = kg_pixel(p, d, x, plane, r1 + 1, c1, border);
+          double p22 = kg_pixel(p, d, x, plane, r1 + 1, c1 + 1, border);
+          v = dy2 * (dx2 * p11 + dx1 * p12) + dy1 * (dx2 * p21 + dx1 * p22);
+        } else {
+          double x0 = floor(fx), y0 = floor(fy), cx[4], cy[4];
+          kg_cubic(fx - x0, cx);
+          kg_cubic(fy - y0, cy);
+          for (int64_t j = 0; j < 4; j++) {
+            double row = 0;
+            for (int64_t k = 0; k < 4; k++) {
+              row += cx[k] * kg_pixel(p, d, x, plane, (int64_t)y0 - 1 + j,
+                                      (int64_t)x0 - 1 + k, border);
+            }
+            v += cy[j] * row;
+          }
+        }
+        mp_k_store(y, d, (size_t)((n * p->c + c) * hw + i), v);
+      }
+    }
+  }
+}

@@ -819,6 +819,7 @@ const char *mp_bop_name(int kernel) {
                                                   "einsum",
                                                   "det",
                                                   "reverse-sequence",
-                                                  "pow-mixed"};
+                                                  "pow-mixed",
+                                                  "grid-sample"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

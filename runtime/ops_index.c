@@ -571,6 +571,47 @@ static bool ix_run_pow_mixed(op_ctx *c) {
   return true;
 }
 
+/* ---- GridSample ------------------------------------------------------------
+ */
+
+static bool ix_grid(op_ctx *c, mp_kgrid *g) {
+  op_rd r = op_reader(c);
+  memset(g, 0, sizeof *g);
+  g->mode = (mp_kgrid_mode)rd_range(&r, 0, MP_KGRID_BICUBIC);
+  g->padding = (mp_kgrid_padding)rd_range(&r, 0, MP_KGRID_REFLECTION);
+  g->align = rd_range(&r, 0, 1) != 0;
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0), *gr = op_in(c, 1);
+  if (!x || !gr || c->op->n_in != 2 || c->op->n_out != 1)
+    return op_fail(c, "needs X and grid");
+  if (x->shape.rank != 4 || gr->shape.rank != 4 || gr->shape.dims[3] != 2 ||
+      gr->shape.dims[0] != x->shape.dims[0] || !mp_kd_is_float(x->dtype) ||
+      !mp_kd_is_float(gr->dtype)) {
+    return op_fail(c, "needs float X [N, C, H, W] and grid [N, Ho, Wo, 2]");
+  }
+  g->n = x->shape.dims[0], g->c = x->shape.dims[1];
+  g->h = x->shape.dims[2], g->w = x->shape.dims[3];
+  g->ho = gr->shape.dims[1], g->wo = gr->shape.dims[2];
+  return true;
+}
+
+static bool ix_check_grid_sample(op_ctx *c) {
+  mp_kgrid g;
+  if (!ix_grid(c, &g)) return false;
+  const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
+  if (y->dtype != x->dtype) return op_fail(c, "output dtype differs");
+  mp_kshape want = {4, {g.n, g.c, g.ho, g.wo}};
+  return ix_out(c, y, &want, false);
+}
+
+static bool ix_run_grid_sample(op_ctx *c) {
+  mp_kgrid g;
+  if (!ix_grid(c, &g)) return false;
+  mp_k_grid_sample(&g, op_in(c, 0)->dtype, op_pin(c, 0), op_in(c, 1)->dtype,
+                   op_pin(c, 1), op_pout(c, 0));
+  return true;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 bool op_index_dispatch(op_ctx *c, bool run, bool *handled) {
@@ -608,6 +649,8 @@ bool op_index_dispatch(op_ctx *c, bool run, bool *handled) {
       return run ? ix_run_reverse_sequence(c) : ix_check_reverse_sequence(c);
     case MP_BOP_POW_MIXED:
       return run ? ix_run_pow_mixed(c) : ix_check_pow_mixed(c);
+    case MP_BOP_GRID_SAMPLE:
+      return run ? ix_run_grid_sample(c) : ix_check_grid_sample(c);
     default:
       *handled = false;
       return false;

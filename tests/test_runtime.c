@@ -426,6 +426,8 @@ int main(int argc, char **argv) {
   test_fuzz(src, "tests/data/stats_ops.onnx.bin", 1000);
   /* Einsum's label strides, Det, ReverseSequence, Pow of two dtypes */
   test_fuzz(src, "tests/data/linalg_ops.onnx.bin", 1000);
+  /* GridSample's modes, padding modes and positions outside the grid */
+  test_fuzz(src, "tests/data/grid_ops.onnx.bin", 1000);
   test_no_alloc(src);
   test_data_weights(src);
   return check_exit("test_runtime");

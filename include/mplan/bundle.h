@@ -118,7 +118,8 @@ typedef enum mp_bt_kind {
  *   NLL_LOSS, SCE_LOSS: reduction (mp_kloss), has_ignore, ignore_index
  *   EINSUM: n_in, n_labels, per operand rank and its labels, the output's
  *       rank and labels (runtime/ops_linalg.c)
- *   DET, POW_MIXED: none              REVERSE_SEQUENCE: time_axis */
+ *   DET, POW_MIXED: none              REVERSE_SEQUENCE: time_axis
+ *   GRID_SAMPLE: mode (mp_kgrid_mode), padding (mp_kgrid_padding), align */
 typedef enum mp_bop {
   MP_BOP_CONV = 1,
   MP_BOP_CONV_TRANSPOSE,
@@ -176,6 +177,7 @@ typedef enum mp_bop {
   MP_BOP_DET,
   MP_BOP_REVERSE_SEQUENCE,
   MP_BOP_POW_MIXED,
+  MP_BOP_GRID_SAMPLE,
   MP_BOP_COUNT
 } mp_bop;
 

@@ -347,6 +347,33 @@ void mp_k_slice(size_t es, const mp_kshape *xs, const mp_kshape *ys,
 void mp_k_gather(size_t es, int64_t outer, int64_t axis_len, int64_t inner,
                  const int64_t *idx, int64_t n_idx, const void *x, void *y);
 
+/* GridSample of a 4-D x [n, c, h, w] at grid [n, ho, wo, 2] (x, y in
+ * [-1, 1]) to y [n, c, ho, wo]: the position un-normalised (align_corners
+ * or not), rounded half to even for nearest, clamped (border) or
+ * reflected (reflection) when outside, then each tap read with the
+ * padding mode (zeros: 0 outside). Bicubic with border padding clamps each
+ * tap, not the position, as ONNX Runtime and PyTorch do (clamping the
+ * position first moves taps inside; test_ort's grid_ops found it). Floats,
+ * in double (k_move.c). */
+typedef enum mp_kgrid_mode {
+  MP_KGRID_BILINEAR = 0,
+  MP_KGRID_NEAREST,
+  MP_KGRID_BICUBIC
+} mp_kgrid_mode;
+typedef enum mp_kgrid_padding {
+  MP_KGRID_ZEROS = 0,
+  MP_KGRID_BORDER,
+  MP_KGRID_REFLECTION
+} mp_kgrid_padding;
+typedef struct mp_kgrid {
+  int64_t n, c, h, w, ho, wo;
+  mp_kgrid_mode mode;
+  mp_kgrid_padding padding;
+  bool align;
+} mp_kgrid;
+void mp_k_grid_sample(const mp_kgrid *p, int d, const void *x, int dg,
+                      const void *grid, void *y);
+
 /* ---- Einsum and Det (k_linalg.c): floats, in double ---------------------- */
 
 #define MP_K_MAX_LABELS 64

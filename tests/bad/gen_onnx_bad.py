@@ -338,3 +338,22 @@ outs = ["e_mm", "e_diag", "e_three", "e_trace", "det", "rev", "pow"]
 save("tests/data/linalg_ops.onnx.bin",
      model(nodes, [xe], [helper.make_tensor_value_info(o, F, None) for o in outs],
            inits, opset=17))
+
+# GridSample in every mode (bilinear, nearest, bicubic), padding mode
+# (zeros, border, reflection) and align_corners, at grid positions up to
+# 1.6x outside [-1, 1] (the seeded input times 1.6), for the comparison
+# with ONNX Runtime (test_ort) and the bundle fuzzer (test_runtime).
+xg = helper.make_tensor_value_info("x", F, [1, 2, 4, 5])
+gg = helper.make_tensor_value_info("g", F, [1, 3, 4, 2])
+nodes = [helper.make_node("Mul", ["g", "spread"], ["grid"], name="spread")]
+outs = []
+for mode in ["bilinear", "nearest", "bicubic"]:
+    for pad in ["zeros", "border", "reflection"]:
+        for align in [0, 1]:
+            o = "gs_%s_%s_%d" % (mode, pad, align)
+            nodes.append(helper.make_node("GridSample", ["x", "grid"], [o], name=o, mode=mode,
+                                          padding_mode=pad, align_corners=align))
+            outs.append(o)
+save("tests/data/grid_ops.onnx.bin",
+     model(nodes, [xg, gg], [helper.make_tensor_value_info(o, F, None) for o in outs],
+           [numpy_helper.from_array(np.array(1.6, np.float32), "spread")], opset=16))
