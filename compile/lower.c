@@ -800,13 +800,14 @@ static mp_status lw_resize(lw *x) {
   const char *nm = lw_str(x, "nearest_mode", "round_prefer_floor");
   int lin = strcmp(mode, "linear") == 0    ? 1
             : strcmp(mode, "nearest") == 0 ? 0
+            : strcmp(mode, "cubic") == 0   ? 2
                                            : -1;
   int c = mp_k_coord_named(ct), n = mp_k_nearest_named(nm);
   if (lin < 0 || c < 0 || n < 0 || lw_int(x, "antialias", 0) ||
       lw_attr(x, "axes")) {
     return lw_unsup(x,
                     "mode '%s', coordinate_transformation_mode '%s' "
-                    "(cubic, tf_crop_and_resize, antialias and axes are not "
+                    "(tf_crop_and_resize, antialias and axes are not "
                     "supported)",
                     mode, ct);
   }
@@ -828,6 +829,10 @@ static mp_status lw_resize(lw *x) {
                    ? scales[i]
                    : (double)lw_dim(x, y, i) / (double)lw_dim(x, in, i);
     lw_pf(x, s);
+  }
+  if (lin == 2) {
+    lw_pf(x, lw_float(x, "cubic_coeff_a", -0.75));
+    lw_p(x, lw_int(x, "exclude_outside", 0) != 0);
   }
   return MP_OK;
 }

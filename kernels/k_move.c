@@ -183,6 +183,64 @@ int mp_k_nearest_named(const char *name) {
   return -1;
 }
 
+/* One axis of a cubic resize: the taps of output index o (their input
+ * indices, clamped to the edge, and weights; zero weights left out) as
+ * ONNX's reference picks them: the position x, f = ceil(x) - 1 and
+ * t = x - f in (0, 1], taps f - 1 .. f + 2. */
+static int kr_cubic_taps(const mp_kresize *p, uint32_t a, int64_t o,
+                         int64_t *at, double *w) {
+  double x = kr_coord(p, a, o), f = ceil(x) - 1, t = x - f, A = p->cubic_a;
+  double u = t + 1, v = 1 - t, s = 2 - t;
+  double c[4] = {((A * u - 5 * A) * u + 8 * A) * u - 4 * A,
+                 ((A + 2) * t - (A + 3)) * t * t + 1,
+                 ((A + 2) * v - (A + 3)) * v * v + 1,
+                 ((A * s - 5 * A) * s + 8 * A) * s - 4 * A};
+  int64_t nd = p->in.dims[a];
+  double sum = 0;
+  for (int k = 0; k < 4; k++) {
+    double idx = f - 1 + k;
+    if (p->exclude_outside && (idx < 0 || idx >= (double)nd)) c[k] = 0;
+    sum += c[k];
+  }
+  int n = 0;
+  for (int k = 0; k < 4; k++) {
+    if (c[k] == 0) continue;
+    double idx = f - 1 + k;
+    at[n] = idx < 0 ? 0 : idx >= (double)nd ? nd - 1 : (int64_t)idx;
+    w[n++] = p->exclude_outside && sum != 0 ? c[k] / sum : c[k];
+  }
+  return n;
+}
+
+/* One output element of a cubic resize: the product of the axes' taps. */
+static double kr_cubic(const mp_kresize *p, int d, const void *x,
+                       const int64_t *xst, const int64_t *idx) {
+  uint32_t r = p->in.rank;
+  int64_t at[MP_K_MAX_RANK][4];
+  double w[MP_K_MAX_RANK][4];
+  int n[MP_K_MAX_RANK], k[MP_K_MAX_RANK] = {0};
+  for (uint32_t a = 0; a < r; a++) {
+    n[a] = kr_cubic_taps(p, a, idx[a], at[a], w[a]);
+    if (n[a] == 0) return 0;
+  }
+  double acc = 0;
+  for (;;) {
+    double wt = 1;
+    int64_t off = 0;
+    for (uint32_t a = 0; a < r; a++) {
+      wt *= w[a][k[a]];
+      off += at[a][k[a]] * xst[a];
+    }
+    acc += wt * mp_k_load(x, d, (size_t)off);
+    uint32_t a = r;
+    while (a-- > 0) {
+      if (++k[a] < n[a]) break;
+      k[a] = 0;
+    }
+    if (a == UINT32_MAX) return acc;
+  }
+}
+
 void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
   int64_t xst[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0};
   mp_kshape_strides(&p->in, xst);
@@ -190,7 +248,9 @@ void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
   int64_t n = mp_kshape_count(&p->out);
   uint32_t r = p->in.rank;
   for (int64_t i = 0; i < n; i++) {
-    if (!p->linear) {
+    if (p->cubic) {
+      mp_k_store(y, d, (size_t)i, kr_cubic(p, d, x, xst, idx));
+    } else if (!p->linear) {
       int64_t off = 0;
       for (uint32_t a = 0; a < r; a++) {
         off += mp_k_resize_nearest_src(p, a, idx[a]) * xst[a];

@@ -1849,7 +1849,7 @@ static bool op_check_resize(op_ctx *c) {
     return op_fail(c, "bad arity, dtype or rank");
   }
   op_rd r = op_reader(c);
-  int64_t lin = rd_range(&r, 0, 1);
+  int64_t lin = rd_range(&r, 0, 2); /* nearest, linear, cubic */
   (void)rd_range(&r, 0, MP_KC_TF_HALF_PIXEL_FOR_NN);
   (void)rd_range(&r, 0, MP_KN_CEIL);
   for (uint32_t i = 0; i < x->shape.rank; i++) {
@@ -1859,9 +1859,14 @@ static bool op_check_resize(op_ctx *c) {
       return op_fail(c, "axis %u: resize of an empty axis", i);
     }
   }
+  if (lin == 2) {
+    double a = rd_f(&r);
+    (void)rd_range(&r, 0, 1);
+    if (!(a >= -10 && a <= 10)) return op_fail(c, "bad cubic_coeff_a");
+  }
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   if (lin && !mp_kd_is_float(x->dtype))
-    return op_fail(c, "linear needs floats");
+    return op_fail(c, "linear and cubic need floats");
   if (op_aliases(x, y)) return op_fail(c, "Resize does not run in place");
   return true;
 }
@@ -1872,11 +1877,17 @@ static bool op_run_resize(op_ctx *c) {
   memset(&k, 0, sizeof k);
   k.in = x->shape;
   k.out = y->shape;
-  k.linear = c->op->params[0] != 0;
+  k.linear = c->op->params[0] == 1;
+  k.cubic = c->op->params[0] == 2;
   k.coord = (mp_kcoord)c->op->params[1];
   k.nearest = (mp_knearest)c->op->params[2];
-  for (uint32_t i = 0; i < x->shape.rank; i++) {
+  uint32_t rk = x->shape.rank;
+  for (uint32_t i = 0; i < rk; i++) {
     memcpy(&k.scale[i], &c->op->params[3 + i], sizeof(double));
+  }
+  if (k.cubic) {
+    memcpy(&k.cubic_a, &c->op->params[3 + rk], sizeof(double));
+    k.exclude_outside = c->op->params[4 + rk] != 0;
   }
   mp_k_resize(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
   return true;

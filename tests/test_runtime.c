@@ -428,6 +428,8 @@ int main(int argc, char **argv) {
   test_fuzz(src, "tests/data/linalg_ops.onnx.bin", 1000);
   /* GridSample's modes, padding modes and positions outside the grid */
   test_fuzz(src, "tests/data/grid_ops.onnx.bin", 1000);
+  /* cubic Resize: its two extra parameters */
+  test_fuzz(src, "tests/data/resize_cubic.onnx.bin", 1000);
   test_no_alloc(src);
   test_data_weights(src);
   return check_exit("test_runtime");

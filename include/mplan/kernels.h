@@ -574,11 +574,16 @@ typedef struct mp_kresize {
   mp_kshape in, out;
   double scale[MP_K_MAX_RANK];
   bool linear;
+  bool cubic; /* ONNX's cubic: 4 taps per axis with cubic_a, taps
+                 beyond the edge read the edge (or, exclude_outside,
+                 weigh 0 and the rest are renormalised) */
+  double cubic_a;
+  bool exclude_outside;
   mp_kcoord coord;
   mp_knearest nearest;
 } mp_kresize;
 
-/* Nearest works on any dtype (es bytes); linear on f32 only. */
+/* Nearest works on any dtype (es bytes); linear and cubic on floats. */
 void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y);
 
 /* The ONNX attribute values by name (coordinate_transformation_mode,

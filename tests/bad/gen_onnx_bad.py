@@ -357,3 +357,25 @@ for mode in ["bilinear", "nearest", "bicubic"]:
 save("tests/data/grid_ops.onnx.bin",
      model(nodes, [xg, gg], [helper.make_tensor_value_info(o, F, None) for o in outs],
            [numpy_helper.from_array(np.array(1.6, np.float32), "spread")], opset=16))
+
+# Cubic Resize: up and down, four coordinate transformations, both
+# cubic_coeff_a values in use (-0.75, PyTorch's; -0.5, TensorFlow's) and
+# exclude_outside, for the comparison with ONNX Runtime (test_ort). Every
+# size times its scale is a whole number: where it is not, align_corners
+# divides by the unrounded length in ONNX's reference (and in mplan) but
+# by the output length in ONNX Runtime.
+xr = helper.make_tensor_value_info("x", F, [1, 2, 4, 6])
+inits = [numpy_helper.from_array(np.array([1, 1, 1.75, 1.5], np.float32), "up"),
+         numpy_helper.from_array(np.array([1, 1, 0.75, 0.5], np.float32), "down")]
+nodes, outs = [], []
+for ct in ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"]:
+    for sc in ["up", "down"]:
+        for a, ex in [(-0.75, 0), (-0.5, 1)]:
+            o = "rs_%s_%s_%d" % (ct, sc, ex)
+            nodes.append(helper.make_node("Resize", ["x", "", sc], [o], name=o, mode="cubic",
+                                          coordinate_transformation_mode=ct,
+                                          cubic_coeff_a=a, exclude_outside=ex))
+            outs.append(o)
+save("tests/data/resize_cubic.onnx.bin",
+     model(nodes, [xr], [helper.make_tensor_value_info(o, F, None) for o in outs], inits,
+           opset=13))

@@ -3,8 +3,8 @@
 # installed with --ignore-scripts into the build folder: its linux-x64
 # library ships inside the package) on the same seeded inputs, for PP-OCR
 # cls and BlazeFace front (and PP-OCRv4 rec and det, Silero VAD v5 at 16
-# and 8 kHz and legacy, and the small models quant_rnn, index_ops, stats_ops, linalg_ops and
-# grid_ops of
+# and 8 kHz and legacy, and the small models quant_rnn, index_ops, stats_ops, linalg_ops,
+# grid_ops and resize_cubic of
 # tests/bad/gen_onnx_bad.py): max abs/rel error
 # per output, asserted within
 # |d| <= 1e-4 + 1e-3 |ort| (float32 kernels summing in another order).
@@ -57,6 +57,9 @@ check linalg_ops "$src/tests/data/linalg_ops.onnx.bin"
 # GridSample: 3 modes x 3 padding modes x align_corners, positions up to
 # 1.6x outside the grid (tests/data/grid_ops.onnx.bin)
 check grid_ops "$src/tests/data/grid_ops.onnx.bin"
+# Cubic Resize: up and down, four coordinate transformations, both
+# cubic_coeff_a values, exclude_outside (tests/data/resize_cubic.onnx.bin)
+check resize_cubic "$src/tests/data/resize_cubic.onnx.bin"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
