@@ -191,7 +191,8 @@ static void test_fuzz(const char *src, const char *model, size_t min_refused) {
   /* the weights (64-aligned, last) stay: changing them is not a
    * structural mutation */
   size_t end = good.len - 4 * 64;
-  for (int it = 0; it < 3000; it++) {
+  const int mutants = 3000;
+  for (int it = 0; it < mutants; it++) {
     memcpy(p, good.data, good.len);
     int n = 1 + (int)(s % 4);
     for (int k = 0; k < n; k++) {
@@ -220,9 +221,9 @@ static void test_fuzz(const char *src, const char *model, size_t min_refused) {
     mp_bundle_destroy(b);
   }
   printf(
-      "fuzz %s (seed %llu): 3000 mutants behind a valid CRC, %zu refused, "
+      "fuzz %s (seed %llu): %d mutants behind a valid CRC, %zu refused, "
       "%zu accepted (%zu ran to the end)\n",
-      model, (unsigned long long)seed, refused, accepted, ran);
+      model, (unsigned long long)seed, mutants, refused, accepted, ran);
   CHECK(refused > min_refused);
   free(p);
   mp_buf_free(&good);
