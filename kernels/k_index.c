@@ -44,19 +44,26 @@ static void kx_store_i(void *p, int d, size_t k, int64_t v) {
   memcpy((unsigned char *)p + k * mp_kd_size(d), &u, mp_kd_size(d));
 }
 
+/* The index of the largest (smallest: is_min) of len elements of x at
+ * base, base + inner, ...; ties to the first, or the last with last. */
+static int64_t kx_best(int d, const void *x, size_t base, int64_t len,
+                       int64_t inner, bool is_min, bool last) {
+  int64_t best = 0;
+  for (int64_t k = 1; k < len; k++) {
+    int c = kx_cmp(d, x, base + (size_t)(k * inner), x,
+                   base + (size_t)(best * inner));
+    if (is_min) c = -c;
+    if (c > 0 || (c == 0 && last)) best = k;
+  }
+  return best;
+}
+
 void mp_k_arg(int d, bool is_min, bool last, int64_t outer, int64_t len,
               int64_t inner, const void *x, int64_t *y) {
   for (int64_t o = 0; o < outer; o++) {
     for (int64_t i = 0; i < inner; i++) {
-      size_t base = (size_t)(o * len * inner + i);
-      int64_t best = 0;
-      for (int64_t k = 1; k < len; k++) {
-        int c = kx_cmp(d, x, base + (size_t)(k * inner), x,
-                       base + (size_t)(best * inner));
-        if (is_min) c = -c;
-        if (c > 0 || (c == 0 && last)) best = k;
-      }
-      y[o * inner + i] = best;
+      y[o * inner + i] = kx_best(d, x, (size_t)(o * len * inner + i), len,
+                                 inner, is_min, last);
     }
   }
 }
@@ -212,13 +219,7 @@ void mp_k_hardmax(int d, int64_t outer, int64_t len, int64_t inner,
   for (int64_t o = 0; o < outer; o++) {
     for (int64_t i = 0; i < inner; i++) {
       size_t base = (size_t)(o * len * inner + i);
-      int64_t best = 0;
-      for (int64_t k = 1; k < len; k++) {
-        if (kx_cmp(d, x, base + (size_t)(k * inner), x,
-                   base + (size_t)(best * inner)) > 0) {
-          best = k;
-        }
-      }
+      int64_t best = kx_best(d, x, base, len, inner, false, false);
       for (int64_t k = 0; k < len; k++) {
         mp_k_store(y, d, base + (size_t)(k * inner), k == best ? 1.0 : 0.0);
       }

@@ -183,18 +183,25 @@ int mp_k_nearest_named(const char *name) {
   return -1;
 }
 
+/* The cubic convolution weights (coefficient a) of the four taps at
+ * distances 1 + t, t, 1 - t and 2 - t (Resize's cubic, GridSample's
+ * bicubic with a = -0.75). */
+static void k_cubic_weights(double t, double a, double *c) {
+  double u = t + 1, v = 1 - t, s = 2 - t;
+  c[0] = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
+  c[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
+  c[2] = ((a + 2) * v - (a + 3)) * v * v + 1;
+  c[3] = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+}
+
 /* One axis of a cubic resize: the taps of output index o (their input
  * indices, clamped to the edge, and weights; zero weights left out) as
  * ONNX's reference picks them: the position x, f = ceil(x) - 1 and
  * t = x - f in (0, 1], taps f - 1 .. f + 2. */
 static int kr_cubic_taps(const mp_kresize *p, uint32_t a, int64_t o,
                          int64_t *at, double *w) {
-  double x = kr_coord(p, a, o), f = ceil(x) - 1, t = x - f, A = p->cubic_a;
-  double u = t + 1, v = 1 - t, s = 2 - t;
-  double c[4] = {((A * u - 5 * A) * u + 8 * A) * u - 4 * A,
-                 ((A + 2) * t - (A + 3)) * t * t + 1,
-                 ((A + 2) * v - (A + 3)) * v * v + 1,
-                 ((A * s - 5 * A) * s + 8 * A) * s - 4 * A};
+  double x = kr_coord(p, a, o), f = ceil(x) - 1, c[4];
+  k_cubic_weights(x - f, p->cubic_a, c);
   int64_t nd = p->in.dims[a];
   double sum = 0;
   for (int k = 0; k < 4; k++) {
@@ -329,15 +336,6 @@ static double kg_pixel(const mp_kgrid *p, int d, const void *x, size_t plane,
   return mp_k_load(x, d, plane + (size_t)(r * w + c));
 }
 
-static void kg_cubic(double t, double *cf) {
-  const double a = -0.75;
-  double u = t + 1, v = 1 - t, s = 2 - t;
-  cf[0] = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
-  cf[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
-  cf[2] = ((a + 2) * v - (a + 3)) * v * v + 1;
-  cf[3] = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
-}
-
 void mp_k_grid_sample(const mp_kgrid *p, int d, const void *x, int dg,
                       const void *grid, void *y) {
   double lo_x = p->align ? 0 : -0.5, lo_y = lo_x;
@@ -382,8 +380,8 @@ void mp_k_grid_sample(const mp_kgrid *p, int d, const void *x, int dg,
           v = dy2 * (dx2 * p11 + dx1 * p12) + dy1 * (dx2 * p21 + dx1 * p22);
         } else {
           double x0 = floor(fx), y0 = floor(fy), cx[4], cy[4];
-          kg_cubic(fx - x0, cx);
-          kg_cubic(fy - y0, cy);
+          k_cubic_weights(fx - x0, -0.75, cx);
+          k_cubic_weights(fy - y0, -0.75, cy);
           for (int64_t j = 0; j < 4; j++) {
             double row = 0;
             for (int64_t k = 0; k < 4; k++) {

@@ -139,6 +139,22 @@ static inline int64_t rd_range(op_rd *r, int64_t lo, int64_t hi) {
   return v;
 }
 
+/* [outer, mid, inner] of shape s around axis; coerce: mid runs from axis
+ * to the last dim (the 2-D view of opset < 13 Softmax and Hardmax). */
+static inline void op_split3(const mp_kshape *s, int64_t axis, bool coerce,
+                             int64_t *outer, int64_t *mid, int64_t *inner) {
+  *outer = *mid = *inner = 1;
+  for (uint32_t i = 0; i < s->rank; i++) {
+    if ((int64_t)i < axis) {
+      *outer *= s->dims[i];
+    } else if ((int64_t)i == axis || coerce) {
+      *mid *= s->dims[i];
+    } else {
+      *inner *= s->dims[i];
+    }
+  }
+}
+
 /* The ops of ops_index.c (index, layout and selection ops): check, or
  * run when run is set; false with c->why set on failure. handled is false
  * for a kernel id that is not theirs. */

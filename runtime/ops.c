@@ -1317,20 +1317,6 @@ static bool op_run_rnn(op_ctx *c) {
 
 /* ---- softmax and normalisation ------------------------------------------- */
 
-static void op_split3(const mp_kshape *s, int64_t axis, bool coerce,
-                      int64_t *outer, int64_t *mid, int64_t *inner) {
-  *outer = *mid = *inner = 1;
-  for (uint32_t i = 0; i < s->rank; i++) {
-    if ((int64_t)i < axis) {
-      *outer *= s->dims[i];
-    } else if ((int64_t)i == axis || coerce) {
-      *mid *= s->dims[i];
-    } else {
-      *inner *= s->dims[i];
-    }
-  }
-}
-
 static bool op_check_softmax(op_ctx *c) {
   op_rd r = op_reader(c);
   const mp_btensor *x = op_in(c, 0),

@@ -39,17 +39,6 @@ static bool ix_out(op_ctx *c, const mp_btensor *y, const mp_kshape *want,
   return true;
 }
 
-/* [outer, len, inner] of shape s around axis. */
-static void ix_split(const mp_kshape *s, uint32_t axis, int64_t *outer,
-                     int64_t *len, int64_t *inner) {
-  *outer = *inner = 1;
-  for (uint32_t d = 0; d < s->rank; d++) {
-    if (d < axis) *outer *= s->dims[d];
-    if (d > axis) *inner *= s->dims[d];
-  }
-  *len = s->dims[axis];
-}
-
 /* Reads index i of tensor input k, checked against [-len, len) and made
  * non-negative (invariant 1). */
 static bool ix_index(op_ctx *c, uint32_t k, size_t i, int64_t len,
@@ -95,7 +84,7 @@ static bool ix_run_arg(op_ctx *c) {
   const int64_t *p = c->op->params;
   const mp_btensor *x = op_in(c, 0);
   int64_t outer, len, inner;
-  ix_split(&x->shape, (uint32_t)p[1], &outer, &len, &inner);
+  op_split3(&x->shape, p[1], false, &outer, &len, &inner);
   mp_k_arg(x->dtype, p[0] != 0, p[3] != 0, outer, len, inner, op_pin(c, 0),
            (int64_t *)op_pout(c, 0));
   return true;
@@ -299,7 +288,7 @@ static bool ix_run_cumsum(op_ctx *c) {
   int64_t axis;
   if (!ix_index(c, 1, 0, x->shape.rank, &axis)) return false;
   int64_t outer, len, inner;
-  ix_split(&x->shape, (uint32_t)axis, &outer, &len, &inner);
+  op_split3(&x->shape, axis, false, &outer, &len, &inner);
   mp_k_cumsum(x->dtype, p[0] != 0, p[1] != 0, outer, len, inner, op_pin(c, 0),
               op_pout(c, 0));
   return true;
@@ -323,8 +312,7 @@ static bool ix_run_hardmax(op_ctx *c) {
   const int64_t *p = c->op->params;
   const mp_btensor *x = op_in(c, 0);
   int64_t outer, len, inner;
-  ix_split(&x->shape, (uint32_t)p[0], &outer, &len, &inner);
-  if (p[1]) len *= inner, inner = 1; /* coerced to 2-D at axis */
+  op_split3(&x->shape, p[0], p[1] != 0, &outer, &len, &inner);
   mp_k_hardmax(x->dtype, outer, len, inner, op_pin(c, 0), op_pout(c, 0));
   return true;
 }
@@ -434,7 +422,7 @@ static bool ix_run_onehot(op_ctx *c) {
   const mp_btensor *ix = op_in(c, 0), *v = op_in(c, 1), *y = op_out(c, 0);
   uint32_t axis = (uint32_t)c->op->params[0];
   int64_t outer, depth, inner;
-  ix_split(&y->shape, axis, &outer, &depth, &inner);
+  op_split3(&y->shape, axis, false, &outer, &depth, &inner);
   int64_t *idx = (int64_t *)(void *)c->ws, n = op_count(ix);
   for (int64_t i = 0; i < n; i++) {
     /* float indices are truncated, as ONNX casts them to int64 */
@@ -481,7 +469,7 @@ static bool ix_run_topk(op_ctx *c) {
   const int64_t *p = c->op->params;
   const mp_btensor *x = op_in(c, 0), *v = op_out(c, 0);
   int64_t outer, len, inner;
-  ix_split(&x->shape, (uint32_t)p[0], &outer, &len, &inner);
+  op_split3(&x->shape, p[0], false, &outer, &len, &inner);
   int64_t k = v->shape.dims[p[0]];
   if (k == 0) return true;
   mp_k_topk(x->dtype, p[1] != 0, outer, len, inner, k, op_pin(c, 0),

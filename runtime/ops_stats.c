@@ -20,15 +20,6 @@ static bool st_out(op_ctx *c, const mp_btensor *y, const mp_kshape *want,
   return op_out_of_place(c, y, want);
 }
 
-/* [n, c, rest] of a tensor of rank >= 2. */
-static void st_ncr(const mp_btensor *x, int64_t *n, int64_t *ch,
-                   int64_t *rest) {
-  *n = x->shape.dims[0];
-  *ch = x->shape.dims[1];
-  *rest = 1;
-  for (uint32_t d = 2; d < x->shape.rank; d++) *rest *= x->shape.dims[d];
-}
-
 static bool st_float_in(op_ctx *c, const mp_btensor *x, uint32_t min_rank) {
   if (!x || !mp_kd_is_float(x->dtype) || x->shape.rank < min_rank) {
     return op_fail(c, "needs a float input of rank %u or more", min_rank);
@@ -59,7 +50,7 @@ static bool st_run_instancenorm(op_ctx *c) {
   double eps = rd_f(&r);
   const mp_btensor *x = op_in(c, 0);
   int64_t n, ch, rest;
-  st_ncr(x, &n, &ch, &rest);
+  op_split3(&x->shape, 1, false, &n, &ch, &rest);
   mp_k_instancenorm(x->dtype, n, ch, rest, op_pin(c, 0), op_pin(c, 1),
                     op_pin(c, 2), eps, op_pout(c, 0));
   return true;
@@ -82,7 +73,7 @@ static bool st_run_lrn(op_ctx *c) {
   double alpha = rd_f(&r), beta = rd_f(&r), bias = rd_f(&r);
   const mp_btensor *x = op_in(c, 0);
   int64_t n, ch, rest;
-  st_ncr(x, &n, &ch, &rest);
+  op_split3(&x->shape, 1, false, &n, &ch, &rest);
   mp_k_lrn(x->dtype, n, ch, rest, size, alpha, beta, bias, op_pin(c, 0),
            op_pout(c, 0));
   return true;
@@ -155,7 +146,7 @@ static bool st_run_loss(op_ctx *c, bool softmax) {
   const int64_t *p = c->op->params;
   const mp_btensor *x = op_in(c, 0), *t = op_in(c, 1);
   mp_knll k = {0, 0, 0, (mp_kloss)p[0], p[1] != 0, p[2]};
-  st_ncr(x, &k.n, &k.c, &k.rest);
+  op_split3(&x->shape, 1, false, &k.n, &k.c, &k.rest);
   int64_t *target = (int64_t *)(void *)c->ws, nt = op_count(t);
   for (int64_t i = 0; i < nt; i++) {
     int64_t v = mp_k_load_i(op_pin(c, 1), t->dtype, (size_t)i);
