@@ -770,7 +770,9 @@ static mp_status ox_node(ox *x, const Onnx__NodeProto *n, const char *scope,
  *     that captured tensors live until the node's step;
  *   - If: the then ops, then the else ops; a branch's tensors die inside
  *     it, so the two branches may share bytes; an If named in the taken
- *     list (its condition is known, model.c) has its taken branch only;
+ *     list (its condition is known, model.c) has its taken branch only,
+ *     and reads nothing captured (only the branch's ops run, and they
+ *     read it themselves);
  *   - Loop and Scan: an enter op (mplan.LoopEnter, mplan.ScanEnter) writes
  *     the body's inputs from the node's; every body tensor is also read by
  *     the node, so it lives until the node's step: tensors of one iteration
@@ -955,7 +957,10 @@ static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
   if (st == MP_OK && first) st = ox_body_outputs(x, first, name, &l);
   if (st == MP_OK && second) st = ox_body_outputs(x, second, name, &l);
   uint32_t body_outs = l.n - (uint32_t)n->n_input;
-  if (st == MP_OK) st = ox_captured(x, t0, o0, !is_if, &l);
+  /* A known condition: the taken branch's ops are the only ones that
+   * run, and they read what they capture themselves; the If only copies
+   * the branch's outputs, so it holds nothing captured alive. */
+  if (st == MP_OK && taken < 0) st = ox_captured(x, t0, o0, !is_if, &l);
   uint32_t n_at = s->n + 2 + (taken >= 0);
   mp_attr *at = st == MP_OK ? mp_calloc(x->a, n_at, sizeof *at) : NULL;
   if (st == MP_OK && !at) {

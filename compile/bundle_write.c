@@ -16,6 +16,13 @@
  *      its data size is the largest of its tensors; what the plan
  *      reserved past that is the zone after.
  *   3. The checksum is computed over the finished bytes last.
+ *   4. A weight the fold pass made from a constant subgraph too large for
+ *      inference to evaluate (o->constants, mp_pass_report_constants)
+ *      gets the bytes that subgraph computes when mplan's runtime runs
+ *      it: compiled like any graph (topological order, its own plan, the
+ *      same weight bytes and seed), run once, its outputs read by name.
+ *      So a folded graph's bundle holds the bytes its unfolded graph
+ *      would have computed at run time.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +32,11 @@
 #include "mplan/backend.h"
 #include "mplan/compile.h"
 #include "mplan/file.h"
+#include "mplan/lifetime.h"
+#include "mplan/plan.h"
 #include "mplan/runner.h"
+#include "mplan/runtime.h"
+#include "mplan/schedule.h"
 
 typedef struct bw {
   const mp_graph *g;
@@ -41,6 +52,8 @@ typedef struct bw {
   uint32_t *buf_region;  /* per buffer: bundle region */
   uint64_t *reg_base;    /* per bundle region */
   int32_t *first, *last; /* per tensor */
+  mp_buf cdata;          /* invariant 4: the constants graph's outputs */
+  int64_t *c_off;        /* per constants-graph tensor: offset in cdata */
 } bw;
 
 static void bw_u8(mp_buf *b, uint8_t v) {
@@ -361,6 +374,21 @@ static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
   const void *src;
   size_t len;
   mp_dtype dt;
+  int32_t ct = -1;
+  if (w->c_off && mp_graph_find_tensor(w->o->constants, x->name, &ct) &&
+      w->c_off[ct] >= 0) {
+    const mp_tensor *y = mp_graph_tensor(w->o->constants, (size_t)ct);
+    if (y->dtype != x->dtype || y->bytes != x->bytes) {
+      return mp_error_set(w->err, MP_ERR_INTERNAL,
+                          "%s: weight '%s': the folded constant is %s of %zu "
+                          "bytes, the tensor %s of %zu",
+                          mp_graph_source(w->g), x->name,
+                          mp_dtype_name(y->dtype), y->bytes,
+                          mp_dtype_name(x->dtype), x->bytes);
+    }
+    mp_buf_append(&w->weights, w->cdata.data + w->c_off[ct], y->bytes);
+    return MP_OK;
+  }
   if (mp_onnx_data_find(w->o->onnx, x->name, &src, &len, &dt) ||
       (w->o->onnx &&
        mp_onnx_data_find(w->o->onnx, bw_data_name(w, t), &src, &len, &dt))) {
@@ -573,6 +601,71 @@ static mp_status bw_assemble(bw *w, uint32_t n_in, uint32_t n_out,
   return MP_OK;
 }
 
+/* Invariant 4: runs the constants graph and keeps its outputs' bytes. */
+static mp_status bw_constants(bw *w) {
+  const mp_graph *cg = w->o->constants;
+  if (!cg || mp_graph_op_count(cg) == 0) return MP_OK;
+  const mp_alloc *a = w->a;
+  size_t nt = mp_graph_tensor_count(cg);
+  uint32_t *order = NULL;
+  mp_order_kind used;
+  mp_problem *p = NULL;
+  mp_plan *plan = NULL;
+  mp_bundle *b = NULL;
+  mp_rt *rt = NULL;
+  mp_buf out;
+  mp_buf_init(&out, a);
+  mp_buf_init(&w->cdata, a);
+  w->c_off = mp_calloc(a, nt + 1, sizeof *w->c_off);
+  if (!w->c_off) return mp_error_set(w->err, MP_ERR_NOMEM, "out of memory");
+  for (size_t t = 0; t < nt; t++) w->c_off[t] = -1;
+  mp_lifetime_opts lo = {0};
+  mp_compile_opts co = {.seed = w->o->seed, .onnx = w->o->onnx};
+  mp_rt_opts ro = {0};
+  mp_status st = mp_schedule(cg, MP_ORDER_TOPO, &order, &used, w->err);
+  if (st == MP_OK) st = mp_lifetimes_build(cg, order, &lo, &p, w->err);
+  if (st == MP_OK) st = mp_plan_solve(p, NULL, &plan, w->err);
+  if (st == MP_OK) {
+    st = mp_compile(cg, order, p, mp_plan_placements(plan), NULL, &co, a, &out,
+                    w->err);
+  }
+  if (st == MP_OK) {
+    st = mp_bundle_load(mp_graph_source(cg), out.data, out.len, a, &b, w->err);
+  }
+  if (st == MP_OK) st = mp_rt_create(b, &ro, a, &rt, w->err);
+  /* the runtime's messages name the op, not the file */
+  bool ran = st == MP_OK;
+  if (st == MP_OK) st = mp_rt_run(rt, w->err);
+  for (size_t k = 0; st == MP_OK && k < mp_bundle_output_count(b); k++) {
+    uint32_t t = mp_bundle_output(b, k);
+    const mp_btensor *x = mp_bundle_tensor(b, t);
+    int32_t ct = -1;
+    if (!mp_graph_find_tensor(cg, x->name, &ct)) continue;
+    w->c_off[ct] = (int64_t)w->cdata.len;
+    mp_buf_append(&w->cdata, mp_rt_tensor_data(rt, t), (size_t)x->bytes);
+  }
+  if (st == MP_OK) st = mp_buf_status(&w->cdata, "folded constants", w->err);
+  if (st != MP_OK && w->err) {
+    char msg[sizeof w->err->msg];
+    snprintf(msg, sizeof msg, "%s", w->err->msg);
+    if (ran) {
+      mp_error_set(w->err, st,
+                   "%s: a constant subgraph the fold pass folded: %s",
+                   mp_graph_source(cg), msg);
+    } else {
+      mp_error_set(w->err, st, "%s (a constant subgraph the fold pass folded)",
+                   msg);
+    }
+  }
+  mp_rt_destroy(rt);
+  mp_bundle_destroy(b);
+  mp_buf_free(&out);
+  mp_plan_destroy(plan);
+  mp_problem_destroy(p);
+  mp_free(a, order);
+  return st;
+}
+
 mp_status mp_compile(const mp_graph *g, const uint32_t *order,
                      const mp_problem *p, const mp_placement *pl,
                      const size_t *tensor_buffer, const mp_compile_opts *o,
@@ -597,6 +690,7 @@ mp_status mp_compile(const mp_graph *g, const uint32_t *order,
   mp_status st = w.first && w.last
                      ? MP_OK
                      : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  if (st == MP_OK) st = bw_constants(&w);
   if (st == MP_OK) bw_str(&w, ""); /* offset 0: the empty name */
   if (st == MP_OK) bw_lifetimes(&w);
   if (st == MP_OK) st = bw_regions(&w);
@@ -617,6 +711,8 @@ mp_status mp_compile(const mp_graph *g, const uint32_t *order,
   mp_free(a, w.reg_base);
   mp_free(a, w.first);
   mp_free(a, w.last);
+  mp_free(a, w.c_off);
+  mp_buf_free(&w.cdata);
   return st;
 }
 
@@ -648,6 +744,9 @@ mp_status mp_compile_model(const mp_model *m, const mp_problem *p,
     toff[t] = mp_model_tensor_offset(m, t);
   }
   co.tensor_offset = toff;
+  if (!co.constants) {
+    co.constants = mp_pass_report_constants(mp_model_pass_report(m));
+  }
   if (st == MP_OK && mp_model_format_of(m) == MP_FORMAT_ONNX && !co.onnx) {
     char *data = NULL;
     size_t len = 0;

@@ -250,6 +250,11 @@ int main(int argc, char **argv) {
   /* The verification runtime: graph JSON and ONNX weights. */
   oom_model_with(root, "tests/data/tiny_net.json", NULL, oom_verify);
   oom_model_with(root, "tests/data/dynamic.onnx.bin", &o, oom_verify);
+  /* Constant groups too large to evaluate while planning: the fold pass's
+   * groups and constants graph (fold.c invariant 4), and compile running
+   * that graph (bundle_write.c invariant 4). */
+  oom_model_with(root, "tests/data/passes/fold_large.onnx.bin", &passes,
+                 oom_verify);
   /* The report files on top. */
   char db[] = "/tmp/mplan_oom_XXXXXX";
   int fd = mkstemp(db);

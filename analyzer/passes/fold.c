@@ -24,6 +24,22 @@
  *      generators and ops without inputs never fold.
  *   3. A folded tensor keeps its name, dtype, shape and known value; it
  *      is a weight whose contents are the folded subgraph's result.
+ *   4. Constant subgraphs too large for inference to know their values
+ *      (more than MP_VALUE_MAX elements: an LSTM's gate matrices sliced
+ *      and concatenated into ONNX's gate order, a transposed weight) fold
+ *      as a whole: after the op-by-op rule, the ops left whose every
+ *      input is constant or made by another such op form groups (joined
+ *      through the tensors they share, constants included), and a group
+ *      folds when the weights it makes (its outputs read by other ops)
+ *      are no larger than the constants only it reads, which die with
+ *      it: the resident tier does not grow (invariant 1), and the
+ *      activations the group made are gone. Its ops go into the graph of
+ *      mp_pass_report_constants, which compile runs with mplan's own
+ *      runtime to get the folded weights' bytes, so they are the bytes
+ *      the unfolded graph would have computed. A constant a group reads
+ *      that an op outside it reads too must have a known value (its
+ *      bytes then do not depend on which op reads it first: pseudo-random
+ *      weights of graph JSON take their scale from their first reader).
  */
 #include <string.h>
 
@@ -84,6 +100,209 @@ static bool fold_ok(const mp_graph *g, const mp_op *op, const bool *constant) {
   return out_bytes <= freed || out_bytes <= FOLD_TINY;
 }
 
+/* ---- invariant 4: constant groups -------------------------------------- */
+
+typedef struct fold_groups {
+  pass_ctx *c;
+  const mp_graph *g;
+  const mp_alloc *a;
+  const bool *killed;   /* per op: folded one by one (invariant 1) */
+  const bool *constant; /* per tensor: a weight, or folded one by one */
+  bool *cand;           /* per op: every input constant or a cand's */
+  uint32_t *up;         /* per op: union-find parent */
+  int32_t *reader;      /* per tensor: the first cand op reading it */
+  int32_t *map;         /* per tensor: its index in the constants graph */
+} fold_groups;
+
+static uint32_t fg_find(uint32_t *up, uint32_t o) {
+  while (up[o] != o) o = up[o] = up[up[o]];
+  return o;
+}
+
+static void fg_union(uint32_t *up, uint32_t a, uint32_t b) {
+  a = fg_find(up, a);
+  b = fg_find(up, b);
+  if (a != b) up[a < b ? b : a] = a < b ? a : b;
+}
+
+/* True when t, read by a cand op, has a reader outside group r that still
+ * runs (not folded one by one). */
+static bool fg_read_outside(const fold_groups *z, int32_t t, uint32_t r) {
+  const mp_tensor *x = mp_graph_tensor(z->g, (size_t)t);
+  for (uint32_t k = 0; k < x->n_consumers; k++) {
+    uint32_t q = x->consumers[k];
+    if (z->killed[q]) continue;
+    if (!z->cand[q] || fg_find(z->up, q) != r) return true;
+  }
+  return false;
+}
+
+/* Invariant 4 for group r: whether it folds, and whether some tensor it
+ * makes has no known value (then compile must run it). */
+static bool fg_group_ok(const fold_groups *z, uint32_t r, bool *unknown) {
+  const mp_graph *g = z->g;
+  size_t made = 0, freed = 0;
+  *unknown = false;
+  for (size_t o = 0; o < mp_graph_op_count(g); o++) {
+    if (!z->cand[o] || fg_find(z->up, (uint32_t)o) != r) continue;
+    const mp_op *op = mp_graph_op(g, o);
+    for (uint32_t k = 0; k < op->n_outputs; k++) {
+      int32_t t = op->outputs[k];
+      const mp_tensor *x = mp_graph_tensor(g, (size_t)t);
+      if (!x->value || x->value->n * mp_dtype_size(x->dtype) != x->bytes) {
+        *unknown = true;
+      }
+      if (fg_read_outside(z, t, r) && !mp_size_add(made, x->bytes, &made)) {
+        return false;
+      }
+    }
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      int32_t t = op->inputs[k];
+      if (!mp_op_first_read(op, k) || !z->constant[t] ||
+          z->reader[t] != (int32_t)o) {
+        continue; /* counted once, at its first reader in the group */
+      }
+      const mp_tensor *x = mp_graph_tensor(g, (size_t)t);
+      if (!fg_read_outside(z, t, r)) {
+        if (!mp_size_add(freed, x->bytes, &freed)) return false;
+      } else if (!x->value) {
+        return false; /* its bytes could depend on its reader */
+      }
+    }
+  }
+  return made <= freed || made <= FOLD_TINY;
+}
+
+/* Tensor t of g in the constants graph (added on first use). */
+static mp_status fg_tensor(fold_groups *z, mp_graph *ig, int32_t t, bool made,
+                           mp_error *err) {
+  if (t < 0 || z->map[t] >= 0) return MP_OK;
+  const mp_tensor *x = mp_graph_tensor(z->g, (size_t)t);
+  mp_tensor_desc d = {.name = x->name,
+                      .dtype = x->dtype,
+                      .kind = made ? MP_TENSOR_ACTIVATION : MP_TENSOR_WEIGHT,
+                      .rank = x->rank,
+                      .layout = x->layout};
+  for (uint32_t i = 0; i < x->rank; i++) {
+    d.shape[i] = (mp_dim){mp_graph_dim_of(z->g, &x->shape[i]), MP_NO_SYM};
+  }
+  mp_status st = mp_graph_add_tensor(ig, &d, &z->map[t], err);
+  if (st == MP_OK && x->value) {
+    st = mp_graph_set_value(ig, z->map[t], x->value->i, x->value->f,
+                            x->value->n, err);
+  }
+  if (st == MP_OK && made) st = mp_graph_mark_output(ig, z->map[t], err);
+  return st;
+}
+
+/* Op o of g into the constants graph. */
+static mp_status fg_op(fold_groups *z, mp_graph *ig, uint32_t o,
+                       mp_error *err) {
+  const mp_op *op = mp_graph_op(z->g, o);
+  int32_t in[64], out[64];
+  if (op->n_inputs > 64 || op->n_outputs > 64) {
+    return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                        "%s: op '%s': too many inputs to fold",
+                        mp_graph_source(z->g), op->name);
+  }
+  mp_status st = MP_OK;
+  for (uint32_t k = 0; st == MP_OK && k < op->n_inputs; k++) {
+    st = fg_tensor(z, ig, op->inputs[k], false, err);
+    in[k] = op->inputs[k] < 0 ? -1 : z->map[op->inputs[k]];
+  }
+  for (uint32_t k = 0; st == MP_OK && k < op->n_outputs; k++) {
+    st = fg_tensor(z, ig, op->outputs[k], true, err);
+    out[k] = z->map[op->outputs[k]];
+  }
+  mp_op_desc d = {op->name,    op->type, op->n_inputs, op->n_outputs,
+                  op->n_attrs, in,       out,          op->attrs};
+  if (st == MP_OK) st = mp_graph_add_op(ig, &d, NULL, err);
+  return st;
+}
+
+/* The groups of invariant 4, over ops in topological order. */
+static mp_status fold_groups_run(fold_groups *z, const uint32_t *order,
+                                 mp_error *err) {
+  const mp_graph *g = z->g;
+  size_t n = mp_graph_op_count(g), n_t = mp_graph_tensor_count(g);
+  bool *made = mp_calloc(z->a, n_t + 1, sizeof *made);
+  bool *fold = mp_calloc(z->a, n + 1, sizeof *fold);
+  bool *run = mp_calloc(z->a, n + 1, sizeof *run);
+  if (!made || !fold || !run) {
+    mp_free(z->a, made);
+    mp_free(z->a, fold);
+    mp_free(z->a, run);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(g));
+  }
+  for (size_t t = 0; t < n_t; t++) z->reader[t] = z->map[t] = -1;
+  for (size_t s = 0; s < n; s++) {
+    uint32_t o = order[s];
+    const mp_op *op = mp_graph_op(g, o);
+    z->up[o] = o;
+    bool ok = !z->killed[o] && !fold_denied(op->type) &&
+              !fold_keeps_output(g, op) && op->n_outputs > 0;
+    bool any = false;
+    for (uint32_t k = 0; ok && k < op->n_inputs; k++) {
+      int32_t t = op->inputs[k];
+      if (t < 0) continue;
+      any = true;
+      ok = z->constant[t] || made[t];
+    }
+    if (!ok || !any) continue;
+    z->cand[o] = true;
+    for (uint32_t k = 0; k < op->n_outputs; k++) made[op->outputs[k]] = true;
+  }
+  for (size_t s = 0; s < n; s++) {
+    uint32_t o = order[s];
+    const mp_op *op = mp_graph_op(g, o);
+    if (!z->cand[o]) continue;
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      int32_t t = op->inputs[k];
+      if (t < 0) continue;
+      int32_t p = mp_graph_tensor(g, (size_t)t)->producer;
+      if (made[t] && p >= 0) fg_union(z->up, o, (uint32_t)p);
+      if (z->reader[t] < 0) {
+        z->reader[t] = (int32_t)o;
+      } else {
+        fg_union(z->up, o, (uint32_t)z->reader[t]);
+      }
+    }
+  }
+  mp_status st = MP_OK;
+  for (size_t o = 0; o < n; o++) {
+    if (!z->cand[o] || fg_find(z->up, (uint32_t)o) != o) continue;
+    bool unknown = false;
+    if (!fg_group_ok(z, (uint32_t)o, &unknown)) continue;
+    fold[o] = true;
+    run[o] = unknown;
+  }
+  mp_graph **ig = pass_constants(z->c);
+  for (size_t s = 0; st == MP_OK && s < n; s++) {
+    uint32_t o = order[s];
+    const mp_op *op = mp_graph_op(g, o);
+    uint32_t r = z->cand[o] ? fg_find(z->up, o) : o;
+    if (!z->cand[o] || !fold[r]) continue;
+    if (run[r] && !*ig) {
+      st = mp_graph_create(z->a, mp_graph_source(g), "constants", ig, err);
+      if (st == MP_OK) mp_graph_set_opset(*ig, mp_graph_opset(g));
+    }
+    if (st == MP_OK && run[r]) st = fg_op(z, *ig, o, err);
+    rw_kill(z->c->rw, o);
+    for (uint32_t k = 0; k < op->n_outputs; k++) {
+      rw_fold(z->c->rw, op->outputs[k]);
+    }
+    pass_tally(z->c, op->type);
+    if (run[r]) z->c->folded_large++;
+  }
+  if (st == MP_OK && *ig) st = mp_graph_link(*ig, err);
+  if (st == MP_OK && *ig) st = mp_graph_resolve(*ig, err);
+  mp_free(z->a, made);
+  mp_free(z->a, fold);
+  mp_free(z->a, run);
+  return st;
+}
+
 mp_status pass_fold(pass_ctx *c, mp_error *err) {
   const mp_graph *g = c->g;
   const mp_alloc *a = mp_graph_alloc(g);
@@ -91,12 +310,18 @@ mp_status pass_fold(pass_ctx *c, mp_error *err) {
   uint32_t *order = NULL;
   mp_order_kind used;
   bool *constant = mp_calloc(a, n_t + 1, sizeof *constant);
-  if (!constant) {
-    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
-                        mp_graph_source(g));
-  }
-  mp_status st = mp_schedule(g, MP_ORDER_TOPO, &order, &used, err);
-  for (size_t t = 0; t < n_t; t++) {
+  fold_groups z = {.c = c, .g = g, .a = a, .constant = constant};
+  bool *killed = mp_calloc(a, n + 1, sizeof *killed);
+  z.killed = killed;
+  z.cand = mp_calloc(a, n + 1, sizeof *z.cand);
+  z.up = mp_calloc(a, n + 1, sizeof *z.up);
+  z.reader = mp_calloc(a, n_t + 1, sizeof *z.reader);
+  z.map = mp_calloc(a, n_t + 1, sizeof *z.map);
+  mp_status st = constant && killed && z.cand && z.up && z.reader && z.map
+                     ? mp_schedule(g, MP_ORDER_TOPO, &order, &used, err)
+                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                    mp_graph_source(g));
+  for (size_t t = 0; st == MP_OK && t < n_t; t++) {
     constant[t] = mp_graph_tensor(g, t)->kind == MP_TENSOR_WEIGHT;
   }
   for (size_t s = 0; st == MP_OK && s < n; s++) {
@@ -107,13 +332,26 @@ mp_status pass_fold(pass_ctx *c, mp_error *err) {
       continue;
     }
     rw_kill(c->rw, o);
+    killed[o] = true;
     for (uint32_t k = 0; k < op->n_outputs; k++) {
       rw_fold(c->rw, op->outputs[k]);
       constant[op->outputs[k]] = true;
     }
     pass_tally(c, op->type);
   }
+  if (st == MP_OK) st = fold_groups_run(&z, order, err);
+  if (st == MP_OK && c->folded_large) {
+    mp_buf_printf(&c->note,
+                  "%zu op%s of constant subgraphs too large to evaluate "
+                  "here: compile runs them",
+                  c->folded_large, c->folded_large == 1 ? "" : "s");
+  }
   mp_free(a, order);
   mp_free(a, constant);
+  mp_free(a, killed);
+  mp_free(a, z.cand);
+  mp_free(a, z.up);
+  mp_free(a, z.reader);
+  mp_free(a, z.map);
   return st;
 }

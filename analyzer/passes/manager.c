@@ -59,6 +59,7 @@ struct mp_pass_report {
   mp_fusion *fusions;
   size_t n_fusions, cap_fusions;
   uint32_t vlen, mask;
+  mp_graph *init; /* the folded constant subgraphs compile evaluates */
 };
 
 typedef struct pm_pass {
@@ -194,6 +195,7 @@ mp_status mp_passes_parse(const char *text, uint32_t *mask, mp_error *err) {
 void mp_pass_report_destroy(mp_pass_report *r) {
   if (!r) return;
   mp_strpool_destroy(r->pool);
+  mp_graph_destroy(r->init);
   mp_free(r->alloc, r->rows);
   mp_free(r->alloc, r->fusions);
   mp_free(r->alloc, r);
@@ -221,6 +223,14 @@ uint32_t mp_pass_report_vlen(const mp_pass_report *r) {
 
 uint32_t mp_pass_report_mask(const mp_pass_report *r) {
   return r->mask;
+}
+
+const mp_graph *mp_pass_report_constants(const mp_pass_report *r) {
+  return r ? r->init : NULL;
+}
+
+mp_graph **pass_constants(pass_ctx *c) {
+  return &c->report->init;
 }
 
 static mp_status pm_report(const mp_alloc *a, const mp_pass_opts *o,

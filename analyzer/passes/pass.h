@@ -42,7 +42,8 @@ typedef struct pass_ctx {
   size_t tally_count[PASS_TALLY_MAX];
   size_t n_tally;
   size_t rewrites;
-  size_t reordered; /* accumulate: integer chains not in input order */
+  size_t reordered;    /* accumulate: integer chains not in input order */
+  size_t folded_large; /* fold: ops the constants graph got (invariant 4) */
   size_t saved_bytes;
   mp_buf note;
 } pass_ctx;
@@ -58,6 +59,10 @@ mp_status pass_accumulate(pass_ctx *c, mp_error *err);
 mp_status pass_views(pass_ctx *c, mp_error *err);
 mp_status pass_concat(pass_ctx *c, mp_error *err);
 mp_status pass_inplace(pass_ctx *c, mp_error *err);
+
+/* Where the fold pass keeps the graph of mp_pass_report_constants (NULL
+ * until it makes one; the report owns it). */
+mp_graph **pass_constants(pass_ctx *c);
 
 /* Counts one rewrite under label (a static string) for the detail. */
 void pass_tally(pass_ctx *c, const char *label);

@@ -8,6 +8,7 @@
 #include "mplan/buf.h"
 #include "mplan/model.h"
 #include "mplan/onnx.h"
+#include "mplan/passes.h"
 
 typedef struct mp_compile_opts {
   uint64_t seed;            /* stream of the pseudo-random weights */
@@ -23,6 +24,10 @@ typedef struct mp_compile_opts {
   /* Per tensor: its first byte inside its buffer (a Concat slice,
    * mplan/alias.h); NULL: every tensor starts its buffer. */
   const uint64_t *tensor_offset;
+  /* Constant subgraphs the fold pass folded without their values
+   * (mp_pass_report_constants): the weights named like their outputs
+   * get the bytes they compute when run; NULL: none. */
+  const mp_graph *constants;
 } mp_compile_opts;
 
 /* Appends the bundle of graph g run in `order`, whose tensors' buffers

@@ -123,6 +123,12 @@ const mp_fusion *mp_pass_report_fusion(const mp_pass_report *r, size_t i);
 uint32_t mp_pass_report_vlen(const mp_pass_report *r);
 /* The mask of passes that ran. */
 uint32_t mp_pass_report_mask(const mp_pass_report *r);
+/* The constant subgraphs the fold pass folded without knowing their
+ * values (analyzer/passes/fold.c invariant 4), as one graph: their
+ * constant inputs are its weights, every tensor they make is an output
+ * named as in the model. Compile runs it to get those weights' bytes
+ * (mplan/compile.h). NULL when there are none (or r is NULL). */
+const mp_graph *mp_pass_report_constants(const mp_pass_report *r);
 
 /* Measures the arena of a plan for problem p (the command line solves it
  * with the chosen strategy); the analyzer itself knows nothing of

@@ -149,6 +149,14 @@ if [ -n "$cache" ] && [ -f "$vad" ]; then
     bad "silero_vad_v5 without sr: no hint"
   run 0 plan "$cache/vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 --value sr=16000 -o "$tmp/vadl.json" &&
     run 0 validate "$tmp/vadl.json" && ok || bad "silero_vad_legacy does not plan"
+  # with every pass: the LSTM's W and R, sliced and concatenated from the
+  # model's weights, were 2 x 262,144 B of activations at the peak; the
+  # fold pass folds those groups (compile runs them), and the known Ifs
+  # hold nothing captured alive
+  run 0 plan "$vad" --shape input=1x512 --shape state=2x1x128 --value sr=16000 --passes all --order memory -o "$tmp/vadp.json" &&
+    has "$tmp/out" "constant subgraphs too large to evaluate here: compile runs them" &&
+    [ "$(py "$tmp/vadp.json" "d['summary']['lower_bound_bytes'] < 16384")" = True ] && ok ||
+    bad "silero_vad_v5: the LSTM's reordered weights are not folded"
   # and runs: the If copies its taken branch, the LSTM has a kernel
   run 0 verify "$vad" --shape input=1x512 --shape state=2x1x128 --value sr=16000 --passes all --order memory &&
     has "$tmp/out" "outputs     2 of 2 identical to the no-reuse run" && has "$tmp/out" "verified: no event"

@@ -294,6 +294,31 @@ run 0 report $rows --passes all --sqlite "$tmp/rows.db"
 run 0 diff "$tmp/rows.db:1" "$tmp/rows.db:2" --markdown "$tmp/rows.md" &&
   has "$tmp/out" "2 joined" && has "$tmp/rows.md" "| joined | p | 4,096 B (4.00 KiB) | in q |"
 
+# fold, groups too large to evaluate while planning (fold.c invariant 4):
+# W [384, 96] cut into gate blocks, reordered and transposed, and its bias
+# reordered, fold as two groups (W^T and b' are no larger than W and b,
+# which die); the Tile (a larger weight out of a small one) and V's
+# Transpose (V stays: a MatMul reads it) stay ops. Compile runs the group
+# with the runtime (cli_passes_run: outputs bit for bit; test_ort: ONNX
+# Runtime agrees).
+fl=tests/data/passes/fold_large.onnx.bin
+run 0 plan $fl --passes none -o "$tmp/fl0.json"
+run 0 plan $fl --passes fold -o "$tmp/fl1.json" &&
+  has "$tmp/out" "Slice 8, Concat 2, Transpose 1; 6 ops of constant subgraphs too large to evaluate here: compile runs them" &&
+  [ "$(py "$tmp/fl1.json" "sorted(e['op'] for e in d['execution'])")" = "['add_tile', 'bias', 'gates', 'mm_v', 'mm_vt', 'tile', 'transpose_v']" ] && ok ||
+  bad "fold_large: the groups that fold, and the ops that stay"
+[ "$(py "$tmp/fl1.json" "(d['summary']['lower_bound_bytes'], d['summary']['resident_bytes'] <= $(py "$tmp/fl0.json" "d['summary']['resident_bytes']"))")" = "(59648, True)" ] && ok ||
+  bad "fold_large: lower bound or resident bytes after folding"
+run 0 compile $fl --passes all -o "$tmp/fl.mpk"
+# the group reads row 999 of a [384, 96] weight: planning cannot see it,
+# running the group at compile time does (one line, exit 2, no bundle)
+run 0 plan tests/data/passes/fold_bad_index.onnx.bin --passes all
+run 2 compile tests/data/passes/fold_bad_index.onnx.bin --passes all -o "$tmp/fb.mpk" &&
+  lines "$tmp/err" 1 &&
+  has "$tmp/err" "fold_bad_index.onnx.bin: a constant subgraph the fold pass folded: op 'gather_rows' (Gather)" &&
+  has "$tmp/err" "index 999 of 'rows' is out of range" &&
+  { [ ! -e "$tmp/fb.mpk" ] && ok || bad "a partial bundle was written"; }
+
 run 0 plan --help && has "$tmp/out" "--passes"
 echo "passes cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

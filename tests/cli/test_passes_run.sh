@@ -39,7 +39,7 @@ python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 1 --darts 0 --seed 2
 for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 randwire_2 concat concat_add view_input \
   hfuse_f32 bn_f32 sum_f32 sum_i8 sum_late_i8 sum_late_f32 sum_bcast act_f32 act_big rows_f32 upsample two_diamonds \
-  upsample_one; do
+  upsample_one fold_large; do
   model=$src/models/$m.json
   [ -f "$tmp/$m.json" ] && model=$tmp/$m.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json

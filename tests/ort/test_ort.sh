@@ -3,7 +3,8 @@
 # installed with --ignore-scripts into the build folder: its linux-x64
 # library ships inside the package) on the same seeded inputs, for PP-OCR
 # cls and BlazeFace front (and PP-OCRv4 rec and det, Silero VAD v5 at 16
-# and 8 kHz and legacy, and the small models quant_rnn, index_ops, stats_ops, linalg_ops,
+# and 8 kHz and legacy, v5 again with every pass, and the small models
+# fold_large (tests/data/passes/gen_fold_large.py), quant_rnn, index_ops, stats_ops, linalg_ops,
 # grid_ops and resize_cubic of
 # tests/bad/gen_onnx_bad.py): max abs/rel error
 # per output, asserted within
@@ -40,6 +41,13 @@ vad=$cache/vad
 check vad16k "$vad/silero_vad_v5.onnx" --shape input=1x512 --shape state=2x1x128 --value sr=16000
 check vad8k "$vad/silero_vad_v5.onnx" --shape input=1x256 --shape state=2x1x128 --value sr=8000
 check vadlegacy "$vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 --value sr=16000
+# Every pass: the LSTM's gate matrices, sliced and concatenated into
+# ONNX's gate order, are folded into weights whose bytes compile computes
+# by running that constant subgraph (fold.c and bundle_write.c
+# invariant 4); and tests/data/passes/fold_large.onnx.bin, such groups
+# and the constant subgraphs that stay ops.
+check vad16k_passes "$vad/silero_vad_v5.onnx" --shape input=1x512 --shape state=2x1x128 --value sr=16000 --passes all --order memory
+check fold_large "$src/tests/data/passes/fold_large.onnx.bin" --passes all
 # DynamicQuantizeLinear, ConvInteger, GRU, and an LSTM inside an If that
 # shape math decides (tests/data/quant_rnn.onnx.bin, gen_onnx_bad.py)
 check quant_rnn "$src/tests/data/quant_rnn.onnx.bin"
