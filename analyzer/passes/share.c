@@ -478,10 +478,25 @@ static bool share_view_ok(share_ctx *s, const mp_op *op, int32_t y) {
 }
 
 /* Rule 3: depthwise, one channel per group, batch 1, output no larger. */
+/* An mplan.* attribute other than a fused epilogue's (mplan.epilogue and
+ * its entries' mplan.eK.*: the epilogue runs over the output after the
+ * head, element by element). */
+static bool share_other_mplan_attr(const mp_op *op) {
+  for (uint32_t k = 0; k < op->n_attrs; k++) {
+    const char *n = op->attrs[k].name;
+    bool entry = strncmp(n, "mplan.e", 7) == 0 && n[7] >= '0' && n[7] <= '9';
+    if (strncmp(n, "mplan.", 6) == 0 && strcmp(n, "mplan.epilogue") != 0 &&
+        !entry) {
+      return true;
+    }
+  }
+  return false;
+}
+
 static bool share_depthwise_ok(share_ctx *s, uint32_t o, const mp_op *op,
                                int32_t y) {
   const mp_graph *g = s->g;
-  if (strcmp(op->type, "Conv") != 0 || rw_has_mplan_attr(op) ||
+  if (strcmp(op->type, "Conv") != 0 || share_other_mplan_attr(op) ||
       op->n_inputs < 2 || op->inputs[1] < 0) {
     return false;
   }
@@ -729,7 +744,11 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out,
       *k_out = k;
       return MP_ALIAS_EPILOGUE;
     }
-    return MP_ALIAS_OWN;
+    /* no operand to write over: a fused depthwise Conv may still write
+     * over its input (rule 3; its epilogue then runs in place) */
+    *k_out = 0;
+    if (into_slice && !share_slice_ok(s, op->inputs[0], y)) return MP_ALIAS_OWN;
+    return share_depthwise_ok(s, o, op, y) ? MP_ALIAS_DEPTHWISE : MP_ALIAS_OWN;
   }
   *k_out = 0;
   if (into_slice && !share_slice_ok(s, op->inputs[0], y)) return MP_ALIAS_OWN;

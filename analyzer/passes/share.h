@@ -98,13 +98,17 @@ bool share_is_view(const char *type);
  *        and every op that reads any of them, other than o, is an
  *        ancestor of o -- so in every order nothing reads those bytes
  *        after o (the "no later consumer" rule, independent of order).
- *  3. DEPTHWISE (TinyEngine) -- o is a Conv without mplan.* attributes,
- *     4-D, batch 1, group = channels = output channels > 1, weight
+ *  3. DEPTHWISE (TinyEngine) -- o is a Conv without mplan.* attributes
+ *     other than a fused epilogue's (mplan.epilogue, mplan.eK.*: no
+ *     prologue, not horizontal; tried when no epilogue operand qualifies
+ *     for rule 4), 4-D, batch 1, group = channels = output channels > 1, weight
  *     [C, 1, kh, kw], the same dtype and layout tag in and out, output no
  *     larger than input, and 2a and 2b hold for x = input 0. The runtime
  *     computes each output channel into scratch and copies it down,
  *     channels in increasing order (docs/ir-conventions.md): it only
- *     overwrites input channels already consumed.
+ *     overwrites input channels already consumed. An epilogue then runs
+ *     over y element by element, in place; 2a keeps its operands out of
+ *     x's buffer.
  *  4. EPILOGUE -- o is a fused op (mplan.epilogue, no mplan.horizontal)
  *     and input k is one its epilogue added (k >= the head's own count:
  *     2 for MatMul, 3 for Conv, ConvTranspose, Gemm) with y's dtype,

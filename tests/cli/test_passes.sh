@@ -294,6 +294,17 @@ run 0 report $rows --passes all --sqlite "$tmp/rows.db"
 run 0 diff "$tmp/rows.db:1" "$tmp/rows.db:2" --markdown "$tmp/rows.md" &&
   has "$tmp/out" "2 joined" && has "$tmp/rows.md" "| joined | p | 4,096 B (4.00 KiB) | in q |"
 
+# inplace: a depthwise Conv with a fused epilogue (BatchNormalization +
+# HardSwish; Relu for int8) still writes over its input, and its epilogue
+# runs in place (share.h rule 3): the lower bound falls (f32 262,144 ->
+# 196,608 B; int8 65,536 -> 49,152 B).
+for dt in f32 i8; do
+  m=tests/data/passes/dw_epilogue_$dt.json
+  run 0 plan $m --passes all -o "$tmp/dwe.json" && has "$tmp/out" "depthwise Conv 1" &&
+    run 0 plan $m --passes fold,eliminate,accumulate,fuse,hfuse,absorb,views,concat -o "$tmp/dwe0.json" &&
+    [ "$(py "$tmp/dwe.json" "d['summary']['lower_bound_bytes']")" -lt "$(py "$tmp/dwe0.json" "d['summary']['lower_bound_bytes']")" ] && ok ||
+    bad "dw_epilogue_$dt: the fused depthwise Conv does not write over its input"
+done
 # fold, groups too large to evaluate while planning (fold.c invariant 4):
 # W [384, 96] cut into gate blocks, reordered and transposed, and its bias
 # reordered, fold as two groups (W^T and b' are no larger than W and b,
