@@ -1,9 +1,10 @@
 /*
  * inplace.c -- the inplace pass: an elementwise op writes its output over
  * an input nobody reads later, a depthwise Conv over its input
- * (TinyEngine), and a fused op over its epilogue's operand (a residual),
- * per rules 2, 3 and 4 of share_rule. When the output is a Concat slice
- * (the concat pass ran), the input moves into the slice instead (rule 6,
+ * (TinyEngine), a fused op over its epilogue's operand (a residual), a
+ * row-wise op over its input and a Cast between dtypes of one element
+ * size, per rules 2, 3, 4, 7 and 8 of share_rule. When the output is a Concat
+ * slice (the concat pass ran), the input moves into the slice instead (rule 6,
  * share_move_into_slice): a DARTS node's Add then writes the Concat in place
  * over its first branch's result, and that result needs no bytes of its
  * own.

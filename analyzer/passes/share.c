@@ -515,6 +515,29 @@ static bool share_depthwise_ok(share_ctx *s, uint32_t o, const mp_op *op,
          share_alone(s, op, x) && share_writable(s, o, x);
 }
 
+/* Rule 8: a Cast between dtypes of one element size (int32 -> f32 after
+ * a ConvInteger, f32 -> int32, int8 <-> uint8) converts element i in
+ * place: the kernel reads it before it writes it (kernels/k_elementwise.c
+ * mp_k_cast), and the runtime accepts y at x's offset. */
+static bool share_cast_ok(share_ctx *s, uint32_t o, const mp_op *op,
+                          int32_t y) {
+  const mp_graph *g = s->g;
+  int32_t x = op->inputs[0];
+  const mp_tensor *xt = mp_graph_tensor(g, (size_t)x);
+  const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
+  if (rw_has_mplan_attr(op) || op->n_inputs != 1 || xt->rank != yt->rank ||
+      mp_dtype_size(xt->dtype) != mp_dtype_size(yt->dtype) ||
+      mp_dtype_size(xt->dtype) == 0 || xt->bytes != yt->bytes) {
+    return false;
+  }
+  for (uint32_t k = 0; k < xt->rank; k++) {
+    if (mp_graph_dim_of(g, &xt->shape[k]) != mp_graph_dim_of(g, &yt->shape[k]))
+      return false;
+  }
+  return pass_same_layout(g, x, y) && share_alone(s, op, x) &&
+         share_writable(s, o, x);
+}
+
 /* Rule 7: a row-wise op over input 0 (Softmax, LogSoftmax,
  * LayerNormalization with one output). */
 static bool share_row_ok(share_ctx *s, uint32_t o, const mp_op *op, int32_t y) {
@@ -717,6 +740,14 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out,
     if (into_slice) return MP_ALIAS_OWN; /* the concat pass moves views */
     *k_out = 0;
     return share_view_ok(s, op, y) ? MP_ALIAS_VIEW : MP_ALIAS_OWN;
+  }
+  if (strcmp(op->type, "Cast") == 0) {
+    *k_out = 0;
+    int32_t x = op->inputs[0];
+    return share_cast_ok(s, o, op, y) &&
+                   (!into_slice || share_slice_ok(s, x, y))
+               ? MP_ALIAS_ELEMENTWISE
+               : MP_ALIAS_OWN;
   }
   const pass_ew *ew = pass_ew_find(op->type);
   if (ew) {

@@ -119,6 +119,11 @@ bool share_is_view(const char *type);
  *     hold.
  *  5. CONCAT -- the other direction, inputs placed in the output's bytes:
  *     share_concat below, whose conditions continue this list.
+ *  8. CAST -- o is a Cast without mplan.* attributes between dtypes of one
+ *     element size (int32 -> f32 after a ConvInteger, int8 <-> uint8);
+ *     x = input 0 has y's dims, bytes and layout tag, and 2a and 2b hold.
+ *     The kernel reads element i before it writes it, and the runtime
+ *     accepts y at x's offset (its rule MP_ALIAS_ELEMENTWISE).
  *  7. ROW -- o is Softmax, LogSoftmax or LayerNormalization (one output)
  *     without mplan.* attributes; x = input 0 has y's dtype, dims and
  *     layout tag, and 2a and 2b hold. Every kernel reads a whole row

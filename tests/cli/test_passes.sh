@@ -305,6 +305,13 @@ for dt in f32 i8; do
     [ "$(py "$tmp/dwe.json" "d['summary']['lower_bound_bytes']")" -lt "$(py "$tmp/dwe0.json" "d['summary']['lower_bound_bytes']")" ] && ok ||
     bad "dw_epilogue_$dt: the fused depthwise Conv does not write over its input"
 done
+# inplace: a Cast between dtypes of one element size (ConvInteger's int32
+# sums to float, as in dynamically quantized ISNet) converts in place
+# (share.c rule 8); a Cast whose input another op still reads, or to a
+# wider dtype, does not: exactly one of cast_inplace's four Casts.
+ci=tests/data/passes/cast_inplace.onnx.bin
+run 0 plan $ci --passes all -o "$tmp/ci1.json" && has "$tmp/out" "Cast 1, Mul 2, Relu 1" &&
+  has "$tmp/out" "115,200 -> 90,368 (-21.6%)" && run 0 validate "$tmp/ci1.json"
 # fold, groups too large to evaluate while planning (fold.c invariant 4):
 # W [384, 96] cut into gate blocks, reordered and transposed, and its bias
 # reordered, fold as two groups (W^T and b' are no larger than W and b,

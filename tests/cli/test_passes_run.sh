@@ -39,7 +39,7 @@ python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 1 --darts 0 --seed 2
 for m in mobilenet_v1 mobilenet_v2 resnet50 darts_3 randwire_2 concat concat_add view_input \
   hfuse_f32 bn_f32 sum_f32 sum_i8 sum_late_i8 sum_late_f32 sum_bcast act_f32 act_big rows_f32 upsample two_diamonds \
-  upsample_one fold_large dw_epilogue_f32 dw_epilogue_i8; do
+  upsample_one fold_large dw_epilogue_f32 dw_epilogue_i8 cast_inplace; do
   model=$src/models/$m.json
   [ -f "$tmp/$m.json" ] && model=$tmp/$m.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
@@ -80,6 +80,8 @@ verify "$src/tests/data/passes/sum_late_i8.json" --passes all --order memory
 # epilogue) written over its input
 verify "$src/tests/data/passes/dw_epilogue_f32.json" --passes all --order memory
 verify "$src/tests/data/passes/dw_epilogue_i8.json" --passes all --order memory
+# a Cast from int32 to float written over its input
+verify "$src/tests/data/passes/cast_inplace.onnx.bin" --passes all --order memory
 # randwire_2's outputs above are identical with and without passes while
 # its int8 Sums add in production order, not input order (wrapping Adds).
 if "$mplan" plan "$tmp/randwire_2.json" --passes all --order memory |

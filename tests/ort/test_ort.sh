@@ -51,6 +51,8 @@ check vadlegacy "$vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 -
 # and the constant subgraphs that stay ops.
 check vad16k_passes "$vad/silero_vad_v5.onnx" --shape input=1x512 --shape state=2x1x128 --value sr=16000 --passes all --order memory
 check fold_large "$src/tests/data/passes/fold_large.onnx.bin" --passes all
+# ConvInteger's sums cast to float in place (tests/data/passes/gen_cast_inplace.py)
+check cast_inplace "$src/tests/data/passes/cast_inplace.onnx.bin" --passes all
 # DynamicQuantizeLinear, ConvInteger, GRU, and an LSTM inside an If that
 # shape math decides (tests/data/quant_rnn.onnx.bin, gen_onnx_bad.py)
 check quant_rnn "$src/tests/data/quant_rnn.onnx.bin"
