@@ -36,15 +36,8 @@ node("Cast", ["bq"], ["bf"], "cast_b", to=F)
 node("Cast", ["bq"], ["bl"], "cast_b64", to=TensorProto.INT64)
 node("Mul", ["bf", const("sb", [1e-3])], ["yb"], "scale_b")
 node("Cast", ["bl"], ["yl"], "cast_back", to=TensorProto.INT32)
-g = helper.make_graph(
-    b.nodes, "cast_inplace",
-    [helper.make_tensor_value_info("x", U8, [1, 8, 32, 32])],
-    [helper.make_tensor_value_info("ya", F, [1, 16, 30, 30]),
-     helper.make_tensor_value_info("yb", F, [1, 2, 32, 32]),
-     helper.make_tensor_value_info("yl", TensorProto.INT32, [1, 2, 32, 32])],
-    b.inits)
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                      producer_name="mplan-tests")
-m.ir_version = 8
-with open(f"{root}/tests/data/passes/cast_inplace.onnx.bin", "wb") as f:
-    f.write(m.SerializeToString())
+vi = helper.make_tensor_value_info
+b.save(f"{root}/tests/data/passes/cast_inplace.onnx.bin", "cast_inplace",
+       [vi("x", U8, [1, 8, 32, 32])],
+       [vi("ya", F, [1, 16, 30, 30]), vi("yb", F, [1, 2, 32, 32]),
+        vi("yl", TensorProto.INT32, [1, 2, 32, 32])])

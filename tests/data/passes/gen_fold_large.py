@@ -66,12 +66,8 @@ inputs = [helper.make_tensor_value_info("x", F, [1, 96]),
 outputs = [helper.make_tensor_value_info("y", F, [1, 384]),
            helper.make_tensor_value_info("y2", F, [64, 96]),
            helper.make_tensor_value_info("y3", F, [1, 128])]
-g = helper.make_graph(b.nodes, "fold_large", inputs, outputs, b.inits)
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                      producer_name="mplan-tests")
-m.ir_version = 8
-with open(f"{root}/tests/data/passes/fold_large.onnx.bin", "wb") as f:
-    f.write(m.SerializeToString())
+b.save(f"{root}/tests/data/passes/fold_large.onnx.bin", "fold_large", inputs,
+       outputs)
 
 # fold_bad_index.onnx.bin: the same kind of group, but its Gather reads
 # row 999 of a [384, 96] weight; only running the group finds that, so
@@ -82,12 +78,6 @@ b.node("Gather", ["W", b.const("rows", [3, 999], np.int64)], ["wg"],
        "gather_rows", axis=0)
 b.node("Transpose", ["wg"], ["wgt"], "transpose_rows", perm=[1, 0])
 b.node("MatMul", ["x", "wgt"], ["y"], "project")
-g = helper.make_graph(b.nodes, "fold_bad_index",
-                      [helper.make_tensor_value_info("x", F, [1, 96])],
-                      [helper.make_tensor_value_info("y", F, [1, 2])],
-                      b.inits)
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                      producer_name="mplan-tests")
-m.ir_version = 8
-with open(f"{root}/tests/data/passes/fold_bad_index.onnx.bin", "wb") as f:
-    f.write(m.SerializeToString())
+b.save(f"{root}/tests/data/passes/fold_bad_index.onnx.bin", "fold_bad_index",
+       [helper.make_tensor_value_info("x", F, [1, 96])],
+       [helper.make_tensor_value_info("y", F, [1, 2])])

@@ -18,3 +18,13 @@ class Builder:
     def node(self, op, inputs, outputs, name, **attrs):
         self.nodes.append(
             helper.make_node(op, inputs, outputs, name=name, **attrs))
+
+    def save(self, path, name, inputs, outputs, opset=13):
+        """The graph of the nodes and initializers so far as a model at
+        path (IR version 8, the default domain at opset)."""
+        g = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="mplan-tests")
+        m.ir_version = 8
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
