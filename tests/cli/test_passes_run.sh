@@ -162,6 +162,9 @@ if [ "$rv64" = 1 ]; then
   rv64_same "$src/models/mobilenet_v2.json" 128
   verify "$src/tests/data/passes/view_input.json" --passes all --target rv64 \
     --vlen 256
+  # a fused depthwise Conv written over its input, on the RVV kernels
+  rv64_same "$src/tests/data/passes/dw_epilogue_f32.json" 128
+  rv64_same "$src/tests/data/passes/dw_epilogue_i8.json" 256
 fi
 
 # Random graphs of Convs, depthwise Convs, Relu, Add, MaxPool, nearest
