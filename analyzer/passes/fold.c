@@ -137,23 +137,26 @@ static bool fg_read_outside(const fold_groups *z, int32_t t, uint32_t r) {
   return false;
 }
 
-/* Invariant 4 for group r: whether it folds, and whether some tensor it
- * makes has no known value (then compile must run it). */
-static bool fg_group_ok(const fold_groups *z, uint32_t r, bool *unknown) {
+/* Invariant 4 for every group at once, in one pass over the cand ops
+ * (indexed by the group's root): made and freed bytes, bad when a shared
+ * constant's value is unknown (or a sum overflows), run when some tensor
+ * the group makes has no known value (compile must run it). */
+static void fg_judge(const fold_groups *z, size_t *made, size_t *freed,
+                     bool *bad, bool *run) {
   const mp_graph *g = z->g;
-  size_t made = 0, freed = 0;
-  *unknown = false;
   for (size_t o = 0; o < mp_graph_op_count(g); o++) {
-    if (!z->cand[o] || fg_find(z->up, (uint32_t)o) != r) continue;
+    if (!z->cand[o]) continue;
+    uint32_t r = fg_find(z->up, (uint32_t)o);
     const mp_op *op = mp_graph_op(g, o);
     for (uint32_t k = 0; k < op->n_outputs; k++) {
       int32_t t = op->outputs[k];
       const mp_tensor *x = mp_graph_tensor(g, (size_t)t);
       if (!x->value || x->value->n * mp_dtype_size(x->dtype) != x->bytes) {
-        *unknown = true;
+        run[r] = true;
       }
-      if (fg_read_outside(z, t, r) && !mp_size_add(made, x->bytes, &made)) {
-        return false;
+      if (fg_read_outside(z, t, r) &&
+          !mp_size_add(made[r], x->bytes, &made[r])) {
+        bad[r] = true;
       }
     }
     for (uint32_t k = 0; k < op->n_inputs; k++) {
@@ -164,13 +167,12 @@ static bool fg_group_ok(const fold_groups *z, uint32_t r, bool *unknown) {
       }
       const mp_tensor *x = mp_graph_tensor(g, (size_t)t);
       if (!fg_read_outside(z, t, r)) {
-        if (!mp_size_add(freed, x->bytes, &freed)) return false;
+        bad[r] = bad[r] || !mp_size_add(freed[r], x->bytes, &freed[r]);
       } else if (!x->value) {
-        return false; /* its bytes could depend on its reader */
+        bad[r] = true; /* its bytes could depend on its reader */
       }
     }
   }
-  return made <= freed || made <= FOLD_TINY;
 }
 
 /* Tensor t of g in the constants graph (added on first use). */
@@ -199,13 +201,12 @@ static mp_status fg_tensor(fold_groups *z, mp_graph *ig, int32_t t, bool made,
 static mp_status fg_op(fold_groups *z, mp_graph *ig, uint32_t o,
                        mp_error *err) {
   const mp_op *op = mp_graph_op(z->g, o);
-  int32_t in[64], out[64];
-  if (op->n_inputs > 64 || op->n_outputs > 64) {
-    return mp_error_set(err, MP_ERR_UNSUPPORTED,
-                        "%s: op '%s': too many inputs to fold",
-                        mp_graph_source(z->g), op->name);
-  }
-  mp_status st = MP_OK;
+  int32_t *in = mp_calloc(z->a, op->n_inputs + 1, sizeof *in);
+  int32_t *out = mp_calloc(z->a, op->n_outputs + 1, sizeof *out);
+  mp_status st = in && out
+                     ? MP_OK
+                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                    mp_graph_source(z->g));
   for (uint32_t k = 0; st == MP_OK && k < op->n_inputs; k++) {
     st = fg_tensor(z, ig, op->inputs[k], false, err);
     in[k] = op->inputs[k] < 0 ? -1 : z->map[op->inputs[k]];
@@ -217,6 +218,8 @@ static mp_status fg_op(fold_groups *z, mp_graph *ig, uint32_t o,
   mp_op_desc d = {op->name,    op->type, op->n_inputs, op->n_outputs,
                   op->n_attrs, in,       out,          op->attrs};
   if (st == MP_OK) st = mp_graph_add_op(ig, &d, NULL, err);
+  mp_free(z->a, in);
+  mp_free(z->a, out);
   return st;
 }
 
@@ -226,17 +229,18 @@ static mp_status fold_groups_run(fold_groups *z, const uint32_t *order,
   const mp_graph *g = z->g;
   size_t n = mp_graph_op_count(g), n_t = mp_graph_tensor_count(g);
   bool *made = mp_calloc(z->a, n_t + 1, sizeof *made);
-  bool *fold = mp_calloc(z->a, n + 1, sizeof *fold);
+  size_t *mb = mp_calloc(z->a, n + 1, sizeof *mb); /* per root: made */
+  size_t *fb = mp_calloc(z->a, n + 1, sizeof *fb); /* per root: freed */
+  bool *bad = mp_calloc(z->a, n + 1, sizeof *bad);
   bool *run = mp_calloc(z->a, n + 1, sizeof *run);
-  if (!made || !fold || !run) {
-    mp_free(z->a, made);
-    mp_free(z->a, fold);
-    mp_free(z->a, run);
-    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
-                        mp_graph_source(g));
+  mp_status st = made && mb && fb && bad && run
+                     ? MP_OK
+                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                    mp_graph_source(g));
+  for (size_t t = 0; st == MP_OK && t < n_t; t++) {
+    z->reader[t] = z->map[t] = -1;
   }
-  for (size_t t = 0; t < n_t; t++) z->reader[t] = z->map[t] = -1;
-  for (size_t s = 0; s < n; s++) {
+  for (size_t s = 0; st == MP_OK && s < n; s++) {
     uint32_t o = order[s];
     const mp_op *op = mp_graph_op(g, o);
     z->up[o] = o;
@@ -253,7 +257,7 @@ static mp_status fold_groups_run(fold_groups *z, const uint32_t *order,
     z->cand[o] = true;
     for (uint32_t k = 0; k < op->n_outputs; k++) made[op->outputs[k]] = true;
   }
-  for (size_t s = 0; s < n; s++) {
+  for (size_t s = 0; st == MP_OK && s < n; s++) {
     uint32_t o = order[s];
     const mp_op *op = mp_graph_op(g, o);
     if (!z->cand[o]) continue;
@@ -269,20 +273,14 @@ static mp_status fold_groups_run(fold_groups *z, const uint32_t *order,
       }
     }
   }
-  mp_status st = MP_OK;
-  for (size_t o = 0; o < n; o++) {
-    if (!z->cand[o] || fg_find(z->up, (uint32_t)o) != o) continue;
-    bool unknown = false;
-    if (!fg_group_ok(z, (uint32_t)o, &unknown)) continue;
-    fold[o] = true;
-    run[o] = unknown;
-  }
+  if (st == MP_OK) fg_judge(z, mb, fb, bad, run);
   mp_graph **ig = pass_constants(z->c);
   for (size_t s = 0; st == MP_OK && s < n; s++) {
     uint32_t o = order[s];
     const mp_op *op = mp_graph_op(g, o);
-    uint32_t r = z->cand[o] ? fg_find(z->up, o) : o;
-    if (!z->cand[o] || !fold[r]) continue;
+    if (!z->cand[o]) continue;
+    uint32_t r = fg_find(z->up, o);
+    if (bad[r] || (mb[r] > fb[r] && mb[r] > FOLD_TINY)) continue;
     if (run[r] && !*ig) {
       st = mp_graph_create(z->a, mp_graph_source(g), "constants", ig, err);
       if (st == MP_OK) mp_graph_set_opset(*ig, mp_graph_opset(g));
@@ -298,7 +296,9 @@ static mp_status fold_groups_run(fold_groups *z, const uint32_t *order,
   if (st == MP_OK && *ig) st = mp_graph_link(*ig, err);
   if (st == MP_OK && *ig) st = mp_graph_resolve(*ig, err);
   mp_free(z->a, made);
-  mp_free(z->a, fold);
+  mp_free(z->a, mb);
+  mp_free(z->a, fb);
+  mp_free(z->a, bad);
   mp_free(z->a, run);
   return st;
 }

@@ -79,6 +79,9 @@ int32_t pass_sole_reader(const mp_graph *g, int32_t t);
 /* How many of op's inputs are tensor t. */
 uint32_t pass_reads(const mp_op *op, int32_t t);
 
+/* The same dims (by value), whatever the dtypes. */
+bool pass_same_dims(const mp_graph *g, int32_t a, int32_t b);
+
 /* Same dtype and the same dims (dims by value). */
 bool pass_same_type(const mp_graph *g, int32_t a, int32_t b);
 

@@ -525,17 +525,11 @@ static bool share_cast_ok(share_ctx *s, uint32_t o, const mp_op *op,
   int32_t x = op->inputs[0];
   const mp_tensor *xt = mp_graph_tensor(g, (size_t)x);
   const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
-  if (rw_has_mplan_attr(op) || op->n_inputs != 1 || xt->rank != yt->rank ||
-      mp_dtype_size(xt->dtype) != mp_dtype_size(yt->dtype) ||
-      mp_dtype_size(xt->dtype) == 0 || xt->bytes != yt->bytes) {
-    return false;
-  }
-  for (uint32_t k = 0; k < xt->rank; k++) {
-    if (mp_graph_dim_of(g, &xt->shape[k]) != mp_graph_dim_of(g, &yt->shape[k]))
-      return false;
-  }
-  return pass_same_layout(g, x, y) && share_alone(s, op, x) &&
-         share_writable(s, o, x);
+  return !rw_has_mplan_attr(op) && op->n_inputs == 1 &&
+         mp_dtype_size(xt->dtype) == mp_dtype_size(yt->dtype) &&
+         mp_dtype_size(xt->dtype) != 0 && xt->bytes == yt->bytes &&
+         pass_same_dims(g, x, y) && pass_same_layout(g, x, y) &&
+         share_alone(s, op, x) && share_writable(s, o, x);
 }
 
 /* Rule 7: a row-wise op over input 0 (Softmax, LogSoftmax,
@@ -776,10 +770,7 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out,
       return MP_ALIAS_EPILOGUE;
     }
     /* no operand to write over: a fused depthwise Conv may still write
-     * over its input (rule 3; its epilogue then runs in place) */
-    *k_out = 0;
-    if (into_slice && !share_slice_ok(s, op->inputs[0], y)) return MP_ALIAS_OWN;
-    return share_depthwise_ok(s, o, op, y) ? MP_ALIAS_DEPTHWISE : MP_ALIAS_OWN;
+     * over its input (rule 3, below; rule 7 takes no fused op) */
   }
   *k_out = 0;
   if (into_slice && !share_slice_ok(s, op->inputs[0], y)) return MP_ALIAS_OWN;

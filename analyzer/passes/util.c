@@ -81,15 +81,21 @@ uint32_t pass_reads(const mp_op *op, int32_t t) {
   return n;
 }
 
-bool pass_same_type(const mp_graph *g, int32_t a, int32_t b) {
+bool pass_same_dims(const mp_graph *g, int32_t a, int32_t b) {
   const mp_tensor *x = mp_graph_tensor(g, (size_t)a);
   const mp_tensor *y = mp_graph_tensor(g, (size_t)b);
-  if (x->dtype != y->dtype || x->rank != y->rank) return false;
+  if (x->rank != y->rank) return false;
   for (uint32_t k = 0; k < x->rank; k++) {
     if (mp_graph_dim_of(g, &x->shape[k]) != mp_graph_dim_of(g, &y->shape[k]))
       return false;
   }
   return true;
+}
+
+bool pass_same_type(const mp_graph *g, int32_t a, int32_t b) {
+  return mp_graph_tensor(g, (size_t)a)->dtype ==
+             mp_graph_tensor(g, (size_t)b)->dtype &&
+         pass_same_dims(g, a, b);
 }
 
 bool pass_same_layout(const mp_graph *g, int32_t a, int32_t b) {
