@@ -54,6 +54,10 @@ int lw_kdtype(mp_dtype d) {
       return MP_KD_U64;
     case MP_DTYPE_BOOL:
       return MP_KD_BOOL;
+    case MP_DTYPE_F16:
+      return MP_KD_F16;
+    case MP_DTYPE_BF16:
+      return MP_KD_BF16;
     default:
       return 0;
   }

@@ -23,7 +23,8 @@ static const struct {
     [MP_KD_I16] = {"i16", 2},   [MP_KD_U16] = {"u16", 2},
     [MP_KD_I32] = {"i32", 4},   [MP_KD_U32] = {"u32", 4},
     [MP_KD_I64] = {"i64", 8},   [MP_KD_U64] = {"u64", 8},
-    [MP_KD_BOOL] = {"bool", 1},
+    [MP_KD_BOOL] = {"bool", 1}, [MP_KD_F16] = {"f16", 2},
+    [MP_KD_BF16] = {"bf16", 2},
 };
 
 size_t mp_kd_size(int code) {
@@ -49,7 +50,55 @@ typedef union k_scalar {
 } k_scalar;
 
 bool mp_kd_is_float(int code) {
-  return code == MP_KD_F32 || code == MP_KD_F64;
+  return code == MP_KD_F32 || code == MP_KD_F64 || code == MP_KD_F16 ||
+         code == MP_KD_BF16;
+}
+
+/* The two 16-bit float formats: fraction bits, the smallest normal
+ * exponent and the exponent bias. */
+typedef struct k_half_fmt {
+  int frac, emin, bias;
+} k_half_fmt;
+
+static const k_half_fmt k_f16 = {10, -14, 15}, k_bf16 = {7, -126, 127};
+
+static double k_half_load(uint16_t h, const k_half_fmt *f) {
+  int ebits = 15 - f->frac;
+  unsigned e = (h >> f->frac) & ((1u << ebits) - 1u);
+  unsigned m = h & ((1u << f->frac) - 1u);
+  double v;
+  if (e == 0) {
+    v = ldexp((double)m, f->emin - f->frac); /* zero or subnormal */
+  } else if (e == (1u << ebits) - 1u) {
+    v = m ? NAN : INFINITY;
+  } else {
+    v = ldexp((double)(m | (1u << f->frac)), (int)e - f->bias - f->frac);
+  }
+  return h & 0x8000u ? -v : v;
+}
+
+/* v rounded to nearest even into the format, in one rounding: scaled so
+ * the format's last fraction bit is 1, rounded by rint (the default
+ * rounding mode is to nearest even), scaled back. */
+static uint16_t k_half_store(double v, const k_half_fmt *f) {
+  int ebits = 15 - f->frac;
+  uint16_t sign = signbit(v) ? 0x8000u : 0;
+  uint16_t inf = (uint16_t)(((1u << ebits) - 1u) << f->frac);
+  if (v != v) return (uint16_t)(sign | inf | (1u << (f->frac - 1)));
+  double a = fabs(v);
+  if (a == INFINITY) return (uint16_t)(sign | inf);
+  int e;
+  (void)frexp(a, &e); /* a in [2^(e-1), 2^e) */
+  int ex = a == 0 || e - 1 < f->emin ? f->emin : e - 1;
+  double n = rint(ldexp(a, f->frac - ex)); /* at most 2^(frac+1) */
+  if (n >= ldexp(1.0, f->frac + 1)) {      /* carried into the next binade */
+    n /= 2;
+    ex++;
+  }
+  if (ex > f->bias) return (uint16_t)(sign | inf);
+  if (n < ldexp(1.0, f->frac)) return (uint16_t)(sign | (uint16_t)n);
+  return (uint16_t)(sign | (unsigned)(ex + f->bias) << f->frac |
+                    ((unsigned)n - (1u << f->frac)));
 }
 
 int64_t mp_k_load_i(const void *p, int d, size_t k) {
@@ -77,6 +126,14 @@ int64_t mp_k_load_i(const void *p, int d, size_t k) {
       return (int64_t)u.u64;
     case MP_KD_F32:
       return (int64_t)u.f32;
+    case MP_KD_F16:
+    case MP_KD_BF16: {
+      double v = mp_k_load(p, d, k);
+      return v != v                        ? 0
+             : v >= 9223372036854775808.0  ? INT64_MAX
+             : v <= -9223372036854775808.0 ? INT64_MIN
+                                           : (int64_t)v;
+    }
     default:
       return (int64_t)u.f64;
   }
@@ -93,6 +150,11 @@ double mp_k_load(const void *p, int d, size_t k) {
     double f;
     memcpy(&f, b, sizeof f);
     return f;
+  }
+  if (d == MP_KD_F16 || d == MP_KD_BF16) {
+    uint16_t h;
+    memcpy(&h, b, sizeof h);
+    return k_half_load(h, d == MP_KD_F16 ? &k_f16 : &k_bf16);
   }
   if (d == MP_KD_U64) {
     uint64_t u;
@@ -118,6 +180,12 @@ void mp_k_store(void *p, int d, size_t k, double v) {
       break;
     case MP_KD_F64:
       u.f64 = v;
+      break;
+    case MP_KD_F16:
+      u.u16 = k_half_store(v, &k_f16);
+      break;
+    case MP_KD_BF16:
+      u.u16 = k_half_store(v, &k_bf16);
       break;
     case MP_KD_I8:
       u.i8 = (int8_t)k_sat(v, -128, 127);

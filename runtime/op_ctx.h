@@ -12,6 +12,16 @@
 #include "mplan/kernels.h"
 #include "ops.h"
 
+/* The tensors an op sees when its f16 and bf16 tensors are computed as
+ * f32 (ops.c invariant 5): copies of the bundle's, the 16-bit ones made
+ * f32 tensors in the workspace, and their first bytes (run only). */
+#define OP_WIDE_MAX 32
+
+typedef struct op_wide {
+  mp_btensor in[OP_WIDE_MAX], out[OP_WIDE_MAX];
+  unsigned char *pin[OP_WIDE_MAX], *pout[OP_WIDE_MAX];
+} op_wide;
+
 typedef struct op_ctx {
   const mp_bundle *b;
   const mp_bopr *op;
@@ -21,6 +31,7 @@ typedef struct op_ctx {
   unsigned char *const *ptr; /* run only */
   unsigned char *ws;
   size_t need_ws;
+  const op_wide *wide; /* NULL: the bundle's tensors */
 } op_ctx;
 
 static inline bool op_fail(op_ctx *c, const char *fmt, ...) MP_PRINTF(2, 3);
@@ -35,19 +46,23 @@ static inline bool op_fail(op_ctx *c, const char *fmt, ...) {
 
 static inline const mp_btensor *op_in(const op_ctx *c, uint32_t k) {
   if (k >= c->op->n_in || c->op->in[k] == MP_BUNDLE_NONE) return NULL;
+  if (c->wide) return &c->wide->in[k];
   return mp_bundle_tensor(c->b, c->op->in[k]);
 }
 
 static inline const mp_btensor *op_out(const op_ctx *c, uint32_t k) {
+  if (c->wide) return &c->wide->out[k];
   return mp_bundle_tensor(c->b, c->op->out[k]);
 }
 
 static inline void *op_pin(const op_ctx *c, uint32_t k) {
   if (k >= c->op->n_in || c->op->in[k] == MP_BUNDLE_NONE) return NULL;
+  if (c->wide) return c->wide->pin[k];
   return c->ptr[c->op->in[k]];
 }
 
 static inline void *op_pout(const op_ctx *c, uint32_t k) {
+  if (c->wide) return c->wide->pout[k];
   return c->ptr[c->op->out[k]];
 }
 

@@ -15,6 +15,16 @@
  *      is accepted only for kernels that compute it safely: elementwise
  *      ops of equal shapes, normalisations, softmax, depthwise Conv whose
  *      output plane is no larger than its input plane, and views.
+ *   5. f16 and bf16 tensors go to every kernel that computes through
+ *      mp_k_load and mp_k_store (in double, rounded once to the output
+ *      type). An op whose check refuses them (its kernel computes in f32
+ *      only: Conv, Gemm, MatMul, pooling, ...) is checked again with each
+ *      16-bit tensor replaced by an f32 tensor of its shape in the
+ *      workspace (op_wide); run then widens the inputs (exactly), runs
+ *      the f32 kernel and rounds the outputs to nearest even. The same
+ *      tensor read twice is widened once; the f32 copies share no bytes
+ *      with each other or the arena, so the op runs out of place on them
+ *      and the rounded outputs are written after every input was read.
  */
 #include "op_ctx.h"
 
@@ -2463,10 +2473,129 @@ static bool op_vec(op_ctx *c) {
 }
 #endif
 
+/* ---- f16 and bf16 through the f32 kernels (invariant 5) ------------------
+ */
+
+static bool op_half(int d) {
+  return d == MP_KD_F16 || d == MP_KD_BF16;
+}
+
+static bool op_has_half(const op_ctx *c) {
+  for (uint32_t k = 0; k < c->op->n_in; k++) {
+    const mp_btensor *t = op_in(c, k);
+    if (t && op_half(t->dtype)) return true;
+  }
+  for (uint32_t k = 0; k < c->op->n_out; k++) {
+    if (op_half(op_out(c, k)->dtype)) return true;
+  }
+  return false;
+}
+
+#define OP_WIDE_ALIGN 64u
+
+/* One tensor of w: t itself, or (16-bit) an f32 tensor of its shape at
+ * workspace offset *at, with a buffer id no bundle buffer has. */
+static void op_wide_one(const op_ctx *c, const mp_btensor *t,
+                        unsigned char *real, uint32_t id, mp_btensor *wt,
+                        unsigned char **wp, size_t *at) {
+  *wt = *t;
+  *wp = real;
+  if (!op_half(t->dtype)) return;
+  size_t bytes = (size_t)op_count(t) * sizeof(float);
+  wt->dtype = MP_KD_F32;
+  wt->bytes = bytes;
+  wt->buffer = id;
+  wt->offset = 0;
+  *wp = c->ws ? c->ws + *at : NULL;
+  *at += (bytes + OP_WIDE_ALIGN - 1) / OP_WIDE_ALIGN * OP_WIDE_ALIGN;
+}
+
+/* Fills w for c (pointers only when c runs); *bytes is the workspace the
+ * f32 tensors take. false: too many tensors for op_wide. */
+static bool op_wide_init(const op_ctx *c, op_wide *w, size_t *bytes) {
+  if (c->op->n_in > OP_WIDE_MAX || c->op->n_out > OP_WIDE_MAX) return false;
+  size_t at = 0;
+  uint32_t id = UINT32_MAX;
+  for (uint32_t k = 0; k < c->op->n_in; k++, id--) {
+    const mp_btensor *t = op_in(c, k);
+    if (!t) continue;
+    uint32_t j = 0;
+    while (j < k && c->op->in[j] != c->op->in[k]) j++;
+    if (j < k) { /* read twice: one copy */
+      w->in[k] = w->in[j];
+      w->pin[k] = w->pin[j];
+      continue;
+    }
+    op_wide_one(c, t, c->ptr ? c->ptr[c->op->in[k]] : NULL, id, &w->in[k],
+                &w->pin[k], &at);
+  }
+  for (uint32_t k = 0; k < c->op->n_out; k++, id--) {
+    op_wide_one(c, op_out(c, k), c->ptr ? c->ptr[c->op->out[k]] : NULL, id,
+                &w->out[k], &w->pout[k], &at);
+  }
+  *bytes = at;
+  return true;
+}
+
+/* The check of invariant 5, after the op's own check refused c. */
+static bool op_wide_check(op_ctx *c, size_t *workspace) {
+  op_wide w;
+  size_t bytes;
+  if (!op_has_half(c) || !op_wide_init(c, &w, &bytes)) return false;
+  op_ctx cw = *c;
+  cw.wide = &w;
+  cw.need_ws = 0;
+  if (!op_dispatch(&cw, false)) return false;
+  *workspace = bytes + cw.need_ws;
+  return true;
+}
+
+/* The run of invariant 5. */
+static bool op_wide_run(op_ctx *c) {
+  op_wide w;
+  size_t bytes;
+  if (!op_wide_init(c, &w, &bytes)) return false;
+  for (uint32_t k = 0; k < c->op->n_in; k++) {
+    const mp_btensor *t = op_in(c, k);
+    if (!t || !op_half(t->dtype)) continue;
+    uint32_t j = 0;
+    while (j < k && c->op->in[j] != c->op->in[k]) j++;
+    if (j < k) continue;
+    const void *src = c->ptr[c->op->in[k]];
+    for (size_t i = 0, n = (size_t)op_count(t); i < n; i++) {
+      mp_k_store(w.pin[k], MP_KD_F32, i, mp_k_load(src, t->dtype, i));
+    }
+  }
+  op_ctx cw = *c;
+  cw.wide = &w;
+  cw.ws = c->ws + bytes;
+  if (!op_dispatch(&cw, true)) return false;
+  for (uint32_t k = 0; k < c->op->n_out; k++) {
+    const mp_btensor *t = op_out(c, k);
+    if (!op_half(t->dtype)) continue;
+    void *dst = c->ptr[c->op->out[k]];
+    for (size_t i = 0, n = (size_t)op_count(t); i < n; i++) {
+      mp_k_store(dst, t->dtype, i, mp_k_load(w.pout[k], MP_KD_F32, i));
+    }
+  }
+  return true;
+}
+
 bool mp_rt_op_vector(const mp_bundle *b, size_t step) {
 #ifdef MPLAN_RVV
   char why[8];
-  op_ctx c = {b, mp_bundle_op(b, step), step, why, sizeof why, NULL, NULL, 0};
+  op_ctx c = {b,   mp_bundle_op(b, step), step, why, sizeof why, NULL, NULL, 0,
+              NULL};
+  if (op_vec(&c)) return true;
+  /* An op computed through f32 (invariant 5) runs the f32 kernel. */
+  op_wide w;
+  size_t bytes;
+  op_ctx probe = c;
+  if (!op_has_half(&c) || op_dispatch(&probe, false) ||
+      !op_wide_init(&c, &w, &bytes)) {
+    return false;
+  }
+  c.wide = &w;
   return op_vec(&c);
 #else
   (void)b;
@@ -2477,14 +2606,28 @@ bool mp_rt_op_vector(const mp_bundle *b, size_t step) {
 
 bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,
                     char *why, size_t cap) {
-  op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, NULL, NULL, 0};
-  if (!op_dispatch(&c, false)) return false;
+  op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, NULL, NULL, 0, NULL};
+  if (!op_dispatch(&c, false)) {
+    /* The refusal stands unless the f32 kernel takes the op (the f32
+     * check's reason then is the one that matters). */
+    char own[256];
+    snprintf(own, sizeof own, "%s", why);
+    if (op_wide_check(&c, workspace)) return true;
+    if (!op_has_half(&c)) snprintf(why, cap, "%s", own);
+    return false;
+  }
   *workspace = c.need_ws;
   return true;
 }
 
 bool mp_rt_op_run(const mp_bundle *b, size_t step, unsigned char *const *ptr,
                   void *ws, char *why, size_t cap) {
-  op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, ptr, ws, 0};
+  op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, ptr, ws, 0, NULL};
+  if (op_has_half(&c)) {
+    /* As the check decided: the op's own kernel when its check takes
+     * the 16-bit tensors, else through f32 (invariant 5). */
+    op_ctx probe = c;
+    if (!op_dispatch(&probe, false)) return op_wide_run(&c);
+  }
   return op_dispatch(&c, true);
 }

@@ -351,6 +351,8 @@ void mp_seed_fill(int d, void *p, size_t n, uint64_t seed, uint64_t index) {
     switch (d) {
       case MP_KD_F32:
       case MP_KD_F64:
+      case MP_KD_F16:
+      case MP_KD_BF16:
         v = 2 * u - 1;
         break;
       case MP_KD_I8:

@@ -296,6 +296,50 @@ static void test_kernels(void) {
   CHECK_EQ_I(ic[0], 2); /* 24 / 16 = 1.5 -> 2 (half away from zero) */
 }
 
+/* f16 and bf16 (mp_k_load, mp_k_store) against their definitions, over
+ * every bit pattern: each value loads and stores back to its bits; at
+ * each midpoint between neighbours the store rounds to the even one, and
+ * just off it to the nearer; past the largest finite value's midpoint it
+ * overflows to infinity; NaN stays a (quiet) NaN, zeros keep their sign. */
+static void test_half(int kd, uint16_t max_finite, uint16_t qnan) {
+  int bad = 0;
+  for (uint32_t h = 0; h <= 0xffff; h++) {
+    uint16_t bits = (uint16_t)h, got;
+    double v = mp_k_load(&bits, kd, 0);
+    mp_k_store(&got, kd, 0, v);
+    if (isnan(v) ? (got & 0x7fffu) != qnan : got != bits) bad++;
+  }
+  CHECK_EQ_I(bad, 0);
+  for (uint16_t h = 0; h < max_finite; h++) {
+    uint16_t lo = h, hi = (uint16_t)(h + 1), got[3];
+    double a = mp_k_load(&lo, kd, 0), b = mp_k_load(&hi, kd, 0);
+    double mid = (a + b) / 2, off = (b - a) / 1024;
+    mp_k_store(&got[0], kd, 0, mid);
+    mp_k_store(&got[1], kd, 0, mid - off);
+    mp_k_store(&got[2], kd, 0, -(mid + off));
+    if (got[0] != (h % 2 ? hi : lo) || got[1] != lo ||
+        got[2] != (uint16_t)(hi | 0x8000u)) {
+      bad++;
+    }
+  }
+  CHECK_EQ_I(bad, 0);
+  uint16_t top = max_finite, next = (uint16_t)(max_finite + 1), got;
+  double m = mp_k_load(&top, kd, 0),
+         step = m - mp_k_load(&(uint16_t){(uint16_t)(top - 1)}, kd, 0);
+  mp_k_store(&got, kd, 0, m + step / 2); /* the tie rounds to even: inf */
+  CHECK_EQ_U(got, next);
+  mp_k_store(&got, kd, 0, m + step / 2 - step / 1024);
+  CHECK_EQ_U(got, top);
+  mp_k_store(&got, kd, 0, -1e300);
+  CHECK_EQ_U(got, next | 0x8000u);
+  mp_k_store(&got, kd, 0, NAN);
+  CHECK_EQ_U(got & 0x7fffu, qnan);
+  mp_k_store(&got, kd, 0, -0.0);
+  CHECK_EQ_U(got, 0x8000u);
+  mp_k_store(&got, kd, 0, 1e-300); /* below half the least subnormal */
+  CHECK_EQ_U(got, 0);
+}
+
 /* ConvInteger against the definition, window by window: random shapes
  * with groups, strides, dilations and pads, int8 and uint8 operands, a
  * per-channel w_zero_point; the ONNX node tests cover only uint8 with
@@ -407,6 +451,19 @@ static void test_data_weights(const char *src) {
 int main(int argc, char **argv) {
   const char *src = argc > 1 ? argv[1] : ".";
   test_kernels();
+  test_half(MP_KD_F16, 0x7bff, 0x7e00);
+  test_half(MP_KD_BF16, 0x7f7f, 0x7fc0);
+  /* spot values: 65504 is f16's largest, 2^-24 its least subnormal, 2^-133
+   * bf16's; 1 + 2^-8 (1 + half a bf16 step) rounds to 1, its next up to
+   * 1 + 2^-7 */
+  uint16_t hv[4] = {0x7bff, 0x0001, 0x3f80, 0x0001};
+  CHECK(mp_k_load(hv, MP_KD_F16, 0) == 65504 &&
+        mp_k_load(hv, MP_KD_F16, 1) == ldexp(1, -24) &&
+        mp_k_load(hv, MP_KD_BF16, 2) == 1 &&
+        mp_k_load(hv, MP_KD_BF16, 3) == ldexp(1, -133));
+  mp_k_store(hv, MP_KD_BF16, 0, 1 + ldexp(1, -8));
+  mp_k_store(hv, MP_KD_BF16, 1, 1 + ldexp(1, -8) + ldexp(1, -20));
+  CHECK(hv[0] == 0x3f80 && hv[1] == 0x3f81);
   test_conv_integer();
   test_dynamic_quantize();
   test_loader(src);

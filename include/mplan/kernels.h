@@ -45,6 +45,8 @@ typedef enum mp_kdtype {
   MP_KD_I64 = 9,
   MP_KD_U64 = 10,
   MP_KD_BOOL = 11,
+  MP_KD_F16 = 12,  /* IEEE 754 binary16 */
+  MP_KD_BF16 = 13, /* bfloat16: the upper half of an f32 */
   MP_KD_COUNT
 } mp_kdtype;
 
@@ -56,7 +58,9 @@ bool mp_kd_is_float(int code);
 /* Element k of p (of dtype d) as a double, and the store of a double into
  * element k with the ONNX Cast conversion (float->int truncates toward
  * zero; out-of-range is saturated, as the host's behaviour for it is
- * undefined; bool is v != 0). */
+ * undefined; bool is v != 0; f16 and bf16 round to nearest even from the
+ * double, once, overflowing to infinity). f16 and bf16 are float dtypes:
+ * every kernel that computes through these (in double) takes them. */
 double mp_k_load(const void *p, int d, size_t k);
 void mp_k_store(void *p, int d, size_t k, double v);
 int64_t mp_k_load_i(const void *p, int d, size_t k);

@@ -46,6 +46,33 @@ run 0 "$mplan" verify $v2 --inputs activation --paranoid --redzone 8
 run 0 "$mplan" verify $v2 --backend tests/data/backend_64.json --paranoid
 run 0 "$mplan" verify tests/data/pipeline.json --paranoid
 run 0 "$mplan" verify tests/data/data_weights.json --paranoid
+# f16 and bf16 (runtime/ops.c invariant 5): elementwise and pooling in
+# 16 bits, Conv, Gemm, GlobalAveragePool and Softmax through f32 copies in
+# the workspace, which compile reports; with every pass too.
+run 0 "$mplan" verify tests/data/half_net.onnx.bin --paranoid --redzone 16 &&
+  has "$tmp/out" "outputs     1 of 1 identical to the no-reuse run" &&
+  has "$tmp/out" "verified: no event"
+run 0 "$mplan" verify tests/data/half_net.onnx.bin --passes all --order memory --paranoid &&
+  has "$tmp/out" "verified: no event"
+run 0 "$mplan" compile tests/data/half_net.onnx.bin -o "$tmp/half.mpk" &&
+  has "$tmp/out" "workspace 13,248 B"
+cat >"$tmp/bf16.json" <<'JSON'
+{"mplan": "graph/1", "name": "bf16",
+ "tensors": [{"name": "x", "dtype": "bf16", "shape": [1, 4, 8, 8], "kind": "input"},
+             {"name": "w", "dtype": "bf16", "shape": [4, 4, 3, 3], "kind": "weight"},
+             {"name": "c", "dtype": "bf16", "shape": [1, 4, 8, 8]},
+             {"name": "r", "dtype": "bf16", "shape": [1, 4, 8, 8]},
+             {"name": "y", "dtype": "bf16", "shape": [1, 4, 8, 8], "kind": "output"}],
+ "ops": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["c"],
+          "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}},
+         {"name": "relu", "op": "Relu", "inputs": ["c"], "outputs": ["r"]},
+         {"name": "add", "op": "Add", "inputs": ["r", "x"], "outputs": ["y"]}],
+ "outputs": ["y"]}
+JSON
+run 0 "$mplan" verify "$tmp/bf16.json" --paranoid --redzone 8 &&
+  has "$tmp/out" "verified: no event"
+run 0 "$mplan" verify "$tmp/bf16.json" --passes all --order memory --paranoid &&
+  has "$tmp/out" "verified: no event"
 # Retained state: written by an op into the persistent tier.
 cat >"$tmp/ret.json" <<'JSON'
 {"mplan": "graph/1", "name": "ret",

@@ -53,6 +53,13 @@ done
 # The one op of MobileNetV2 without an RVV kernel is listed.
 has "$tmp/out" "scalar op   pool (GlobalAveragePool): kernel avgpool, i8"
 run 0 "$mplan" verify $v1 --target rv64 --poison && has "$tmp/out" "VLEN 256"
+# f16 (runtime/ops.c invariant 5): Conv, Gemm, GlobalAveragePool and
+# Softmax run the RVV f32 kernels on f32 copies; the four 16-bit
+# elementwise and pooling ops are listed as scalar.
+run 0 "$mplan" verify tests/data/half_net.onnx.bin --target rv64 --vlen 128 --poison &&
+  has "$tmp/out" "RVV kernels, 4 ops on scalar kernels" &&
+  has "$tmp/out" "scalar op   relu1 (Relu): kernel unary, f16" &&
+  has "$tmp/out" "verified: no event"
 
 # Injected faults: the same events as on the host.
 for spec in oob:b3_dw early-free:b2_dw_out overlap:b1_dw_out,b1_project_out; do

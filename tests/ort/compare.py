@@ -9,8 +9,8 @@ A value passes when |ours - ort| <= ATOL + RTOL * |ort|.
 import struct
 import sys
 
-FMT = {1: 'f', 2: 'd', 3: 'b', 4: 'B', 7: 'i', 9: 'q', 11: 'B'}
-SIZE = {1: 4, 2: 8, 3: 1, 4: 1, 7: 4, 9: 8, 11: 1}
+FMT = {1: 'f', 2: 'd', 3: 'b', 4: 'B', 7: 'i', 9: 'q', 11: 'B', 12: 'e'}
+SIZE = {1: 4, 2: 8, 3: 1, 4: 1, 7: 4, 9: 8, 11: 1, 12: 2}
 
 
 def read(path):

@@ -13,10 +13,10 @@ const ort = require(path.resolve(ortDir, 'node_modules', 'onnxruntime-node'));
 
 // mp_kdtype codes (include/mplan/kernels.h) <-> ONNX Runtime type names.
 const types = {1: 'float32', 2: 'float64', 3: 'int8', 4: 'uint8', 7: 'int32', 9: 'int64',
-               11: 'bool'};
+               11: 'bool', 12: 'float16'};
 const arrays = {float32: Float32Array, float64: Float64Array, int8: Int8Array,
                 uint8: Uint8Array, int32: Int32Array, int64: BigInt64Array,
-                bool: Uint8Array};
+                bool: Uint8Array, float16: Uint16Array};
 
 function readTensors(buf) {
   if (buf.toString('latin1', 0, 8) !== 'MPTENSOR') throw new Error('not tensors/1');

@@ -51,6 +51,11 @@ check vadlegacy "$vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 -
 # and the constant subgraphs that stay ops.
 check vad16k_passes "$vad/silero_vad_v5.onnx" --shape input=1x512 --shape state=2x1x128 --value sr=16000 --passes all --order memory
 check fold_large "$src/tests/data/passes/fold_large.onnx.bin" --passes all
+# f16 end to end (tests/data/gen_half.py): the elementwise and pooling
+# kernels in f16, Conv, Gemm, GlobalAveragePool and Softmax through f32
+# copies (runtime/ops.c invariant 5), with and without the passes
+check half_net "$src/tests/data/half_net.onnx.bin"
+check half_net_passes "$src/tests/data/half_net.onnx.bin" --passes all --order memory
 # ConvInteger's sums cast to float in place (tests/data/passes/gen_cast_inplace.py)
 check cast_inplace "$src/tests/data/passes/cast_inplace.onnx.bin" --passes all
 # DynamicQuantizeLinear, ConvInteger, GRU, and an LSTM inside an If that
