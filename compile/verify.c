@@ -15,7 +15,9 @@
  *      of the machine's memory (the bundle, the regions and the outputs
  *      each hold them) and in max_bytes (1 GiB unless raised): a small
  *      file declaring gigabytes is refused, not run out of memory or for
- *      minutes.
+ *      minutes. The tensors of the constant subgraphs the fold pass
+ *      folded count too: compile runs them (a huge weight the graph no
+ *      longer reads is still made and read there).
  */
 #define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "mplan/verify.h"
@@ -267,24 +269,38 @@ static mp_status vf_memory(const mp_model *m, size_t max_bytes, mp_error *err) {
   mp_profile prof;
   mp_status st = mp_problem_profile(mp_model_problem(m), &prof, err);
   if (st != MP_OK) return st;
-  size_t need;
+  size_t need, folded = 0;
   if (!mp_size_add(prof.no_reuse, prof.fixed, &need)) need = SIZE_MAX;
   mp_profile_release(&prof);
+  const mp_graph *cg = mp_pass_report_constants(mp_model_pass_report(m));
+  for (size_t t = 0; cg && t < mp_graph_tensor_count(cg); t++) {
+    if (!mp_size_add(folded, mp_graph_tensor(cg, t)->bytes, &folded)) {
+      folded = SIZE_MAX;
+    }
+  }
+  if (!mp_size_add(need, folded, &need)) need = SIZE_MAX;
+  char of[96] = "";
+  if (folded) {
+    snprintf(of, sizeof of,
+             " (%zu of them in constant subgraphs the fold pass folded)",
+             folded);
+  }
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   size_t phys = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
   if (phys && need > phys / 4) {
     return mp_error_set(err, MP_ERR_UNSUPPORTED,
-                        "%s: the no-reuse run holds %zu bytes of tensors, more "
-                        "than a quarter of this machine's %zu bytes of "
+                        "%s: the no-reuse run holds %zu bytes of tensors%s, "
+                        "more than a quarter of this machine's %zu bytes of "
                         "memory; verify runs models that fit",
-                        mp_model_path(m), need, phys);
+                        mp_model_path(m), need, of, phys);
   }
   size_t cap = max_bytes ? max_bytes : MP_VERIFY_MAX_BYTES;
   if (need <= cap) return MP_OK;
   return mp_error_set(err, MP_ERR_UNSUPPORTED,
-                      "%s: the no-reuse run holds %zu bytes of tensors, more "
-                      "than verify's limit of %zu (--max-bytes raises it)",
-                      mp_model_path(m), need, cap);
+                      "%s: the no-reuse run holds %zu bytes of tensors%s, "
+                      "more than verify's limit of %zu (--max-bytes raises "
+                      "it)",
+                      mp_model_path(m), need, of, cap);
 }
 
 mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,

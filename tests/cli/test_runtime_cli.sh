@@ -157,6 +157,23 @@ run 2 "$mplan" verify "$tmp/huge.json" && one_line && has "$tmp/err" "the no-reu
 # of running for minutes; --max-bytes moves the cap.
 run 2 "$mplan" verify tests/data/verify_2g_tensor.onnx.bin && one_line && has "$tmp/err" "the no-reuse run holds 4294967296 bytes of tensors, more than verify's limit of 1073741824 (--max-bytes raises it)"
 run 2 "$mplan" verify $v2 --max-bytes 1000 && one_line && has "$tmp/err" "more than verify's limit of 1000"
+# The cap counts the constant subgraphs the fold pass folded: compile
+# runs them, so a 2 GiB weight only a folded GlobalMaxPool reads is made
+# and read there (found by tests/fuzz/fuzz_model.c).
+cat >"$tmp/bigfold.json" <<'JSON'
+{"mplan": "graph/1", "name": "bigfold",
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [1, 2048, 1, 1], "kind": "input"},
+             {"name": "w", "dtype": "i8", "shape": [1, 2048, 1024, 1024], "kind": "weight"},
+             {"name": "m", "dtype": "i8", "shape": [1, 2048, 1, 1]},
+             {"name": "c", "dtype": "f32", "shape": [1, 2048, 1, 1]},
+             {"name": "y", "dtype": "f32", "shape": [1, 2048, 1, 1], "kind": "output"}],
+ "ops": [{"name": "gmp", "op": "GlobalMaxPool", "inputs": ["w"], "outputs": ["m"]},
+         {"name": "cast", "op": "Cast", "inputs": ["m"], "outputs": ["c"], "attrs": {"to": 1}},
+         {"name": "add", "op": "Add", "inputs": ["x", "c"], "outputs": ["y"]}],
+ "outputs": ["y"]}
+JSON
+run 2 "$mplan" verify "$tmp/bigfold.json" --passes all && one_line &&
+  has "$tmp/err" "(2147493888 of them in constant subgraphs the fold pass folded), more than verify's limit of 1073741824"
 run 0 "$mplan" verify $v2 --max-bytes 100000000 && has "$tmp/out" "verified: no event"
 run 2 "$mplan" verify $v2 --max-bytes 0 && one_line && has "$tmp/err" "--max-bytes '0': expected bytes >= 1"
 # Sizes as everywhere else: 4GiB lifts the cap above the 2 GiB tensor's

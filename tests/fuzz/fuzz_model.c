@@ -1,0 +1,399 @@
+/*
+ * fuzz_model.c -- one fuzz input through the whole pipeline: load it as a
+ * model (ONNX, or mplan graph JSON when it starts with '{'), every graph
+ * pass with the memory order, plan, validate, and, when it is small,
+ * verify (compile, run the plan in poison mode on the host runtime and
+ * compare every output with the no-reuse run).
+ *
+ * A finding is any crash, sanitizer report, hang, or one of these
+ * aborts (each is a bug in mplan, never in the input):
+ *   - an error that is MP_ERR_INTERNAL or MP_ERR_CHECK (a plan mplan made
+ *     failed its own validator), or whose message is empty or not one
+ *     line;
+ *   - a verified run with a poison event, or an output that differs from
+ *     the no-reuse run.
+ * Every other error is the expected answer to bad input.
+ *
+ * Built two ways (tests/CMakeLists.txt):
+ *   - with MPLAN_FUZZ=ON (clang): a libFuzzer target, `fuzz_model`, with
+ *     a structure-aware mutator for graph JSON (FUZZ_JSON_MUTATOR);
+ *     scripts/fuzz.sh drives it;
+ *   - always: `fuzz_model_replay FILE...`, which runs the same function
+ *     on each file and prints how far it got (ctest fuzz_replay runs it
+ *     on tests/fuzz/corpus/: the inputs fuzzing found bugs with, so each
+ *     stays fixed, and inputs it grew that reach the verified run).
+ */
+#define _POSIX_C_SOURCE 200809L /* getpid */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mplan/graph.h"
+#include "mplan/model.h"
+#include "mplan/passes.h"
+#include "mplan/plan.h"
+#include "mplan/schedule.h"
+#include "mplan/validate.h"
+#include "mplan/verify.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Past these the verify step is skipped: the scalar kernels (under the
+ * sanitizers) on a large tensor would turn an input into a timeout. The
+ * work estimate of an op is its output elements times, per input of rank
+ * 2 or more, that input's elements over its first dim (a Conv's
+ * multiply-adds per output; a rough bound elsewhere). */
+#define FUZZ_VERIFY_BYTES ((size_t)2 << 20)
+#define FUZZ_VERIFY_OPS 400
+#define FUZZ_VERIFY_WORK 20e6
+
+static double fuzz_elems(const mp_tensor *t) {
+  double n = 1;
+  for (uint32_t d = 0; d < t->rank; d++) n *= (double)t->shape[d].value;
+  return n;
+}
+
+/* The work and bytes of g's ops and tensors, added to *work, *bytes. */
+static void fuzz_cost(const mp_graph *g, double *work, double *bytes) {
+  for (size_t t = 0; t < mp_graph_tensor_count(g); t++) {
+    *bytes += (double)mp_graph_tensor(g, t)->bytes;
+  }
+  for (size_t i = 0; i < mp_graph_op_count(g); i++) {
+    const mp_op *op = mp_graph_op(g, i);
+    double out = 0, per = 1;
+    for (uint32_t k = 0; k < op->n_outputs; k++) {
+      if (op->outputs[k] >= 0) {
+        out += fuzz_elems(mp_graph_tensor(g, (uint32_t)op->outputs[k]));
+      }
+    }
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      if (op->inputs[k] < 0) continue;
+      const mp_tensor *t = mp_graph_tensor(g, (uint32_t)op->inputs[k]);
+      if (t->rank >= 2 && t->shape[0].value > 0) {
+        per += fuzz_elems(t) / (double)t->shape[0].value;
+      }
+    }
+    *work += out * per;
+  }
+}
+
+/* The model is small enough to verify, and so are the constant
+ * subgraphs its fold pass left for compile to run, unless they hold more
+ * bytes than verify's own limit (FUZZ_VERIFY_BYTES, given to it), which
+ * must then refuse them. */
+static bool fuzz_small(const mp_model *m) {
+  const mp_graph *g = mp_model_graph(m);
+  if (!g || mp_graph_op_count(g) > FUZZ_VERIFY_OPS) return false;
+  double work = 0, bytes = 0;
+  fuzz_cost(g, &work, &bytes);
+  if (bytes > (double)FUZZ_VERIFY_BYTES || work > FUZZ_VERIFY_WORK) {
+    return false;
+  }
+  const mp_graph *cg = mp_pass_report_constants(mp_model_pass_report(m));
+  if (!cg) return true;
+  double cwork = 0, cbytes = 0;
+  fuzz_cost(cg, &cwork, &cbytes);
+  return cbytes > (double)FUZZ_VERIFY_BYTES || work + cwork <= FUZZ_VERIFY_WORK;
+}
+
+/* How far the last input got, for the replay driver's report. */
+static char fuzz_outcome[160];
+
+static void fuzz_bug(const char *what, const mp_error *err) {
+  fprintf(stderr, "fuzz_model: %s: %s\n", what, err ? err->msg : "");
+  abort();
+}
+
+/* An expected error must still be a one-line message, and a planned
+ * model must never fail mplan's own checks. */
+static void fuzz_expect(mp_status st, const mp_error *err, const char *where) {
+  if (st == MP_OK) return;
+  if (st == MP_ERR_INTERNAL || st == MP_ERR_CHECK) fuzz_bug(where, err);
+  if (err->msg[0] == '\0') fuzz_bug("empty error message", err);
+  if (strchr(err->msg, '\n')) fuzz_bug("error message of several lines", err);
+}
+
+static void fuzz_verify(const mp_model *m) {
+  if (!fuzz_small(m)) return;
+  mp_verify_opts vo = {.poison = true,
+                       .seed = 1,
+                       .budget_ms = 20,
+                       .max_bytes = FUZZ_VERIFY_BYTES};
+  mp_verify_result res = {0};
+  mp_error err = {0};
+  mp_status st = mp_verify_run(m, &vo, NULL, &res, &err);
+  fuzz_expect(st, &err, "verify");
+  if (st == MP_OK) {
+    if (res.n_events) fuzz_bug("the planned run reported an event", NULL);
+    if (res.outputs_equal != res.outputs) {
+      fuzz_bug("an output differs from the no-reuse run", NULL);
+    }
+    snprintf(fuzz_outcome, sizeof fuzz_outcome,
+             "verified: %zu ops, %zu outputs identical", res.ops,
+             res.outputs_equal);
+  } else {
+    snprintf(fuzz_outcome, sizeof fuzz_outcome, "planned; not run: %.120s",
+             err.msg);
+  }
+  mp_verify_result_release(&res, NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  /* The loader reads files; the suffix only names the input. */
+  char path[64];
+  bool json = size && data[0] == '{';
+  snprintf(path, sizeof path, "/tmp/mplan-fuzz-%ld.%s", (long)getpid(),
+           json ? "json" : "onnx");
+  FILE *f = fopen(path, "wb");
+  if (!f) return 0;
+  bool wrote = fwrite(data, 1, size, f) == size;
+  if (fclose(f) != 0 || !wrote) return 0;
+
+  mp_error err = {0};
+  uint32_t passes = 0;
+  if (mp_passes_parse("all", &passes, &err) != MP_OK) fuzz_bug("passes", &err);
+  mp_load_opts lo = {.order = MP_ORDER_MEMORY,
+                     .passes = passes,
+                     .order_budget_ms = 20,
+                     .order_states = 4096};
+  mp_model *m = NULL;
+  mp_status st = mp_model_load(path, &lo, NULL, &m, &err);
+  fuzz_expect(st, &err, "load");
+  if (st != MP_OK) {
+    snprintf(fuzz_outcome, sizeof fuzz_outcome, "refused: %.140s", err.msg);
+  }
+  if (st == MP_OK) {
+    const mp_problem *p = mp_model_problem(m);
+    mp_plan_opts po = {.budget_ms = 20};
+    mp_plan *plan = NULL;
+    st = mp_plan_solve(p, &po, &plan, &err);
+    fuzz_expect(st, &err, "plan");
+    if (st != MP_OK) {
+      snprintf(fuzz_outcome, sizeof fuzz_outcome, "no plan: %.140s", err.msg);
+    }
+    if (st == MP_OK) {
+      /* mp_plan_solve validated it; so does an independent call here,
+       * against the one region the plan reports. */
+      size_t region = mp_plan_summary_of(plan)->arena_bytes;
+      st = mp_validate(p, mp_plan_placements(plan), &region, 1, NULL, &err);
+      if (st != MP_OK) fuzz_bug("the plan failed validation", &err);
+      snprintf(fuzz_outcome, sizeof fuzz_outcome, "planned: %zu B arena",
+               mp_plan_summary_of(plan)->arena_bytes);
+      mp_plan_destroy(plan);
+      fuzz_verify(m);
+    }
+    mp_model_destroy(m);
+  }
+  unlink(path);
+  return 0;
+}
+
+#ifdef FUZZ_JSON_MUTATOR
+/* Structure-aware mutation of graph JSON (libFuzzer's custom mutator):
+ * byte flips rarely get past the JSON parser, so a JSON input is parsed
+ * with cJSON and one node of its tree changed the way bad graphs differ
+ * from good ones: a number made 0, -1, huge or fractional; a string
+ * replaced by another string of the document (dangling names, cycles,
+ * duplicates) or by a dtype or an op type; an array element dropped,
+ * repeated or swapped; an object member dropped. Anything else, and
+ * ONNX, gets libFuzzer's own mutations. */
+#include <cJSON.h>
+
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                               unsigned int seed);
+
+typedef struct fz_nodes {
+  cJSON *all[4096];
+  size_t n;
+} fz_nodes;
+
+static void fz_collect(cJSON *j, fz_nodes *nodes) {
+  for (; j; j = j->next) {
+    if (nodes->n < sizeof nodes->all / sizeof nodes->all[0]) {
+      nodes->all[nodes->n++] = j;
+    }
+    fz_collect(j->child, nodes);
+  }
+}
+
+static uint32_t fz_rand(uint32_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 17;
+  *s ^= *s << 5;
+  return *s;
+}
+
+static cJSON *fz_pick(fz_nodes *nodes, uint32_t *s, int type) {
+  for (int tries = 0; tries < 64 && nodes->n; tries++) {
+    cJSON *j = nodes->all[fz_rand(s) % nodes->n];
+    if (type < 0 || (j->type & 0xff) == type) return j;
+  }
+  return NULL;
+}
+
+static void fz_mutate_tree(cJSON *root, uint32_t *s) {
+  static const double numbers[] = {
+      0,   -1,           1,    2,     3,  7,           255, 256, 0.5, 65536,
+      1e9, 2147483648.0, -2.5, 1e300, 64, 4294967297.0};
+  static const char *const words[] = {"f32",
+                                      "f16",
+                                      "bf16",
+                                      "i8",
+                                      "u8",
+                                      "i32",
+                                      "i64",
+                                      "bool",
+                                      "Conv",
+                                      "Add",
+                                      "Relu",
+                                      "Concat",
+                                      "Sum",
+                                      "Mul",
+                                      "MaxPool",
+                                      "Gemm",
+                                      "Reshape",
+                                      "Transpose",
+                                      "Softmax",
+                                      "Identity",
+                                      "Cast",
+                                      "Split",
+                                      "Slice",
+                                      "MatMul",
+                                      "input",
+                                      "weight",
+                                      "output",
+                                      "retained",
+                                      "NCHW",
+                                      "NHWC",
+                                      "BatchNormalization",
+                                      "GlobalAveragePool",
+                                      "AveragePool",
+                                      "Clip"};
+  fz_nodes *nodes = malloc(sizeof *nodes);
+  if (!nodes) return;
+  nodes->n = 0;
+  fz_collect(root, nodes);
+  cJSON *j;
+  switch (fz_rand(s) % 5) {
+    case 0:
+      if ((j = fz_pick(nodes, s, cJSON_Number))) {
+        double v =
+            fz_rand(s) % 2
+                ? numbers[fz_rand(s) % (sizeof numbers / sizeof numbers[0])]
+                : j->valuedouble + (fz_rand(s) % 2 ? 1 : -1);
+        cJSON_SetNumberValue(j, v);
+      }
+      break;
+    case 1:
+    case 2: {
+      cJSON *to = fz_pick(nodes, s, cJSON_String);
+      if (!to) break;
+      cJSON *from = fz_pick(nodes, s, cJSON_String);
+      const char *text =
+          fz_rand(s) % 2 && from
+              ? from->valuestring
+              : words[fz_rand(s) % (sizeof words / sizeof words[0])];
+      char *copy = malloc(strlen(text) + 1);
+      if (!copy) break;
+      strcpy(copy, text);
+      cJSON_free(to->valuestring);
+      to->valuestring = copy;
+      break;
+    }
+    case 3:
+      if ((j = fz_pick(nodes, s, cJSON_Array)) && cJSON_GetArraySize(j) > 0) {
+        int n = cJSON_GetArraySize(j), k = (int)(fz_rand(s) % (unsigned)n);
+        switch (fz_rand(s) % 3) {
+          case 0:
+            cJSON_DeleteItemFromArray(j, k);
+            break;
+          case 1:
+            cJSON_AddItemToArray(
+                j, cJSON_Duplicate(cJSON_GetArrayItem(j, k), true));
+            break;
+          default: {
+            int m = (int)(fz_rand(s) % (unsigned)n);
+            cJSON *a = cJSON_Duplicate(cJSON_GetArrayItem(j, k), true);
+            cJSON *b = cJSON_Duplicate(cJSON_GetArrayItem(j, m), true);
+            if (a && b) {
+              cJSON_ReplaceItemInArray(j, k, b);
+              cJSON_ReplaceItemInArray(j, m, a);
+            } else {
+              cJSON_Delete(a);
+              cJSON_Delete(b);
+            }
+          }
+        }
+      }
+      break;
+    default:
+      if ((j = fz_pick(nodes, s, cJSON_Object)) && j->child) {
+        int n = cJSON_GetArraySize(j);
+        cJSON_DeleteItemFromArray(j, (int)(fz_rand(s) % (unsigned)n));
+      }
+      break;
+  }
+  free(nodes);
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                               unsigned int seed) {
+  uint32_t s = seed | 1u;
+  if (size == 0 || data[0] != '{' || fz_rand(&s) % 8 == 0) {
+    return LLVMFuzzerMutate(data, size, max_size);
+  }
+  cJSON *root = cJSON_ParseWithLength((const char *)data, size);
+  if (!root) return LLVMFuzzerMutate(data, size, max_size);
+  unsigned rounds = 1 + fz_rand(&s) % 3;
+  for (unsigned r = 0; r < rounds; r++) fz_mutate_tree(root, &s);
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  size_t n = text ? strlen(text) : 0;
+  if (!text || n > max_size) {
+    cJSON_free(text);
+    return LLVMFuzzerMutate(data, size, max_size);
+  }
+  memcpy(data, text, n);
+  cJSON_free(text);
+  return n;
+}
+#endif
+
+#ifdef FUZZ_REPLAY
+/* fuzz_model_replay FILE...: each file once, as libFuzzer would, and how
+ * far it got. */
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: fuzz_model_replay FILE...\n");
+    return 2;
+  }
+  for (int i = 1; i < argc; i++) {
+    FILE *f = fopen(argv[i], "rb");
+    if (!f) {
+      fprintf(stderr, "fuzz_model_replay: %s: cannot open\n", argv[i]);
+      return 2;
+    }
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    uint8_t chunk[65536];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+      if (len + n > cap) {
+        cap = (len + n) * 2;
+        uint8_t *nb = realloc(buf, cap);
+        if (!nb) abort();
+        buf = nb;
+      }
+      memcpy(buf + len, chunk, n);
+      len += n;
+    }
+    fclose(f);
+    LLVMFuzzerTestOneInput(buf, len);
+    free(buf);
+    printf("%s: %s\n", argv[i], fuzz_outcome);
+  }
+  return 0;
+}
+#endif
