@@ -299,7 +299,7 @@ int64_t sh_attr_i(const sh_ctx *c, const char *name, int64_t def) {
   const mp_attr *a = sh_attr(c, name);
   if (!a) return def;
   if (a->kind == MP_ATTR_INT) return a->i;
-  if (a->kind == MP_ATTR_FLOAT) return (int64_t)a->f;
+  if (a->kind == MP_ATTR_FLOAT) return mp_f64_to_i64(a->f);
   return def;
 }
 

@@ -155,7 +155,7 @@ static int lw_const_ints(const lw *x, uint32_t k, int64_t *out, int max) {
   const mp_tensor *t = lw_t(x, k);
   if (!t || !t->value || t->value->n > (size_t)max) return -1;
   for (size_t i = 0; i < t->value->n; i++) {
-    out[i] = t->value->i ? t->value->i[i] : (int64_t)t->value->f[i];
+    out[i] = t->value->i ? t->value->i[i] : mp_f64_to_i64(t->value->f[i]);
   }
   return (int)t->value->n;
 }
@@ -878,12 +878,12 @@ static bool lw_fill_value(lw *x) {
   for (uint32_t i = 0; i < y->rank; i++) n *= lw_dim(x, y, i);
   if (!y->value || (int64_t)y->value->n != n || n > LW_MAX_PARAMS) return false;
   x->o->kernel = MP_BOP_FILL;
-  bool fl = y->dtype == MP_DTYPE_F32 || y->dtype == MP_DTYPE_F64;
+  bool fl = mp_kd_is_float(lw_kdtype(y->dtype));
   for (int64_t i = 0; i < n; i++) {
     if (fl) {
       lw_pf(x, y->value->f ? y->value->f[i] : (double)y->value->i[i]);
     } else {
-      lw_p(x, y->value->i ? y->value->i[i] : (int64_t)y->value->f[i]);
+      lw_p(x, y->value->i ? y->value->i[i] : mp_f64_to_i64(y->value->f[i]));
     }
   }
   return true;

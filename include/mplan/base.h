@@ -121,6 +121,15 @@ static inline bool mp_i64_mul(int64_t a, int64_t b, int64_t *out) {
   return true;
 }
 
+/* v truncated toward zero into int64, saturated at the ends of the range;
+ * NaN gives INT64_MIN (the C conversion is undefined for both). */
+static inline int64_t mp_f64_to_i64(double v) {
+  if (v != v) return INT64_MIN;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
 static inline bool mp_is_pow2(size_t v) {
   return v != 0 && (v & (v - 1)) == 0;
 }

@@ -54,10 +54,10 @@ done
 has "$tmp/out" "scalar op   pool (GlobalAveragePool): kernel avgpool, i8"
 run 0 "$mplan" verify $v1 --target rv64 --poison && has "$tmp/out" "VLEN 256"
 # f16 (runtime/ops.c invariant 5): Conv, Gemm, GlobalAveragePool and
-# Softmax run the RVV f32 kernels on f32 copies; the four 16-bit
-# elementwise and pooling ops are listed as scalar.
+# Softmax run the RVV f32 kernels on f32 copies; the six 16-bit
+# elementwise, pooling and fill ops are listed as scalar.
 run 0 "$mplan" verify tests/data/half_net.onnx.bin --target rv64 --vlen 128 --poison &&
-  has "$tmp/out" "RVV kernels, 4 ops on scalar kernels" &&
+  has "$tmp/out" "RVV kernels, 6 ops on scalar kernels" &&
   has "$tmp/out" "scalar op   relu1 (Relu): kernel unary, f16" &&
   has "$tmp/out" "verified: no event"
 

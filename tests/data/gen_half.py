@@ -2,7 +2,8 @@
 """Writes half_net.onnx.bin: a small CNN computed in f16 end to end (the
 runtime's f16 support, ctest cli_runtime and test_ort): Conv 3x3 + Relu,
 MaxPool, a 1x1 Conv with a residual Add, HardSigmoid, GlobalAveragePool,
-Flatten, Gemm, Softmax; weights are f16 initializers. Needs python3-onnx
+Flatten, Gemm, a Mul by a ConstantOfShape of 0.375, Softmax; weights are
+f16 initializers. Needs python3-onnx
 and numpy.
 
 usage: gen_half.py OUT_DIR"""
@@ -10,7 +11,7 @@ import os
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "passes"))
 from onnxgen import Builder  # noqa: E402
@@ -36,7 +37,12 @@ b.node("GlobalAveragePool", ["s2"], ["g"], "gap")
 b.node("Flatten", ["g"], ["f"], "flatten", axis=1)
 b.node("Gemm", ["f", w("fc_w", [10, 8], 0.8), w("fc_b", [10], 0.2)],
        ["logits"], "fc", transB=1)
-b.node("Softmax", ["logits"], ["y"], "softmax", axis=1)
+# a constant the compiler writes with a fill op (ConstantOfShape's f16
+# value, not an integer), scaling the logits
+b.node("ConstantOfShape", [b.const("t_shape", [1, 10], np.int64)], ["t"],
+       "temperature", value=numpy_helper.from_array(np.array([0.375], h)))
+b.node("Mul", ["logits", "t"], ["scaled"], "scale")
+b.node("Softmax", ["scaled"], ["y"], "softmax", axis=1)
 b.save(os.path.join(sys.argv[1], "half_net.onnx.bin"), "half_net",
        [helper.make_tensor_value_info("x", TensorProto.FLOAT16,
                                       [1, 3, 16, 16])],
