@@ -63,6 +63,11 @@ int lw_kdtype(mp_dtype d) {
   }
 }
 
+/* Floating dtypes: f32, f64, f16, bf16 (fills write them as doubles). */
+static bool lw_is_float(mp_dtype d) {
+  return mp_kd_is_float(lw_kdtype(d));
+}
+
 int lw_shift(int64_t k) {
   int bits = 0;
   while (bits < 62 && ((int64_t)1 << bits) < k) bits++;
@@ -674,8 +679,7 @@ static mp_status lw_binary_op(lw *x, int b) {
   if (b == MP_KB_SHL && strcmp(lw_str(x, "direction", "LEFT"), "RIGHT") == 0) {
     b = MP_KB_SHR;
   }
-  if (b == MP_KB_MOD &&
-      (a->dtype == MP_DTYPE_F32 || a->dtype == MP_DTYPE_F64)) {
+  if (b == MP_KB_MOD && lw_is_float(a->dtype)) {
     return lw_unsup(x, "Mod of floats needs fmod=1");
   }
   /* fused_activation of the bundled graphs (docs/ir-conventions.md):
@@ -893,12 +897,12 @@ static mp_status lw_constant_of_shape(lw *x) {
   const mp_attr *v = lw_attr(x, "value");
   const mp_tensor *y = lw_out(x, 0);
   x->o->kernel = MP_BOP_FILL;
-  bool fl = y->dtype == MP_DTYPE_F32 || y->dtype == MP_DTYPE_F64;
+  bool fl = lw_is_float(y->dtype);
   double f = 0;
   int64_t i = 0;
   if (v && v->kind == MP_ATTR_FLOATS && v->n == 1) {
     f = v->floats[0];
-    i = (int64_t)f;
+    i = mp_f64_to_i64(f);
   } else if (v && v->kind == MP_ATTR_INTS && v->n == 1) {
     i = v->ints[0];
     f = (double)i;
@@ -922,7 +926,7 @@ static mp_status lw_eye_like(lw *x) {
     return lw_unsup(x, "more than %d elements", LW_MAX_PARAMS);
   }
   int64_t k = lw_int(x, "k", 0);
-  bool fl = y->dtype == MP_DTYPE_F32 || y->dtype == MP_DTYPE_F64;
+  bool fl = lw_is_float(y->dtype);
   x->o->kernel = MP_BOP_FILL;
   for (int64_t i = 0; i < rows; i++) {
     for (int64_t j = 0; j < cols; j++) {
@@ -959,7 +963,7 @@ static mp_status lw_window_fill(lw *x, const char *t) {
   if (t[0] == 'H' && t[2] == 'm') a0 = 25.0 / 46.0, a1 = 1 - a0; /* Hamming */
   if (t[0] == 'B') a0 = 0.42, a1 = 0.5, a2 = 0.08;
   double den = (double)(lw_int(x, "periodic", 1) ? n : n - 1);
-  bool fl = y->dtype == MP_DTYPE_F32 || y->dtype == MP_DTYPE_F64;
+  bool fl = lw_is_float(y->dtype);
   x->o->kernel = MP_BOP_FILL;
   for (int64_t i = 0; i < n; i++) {
     double a = den > 0 ? 2 * 3.14159265358979323846 * (double)i / den : 0;
@@ -967,7 +971,7 @@ static mp_status lw_window_fill(lw *x, const char *t) {
     if (fl) {
       lw_pf(x, v);
     } else {
-      lw_p(x, (int64_t)v);
+      lw_p(x, mp_f64_to_i64(v));
     }
   }
   return MP_OK;
