@@ -908,7 +908,12 @@ static bool op_check_unary(op_ctx *c) {
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   uint32_t max_in = u == MP_KU_CLIP ? 3 : 1;
   if (!x || !y || c->op->n_in > max_in) return op_fail(c, "bad arity");
-  int want = u == MP_KU_NOT ? MP_KD_BOOL : x->dtype;
+  /* The kernel reads and writes one dtype: Not is bool to bool (a Not of
+   * i64 into a bool output wrote 8-byte elements into 1-byte ones). */
+  if (u == MP_KU_NOT && x->dtype != MP_KD_BOOL) {
+    return op_fail(c, "Not of %s (bool only)", mp_kd_name(x->dtype));
+  }
+  int want = x->dtype;
   if (y->dtype != want)
     return op_fail(c, "output dtype %s, expected %s", mp_kd_name(y->dtype),
                    mp_kd_name(want));

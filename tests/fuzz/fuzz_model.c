@@ -198,8 +198,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
  * replaced by another string of the document (dangling names, cycles,
  * duplicates) or by a dtype or an op type; an array element dropped,
  * repeated or swapped; an object member dropped. Anything else, and
- * ONNX, gets libFuzzer's own mutations. */
+ * it fails, gets libFuzzer's own mutations; ONNX is mutated as protobuf
+ * (fz_mutate_pb). */
 #include <cJSON.h>
+
+#include "mplan/buf.h"
 
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
@@ -339,11 +342,190 @@ static void fz_mutate_tree(cJSON *root, uint32_t *s) {
   free(nodes);
 }
 
+/* ---- protobuf (ONNX) --------------------------------------------------
+ * The wire format as a tree: a length-delimited field that parses as a
+ * message of valid fields is one (a string that happens to parse is
+ * mutated as a message; fuzzing does not mind). One node is changed the
+ * way fuzz_inputs.py changes ONNX files: a varint made 0, -1, huge or off
+ * by one (dims, dtypes, attribute ints, opset versions), a field dropped
+ * or repeated (inputs, nodes, dims), two strings or byte strings swapped
+ * (names: dangling edges, cycles), a byte string cut short (raw_data). */
+
+typedef struct pb_node {
+  uint32_t field, wire;
+  uint64_t v;       /* wire 0, 1, 5 */
+  const uint8_t *p; /* wire 2 leaf */
+  size_t len;
+  int child, next; /* first child (messages), next sibling; -1: none */
+} pb_node;
+
+typedef struct pb_tree {
+  pb_node n[8192];
+  int count;
+} pb_tree;
+
+static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  *v = 0;
+  for (int sh = 0; sh < 64 && *p < end; sh += 7) {
+    uint8_t b = *(*p)++;
+    *v |= (uint64_t)(b & 0x7f) << sh;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+/* Parses [p, end) as a message into t; the index of its first node (a
+ * sibling chain) in *first, -1 when empty. false: not a message. */
+static bool pb_parse(pb_tree *t, const uint8_t *p, const uint8_t *end,
+                     int depth, int *first) {
+  int prev = -1;
+  *first = -1;
+  while (p < end) {
+    uint64_t tag, v = 0;
+    if (!pb_varint(&p, end, &tag) || (tag >> 3) == 0 || tag >> 32 ||
+        t->count >= (int)(sizeof t->n / sizeof t->n[0])) {
+      return false;
+    }
+    int at = t->count++;
+    pb_node *n = &t->n[at];
+    *n = (pb_node){
+        (uint32_t)(tag >> 3), (uint32_t)(tag & 7), 0, NULL, 0, -1, -1};
+    if (n->wire == 0) {
+      if (!pb_varint(&p, end, &n->v)) return false;
+    } else if (n->wire == 1 || n->wire == 5) {
+      size_t w = n->wire == 1 ? 8 : 4;
+      if ((size_t)(end - p) < w) return false;
+      memcpy(&n->v, p, w);
+      p += w;
+    } else if (n->wire == 2) {
+      if (!pb_varint(&p, end, &v) || v > (uint64_t)(end - p)) return false;
+      n->p = p;
+      n->len = (size_t)v;
+      int mark = t->count, kid;
+      if (depth < 12 && v > 0 && pb_parse(t, p, p + v, depth + 1, &kid)) {
+        t->n[at].child = kid;
+      } else {
+        t->count = mark; /* a leaf: forget what the attempt parsed */
+      }
+      p += v;
+    } else {
+      return false; /* groups: not in ONNX */
+    }
+    if (prev >= 0) {
+      t->n[prev].next = at;
+    } else {
+      *first = at;
+    }
+    prev = at;
+  }
+  return true;
+}
+
+static void pb_put_varint(mp_buf *b, uint64_t v) {
+  do {
+    uint8_t c = (uint8_t)(v & 0x7f);
+    v >>= 7;
+    char ch = (char)(c | (v ? 0x80 : 0));
+    mp_buf_append(b, &ch, 1);
+  } while (v);
+}
+
+static void pb_write(const pb_tree *t, int i, mp_buf *b, int depth) {
+  for (; i >= 0; i = t->n[i].next) {
+    const pb_node *n = &t->n[i];
+    pb_put_varint(b, (uint64_t)n->field << 3 | n->wire);
+    if (n->wire == 0) {
+      pb_put_varint(b, n->v);
+    } else if (n->wire == 1 || n->wire == 5) {
+      mp_buf_append(b, (const char *)&n->v, n->wire == 1 ? 8 : 4);
+    } else if (n->child >= 0 && depth < 16) {
+      mp_buf sub;
+      mp_buf_init(&sub, NULL);
+      pb_write(t, n->child, &sub, depth + 1);
+      pb_put_varint(b, sub.len);
+      mp_buf_append(b, sub.data, sub.len);
+      mp_buf_free(&sub);
+    } else {
+      pb_put_varint(b, n->len);
+      mp_buf_append(b, (const char *)n->p, n->len);
+    }
+  }
+}
+
+static size_t fz_mutate_pb(uint8_t *data, size_t size, size_t max_size,
+                           uint32_t *s) {
+  static const uint64_t varints[] = {0,  1,          2,           3,
+                                     7,  16,         255,         65536,
+                                     13, 2147483648, 4294967297,  UINT64_MAX,
+                                     10, 1ull << 40, (uint64_t)-2};
+  pb_tree *t = malloc(sizeof *t);
+  if (!t) return 0;
+  t->count = 0;
+  int root;
+  size_t out = 0;
+  if (pb_parse(t, data, data + size, 0, &root) && t->count > 0) {
+    unsigned rounds = 1 + fz_rand(s) % 3;
+    for (unsigned r = 0; r < rounds; r++) {
+      int k = (int)(fz_rand(s) % (unsigned)t->count);
+      pb_node *n = &t->n[k];
+      switch (fz_rand(s) % 4) {
+        case 0: /* a value */
+          if (n->wire == 0) {
+            n->v = fz_rand(s) % 3 ? varints[fz_rand(s) % 15]
+                                  : n->v + (fz_rand(s) % 2 ? 1 : (uint64_t)-1);
+          } else if (n->wire == 2 && n->child < 0 && n->len) {
+            n->len = fz_rand(s) % n->len; /* cut short */
+          }
+          break;
+        case 1: { /* swap two leaves' bytes (names) */
+          int j = (int)(fz_rand(s) % (unsigned)t->count);
+          pb_node *m = &t->n[j];
+          if (n->wire == 2 && m->wire == 2 && n->child < 0 && m->child < 0) {
+            const uint8_t *p = n->p;
+            size_t len = n->len;
+            n->p = m->p, n->len = m->len;
+            m->p = p, m->len = len;
+          }
+          break;
+        }
+        case 2: /* drop it: its siblings skip it */
+          for (int i = 0; i < t->count; i++) {
+            if (t->n[i].next == k) t->n[i].next = n->next;
+            if (t->n[i].child == k) t->n[i].child = n->next;
+          }
+          if (root == k) root = n->next;
+          break;
+        default: /* repeat it (the copy shares its children) */
+          if (t->count < (int)(sizeof t->n / sizeof t->n[0])) {
+            int c = t->count++;
+            t->n[c] = t->n[k];
+            t->n[k].next = c;
+          }
+          break;
+      }
+    }
+    mp_buf b;
+    mp_buf_init(&b, NULL);
+    pb_write(t, root, &b, 0);
+    if (!b.failed && b.len <= max_size && b.len > 0) {
+      out = b.len;
+      memcpy(data, b.data, out);
+    }
+    mp_buf_free(&b);
+  }
+  free(t);
+  return out;
+}
+
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
                                unsigned int seed) {
   uint32_t s = seed | 1u;
-  if (size == 0 || data[0] != '{' || fz_rand(&s) % 8 == 0) {
+  if (size == 0 || fz_rand(&s) % 8 == 0) {
     return LLVMFuzzerMutate(data, size, max_size);
+  }
+  if (data[0] != '{') {
+    size_t n = fz_mutate_pb(data, size, max_size, &s);
+    return n ? n : LLVMFuzzerMutate(data, size, max_size);
   }
   cJSON *root = cJSON_ParseWithLength((const char *)data, size);
   if (!root) return LLVMFuzzerMutate(data, size, max_size);
