@@ -76,52 +76,69 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
     return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: tensor '%s': too large",
                         file, name);
   }
-  unsigned char *p = mp_malloc(a, bytes + 1);
-  if (!p) return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
-  size_t have = 0;
+  /* The values the file holds, checked before anything is allocated: a
+   * small file declaring a huge tensor is refused, not allocated. */
+  size_t have;
   if (tp->has_raw_data) {
     have = tp->raw_data.len / (es ? es : 1);
-    if (bytes && tp->raw_data.len == bytes) {
-      memcpy(p, tp->raw_data.data, bytes);
+  } else {
+    switch (*dt) {
+      case MP_DTYPE_F32:
+      case MP_DTYPE_C64:
+        have = tp->n_float_data / (*dt == MP_DTYPE_C64 ? 2 : 1);
+        break;
+      case MP_DTYPE_F64:
+      case MP_DTYPE_C128:
+        have = tp->n_double_data / (*dt == MP_DTYPE_C128 ? 2 : 1);
+        break;
+      case MP_DTYPE_I64:
+        have = tp->n_int64_data;
+        break;
+      case MP_DTYPE_U32:
+      case MP_DTYPE_U64:
+        have = tp->n_uint64_data;
+        break;
+      default: /* int32_data carries the narrow types, f16 and bf16 */
+        have = tp->n_int32_data;
+        break;
     }
+    if (n == 0) have = 0;
+  }
+  if ((tp->has_raw_data && tp->raw_data.len != bytes) ||
+      (!tp->has_raw_data && have != n)) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: tensor '%s' holds %zu values where its dims need "
+                        "%zu",
+                        file, name, have, n);
+  }
+  unsigned char *p = mp_malloc(a, bytes + 1);
+  if (!p) return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
+  if (tp->has_raw_data) {
+    if (bytes) memcpy(p, tp->raw_data.data, bytes);
   } else {
     for (size_t k = 0; k < n; k++) {
       unsigned char *q = p + k * es;
       switch (*dt) {
         case MP_DTYPE_F32:
         case MP_DTYPE_C64:
-          have = tp->n_float_data / (*dt == MP_DTYPE_C64 ? 2 : 1);
-          if (k < have) memcpy(q, tp->float_data + k * (es / 4), es);
+          memcpy(q, tp->float_data + k * (es / 4), es);
           break;
         case MP_DTYPE_F64:
         case MP_DTYPE_C128:
-          have = tp->n_double_data / (*dt == MP_DTYPE_C128 ? 2 : 1);
-          if (k < have) memcpy(q, tp->double_data + k * (es / 8), es);
+          memcpy(q, tp->double_data + k * (es / 8), es);
           break;
         case MP_DTYPE_I64:
-          have = tp->n_int64_data;
-          if (k < have) memcpy(q, &tp->int64_data[k], 8);
+          memcpy(q, &tp->int64_data[k], 8);
           break;
         case MP_DTYPE_U32:
         case MP_DTYPE_U64:
-          have = tp->n_uint64_data;
-          if (k < have) memcpy(q, &tp->uint64_data[k], es);
+          memcpy(q, &tp->uint64_data[k], es);
           break;
         default: /* int32_data carries the narrow types, f16 and bf16 */
-          have = tp->n_int32_data;
-          if (k < have) memcpy(q, &tp->int32_data[k], es);
+          memcpy(q, &tp->int32_data[k], es);
           break;
       }
     }
-    if (n == 0) have = 0;
-  }
-  if ((tp->has_raw_data && tp->raw_data.len != bytes) ||
-      (!tp->has_raw_data && have != n)) {
-    mp_free(a, p);
-    return mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "%s: tensor '%s' holds %zu values where its dims need "
-                        "%zu",
-                        file, name, have, n);
   }
   *out = p;
   *len = bytes;

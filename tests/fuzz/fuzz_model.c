@@ -11,7 +11,12 @@
  *     failed its own validator), or whose message is empty or not one
  *     line;
  *   - a verified run with a poison event, or an output that differs from
- *     the no-reuse run.
+ *     the no-reuse run;
+ *   - an allocation above FUZZ_ALLOC_CAP: inputs are at most 64 KB and
+ *     verify's limit is FUZZ_VERIFY_BYTES, so a small file declaring
+ *     gigabytes must be refused before anything that size is allocated
+ *     (every allocation goes through fuzz_alloc, which refuses it and
+ *     remembers it).
  * Every other error is the expected answer to bad input.
  *
  * Built two ways (tests/CMakeLists.txt):
@@ -101,6 +106,25 @@ static bool fuzz_small(const mp_model *m) {
 /* How far the last input got, for the replay driver's report. */
 static char fuzz_outcome[160];
 
+#define FUZZ_ALLOC_CAP ((size_t)256 << 20)
+
+static size_t fuzz_big; /* the largest allocation refused, 0: none */
+
+static void *fuzz_alloc_fn(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) {
+    free(p);
+    return NULL;
+  }
+  if (n > FUZZ_ALLOC_CAP) {
+    if (n > fuzz_big) fuzz_big = n;
+    return NULL;
+  }
+  return realloc(p, n);
+}
+
+static const mp_alloc fuzz_alloc = {fuzz_alloc_fn, NULL};
+
 static void fuzz_bug(const char *what, const mp_error *err) {
   fprintf(stderr, "fuzz_model: %s: %s\n", what, err ? err->msg : "");
   abort();
@@ -123,7 +147,7 @@ static void fuzz_verify(const mp_model *m) {
                        .max_bytes = FUZZ_VERIFY_BYTES};
   mp_verify_result res = {0};
   mp_error err = {0};
-  mp_status st = mp_verify_run(m, &vo, NULL, &res, &err);
+  mp_status st = mp_verify_run(m, &vo, &fuzz_alloc, &res, &err);
   fuzz_expect(st, &err, "verify");
   if (st == MP_OK) {
     if (res.n_events) fuzz_bug("the planned run reported an event", NULL);
@@ -137,7 +161,7 @@ static void fuzz_verify(const mp_model *m) {
     snprintf(fuzz_outcome, sizeof fuzz_outcome, "planned; not run: %.120s",
              err.msg);
   }
-  mp_verify_result_release(&res, NULL);
+  mp_verify_result_release(&res, &fuzz_alloc);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -159,7 +183,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                      .order_budget_ms = 20,
                      .order_states = 4096};
   mp_model *m = NULL;
-  mp_status st = mp_model_load(path, &lo, NULL, &m, &err);
+  fuzz_big = 0;
+  mp_status st = mp_model_load(path, &lo, &fuzz_alloc, &m, &err);
   fuzz_expect(st, &err, "load");
   if (st != MP_OK) {
     snprintf(fuzz_outcome, sizeof fuzz_outcome, "refused: %.140s", err.msg);
@@ -187,6 +212,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mp_model_destroy(m);
   }
   unlink(path);
+  if (fuzz_big) {
+    char what[96];
+    snprintf(what, sizeof what, "asked for %zu bytes for an input of %zu",
+             fuzz_big, size);
+    fuzz_bug(what, NULL);
+  }
   return 0;
 }
 
