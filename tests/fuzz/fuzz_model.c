@@ -577,12 +577,14 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
 
 #ifdef FUZZ_REPLAY
 /* fuzz_model_replay FILE...: each file once, as libFuzzer would, and how
- * far it got. */
+ * far it got. A file named grown_* (an input fuzzing grew that reaches
+ * the end) must still be verified: exit status 1 otherwise. */
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: fuzz_model_replay FILE...\n");
     return 2;
   }
+  int status = 0;
   for (int i = 1; i < argc; i++) {
     FILE *f = fopen(argv[i], "rb");
     if (!f) {
@@ -606,7 +608,14 @@ int main(int argc, char **argv) {
     LLVMFuzzerTestOneInput(buf, len);
     free(buf);
     printf("%s: %s\n", argv[i], fuzz_outcome);
+    const char *base = strrchr(argv[i], '/');
+    base = base ? base + 1 : argv[i];
+    if (strncmp(base, "grown_", 6) == 0 &&
+        strncmp(fuzz_outcome, "verified", 8) != 0) {
+      fprintf(stderr, "fuzz_model_replay: %s no longer verifies\n", argv[i]);
+      status = 1;
+    }
   }
-  return 0;
+  return status;
 }
 #endif
