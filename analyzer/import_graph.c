@@ -126,15 +126,14 @@ static mp_status gin_data(gin *in, const cJSON *data, const char *where,
   }
   mp_status st = MP_OK;
   for (const cJSON *it = data->child; it && st == MP_OK; it = it->next, k++) {
-    double v = cJSON_IsNumber(it) ? it->valuedouble : 0.5;
-    if (!cJSON_IsNumber(it) || (!fl && (v != (double)(int64_t)v))) {
+    /* an integer is exact in a double (at most 2^53): converting one out
+     * of int64's range would be undefined ("1e300") */
+    if (fl ? !cJSON_IsNumber(it) : !json_exact_int(it, &iv[k])) {
       st = mp_error_set(in->err, MP_ERR_BAD_INPUT,
                         "%s: %s.data[%zu]: expected %s", in->file, where, k,
-                        fl ? "a number" : "an integer");
+                        fl ? "a number" : "an integer (exact, at most 2^53)");
     } else if (fl) {
-      fv[k] = v;
-    } else {
-      iv[k] = (int64_t)v;
+      fv[k] = it->valuedouble;
     }
   }
   if (st == MP_OK) st = mp_graph_set_value(in->g, t, iv, fv, n, in->err);
