@@ -353,7 +353,9 @@ mp_status sh_upsample(sh_ctx *c) {
   if (n != x->rank) return sh_fail(c, "%zu scales for rank %u", n, x->rank);
   int64_t d[MP_MAX_RANK];
   for (uint32_t j = 0; j < x->rank; j++) {
-    d[j] = (int64_t)floor((double)x->d[j] * s[j] + 1e-9);
+    double v = floor((double)x->d[j] * s[j] + 1e-9);
+    if (!(v >= 0 && v < 9e18)) return sh_fail(c, "scale %u is invalid", j);
+    d[j] = (int64_t)v;
   }
   sh_set(c, 0, x->dt, x->rank, d);
   return MP_OK;
