@@ -705,14 +705,6 @@ static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
                                 const int32_t *ins, const int32_t *outs,
                                 uint32_t n_out, const ox_attrs *s);
 
-/* The node carries a subgraph (If, Loop, Scan). */
-static bool ox_has_graph(const Onnx__NodeProto *n) {
-  for (size_t k = 0; k < n->n_attribute; k++) {
-    if (n->attribute[k]->g) return true;
-  }
-  return false;
-}
-
 static mp_status ox_node(ox *x, const Onnx__NodeProto *n, const char *scope,
                          size_t index) {
   char name[512], type[300];
@@ -741,7 +733,9 @@ static mp_status ox_node(ox *x, const Onnx__NodeProto *n, const char *scope,
                       name, type);
   }
   if (st == MP_OK) st = ox_attrs_of(x, n, &s);
-  if (st == MP_OK && std_domain && ox_has_graph(n) &&
+  /* If, Loop and Scan always go through their subgraphs, which name a
+   * missing one (an attribute of type GRAPH may hold none). */
+  if (st == MP_OK && std_domain &&
       (strcmp(n->op_type, "If") == 0 || strcmp(n->op_type, "Loop") == 0 ||
        strcmp(n->op_type, "Scan") == 0)) {
     st = ox_subgraph_op(x, n, name, type, ins, outs, n_out, &s);
@@ -1216,6 +1210,14 @@ mp_status mp_onnx_known_ifs(const mp_graph *g, mp_onnx_ifs *f, mp_error *err) {
     }
     const mp_value *v = mp_graph_tensor(g, (size_t)op->inputs[0])->value;
     if (pruned || !v || v->n != 1) continue;
+    /* Listed already: importing it with its branch did not prune it (a
+     * branch graph that is missing or not a graph), so listing it again
+     * would have the caller import the same graph forever. */
+    bool listed = false;
+    for (size_t k = 0; k < f->n && !listed; k++) {
+      listed = strcmp(f->v[k].op, op->name) == 0;
+    }
+    if (listed) continue;
     void *p = f->v;
     mp_status st = mp_grow(a, &p, &f->cap, f->n + 1, sizeof *f->v, file, err);
     if (st != MP_OK) return st;

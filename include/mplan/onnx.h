@@ -49,8 +49,8 @@ typedef struct mp_onnx_ifs {
 
 /* Appends to f every If op of g (imported by mp_onnx_import*) whose
  * condition has a value (--value, shape math, bound test data) and that
- * still holds both branches. Release with mp_onnx_ifs_free (g's
- * allocator). */
+ * still holds both branches and is not in f already. Release with
+ * mp_onnx_ifs_free (g's allocator). */
 mp_status mp_onnx_known_ifs(const mp_graph *g, mp_onnx_ifs *f, mp_error *err);
 void mp_onnx_ifs_free(const mp_alloc *a, mp_onnx_ifs *f);
 

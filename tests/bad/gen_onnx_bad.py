@@ -379,3 +379,15 @@ for ct in ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"]:
 save("tests/data/resize_cubic.onnx.bin",
      model(nodes, [xr], [helper.make_tensor_value_info(o, F, None) for o in outs], inits,
            opset=13))
+
+# An If whose condition is known (Equal of a constant with itself) and
+# whose then_branch attribute holds no graph: importing it with its taken
+# branch cannot prune it (the importer once imported it again forever).
+from onnx import AttributeProto  # noqa: E402
+
+sr = numpy_helper.from_array(np.array(16000, np.int64), "sr")
+eq = helper.make_node("Equal", ["sr", "sr"], ["is16k"], name="is16k")
+no_graph = helper.make_node("If", ["is16k"], ["r_out"], name="rate")
+no_graph.attribute.append(AttributeProto(name="then_branch", type=AttributeProto.GRAPH))
+r_out = helper.make_tensor_value_info("r_out", TensorProto.INT64, None)
+save("tests/bad/onnx_if_no_graph.onnx.bin", model([eq, no_graph], [], [r_out], [sr]))
