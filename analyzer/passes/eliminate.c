@@ -117,7 +117,10 @@ static int32_t el_chain_start(const el_ctx *e, int32_t t) {
   for (size_t guard = 0; guard < e->rw->n_ops; guard++) {
     int32_t p = el_writer(e, t);
     if (p < 0 || !el_is_view(e->rw->ops[p].type)) return t;
-    t = el_input(e, (uint32_t)p, 0);
+    /* a view with no input (a graph that only plans) starts the chain */
+    int32_t in = el_input(e, (uint32_t)p, 0);
+    if (in < 0) return t;
+    t = in;
   }
   return t;
 }
