@@ -213,7 +213,7 @@ static int kr_cubic_taps(const mp_kresize *p, uint32_t a, int64_t o,
   for (int k = 0; k < 4; k++) {
     if (c[k] == 0) continue;
     double idx = f - 1 + k;
-    at[n] = idx < 0 ? 0 : idx >= (double)nd ? nd - 1 : (int64_t)idx;
+    at[n] = !(idx >= 0) ? 0 : idx >= (double)nd ? nd - 1 : (int64_t)idx;
     w[n++] = p->exclude_outside && sum != 0 ? c[k] / sum : c[k];
   }
   return n;
@@ -361,6 +361,12 @@ void mp_k_grid_sample(const mp_kgrid *p, int d, const void *x, int dg,
           fy = kg_reflect(fy, lo_y, hi_y);
         }
       }
+      /* Past 4 pixels outside, every tap (cubic reaches 2) reads what it
+       * reads at 4 pixels out, zero or the border: clamped there, a huge
+       * or infinite grid value converts to an integer safely. NaN stays
+       * NaN (read as nothing below). */
+      fx = kg_clamp(fx, -4, (double)p->w + 4);
+      fy = kg_clamp(fy, -4, (double)p->h + 4);
       for (int64_t c = 0; c < p->c; c++) {
         size_t plane = (size_t)((n * p->c + c) * p->h * p->w);
         double v = 0;

@@ -340,6 +340,42 @@ static void test_half(int kd, uint16_t max_finite, uint16_t qnan) {
   CHECK_EQ_U(got, 0);
 }
 
+/* GridSample far outside the input: a grid value of 1e30 or infinity
+ * reads what one 50 pixels out reads (zero, or the border) in every mode,
+ * instead of converting an out-of-range double to an integer (undefined;
+ * the sanitizer build checks float-cast-overflow); reflection stays
+ * finite. */
+static void test_grid_far(void) {
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  for (int mode = MP_KGRID_BILINEAR; mode <= MP_KGRID_BICUBIC; mode++) {
+    for (int pad = MP_KGRID_ZEROS; pad <= MP_KGRID_REFLECTION; pad++) {
+      for (int align = 0; align < 2; align++) {
+        mp_kgrid p = {1,
+                      1,
+                      2,
+                      3,
+                      1,
+                      3,
+                      (mp_kgrid_mode)mode,
+                      (mp_kgrid_padding)pad,
+                      align != 0};
+        float far[6] = {1e30f, -1e30f, -INFINITY, INFINITY, 1e30f, 3};
+        float near[6] = {50, -50, -50, 50, 50, 3};
+        float a[3], b[3];
+        mp_k_grid_sample(&p, MP_KD_F32, x, MP_KD_F32, far, a);
+        mp_k_grid_sample(&p, MP_KD_F32, x, MP_KD_F32, near, b);
+        for (int i = 0; i < 3; i++) {
+          if (pad == MP_KGRID_REFLECTION) {
+            CHECK(isfinite(a[i]));
+          } else {
+            CHECK(a[i] == b[i]);
+          }
+        }
+      }
+    }
+  }
+}
+
 /* ConvInteger against the definition, window by window: random shapes
  * with groups, strides, dilations and pads, int8 and uint8 operands, a
  * per-channel w_zero_point; the ONNX node tests cover only uint8 with
@@ -465,6 +501,7 @@ int main(int argc, char **argv) {
   mp_k_store(hv, MP_KD_BF16, 1, 1 + ldexp(1, -8) + ldexp(1, -20));
   CHECK(hv[0] == 0x3f80 && hv[1] == 0x3f81);
   test_conv_integer();
+  test_grid_far();
   test_dynamic_quantize();
   test_loader(src);
   test_fuzz(src, "tests/data/tiny_net.json", 2000);
