@@ -109,8 +109,12 @@ static void ew_values(sh_ctx *c, uint32_t first, uint32_t last, bool int_math,
     }
     if (float_out) {
       o->f[e] = int_math ? (double)iacc : facc;
+    } else if (int_math) {
+      o->i[e] = iacc;
+    } else if (!(facc > -9.2e18 && facc < 9.2e18)) {
+      return; /* NaN or out of int64's range: no value */
     } else {
-      o->i[e] = int_math ? iacc : (int64_t)facc;
+      o->i[e] = (int64_t)facc;
     }
   }
   o->has_value = true;

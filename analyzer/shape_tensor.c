@@ -561,6 +561,8 @@ mp_status sh_range(sh_ctx *c) {
     double x = start + (double)k * delta;
     if (fl) {
       o->f[k] = x;
+    } else if (!(x > -9.2e18 && x < 9.2e18)) {
+      return MP_OK; /* past int64's range: the shape, no value */
     } else {
       o->i[k] = (int64_t)x;
     }
