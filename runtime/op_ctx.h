@@ -20,6 +20,7 @@
 typedef struct op_wide {
   mp_btensor in[OP_WIDE_MAX], out[OP_WIDE_MAX];
   unsigned char *pin[OP_WIDE_MAX], *pout[OP_WIDE_MAX];
+  bool widen[OP_WIDE_MAX]; /* input k has its own f32 copy to fill */
 } op_wide;
 
 typedef struct op_ctx {

@@ -2523,6 +2523,7 @@ static bool op_wide_init(const op_ctx *c, op_wide *w, size_t *bytes) {
   uint32_t id = UINT32_MAX;
   for (uint32_t k = 0; k < c->op->n_in; k++, id--) {
     const mp_btensor *t = op_in(c, k);
+    w->widen[k] = false;
     if (!t) continue;
     uint32_t j = 0;
     while (j < k && c->op->in[j] != c->op->in[k]) j++;
@@ -2533,6 +2534,7 @@ static bool op_wide_init(const op_ctx *c, op_wide *w, size_t *bytes) {
     }
     op_wide_one(c, t, c->ptr ? c->ptr[c->op->in[k]] : NULL, id, &w->in[k],
                 &w->pin[k], &at);
+    w->widen[k] = op_half(t->dtype);
   }
   for (uint32_t k = 0; k < c->op->n_out; k++, id--) {
     op_wide_one(c, op_out(c, k), c->ptr ? c->ptr[c->op->out[k]] : NULL, id,
@@ -2561,11 +2563,8 @@ static bool op_wide_run(op_ctx *c) {
   size_t bytes;
   if (!op_wide_init(c, &w, &bytes)) return false;
   for (uint32_t k = 0; k < c->op->n_in; k++) {
+    if (!w.widen[k]) continue;
     const mp_btensor *t = op_in(c, k);
-    if (!t || !op_half(t->dtype)) continue;
-    uint32_t j = 0;
-    while (j < k && c->op->in[j] != c->op->in[k]) j++;
-    if (j < k) continue;
     const void *src = c->ptr[c->op->in[k]];
     for (size_t i = 0, n = (size_t)op_count(t); i < n; i++) {
       mp_k_store(w.pin[k], MP_KD_F32, i, mp_k_load(src, t->dtype, i));
@@ -2613,13 +2612,9 @@ bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,
                     char *why, size_t cap) {
   op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, NULL, NULL, 0, NULL};
   if (!op_dispatch(&c, false)) {
-    /* The refusal stands unless the f32 kernel takes the op (the f32
-     * check's reason then is the one that matters). */
-    char own[256];
-    snprintf(own, sizeof own, "%s", why);
-    if (op_wide_check(&c, workspace)) return true;
-    if (!op_has_half(&c)) snprintf(why, cap, "%s", own);
-    return false;
+    /* The refusal stands unless the f32 kernel takes the op; why keeps
+     * the op's own reason, or the f32 check's when that one ran. */
+    return op_wide_check(&c, workspace);
   }
   *workspace = c.need_ws;
   return true;

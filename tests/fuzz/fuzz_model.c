@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mplan/file.h"
 #include "mplan/graph.h"
 #include "mplan/model.h"
 #include "mplan/passes.h"
@@ -586,27 +587,15 @@ int main(int argc, char **argv) {
   }
   int status = 0;
   for (int i = 1; i < argc; i++) {
-    FILE *f = fopen(argv[i], "rb");
-    if (!f) {
-      fprintf(stderr, "fuzz_model_replay: %s: cannot open\n", argv[i]);
+    char *buf = NULL;
+    size_t len = 0;
+    mp_error err = {0};
+    if (mp_file_read(argv[i], NULL, &buf, &len, &err) != MP_OK) {
+      fprintf(stderr, "fuzz_model_replay: %s\n", err.msg);
       return 2;
     }
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0, n;
-    uint8_t chunk[65536];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-      if (len + n > cap) {
-        cap = (len + n) * 2;
-        uint8_t *nb = realloc(buf, cap);
-        if (!nb) abort();
-        buf = nb;
-      }
-      memcpy(buf + len, chunk, n);
-      len += n;
-    }
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, len);
-    free(buf);
+    LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
+    mp_free(NULL, buf);
     printf("%s: %s\n", argv[i], fuzz_outcome);
     const char *base = strrchr(argv[i], '/');
     base = base ? base + 1 : argv[i];
