@@ -49,8 +49,9 @@ struct mp_model {
   mp_problem *problem;
   const char **producer; /* graphs: per buffer, borrowed from the graph */
   const char **consumer;
-  mp_plan_file pf;  /* plans */
-  char **cap_names; /* capped dims */
+  uint32_t *step_of; /* graphs: op -> step under order */
+  mp_plan_file pf;   /* plans */
+  char **cap_names;  /* capped dims */
   int64_t *cap_values;
   size_t n_caps;
   mp_cap_point cap_points[MP_CAP_POINTS];
@@ -82,6 +83,7 @@ void mp_model_destroy(mp_model *m) {
   mp_free(m->alloc, m->cap_values);
   mp_plan_file_release(&m->pf, m->alloc);
   mp_free(m->alloc, (void *)(uintptr_t)m->producer);
+  mp_free(m->alloc, m->step_of);
   mp_free(m->alloc, (void *)(uintptr_t)m->consumer);
   mp_problem_destroy(m->problem);
   mp_free(m->alloc, m->order);
@@ -303,7 +305,7 @@ static mp_status model_names(mp_model *m, mp_error *err) {
       }
     }
   }
-  mp_free(m->alloc, step_of);
+  m->step_of = step_of;
   mp_free(m->alloc, first);
   mp_free(m->alloc, last);
   return MP_OK;
@@ -741,6 +743,77 @@ size_t mp_model_buffer_tensors(const mp_model *m, size_t b,
 
 uint64_t mp_model_tensor_offset(const mp_model *m, size_t t) {
   return m->alias.offset ? m->alias.offset[t] : 0;
+}
+
+/* Is member k of buffer b live at step, and its byte range. */
+static bool model_member_live(const mp_model *m, uint32_t t, int64_t step,
+                              int64_t *first, uint64_t *lo, uint64_t *hi) {
+  const mp_tensor *x = mp_graph_tensor(m->graph, t);
+  int64_t f, l;
+  mp_lifetime_interval(x, m->step_of, (int64_t)mp_graph_op_count(m->graph), &f,
+                       &l);
+  *first = f;
+  *lo = m->alias.offset[t];
+  *hi = *lo + mp_lifetime_size(x);
+  return f <= step && step <= l;
+}
+
+/* The union of the live members' byte ranges is measured by a sweep from
+ * the lowest offset up, each round taking the lowest range still above
+ * the cursor and extending it while a live range starts inside it: no
+ * allocation, O(k^2) in the k members. The first MW_RUNS runs of the
+ * union are kept to tell which later writes land outside it. */
+#define MW_RUNS 64
+size_t mp_model_buffer_in_use(const mp_model *m, size_t b, int64_t step,
+                              int64_t *next, const char **writer) {
+  if (next) *next = -1;
+  if (writer) *writer = NULL;
+  if (!m->graph || !m->step_of || b >= m->alias.n_buffers) return 0;
+  const uint32_t *mem = m->alias.members + m->alias.start[b];
+  size_t n = m->alias.start[b + 1] - m->alias.start[b], written = 0, runs = 0;
+  uint64_t cursor = 0, lo, hi, run_lo[MW_RUNS], run_hi[MW_RUNS];
+  int64_t f;
+  for (;;) {
+    uint64_t start = UINT64_MAX, end = 0;
+    for (size_t k = 0; k < n; k++) {
+      if (model_member_live(m, mem[k], step, &f, &lo, &hi) && hi > cursor &&
+          (lo > cursor ? lo : cursor) < start) {
+        start = lo > cursor ? lo : cursor;
+        end = hi;
+      }
+    }
+    if (start == UINT64_MAX) break;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t k = 0; k < n; k++) {
+        if (model_member_live(m, mem[k], step, &f, &lo, &hi) && lo <= end &&
+            hi > end) {
+          end = hi;
+          grew = true;
+        }
+      }
+    }
+    if (runs < MW_RUNS) {
+      run_lo[runs] = start;
+      run_hi[runs++] = end;
+    }
+    written += (size_t)(end - start);
+    cursor = end;
+  }
+  for (size_t k = 0; k < n; k++) {
+    model_member_live(m, mem[k], step, &f, &lo, &hi);
+    bool inside = false;
+    for (size_t r = 0; r < runs && !inside; r++) {
+      inside = run_lo[r] <= lo && hi <= run_hi[r];
+    }
+    const mp_tensor *x = mp_graph_tensor(m->graph, mem[k]);
+    if (f > step && !inside && x->producer >= 0 && next &&
+        (*next < 0 || f < *next)) {
+      *next = f;
+      if (writer) *writer = mp_graph_op(m->graph, (size_t)x->producer)->name;
+    }
+  }
+  return written;
 }
 
 mp_alias_rule mp_model_tensor_rule(const mp_model *m, size_t t) {

@@ -188,6 +188,47 @@ static void ex_shared(ex_ctx *c, const size_t *idx, size_t n) {
   }
 }
 
+/* Buffers at the peak with bytes that hold no live tensor
+ * (mp_model_buffer_in_use): a Concat's slices still to come, or the rest
+ * of an input a smaller output was written over. The lower bound counts
+ * them: a buffer is one rectangle in the plan. */
+static void ex_idle(ex_ctx *c, const size_t *idx, size_t n, int64_t t) {
+  const mp_profile *prof = mp_plan_profile(c->plan);
+  size_t total = 0, count = 0;
+  for (size_t k = 0; mp_model_graph(c->m) && k < n; k++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, idx[k]);
+    size_t w = mp_model_buffer_in_use(c->m, idx[k], t, NULL, NULL);
+    if (w < b->size) {
+      total += b->size - w;
+      count++;
+    }
+  }
+  if (!count) return;
+  char a[MP_FMT_MAX], d[MP_FMT_MAX], e[MP_FMT_MAX];
+  mp_buf_printf(c->out,
+                "  idle in live buffers: %s, %.1f%% of the peak, in %zu "
+                "buffer%s (a buffer spans all its tensors; these bytes hold "
+                "none live at this %s):\n",
+                mp_fmt_bytes(a, total), report_pct(total, prof->peak), count,
+                count == 1 ? "" : "s", report_time_word(c->m));
+  for (size_t k = 0, shown = 0; k < n && shown < c->top; k++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, idx[k]);
+    int64_t next;
+    const char *writer;
+    size_t w = mp_model_buffer_in_use(c->m, idx[k], t, &next, &writer);
+    if (w >= b->size) continue;
+    shown++;
+    mp_buf_printf(c->out, "    %s: %s of %s in use", b->name,
+                  mp_fmt_bytes(d, w), mp_fmt_bytes(e, b->size));
+    if (next >= 0) {
+      mp_buf_printf(c->out, "; the rest is written at %s %" PRId64 " (%s)\n",
+                    report_time_word(c->m), next, writer);
+    } else {
+      mp_buf_puts(c->out, "; the rest held tensors no longer read\n");
+    }
+  }
+}
+
 static void ex_live(ex_ctx *c, size_t *idx) {
   const mp_profile *prof = mp_plan_profile(c->plan);
   if (prof->peak == 0) return;
@@ -220,6 +261,7 @@ static void ex_live(ex_ctx *c, size_t *idx) {
     mp_buf_printf(c->out, "  ...  %zu more tensors, %s\n", n - c->top,
                   mp_fmt_bytes(bytes, rest));
   }
+  ex_idle(c, idx, n, t);
   ex_shared(c, idx, n);
   mp_buf_puts(c->out, "\n");
 }

@@ -227,13 +227,23 @@ static void pj_peak(pj_ctx *c, cJSON *root, size_t *idx) {
   }
   if (prof->peak == 0) return;
   size_t n = report_live_at(c->p, prof->segs[prof->peaks[0]].first, idx);
+  int64_t t = prof->segs[prof->peaks[0]].first;
+  size_t idle = 0;
   cJSON *live = pj_add_arr(c, o, "live");
   for (size_t k = 0; live && k < n; k++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, idx[k]);
     cJSON *e = pj_push_obj(c, live);
     if (!e) return;
-    pj_str(c, e, "name", mp_problem_buffer(c->p, idx[k])->name);
-    pj_num(c, e, "bytes", (double)mp_problem_buffer(c->p, idx[k])->padded);
+    pj_str(c, e, "name", b->name);
+    pj_num(c, e, "bytes", (double)b->padded);
+    if (!mp_model_graph(c->m)) continue;
+    size_t w = mp_model_buffer_in_use(c->m, idx[k], t, NULL, NULL);
+    pj_num(c, e, "in_use_bytes", (double)w);
+    if (w < b->size) idle += b->size - w;
   }
+  /* bytes of the live buffers that hold no live tensor at the peak's
+   * first step (mp_model_buffer_in_use) */
+  if (mp_model_graph(c->m)) pj_num(c, o, "idle_bytes", (double)idle);
 }
 
 static void pj_names(pj_ctx *c, cJSON *o, const char *key, const mp_graph *g,

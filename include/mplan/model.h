@@ -137,6 +137,19 @@ size_t mp_model_buffer_tensors(const mp_model *m, size_t b,
  * Concat placed as slices of its output (the concat pass). */
 uint64_t mp_model_tensor_offset(const mp_model *m, size_t t);
 
+/* The bytes of buffer b that hold a tensor live at step (graphs only; 0
+ * otherwise): the union of its live members' byte ranges. A buffer is live
+ * over the hull of its tensors' intervals and as large as its largest
+ * extent, so at a given step some of its bytes may hold nothing live: a
+ * Concat's slice still to be written (the buffer is live from its first
+ * slice), or an input an op wrote a smaller output over (a stride-2
+ * depthwise Conv in place). *next (may be NULL) receives the earliest
+ * later step that writes a tensor of b outside the bytes in use (-1:
+ * none), and *writer (may be NULL) the op writing it. Steps are the
+ * model's order. */
+size_t mp_model_buffer_in_use(const mp_model *m, size_t b, int64_t step,
+                              int64_t *next, const char **writer);
+
 /* Why tensor t is in its buffer (MP_ALIAS_OWN without passes). */
 mp_alias_rule mp_model_tensor_rule(const mp_model *m, size_t t);
 

@@ -105,7 +105,13 @@ run 0 plan $ca --passes concat,inplace -o "$tmp/ca.json" &&
   has "$tmp/out" "3,072 -> 2,560 (-16.7%)" && has "$tmp/out" "into a Concat slice 3"
 run 0 validate "$tmp/ca.json"
 [ "$(py "$tmp/ca.json" "[(b['tensors'], b['tensor_offsets']) for b in d['buffers'] if 'tensors' in b]")" = "[(['b0', 'n0', 'b1', 'n1', 'b2', 'n2', 'y'], [0, 0, 512, 512, 1024, 1024, 0])]" ] && ok || bad "concat_add: branch results not moved into their slices"
-run 0 explain $ca --passes all --no-map && has "$tmp/out" "b1 (in place (concat slice) at +512), n1 (in place (epilogue) at +512)"
+run 0 explain $ca --passes all --no-map && has "$tmp/out" "b1 (in place (concat slice) at +512), n1 (in place (epilogue) at +512)" &&
+  has "$tmp/out" "idle in live buffers: 1,024 B (1.00 KiB), 50.0% of the peak, in 1 buffer" &&
+  has "$tmp/out" "b0: 512 B of 1,536 B (1.50 KiB) in use; the rest is written at step 3 (pool1)"
+[ "$(py "$tmp/ca.json" "(d['peak']['idle_bytes'], [(e['name'], e['bytes'], e['in_use_bytes']) for e in d['peak']['live']])")" = "(1024, [('b0', 1536, 512), ('p', 512, 512), ('c0', 512, 512)])" ] && ok || bad "concat_add: idle bytes at the peak in the plan JSON"
+run 0 plan $ca --passes none -o "$tmp/ca0.json" &&
+  [ "$(py "$tmp/ca0.json" "d['peak']['idle_bytes']")" = "0" ] && ok || bad "concat_add: idle bytes without passes"
+run 0 explain $ca --passes none --no-map && ! grep -q "idle in live" "$tmp/out" && ok || bad "concat_add: idle line without passes"
 run 0 report $ca --passes all --dot "$tmp/ca.dot" &&
   has "$tmp/ca.dot" 'slice at +512 of buffer b0' && has "$tmp/ca.dot" 'in place at +512 of buffer b0'
 run 0 verify $ca --passes all --paranoid && has "$tmp/out" "verified: no event"
