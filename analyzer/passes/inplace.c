@@ -26,6 +26,9 @@
  *      MP_ALIAS_CONCAT, at the slice's offset) and the output is written
  *      over it (the rule share_move_into_slice returned); a rejected move
  *      leaves the buffers exactly as they were (share_restore).
+ *   4. A union whose output is smaller than its input is kept only when
+ *      the lower bound under the graph's order before the pass does not
+ *      rise (ip_union); a rejected one is restored as in invariant 3.
  */
 #include "share.h"
 
@@ -62,6 +65,35 @@ static mp_status ip_into_slice(pass_ctx *c, ip_state *z, uint32_t o,
   return MP_OK;
 }
 
+/* Writes op's output over its input k (rule r). An output smaller than
+ * the input (a stride-2 depthwise Conv) keeps the input's bytes while it
+ * lives, which can raise the peak where the input alone would have died:
+ * that union is kept only when the lower bound does not rise (invariant
+ * 4). One of equal size never raises it: the two were live together at
+ * the op, and the union is one of them over the hull of both. */
+static mp_status ip_union(pass_ctx *c, ip_state *z, const mp_op *op, uint32_t k,
+                          mp_alias_rule r, bool *kept, mp_error *err) {
+  uint32_t in = (uint32_t)op->inputs[k], out = (uint32_t)op->outputs[0];
+  *kept = true;
+  if (mp_graph_tensor(c->g, out)->bytes >= mp_graph_tensor(c->g, in)->bytes) {
+    share_union(&z->s, in, out, r);
+    return MP_OK;
+  }
+  size_t before = 0, after = 0;
+  mp_status st = share_lb(&z->s, &before, err);
+  if (st != MP_OK) return st;
+  share_save(&z->s);
+  share_union(&z->s, in, out, r);
+  st = share_lb(&z->s, &after, err);
+  *kept = st == MP_OK && after <= before;
+  if (!*kept) {
+    share_restore(&z->s);
+    return st;
+  }
+  share_keep(&z->s);
+  return MP_OK;
+}
+
 mp_status pass_inplace(pass_ctx *c, mp_error *err) {
   const mp_graph *g = c->g;
   uint32_t *order = NULL;
@@ -76,7 +108,9 @@ mp_status pass_inplace(pass_ctx *c, mp_error *err) {
     mp_alias_rule r = share_rule(&z.s, o, &k);
     if (r == MP_ALIAS_OWN) st = ip_into_slice(c, &z, o, err);
     if (r == MP_ALIAS_OWN || r == MP_ALIAS_VIEW) continue;
-    share_union(&z.s, (uint32_t)op->inputs[k], (uint32_t)op->outputs[0], r);
+    bool kept = true;
+    st = ip_union(c, &z, op, k, r, &kept, err);
+    if (st != MP_OK || !kept) continue;
     pass_tally(c, r == MP_ALIAS_DEPTHWISE  ? "depthwise Conv"
                   : r == MP_ALIAS_EPILOGUE ? "fused epilogue"
                                            : op->type);

@@ -96,6 +96,14 @@ run 1 verify tests/data/passes/concat_oob.json --passes all --poison --inject oo
   has "$tmp/out" "'a' changed by 'o2'"
 # An early-free of the Concat's buffer is caught like any other.
 run 1 verify $cat --passes all --poison --inject early-free:c
+# A stride-2 depthwise Conv written over its input keeps the input's
+# 2,048 bytes while its 512-byte result waits for the pointwise Conv:
+# that union would raise the bound from 2,560 to 4,096 B, so the inplace
+# pass leaves it out (the figures are derived in the file's description).
+dw2=tests/data/passes/dw_stride2.json
+run 0 plan $dw2 --passes inplace && has "$tmp/out" "lower bound 2,560 B" &&
+  has "$tmp/out" "2,560 -> 2,560 (=)" && has "$tmp/out" "nothing to do"
+run 0 verify $dw2 --passes all --poison --redzone 16 && has "$tmp/out" "verified: no event"
 # Rule 6: each node's Add writes its slice in place over its pooling
 # branch's result, which moves into the slice (the figures are derived in
 # the file's description); the runtime agrees bit for bit, and an
