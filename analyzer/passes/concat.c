@@ -28,6 +28,11 @@
  *   3. A rejected trial leaves parent, rel, rule, the member lists and
  *      the slice flags exactly as they were (share_restore undoes its
  *      journal, share.c invariant 4).
+ *   4. An input c->concat_keep_out marks is never placed. The pass
+ *      manager marks the inputs written early into a Concat buffer whose
+ *      later slices leave it idle at the final peak (manager.c invariant
+ *      9): judged under the order before the pass, those placements tie,
+ *      and only the order after inplace shows what they cost.
  */
 #include <string.h>
 
@@ -153,14 +158,28 @@ mp_status pass_concat(pass_ctx *c, mp_error *err) {
   for (size_t k = 0; st == MP_OK && k < n_ops; k++) {
     step_of[c->order[k]] = (uint32_t)k;
   }
+  size_t kept_out = 0;
   bool measured = false; /* the lower bound is measured at the first
                             candidate: a graph without one costs nothing */
   for (size_t i = 0; st == MP_OK && i < n_ops; i++) {
     const mp_op *op = mp_graph_op(g, topo[i]);
     if (share_concat(&z.s, topo[i], align, slot) == 0) continue;
+    for (uint32_t k = 0; c->concat_keep_out && k < op->n_inputs; k++) {
+      if (slot[k] >= 0 && c->concat_keep_out[op->inputs[k]]) {
+        slot[k] = -1; /* invariant 4 */
+        kept_out++;
+      }
+    }
     if (!measured) st = share_lb(&z.s, &z.lb, err);
     measured = true;
     if (st == MP_OK) st = cc_concat(&z, op, slot, step_of, cand, err);
+  }
+  if (st == MP_OK && kept_out) {
+    mp_buf_printf(&c->note,
+                  "%zu early input%s kept out of %s Concat slice (idle at the "
+                  "final peak)",
+                  kept_out, kept_out == 1 ? "" : "s",
+                  kept_out == 1 ? "its" : "their");
   }
   if (shared) share_release(&z.s);
   mp_free(a, topo);

@@ -40,6 +40,18 @@
  *      graph's order as the hint, which stays a valid order with the
  *      same positions (every Add still has as many inputs made before
  *      it), so a round cut short by its budget does not lose it.
+ *   9. The concat pass judges each slice under the order before it,
+ *      where a placement often ties (another peak, one inplace removes
+ *      later, dominates); a skip written into its Concat's buffer early
+ *      then reserves the later slices' bytes from its own birth, and
+ *      after inplace those idle bytes can be the peak (a U-Net's skips).
+ *      So concat and inplace run as a pair (pm_concat_rounds): after
+ *      them, the Concat inputs written into a buffer by a peak step
+ *      whose other slices come after it are kept out of the slices
+ *      (concat.c invariant 4), both passes run again from the state
+ *      before concat, and the round replaces the first (rows included)
+ *      only if the final lower bound falls, at most PM_REFINE_MAX times.
+ *      A round not kept leaves no row and no trace.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -670,8 +682,8 @@ static mp_status pm_refine(const pass_ctx *c0, const pm_pass *p,
 }
 
 static mp_status pm_run_one(pm_state *s, const pm_pass *p,
-                            const mp_pass_opts *o, pm_budget *b,
-                            mp_pass_report *r, mp_error *err) {
+                            const mp_pass_opts *o, const bool *keep_out,
+                            pm_budget *b, mp_pass_report *r, mp_error *err) {
   double t0 = pm_now_ms();
   pass_ctx c;
   memset(&c, 0, sizeof c);
@@ -686,6 +698,7 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   c.inputs_act = o->schedule.inputs_as_activations;
   c.order = s->meas.order;
   c.mask = o->mask;
+  c.concat_keep_out = keep_out;
   c.report = r;
   mp_buf_init(&c.note, mp_graph_alloc(s->g));
   mp_pass_row row = {.pass = p->id, .removed = ""};
@@ -743,6 +756,162 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   return pm_add_row(r, &row, err);
 }
 
+/* ---- concat refinement (invariant 9) ------------------------------------ */
+
+/* A copy of s sharing its graph (not owned): the buffer map rebuilt from
+ * its parent links, the measurement's arrays duplicated. */
+static mp_status pm_state_clone(const pm_state *s, pm_state *out,
+                                mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(s->g);
+  size_t n_t = mp_graph_tensor_count(s->g), n_o = mp_graph_op_count(s->g);
+  memset(out, 0, sizeof *out);
+  out->g = s->g;
+  out->meas = s->meas;
+  out->meas.order = mp_calloc(a, n_o + 1, sizeof *out->meas.order);
+  out->meas.at_peak = mp_calloc(a, n_t + 1, sizeof *out->meas.at_peak);
+  uint32_t *parent = mp_calloc(a, n_t + 1, sizeof *parent);
+  int64_t *rel = mp_calloc(a, n_t + 1, sizeof *rel);
+  uint8_t *rule = mp_calloc(a, n_t + 1, sizeof *rule);
+  mp_status st = MP_OK;
+  if (!out->meas.order || !out->meas.at_peak || !parent || !rel || !rule) {
+    st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                      mp_graph_source(s->g));
+  }
+  if (st == MP_OK) {
+    memcpy(out->meas.order, s->meas.order, n_o * sizeof *out->meas.order);
+    memcpy(out->meas.at_peak, s->meas.at_peak, n_t * sizeof *out->meas.at_peak);
+    for (size_t t = 0; t < n_t; t++) {
+      parent[t] = s->alias.root[s->alias.buffer_of[t]];
+      rel[t] =
+          (int64_t)s->alias.offset[t] - (int64_t)s->alias.offset[parent[t]];
+      rule[t] = s->alias.rule[t];
+    }
+    st = mp_alias_build(a, n_t, parent, rel, rule, &out->alias, err);
+  }
+  mp_free(a, parent);
+  mp_free(a, rel);
+  mp_free(a, rule);
+  if (st != MP_OK) pm_measure_release(a, &out->meas);
+  return st;
+}
+
+/* Marks in keep_out the Concat inputs that s's plan writes into their
+ * Concat's buffer by a peak step while another slice of that buffer is
+ * written only after it (those bytes are idle there); returns how many
+ * it marked that were not marked yet. */
+static mp_status pm_idle_slices(const pm_state *s, const mp_pass_opts *o,
+                                bool *keep_out, size_t *marked, mp_error *err) {
+  const mp_graph *g = s->g;
+  const mp_alloc *a = mp_graph_alloc(g);
+  size_t n_o = mp_graph_op_count(g);
+  mp_lifetime_opts lo = {
+      .inputs_as_activations = o->schedule.inputs_as_activations,
+      .backend = o->schedule.backend,
+      .alias = &s->alias};
+  mp_problem *p = NULL;
+  mp_profile prof = {0};
+  uint32_t *step_of = mp_calloc(a, n_o + 1, sizeof *step_of);
+  *marked = 0;
+  mp_status st = step_of ? MP_OK
+                         : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                        mp_graph_source(g));
+  if (st == MP_OK) st = mp_lifetimes_build(g, s->meas.order, &lo, &p, err);
+  if (st == MP_OK) st = mp_problem_profile(p, &prof, err);
+  for (size_t k = 0; st == MP_OK && k < n_o; k++) {
+    step_of[s->meas.order[k]] = (uint32_t)k;
+  }
+  for (size_t q = 0; st == MP_OK && q < prof.n_peaks; q++) {
+    int64_t t = prof.segs[prof.peaks[q]].first;
+    for (size_t u = 0; u < n_o; u++) {
+      const mp_op *op = mp_graph_op(g, u);
+      if (strcmp(op->type, "Concat") != 0 || op->n_outputs != 1 ||
+          op->outputs[0] < 0) {
+        continue;
+      }
+      uint32_t buf = s->alias.buffer_of[op->outputs[0]];
+      const mp_buffer *b = mp_problem_buffer(p, buf);
+      if (b->first > t || b->last < t) continue;
+      bool later = false;
+      for (uint32_t k = 0; k < op->n_inputs && !later; k++) {
+        int32_t x = op->inputs[k];
+        if (x < 0 || s->alias.buffer_of[x] != buf) continue;
+        int32_t pr = mp_graph_tensor(g, (size_t)x)->producer;
+        later = pr >= 0 && (int64_t)step_of[pr] > t;
+      }
+      for (uint32_t k = 0; later && k < op->n_inputs; k++) {
+        int32_t x = op->inputs[k];
+        if (x < 0 || s->alias.buffer_of[x] != buf || keep_out[x]) continue;
+        int32_t pr = mp_graph_tensor(g, (size_t)x)->producer;
+        if (pr < 0 || (int64_t)step_of[pr] > t) continue;
+        keep_out[x] = true;
+        (*marked)++;
+      }
+    }
+  }
+  mp_profile_release(&prof);
+  mp_problem_destroy(p);
+  mp_free(a, step_of);
+  return st;
+}
+
+/* Invariant 9: concat (and inplace, when asked for) from s; then, while
+ * the final peak holds Concat buffers idle because of slices written
+ * early, both again from the same state with those inputs kept out,
+ * each round kept only if the lower bound falls. The rows of the rounds
+ * not kept are dropped. */
+static mp_status pm_concat_rounds(pm_state *s, const mp_pass_opts *o,
+                                  pm_budget *b, mp_pass_report *r,
+                                  mp_error *err) {
+  const mp_alloc *a = mp_graph_alloc(s->g);
+  bool with_inplace = o->mask & (1u << MP_PASS_INPLACE);
+  size_t row0 = r->n_rows, n_t = mp_graph_tensor_count(s->g), marked = 0;
+  pm_state pre = {0};
+  bool *keep_out = mp_calloc(a, n_t + 1, sizeof *keep_out);
+  mp_status st = keep_out ? MP_OK
+                          : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                         mp_graph_source(s->g));
+  if (st == MP_OK) st = pm_state_clone(s, &pre, err);
+  bool have_pre = st == MP_OK;
+  if (st == MP_OK) {
+    st = pm_run_one(s, &pm_passes[MP_PASS_CONCAT], o, NULL, b, r, err);
+  }
+  if (st == MP_OK && with_inplace) {
+    st = pm_run_one(s, &pm_passes[MP_PASS_INPLACE], o, NULL, b, r, err);
+  }
+  for (int round = 0; st == MP_OK && round < PM_REFINE_MAX; round++) {
+    st = pm_idle_slices(s, o, keep_out, &marked, err);
+    if (st != MP_OK || marked == 0) break;
+    pm_state cand = {0};
+    size_t rows = r->n_rows;
+    st = pm_state_clone(&pre, &cand, err);
+    if (st != MP_OK) break;
+    b->left += with_inplace ? 2 : 1; /* measurements no pass counted */
+    st = pm_run_one(&cand, &pm_passes[MP_PASS_CONCAT], o, keep_out, b, r, err);
+    if (st == MP_OK && with_inplace) {
+      st = pm_run_one(&cand, &pm_passes[MP_PASS_INPLACE], o, NULL, b, r, err);
+    }
+    if (st == MP_OK && cand.meas.lb < s->meas.lb) {
+      /* the round's rows replace the ones before it */
+      size_t n = r->n_rows - rows;
+      memmove(&r->rows[row0], &r->rows[rows], n * sizeof *r->rows);
+      r->n_rows = row0 + n;
+      bool owned = s->owned;
+      s->owned = false;
+      pm_state_release(s);
+      *s = cand;
+      s->owned = owned;
+      continue;
+    }
+    r->n_rows = rows;
+    cand.owned = false;
+    pm_state_release(&cand);
+    break;
+  }
+  if (have_pre) pm_state_release(&pre);
+  mp_free(a, keep_out);
+  return st;
+}
+
 mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *opts, mp_alias *alias,
                         uint32_t **order, mp_schedule_info *info,
                         mp_pass_report **report, mp_error *err) {
@@ -762,7 +931,13 @@ mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *opts, mp_alias *alias,
     st = pm_measure_graph(s.g, &s.alias, o, NULL, &b, &s.meas, err);
   }
   for (int p = 0; st == MP_OK && p < MP_PASS_COUNT; p++) {
-    if (o->mask & (1u << p)) st = pm_run_one(&s, &pm_passes[p], o, &b, r, err);
+    if (!(o->mask & (1u << p))) continue;
+    if (p == MP_PASS_CONCAT) {
+      st = pm_concat_rounds(&s, o, &b, r, err);
+      p = MP_PASS_INPLACE; /* run by the rounds when asked for */
+    } else {
+      st = pm_run_one(&s, &pm_passes[p], o, NULL, &b, r, err);
+    }
   }
   if (st != MP_OK) {
     if (s.g) pm_state_release(&s);

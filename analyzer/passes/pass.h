@@ -20,22 +20,25 @@
 
 typedef struct pass_ctx {
   mp_pass_id id;
-  const mp_graph *g;         /* linked, resolved */
-  const mp_alias *alias;     /* g's buffer map before the pass */
-  const bool *at_peak;       /* per tensor: its buffer is live at a peak step
-                                of g's order before the pass */
-  uint32_t vlen;             /* backend VLEN in bits, 0: none */
-  rw_graph *rw;              /* graph passes */
-  const mp_backend *backend; /* alignments (never NULL: the default) */
-  bool inputs_act;           /* graph inputs count as activations */
-  const uint32_t *order;     /* g's order before the pass (measured) */
-  const uint32_t *made;      /* accumulate: per tensor, 0 or 1 + the step
-                                producing it, from a measured rewrite of g
-                                (manager.c invariant 8); NULL: from order */
-  uint32_t mask;             /* the passes asked for (1 << mp_pass_id) */
-  uint32_t *parent;          /* alias passes: per tensor */
-  int64_t *rel;              /* alias passes: first byte minus the parent's */
-  uint8_t *rule;             /* alias passes: per tensor, mp_alias_rule */
+  const mp_graph *g;           /* linked, resolved */
+  const mp_alias *alias;       /* g's buffer map before the pass */
+  const bool *at_peak;         /* per tensor: its buffer is live at a peak step
+                                  of g's order before the pass */
+  uint32_t vlen;               /* backend VLEN in bits, 0: none */
+  rw_graph *rw;                /* graph passes */
+  const mp_backend *backend;   /* alignments (never NULL: the default) */
+  bool inputs_act;             /* graph inputs count as activations */
+  const uint32_t *order;       /* g's order before the pass (measured) */
+  const uint32_t *made;        /* accumulate: per tensor, 0 or 1 + the step
+                                  producing it, from a measured rewrite of g
+                                  (manager.c invariant 8); NULL: from order */
+  uint32_t mask;               /* the passes asked for (1 << mp_pass_id) */
+  const bool *concat_keep_out; /* concat: per tensor, an input not to place
+                                  as a slice (manager.c invariant 9); NULL:
+                                  none */
+  uint32_t *parent;            /* alias passes: per tensor */
+  int64_t *rel;                /* alias passes: first byte minus the parent's */
+  uint8_t *rule;               /* alias passes: per tensor, mp_alias_rule */
   mp_pass_report *report;
   /* What the pass did, for the row's detail. */
   const char *tally_label[PASS_TALLY_MAX];

@@ -140,12 +140,14 @@ row randwire_1.json "$out/randwire_1.json"
 row darts_1.json "$out/darts_1.json"
 row darts_1_cell1.json "$out/cells/darts_1_cell1.json" --inputs activation
 row passes/concat.json "$src/tests/data/passes/concat.json"
+row passes/unet_skip.json "$src/tests/data/passes/unet_skip.json"
 if [ -d "$cache/ocr" ]; then
   row ch_ppocr_mobile_v2.0_cls "$cache/ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx" --shape x=1x3x48x192
   row ch_PP-OCRv4_det "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" --shape x=1x3x640x640
   row ch_PP-OCRv4_rec "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --shape x=1x3x48x320
   row blazeface_front_128 "$cache/blazeface/face_detection_front_128x128_barracuda.onnx"
   row silero_vad_v5_16k "$cache/vad/silero_vad_v5.onnx" --shape input=1x512 --shape state=2x1x128 --value sr=16000
+  [ -f "$cache/isnet/isnet_quint8.onnx" ] && row isnet_quint8 "$cache/isnet/isnet_quint8.onnx"
 else
   echo "(no ONNX models in $cache: run scripts/fetch_models.sh $cache)"
 fi

@@ -104,6 +104,21 @@ dw2=tests/data/passes/dw_stride2.json
 run 0 plan $dw2 --passes inplace && has "$tmp/out" "lower bound 2,560 B" &&
   has "$tmp/out" "2,560 -> 2,560 (=)" && has "$tmp/out" "nothing to do"
 run 0 verify $dw2 --passes all --poison --redzone 16 && has "$tmp/out" "verified: no event"
+# A U-Net whose tail (a 9,216-byte zoom and a Neg the inplace pass writes
+# over it) holds the peak while the concat pass judges: every skip goes
+# into its Concat's buffer, and after inplace the three buffers, half
+# idle, are the peak at the bottleneck (13,312 B). The pass manager then
+# reruns concat and inplace with the three skips kept out of the slices:
+# 10,752 B (the figures are derived in the file's description).
+us=tests/data/passes/unet_skip.json
+run 0 plan $us --passes all --order memory -o "$tmp/us.json" &&
+  has "$tmp/out" "lower bound 10,752 B" &&
+  has "$tmp/out" "Concat input 3; 3 early inputs kept out of their Concat slice (idle at the final peak)" &&
+  has "$tmp/out" "18,432 -> 10,752 (-41.7%)"
+run 0 validate "$tmp/us.json"
+[ "$(py "$tmp/us.json" "(d['peak']['idle_bytes'], [r['pass'] for r in d['passes']['rows']][-2:])")" = "(2048, ['concat', 'inplace'])" ] && ok || bad "unet_skip: refined rows or idle bytes"
+run 0 plan $us --passes views,concat --order memory && has "$tmp/out" "lower bound 18,432 B"
+run 0 verify $us --passes all --order memory --poison --redzone 16 && has "$tmp/out" "verified: no event"
 # Rule 6: each node's Add writes its slice in place over its pooling
 # branch's result, which moves into the slice (the figures are derived in
 # the file's description); the runtime agrees bit for bit, and an
