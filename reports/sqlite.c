@@ -262,8 +262,50 @@ static const char db_v5[] =
 static const char db_v6[] =
     "ALTER TABLE pass ADD COLUMN removed TEXT NOT NULL DEFAULT '';\n";
 
-static const char *const db_migrations[] = {db_v1, db_v2, db_v3,
-                                            db_v4, db_v5, db_v6};
+/* Version 7: bytes of the buffers live at a peak that hold no live
+ * tensor there (mp_model_buffer_in_use): per interval, and per buffer
+ * with any, which live_at_peak shows as in_use_bytes. The view is version
+ * 2's with that column; a migration is frozen once released, so it is
+ * written out again rather than derived from db_v2. */
+static const char db_v7[] =
+    "ALTER TABLE peak_interval ADD COLUMN idle_bytes INTEGER NOT NULL "
+    "DEFAULT 0;\n"
+    "CREATE TABLE peak_in_use (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  tensor_idx INTEGER NOT NULL,\n"
+    "  in_use_bytes INTEGER NOT NULL,\n"
+    "  next_write_step INTEGER,\n"
+    "  next_writer TEXT,\n"
+    "  PRIMARY KEY (run_id, seq, tensor_idx)) WITHOUT ROWID;\n"
+    "DROP VIEW live_at_peak;\n"
+    "CREATE VIEW live_at_peak AS SELECT\n"
+    "  p.run_id, p.seq AS peak_seq, p.first_step AS peak_step,\n"
+    "  s.op AS peak_op, t.name AS tensor, pl.padded_size AS bytes,\n"
+    "  coalesce(pu.in_use_bytes, pl.size) AS in_use_bytes,\n"
+    "  round(100.0 * pl.padded_size / p.bytes, 1) AS peak_pct,\n"
+    "  t.first_use, t.last_use, t.producer, t.last_consumer,\n"
+    "  CASE\n"
+    "    WHEN t.kind = 'output' THEN 'graph output: kept to the end'\n"
+    "    WHEN t.first_use = p.first_step AND t.last_use = p.first_step\n"
+    "      THEN 'born here' || coalesce(', read by ' || t.last_consumer, '')\n"
+    "    WHEN t.last_use = p.first_step\n"
+    "      THEN 'last read here' || coalesce(' by ' || t.last_consumer, '')\n"
+    "    WHEN t.last_consumer IS NOT NULL\n"
+    "      THEN 'read later by ' || t.last_consumer || ' (step '\n"
+    "           || t.last_use || ')'\n"
+    "    ELSE 'live until ' || t.last_use\n"
+    "  END AS why_alive\n"
+    "FROM peak_interval p\n"
+    "JOIN live_set ls ON ls.run_id = p.run_id AND ls.step = p.first_step\n"
+    "JOIN tensor t ON t.run_id = ls.run_id AND t.idx = ls.tensor_idx\n"
+    "JOIN placement pl ON pl.run_id = t.run_id AND pl.tensor_idx = t.idx\n"
+    "LEFT JOIN step s ON s.run_id = p.run_id AND s.step = p.first_step\n"
+    "LEFT JOIN peak_in_use pu ON pu.run_id = p.run_id AND pu.seq = p.seq\n"
+    "  AND pu.tensor_idx = t.idx;\n";
+
+static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4,
+                                            db_v5, db_v6, db_v7};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -781,24 +823,69 @@ static mp_status db_insert_steps(db_run *r, const int64_t *times, size_t n,
   return st;
 }
 
+/* The buffers live at step t with idle bytes (version 7): one
+ * peak_in_use row each; returns their idle total in *idle. */
+static mp_status db_insert_in_use(db_run *r, sqlite3_stmt *s, size_t seq,
+                                  int64_t t, size_t *idle) {
+  mp_status st = MP_OK;
+  *idle = 0;
+  for (size_t b = 0; st == MP_OK && b < mp_problem_count(r->p); b++) {
+    const mp_buffer *x = mp_problem_buffer(r->p, b);
+    if (!mp_model_graph(r->m) || x->cls != MP_CLASS_ACTIVATION ||
+        x->first > t || x->last < t) {
+      continue;
+    }
+    int64_t next;
+    const char *writer;
+    size_t w = mp_model_buffer_in_use(r->m, b, t, &next, &writer);
+    if (w >= x->size) continue;
+    *idle += x->size - w;
+    sqlite3_bind_int64(s, 1, r->run_id);
+    db_size(s, 2, seq);
+    db_size(s, 3, b);
+    db_size(s, 4, w);
+    if (next >= 0) {
+      sqlite3_bind_int64(s, 5, next);
+    } else {
+      sqlite3_bind_null(s, 5);
+    }
+    db_text(s, 6, writer);
+    st = db_row(r, s, "inserting a peak buffer in use");
+  }
+  return st;
+}
+
 static mp_status db_insert_peaks(db_run *r) {
   static const char sql[] =
       "INSERT INTO peak_interval (run_id, seq, first_step, last_step, bytes, "
+      "tensors, idle_bytes) VALUES (?,?,?,?,?,?,?)";
+  static const char sql_v1[] = /* a handle at an older version (tests) */
+      "INSERT INTO peak_interval (run_id, seq, first_step, last_step, bytes, "
       "tensors) VALUES (?,?,?,?,?,?)";
+  bool v7 = r->h->version >= 7;
+  static const char sql_use[] =
+      "INSERT INTO peak_in_use (run_id, seq, tensor_idx, in_use_bytes, "
+      "next_write_step, next_writer) VALUES (?,?,?,?,?,?)";
   const mp_profile *prof = mp_plan_profile(r->plan);
-  sqlite3_stmt *s = NULL;
-  mp_status st = db_prepare(r, sql, &s);
+  sqlite3_stmt *s = NULL, *u = NULL;
+  mp_status st = db_prepare(r, v7 ? sql : sql_v1, &s);
+  if (st == MP_OK && v7) st = db_prepare(r, sql_use, &u);
   for (size_t k = 0; st == MP_OK && prof->peak && k < prof->n_peaks; k++) {
     const mp_segment *seg = &prof->segs[prof->peaks[k]];
+    size_t idle = 0;
+    if (v7) st = db_insert_in_use(r, u, k, seg->first, &idle);
+    if (st != MP_OK) break;
     sqlite3_bind_int64(s, 1, r->run_id);
     db_size(s, 2, k);
     sqlite3_bind_int64(s, 3, seg->first);
     sqlite3_bind_int64(s, 4, seg->last);
     db_size(s, 5, prof->peak);
     db_size(s, 6, seg->count);
+    if (v7) db_size(s, 7, idle);
     st = db_row(r, s, "inserting a peak interval");
   }
   sqlite3_finalize(s);
+  sqlite3_finalize(u);
   return st;
 }
 

@@ -132,6 +132,10 @@ run 0 explain $ca --passes all --no-map && has "$tmp/out" "b1 (in place (concat 
   has "$tmp/out" "idle in live buffers: 1,024 B (1.00 KiB), 50.0% of the peak, in 1 buffer" &&
   has "$tmp/out" "b0: 512 B of 1,536 B (1.50 KiB) in use; the rest is written at step 3 (pool1)"
 [ "$(py "$tmp/ca.json" "(d['peak']['idle_bytes'], [(e['name'], e['bytes'], e['in_use_bytes']) for e in d['peak']['live']])")" = "(1024, [('b0', 1536, 512), ('p', 512, 512), ('c0', 512, 512)])" ] && ok || bad "concat_add: idle bytes at the peak in the plan JSON"
+run 0 report $ca --passes all --sqlite "$tmp/ca.db" &&
+  [ "$(sqlite3 "$tmp/ca.db" "SELECT group_concat(seq || ':' || idle_bytes, ' ') FROM peak_interval")" = "0:1024 1:0" ] && ok || bad "concat_add: SQLite peak_interval.idle_bytes"
+[ "$(sqlite3 "$tmp/ca.db" "SELECT group_concat(peak_seq || ':' || tensor || ':' || in_use_bytes || '/' || bytes, ' ') FROM (SELECT * FROM live_at_peak ORDER BY peak_seq, tensor)")" = "0:b0:512/1536 0:p:512/512 1:b0:1536/1536 1:z:512/512" ] && ok || bad "concat_add: SQLite live_at_peak.in_use_bytes"
+[ "$(sqlite3 "$tmp/ca.db" "SELECT seq || ':' || in_use_bytes || ':' || next_write_step || ':' || next_writer FROM peak_in_use")" = "0:512:3:pool1" ] && ok || bad "concat_add: SQLite peak_in_use"
 run 0 plan $ca --passes none -o "$tmp/ca0.json" &&
   [ "$(py "$tmp/ca0.json" "d['peak']['idle_bytes']")" = "0" ] && ok || bad "concat_add: idle bytes without passes"
 run 0 explain $ca --passes none --no-map && ! grep -q "idle in live" "$tmp/out" && ok || bad "concat_add: idle line without passes"
