@@ -33,6 +33,7 @@
 #include "viewer_assets.h"
 
 #define HTML_SVG_MAX_DEFAULT 600
+#define HTML_PEAK_IDLE 20 /* peak intervals with in-use figures */
 
 typedef struct html_ctx {
   const mp_model *m;
@@ -155,12 +156,34 @@ static void html_profile(html_ctx *c, cJSON *root) {
   cJSON *pk = html_obj(c, root, "peak");
   html_num(c, pk, "bytes", (double)prof->peak);
   cJSON *iv = html_arr(c, pk, "intervals");
+  /* per interval (the first HTML_PEAK_IDLE, which the viewer offers):
+   * [buffer, bytes in use] of each live buffer with idle bytes at its
+   * first step (mp_model_buffer_in_use) */
+  cJSON *use = html_arr(c, pk, "in_use");
   for (size_t k = 0; c->ok && prof->peak && k < prof->n_peaks; k++) {
     const mp_segment *s = &prof->segs[prof->peaks[k]];
     cJSON *pair = cJSON_CreateArray();
     html_push(c, iv, pair);
     html_push_num(c, pair, (double)s->first);
     html_push_num(c, pair, (double)s->last);
+    if (k >= HTML_PEAK_IDLE) continue;
+    cJSON *list = cJSON_CreateArray();
+    html_push(c, use, list); /* on failure c->ok stops the loop */
+    for (size_t b = 0;
+         c->ok && mp_model_graph(c->m) && b < mp_problem_count(c->p); b++) {
+      const mp_buffer *x = mp_problem_buffer(c->p, b);
+      if (x->cls != MP_CLASS_ACTIVATION || x->first > s->first ||
+          x->last < s->first) {
+        continue;
+      }
+      size_t w = mp_model_buffer_in_use(c->m, b, s->first, NULL, NULL);
+      if (w >= x->size) continue;
+      cJSON *e = cJSON_CreateArray();
+      html_push(c, list, e);
+      if (!c->ok) break; /* e was freed */
+      html_push_num(c, e, (double)b);
+      html_push_num(c, e, (double)w);
+    }
   }
 }
 

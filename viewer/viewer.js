@@ -563,11 +563,17 @@
       return;
     }
     const t = intervals[peak.interval][0];
-    const cap = el('caption', 'muted', 'Live at ' + stepLabel(t) + ': ' + fmtBytes(peakBytes));
+    /* bytes holding a live tensor, for the buffers that have idle ones
+     * (a Concat slice still to come, the rest of an input written over) */
+    const inUse = new Map((D.peak.in_use && D.peak.in_use[peak.interval]) || []);
+    let idle = 0;
+    for (const [i, w] of inUse) idle += B.size[i] - w;
+    const cap = el('caption', 'muted', 'Live at ' + stepLabel(t) + ': ' + fmtBytes(peakBytes) +
+      (idle ? '; idle ' + fmtBytes(idle) + ' (bytes of live buffers holding no live tensor)' : ''));
     cap.style.textAlign = 'left';
     table.appendChild(cap);
     const head = el('tr');
-    const cols = [['#', 1], ['tensor', 0], ['bytes', 1], ['peak%', 1], ['live', 0],
+    const cols = [['#', 1], ['tensor', 0], ['bytes', 1], ['in use', 1], ['peak%', 1], ['live', 0],
       ['remaining', 1], ['waste', 1], ['born in', 0], ['why alive', 0]];
     for (const [c, num] of cols) head.appendChild(el('th', num ? 'num' : null, c));
     const thead = el('thead');
@@ -578,6 +584,7 @@
       const tr = el('tr');
       tr.dataset.buffer = i;
       const cells = [[k + 1, 1], [B.name[i], 0], [fmtBytes(B.padded[i]), 1],
+        [fmtBytes(inUse.has(i) ? inUse.get(i) : B.size[i]), 1],
         [pct(B.padded[i], peakBytes).toFixed(1) + '%', 1], [B.first[i] + '..' + B.last[i], 0],
         [B.last[i] - t, 1], [fmtCount(B.padded[i] - B.size[i]) + ' B', 1], [bornIn(i), 0], [whyAlive(i, t), 0]];
       for (const [v, num] of cells) tr.appendChild(el('td', num ? 'num' : null, v));

@@ -120,8 +120,19 @@ try {
     const want = plan.peak.live.map(l => l.name);
     check(JSON.stringify(drill.slice(0, want.length)) === JSON.stringify(want),
       'the drill-down lists the peak tensors largest first', JSON.stringify(drill));
+    // The 'in use' column: what plan JSON says each buffer of the first
+    // peak step holds live (graphs), and the caption's idle total.
+    const inUse = await page.$$eval('#peak-table tbody tr', rs => rs.map(r => r.children[3].textContent));
+    plan.peak.live.forEach((l, k) => {
+      if (l.in_use_bytes === undefined) return;
+      check(inUse[k] === fmtBytes(l.in_use_bytes), `the drill-down shows ${l.name} with ${l.in_use_bytes} B in use`,
+        inUse[k]);
+    });
+    const caption = await page.textContent('#peak-table caption');
+    check(plan.peak.idle_bytes ? caption.includes('; idle ' + fmtBytes(plan.peak.idle_bytes)) : !caption.includes('idle'),
+      'the drill-down caption gives the idle bytes', caption);
     await page.click('#sort-remaining');
-    const byRemaining = await page.$$eval('#peak-table tbody tr', rs => rs.map(r => Number(r.children[5].textContent)));
+    const byRemaining = await page.$$eval('#peak-table tbody tr', rs => rs.map(r => Number(r.children[6].textContent)));
     check(byRemaining.every((v, k) => k === 0 || byRemaining[k - 1] >= v),
       'sorting by remaining lifetime orders the rows', JSON.stringify(byRemaining));
     await page.click('#sort-size');
