@@ -50,7 +50,9 @@
  *      whose other slices come after it are kept out of the slices
  *      (concat.c invariant 4), both passes run again from the state
  *      before concat, and the round replaces the first (rows included)
- *      only if the final lower bound falls, at most PM_REFINE_MAX times.
+ *      only if the final lower bound falls, at most PM_REFINE_MAX times;
+ *      after a round is kept, each input it kept out is put back alone
+ *      (both passes again) and stays back if the bound falls further.
  *      A round not kept leaves no row and no trace.
  */
 #include <stdarg.h>
@@ -854,61 +856,85 @@ static mp_status pm_idle_slices(const pm_state *s, const mp_pass_opts *o,
   return st;
 }
 
+/* Concat (with keep_out) and inplace, when asked for, from pre: the
+ * result replaces *s, and its rows those from row0 on, when its lower
+ * bound is below s's (*better); otherwise its rows are dropped. */
+static mp_status pm_concat_try(const pm_state *pre, const bool *keep_out,
+                               size_t row0, const mp_pass_opts *o, pm_budget *b,
+                               mp_pass_report *r, pm_state *s, bool *better,
+                               mp_error *err) {
+  bool with_inplace = o->mask & (1u << MP_PASS_INPLACE);
+  size_t rows = r->n_rows;
+  pm_state cand = {0};
+  *better = false;
+  mp_status st = pm_state_clone(pre, &cand, err);
+  if (st != MP_OK) return st;
+  b->left += with_inplace ? 2 : 1; /* measurements no pass counted */
+  st = pm_run_one(&cand, &pm_passes[MP_PASS_CONCAT], o, keep_out, b, r, err);
+  if (st == MP_OK && with_inplace) {
+    st = pm_run_one(&cand, &pm_passes[MP_PASS_INPLACE], o, NULL, b, r, err);
+  }
+  if (st == MP_OK && cand.meas.lb < s->meas.lb) {
+    size_t n = r->n_rows - rows;
+    memmove(&r->rows[row0], &r->rows[rows], n * sizeof *r->rows);
+    r->n_rows = row0 + n;
+    bool owned = s->owned;
+    s->owned = false;
+    pm_state_release(s);
+    *s = cand;
+    s->owned = owned;
+    *better = true;
+    return MP_OK;
+  }
+  r->n_rows = rows;
+  cand.owned = false;
+  pm_state_release(&cand);
+  return st;
+}
+
 /* Invariant 9: concat (and inplace, when asked for) from s; then, while
  * the final peak holds Concat buffers idle because of slices written
  * early, both again from the same state with those inputs kept out,
- * each round kept only if the lower bound falls. The rows of the rounds
- * not kept are dropped. */
+ * each round kept only if the lower bound falls. After a round is kept,
+ * each input it kept out goes back into its slice if that lowers the
+ * bound further (a skip whose slice costs nothing at the new peak). The
+ * rows of the rounds not kept are dropped. */
 static mp_status pm_concat_rounds(pm_state *s, const mp_pass_opts *o,
                                   pm_budget *b, mp_pass_report *r,
                                   mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(s->g);
-  bool with_inplace = o->mask & (1u << MP_PASS_INPLACE);
   size_t row0 = r->n_rows, n_t = mp_graph_tensor_count(s->g), marked = 0;
   pm_state pre = {0};
   bool *keep_out = mp_calloc(a, n_t + 1, sizeof *keep_out);
-  mp_status st = keep_out ? MP_OK
-                          : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
-                                         mp_graph_source(s->g));
+  bool *before = mp_calloc(a, n_t + 1, sizeof *before);
+  mp_status st = keep_out && before
+                     ? MP_OK
+                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                    mp_graph_source(s->g));
   if (st == MP_OK) st = pm_state_clone(s, &pre, err);
-  bool have_pre = st == MP_OK;
+  bool have_pre = st == MP_OK, better = false;
   if (st == MP_OK) {
     st = pm_run_one(s, &pm_passes[MP_PASS_CONCAT], o, NULL, b, r, err);
   }
-  if (st == MP_OK && with_inplace) {
+  if (st == MP_OK && (o->mask & (1u << MP_PASS_INPLACE))) {
     st = pm_run_one(s, &pm_passes[MP_PASS_INPLACE], o, NULL, b, r, err);
   }
   for (int round = 0; st == MP_OK && round < PM_REFINE_MAX; round++) {
+    memcpy(before, keep_out, n_t * sizeof *before);
     st = pm_idle_slices(s, o, keep_out, &marked, err);
     if (st != MP_OK || marked == 0) break;
-    pm_state cand = {0};
-    size_t rows = r->n_rows;
-    st = pm_state_clone(&pre, &cand, err);
-    if (st != MP_OK) break;
-    b->left += with_inplace ? 2 : 1; /* measurements no pass counted */
-    st = pm_run_one(&cand, &pm_passes[MP_PASS_CONCAT], o, keep_out, b, r, err);
-    if (st == MP_OK && with_inplace) {
-      st = pm_run_one(&cand, &pm_passes[MP_PASS_INPLACE], o, NULL, b, r, err);
+    st = pm_concat_try(&pre, keep_out, row0, o, b, r, s, &better, err);
+    if (st != MP_OK || !better) break;
+    for (size_t x = 0; st == MP_OK && x < n_t; x++) {
+      if (!keep_out[x] || before[x]) continue;
+      keep_out[x] = false;
+      st = pm_concat_try(&pre, keep_out, row0, o, b, r, s, &better, err);
+      keep_out[x] = !better;
     }
-    if (st == MP_OK && cand.meas.lb < s->meas.lb) {
-      /* the round's rows replace the ones before it */
-      size_t n = r->n_rows - rows;
-      memmove(&r->rows[row0], &r->rows[rows], n * sizeof *r->rows);
-      r->n_rows = row0 + n;
-      bool owned = s->owned;
-      s->owned = false;
-      pm_state_release(s);
-      *s = cand;
-      s->owned = owned;
-      continue;
-    }
-    r->n_rows = rows;
-    cand.owned = false;
-    pm_state_release(&cand);
-    break;
   }
   if (have_pre) pm_state_release(&pre);
   mp_free(a, keep_out);
+  mp_free(a, before);
   return st;
 }
 
