@@ -797,6 +797,8 @@ static mp_status pm_state_clone(const pm_state *s, pm_state *out,
   return st;
 }
 
+#define PM_IDLE_PEAKS 64
+
 /* Marks in keep_out the Concat inputs that s's plan writes into their
  * Concat's buffer by a peak step while another slice of that buffer is
  * written only after it (those bytes are idle there); returns how many
@@ -822,7 +824,9 @@ static mp_status pm_idle_slices(const pm_state *s, const mp_pass_opts *o,
   for (size_t k = 0; st == MP_OK && k < n_o; k++) {
     step_of[s->meas.order[k]] = (uint32_t)k;
   }
-  for (size_t q = 0; st == MP_OK && q < prof.n_peaks; q++) {
+  /* the first PM_IDLE_PEAKS peak intervals: each scans every op */
+  for (size_t q = 0; st == MP_OK && q < prof.n_peaks && q < PM_IDLE_PEAKS;
+       q++) {
     int64_t t = prof.segs[prof.peaks[q]].first;
     for (size_t u = 0; u < n_o; u++) {
       const mp_op *op = mp_graph_op(g, u);
