@@ -760,8 +760,8 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
 
 /* ---- concat refinement (invariant 9) ------------------------------------ */
 
-/* A copy of s sharing its graph (not owned): the buffer map rebuilt from
- * its parent links, the measurement's arrays duplicated. */
+/* A copy of s sharing its graph (not owned), with its own buffer map and
+ * measurement arrays. */
 static mp_status pm_state_clone(const pm_state *s, pm_state *out,
                                 mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(s->g);
@@ -771,28 +771,14 @@ static mp_status pm_state_clone(const pm_state *s, pm_state *out,
   out->meas = s->meas;
   out->meas.order = mp_calloc(a, n_o + 1, sizeof *out->meas.order);
   out->meas.at_peak = mp_calloc(a, n_t + 1, sizeof *out->meas.at_peak);
-  uint32_t *parent = mp_calloc(a, n_t + 1, sizeof *parent);
-  int64_t *rel = mp_calloc(a, n_t + 1, sizeof *rel);
-  uint8_t *rule = mp_calloc(a, n_t + 1, sizeof *rule);
-  mp_status st = MP_OK;
-  if (!out->meas.order || !out->meas.at_peak || !parent || !rel || !rule) {
-    st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
-                      mp_graph_source(s->g));
+  if (!out->meas.order || !out->meas.at_peak) {
+    pm_measure_release(a, &out->meas);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                        mp_graph_source(s->g));
   }
-  if (st == MP_OK) {
-    memcpy(out->meas.order, s->meas.order, n_o * sizeof *out->meas.order);
-    memcpy(out->meas.at_peak, s->meas.at_peak, n_t * sizeof *out->meas.at_peak);
-    for (size_t t = 0; t < n_t; t++) {
-      parent[t] = s->alias.root[s->alias.buffer_of[t]];
-      rel[t] =
-          (int64_t)s->alias.offset[t] - (int64_t)s->alias.offset[parent[t]];
-      rule[t] = s->alias.rule[t];
-    }
-    st = mp_alias_build(a, n_t, parent, rel, rule, &out->alias, err);
-  }
-  mp_free(a, parent);
-  mp_free(a, rel);
-  mp_free(a, rule);
+  memcpy(out->meas.order, s->meas.order, n_o * sizeof *out->meas.order);
+  memcpy(out->meas.at_peak, s->meas.at_peak, n_t * sizeof *out->meas.at_peak);
+  mp_status st = mp_alias_copy(&s->alias, &out->alias, err);
   if (st != MP_OK) pm_measure_release(a, &out->meas);
   return st;
 }
