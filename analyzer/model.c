@@ -759,10 +759,11 @@ static bool model_member_live(const mp_model *m, uint32_t t, int64_t step,
 }
 
 /* The union of the live members' byte ranges is measured by a sweep from
- * the lowest offset up, each round taking the lowest range still above
- * the cursor and extending it while a live range starts inside it: no
- * allocation, O(k^2) in the k members. The first MW_RUNS runs of the
- * union are kept to tell which later writes land outside it. */
+ * the lowest offset up: each round takes the live range that starts
+ * lowest above the cursor (clipped to it) and moves the cursor to its
+ * end, so no byte is counted twice: no allocation, O(k^2) in the k
+ * members. The first MW_RUNS runs of the union (touching pieces joined)
+ * are kept to tell which later writes land outside it. */
 #define MW_RUNS 64
 size_t mp_model_buffer_in_use(const mp_model *m, size_t b, int64_t step,
                               int64_t *next, const char **writer) {
@@ -776,24 +777,19 @@ size_t mp_model_buffer_in_use(const mp_model *m, size_t b, int64_t step,
   for (;;) {
     uint64_t start = UINT64_MAX, end = 0;
     for (size_t k = 0; k < n; k++) {
-      if (model_member_live(m, mem[k], step, &f, &lo, &hi) && hi > cursor &&
-          (lo > cursor ? lo : cursor) < start) {
-        start = lo > cursor ? lo : cursor;
+      if (!model_member_live(m, mem[k], step, &f, &lo, &hi) || hi <= cursor) {
+        continue;
+      }
+      uint64_t from = lo > cursor ? lo : cursor;
+      if (from < start || (from == start && hi > end)) {
+        start = from;
         end = hi;
       }
     }
     if (start == UINT64_MAX) break;
-    for (bool grew = true; grew;) {
-      grew = false;
-      for (size_t k = 0; k < n; k++) {
-        if (model_member_live(m, mem[k], step, &f, &lo, &hi) && lo <= end &&
-            hi > end) {
-          end = hi;
-          grew = true;
-        }
-      }
-    }
-    if (runs < MW_RUNS) {
+    if (runs && run_hi[runs - 1] == start) {
+      run_hi[runs - 1] = end;
+    } else if (runs < MW_RUNS) {
       run_lo[runs] = start;
       run_hi[runs++] = end;
     }
