@@ -195,13 +195,10 @@ static void ex_shared(ex_ctx *c, const size_t *idx, size_t n) {
 static void ex_idle(ex_ctx *c, const size_t *idx, size_t n, int64_t t) {
   const mp_profile *prof = mp_plan_profile(c->plan);
   size_t total = 0, count = 0;
-  for (size_t k = 0; mp_model_graph(c->m) && k < n; k++) {
-    const mp_buffer *b = mp_problem_buffer(c->p, idx[k]);
-    size_t w = mp_model_buffer_in_use(c->m, idx[k], t, NULL, NULL);
-    if (w < b->size) {
-      total += b->size - w;
-      count++;
-    }
+  for (size_t k = 0; k < n; k++) {
+    size_t idle = report_idle(c->m, c->p, idx[k], t, NULL, NULL, NULL);
+    total += idle;
+    count += idle > 0;
   }
   if (!count) return;
   char a[MP_FMT_MAX], d[MP_FMT_MAX], e[MP_FMT_MAX];
@@ -215,8 +212,8 @@ static void ex_idle(ex_ctx *c, const size_t *idx, size_t n, int64_t t) {
     const mp_buffer *b = mp_problem_buffer(c->p, idx[k]);
     int64_t next;
     const char *writer;
-    size_t w = mp_model_buffer_in_use(c->m, idx[k], t, &next, &writer);
-    if (w >= b->size) continue;
+    size_t w;
+    if (!report_idle(c->m, c->p, idx[k], t, &w, &next, &writer)) continue;
     shown++;
     mp_buf_printf(c->out, "    %s: %s of %s in use", b->name,
                   mp_fmt_bytes(d, w), mp_fmt_bytes(e, b->size));

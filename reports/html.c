@@ -169,15 +169,9 @@ static void html_profile(html_ctx *c, cJSON *root) {
     if (k >= HTML_PEAK_IDLE) continue;
     cJSON *list = cJSON_CreateArray();
     html_push(c, use, list); /* on failure c->ok stops the loop */
-    for (size_t b = 0;
-         c->ok && mp_model_graph(c->m) && b < mp_problem_count(c->p); b++) {
-      const mp_buffer *x = mp_problem_buffer(c->p, b);
-      if (x->cls != MP_CLASS_ACTIVATION || x->first > s->first ||
-          x->last < s->first) {
-        continue;
-      }
-      size_t w = mp_model_buffer_in_use(c->m, b, s->first, NULL, NULL);
-      if (w >= x->size) continue;
+    for (size_t b = 0; c->ok && b < mp_problem_count(c->p); b++) {
+      size_t w;
+      if (!report_idle(c->m, c->p, b, s->first, &w, NULL, NULL)) continue;
       cJSON *e = cJSON_CreateArray();
       html_push(c, list, e);
       if (!c->ok) break; /* e was freed */

@@ -24,6 +24,18 @@ static int util_item_cmp(const void *a, const void *b) {
   return (x->index > y->index) - (x->index < y->index);
 }
 
+size_t report_idle(const mp_model *m, const mp_problem *p, size_t b, int64_t t,
+                   size_t *in_use, int64_t *next, const char **writer) {
+  const mp_buffer *x = mp_problem_buffer(p, b);
+  if (!mp_model_graph(m) || x->cls != MP_CLASS_ACTIVATION || x->first > t ||
+      x->last < t) {
+    return 0;
+  }
+  size_t w = mp_model_buffer_in_use(m, b, t, next, writer);
+  if (in_use) *in_use = w;
+  return w < x->size ? x->size - w : 0;
+}
+
 size_t report_live_at(const mp_problem *p, int64_t t, size_t *idx) {
   size_t n = 0;
   for (size_t i = 0; i < mp_problem_count(p); i++) {

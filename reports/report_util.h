@@ -12,6 +12,13 @@
  * time t, largest padded size first (ties by index); returns the count. */
 size_t report_live_at(const mp_problem *p, int64_t t, size_t *idx);
 
+/* The idle bytes of buffer b at time t: for an activation buffer of a
+ * graph live at t, its size minus the bytes holding a live tensor
+ * (mp_model_buffer_in_use, which fills *in_use, *next and *writer; each
+ * may be NULL); 0 for any other buffer, which leaves them unset. */
+size_t report_idle(const mp_model *m, const mp_problem *p, size_t b, int64_t t,
+                   size_t *in_use, int64_t *next, const char **writer);
+
 /* "step 5" for step-based models, "t=5" for minimalloc times. */
 const char *report_time_word(const mp_model *m);
 

@@ -830,16 +830,11 @@ static mp_status db_insert_in_use(db_run *r, sqlite3_stmt *s, size_t seq,
   mp_status st = MP_OK;
   *idle = 0;
   for (size_t b = 0; st == MP_OK && b < mp_problem_count(r->p); b++) {
-    const mp_buffer *x = mp_problem_buffer(r->p, b);
-    if (!mp_model_graph(r->m) || x->cls != MP_CLASS_ACTIVATION ||
-        x->first > t || x->last < t) {
-      continue;
-    }
     int64_t next;
     const char *writer;
-    size_t w = mp_model_buffer_in_use(r->m, b, t, &next, &writer);
-    if (w >= x->size) continue;
-    *idle += x->size - w;
+    size_t w, bytes = report_idle(r->m, r->p, b, t, &w, &next, &writer);
+    if (!bytes) continue;
+    *idle += bytes;
     sqlite3_bind_int64(s, 1, r->run_id);
     db_size(s, 2, seq);
     db_size(s, 3, b);
