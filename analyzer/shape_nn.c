@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "mplan/onnx.h"
 #include "shape_rules.h"
 
 /* Spatial attributes of a window op over k spatial dims. */
@@ -447,5 +448,92 @@ mp_status sh_max_unpool(sh_ctx *c) {
                w.pad_end[j];
   }
   sh_set(c, 0, x->dt, x->rank, d);
+  return MP_OK;
+}
+
+/* DFT: the signal with its axis dim the transform's bins (dft_length, or
+ * the dim; onesided keeps n / 2 + 1) and a last dim of 2 (re, im). The
+ * axis is an attribute up to opset 19, an input (default -2) from 20. */
+mp_status sh_dft(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  if (!x || x->rank < 2) return sh_fail(c, "needs a signal of rank >= 2");
+  int64_t axis = sh_attr_i(c, "axis", 1);
+  size_t n;
+  if (c->opset >= 20) {
+    axis = -2;
+    if (sh_in(c, 2)) {
+      const int64_t *a = sh_ints(c, 2, &n);
+      if (!a || n != 1) return MP_ERR_UNSUPPORTED;
+      axis = a[0];
+    }
+  }
+  if (axis < 0) axis += x->rank;
+  if (axis < 0 || axis > (int64_t)x->rank - 2) {
+    return sh_fail(c, "axis %" PRId64 " of a signal of rank %u", axis, x->rank);
+  }
+  int64_t len = x->d[axis];
+  if (sh_in(c, 1)) {
+    const int64_t *v = sh_ints(c, 1, &n);
+    if (!v || n != 1) return MP_ERR_UNSUPPORTED;
+    len = v[0];
+  }
+  if (len < 1 || len > SH_DIM_MAX)
+    return sh_fail(c, "dft_length %" PRId64, len);
+  int64_t d[MP_MAX_RANK];
+  memcpy(d, x->d, x->rank * sizeof *d);
+  d[axis] = sh_attr_i(c, "onesided", 0) ? len / 2 + 1 : len;
+  d[x->rank - 1] = 2;
+  sh_set(c, 0, x->dt, x->rank, d);
+  return MP_OK;
+}
+
+/* STFT: [batch, frames, bins, 2], frames = 1 + (length - frame) / step,
+ * the frame the window's length or frame_length. */
+mp_status sh_stft(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0), *win = sh_in(c, 2);
+  if (!x || x->rank != 3) return sh_fail(c, "needs a signal of rank 3");
+  size_t n;
+  const int64_t *step = sh_ints(c, 1, &n);
+  if (!step || n != 1) return MP_ERR_UNSUPPORTED;
+  int64_t frame;
+  if (win) {
+    if (win->rank != 1) return sh_fail(c, "the window must be a vector");
+    frame = win->d[0];
+  } else {
+    const int64_t *fl = sh_in(c, 3) ? sh_ints(c, 3, &n) : NULL;
+    if (!sh_in(c, 3)) return sh_fail(c, "needs a window or a frame_length");
+    if (!fl || n != 1) return MP_ERR_UNSUPPORTED;
+    frame = fl[0];
+  }
+  if (step[0] < 1 || frame < 1 || frame > x->d[1]) {
+    return sh_fail(c,
+                   "frame_step %" PRId64 " and frame length %" PRId64
+                   " do not fit a signal of %" PRId64,
+                   step[0], frame, x->d[1]);
+  }
+  int64_t d[4] = {x->d[0], 1 + (x->d[1] - frame) / step[0],
+                  sh_attr_i(c, "onesided", 1) ? frame / 2 + 1 : frame, 2};
+  sh_set(c, 0, x->dt, 4, d);
+  return MP_OK;
+}
+
+/* MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] of output_datatype
+ * (f32 by default). */
+mp_status sh_mel_weight_matrix(sh_ctx *c) {
+  size_t n0, n1;
+  const int64_t *bins = sh_ints(c, 0, &n0), *len = sh_ints(c, 1, &n1);
+  if (!bins || !len || n0 != 1 || n1 != 1) return MP_ERR_UNSUPPORTED;
+  if (bins[0] < 1 || len[0] < 1 || bins[0] > SH_DIM_MAX ||
+      len[0] > SH_DIM_MAX) {
+    return sh_fail(c, "num_mel_bins %" PRId64 " and dft_length %" PRId64,
+                   bins[0], len[0]);
+  }
+  mp_dtype dt = MP_DTYPE_F32;
+  if (sh_has_attr(c, "output_datatype") &&
+      !mp_onnx_dtype((int32_t)sh_attr_i(c, "output_datatype", 1), &dt)) {
+    return sh_fail(c, "unknown output_datatype");
+  }
+  int64_t d[2] = {len[0] / 2 + 1, bins[0]};
+  sh_set(c, 0, dt, 2, d);
   return MP_OK;
 }

@@ -138,6 +138,9 @@ mp_status sh_grid_sample(sh_ctx *c);
 mp_status sh_roi_align(sh_ctx *c);
 mp_status sh_loss(sh_ctx *c);
 mp_status sh_max_unpool(sh_ctx *c);
+mp_status sh_dft(sh_ctx *c);
+mp_status sh_stft(sh_ctx *c);
+mp_status sh_mel_weight_matrix(sh_ctx *c);
 
 /* shape_control.c */
 mp_status sh_if(sh_ctx *c);

@@ -142,6 +142,14 @@ static int lw_ints(const lw *x, const char *name, int64_t *out, int max) {
   return (int)a->n;
 }
 
+/* A FLOATS attribute into out (at most max); -1 when absent. */
+static int lw_floats(const lw *x, const char *name, double *out, int max) {
+  const mp_attr *a = lw_attr(x, name);
+  if (!a || a->kind != MP_ATTR_FLOATS || a->n > (size_t)max) return -1;
+  for (size_t i = 0; i < a->n; i++) out[i] = a->floats[i];
+  return (int)a->n;
+}
+
 static const mp_tensor *lw_t(const lw *x, uint32_t k) {
   if (k >= x->op->n_inputs || x->op->inputs[k] < 0) return NULL;
   return mp_graph_tensor(x->g, (size_t)x->op->inputs[k]);
@@ -593,8 +601,11 @@ static mp_status lw_pool(lw *x, int kind, bool global) {
   if (!in || in->rank < 3 || in->rank > 5) {
     return lw_unsup(x, "1 to 3 spatial dims are supported");
   }
-  if (x->op->n_outputs != 1) return lw_unsup(x, "the Indices output");
+  bool indices = x->op->n_outputs == 2 && x->op->outputs[1] >= 0;
+  if (x->op->n_outputs > 2 || (indices && (global || kind != MP_BOP_MAXPOOL)))
+    return lw_unsup(x, "a second output");
   int64_t nd = in->rank - 2, k[3], s[3], d[3], pb[3], pe[3], op[3];
+  int64_t order = lw_int(x, "storage_order", 0);
   if (global) {
     for (int64_t i = 0; i < nd; i++) {
       k[i] = lw_dim(x, in, (uint32_t)(2 + i));
@@ -602,8 +613,9 @@ static mp_status lw_pool(lw *x, int kind, bool global) {
       pb[i] = pe[i] = 0;
     }
   } else {
-    if (lw_int(x, "storage_order", 0) != 0)
-      return lw_unsup(x, "storage_order 1");
+    if (order != 0 && (!indices || order != 1 || nd > 2))
+      return lw_unsup(x, "storage_order %lld%s", (long long)order,
+                      indices ? "" : " without the Indices output");
     mp_status st = lw_window(x, in, NULL, y, nd, false, k, s, d, pb, pe, op);
     if (st != MP_OK) return st;
   }
@@ -616,6 +628,57 @@ static mp_status lw_pool(lw *x, int kind, bool global) {
     for (int i = 0; i < 3; i++) lw_p(x, i < nd ? arr[a][i] : fill[a]);
   }
   lw_p(x, lw_int(x, "count_include_pad", 0));
+  if (indices) lw_p(x, order);
+  return MP_OK;
+}
+
+/* MaxUnpool: the window only checks the output shape when no
+ * output_shape input gives it. */
+static mp_status lw_max_unpool(lw *x) {
+  const mp_tensor *in = lw_t(x, 0), *y = lw_out(x, 0);
+  if (!in || in->rank < 3 || in->rank > 5) {
+    return lw_unsup(x, "1 to 3 spatial dims are supported");
+  }
+  int64_t nd = in->rank - 2, k[3], s[3], d[3], pb[3], pe[3], op[3];
+  mp_status st = lw_window(x, in, NULL, y, nd, false, k, s, d, pb, pe, op);
+  if (st != MP_OK) return st;
+  x->o->kernel = MP_BOP_MAX_UNPOOL;
+  lw_copy_inputs(x);
+  lw_p(x, nd);
+  int64_t *arr[] = {k, s, pb, pe};
+  for (int a = 0; a < 4; a++) {
+    for (int64_t i = 0; i < nd; i++) lw_p(x, arr[a][i]);
+  }
+  return MP_OK;
+}
+
+static mp_status lw_roi_align(lw *x) {
+  const char *m = lw_str(x, "mode", "avg");
+  /* opset 10 had no such attribute and sampled as output_half_pixel */
+  bool v10 = mp_graph_opset(x->g) > 0 && mp_graph_opset(x->g) < 16;
+  const char *ct = lw_str(x, "coordinate_transformation_mode",
+                          v10 ? "output_half_pixel" : "half_pixel");
+  bool avg = strcmp(m, "avg") == 0, hp = strcmp(ct, "half_pixel") == 0;
+  if ((!avg && strcmp(m, "max") != 0) ||
+      (!hp && strcmp(ct, "output_half_pixel") != 0)) {
+    return lw_unsup(x, "mode '%s', coordinate_transformation_mode '%s'", m, ct);
+  }
+  int64_t oh = lw_int(x, "output_height", 1), ow = lw_int(x, "output_width", 1);
+  int64_t sr = lw_int(x, "sampling_ratio", 0);
+  if (oh < 1 || ow < 1 || sr < 0 || sr > 256) {
+    return lw_unsup(x,
+                    "output %lld x %lld with sampling_ratio %lld (at most "
+                    "256)",
+                    (long long)oh, (long long)ow, (long long)sr);
+  }
+  x->o->kernel = MP_BOP_ROI_ALIGN;
+  lw_copy_inputs(x);
+  lw_p(x, !avg);
+  lw_p(x, oh);
+  lw_p(x, ow);
+  lw_p(x, sr);
+  lw_pf(x, lw_float(x, "spatial_scale", 1.0));
+  lw_p(x, hp);
   return MP_OK;
 }
 
@@ -842,6 +905,84 @@ static mp_status lw_resize(lw *x) {
     lw_pf(x, lw_float(x, "cubic_coeff_a", -0.75));
     lw_p(x, lw_int(x, "exclude_outside", 0) != 0);
   }
+  return MP_OK;
+}
+
+/* Upsample (opsets 7 to 9, deprecated by Resize): the Resize kernel with
+ * ONNX Runtime's Upsample sampling, asymmetric coordinates and, for
+ * nearest, the floor of the source position (its "simple" rounding for
+ * scales >= 1; it rounds up when shrinking, which is refused here). */
+static mp_status lw_upsample(lw *x) {
+  const mp_tensor *in = lw_t(x, 0), *y = lw_out(x, 0);
+  const char *mode = lw_str(x, "mode", "nearest");
+  int lin = strcmp(mode, "nearest") == 0                                   ? 0
+            : strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0 ? 1
+                                                                           : -1;
+  if (lin < 0) return lw_unsup(x, "mode '%s'", mode);
+  if (!in || y->rank != in->rank) {
+    return lw_unsup(x, "output rank %u is not the input's", y->rank);
+  }
+  double scales[MP_MAX_RANK];
+  int ns = x->op->n_inputs >= 2 && lw_t(x, 1)
+               ? lw_const_floats(x, 1, scales, MP_MAX_RANK)
+               : lw_floats(x, "scales", scales, MP_MAX_RANK);
+  if (ns != (int)in->rank) {
+    return lw_unsup(x, "scales must be a constant with one value per axis");
+  }
+  for (uint32_t i = 0; i < in->rank; i++) {
+    if (!(scales[i] >= 1.0) || !isfinite(scales[i])) {
+      return lw_unsup(x, "scale %g on axis %u (Upsample only enlarges here)",
+                      scales[i], i);
+    }
+  }
+  x->o->kernel = MP_BOP_RESIZE;
+  lw_in(x, x->op->inputs[0]);
+  lw_p(x, lin);
+  lw_p(x, mp_k_coord_named("asymmetric"));
+  lw_p(x, mp_k_nearest_named("floor"));
+  for (uint32_t i = 0; i < in->rank; i++) lw_pf(x, scales[i]);
+  return MP_OK;
+}
+
+/* DFT (opsets 17 and 20: axis an attribute, then an input). The length
+ * decides the output shape, so a dft_length input must be a constant. */
+static mp_status lw_dft(lw *x) {
+  const mp_tensor *in = lw_t(x, 0);
+  if (!in || in->rank < 2) return lw_unsup(x, "a signal of rank < 2");
+  int64_t rank = in->rank, v[1], axis = lw_int(x, "axis", 1);
+  if (mp_graph_opset(x->g) >= 20) {
+    axis = -2;
+    if (lw_t(x, 2)) {
+      if (lw_const_ints(x, 2, v, 1) != 1)
+        return lw_unsup(x, "axis must be a constant");
+      axis = v[0];
+    }
+  }
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank - 2) {
+    return lw_unsup(x,
+                    "axis %lld of a signal of rank %lld (the last dim is "
+                    "real or complex)",
+                    (long long)axis, (long long)rank);
+  }
+  int64_t n = lw_dim(x, in, (uint32_t)axis);
+  if (lw_t(x, 1)) {
+    if (lw_const_ints(x, 1, v, 1) != 1)
+      return lw_unsup(x, "dft_length must be a constant");
+    n = v[0];
+  }
+  int64_t onesided = lw_int(x, "onesided", 0),
+          inverse = lw_int(x, "inverse", 0);
+  if (n < 1 || n >= ((int64_t)1 << 31) || (onesided && inverse)) {
+    return lw_unsup(x, "dft_length %lld%s", (long long)n,
+                    onesided && inverse ? " with onesided and inverse" : "");
+  }
+  x->o->kernel = MP_BOP_DFT;
+  lw_in(x, x->op->inputs[0]);
+  lw_p(x, axis);
+  lw_p(x, n);
+  lw_p(x, onesided != 0);
+  lw_p(x, inverse != 0);
   return MP_OK;
 }
 
@@ -1409,6 +1550,26 @@ static bool lw_dropout_trains(const lw *x) {
   return lw_const_ints(x, 2, v, 1) != 1 || v[0] != 0;
 }
 
+/* Dropout with its mask, or with a training_mode input not known to be
+ * false: the DROPOUT kernel copies and checks training_mode when it runs.
+ * A constant true training_mode with a constant ratio other than 0 is
+ * random and refused here. */
+static mp_status lw_dropout(lw *x) {
+  int64_t tm[1];
+  double r[1] = {0.5};
+  bool trains = x->op->n_inputs >= 3 && lw_t(x, 2) &&
+                lw_const_ints(x, 2, tm, 1) == 1 && tm[0] != 0;
+  bool ratio_known =
+      !(x->op->n_inputs >= 2 && lw_t(x, 1)) || lw_const_floats(x, 1, r, 1) == 1;
+  if (trains && ratio_known && r[0] != 0) {
+    return lw_unsup(x, "training mode with ratio %g (random)", r[0]);
+  }
+  if (x->op->n_outputs > 2) return lw_unsup(x, "more than 2 outputs");
+  x->o->kernel = MP_BOP_DROPOUT;
+  lw_copy_inputs(x);
+  return MP_OK;
+}
+
 static mp_status lw_dispatch(lw *x) {
   const char *t = x->op->type;
   int u = lw_find(lw_unary, t), b = lw_find(lw_binary, t);
@@ -1437,6 +1598,25 @@ static mp_status lw_dispatch(lw *x) {
   }
   if (u >= 0) return lw_unary_op(x, u);
   if (b >= 0) return lw_binary_op(x, b);
+  if (strcmp(t, "Dropout") == 0 &&
+      (x->op->n_outputs > 1 || lw_dropout_trains(x))) {
+    return lw_dropout(x);
+  }
+  if (strcmp(t, "MaxUnpool") == 0) return lw_max_unpool(x);
+  if (strcmp(t, "RoiAlign") == 0) return lw_roi_align(x);
+  if (strcmp(t, "Upsample") == 0) return lw_upsample(x);
+  if (strcmp(t, "DFT") == 0) return lw_dft(x);
+  if (strcmp(t, "STFT") == 0) {
+    x->o->kernel = MP_BOP_STFT;
+    lw_copy_inputs(x);
+    lw_p(x, lw_int(x, "onesided", 1) != 0);
+    return MP_OK;
+  }
+  if (strcmp(t, "MelWeightMatrix") == 0) {
+    x->o->kernel = MP_BOP_MEL_WEIGHT_MATRIX;
+    lw_copy_inputs(x);
+    return MP_OK;
+  }
   if (strcmp(t, "Reshape") == 0 || strcmp(t, "Flatten") == 0 ||
       strcmp(t, "Squeeze") == 0 || strcmp(t, "Unsqueeze") == 0 ||
       strcmp(t, "Identity") == 0 ||

@@ -354,3 +354,22 @@ void mp_k_reverse_sequence(size_t es, bool time_major, int64_t t, int64_t b,
     }
   }
 }
+
+void mp_k_max_unpool(size_t es, int64_t nx, const void *x, const int64_t *idx,
+                     uint32_t rank, const int64_t *from, const int64_t *to,
+                     void *y) {
+  int64_t ny = 1;
+  for (uint32_t k = 0; k < rank; k++) ny *= to[k];
+  memset(y, 0, (size_t)ny * es);
+  const char *xs = x;
+  char *ys = y;
+  for (int64_t i = 0; i < nx; i++) {
+    int64_t rest = idx[i], at = 0, stride = 1;
+    for (uint32_t k = rank; k-- > 0;) {
+      at += (rest % from[k]) * stride;
+      rest /= from[k];
+      stride *= to[k];
+    }
+    memcpy(ys + (size_t)at * es, xs + (size_t)i * es, es);
+  }
+}

@@ -1,6 +1,7 @@
 /*
  * k_linalg.c -- Einsum (any number of operands, repeated labels for
- * diagonals, broadcast labels) and Det.
+ * diagonals, broadcast labels), Det, and the signal ops DFT, STFT and
+ * MelWeightMatrix.
  *
  * Invariants:
  *   1. Einsum visits every assignment of its labels once, in odometer
@@ -10,6 +11,9 @@
  *      each output is rounded once to its dtype.
  *   2. Det: Gaussian elimination with partial pivoting in double; a
  *      singular matrix gives 0.
+ *   3. DFT and STFT sum each bin directly in double (no FFT: the lengths
+ *      are those of a frame or an axis), the angle of every twiddle taken
+ *      from k * j mod n, so bin values do not drift with k.
  */
 #include <math.h>
 #include <string.h>
@@ -75,4 +79,95 @@ void mp_k_det(int d, int64_t batches, int64_t n, const void *x, void *y,
     }
     mp_k_store(y, d, (size_t)b, det);
   }
+}
+
+/* ---- DFT, STFT, MelWeightMatrix ------------------------------------------ */
+
+#define KL_TWO_PI 6.283185307179586476925286766559
+
+/* Bins 0 .. n_out-1 of the length-n transform of one signal: sample j of
+ * it is x[at + j * stride * cx] (and the next element when cx is 2: the
+ * imaginary part), times win[j] (dtype dw; NULL: 1), for j < len, and 0
+ * beyond; bin k goes to y[yat + 2 * k * ystride]. The caller keeps n
+ * below 2^31, so k * j fits. */
+static void kl_dft1(int d, const void *x, size_t at, size_t stride, int64_t cx,
+                    int64_t len, int dw, const void *win, int64_t n,
+                    int64_t n_out, bool inverse, void *y, size_t yat,
+                    size_t ystride) {
+  int64_t m = len < n ? len : n;
+  double sign = inverse ? 1.0 : -1.0, scale = inverse ? 1.0 / (double)n : 1.0;
+  for (int64_t k = 0; k < n_out; k++) {
+    double re = 0, im = 0;
+    for (int64_t j = 0; j < m; j++) {
+      size_t xi = at + (size_t)j * stride * (size_t)cx;
+      double w = win ? mp_k_load(win, dw, (size_t)j) : 1.0;
+      double a = w * mp_k_load(x, d, xi);
+      double b = cx == 2 ? w * mp_k_load(x, d, xi + 1) : 0.0;
+      double ang = sign * KL_TWO_PI * (double)((k * j) % n) / (double)n;
+      double c = cos(ang), s = sin(ang);
+      re += a * c - b * s;
+      im += a * s + b * c;
+    }
+    size_t yi = yat + (size_t)k * ystride * 2;
+    mp_k_store(y, d, yi, re * scale);
+    mp_k_store(y, d, yi + 1, im * scale);
+  }
+}
+
+void mp_k_dft(const mp_kdft *p, int d, const void *x, void *y) {
+  for (int64_t o = 0; o < p->outer; o++) {
+    for (int64_t i = 0; i < p->inner; i++) {
+      size_t at = (size_t)((o * p->len * p->inner + i) * p->cx);
+      size_t yat = (size_t)((o * p->n_out * p->inner + i) * 2);
+      kl_dft1(d, x, at, (size_t)p->inner, p->cx, p->len, 0, NULL, p->n,
+              p->n_out, p->inverse, y, yat, (size_t)p->inner);
+    }
+  }
+}
+
+void mp_k_stft(const mp_kstft *p, int d, const void *x, int dw,
+               const void *window, void *y) {
+  for (int64_t b = 0; b < p->batch; b++) {
+    for (int64_t f = 0; f < p->frames; f++) {
+      size_t at = (size_t)((b * p->len + f * p->step) * p->cx);
+      size_t yat = (size_t)((b * p->frames + f) * p->n_out * 2);
+      kl_dft1(d, x, at, 1, p->cx, p->frame, dw, window, p->frame, p->n_out,
+              false, y, yat, 1);
+    }
+  }
+}
+bool mp_k_mel_weight_matrix(int64_t bins, int64_t dft_length,
+                            double sample_rate, double lo_hz, double hi_hz,
+                            int d, void *y) {
+  int64_t spec = dft_length / 2 + 1, points = bins + 2;
+  for (int64_t i = 0; i < spec * bins; i++) mp_k_store(y, d, (size_t)i, 0.0);
+  double lo_mel = 2595.0 * log10(1.0 + lo_hz / 700.0);
+  double hi_mel = 2595.0 * log10(1.0 + hi_hz / 700.0);
+  /* ONNX's reference divides the mel range by bins + 2 points (not the
+   * bins + 1 gaps), then floors each edge to a bin */
+  double step = (hi_mel - lo_mel) / (double)points;
+  int64_t edge[3];
+  for (int64_t i = 0; i < bins; i++) {
+    for (int e = 0; e < 3; e++) {
+      double mel = (double)(i + e) * step + lo_mel;
+      double hz = 700.0 * (pow(10.0, mel / 2595.0) - 1.0);
+      double v = floor((double)(dft_length + 1) * hz / sample_rate);
+      if (!(v >= 0 && v < (double)spec)) return false;
+      edge[e] = (int64_t)v;
+    }
+    int64_t up = edge[1] - edge[0], down = edge[2] - edge[1];
+    if (up == 0) {
+      mp_k_store(y, d, (size_t)(edge[1] * bins + i), 1.0);
+    } else {
+      for (int64_t j = edge[0]; j <= edge[1]; j++) {
+        mp_k_store(y, d, (size_t)(j * bins + i),
+                   (double)(j - edge[0]) / (double)up);
+      }
+    }
+    for (int64_t j = edge[1]; down > 0 && j < edge[2]; j++) {
+      mp_k_store(y, d, (size_t)(j * bins + i),
+                 (double)(edge[2] - j) / (double)down);
+    }
+  }
+  return true;
 }

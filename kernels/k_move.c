@@ -402,3 +402,83 @@ void mp_k_grid_sample(const mp_kgrid *p, int d, const void *x, int dg,
     }
   }
 }
+
+/* One bilinear sample of plane at (yy, xx) as ONNX Runtime's RoiAlign
+ * takes it: 0 beyond one pixel outside, the position clamped to the
+ * image, the four corner terms weighted (max: the largest term, else
+ * their sum). */
+static double km_roi_sample(const mp_kroi *p, int d, const void *x,
+                            size_t plane, double yy, double xx) {
+  if (yy < -1.0 || yy > (double)p->h || xx < -1.0 || xx > (double)p->w)
+    return 0;
+  if (yy <= 0) yy = 0;
+  if (xx <= 0) xx = 0;
+  int64_t y0 = (int64_t)yy, x0 = (int64_t)xx, y1, x1;
+  if (y0 >= p->h - 1) {
+    y0 = y1 = p->h - 1;
+    yy = (double)y0;
+  } else {
+    y1 = y0 + 1;
+  }
+  if (x0 >= p->w - 1) {
+    x0 = x1 = p->w - 1;
+    xx = (double)x0;
+  } else {
+    x1 = x0 + 1;
+  }
+  double ly = yy - (double)y0, lx = xx - (double)x0, hy = 1 - ly, hx = 1 - lx;
+  double t[4] = {hy * hx * mp_k_load(x, d, plane + (size_t)(y0 * p->w + x0)),
+                 hy * lx * mp_k_load(x, d, plane + (size_t)(y0 * p->w + x1)),
+                 ly * hx * mp_k_load(x, d, plane + (size_t)(y1 * p->w + x0)),
+                 ly * lx * mp_k_load(x, d, plane + (size_t)(y1 * p->w + x1))};
+  if (!p->max) return t[0] + t[1] + t[2] + t[3];
+  double m = t[0];
+  for (int k = 1; k < 4; k++) m = t[k] > m ? t[k] : m;
+  return m;
+}
+
+void mp_k_roi_align(const mp_kroi *p, int d, const void *x, int dr,
+                    const void *rois, const int64_t *batch, void *y) {
+  double off = p->half_pixel ? 0.5 : 0.0;
+  size_t at = 0;
+  for (int64_t r = 0; r < p->rois; r++) {
+    double b[4];
+    for (int k = 0; k < 4; k++) {
+      b[k] = mp_k_load(rois, dr, (size_t)(r * 4 + k)) * p->scale - off;
+    }
+    double rw = b[2] - b[0], rh = b[3] - b[1];
+    if (!p->half_pixel) {
+      rw = rw > 1.0 ? rw : 1.0;
+      rh = rh > 1.0 ? rh : 1.0;
+    }
+    double bh = rh / (double)p->oh, bw = rw / (double)p->ow;
+    int64_t gh = p->sampling > 0 ? p->sampling : (int64_t)ceil(rh / p->oh);
+    int64_t gw = p->sampling > 0 ? p->sampling : (int64_t)ceil(rw / p->ow);
+    double count = (double)(gh * gw > 1 ? gh * gw : 1);
+    for (int64_t ch = 0; ch < p->c; ch++) {
+      size_t plane = (size_t)((batch[r] * p->c + ch) * p->h * p->w);
+      for (int64_t ph = 0; ph < p->oh; ph++) {
+        for (int64_t pw = 0; pw < p->ow; pw++) {
+          double acc = 0;
+          bool first = true;
+          for (int64_t iy = 0; iy < gh; iy++) {
+            double yy =
+                b[1] + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+            for (int64_t ix = 0; ix < gw; ix++) {
+              double xx =
+                  b[0] + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+              double v = km_roi_sample(p, d, x, plane, yy, xx);
+              if (!p->max) {
+                acc += v;
+              } else if (first || v > acc) {
+                acc = v;
+              }
+              first = false;
+            }
+          }
+          mp_k_store(y, d, at++, p->max ? acc : acc / count);
+        }
+      }
+    }
+  }
+}

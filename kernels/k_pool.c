@@ -8,6 +8,9 @@
  *   2. AveragePool divides by the number of window positions inside the
  *      input, or, with count_include_pad, inside the padded input
  *      [-pad, in + pad_end) (ONNX/ONNX Runtime semantics with ceil_mode).
+ *   3. MaxPool's index is that of the first element holding the value
+ *      written (the first NaN, when one is read), so ties go to the
+ *      earliest position in the window, as ONNX Runtime's strict > does.
  */
 #include <math.h>
 
@@ -20,6 +23,7 @@ static int64_t kp_plane(const int64_t *d) {
 typedef struct kp_win {
   double best, sum;
   int64_t inside, padded;
+  int64_t at[3]; /* where best was read (max), or -1 */
 } kp_win;
 
 static void kp_window(const mp_kpool *p, int d, const void *xc,
@@ -27,6 +31,7 @@ static void kp_window(const mp_kpool *p, int d, const void *xc,
   w->best = -INFINITY;
   w->sum = 0;
   w->inside = w->padded = 0;
+  w->at[0] = w->at[1] = w->at[2] = -1;
   for (int64_t k0 = 0; k0 < p->k[0]; k0++) {
     int64_t i0 = o[0] * p->stride[0] - p->pad[0] + k0 * p->dil[0];
     if (i0 >= p->in[0] + p->pad_end[0]) continue;
@@ -45,7 +50,15 @@ static void kp_window(const mp_kpool *p, int d, const void *xc,
             mp_k_load(xc, d, (size_t)((i0 * p->in[1] + i1) * p->in[2] + i2));
         w->inside++;
         if (max) {
-          if (v > w->best || v != v) w->best = v;
+          /* The first element inside, then a larger one or the first
+           * NaN (which then stays): the value of invariant 1's rule,
+           * and the index of its first occurrence. */
+          if (w->at[0] < 0 || ((v > w->best || v != v) && w->best == w->best)) {
+            w->best = v;
+            w->at[0] = i0;
+            w->at[1] = i1;
+            w->at[2] = i2;
+          }
         } else {
           w->sum += v;
         }
@@ -54,7 +67,18 @@ static void kp_window(const mp_kpool *p, int d, const void *xc,
   }
 }
 
-static void kp_run(const mp_kpool *p, int d, const void *x, void *y, bool max) {
+/* The index MaxPool's Indices output gives for w's maximum in plane pl. */
+static int64_t kp_index(const mp_kpool *p, const kp_win *w, int64_t pl,
+                        bool col_major) {
+  if (w->at[0] < 0) return -1;
+  const int64_t *i = w->at, *n = p->in;
+  int64_t pos = col_major ? i[0] + n[0] * (i[1] + n[1] * i[2])
+                          : (i[0] * n[1] + i[1]) * n[2] + i[2];
+  return pl * kp_plane(n) + pos;
+}
+
+static void kp_run(const mp_kpool *p, int d, const void *x, void *y, bool max,
+                   int64_t *idx, bool col_major) {
   int64_t pin = kp_plane(p->in), pout = kp_plane(p->out);
   size_t es = mp_kd_size(d);
   for (int64_t pl = 0; pl < p->n * p->c; pl++) {
@@ -70,6 +94,7 @@ static void kp_run(const mp_kpool *p, int d, const void *x, void *y, bool max) {
           double v;
           if (max) {
             v = w.best;
+            if (idx) idx[at] = kp_index(p, &w, pl, col_major);
           } else {
             int64_t cnt = p->count_include_pad ? w.padded : w.inside;
             v = cnt ? w.sum / (double)cnt : 0;
@@ -82,11 +107,16 @@ static void kp_run(const mp_kpool *p, int d, const void *x, void *y, bool max) {
 }
 
 void mp_k_maxpool(const mp_kpool *p, int d, const void *x, void *y) {
-  kp_run(p, d, x, y, true);
+  kp_run(p, d, x, y, true, NULL, false);
+}
+
+void mp_k_maxpool_idx(const mp_kpool *p, int d, const void *x, void *y,
+                      int64_t *idx, bool col_major) {
+  kp_run(p, d, x, y, true, idx, col_major);
 }
 
 void mp_k_avgpool(const mp_kpool *p, int d, const void *x, void *y) {
-  kp_run(p, d, x, y, false);
+  kp_run(p, d, x, y, false, NULL, false);
 }
 
 static double kr_init(mp_kreduce op) {

@@ -820,6 +820,12 @@ const char *mp_bop_name(int kernel) {
                                                   "det",
                                                   "reverse-sequence",
                                                   "pow-mixed",
-                                                  "grid-sample"};
+                                                  "grid-sample",
+                                                  "max-unpool",
+                                                  "roi-align",
+                                                  "dropout",
+                                                  "dft",
+                                                  "stft",
+                                                  "mel-weight-matrix"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

@@ -1487,17 +1487,34 @@ static void op_kpool(const op_poolp *p, const mp_kshape *x, const mp_kshape *y,
   }
 }
 
+/* A MaxPool with its Indices output (the second) carries storage_order
+ * after the pooling parameters. */
+static bool op_pool_indices(const op_ctx *c, bool max) {
+  return max && c->op->n_out == 2 && op_out(c, 1);
+}
+
 static bool op_check_pool(op_ctx *c, bool max) {
   op_rd r = op_reader(c);
   op_poolp p;
   rd_pool(&r, &p);
+  bool with_idx = op_pool_indices(c, max);
+  int64_t order = with_idx ? rd_range(&r, 0, 1) : 0;
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
-  const mp_btensor *x = op_in(c, 0),
-                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
-  if (!x || !y || c->op->n_in != 1) {
+  const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
+  if (!x || !y || c->op->n_in != 1 || (c->op->n_out != 1 && !with_idx)) {
     return op_fail(c,
-                   "needs one input and one output (MaxPool Indices are "
-                   "not supported)");
+                   "needs one input and one output (and a MaxPool its "
+                   "Indices)");
+  }
+  if (with_idx) {
+    const mp_btensor *ix = op_out(c, 1);
+    if (ix->dtype != MP_KD_I64 || op_aliases(ix, x) || op_aliases(ix, y))
+      return op_fail(c, "Indices '%s' must be i64 in bytes of its own",
+                     ix->name);
+    if (order && p.nd > 2)
+      return op_fail(c, "storage_order 1 with more than 2 spatial dims");
+    if (!op_same_shape(&ix->shape, &y->shape))
+      return op_expect_shape(c, ix, &y->shape);
   }
   bool ok = max ? (x->dtype != MP_KD_BOOL)
                 : (x->dtype == MP_KD_F32 || x->dtype == MP_KD_I8 ||
@@ -1538,7 +1555,11 @@ static bool op_run_pool(op_ctx *c, bool max) {
   const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
   mp_kpool k;
   op_kpool(&p, &x->shape, &y->shape, &k);
-  if (max) {
+  if (op_pool_indices(c, max)) {
+    /* The scalar kernel: no vector one writes indices. */
+    mp_k_maxpool_idx(&k, x->dtype, op_pin(c, 0), op_pout(c, 0), op_pout(c, 1),
+                     rd_i(&r) != 0);
+  } else if (max) {
     OP_K(maxpool)(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
   } else {
     OP_K(avgpool)(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
@@ -2462,7 +2483,8 @@ static bool op_vec(op_ctx *c) {
       return dx == MP_KD_F32;
     case MP_BOP_MAXPOOL:
     case MP_BOP_AVGPOOL:
-      return mp_kv_pool_vector(c->op->kernel == MP_BOP_MAXPOOL, dx);
+      return !op_pool_indices(c, c->op->kernel == MP_BOP_MAXPOOL) &&
+             mp_kv_pool_vector(c->op->kernel == MP_BOP_MAXPOOL, dx);
     case MP_BOP_TRANSPOSE:
       return mp_kv_move_vector(mp_kd_size(dx));
     case MP_BOP_PAD:

@@ -2,7 +2,7 @@
  * ops_index.c -- check and run of the index, layout and selection ops
  * (kernels/k_index.c): ArgMax/ArgMin, GatherElements, ScatterElements,
  * GatherND, ScatterND, Trilu, CumSum, Hardmax, DepthToSpace/SpaceToDepth,
- * Tile, Expand, OneHot, TopK, IsNaN/IsInf.
+ * Tile, Expand, OneHot, TopK, IsNaN/IsInf, MaxUnpool, RoiAlign, Dropout.
  *
  * Invariants (those of ops.c, and):
  *   1. An index read from a tensor at run time is checked against the
@@ -17,6 +17,7 @@
  */
 #include "op_ctx.h"
 
+#include <math.h>
 #include <stdint.h>
 
 static bool ix_index_dtype(const mp_btensor *t) {
@@ -600,6 +601,220 @@ static bool ix_run_grid_sample(op_ctx *c) {
   return true;
 }
 
+/* ---- MaxUnpool, RoiAlign, Dropout ---------------------------------------- */
+
+/* MaxUnpool's parameters, and the shape the window gives (`from`, where
+ * the indices point). */
+static bool ix_unpool(op_ctx *c, mp_kshape *from) {
+  op_rd r = op_reader(c);
+  const mp_btensor *x = op_in(c, 0), *ix = op_in(c, 1), *os = op_in(c, 2);
+  int64_t nd = rd_range(&r, 1, 3), k[3], s[3], pb[3], pe[3];
+  int64_t *arr[] = {k, s, pb, pe};
+  int64_t lo[] = {1, 1, 0, 0};
+  if (r.bad) return op_fail(c, "bad parameters");
+  for (int a = 0; a < 4; a++) {
+    for (int64_t i = 0; i < nd; i++) arr[a][i] = rd_range(&r, lo[a], INT32_MAX);
+  }
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (!x || !ix || c->op->n_in > 3 || c->op->n_out != 1 ||
+      x->shape.rank != (uint32_t)nd + 2) {
+    return op_fail(c, "needs x of rank %lld and its indices",
+                   (long long)nd + 2);
+  }
+  if (ix->dtype != MP_KD_I64 || !op_same_shape(&ix->shape, &x->shape))
+    return op_fail(c, "indices '%s' must be i64 of x's shape", ix->name);
+  if (os && (os->dtype != MP_KD_I64 || op_count(os) != nd + 2))
+    return op_fail(c, "output_shape '%s' must be %lld i64", os->name,
+                   (long long)nd + 2);
+  /* With output_shape the pads are left out (ONNX's reference). */
+  *from = x->shape;
+  for (int64_t i = 0; i < nd; i++) {
+    int64_t pads = os ? 0 : pb[i] + pe[i];
+    from->dims[2 + i] = (x->shape.dims[2 + i] - 1) * s[i] - pads + k[i];
+    if (from->dims[2 + i] < 1) return op_fail(c, "the window gives no output");
+  }
+  return true;
+}
+
+static bool ix_check_max_unpool(op_ctx *c) {
+  mp_kshape from;
+  if (!ix_unpool(c, &from)) return false;
+  const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
+  if (y->dtype != x->dtype) return op_fail(c, "output dtype differs");
+  /* With output_shape, y may be larger than the window's shape (its
+   * values are checked against y's when the op runs). */
+  mp_kshape want = from;
+  bool larger = y->shape.rank == from.rank && op_in(c, 2);
+  for (uint32_t i = 0; larger && i < from.rank; i++) {
+    larger = y->shape.dims[i] >= from.dims[i] &&
+             (i >= 2 || y->shape.dims[i] == from.dims[i]);
+  }
+  if (larger) want = y->shape;
+  return ix_out(c, y, &want, false);
+}
+
+static bool ix_run_max_unpool(op_ctx *c) {
+  mp_kshape from;
+  if (!ix_unpool(c, &from)) return false;
+  const mp_btensor *x = op_in(c, 0), *os = op_in(c, 2), *y = op_out(c, 0);
+  if (os) {
+    for (uint32_t i = 0; i < y->shape.rank; i++) {
+      int64_t v = mp_k_load_i(op_pin(c, 2), MP_KD_I64, i);
+      if (v != y->shape.dims[i]) {
+        return op_fail(c,
+                       "output_shape '%s' gives %lld for dim %u, the plan "
+                       "%lld",
+                       os->name, (long long)v, i, (long long)y->shape.dims[i]);
+      }
+    }
+  }
+  int64_t nx = op_count(x), nf = 1;
+  for (uint32_t i = 0; i < from.rank; i++) nf *= from.dims[i];
+  const int64_t *idx = op_pin(c, 1);
+  for (int64_t i = 0; i < nx; i++) {
+    int64_t v = mp_k_load_i(idx, MP_KD_I64, (size_t)i);
+    if (v < 0 || v >= nf) {
+      return op_fail(c, "index %lld of '%s' is out of range [0, %lld)",
+                     (long long)v, op_in(c, 1)->name, (long long)nf);
+    }
+  }
+  mp_k_max_unpool(mp_kd_size(x->dtype), nx, op_pin(c, 0), idx, from.rank,
+                  from.dims, y->shape.dims, op_pout(c, 0));
+  return true;
+}
+
+/* RoiAlign's limits: roi coordinates (after spatial_scale), and samples
+ * a side of a bin (sampling_ratio, or the adaptive grid). */
+#define IX_ROI_LIMIT 1e9
+#define IX_ROI_GRID 256
+
+static bool ix_roi(op_ctx *c, mp_kroi *k) {
+  op_rd r = op_reader(c);
+  const mp_btensor *x = op_in(c, 0), *rois = op_in(c, 1), *bi = op_in(c, 2);
+  memset(k, 0, sizeof *k);
+  k->max = rd_range(&r, 0, 1) != 0;
+  k->oh = rd_range(&r, 1, INT32_MAX);
+  k->ow = rd_range(&r, 1, INT32_MAX);
+  k->sampling = rd_range(&r, 0, IX_ROI_GRID);
+  k->scale = rd_f(&r);
+  k->half_pixel = rd_range(&r, 0, 1) != 0;
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (!x || !rois || !bi || c->op->n_in != 3 || c->op->n_out != 1 ||
+      x->shape.rank != 4 || !mp_kd_is_float(x->dtype)) {
+    return op_fail(c, "needs a float x [n, c, h, w], rois and batch_indices");
+  }
+  if (rois->shape.rank != 2 || rois->shape.dims[1] != 4 ||
+      !mp_kd_is_float(rois->dtype)) {
+    return op_fail(c, "rois '%s' must be float [num_rois, 4]", rois->name);
+  }
+  k->n = x->shape.dims[0];
+  k->c = x->shape.dims[1];
+  k->h = x->shape.dims[2];
+  k->w = x->shape.dims[3];
+  k->rois = rois->shape.dims[0];
+  if (bi->dtype != MP_KD_I64 || op_count(bi) != k->rois) {
+    return op_fail(c, "batch_indices '%s' must be %lld i64", bi->name,
+                   (long long)k->rois);
+  }
+  if (!(k->scale > 0) || !isfinite(k->scale))
+    return op_fail(c, "spatial_scale must be positive");
+  return true;
+}
+
+static bool ix_check_roi_align(op_ctx *c) {
+  mp_kroi k;
+  if (!ix_roi(c, &k)) return false;
+  const mp_btensor *y = op_out(c, 0);
+  if (y->dtype != op_in(c, 0)->dtype) return op_fail(c, "output dtype differs");
+  mp_kshape want = {4, {k.rois, k.c, k.oh, k.ow}};
+  return ix_out(c, y, &want, false);
+}
+
+static bool ix_run_roi_align(op_ctx *c) {
+  mp_kroi k;
+  if (!ix_roi(c, &k)) return false;
+  const int64_t *bi = op_pin(c, 2);
+  for (int64_t i = 0; i < k.rois; i++) {
+    int64_t v = mp_k_load_i(bi, MP_KD_I64, (size_t)i);
+    if (v < 0 || v >= k.n) {
+      return op_fail(c, "batch index %lld of '%s' is out of range [0, %lld)",
+                     (long long)v, op_in(c, 2)->name, (long long)k.n);
+    }
+  }
+  /* The boxes are data: each must be finite and, with an adaptive grid,
+   * ask for at most IX_ROI_GRID samples a side of a bin. */
+  const mp_btensor *rois = op_in(c, 1);
+  double off = k.half_pixel ? 0.5 : 0.0;
+  for (int64_t i = 0; i < k.rois; i++) {
+    double b[4];
+    for (int j = 0; j < 4; j++) {
+      b[j] =
+          mp_k_load(op_pin(c, 1), rois->dtype, (size_t)(i * 4 + j)) * k.scale -
+          off;
+      if (!(fabs(b[j]) <= IX_ROI_LIMIT)) {
+        return op_fail(c, "roi %lld of '%s' is not finite or beyond %g",
+                       (long long)i, rois->name, IX_ROI_LIMIT);
+      }
+    }
+    double side[2] = {(b[3] - b[1]) / (double)k.oh,
+                      (b[2] - b[0]) / (double)k.ow};
+    for (int j = 0; k.sampling == 0 && j < 2; j++) {
+      if (ceil(side[j]) > IX_ROI_GRID) {
+        return op_fail(c,
+                       "roi %lld of '%s' asks for %g samples a side of a bin "
+                       "(at most %d; give sampling_ratio)",
+                       (long long)i, rois->name, ceil(side[j]), IX_ROI_GRID);
+      }
+    }
+  }
+  mp_k_roi_align(&k, op_in(c, 0)->dtype, op_pin(c, 0), op_in(c, 1)->dtype,
+                 op_pin(c, 1), bi, op_pout(c, 0));
+  return true;
+}
+
+/* Dropout as inference runs it: y = x, mask all true. In training mode
+ * (a training_mode input that is true when the op runs) with a ratio
+ * other than 0 it drops at random: an error, never an approximation. */
+static bool ix_check_dropout(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0), *ratio = op_in(c, 1), *tm = op_in(c, 2);
+  if (c->op->n_params) return op_fail(c, "bad parameters");
+  if (!x || c->op->n_in > 3 || c->op->n_out < 1 || c->op->n_out > 2)
+    return op_fail(c, "bad arity");
+  if (ratio && (!mp_kd_is_float(ratio->dtype) || op_count(ratio) != 1))
+    return op_fail(c, "ratio '%s' must be one float", ratio->name);
+  if (tm && (tm->dtype != MP_KD_BOOL || op_count(tm) != 1))
+    return op_fail(c, "training_mode '%s' must be one bool", tm->name);
+  const mp_btensor *y = op_out(c, 0),
+                   *mask = c->op->n_out > 1 ? op_out(c, 1) : NULL;
+  if (!y || y->dtype != x->dtype) return op_fail(c, "output dtype differs");
+  if (mask && (mask->dtype != MP_KD_BOOL || op_aliases(mask, x)))
+    return op_fail(c, "mask '%s' must be bool apart from x", mask->name);
+  if (mask && !op_expect_shape(c, mask, &x->shape)) return false;
+  if (op_aliases(x, y) && (x->offset != y->offset || x->bytes != y->bytes))
+    return op_fail(c, "output '%s' overlaps x at another offset", y->name);
+  return op_expect_shape(c, y, &x->shape);
+}
+
+static bool ix_run_dropout(op_ctx *c) {
+  const mp_btensor *x = op_in(c, 0), *ratio = op_in(c, 1), *tm = op_in(c, 2);
+  if (tm && mp_k_load_i(op_pin(c, 2), MP_KD_BOOL, 0) != 0) {
+    double p = ratio ? mp_k_load(op_pin(c, 1), ratio->dtype, 0) : 0.5;
+    if (p != 0) {
+      return op_fail(c,
+                     "training_mode is true with ratio %g: Dropout would "
+                     "drop at random (the runtime runs inference)",
+                     p);
+    }
+  }
+  const mp_btensor *y = op_out(c, 0),
+                   *mask = c->op->n_out > 1 ? op_out(c, 1) : NULL;
+  if (op_pout(c, 0) != op_pin(c, 0))
+    memcpy(op_pout(c, 0), op_pin(c, 0), y->bytes);
+  if (mask) memset(op_pout(c, 1), 1, (size_t)op_count(mask));
+  (void)x;
+  return true;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 bool op_index_dispatch(op_ctx *c, bool run, bool *handled) {
@@ -639,6 +854,12 @@ bool op_index_dispatch(op_ctx *c, bool run, bool *handled) {
       return run ? ix_run_pow_mixed(c) : ix_check_pow_mixed(c);
     case MP_BOP_GRID_SAMPLE:
       return run ? ix_run_grid_sample(c) : ix_check_grid_sample(c);
+    case MP_BOP_MAX_UNPOOL:
+      return run ? ix_run_max_unpool(c) : ix_check_max_unpool(c);
+    case MP_BOP_ROI_ALIGN:
+      return run ? ix_run_roi_align(c) : ix_check_roi_align(c);
+    case MP_BOP_DROPOUT:
+      return run ? ix_run_dropout(c) : ix_check_dropout(c);
     default:
       *handled = false;
       return false;

@@ -525,6 +525,11 @@ int main(int argc, char **argv) {
   test_fuzz(src, "tests/data/grid_ops.onnx.bin", 1000);
   /* cubic Resize: its two extra parameters */
   test_fuzz(src, "tests/data/resize_cubic.onnx.bin", 1000);
+  /* MaxPool's Indices and storage_order, MaxUnpool's window and indices,
+   * RoiAlign's rois and batch indices, Dropout's mask */
+  test_fuzz(src, "tests/data/pool_roi_ops.onnx.bin", 1000);
+  /* DFT's axis and length, STFT's frames, MelWeightMatrix's scalars */
+  test_fuzz(src, "tests/data/signal_ops.onnx.bin", 1000);
   test_no_alloc(src);
   test_data_weights(src);
   return check_exit("test_runtime");

@@ -96,7 +96,8 @@ typedef enum mp_bt_kind {
  *   WHERE, CAST, VIEW: none           BATCHNORM: epsilon
  *   SOFTMAX: axis, log, coerce_2d     LAYERNORM: axis, epsilon
  *   MAXPOOL, AVGPOOL: nd, k[3], stride[3], dil[3], pad_begin[3],
- *       pad_end[3], count_include_pad
+ *       pad_end[3], count_include_pad; a MAXPOOL with an Indices output
+ *       (its second) then storage_order
  *   REDUCE: op (mp_kreduce), axes mask
  *   CONCAT, SPLIT, GATHER: axis      TRANSPOSE: perm[rank]
  *   SLICE: start[rank], step[rank]    PAD: mode, pad_begin[rank], value
@@ -119,7 +120,17 @@ typedef enum mp_bt_kind {
  *   EINSUM: n_in, n_labels, per operand rank and its labels, the output's
  *       rank and labels (runtime/ops_linalg.c)
  *   DET, POW_MIXED: none              REVERSE_SEQUENCE: time_axis
- *   GRID_SAMPLE: mode (mp_kgrid_mode), padding (mp_kgrid_padding), align */
+ *   GRID_SAMPLE: mode (mp_kgrid_mode), padding (mp_kgrid_padding), align
+ *   MAX_UNPOOL: nd, k[nd], stride[nd], pad_begin[nd], pad_end[nd]
+ *       (inputs: x, indices, optional output_shape)
+ *   ROI_ALIGN: max, output_height, output_width, sampling_ratio,
+ *       spatial_scale, half_pixel (inputs: x, rois, batch_indices)
+ *   DROPOUT: none (inputs: x, optional ratio and training_mode; outputs:
+ *       y, optional mask)
+ *   DFT: axis, dft_length, onesided, inverse (input: the signal)
+ *   STFT: onesided (inputs: signal, frame_step, optional window and
+ *       frame_length)
+ *   MEL_WEIGHT_MATRIX: none (inputs: its five scalars) */
 typedef enum mp_bop {
   MP_BOP_CONV = 1,
   MP_BOP_CONV_TRANSPOSE,
@@ -178,6 +189,12 @@ typedef enum mp_bop {
   MP_BOP_REVERSE_SEQUENCE,
   MP_BOP_POW_MIXED,
   MP_BOP_GRID_SAMPLE,
+  MP_BOP_MAX_UNPOOL,
+  MP_BOP_ROI_ALIGN,
+  MP_BOP_DROPOUT,
+  MP_BOP_DFT,
+  MP_BOP_STFT,
+  MP_BOP_MEL_WEIGHT_MATRIX,
   MP_BOP_COUNT
 } mp_bop;
 

@@ -307,6 +307,13 @@ typedef struct mp_kpool {
  * away from zero). Windows are clipped to the input. */
 void mp_k_maxpool(const mp_kpool *p, int d, const void *x, void *y);
 void mp_k_avgpool(const mp_kpool *p, int d, const void *x, void *y);
+/* MaxPool with ONNX's Indices output: idx receives, per output element,
+ * the flat index into the whole input x of the first element holding the
+ * window's maximum (n and c included: plane * H * W + position), the
+ * position row major, or with col_major the innermost spatial dim
+ * slowest (2-D: h + H * w); -1 when no element lies in the window. */
+void mp_k_maxpool_idx(const mp_kpool *p, int d, const void *x, void *y,
+                      int64_t *idx, bool col_major);
 
 typedef enum mp_kreduce {
   MP_KR_MEAN = 0,
@@ -378,6 +385,33 @@ typedef struct mp_kgrid {
 void mp_k_grid_sample(const mp_kgrid *p, int d, const void *x, int dg,
                       const void *grid, void *y);
 
+/* MaxUnpool: y (shape `to`) is zeroed, then x[i] goes to the element of
+ * y at the position that idx[i] has in shape `from` (the window's
+ * output shape; every to[k] >= from[k], so a larger output_shape pads at
+ * the end of each dim, as ONNX's reference and node tests do; ONNX
+ * Runtime reads the indices in the larger shape instead). Every idx[i]
+ * must lie in [0, prod(from)) (the caller checks). A later x wins where
+ * indices repeat. */
+void mp_k_max_unpool(size_t es, int64_t nx, const void *x, const int64_t *idx,
+                     uint32_t rank, const int64_t *from, const int64_t *to,
+                     void *y);
+
+/* RoiAlign (Mask R-CNN; ONNX opset 10/16, ONNX Runtime's sampling): for
+ * each roi r of rois [R, 4] (x1, y1, x2, y2, times spatial_scale, minus
+ * 0.5 with half_pixel) on image batch[r] of x [n, c, h, w], each of the
+ * oh x ow bins averages (or, with max, takes the largest weighted corner
+ * of) grid_h x grid_w bilinear samples at the sub-bin centres; grid is
+ * sampling_ratio, or when 0 ceil(bin size). Without half_pixel a roi is
+ * at least 1 x 1. Samples beyond one pixel outside the image count 0.
+ * Floats, in double; y is [R, c, oh, ow]. */
+typedef struct mp_kroi {
+  int64_t n, c, h, w, rois, oh, ow, sampling;
+  double scale;
+  bool half_pixel, max;
+} mp_kroi;
+void mp_k_roi_align(const mp_kroi *p, int d, const void *x, int dr,
+                    const void *rois, const int64_t *batch, void *y);
+
 /* ---- Einsum and Det (k_linalg.c): floats, in double ---------------------- */
 
 #define MP_K_MAX_LABELS 64
@@ -402,6 +436,38 @@ void mp_k_einsum(int d, const mp_keinsum *p, const void *const *x, void *y,
 /* Det of batches square n x n matrices; a holds n * n doubles. */
 void mp_k_det(int d, int64_t batches, int64_t n, const void *x, void *y,
               double *a);
+
+/* ---- DFT, STFT, MelWeightMatrix (k_linalg.c): floats, in double -------- */
+
+/* DFT along one axis: x viewed as [outer, len, inner, cx] (cx 1: real, 2:
+ * complex), y as [outer, n_out, inner, 2]. The transform has length n
+ * (the signal zero-padded or cut to n) and y keeps its bins 0 .. n_out-1
+ * (onesided: n / 2 + 1). inverse: conjugate twiddles and a 1 / n scale.
+ * O(n * n_out) a transform, each twiddle from its exact angle
+ * (k * j mod n). */
+typedef struct mp_kdft {
+  int64_t outer, len, inner, cx, n, n_out;
+  bool inverse;
+} mp_kdft;
+void mp_k_dft(const mp_kdft *p, int d, const void *x, void *y);
+
+/* STFT: signal [batch, len, cx]; frame f (0 .. frames-1) is the `frame`
+ * samples from f * step times the window (NULL: ones), transformed as
+ * mp_k_dft with n = frame into y [batch, frames, n_out, 2]. The caller
+ * checks (frames - 1) * step + frame <= len. */
+typedef struct mp_kstft {
+  int64_t batch, len, cx, frames, step, frame, n_out;
+} mp_kstft;
+void mp_k_stft(const mp_kstft *p, int d, const void *x, int dw,
+               const void *window, void *y);
+
+/* MelWeightMatrix y [dft_length / 2 + 1, bins] (triangular filters on the
+ * mel scale, with ONNX's reference rounding of the band edges to bins).
+ * False when a band edge falls outside the spectrogram's bins (nothing
+ * is then written past y). */
+bool mp_k_mel_weight_matrix(int64_t bins, int64_t dft_length,
+                            double sample_rate, double lo_hz, double hi_hz,
+                            int d, void *y);
 
 /* ReverseSequence: x [T, B, rest] (time_major) or [B, T, rest]; batch b's
  * first lens[b] steps reversed (lens checked: 1..T), the rest copied. */

@@ -391,3 +391,104 @@ no_graph = helper.make_node("If", ["is16k"], ["r_out"], name="rate")
 no_graph.attribute.append(AttributeProto(name="then_branch", type=AttributeProto.GRAPH))
 r_out = helper.make_tensor_value_info("r_out", TensorProto.INT64, None)
 save("tests/bad/onnx_if_no_graph.onnx.bin", model([eq, no_graph], [], [r_out], [sr]))
+
+# MaxPool with its Indices (1-D; 2-D row and column major, padded,
+# strided, dilated, ceil_mode; 3-D), MaxUnpool of those indices (to the
+# window's shape: with an output_shape larger than it, ONNX's reference
+# reads the indices in the window's shape and pads, ONNX Runtime in the
+# larger one; the ONNX node test covers ONNX's reading), RoiAlign (avg and max, both coordinate transformations, a fixed
+# and an adaptive sampling grid, a scaled roi partly outside the image)
+# and Dropout with its mask, for the comparison with ONNX Runtime
+# (test_ort).
+I64 = TensorProto.INT64
+xp1 = helper.make_tensor_value_info("x1", F, [1, 2, 9])
+xp2 = helper.make_tensor_value_info("x2", F, [1, 3, 7, 8])
+xp3 = helper.make_tensor_value_info("x3", F, [1, 2, 4, 4, 6])
+xp4 = helper.make_tensor_value_info("x4", F, [1, 2, 6, 8])
+nodes = [
+    helper.make_node("MaxPool", ["x1"], ["mp1", "mp1_i"], name="mp1", kernel_shape=[3], strides=[2]),
+    helper.make_node("MaxPool", ["x2"], ["mp2", "mp2_i"], name="mp2", kernel_shape=[3, 2],
+                     strides=[2, 2], pads=[1, 0, 1, 1]),
+    helper.make_node("MaxPool", ["x2"], ["mp2c", "mp2c_i"], name="mp2c", kernel_shape=[2, 3],
+                     strides=[2, 1], storage_order=1, dilations=[2, 1], ceil_mode=1),
+    helper.make_node("MaxPool", ["x3"], ["mp3", "mp3_i"], name="mp3", kernel_shape=[2, 2, 3],
+                     strides=[2, 2, 3]),
+    helper.make_node("MaxPool", ["x4"], ["mpu", "mpu_i"], name="mpu", kernel_shape=[2, 2],
+                     strides=[2, 2]),
+    helper.make_node("MaxUnpool", ["mpu", "mpu_i"], ["unpool"], name="unpool",
+                     kernel_shape=[2, 2], strides=[2, 2]),
+    helper.make_node("MaxUnpool", ["mpu", "mpu_i", "unpool_shape"], ["unpool_given"],
+                     name="unpool_given", kernel_shape=[2, 2], strides=[2, 2]),
+    helper.make_node("MaxUnpool", ["mp3", "mp3_i"], ["unpool3"], name="unpool3",
+                     kernel_shape=[2, 2, 3], strides=[2, 2, 3]),
+    helper.make_node("Dropout", ["x2"], ["drop", "drop_mask"], name="drop"),
+]
+inits = [numpy_helper.from_array(np.array([1, 2, 6, 8], np.int64), "unpool_shape"),
+         numpy_helper.from_array(np.array([[0.5, 1.0, 5.5, 6.0], [2.0, 0.0, 4.0, 3.5],
+                                           [-2.0, 3.0, 9.0, 12.0]], np.float32), "rois"),
+         numpy_helper.from_array(np.array([0, 0, 0], np.int64), "roi_batch")]
+outs = ["mp1", "mp1_i", "mp2", "mp2_i", "mp2c", "mp2c_i", "mp3", "mp3_i", "unpool",
+        "unpool_given", "unpool3", "drop", "drop_mask"]
+for mode in ["avg", "max"]:
+    for ct in ["half_pixel", "output_half_pixel"]:
+        for sr, scale in [(2, 1.0), (0, 0.5)]:
+            o = "roi_%s_%s_%d" % (mode, ct, sr)
+            nodes.append(helper.make_node("RoiAlign", ["x2", "rois", "roi_batch"], [o], name=o,
+                                          mode=mode, coordinate_transformation_mode=ct,
+                                          output_height=3, output_width=2, sampling_ratio=sr,
+                                          spatial_scale=scale))
+            outs.append(o)
+types = {"mp1_i": I64, "mp2_i": I64, "mp2c_i": I64, "mp3_i": I64,
+         "drop_mask": TensorProto.BOOL}
+save("tests/data/pool_roi_ops.onnx.bin",
+     model(nodes, [xp1, xp2, xp3, xp4],
+           [helper.make_tensor_value_info(o, types.get(o, F), None) for o in outs], inits,
+           opset=16))
+
+# Upsample (opset 9): nearest and linear, integer and fractional scales.
+xu = helper.make_tensor_value_info("x", F, [1, 2, 3, 4])
+inits = [numpy_helper.from_array(np.array([1, 1, 2, 3], np.float32), "s_int"),
+         numpy_helper.from_array(np.array([1, 1, 1.5, 2.5], np.float32), "s_frac")]
+nodes, outs = [], []
+for mode in ["nearest", "linear"]:
+    for sc in ["s_int", "s_frac"]:
+        o = "up_%s_%s" % (mode, sc)
+        nodes.append(helper.make_node("Upsample", ["x", sc], [o], name=o, mode=mode))
+        outs.append(o)
+save("tests/data/upsample_ops.onnx.bin",
+     model(nodes, [xu], [helper.make_tensor_value_info(o, F, None) for o in outs], inits,
+           opset=9))
+
+# DFT (real and complex signals, both axes, dft_length padding and
+# cutting, onesided, inverse), STFT (a window, a frame_length, onesided
+# and not) and MelWeightMatrix, for the comparison with ONNX Runtime
+# (test_ort) and the bundle fuzzer (test_runtime).
+xs = helper.make_tensor_value_info("x", F, [2, 12, 6, 1])
+xc = helper.make_tensor_value_info("xc", F, [2, 12, 6, 2])
+sig = helper.make_tensor_value_info("sig", F, [2, 40, 1])
+inits = [numpy_helper.from_array(np.array(16, np.int64), "len16"),
+         numpy_helper.from_array(np.array(9, np.int64), "len9"),
+         numpy_helper.from_array(np.array(6, np.int64), "step"),
+         numpy_helper.from_array(np.array(10, np.int64), "frame"),
+         numpy_helper.from_array(np.hanning(12).astype(np.float32), "hann"),
+         numpy_helper.from_array(np.array(6, np.int64), "mel_bins"),
+         numpy_helper.from_array(np.array(32, np.int64), "mel_len"),
+         numpy_helper.from_array(np.array(16000, np.int64), "mel_rate"),
+         numpy_helper.from_array(np.array(100.0, np.float32), "mel_lo"),
+         numpy_helper.from_array(np.array(6000.0, np.float32), "mel_hi")]
+nodes = [
+    helper.make_node("DFT", ["x"], ["dft_real"], name="dft_real", axis=1),
+    helper.make_node("DFT", ["x", "len16"], ["dft_pad"], name="dft_pad", axis=1, onesided=1),
+    helper.make_node("DFT", ["xc", "len9"], ["dft_cut"], name="dft_cut", axis=1),
+    helper.make_node("DFT", ["xc"], ["dft_axis2"], name="dft_axis2", axis=2),
+    helper.make_node("DFT", ["xc"], ["dft_inv"], name="dft_inv", axis=-2, inverse=1),
+    helper.make_node("STFT", ["sig", "step", "hann"], ["stft_win"], name="stft_win"),
+    helper.make_node("STFT", ["sig", "step", "", "frame"], ["stft_len"], name="stft_len",
+                     onesided=0),
+    helper.make_node("MelWeightMatrix", ["mel_bins", "mel_len", "mel_rate", "mel_lo", "mel_hi"],
+                     ["mel"], name="mel"),
+]
+outs = ["dft_real", "dft_pad", "dft_cut", "dft_axis2", "dft_inv", "stft_win", "stft_len", "mel"]
+save("tests/data/signal_ops.onnx.bin",
+     model(nodes, [xs, xc, sig], [helper.make_tensor_value_info(o, F, None) for o in outs],
+           inits, opset=17))

@@ -150,6 +150,15 @@ run 2 "$mplan" verify tests/data/verify_resize_rank.onnx.bin && one_line && has 
 # file).
 run 0 "$mplan" plan tests/data/verify_warning_then_error.onnx.bin && has "$tmp/err" "mplan: warning:" && has "$tmp/err" "using the inferred shape"
 run 2 "$mplan" verify tests/data/verify_warning_then_error.onnx.bin && one_line && has "$tmp/err" "verify_warning_then_error.onnx.bin (no-reuse bundle): op 'GatherElements#0' (GatherElements) at step 0: index 7 of 'idx2' is out of range [-4, 4)"
+# Indices read when the op runs are checked first (MaxUnpool's, RoiAlign's
+# batch indices); a Dropout in training mode with a ratio is random and
+# refused when compiled. Each plans.
+for f in verify_unpool_index verify_roi_batch verify_dropout_training; do
+  run 0 "$mplan" plan tests/data/$f.json
+done
+run 2 "$mplan" verify tests/data/verify_unpool_index.json && one_line && has "$tmp/err" "op 'unpool' (MaxUnpool) at step 0: index 16 of 'idx' is out of range [0, 16)"
+run 2 "$mplan" verify tests/data/verify_roi_batch.json && one_line && has "$tmp/err" "op 'roi' (RoiAlign) at step 0: batch index 1 of 'batch' is out of range [0, 1)"
+run 2 "$mplan" verify tests/data/verify_dropout_training.json && one_line && has "$tmp/err" "verify_dropout_training.json: op 'drop' (Dropout): training mode with ratio 0.25 (random)"
 run 0 "$mplan" plan "$tmp/huge.json" && has "$tmp/out" "8.00 TiB"
 run 2 "$mplan" verify "$tmp/huge.json" && one_line && has "$tmp/err" "the no-reuse run holds 8796105605120 bytes of tensors, more than a quarter of this machine's"
 # verify's own cap (1 GiB by default): a 115-byte ONNX file inferring a

@@ -5,7 +5,7 @@
 # cls and BlazeFace front (and PP-OCRv4 rec and det, Silero VAD v5 at 16
 # and 8 kHz and legacy, v5 again with every pass, and the small models
 # fold_large (tests/data/passes/gen_fold_large.py), quant_rnn, index_ops, stats_ops, linalg_ops,
-# grid_ops and resize_cubic of
+# grid_ops, resize_cubic, pool_roi_ops, upsample_ops and signal_ops of
 # tests/bad/gen_onnx_bad.py): max abs/rel error
 # per output, asserted within
 # |d| <= 1e-4 + 1e-3 |ort| (float32 kernels summing in another order).
@@ -78,6 +78,17 @@ check grid_ops "$src/tests/data/grid_ops.onnx.bin"
 # Cubic Resize: up and down, four coordinate transformations, both
 # cubic_coeff_a values, exclude_outside (tests/data/resize_cubic.onnx.bin)
 check resize_cubic "$src/tests/data/resize_cubic.onnx.bin"
+# MaxPool's Indices (1-D, 2-D row and column major with pads, dilations
+# and ceil_mode, 3-D), MaxUnpool of them, RoiAlign (avg and max, both
+# coordinate transformations, fixed and adaptive sampling) and Dropout's
+# mask (tests/data/pool_roi_ops.onnx.bin); Upsample, nearest and linear
+# (tests/data/upsample_ops.onnx.bin, opset 9)
+check pool_roi_ops "$src/tests/data/pool_roi_ops.onnx.bin"
+check upsample_ops "$src/tests/data/upsample_ops.onnx.bin"
+# DFT (real and complex, two axes, dft_length padding and cutting,
+# onesided, inverse), STFT (window, frame_length, two-sided) and
+# MelWeightMatrix (tests/data/signal_ops.onnx.bin)
+check signal_ops "$src/tests/data/signal_ops.onnx.bin"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
