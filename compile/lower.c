@@ -874,12 +874,13 @@ static mp_status lw_resize(lw *x) {
             : strcmp(mode, "cubic") == 0   ? 2
                                            : -1;
   int c = mp_k_coord_named(ct), n = mp_k_nearest_named(nm);
+  bool crop = c == MP_KC_TF_CROP_AND_RESIZE;
   if (lin < 0 || c < 0 || n < 0 || lw_int(x, "antialias", 0) ||
-      lw_attr(x, "axes")) {
+      lw_attr(x, "axes") || (crop && !lw_t(x, 1))) {
     return lw_unsup(x,
                     "mode '%s', coordinate_transformation_mode '%s' "
-                    "(tf_crop_and_resize, antialias and axes are not "
-                    "supported)",
+                    "(antialias and axes are not supported; "
+                    "tf_crop_and_resize needs its roi)",
                     mode, ct);
   }
   if (!in || y->rank != in->rank) {
@@ -892,6 +893,7 @@ static mp_status lw_resize(lw *x) {
                : -2;
   x->o->kernel = MP_BOP_RESIZE;
   lw_in(x, x->op->inputs[0]);
+  if (crop) lw_in(x, x->op->inputs[1]); /* the roi, read when it runs */
   lw_p(x, lin);
   lw_p(x, c);
   lw_p(x, n);
@@ -905,6 +907,7 @@ static mp_status lw_resize(lw *x) {
     lw_pf(x, lw_float(x, "cubic_coeff_a", -0.75));
     lw_p(x, lw_int(x, "exclude_outside", 0) != 0);
   }
+  if (crop) lw_pf(x, lw_float(x, "extrapolation_value", 0.0));
   return MP_OK;
 }
 

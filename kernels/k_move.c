@@ -135,6 +135,13 @@ static double kr_coord(const mp_kresize *p, uint32_t d, int64_t o) {
       return p->out.dims[d] > 1 ? (o + 0.5) / s - 0.5 : 0;
     case MP_KC_TF_HALF_PIXEL_FOR_NN:
       return (o + 0.5) / s;
+    case MP_KC_TF_CROP_AND_RESIZE: {
+      double a = p->roi[d], b = p->roi[p->in.rank + d];
+      int64_t n = p->out.dims[d];
+      return n > 1 ? a * (in - 1) +
+                         (double)o * (b - a) * (in - 1) / (double)(n - 1)
+                   : 0.5 * (a + b) * (in - 1);
+    }
     default:
       return (o + 0.5) / s - 0.5;
   }
@@ -165,9 +172,9 @@ int64_t mp_k_resize_nearest_src(const mp_kresize *p, uint32_t d, int64_t o) {
 }
 
 int mp_k_coord_named(const char *name) {
-  static const char *const names[] = {"half_pixel", "asymmetric",
-                                      "align_corners", "pytorch_half_pixel",
-                                      "tf_half_pixel_for_nn"};
+  static const char *const names[] = {
+      "half_pixel",         "asymmetric",           "align_corners",
+      "pytorch_half_pixel", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
   for (int k = 0; k < (int)(sizeof names / sizeof *names); k++) {
     if (strcmp(name, names[k]) == 0) return k;
   }
@@ -248,6 +255,17 @@ static double kr_cubic(const mp_kresize *p, int d, const void *x,
   }
 }
 
+/* tf_crop_and_resize: output idx maps outside the input on some axis
+ * (ONNX's reference then gives extrapolation_value). */
+static bool kr_outside(const mp_kresize *p, const int64_t *idx) {
+  if (p->coord != MP_KC_TF_CROP_AND_RESIZE) return false;
+  for (uint32_t a = 0; a < p->in.rank; a++) {
+    double c = kr_coord(p, a, idx[a]);
+    if (!(c >= 0 && c <= (double)(p->in.dims[a] - 1))) return true;
+  }
+  return false;
+}
+
 void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
   int64_t xst[MP_K_MAX_RANK], idx[MP_K_MAX_RANK] = {0};
   mp_kshape_strides(&p->in, xst);
@@ -255,7 +273,9 @@ void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
   int64_t n = mp_kshape_count(&p->out);
   uint32_t r = p->in.rank;
   for (int64_t i = 0; i < n; i++) {
-    if (p->cubic) {
+    if (kr_outside(p, idx)) {
+      mp_k_store(y, d, (size_t)i, p->extrapolation);
+    } else if (p->cubic) {
       mp_k_store(y, d, (size_t)i, kr_cubic(p, d, x, xst, idx));
     } else if (!p->linear) {
       int64_t off = 0;

@@ -1872,8 +1872,17 @@ static bool op_check_resize(op_ctx *c) {
   }
   op_rd r = op_reader(c);
   int64_t lin = rd_range(&r, 0, 2); /* nearest, linear, cubic */
-  (void)rd_range(&r, 0, MP_KC_TF_HALF_PIXEL_FOR_NN);
+  bool crop =
+      rd_range(&r, 0, MP_KC_TF_CROP_AND_RESIZE) == MP_KC_TF_CROP_AND_RESIZE;
   (void)rd_range(&r, 0, MP_KN_CEIL);
+  const mp_btensor *roi = op_in(c, 1);
+  if (c->op->n_in != (crop ? 2u : 1u) ||
+      (crop && (!roi || !mp_kd_is_float(roi->dtype) ||
+                op_count(roi) != 2 * (int64_t)x->shape.rank))) {
+    return op_fail(c,
+                   "tf_crop_and_resize, and only it, reads a float roi "
+                   "of 2 x rank values");
+  }
   for (uint32_t i = 0; i < x->shape.rank; i++) {
     double s = rd_f(&r);
     if (!(s > 0) || s > 1e9) return op_fail(c, "axis %u: bad scale", i);
@@ -1886,6 +1895,7 @@ static bool op_check_resize(op_ctx *c) {
     (void)rd_range(&r, 0, 1);
     if (!(a >= -10 && a <= 10)) return op_fail(c, "bad cubic_coeff_a");
   }
+  if (crop) (void)rd_f(&r);
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   if (lin && !mp_kd_is_float(x->dtype))
     return op_fail(c, "linear and cubic need floats");
@@ -1907,9 +1917,21 @@ static bool op_run_resize(op_ctx *c) {
   for (uint32_t i = 0; i < rk; i++) {
     memcpy(&k.scale[i], &c->op->params[3 + i], sizeof(double));
   }
+  uint32_t at = 3 + rk;
   if (k.cubic) {
-    memcpy(&k.cubic_a, &c->op->params[3 + rk], sizeof(double));
-    k.exclude_outside = c->op->params[4 + rk] != 0;
+    memcpy(&k.cubic_a, &c->op->params[at], sizeof(double));
+    k.exclude_outside = c->op->params[at + 1] != 0;
+    at += 2;
+  }
+  if (k.coord == MP_KC_TF_CROP_AND_RESIZE) {
+    memcpy(&k.extrapolation, &c->op->params[at], sizeof(double));
+    const mp_btensor *roi = op_in(c, 1);
+    for (uint32_t i = 0; i < 2 * rk; i++) {
+      k.roi[i] = mp_k_load(op_pin(c, 1), roi->dtype, i);
+      if (!isfinite(k.roi[i]) || fabs(k.roi[i]) > 1e6) {
+        return op_fail(c, "roi value %u of '%s' is %g", i, roi->name, k.roi[i]);
+      }
+    }
   }
   mp_k_resize(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
   return true;

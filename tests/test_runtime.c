@@ -530,6 +530,8 @@ int main(int argc, char **argv) {
   test_fuzz(src, "tests/data/pool_roi_ops.onnx.bin", 1000);
   /* DFT's axis and length, STFT's frames, MelWeightMatrix's scalars */
   test_fuzz(src, "tests/data/signal_ops.onnx.bin", 1000);
+  /* tf_crop_and_resize: the roi input and extrapolation_value */
+  test_fuzz(src, "tests/data/resize_crop.onnx.bin", 1000);
   test_no_alloc(src);
   test_data_weights(src);
   return check_exit("test_runtime");

@@ -164,9 +164,10 @@ bool pass_upsample_input(const pass_ctx *c, uint32_t head, uint32_t k) {
   int nearest =
       mp_k_nearest_named(pu_attr_s(d, "nearest_mode", "round_prefer_floor"));
   if (strcmp(pu_attr_s(d, "mode", "nearest"), "nearest") != 0 || coord < 0 ||
-      nearest < 0 || pass_attr_int(d, "antialias", 0) != 0 ||
-      mp_op_attr(d, "axes") || x->dtype != r->dtype || x->rank != r->rank ||
-      r->rank != y->rank || r->rank > MP_K_MAX_RANK) {
+      coord == MP_KC_TF_CROP_AND_RESIZE || nearest < 0 ||
+      pass_attr_int(d, "antialias", 0) != 0 || mp_op_attr(d, "axes") ||
+      x->dtype != r->dtype || x->rank != r->rank || r->rank != y->rank ||
+      r->rank > MP_K_MAX_RANK) {
     return false;
   }
   p.coord = (mp_kcoord)coord;

@@ -101,7 +101,9 @@ typedef enum mp_bt_kind {
  *   REDUCE: op (mp_kreduce), axes mask
  *   CONCAT, SPLIT, GATHER: axis      TRANSPOSE: perm[rank]
  *   SLICE: start[rank], step[rank]    PAD: mode, pad_begin[rank], value
- *   RESIZE: linear, coord, nearest, scale[rank]
+ *   RESIZE: linear, coord, nearest, scale[rank], then for cubic a and
+ *       exclude_outside, then for tf_crop_and_resize extrapolation_value
+ *       (and the roi as a second input)
  *   QUANTIZE, DEQUANTIZE: axis        FILL: values (one per element, or
  *       one repeated), as the output dtype's value in a double or i64
  *   ARG: is_min, axis, keepdims, select_last_index

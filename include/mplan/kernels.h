@@ -630,7 +630,11 @@ typedef enum mp_kcoord {
   MP_KC_ASYMMETRIC,
   MP_KC_ALIGN_CORNERS,
   MP_KC_PYTORCH_HALF_PIXEL,
-  MP_KC_TF_HALF_PIXEL_FOR_NN
+  MP_KC_TF_HALF_PIXEL_FOR_NN,
+  MP_KC_TF_CROP_AND_RESIZE /* roi (start per axis, then end per axis, as
+                              fractions of in - 1); a position outside
+                              [0, in - 1] on any axis writes
+                              extrapolation */
 } mp_kcoord;
 
 typedef enum mp_knearest {
@@ -651,6 +655,8 @@ typedef struct mp_kresize {
   bool exclude_outside;
   mp_kcoord coord;
   mp_knearest nearest;
+  double roi[2 * MP_K_MAX_RANK]; /* tf_crop_and_resize only */
+  double extrapolation;
 } mp_kresize;
 
 /* Nearest works on any dtype (es bytes); linear and cubic on floats. */

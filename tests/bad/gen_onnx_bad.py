@@ -492,3 +492,26 @@ outs = ["dft_real", "dft_pad", "dft_cut", "dft_axis2", "dft_inv", "stft_win", "s
 save("tests/data/signal_ops.onnx.bin",
      model(nodes, [xs, xc, sig], [helper.make_tensor_value_info(o, F, None) for o in outs],
            inits, opset=17))
+
+# Resize with tf_crop_and_resize: nearest, linear and cubic, a roi inside
+# the image and one reaching past it (extrapolation_value there), for the
+# comparison with ONNX Runtime (test_ort). No nearest position falls on a
+# half: there ONNX Runtime's float32 sums and mplan's double ones can
+# round to different pixels.
+xr = helper.make_tensor_value_info("x", F, [1, 2, 6, 7])
+inits = [numpy_helper.from_array(np.array([0, 0, 0.13, 0.1, 1, 1, 0.77, 0.7], np.float32),
+                                 "roi_in"),
+         numpy_helper.from_array(np.array([0, 0, -0.25, 0.5, 1, 1, 0.75, 1.4], np.float32),
+                                 "roi_out"),
+         numpy_helper.from_array(np.array([1, 2, 5, 4], np.int64), "crop_size")]
+nodes, outs = [], []
+for mode in ["nearest", "linear", "cubic"]:
+    for roi in ["roi_in", "roi_out"]:
+        o = "crop_%s_%s" % (mode, roi)
+        nodes.append(helper.make_node("Resize", ["x", roi, "", "crop_size"], [o], name=o,
+                                      mode=mode, coordinate_transformation_mode="tf_crop_and_resize",
+                                      extrapolation_value=-3.5))
+        outs.append(o)
+save("tests/data/resize_crop.onnx.bin",
+     model(nodes, [xr], [helper.make_tensor_value_info(o, F, None) for o in outs], inits,
+           opset=13))

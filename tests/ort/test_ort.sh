@@ -5,7 +5,8 @@
 # cls and BlazeFace front (and PP-OCRv4 rec and det, Silero VAD v5 at 16
 # and 8 kHz and legacy, v5 again with every pass, and the small models
 # fold_large (tests/data/passes/gen_fold_large.py), quant_rnn, index_ops, stats_ops, linalg_ops,
-# grid_ops, resize_cubic, pool_roi_ops, upsample_ops and signal_ops of
+# grid_ops, resize_cubic, pool_roi_ops, upsample_ops, signal_ops and
+# resize_crop of
 # tests/bad/gen_onnx_bad.py): max abs/rel error
 # per output, asserted within
 # |d| <= 1e-4 + 1e-3 |ort| (float32 kernels summing in another order).
@@ -89,6 +90,9 @@ check upsample_ops "$src/tests/data/upsample_ops.onnx.bin"
 # onesided, inverse), STFT (window, frame_length, two-sided) and
 # MelWeightMatrix (tests/data/signal_ops.onnx.bin)
 check signal_ops "$src/tests/data/signal_ops.onnx.bin"
+# Resize's tf_crop_and_resize: nearest, linear and cubic, a roi partly
+# outside the image (extrapolation_value) (tests/data/resize_crop.onnx.bin)
+check resize_crop "$src/tests/data/resize_crop.onnx.bin"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
