@@ -19,6 +19,14 @@
  *      product of a shape's nonzero dims at most SH_ELEMS_MAX (sh_bounded),
  *      so rules multiply a dim by another or by a bounded attribute without
  *      overflowing; a shape beyond that is an error naming the tensor.
+ *   7. An op whose output shape depends on its input's values (NonZero,
+ *      Compress, Unique, NonMaxSuppression) gets its exact shape when
+ *      those values are known, else its complete declaration; failing
+ *      both, its bound rule sets the largest shape the op can produce (the
+ *      plan then holds the worst case, as XLA's bounded dynamic shapes
+ *      do) and a warning names the op and its bounded outputs. Shapes
+ *      computed from a bound are bounds too; the runtime, which runs
+ *      fixed shapes, refuses these ops (compile/lower.c).
  */
 #include "mplan/shape.h"
 
@@ -207,6 +215,22 @@ static const sh_entry sh_table[] = {
 };
 
 #define SH_N_RULES (sizeof sh_table / sizeof *sh_table)
+
+/* Invariant 7: the bound rules, tried after the exact rule and the
+ * declaration. */
+static const sh_entry sh_bounds[] = {
+    {"Compress", sh_compress_bound},
+    {"NonMaxSuppression", sh_nms_bound},
+    {"NonZero", sh_nonzero_bound},
+    {"Unique", sh_unique_bound},
+};
+
+static sh_rule_fn sh_bound_rule(const char *type) {
+  for (size_t k = 0; k < sizeof sh_bounds / sizeof *sh_bounds; k++) {
+    if (strcmp(sh_bounds[k].type, type) == 0) return sh_bounds[k].fn;
+  }
+  return NULL;
+}
 
 static int sh_entry_cmp(const void *key, const void *e) {
   return strcmp(key, ((const sh_entry *)e)->type);
@@ -615,6 +639,38 @@ static mp_status sh_check_given(sh_run *r, const mp_op *op, mp_status st) {
   return MP_OK;
 }
 
+/* Invariant 7: the outputs still pending after the declarations take the
+ * bound rule's shapes, and one warning names them. */
+static mp_status sh_bounded_outputs(sh_run *r, const mp_op *op, sh_ctx *c,
+                                    sh_rule_fn bound) {
+  for (uint32_t k = 0; k < op->n_outputs; k++) {
+    r->out[k] = (sh_out){.i = r->ibuf + (size_t)k * MP_VALUE_MAX,
+                         .f = r->fbuf + (size_t)k * MP_VALUE_MAX};
+  }
+  mp_status st = bound(c);
+  if (st != MP_OK) return st == MP_ERR_UNSUPPORTED ? MP_OK : st;
+  char list[512];
+  size_t n = 0;
+  list[0] = '\0';
+  for (uint32_t k = 0; k < op->n_outputs; k++) {
+    const mp_tensor *x = mp_graph_tensor(r->g, (size_t)op->outputs[k]);
+    sh_out *o = &r->out[k];
+    if (x->origin != MP_SHAPE_PENDING) o->set = false;
+    if (!o->set || n >= sizeof list) continue;
+    char shape[160];
+    sh_fmt(shape, sizeof shape, o->rank, o->d, o->dt);
+    n += (size_t)snprintf(list + n, sizeof list - n, "%s'%s' %s", n ? ", " : "",
+                          x->name, shape);
+  }
+  if (!n) return MP_OK;
+  st = sh_store(r, op);
+  if (st != MP_OK) return st;
+  return mp_graph_warn(r->g, r->err,
+                       "%s: op '%s' (%s): its output shape depends on the "
+                       "data; planned at its bound: %s",
+                       mp_graph_source(r->g), op->name, op->type, list);
+}
+
 static mp_status sh_op(sh_run *r, const mp_op *op) {
   sh_ctx c = {r->g,         op,    mp_graph_opset(r->g),
               op->n_inputs, r->in, op->n_outputs,
@@ -648,7 +704,10 @@ static mp_status sh_op(sh_run *r, const mp_op *op) {
   mp_status st = fn && known ? fn(&c) : MP_ERR_UNSUPPORTED;
   if (st == MP_OK) return sh_store(r, op);
   if (st != MP_ERR_UNSUPPORTED) return st;
-  return sh_declared(r, op);
+  st = sh_declared(r, op);
+  sh_rule_fn bound = sh_bound_rule(op->type);
+  if (st != MP_OK || !bound || !known) return st;
+  return sh_bounded_outputs(r, op, &c, bound);
 }
 
 static void sh_count(sh_run *r) {

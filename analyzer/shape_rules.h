@@ -139,6 +139,12 @@ mp_status sh_roi_align(sh_ctx *c);
 mp_status sh_loss(sh_ctx *c);
 mp_status sh_max_unpool(sh_ctx *c);
 mp_status sh_dft(sh_ctx *c);
+/* shape_tensor.c: data-dependent outputs at their bounds (shape.c
+ * invariant 7) */
+mp_status sh_nonzero_bound(sh_ctx *c);
+mp_status sh_compress_bound(sh_ctx *c);
+mp_status sh_unique_bound(sh_ctx *c);
+mp_status sh_nms_bound(sh_ctx *c);
 mp_status sh_stft(sh_ctx *c);
 mp_status sh_mel_weight_matrix(sh_ctx *c);
 

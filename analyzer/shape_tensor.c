@@ -885,3 +885,82 @@ mp_status sh_einsum(sh_ctx *c) {
   sh_set(c, 0, c->in[0].dt, r, d);
   return MP_OK;
 }
+
+/* ---- data-dependent outputs: planned at their bounds (shape.c
+ * invariant 7) ---------------------------------------------------------- */
+
+/* NonZero: [rank, n] with n at most the element count. */
+mp_status sh_nonzero_bound(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  if (!x || x->rank == 0) return sh_fail(c, "needs a tensor of rank >= 1");
+  int64_t d[2] = {x->rank, sh_elems(x)};
+  sh_set(c, 0, MP_DTYPE_I64, 2, d);
+  return MP_OK;
+}
+
+/* Compress: along axis at most min(dim, condition's length) slices, or
+ * without an axis at most min(elements, condition's length) elements. */
+mp_status sh_compress_bound(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0), *cond = sh_in(c, 1);
+  if (!x || !cond || cond->rank != 1)
+    return sh_fail(c, "needs a tensor and a condition vector");
+  int64_t keep = cond->d[0];
+  if (!sh_has_attr(c, "axis")) {
+    int64_t n = sh_elems(x);
+    int64_t d[1] = {keep < n ? keep : n};
+    sh_set(c, 0, x->dt, 1, d);
+    return MP_OK;
+  }
+  uint32_t a;
+  mp_status st = sh_axis(c, sh_attr_i(c, "axis", 0), x->rank, &a);
+  if (st != MP_OK) return st;
+  int64_t d[MP_MAX_RANK];
+  memcpy(d, x->d, x->rank * sizeof *d);
+  if (keep < d[a]) d[a] = keep;
+  sh_set(c, 0, x->dt, x->rank, d);
+  return MP_OK;
+}
+
+/* Unique: Y, indices and counts hold at most every element (or every
+ * slice along axis); inverse_indices has one entry per element (slice). */
+mp_status sh_unique_bound(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  if (!x) return sh_fail(c, "input 0 is missing");
+  int64_t n = sh_elems(x), d[MP_MAX_RANK];
+  if (!sh_has_attr(c, "axis")) {
+    sh_set(c, 0, x->dt, 1, &n);
+  } else {
+    uint32_t a;
+    mp_status st = sh_axis(c, sh_attr_i(c, "axis", 0), x->rank, &a);
+    if (st != MP_OK) return st;
+    memcpy(d, x->d, x->rank * sizeof *d);
+    n = d[a];
+    sh_set(c, 0, x->dt, x->rank, d);
+  }
+  for (uint32_t k = 1; k < 4; k++) sh_set(c, k, MP_DTYPE_I64, 1, &n);
+  return MP_OK;
+}
+
+/* NonMaxSuppression: [m, 3] selected (batch, class, box) triples, m at
+ * most batches x classes x min(boxes, max_output_boxes_per_class) (a
+ * value not known counts every box). */
+mp_status sh_nms_bound(sh_ctx *c) {
+  const sh_fact *boxes = sh_in(c, 0), *scores = sh_in(c, 1);
+  if (!boxes || !scores || boxes->rank != 3 || scores->rank != 3)
+    return sh_fail(c, "needs boxes [b, n, 4] and scores [b, c, n]");
+  int64_t per = boxes->d[1];
+  size_t n;
+  const int64_t *mx = sh_in(c, 2) ? sh_ints(c, 2, &n) : NULL;
+  if (!sh_in(c, 2) || (mx && n == 1 && mx[0] <= 0)) {
+    return sh_fail(c, "max_output_boxes_per_class is 0: nothing is selected");
+  }
+  if (mx && n == 1 && mx[0] < per) per = mx[0];
+  int64_t each = boxes->d[0] * per; /* within the bounded boxes tensor */
+  if (scores->d[1] > SH_DIM_MAX / each) {
+    return sh_fail(c, "%" PRId64 " classes x %" PRId64 " boxes overflow",
+                   scores->d[1], each);
+  }
+  int64_t d[2] = {each * scores->d[1], 3};
+  sh_set(c, 0, MP_DTYPE_I64, 2, d);
+  return MP_OK;
+}

@@ -1310,6 +1310,13 @@ static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
     lw_p(x, ta);
     return MP_OK;
   }
+  if (strcmp(t, "NonZero") == 0 || strcmp(t, "Compress") == 0 ||
+      strcmp(t, "Unique") == 0 || strcmp(t, "NonMaxSuppression") == 0) {
+    return lw_unsup(x,
+                    "its output shape depends on the data (a plan holds its "
+                    "bound or the declared shape); the runtime runs fixed "
+                    "shapes");
+  }
   return lw_unsup(x, "the runtime has no kernel for this op");
 }
 

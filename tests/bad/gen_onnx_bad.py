@@ -515,3 +515,36 @@ for mode in ["nearest", "linear", "cubic"]:
 save("tests/data/resize_crop.onnx.bin",
      model(nodes, [xr], [helper.make_tensor_value_info(o, F, None) for o in outs], inits,
            opset=13))
+
+# Ops whose output shape depends on the data, with inputs whose values are
+# not known: each is planned at its bound with a warning (analyzer/shape.c
+# invariant 7), a Transpose of NonZero's output carries the bound on, and
+# the runtime refuses them (test_onnx_cli.sh).
+I64, BOOL = TensorProto.INT64, TensorProto.BOOL
+nodes = [
+    helper.make_node("Greater", ["x", "zero"], ["mask"], name="mask"),
+    helper.make_node("NonZero", ["mask"], ["nz"], name="nz"),
+    helper.make_node("Transpose", ["nz"], ["nz_t"], name="nz_t"),
+    helper.make_node("Compress", ["x", "keep"], ["kept_axis"], name="kept_axis", axis=1),
+    helper.make_node("Compress", ["x", "keep_flat"], ["kept_flat"], name="kept_flat"),
+    helper.make_node("Unique", ["ids"], ["uniq", "uniq_idx", "uniq_inv", "uniq_cnt"],
+                     name="uniq"),
+    helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou", "min_score"],
+                     ["picked"], name="nms"),
+]
+inputs = [helper.make_tensor_value_info("x", F, [2, 5, 3]),
+          helper.make_tensor_value_info("keep", BOOL, [4]),
+          helper.make_tensor_value_info("keep_flat", BOOL, [40]),
+          helper.make_tensor_value_info("ids", I64, [12]),
+          helper.make_tensor_value_info("boxes", F, [1, 8, 4]),
+          helper.make_tensor_value_info("scores", F, [1, 3, 8])]
+inits = [numpy_helper.from_array(np.array(0, np.float32), "zero"),
+         numpy_helper.from_array(np.array([5], np.int64), "max_out"),
+         numpy_helper.from_array(np.array([0.5], np.float32), "iou"),
+         numpy_helper.from_array(np.array([0.1], np.float32), "min_score")]
+outs = ["nz_t", "kept_axis", "kept_flat", "uniq", "uniq_idx", "uniq_inv", "uniq_cnt", "picked"]
+types = {"nz_t": I64, "uniq": I64, "uniq_idx": I64, "uniq_inv": I64, "uniq_cnt": I64,
+         "picked": I64}
+save("tests/data/bounded_ops.onnx.bin",
+     model(nodes, inputs, [helper.make_tensor_value_info(o, types.get(o, F), None)
+                           for o in outs], inits, opset=13))

@@ -56,6 +56,23 @@ run 2 plan $dyn --dim 'W<=0' && has "$tmp/err" "expected NAME=VALUE with VALUE >
 run 2 plan tests/data/opset_new.onnx.bin --shape x=1x3x8x8 --strategy nope
 # Newer opset: one warning line, then a plan.
 run 0 plan tests/data/opset_new.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/opset_new.onnx.bin: opset 99 is newer than the newest this mplan knows (17)" && lines "$tmp/err" 1
+# Output shapes that depend on the data (inputs whose values are not
+# known): each op planned at its bound with one warning (shape.c
+# invariant 7): NonZero of a [2,5,3] mask holds at most 30 indices of 3
+# coordinates; Compress keeps at most min(5, 4) slices along axis 1, or
+# min(30, 40) elements; Unique at most all 12; NonMaxSuppression at most 1
+# batch x 3 classes x min(8 boxes, 5). The Transpose after NonZero carries
+# the bound ([30,3], 720 B in the plan JSON); compile refuses the ops.
+b=tests/data/bounded_ops.onnx.bin
+run 0 plan $b -o "$tmp/bound.json" && lines "$tmp/err" 5 &&
+  has "$tmp/err" "mplan: warning: $b: op 'nz' (NonZero): its output shape depends on the data; planned at its bound: 'nz' [3,30] i64" &&
+  has "$tmp/err" "op 'kept_axis' (Compress): its output shape depends on the data; planned at its bound: 'kept_axis' [2,4,3] f32" &&
+  has "$tmp/err" "op 'kept_flat' (Compress): its output shape depends on the data; planned at its bound: 'kept_flat' [30] f32" &&
+  has "$tmp/err" "op 'uniq' (Unique): its output shape depends on the data; planned at its bound: 'uniq' [12] i64, 'uniq_idx' [12] i64, 'uniq_inv' [12] i64, 'uniq_cnt' [12] i64" &&
+  has "$tmp/err" "op 'nms' (NonMaxSuppression): its output shape depends on the data; planned at its bound: 'picked' [15,3] i64" &&
+  [ "$(py "$tmp/bound.json" "[(b['shape'], b['size']) for b in d['buffers'] if b['name'] == 'nz_t'][0]")" = "('[30,3]', 720)" ] && ok || bad "bounded_ops plan"
+run 0 plan $b --passes all --order memory && run 0 validate "$tmp/bound.json" && ok || bad "bounded_ops with passes"
+run 2 compile $b -o "$tmp/bound.mpk" && lines "$tmp/err" 1 && has "$tmp/err" "op 'nz' (NonZero): its output shape depends on the data (a plan holds its bound or the declared shape); the runtime runs fixed shapes" && [ ! -e "$tmp/bound.mpk" ] && ok || bad "bounded_ops compile"
 # value_info that contradicts inference: a warning names both shapes.
 run 0 plan tests/data/mismatch.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/mismatch.onnx.bin: tensor 't': inferred f32 [1,3,8,8], but the model declares f32 [1,3,4,4]; using the inferred shape"
 # An unknown op plans when value_info gives its outputs.
