@@ -647,6 +647,7 @@ static mp_status sh_bounded_outputs(sh_run *r, const mp_op *op, sh_ctx *c,
     r->out[k] = (sh_out){.i = r->ibuf + (size_t)k * MP_VALUE_MAX,
                          .f = r->fbuf + (size_t)k * MP_VALUE_MAX};
   }
+  c->exact = 0;
   mp_status st = bound(c);
   if (st != MP_OK) return st == MP_ERR_UNSUPPORTED ? MP_OK : st;
   char list[512];
@@ -656,15 +657,15 @@ static mp_status sh_bounded_outputs(sh_run *r, const mp_op *op, sh_ctx *c,
     const mp_tensor *x = mp_graph_tensor(r->g, (size_t)op->outputs[k]);
     sh_out *o = &r->out[k];
     if (x->origin != MP_SHAPE_PENDING) o->set = false;
-    if (!o->set || n >= sizeof list) continue;
+    if (!o->set || (k < 32 && (c->exact >> k & 1u)) || n >= sizeof list)
+      continue;
     char shape[160];
     sh_fmt(shape, sizeof shape, o->rank, o->d, o->dt);
     n += (size_t)snprintf(list + n, sizeof list - n, "%s'%s' %s", n ? ", " : "",
                           x->name, shape);
   }
-  if (!n) return MP_OK;
   st = sh_store(r, op);
-  if (st != MP_OK) return st;
+  if (st != MP_OK || !n) return st;
   return mp_graph_warn(r->g, r->err,
                        "%s: op '%s' (%s): its output shape depends on the "
                        "data; planned at its bound: %s",
@@ -672,9 +673,9 @@ static mp_status sh_bounded_outputs(sh_run *r, const mp_op *op, sh_ctx *c,
 }
 
 static mp_status sh_op(sh_run *r, const mp_op *op) {
-  sh_ctx c = {r->g,         op,    mp_graph_opset(r->g),
-              op->n_inputs, r->in, op->n_outputs,
-              r->out,       r->err};
+  sh_ctx c = {r->g,         op,     mp_graph_opset(r->g),
+              op->n_inputs, r->in,  op->n_outputs,
+              r->out,       r->err, 0};
   bool known = true;
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (op->inputs[k] < 0) {

@@ -54,6 +54,8 @@ typedef struct sh_ctx {
   uint32_t n_out;
   sh_out *out;
   mp_error *err;
+  uint32_t exact; /* a bound rule's outputs (bit k) whose shape is exact,
+                     not a bound (shape.c invariant 7) */
 } sh_ctx;
 
 typedef mp_status (*sh_rule_fn)(sh_ctx *c);

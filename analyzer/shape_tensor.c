@@ -938,6 +938,7 @@ mp_status sh_unique_bound(sh_ctx *c) {
     sh_set(c, 0, x->dt, x->rank, d);
   }
   for (uint32_t k = 1; k < 4; k++) sh_set(c, k, MP_DTYPE_I64, 1, &n);
+  c->exact = 1u << 2; /* inverse_indices: one per element (slice) */
   return MP_OK;
 }
 
