@@ -639,14 +639,19 @@ static mp_status sh_check_given(sh_run *r, const mp_op *op, mp_status st) {
   return MP_OK;
 }
 
-/* Invariant 7: the outputs still pending after the declarations take the
- * bound rule's shapes, and one warning names them. */
-static mp_status sh_bounded_outputs(sh_run *r, const mp_op *op, sh_ctx *c,
-                                    sh_rule_fn bound) {
+/* Empties the rule outputs of op, each with its value buffers. */
+static void sh_outs_clear(sh_run *r, const mp_op *op) {
   for (uint32_t k = 0; k < op->n_outputs; k++) {
     r->out[k] = (sh_out){.i = r->ibuf + (size_t)k * MP_VALUE_MAX,
                          .f = r->fbuf + (size_t)k * MP_VALUE_MAX};
   }
+}
+
+/* Invariant 7: the outputs still pending after the declarations take the
+ * bound rule's shapes, and one warning names them. */
+static mp_status sh_bounded_outputs(sh_run *r, const mp_op *op, sh_ctx *c,
+                                    sh_rule_fn bound) {
+  sh_outs_clear(r, op);
   c->exact = 0;
   mp_status st = bound(c);
   if (st != MP_OK) return st == MP_ERR_UNSUPPORTED ? MP_OK : st;
@@ -688,9 +693,8 @@ static mp_status sh_op(sh_run *r, const mp_op *op) {
   for (uint32_t k = 0; k < op->n_outputs; k++) {
     const mp_tensor *x = mp_graph_tensor(r->g, (size_t)op->outputs[k]);
     pending = pending || x->origin == MP_SHAPE_PENDING;
-    r->out[k] = (sh_out){.i = r->ibuf + (size_t)k * MP_VALUE_MAX,
-                         .f = r->fbuf + (size_t)k * MP_VALUE_MAX};
   }
+  sh_outs_clear(r, op);
   for (uint32_t k = 0; k < op->n_inputs; k++) {
     if (op->inputs[k] >= 0 && r->in[k].present &&
         !sh_bounded(r->in[k].rank, r->in[k].d)) {

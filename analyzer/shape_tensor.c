@@ -926,16 +926,15 @@ mp_status sh_compress_bound(sh_ctx *c) {
 mp_status sh_unique_bound(sh_ctx *c) {
   const sh_fact *x = sh_in(c, 0);
   if (!x) return sh_fail(c, "input 0 is missing");
-  int64_t n = sh_elems(x), d[MP_MAX_RANK];
+  int64_t n = sh_elems(x);
   if (!sh_has_attr(c, "axis")) {
     sh_set(c, 0, x->dt, 1, &n);
   } else {
     uint32_t a;
     mp_status st = sh_axis(c, sh_attr_i(c, "axis", 0), x->rank, &a);
     if (st != MP_OK) return st;
-    memcpy(d, x->d, x->rank * sizeof *d);
-    n = d[a];
-    sh_set(c, 0, x->dt, x->rank, d);
+    n = x->d[a];
+    sh_set(c, 0, x->dt, x->rank, x->d);
   }
   for (uint32_t k = 1; k < 4; k++) sh_set(c, k, MP_DTYPE_I64, 1, &n);
   c->exact = 1u << 2; /* inverse_indices: one per element (slice) */

@@ -665,11 +665,12 @@ static mp_status lw_roi_align(lw *x) {
   }
   int64_t oh = lw_int(x, "output_height", 1), ow = lw_int(x, "output_width", 1);
   int64_t sr = lw_int(x, "sampling_ratio", 0);
-  if (oh < 1 || ow < 1 || sr < 0 || sr > 256) {
+  if (oh < 1 || ow < 1 || sr < 0 || sr > MP_K_ROI_MAX_GRID) {
     return lw_unsup(x,
                     "output %lld x %lld with sampling_ratio %lld (at most "
-                    "256)",
-                    (long long)oh, (long long)ow, (long long)sr);
+                    "%d)",
+                    (long long)oh, (long long)ow, (long long)sr,
+                    MP_K_ROI_MAX_GRID);
   }
   x->o->kernel = MP_BOP_ROI_ALIGN;
   lw_copy_inputs(x);
@@ -1560,11 +1561,17 @@ static bool lw_dropout_trains(const lw *x) {
   return lw_const_ints(x, 2, v, 1) != 1 || v[0] != 0;
 }
 
-/* Dropout with its mask, or with a training_mode input not known to be
- * false: the DROPOUT kernel copies and checks training_mode when it runs.
+/* Dropout in inference with one output is a view. With its mask, or with
+ * a training_mode input not known to be false, the DROPOUT kernel copies
+ * and checks training_mode when it runs.
  * A constant true training_mode with a constant ratio other than 0 is
  * random and refused here. */
 static mp_status lw_dropout(lw *x) {
+  if (x->op->n_outputs == 1 && !lw_dropout_trains(x)) {
+    x->o->kernel = MP_BOP_VIEW; /* inference: the input itself */
+    lw_in(x, x->op->inputs[0]);
+    return MP_OK;
+  }
   int64_t tm[1];
   double r[1] = {0.5};
   bool trains = x->op->n_inputs >= 3 && lw_t(x, 2) &&
@@ -1608,10 +1615,7 @@ static mp_status lw_dispatch(lw *x) {
   }
   if (u >= 0) return lw_unary_op(x, u);
   if (b >= 0) return lw_binary_op(x, b);
-  if (strcmp(t, "Dropout") == 0 &&
-      (x->op->n_outputs > 1 || lw_dropout_trains(x))) {
-    return lw_dropout(x);
-  }
+  if (strcmp(t, "Dropout") == 0) return lw_dropout(x);
   if (strcmp(t, "MaxUnpool") == 0) return lw_max_unpool(x);
   if (strcmp(t, "RoiAlign") == 0) return lw_roi_align(x);
   if (strcmp(t, "Upsample") == 0) return lw_upsample(x);
@@ -1629,9 +1633,7 @@ static mp_status lw_dispatch(lw *x) {
   }
   if (strcmp(t, "Reshape") == 0 || strcmp(t, "Flatten") == 0 ||
       strcmp(t, "Squeeze") == 0 || strcmp(t, "Unsqueeze") == 0 ||
-      strcmp(t, "Identity") == 0 ||
-      (strcmp(t, "Dropout") == 0 && x->op->n_outputs == 1 &&
-       !lw_dropout_trains(x))) {
+      strcmp(t, "Identity") == 0) {
     x->o->kernel = MP_BOP_VIEW;
     lw_in(x, x->op->inputs[0]);
     return MP_OK;

@@ -1513,8 +1513,7 @@ static bool op_check_pool(op_ctx *c, bool max) {
                      ix->name);
     if (order && p.nd > 2)
       return op_fail(c, "storage_order 1 with more than 2 spatial dims");
-    if (!op_same_shape(&ix->shape, &y->shape))
-      return op_expect_shape(c, ix, &y->shape);
+    if (!op_expect_shape(c, ix, &y->shape)) return false;
   }
   bool ok = max ? (x->dtype != MP_KD_BOOL)
                 : (x->dtype == MP_KD_F32 || x->dtype == MP_KD_I8 ||

@@ -683,10 +683,8 @@ static bool ix_run_max_unpool(op_ctx *c) {
   return true;
 }
 
-/* RoiAlign's limits: roi coordinates (after spatial_scale), and samples
- * a side of a bin (sampling_ratio, or the adaptive grid). */
+/* RoiAlign's limit on roi coordinates (after spatial_scale). */
 #define IX_ROI_LIMIT 1e9
-#define IX_ROI_GRID 256
 
 static bool ix_roi(op_ctx *c, mp_kroi *k) {
   op_rd r = op_reader(c);
@@ -695,7 +693,7 @@ static bool ix_roi(op_ctx *c, mp_kroi *k) {
   k->max = rd_range(&r, 0, 1) != 0;
   k->oh = rd_range(&r, 1, INT32_MAX);
   k->ow = rd_range(&r, 1, INT32_MAX);
-  k->sampling = rd_range(&r, 0, IX_ROI_GRID);
+  k->sampling = rd_range(&r, 0, MP_K_ROI_MAX_GRID);
   k->scale = rd_f(&r);
   k->half_pixel = rd_range(&r, 0, 1) != 0;
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
@@ -742,7 +740,7 @@ static bool ix_run_roi_align(op_ctx *c) {
     }
   }
   /* The boxes are data: each must be finite and, with an adaptive grid,
-   * ask for at most IX_ROI_GRID samples a side of a bin. */
+   * ask for at most MP_K_ROI_MAX_GRID samples a side of a bin. */
   const mp_btensor *rois = op_in(c, 1);
   double off = k.half_pixel ? 0.5 : 0.0;
   for (int64_t i = 0; i < k.rois; i++) {
@@ -759,11 +757,12 @@ static bool ix_run_roi_align(op_ctx *c) {
     double side[2] = {(b[3] - b[1]) / (double)k.oh,
                       (b[2] - b[0]) / (double)k.ow};
     for (int j = 0; k.sampling == 0 && j < 2; j++) {
-      if (ceil(side[j]) > IX_ROI_GRID) {
+      if (ceil(side[j]) > MP_K_ROI_MAX_GRID) {
         return op_fail(c,
                        "roi %lld of '%s' asks for %g samples a side of a bin "
                        "(at most %d; give sampling_ratio)",
-                       (long long)i, rois->name, ceil(side[j]), IX_ROI_GRID);
+                       (long long)i, rois->name, ceil(side[j]),
+                       MP_K_ROI_MAX_GRID);
       }
     }
   }
@@ -796,7 +795,7 @@ static bool ix_check_dropout(op_ctx *c) {
 }
 
 static bool ix_run_dropout(op_ctx *c) {
-  const mp_btensor *x = op_in(c, 0), *ratio = op_in(c, 1), *tm = op_in(c, 2);
+  const mp_btensor *ratio = op_in(c, 1), *tm = op_in(c, 2);
   if (tm && mp_k_load_i(op_pin(c, 2), MP_KD_BOOL, 0) != 0) {
     double p = ratio ? mp_k_load(op_pin(c, 1), ratio->dtype, 0) : 0.5;
     if (p != 0) {
@@ -811,7 +810,6 @@ static bool ix_run_dropout(op_ctx *c) {
   if (op_pout(c, 0) != op_pin(c, 0))
     memcpy(op_pout(c, 0), op_pin(c, 0), y->bytes);
   if (mask) memset(op_pout(c, 1), 1, (size_t)op_count(mask));
-  (void)x;
   return true;
 }
 

@@ -630,28 +630,17 @@ static mp_status pm_removed(const mp_graph *g, const mp_graph *next,
 
 #define PM_REFINE_MAX 4
 
-/* made[t] for each tensor of g: 0 for a graph input or weight, else 1 +
- * the step order produces it at. */
-static void pm_made_of(const mp_graph *g, const uint32_t *order,
-                       uint32_t *made) {
-  size_t n_t = mp_graph_tensor_count(g), n = mp_graph_op_count(g);
-  for (size_t t = 0; t < n_t; t++) made[t] = 0;
-  for (size_t k = 0; k < n; k++) {
-    const mp_op *op = mp_graph_op(g, order[k]);
-    for (uint32_t j = 0; j < op->n_outputs; j++) {
-      if (op->outputs[j] >= 0) made[op->outputs[j]] = (uint32_t)k + 1;
-    }
-  }
-}
-
-/* Runs graph pass p (c0 as it ran) on s with made; the result, measured
- * (prev: the hint's graph), goes to *cand (cand->g NULL: no change). */
+/* Runs graph pass p (c0 as it ran) on s with made, or when made is NULL
+ * with the steps order produces each tensor at (the pass derives them);
+ * the result, measured (prev: the hint's graph), goes to *cand (cand->g
+ * NULL: no change). */
 static mp_status pm_pass_with(const pass_ctx *c0, const pm_pass *p,
-                              const pm_state *s, const uint32_t *made,
-                              const mp_pass_opts *o, pm_budget *b,
-                              const pm_state *prev, pm_state *cand,
-                              mp_buf *note, mp_error *err) {
+                              const pm_state *s, const uint32_t *order,
+                              const uint32_t *made, const mp_pass_opts *o,
+                              pm_budget *b, const pm_state *prev,
+                              pm_state *cand, mp_buf *note, mp_error *err) {
   pass_ctx c = *c0;
+  if (order) c.order = order;
   c.made = made;
   c.reordered = 0;
   c.rewrites = 0;
@@ -666,6 +655,22 @@ static mp_status pm_pass_with(const pass_ctx *c0, const pm_pass *p,
   }
   *note = c.note;
   return st;
+}
+
+/* cand and its detail cnote replace next and note when ok and cand's
+ * lower bound is below next's (true); otherwise cand is released. */
+static bool pm_keep_lower(bool ok, pm_state *next, mp_buf *note, pm_state *cand,
+                          mp_buf *cnote) {
+  if (ok && cand->g && cand->meas.lb < next->meas.lb) {
+    mp_buf_free(note);
+    *note = *cnote;
+    pm_state_release(next);
+    *next = *cand;
+    return true;
+  }
+  mp_buf_free(cnote);
+  if (cand->g) pm_state_release(cand);
+  return false;
 }
 
 /* Invariant 8: reruns graph pass p (c0 as it ran) on s with the production
@@ -702,18 +707,9 @@ static mp_status pm_refine_rounds(const pass_ctx *c0, const pm_pass *p,
     }
     pm_state cand;
     mp_buf cnote;
-    st = pm_pass_with(c0, p, s, made, o, b, next, &cand, &cnote, err);
-    if (st == MP_OK && cand.g && cand.meas.lb < next->meas.lb) {
-      mp_buf_free(note);
-      *note = cnote;
-      pm_state_release(next);
-      *next = cand;
-      (*kept)++;
-      continue;
-    }
-    mp_buf_free(&cnote);
-    if (cand.g) pm_state_release(&cand);
-    break;
+    st = pm_pass_with(c0, p, s, NULL, made, o, b, next, &cand, &cnote, err);
+    if (!pm_keep_lower(st == MP_OK, next, note, &cand, &cnote)) break;
+    (*kept)++;
   }
   mp_free(a, pos);
   mp_free(a, made);
@@ -733,38 +729,24 @@ static mp_status pm_refine_seeds(const pass_ctx *c0, const pm_pass *p,
                                  mp_error *err) {
   static const mp_order_kind seeds[] = {MP_ORDER_DFS, MP_ORDER_RPO,
                                         MP_ORDER_FILE};
-  const mp_alloc *a = mp_graph_alloc(s->g);
-  uint32_t *made = mp_calloc(a, mp_graph_tensor_count(s->g) + 1, sizeof *made);
-  mp_status st = made ? MP_OK
-                      : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
-                                     mp_graph_source(s->g));
+  mp_status st = MP_OK;
   for (size_t k = 0; st == MP_OK && k < sizeof seeds / sizeof *seeds; k++) {
     uint32_t *order = NULL;
     mp_order_kind used;
     st = mp_schedule(s->g, seeds[k], &order, &used, err);
     if (st != MP_OK) break;
-    pm_made_of(s->g, order, made);
-    mp_free(a, order);
     pm_state cand;
     mp_buf cnote;
     int kept = 0;
-    st = pm_pass_with(c0, p, s, made, o, b, s, &cand, &cnote, err);
+    st = pm_pass_with(c0, p, s, order, NULL, o, b, s, &cand, &cnote, err);
+    mp_free(mp_graph_alloc(s->g), order);
     if (st == MP_OK && cand.g) {
       st = pm_refine_rounds(c0, p, s, o, b, &cand, &cnote, &kept, err);
-    }
-    if (st == MP_OK && cand.g && cand.meas.lb < next->meas.lb) {
       mp_buf_printf(&cnote, ", chains seeded by the %s order",
                     mp_order_name(seeds[k]));
-      mp_buf_free(note);
-      *note = cnote;
-      pm_state_release(next);
-      *next = cand;
-      continue;
     }
-    mp_buf_free(&cnote);
-    if (cand.g) pm_state_release(&cand);
+    pm_keep_lower(st == MP_OK, next, note, &cand, &cnote);
   }
-  mp_free(a, made);
   return st;
 }
 

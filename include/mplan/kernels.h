@@ -404,6 +404,9 @@ void mp_k_max_unpool(size_t es, int64_t nx, const void *x, const int64_t *idx,
  * sampling_ratio, or when 0 ceil(bin size). Without half_pixel a roi is
  * at least 1 x 1. Samples beyond one pixel outside the image count 0.
  * Floats, in double; y is [R, c, oh, ow]. */
+/* The most samples a side of a bin (sampling_ratio, or the adaptive
+ * grid) the compiler and the runtime accept. */
+#define MP_K_ROI_MAX_GRID 256
 typedef struct mp_kroi {
   int64_t n, c, h, w, rois, oh, ow, sampling;
   double scale;
