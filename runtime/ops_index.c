@@ -222,7 +222,7 @@ static bool ix_run_nd(op_ctx *c, bool scatter) {
   for (int64_t t = 0; t < n; t++) {
     int64_t off = 0;
     for (int64_t j = 0; j < s.k; j++) {
-      int64_t v;
+      int64_t v = 0;
       if (!ix_index(c, 1, (size_t)(t * s.k + j), x->shape.dims[s.b + j], &v))
         return false;
       off += v * st[s.b + j];

@@ -231,7 +231,7 @@ mp_status mp_events_parse(const char *source, const char *text, size_t len,
   for (char *line = copy; *line && st == MP_OK; line_no++) {
     char *nl = strchr(line, '\n');
     if (nl) *nl = '\0';
-    char *f[9];
+    char *f[9] = {0};
     size_t nf = rn_split(line, f, 9);
     if (line_no == 0) {
       if (strcmp(f[0], "mplan-events/1") != 0) {
@@ -302,7 +302,7 @@ mp_status mp_events_parse_target(const char *source, const char *text,
   for (char *line = copy; *line && st == MP_OK;) {
     char *nl = strchr(line, '\n');
     if (nl) *nl = '\0';
-    char *f[5];
+    char *f[5] = {0};
     size_t nf = rn_split(line, f, 5);
     if (strcmp(f[0], "target") == 0 && nf == 4) {
       uint64_t v = 0;
