@@ -20,6 +20,7 @@
 
 #include "check_internal.h"
 #include "diff_internal.h"
+#include "json_out.h"
 #include "mplan/units.h"
 
 #define CK_TOP_TEXT 5
@@ -135,75 +136,43 @@ typedef struct cj_ctx {
   bool ok;
 } cj_ctx;
 
-static cJSON *cj_obj(cj_ctx *c, cJSON *parent, const char *key) {
-  cJSON *o = c->ok ? cJSON_AddObjectToObject(parent, key) : NULL;
-  if (!o) c->ok = false;
-  return o;
-}
-
-static cJSON *cj_arr(cj_ctx *c, cJSON *parent, const char *key) {
-  cJSON *o = c->ok ? cJSON_AddArrayToObject(parent, key) : NULL;
-  if (!o) c->ok = false;
-  return o;
-}
-
-static cJSON *cj_push(cj_ctx *c, cJSON *arr) {
-  cJSON *o = c->ok ? cJSON_CreateObject() : NULL;
-  if (!o || !cJSON_AddItemToArray(arr, o)) {
-    cJSON_Delete(o);
-    c->ok = false;
-    return NULL;
-  }
-  return o;
-}
-
-static void cj_num(cj_ctx *c, cJSON *o, const char *key, double v) {
-  if (c->ok && !cJSON_AddNumberToObject(o, key, v)) c->ok = false;
-}
-
-static void cj_str(cj_ctx *c, cJSON *o, const char *key, const char *v) {
-  if (!c->ok) return;
-  if (!(v ? cJSON_AddStringToObject(o, key, v) : cJSON_AddNullToObject(o, key)))
-    c->ok = false;
-}
-
 static void cj_bands(cj_ctx *c, cJSON *chk, const ck_entry *e) {
-  cJSON *arr = cj_arr(c, chk, "regions");
+  cJSON *arr = rj_arr(&c->ok, chk, "regions");
   for (size_t k = 0; arr && k < mp_diff_region_count(e->diff); k++) {
     const mp_diff_region *g = mp_diff_region_at(e->diff, k);
     size_t w = mp_check_band(g->arena[0], c->r->opts.tolerance_ppm);
     size_t dist = g->arena[1] > g->arena[0] ? g->arena[1] - g->arena[0]
                                             : g->arena[0] - g->arena[1];
-    cJSON *o = cj_push(c, arr);
+    cJSON *o = rj_push_obj(&c->ok, arr);
     if (!o) return;
-    cj_str(c, o, "name", g->name);
-    cj_num(c, o, "baseline_bytes", (double)g->arena[0]);
-    cj_num(c, o, "arena_bytes", (double)g->arena[1]);
-    cj_num(c, o, "delta_bytes", (double)g->delta);
-    cj_num(c, o, "band_bytes", (double)w);
-    cj_str(c, o, "status", g->a && g->b && dist <= w ? "pass" : "fail");
+    rj_str(&c->ok, o, "name", g->name);
+    rj_num(&c->ok, o, "baseline_bytes", (double)g->arena[0]);
+    rj_num(&c->ok, o, "arena_bytes", (double)g->arena[1]);
+    rj_num(&c->ok, o, "delta_bytes", (double)g->delta);
+    rj_num(&c->ok, o, "band_bytes", (double)w);
+    rj_str(&c->ok, o, "status", g->a && g->b && dist <= w ? "pass" : "fail");
   }
 }
 
 static void cj_checks(cj_ctx *c, cJSON *m, const ck_entry *e) {
-  cJSON *arr = cj_arr(c, m, "checks");
+  cJSON *arr = rj_arr(&c->ok, m, "checks");
   if (arr && e->has_budget) {
-    cJSON *o = cj_push(c, arr);
+    cJSON *o = rj_push_obj(&c->ok, arr);
     if (!o) return;
-    cj_str(c, o, "name", "budget");
-    cj_str(c, o, "status", mp_verdict_name(e->budget));
-    cj_str(c, o, "message", e->budget_msg);
-    cj_num(c, o, "budget_bytes", (double)c->r->opts.budget_bytes);
-    cj_num(c, o, "arena_bytes", (double)mp_snapshot_total_bytes(e->now));
+    rj_str(&c->ok, o, "name", "budget");
+    rj_str(&c->ok, o, "status", mp_verdict_name(e->budget));
+    rj_str(&c->ok, o, "message", e->budget_msg);
+    rj_num(&c->ok, o, "budget_bytes", (double)c->r->opts.budget_bytes);
+    rj_num(&c->ok, o, "arena_bytes", (double)mp_snapshot_total_bytes(e->now));
   }
   if (arr && e->has_baseline) {
-    cJSON *o = cj_push(c, arr);
+    cJSON *o = rj_push_obj(&c->ok, arr);
     if (!o) return;
-    cj_str(c, o, "name", "baseline");
-    cj_str(c, o, "status", mp_verdict_name(e->baseline));
-    cj_str(c, o, "message", e->baseline_msg);
-    cj_str(c, o, "baseline", e->baseline_path);
-    cj_num(c, o, "tolerance_pct", c->r->opts.tolerance_ppm / 10000.0);
+    rj_str(&c->ok, o, "name", "baseline");
+    rj_str(&c->ok, o, "status", mp_verdict_name(e->baseline));
+    rj_str(&c->ok, o, "message", e->baseline_msg);
+    rj_str(&c->ok, o, "baseline", e->baseline_path);
+    rj_num(&c->ok, o, "tolerance_pct", c->r->opts.tolerance_ppm / 10000.0);
     if (c->ok && !cJSON_AddBoolToObject(o, "updated", c->r->opts.update))
       c->ok = false;
     if (e->diff && !c->r->opts.update) cj_bands(c, o, e);
@@ -211,28 +180,28 @@ static void cj_checks(cj_ctx *c, cJSON *m, const ck_entry *e) {
 }
 
 static void cj_regions(cj_ctx *c, cJSON *m, const mp_snapshot *s) {
-  cJSON *arr = cj_arr(c, m, "regions");
+  cJSON *arr = rj_arr(&c->ok, m, "regions");
   for (size_t k = 0; arr && k < mp_snapshot_region_count(s); k++) {
     const mp_snap_region *g = mp_snapshot_region(s, k);
-    cJSON *o = cj_push(c, arr);
+    cJSON *o = rj_push_obj(&c->ok, arr);
     if (!o) return;
-    cj_str(c, o, "name", g->name);
-    cj_num(c, o, "arena_bytes", (double)g->arena_bytes);
-    cj_num(c, o, "resident_bytes", (double)g->resident_bytes);
-    cj_num(c, o, "lower_bound_bytes", (double)g->lower_bound_bytes);
+    rj_str(&c->ok, o, "name", g->name);
+    rj_num(&c->ok, o, "arena_bytes", (double)g->arena_bytes);
+    rj_num(&c->ok, o, "resident_bytes", (double)g->resident_bytes);
+    rj_num(&c->ok, o, "lower_bound_bytes", (double)g->lower_bound_bytes);
   }
 }
 
 static void cj_entry(cj_ctx *c, cJSON *arr, const ck_entry *e) {
-  cJSON *m = cj_push(c, arr);
+  cJSON *m = rj_push_obj(&c->ok, arr);
   if (!m) return;
-  cj_str(c, m, "model", e->model);
-  cj_str(c, m, "status", mp_verdict_name(e->verdict));
+  rj_str(&c->ok, m, "model", e->model);
+  rj_str(&c->ok, m, "status", mp_verdict_name(e->verdict));
   if (e->error) {
-    cj_str(c, m, "error", e->error);
+    rj_str(&c->ok, m, "error", e->error);
     return;
   }
-  cj_num(c, m, "arena_bytes", (double)mp_snapshot_total_bytes(e->now));
+  rj_num(&c->ok, m, "arena_bytes", (double)mp_snapshot_total_bytes(e->now));
   cj_regions(c, m, e->now);
   cj_checks(c, m, e);
   if (!c->ok || !e->diff) return;
@@ -248,27 +217,27 @@ mp_status mp_check_report_json(const mp_check_report *r, mp_buf *out,
   cj_ctx c = {r, true};
   cJSON *root = cJSON_CreateObject();
   if (!root) c.ok = false;
-  cj_str(&c, root, "mplan", "check/1");
-  cj_str(&c, root, "tool", "mplan " MP_VERSION);
-  cj_str(&c, root, "status", mp_verdict_name(mp_check_report_verdict(r)));
-  cJSON *o = cj_obj(&c, root, "options");
+  rj_str(&c.ok, root, "mplan", "check/1");
+  rj_str(&c.ok, root, "tool", "mplan " MP_VERSION);
+  rj_str(&c.ok, root, "status", mp_verdict_name(mp_check_report_verdict(r)));
+  cJSON *o = rj_obj(&c.ok, root, "options");
   if (o && r->opts.has_budget) {
-    cj_num(&c, o, "budget_bytes", (double)r->opts.budget_bytes);
+    rj_num(&c.ok, o, "budget_bytes", (double)r->opts.budget_bytes);
   }
   if (o && r->opts.has_baseline) {
-    cj_str(&c, o, "baseline", r->opts.baseline_where);
-    cj_num(&c, o, "tolerance_pct", r->opts.tolerance_ppm / 10000.0);
+    rj_str(&c.ok, o, "baseline", r->opts.baseline_where);
+    rj_num(&c.ok, o, "tolerance_pct", r->opts.tolerance_ppm / 10000.0);
     if (c.ok && !cJSON_AddBoolToObject(o, "update", r->opts.update))
       c.ok = false;
   }
-  cJSON *counts = cj_obj(&c, root, "counts");
+  cJSON *counts = rj_obj(&c.ok, root, "counts");
   if (counts) {
-    cj_num(&c, counts, "models", (double)r->counts.models);
-    cj_num(&c, counts, "passed", (double)r->counts.passed);
-    cj_num(&c, counts, "failed", (double)r->counts.failed);
-    cj_num(&c, counts, "errors", (double)r->counts.errors);
+    rj_num(&c.ok, counts, "models", (double)r->counts.models);
+    rj_num(&c.ok, counts, "passed", (double)r->counts.passed);
+    rj_num(&c.ok, counts, "failed", (double)r->counts.failed);
+    rj_num(&c.ok, counts, "errors", (double)r->counts.errors);
   }
-  cJSON *models = cj_arr(&c, root, "models");
+  cJSON *models = rj_arr(&c.ok, root, "models");
   for (size_t i = 0; models && i < r->n; i++) {
     cj_entry(&c, models, &r->entries[i]);
   }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "diff_internal.h"
+#include "json_out.h"
 #include "mplan/units.h"
 
 #define DIFF_TOP 10
@@ -292,101 +293,65 @@ typedef struct dj_ctx {
   bool ok;
 } dj_ctx;
 
-static cJSON *dj_obj(dj_ctx *c, cJSON *parent, const char *key) {
-  cJSON *o = c->ok ? cJSON_AddObjectToObject(parent, key) : NULL;
-  if (!o) c->ok = false;
-  return o;
-}
-
-static cJSON *dj_arr(dj_ctx *c, cJSON *parent, const char *key) {
-  cJSON *o = c->ok ? cJSON_AddArrayToObject(parent, key) : NULL;
-  if (!o) c->ok = false;
-  return o;
-}
-
-static cJSON *dj_push(dj_ctx *c, cJSON *arr) {
-  cJSON *o = c->ok ? cJSON_CreateObject() : NULL;
-  if (!o || !cJSON_AddItemToArray(arr, o)) {
-    cJSON_Delete(o);
-    c->ok = false;
-    return NULL;
-  }
-  return o;
-}
-
-static void dj_num(dj_ctx *c, cJSON *o, const char *key, double v) {
-  if (c->ok && !cJSON_AddNumberToObject(o, key, v)) c->ok = false;
-}
-
-static void dj_str(dj_ctx *c, cJSON *o, const char *key, const char *v) {
-  if (!c->ok) return;
-  if (!(v ? cJSON_AddStringToObject(o, key, v) : cJSON_AddNullToObject(o, key)))
-    c->ok = false;
-}
-
-static void dj_bool(dj_ctx *c, cJSON *o, const char *key, bool v) {
-  if (c->ok && !cJSON_AddBoolToObject(o, key, v)) c->ok = false;
-}
-
 static void dj_figure(dj_ctx *c, cJSON *o, const char *key, int64_t old,
                       int64_t now) {
-  cJSON *f = dj_obj(c, o, key);
+  cJSON *f = rj_obj(&c->ok, o, key);
   if (!f) return;
-  dj_num(c, f, "old", (double)old);
-  dj_num(c, f, "new", (double)now);
-  dj_num(c, f, "delta", (double)(now - old));
+  rj_num(&c->ok, f, "old", (double)old);
+  rj_num(&c->ok, f, "new", (double)now);
+  rj_num(&c->ok, f, "delta", (double)(now - old));
   if (old > 0 && now >= 0) {
-    dj_num(c, f, "pct", diff_pct_value((size_t)old, (size_t)now));
-  } else if (c->ok && !cJSON_AddNullToObject(f, "pct")) {
-    c->ok = false;
+    rj_num(&c->ok, f, "pct", diff_pct_value((size_t)old, (size_t)now));
+  } else {
+    rj_str(&c->ok, f, "pct", NULL);
   }
 }
 
 static void dj_why(dj_ctx *c, cJSON *o, int64_t res, int64_t sizes,
                    int64_t order, int64_t frag) {
-  cJSON *w = dj_obj(c, o, "why");
+  cJSON *w = rj_obj(&c->ok, o, "why");
   if (!w) return;
-  dj_num(c, w, "resident", (double)res);
-  dj_num(c, w, "sizes", (double)sizes);
-  dj_num(c, w, "order", (double)order);
-  dj_num(c, w, "fragmentation", (double)frag);
+  rj_num(&c->ok, w, "resident", (double)res);
+  rj_num(&c->ok, w, "sizes", (double)sizes);
+  rj_num(&c->ok, w, "order", (double)order);
+  rj_num(&c->ok, w, "fragmentation", (double)frag);
 }
 
 static void dj_source(dj_ctx *c, cJSON *root, const char *key,
                       const mp_snapshot *s) {
   const mp_snap_info *in = mp_snapshot_info(s);
-  cJSON *o = dj_obj(c, root, key);
+  cJSON *o = rj_obj(&c->ok, root, key);
   if (!o) return;
-  dj_str(c, o, "source", in->source);
-  dj_str(c, o, "kind", in->kind);
-  dj_str(c, o, "tool", in->tool);
-  dj_str(c, o, "model", in->model_path);
-  dj_str(c, o, "model_sha256", in->model_sha256);
-  dj_str(c, o, "strategy", in->strategy);
-  dj_str(c, o, "order", in->order);
-  dj_str(c, o, "backend", in->backend);
-  if (in->run_id) dj_num(c, o, "run", (double)in->run_id);
+  rj_str(&c->ok, o, "source", in->source);
+  rj_str(&c->ok, o, "kind", in->kind);
+  rj_str(&c->ok, o, "tool", in->tool);
+  rj_str(&c->ok, o, "model", in->model_path);
+  rj_str(&c->ok, o, "model_sha256", in->model_sha256);
+  rj_str(&c->ok, o, "strategy", in->strategy);
+  rj_str(&c->ok, o, "order", in->order);
+  rj_str(&c->ok, o, "backend", in->backend);
+  if (in->run_id) rj_num(&c->ok, o, "run", (double)in->run_id);
 }
 
 static void dj_peaks(dj_ctx *c, cJSON *o, const char *key, const mp_snapshot *s,
                      const mp_snap_region *g) {
-  cJSON *arr = dj_arr(c, o, key);
+  cJSON *arr = rj_arr(&c->ok, o, key);
   for (size_t k = 0; arr && g && k < g->n_peaks; k++) {
-    cJSON *e = dj_push(c, arr);
+    cJSON *e = rj_push_obj(&c->ok, arr);
     if (!e) return;
-    dj_num(c, e, "first", (double)g->peaks[k].first);
-    dj_num(c, e, "last", (double)g->peaks[k].last);
+    rj_num(&c->ok, e, "first", (double)g->peaks[k].first);
+    rj_num(&c->ok, e, "last", (double)g->peaks[k].last);
     const char *p = diff_op(s, g->peaks[k].first);
     const char *q = diff_op(s, g->peaks[k].last);
-    if (p) dj_str(c, e, "first_op", p);
-    if (q) dj_str(c, e, "last_op", q);
+    if (p) rj_str(&c->ok, e, "first_op", p);
+    if (q) rj_str(&c->ok, e, "last_op", q);
   }
 }
 
 static void dj_region(dj_ctx *c, cJSON *arr, const mp_diff_region *r) {
-  cJSON *o = dj_push(c, arr);
+  cJSON *o = rj_push_obj(&c->ok, arr);
   if (!o) return;
-  dj_str(c, o, "name", r->name);
+  rj_str(&c->ok, o, "name", r->name);
   dj_figure(c, o, "arena", (int64_t)r->arena[0], (int64_t)r->arena[1]);
   dj_figure(c, o, "resident", (int64_t)r->resident[0], (int64_t)r->resident[1]);
   dj_figure(c, o, "activations", (int64_t)(r->arena[0] - r->resident[0]),
@@ -395,9 +360,9 @@ static void dj_region(dj_ctx *c, cJSON *arr, const mp_diff_region *r) {
             (int64_t)r->lower_bound[1]);
   dj_figure(c, o, "fragmentation", r->fragmentation[0], r->fragmentation[1]);
   dj_why(c, o, r->by_resident, r->by_sizes, r->by_order, r->by_fragmentation);
-  cJSON *p = dj_obj(c, o, "peak");
+  cJSON *p = rj_obj(&c->ok, o, "peak");
   if (!p) return;
-  dj_bool(c, p, "moved", r->peak_moved);
+  rj_bool(&c->ok, p, "moved", r->peak_moved);
   dj_peaks(c, p, "old", mp_diff_old(c->d), r->a);
   dj_peaks(c, p, "new", mp_diff_new(c->d), r->b);
 }
@@ -405,35 +370,35 @@ static void dj_region(dj_ctx *c, cJSON *arr, const mp_diff_region *r) {
 static void dj_tensor_side(dj_ctx *c, cJSON *o, const char *key,
                            const mp_snapshot *s, const mp_snap_tensor *t) {
   if (!t) {
-    if (c->ok && !cJSON_AddNullToObject(o, key)) c->ok = false;
+    rj_str(&c->ok, o, key, NULL);
     return;
   }
-  cJSON *x = dj_obj(c, o, key);
+  cJSON *x = rj_obj(&c->ok, o, key);
   if (!x) return;
-  dj_num(c, x, "size", (double)t->size);
-  dj_num(c, x, "padded", (double)t->padded);
-  dj_num(c, x, "first", (double)t->first);
-  dj_num(c, x, "last", (double)t->last);
-  dj_str(c, x, "class", mp_class_name(t->cls));
-  dj_str(c, x, "region", mp_snapshot_region(s, t->region)->name);
+  rj_num(&c->ok, x, "size", (double)t->size);
+  rj_num(&c->ok, x, "padded", (double)t->padded);
+  rj_num(&c->ok, x, "first", (double)t->first);
+  rj_num(&c->ok, x, "last", (double)t->last);
+  rj_str(&c->ok, x, "class", mp_class_name(t->cls));
+  rj_str(&c->ok, x, "region", mp_snapshot_region(s, t->region)->name);
 }
 
 static void dj_tensors(dj_ctx *c, cJSON *root) {
   const mp_diff_summary *s = mp_diff_summary_of(c->d);
-  cJSON *o = dj_obj(c, root, "tensors");
-  cJSON *counts = o ? dj_obj(c, o, "counts") : NULL;
+  cJSON *o = rj_obj(&c->ok, root, "tensors");
+  cJSON *counts = o ? rj_obj(&c->ok, o, "counts") : NULL;
   for (int k = 0; counts && k < MP_CHANGE_COUNT; k++) {
-    dj_num(c, counts, mp_change_name((mp_change)k), (double)s->count[k]);
+    rj_num(&c->ok, counts, mp_change_name((mp_change)k), (double)s->count[k]);
   }
-  cJSON *arr = o ? dj_arr(c, o, "changed") : NULL;
+  cJSON *arr = o ? rj_arr(&c->ok, o, "changed") : NULL;
   for (size_t i = 0; arr && i < mp_diff_tensor_count(c->d); i++) {
     const mp_diff_tensor *t = mp_diff_tensor_at(c->d, i);
-    cJSON *e = dj_push(c, arr);
+    cJSON *e = rj_push_obj(&c->ok, arr);
     if (!e) return;
-    dj_str(c, e, "name", t->name);
-    dj_str(c, e, "change", mp_change_name(t->change));
-    dj_num(c, e, "delta", (double)t->delta);
-    if (t->host) dj_str(c, e, "host", t->host);
+    rj_str(&c->ok, e, "name", t->name);
+    rj_str(&c->ok, e, "change", mp_change_name(t->change));
+    rj_num(&c->ok, e, "delta", (double)t->delta);
+    if (t->host) rj_str(&c->ok, e, "host", t->host);
     dj_tensor_side(c, e, "old", mp_diff_old(c->d), t->a);
     dj_tensor_side(c, e, "new", mp_diff_new(c->d), t->b);
   }
@@ -441,40 +406,40 @@ static void dj_tensors(dj_ctx *c, cJSON *root) {
 
 static void dj_summary(dj_ctx *c, cJSON *root) {
   const mp_diff_summary *s = mp_diff_summary_of(c->d);
-  cJSON *t = dj_obj(c, root, "total");
+  cJSON *t = rj_obj(&c->ok, root, "total");
   if (t) {
-    dj_num(c, t, "old", (double)s->total[0]);
-    dj_num(c, t, "new", (double)s->total[1]);
-    dj_num(c, t, "delta", (double)s->delta);
+    rj_num(&c->ok, t, "old", (double)s->total[0]);
+    rj_num(&c->ok, t, "new", (double)s->total[1]);
+    rj_num(&c->ok, t, "delta", (double)s->delta);
     if (s->total[0]) {
-      dj_num(c, t, "pct", diff_pct_value(s->total[0], s->total[1]));
-    } else if (c->ok && !cJSON_AddNullToObject(t, "pct")) {
-      c->ok = false;
+      rj_num(&c->ok, t, "pct", diff_pct_value(s->total[0], s->total[1]));
+    } else {
+      rj_str(&c->ok, t, "pct", NULL);
     }
     dj_why(c, t, s->by_resident, s->by_sizes, s->by_order, s->by_fragmentation);
-    dj_str(c, t, "main_cause", diff_main_cause(c->d));
+    rj_str(&c->ok, t, "main_cause", diff_main_cause(c->d));
   }
-  dj_bool(c, root, "peak_moved", s->peak_moved);
-  cJSON *o = dj_obj(c, root, "order");
+  rj_bool(&c->ok, root, "peak_moved", s->peak_moved);
+  cJSON *o = rj_obj(&c->ok, root, "order");
   if (!o) return;
-  dj_bool(c, o, "changed", s->order_changed);
-  dj_num(c, o, "old_steps", (double)s->steps[0]);
-  dj_num(c, o, "new_steps", (double)s->steps[1]);
-  dj_num(c, o, "moved", (double)s->ops_moved);
-  dj_num(c, o, "added", (double)s->ops_added);
-  dj_num(c, o, "removed", (double)s->ops_removed);
+  rj_bool(&c->ok, o, "changed", s->order_changed);
+  rj_num(&c->ok, o, "old_steps", (double)s->steps[0]);
+  rj_num(&c->ok, o, "new_steps", (double)s->steps[1]);
+  rj_num(&c->ok, o, "moved", (double)s->ops_moved);
+  rj_num(&c->ok, o, "added", (double)s->ops_added);
+  rj_num(&c->ok, o, "removed", (double)s->ops_removed);
 }
 
 cJSON *diff_json_tree(const mp_diff *d) {
   dj_ctx c = {d, true};
   cJSON *root = cJSON_CreateObject();
   if (!root) return NULL;
-  dj_str(&c, root, "mplan", "diff/1");
-  dj_str(&c, root, "tool", "mplan " MP_VERSION);
+  rj_str(&c.ok, root, "mplan", "diff/1");
+  rj_str(&c.ok, root, "tool", "mplan " MP_VERSION);
   dj_source(&c, root, "old", mp_diff_old(d));
   dj_source(&c, root, "new", mp_diff_new(d));
-  dj_bool(&c, root, "same_model", mp_diff_summary_of(d)->same_model);
-  cJSON *regions = dj_arr(&c, root, "regions");
+  rj_bool(&c.ok, root, "same_model", mp_diff_summary_of(d)->same_model);
+  cJSON *regions = rj_arr(&c.ok, root, "regions");
   for (size_t k = 0; regions && k < mp_diff_region_count(d); k++) {
     dj_region(&c, regions, mp_diff_region_at(d, k));
   }

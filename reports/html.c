@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json_out.h"
 #include "mplan/report.h"
 #include "mplan/units.h"
 #include "report_util.h"
@@ -46,137 +47,95 @@ typedef struct html_ctx {
 
 /* ---- the data document --------------------------------------------------- */
 
-static void html_num(html_ctx *c, cJSON *o, const char *key, double v) {
-  if (!cJSON_AddNumberToObject(o, key, v)) c->ok = false;
-}
-
-static void html_str(html_ctx *c, cJSON *o, const char *key, const char *v) {
-  if (!(v ? cJSON_AddStringToObject(o, key, v) : cJSON_AddNullToObject(o, key)))
-    c->ok = false;
-}
-
-static cJSON *html_obj(html_ctx *c, cJSON *parent, const char *key) {
-  cJSON *o = parent ? cJSON_AddObjectToObject(parent, key) : NULL;
-  if (!o) c->ok = false;
-  return o;
-}
-
-static cJSON *html_arr(html_ctx *c, cJSON *parent, const char *key) {
-  cJSON *o = parent ? cJSON_AddArrayToObject(parent, key) : NULL;
-  if (!o) c->ok = false;
-  return o;
-}
-
-static void html_push(html_ctx *c, cJSON *arr, cJSON *item) {
-  if (!arr || !item || !cJSON_AddItemToArray(arr, item)) {
-    cJSON_Delete(item);
-    c->ok = false;
-  }
-}
-
-static void html_push_num(html_ctx *c, cJSON *arr, double v) {
-  html_push(c, arr, cJSON_CreateNumber(v));
-}
-
-static void html_push_str(html_ctx *c, cJSON *arr, const char *v) {
-  html_push(c, arr, v ? cJSON_CreateString(v) : cJSON_CreateNull());
-}
-
 static void html_model(html_ctx *c, cJSON *root) {
   const mp_report_meta *meta = c->meta;
   char utc[32];
-  html_str(c, root, "mplan", "report/1");
-  html_str(c, root, "tool", "mplan " MP_VERSION);
+  rj_str(&c->ok, root, "mplan", "report/1");
+  rj_str(&c->ok, root, "tool", "mplan " MP_VERSION);
   if (meta && meta->created_utc) {
     snprintf(utc, sizeof utc, "%s", meta->created_utc);
   } else {
     report_utc_now(utc, sizeof utc);
   }
-  html_str(c, root, "created_utc", utc);
-  html_str(c, root, "options", meta ? meta->options : NULL);
-  html_str(c, root, "time_unit", report_time_word(c->m));
-  cJSON *m = html_obj(c, root, "model");
+  rj_str(&c->ok, root, "created_utc", utc);
+  rj_str(&c->ok, root, "options", meta ? meta->options : NULL);
+  rj_str(&c->ok, root, "time_unit", report_time_word(c->m));
+  cJSON *m = rj_obj(&c->ok, root, "model");
   if (!m) return;
-  html_str(c, m, "path", mp_model_path(c->m));
-  html_str(c, m, "name", mp_model_name(c->m));
-  html_str(c, m, "format", mp_model_format_name(mp_model_format_of(c->m)));
-  html_str(c, m, "sha256", meta ? meta->model_sha256 : NULL);
-  html_str(c, m, "backend", mp_model_backend_name(c->m));
-  html_str(c, m, "order", mp_model_order_name(c->m));
+  rj_str(&c->ok, m, "path", mp_model_path(c->m));
+  rj_str(&c->ok, m, "name", mp_model_name(c->m));
+  rj_str(&c->ok, m, "format", mp_model_format_name(mp_model_format_of(c->m)));
+  rj_str(&c->ok, m, "sha256", meta ? meta->model_sha256 : NULL);
+  rj_str(&c->ok, m, "backend", mp_model_backend_name(c->m));
+  rj_str(&c->ok, m, "order", mp_model_order_name(c->m));
   const mp_graph *g = mp_model_graph(c->m);
-  html_num(c, m, "ops", g ? (double)mp_graph_op_count(g) : 0);
-  cJSON *dims = html_obj(c, m, "dims");
+  rj_num(&c->ok, m, "ops", g ? (double)mp_graph_op_count(g) : 0);
+  cJSON *dims = rj_obj(&c->ok, m, "dims");
   for (size_t i = 0; dims && g && i < mp_graph_dim_count(g); i++) {
-    html_num(c, dims, mp_graph_dim_name(g, i),
-             (double)mp_graph_dim_value(g, i));
+    rj_num(&c->ok, dims, mp_graph_dim_name(g, i),
+           (double)mp_graph_dim_value(g, i));
   }
 }
 
 static void html_summary(html_ctx *c, cJSON *root) {
   const mp_plan_summary *s = mp_plan_summary_of(c->plan);
-  cJSON *o = html_obj(c, root, "summary");
+  cJSON *o = rj_obj(&c->ok, root, "summary");
   int64_t t0, t1;
   if (!o) return;
   mp_problem_span(c->p, &t0, &t1);
-  html_num(c, o, "arena_bytes", (double)s->arena_bytes);
-  html_num(c, o, "lower_bound_bytes", (double)s->lower_bound_bytes);
-  html_num(c, o, "resident_bytes", (double)s->resident_bytes);
-  html_num(c, o, "retained_bytes", (double)s->retained_bytes);
-  html_num(c, o, "activation_peak_bytes", (double)s->activation_peak_bytes);
-  html_num(c, o, "no_reuse_bytes", (double)s->no_reuse_bytes);
-  html_num(c, o, "alignment_waste_bytes", (double)s->alignment_waste_bytes);
-  html_num(c, o, "activation_base", (double)report_activation_base(c->plan));
-  html_num(c, o, "plan_ms", s->plan_ms);
-  html_str(c, o, "strategy", s->strategy);
-  html_num(c, o, "span_first", (double)t0);
-  html_num(c, o, "span_last", (double)t1);
-  html_num(c, o, "buffers", (double)mp_problem_count(c->p));
+  rj_summary_bytes(&c->ok, o, s);
+  rj_num(&c->ok, o, "activation_base", (double)report_activation_base(c->plan));
+  rj_num(&c->ok, o, "plan_ms", s->plan_ms);
+  rj_str(&c->ok, o, "strategy", s->strategy);
+  rj_num(&c->ok, o, "span_first", (double)t0);
+  rj_num(&c->ok, o, "span_last", (double)t1);
+  rj_num(&c->ok, o, "buffers", (double)mp_problem_count(c->p));
 }
 
 static void html_steps(html_ctx *c, cJSON *root) {
-  cJSON *o = html_obj(c, root, "steps");
-  cJSON *op = html_arr(c, o, "op"), *type = html_arr(c, o, "type");
+  cJSON *o = rj_obj(&c->ok, root, "steps");
+  cJSON *op = rj_arr(&c->ok, o, "op"), *type = rj_arr(&c->ok, o, "type");
   for (size_t k = 0; c->ok && k < mp_model_steps(c->m); k++) {
-    html_push_str(c, op, mp_model_step_op(c->m, k));
-    html_push_str(c, type, mp_model_step_type(c->m, k));
+    rj_push_str(&c->ok, op, mp_model_step_op(c->m, k));
+    rj_push_str(&c->ok, type, mp_model_step_type(c->m, k));
   }
 }
 
 static void html_profile(html_ctx *c, cJSON *root) {
   const mp_profile *prof = mp_plan_profile(c->plan);
-  cJSON *o = html_obj(c, root, "segments");
-  cJSON *first = html_arr(c, o, "first"), *last = html_arr(c, o, "last");
-  cJSON *live = html_arr(c, o, "live"), *count = html_arr(c, o, "count");
+  cJSON *o = rj_obj(&c->ok, root, "segments");
+  cJSON *first = rj_arr(&c->ok, o, "first"), *last = rj_arr(&c->ok, o, "last");
+  cJSON *live = rj_arr(&c->ok, o, "live"), *count = rj_arr(&c->ok, o, "count");
   for (size_t k = 0; c->ok && k < prof->n_segs; k++) {
-    html_push_num(c, first, (double)prof->segs[k].first);
-    html_push_num(c, last, (double)prof->segs[k].last);
-    html_push_num(c, live, (double)prof->segs[k].live);
-    html_push_num(c, count, (double)prof->segs[k].count);
+    rj_push_num(&c->ok, first, (double)prof->segs[k].first);
+    rj_push_num(&c->ok, last, (double)prof->segs[k].last);
+    rj_push_num(&c->ok, live, (double)prof->segs[k].live);
+    rj_push_num(&c->ok, count, (double)prof->segs[k].count);
   }
-  cJSON *pk = html_obj(c, root, "peak");
-  html_num(c, pk, "bytes", (double)prof->peak);
-  cJSON *iv = html_arr(c, pk, "intervals");
+  cJSON *pk = rj_obj(&c->ok, root, "peak");
+  rj_num(&c->ok, pk, "bytes", (double)prof->peak);
+  cJSON *iv = rj_arr(&c->ok, pk, "intervals");
   /* per interval (the first HTML_PEAK_IDLE, which the viewer offers):
    * [buffer, bytes in use] of each live buffer with idle bytes at its
    * first step (mp_model_buffer_in_use) */
-  cJSON *use = html_arr(c, pk, "in_use");
+  cJSON *use = rj_arr(&c->ok, pk, "in_use");
   for (size_t k = 0; c->ok && prof->peak && k < prof->n_peaks; k++) {
     const mp_segment *s = &prof->segs[prof->peaks[k]];
     cJSON *pair = cJSON_CreateArray();
-    html_push(c, iv, pair);
-    html_push_num(c, pair, (double)s->first);
-    html_push_num(c, pair, (double)s->last);
+    rj_push(&c->ok, iv, pair);
+    rj_push_num(&c->ok, pair, (double)s->first);
+    rj_push_num(&c->ok, pair, (double)s->last);
     if (k >= HTML_PEAK_IDLE) continue;
     cJSON *list = cJSON_CreateArray();
-    html_push(c, use, list); /* on failure c->ok stops the loop */
+    rj_push(&c->ok, use, list); /* on failure c->ok stops the loop */
     for (size_t b = 0; c->ok && b < mp_problem_count(c->p); b++) {
       size_t w;
       if (!report_idle(c->m, c->p, b, s->first, &w, NULL, NULL)) continue;
       cJSON *e = cJSON_CreateArray();
-      html_push(c, list, e);
+      rj_push(&c->ok, list, e);
       if (!c->ok) break; /* e was freed */
-      html_push_num(c, e, (double)b);
-      html_push_num(c, e, (double)w);
+      rj_push_num(&c->ok, e, (double)b);
+      rj_push_num(&c->ok, e, (double)w);
     }
   }
 }
@@ -209,38 +168,38 @@ static void html_buffer(html_ctx *c, cJSON **col, size_t i) {
   const mp_buffer *b = mp_problem_buffer(c->p, i);
   char shape[256];
   report_shape(c->m, i, shape, sizeof shape);
-  html_push_str(c, col[HB_NAME], b->name);
-  html_push_str(c, col[HB_KIND], report_kind(c->m, i));
-  html_push_str(c, col[HB_CLASS], mp_class_name(b->cls));
-  html_push_str(c, col[HB_DTYPE], report_dtype(c->m, i));
-  html_push_str(c, col[HB_SHAPE], *shape ? shape : NULL);
-  html_push_num(c, col[HB_SIZE], (double)b->size);
-  html_push_num(c, col[HB_PADDED], (double)b->padded);
-  html_push_num(c, col[HB_ALIGN], (double)b->alignment);
-  html_push_num(c, col[HB_OFFSET],
-                (double)mp_plan_placements(c->plan)[i].offset);
-  html_push_num(c, col[HB_FIRST], (double)b->first);
-  html_push_num(c, col[HB_LAST], (double)b->last);
-  html_push_str(c, col[HB_PRODUCER], mp_model_producer(c->m, i));
-  html_push_str(c, col[HB_CONSUMER], mp_model_last_consumer(c->m, i));
-  html_push_num(c, col[HB_PEAK], c->peak[i] ? 1 : 0);
+  rj_push_str(&c->ok, col[HB_NAME], b->name);
+  rj_push_str(&c->ok, col[HB_KIND], report_kind(c->m, i));
+  rj_push_str(&c->ok, col[HB_CLASS], mp_class_name(b->cls));
+  rj_push_str(&c->ok, col[HB_DTYPE], report_dtype(c->m, i));
+  rj_push_str(&c->ok, col[HB_SHAPE], *shape ? shape : NULL);
+  rj_push_num(&c->ok, col[HB_SIZE], (double)b->size);
+  rj_push_num(&c->ok, col[HB_PADDED], (double)b->padded);
+  rj_push_num(&c->ok, col[HB_ALIGN], (double)b->alignment);
+  rj_push_num(&c->ok, col[HB_OFFSET],
+              (double)mp_plan_placements(c->plan)[i].offset);
+  rj_push_num(&c->ok, col[HB_FIRST], (double)b->first);
+  rj_push_num(&c->ok, col[HB_LAST], (double)b->last);
+  rj_push_str(&c->ok, col[HB_PRODUCER], mp_model_producer(c->m, i));
+  rj_push_str(&c->ok, col[HB_CONSUMER], mp_model_last_consumer(c->m, i));
+  rj_push_num(&c->ok, col[HB_PEAK], c->peak[i] ? 1 : 0);
   /* What else the buffer holds (views, in place, Concat slices). */
   mp_buf holds;
   mp_buf_init(&holds, NULL);
   if (report_members(c->m, i, &holds) && !holds.failed) {
-    html_push_str(c, col[HB_HOLDS], mp_buf_str(&holds));
+    rj_push_str(&c->ok, col[HB_HOLDS], mp_buf_str(&holds));
   } else {
-    html_push_str(c, col[HB_HOLDS], NULL);
+    rj_push_str(&c->ok, col[HB_HOLDS], NULL);
   }
   c->ok &= !holds.failed;
   mp_buf_free(&holds);
 }
 
 static void html_buffers(html_ctx *c, cJSON *root) {
-  cJSON *o = html_obj(c, root, "buffers");
+  cJSON *o = rj_obj(&c->ok, root, "buffers");
   cJSON *col[HB_COUNT];
   for (int k = 0; k < HB_COUNT; k++)
-    col[k] = html_arr(c, o, html_buffer_keys[k]);
+    col[k] = rj_arr(&c->ok, o, html_buffer_keys[k]);
   report_peak_mask(c->plan, c->peak);
   for (size_t i = 0; c->ok && i < mp_problem_count(c->p); i++) {
     html_buffer(c, col, i);
@@ -253,60 +212,57 @@ static void html_passes(html_ctx *c, cJSON *root) {
   const mp_pass_report *r = mp_model_pass_report(c->m);
   const mp_schedule_info *si = mp_model_schedule_info(c->m);
   if (r) {
-    cJSON *o = html_obj(c, root, "passes");
-    html_num(c, o, "vlen", mp_pass_report_vlen(r));
-    cJSON *rows = html_arr(c, o, "rows");
+    cJSON *o = rj_obj(&c->ok, root, "passes");
+    rj_num(&c->ok, o, "vlen", mp_pass_report_vlen(r));
+    cJSON *rows = rj_arr(&c->ok, o, "rows");
     for (size_t i = 0; c->ok && i < mp_pass_report_rows(r); i++) {
       const mp_pass_row *w = mp_pass_report_row(r, i);
-      cJSON *e = cJSON_CreateObject();
-      html_push(c, rows, e);
-      if (!c->ok) break;
-      html_str(c, e, "pass", mp_pass_name(w->pass));
-      html_num(c, e, "ops_before", (double)w->ops_before);
-      html_num(c, e, "ops_after", (double)w->ops_after);
-      html_num(c, e, "buffers_before", (double)w->buffers_before);
-      html_num(c, e, "buffers_after", (double)w->buffers_after);
-      html_num(c, e, "lb_before", (double)w->lb_before);
-      html_num(c, e, "lb_after", (double)w->lb_after);
-      html_num(c, e, "arena_before", (double)w->arena_before);
-      html_num(c, e, "arena_after", (double)w->arena_after);
-      html_num(c, e, "saved_bytes", (double)w->saved_bytes);
-      html_str(c, e, "detail", w->detail);
+      cJSON *e = rj_push_obj(&c->ok, rows);
+      if (!e) break;
+      rj_str(&c->ok, e, "pass", mp_pass_name(w->pass));
+      rj_num(&c->ok, e, "ops_before", (double)w->ops_before);
+      rj_num(&c->ok, e, "ops_after", (double)w->ops_after);
+      rj_num(&c->ok, e, "buffers_before", (double)w->buffers_before);
+      rj_num(&c->ok, e, "buffers_after", (double)w->buffers_after);
+      rj_num(&c->ok, e, "lb_before", (double)w->lb_before);
+      rj_num(&c->ok, e, "lb_after", (double)w->lb_after);
+      rj_num(&c->ok, e, "arena_before", (double)w->arena_before);
+      rj_num(&c->ok, e, "arena_after", (double)w->arena_after);
+      rj_num(&c->ok, e, "saved_bytes", (double)w->saved_bytes);
+      rj_str(&c->ok, e, "detail", w->detail);
     }
-    cJSON *fus = html_arr(c, o, "fusions");
+    cJSON *fus = rj_arr(&c->ok, o, "fusions");
     for (size_t i = 0; c->ok && i < mp_pass_report_fusions(r); i++) {
       const mp_fusion *f = mp_pass_report_fusion(r, i);
-      cJSON *e = cJSON_CreateObject();
-      html_push(c, fus, e);
-      if (!c->ok) break;
-      html_str(c, e, "kind", mp_fusion_kind_name(f->kind));
-      html_str(c, e, "op", f->op);
-      html_str(c, e, "head", f->head_type);
-      html_str(c, e, "absorbed", f->absorbed);
-      html_num(c, e, "intermediate_bytes", (double)f->intermediate_bytes);
-      html_num(c, e, "steps", f->steps);
-      html_num(c, e, "saved_bytes", (double)f->saved_bytes);
-      html_num(c, e, "at_peak", f->at_peak);
-      html_num(c, e, "spills", f->spills);
+      cJSON *e = rj_push_obj(&c->ok, fus);
+      if (!e) break;
+      rj_str(&c->ok, e, "kind", mp_fusion_kind_name(f->kind));
+      rj_str(&c->ok, e, "op", f->op);
+      rj_str(&c->ok, e, "head", f->head_type);
+      rj_str(&c->ok, e, "absorbed", f->absorbed);
+      rj_num(&c->ok, e, "intermediate_bytes", (double)f->intermediate_bytes);
+      rj_num(&c->ok, e, "steps", f->steps);
+      rj_num(&c->ok, e, "saved_bytes", (double)f->saved_bytes);
+      rj_num(&c->ok, e, "at_peak", f->at_peak);
+      rj_num(&c->ok, e, "spills", f->spills);
     }
   }
   if (si && si->used == MP_ORDER_MEMORY) {
-    cJSON *o = html_obj(c, root, "schedule");
-    html_num(c, o, "peak", (double)si->peak);
-    html_num(c, o, "segments", (double)si->segments);
-    html_num(c, o, "bound_segments", (double)si->bound_segments);
-    html_num(c, o, "exact_segments", (double)si->dp_segments);
-    html_num(c, o, "improved_segments", (double)si->dp_improved);
-    html_num(c, o, "beam_improved_segments", (double)si->beam_improved);
-    html_num(c, o, "budget_hit", si->budget_hit);
-    html_num(c, o, "optimal", si->exact);
-    cJSON *cand = html_arr(c, o, "candidates");
+    cJSON *o = rj_obj(&c->ok, root, "schedule");
+    rj_num(&c->ok, o, "peak", (double)si->peak);
+    rj_num(&c->ok, o, "segments", (double)si->segments);
+    rj_num(&c->ok, o, "bound_segments", (double)si->bound_segments);
+    rj_num(&c->ok, o, "exact_segments", (double)si->dp_segments);
+    rj_num(&c->ok, o, "improved_segments", (double)si->dp_improved);
+    rj_num(&c->ok, o, "beam_improved_segments", (double)si->beam_improved);
+    rj_num(&c->ok, o, "budget_hit", si->budget_hit);
+    rj_num(&c->ok, o, "optimal", si->exact);
+    cJSON *cand = rj_arr(&c->ok, o, "candidates");
     for (size_t k = 0; c->ok && k < si->n_cand; k++) {
-      cJSON *e = cJSON_CreateObject();
-      html_push(c, cand, e);
-      if (!c->ok) break;
-      html_str(c, e, "name", si->cand[k].name);
-      html_num(c, e, "peak", (double)si->cand[k].peak);
+      cJSON *e = rj_push_obj(&c->ok, cand);
+      if (!e) break;
+      rj_str(&c->ok, e, "name", si->cand[k].name);
+      rj_num(&c->ok, e, "peak", (double)si->cand[k].peak);
     }
   }
 }
@@ -314,25 +270,21 @@ static void html_passes(html_ctx *c, cJSON *root) {
 /* The events of a verification run (null when none ran). */
 static void html_verification(html_ctx *c, cJSON *root) {
   if (!c->meta || !c->meta->verified) {
-    if (!cJSON_AddNullToObject(root, "verification")) c->ok = false;
+    rj_str(&c->ok, root, "verification", NULL);
     return;
   }
-  cJSON *arr = html_arr(c, root, "verification");
+  cJSON *arr = rj_arr(&c->ok, root, "verification");
   for (size_t k = 0; c->ok && k < c->meta->n_events; k++) {
     const mp_report_event *e = &c->meta->events[k];
-    cJSON *o = cJSON_CreateObject();
-    if (!o) {
-      c->ok = false;
-      break;
-    }
-    html_str(c, o, "kind", e->kind);
-    html_str(c, o, "tensor", e->tensor);
-    html_str(c, o, "op", e->op);
-    html_num(c, o, "step", (double)e->step);
-    html_num(c, o, "byte_first", (double)e->byte_first);
-    html_num(c, o, "byte_last", (double)e->byte_last);
-    html_str(c, o, "detail", e->detail);
-    html_push(c, arr, o);
+    cJSON *o = rj_push_obj(&c->ok, arr);
+    if (!o) break;
+    rj_str(&c->ok, o, "kind", e->kind);
+    rj_str(&c->ok, o, "tensor", e->tensor);
+    rj_str(&c->ok, o, "op", e->op);
+    rj_num(&c->ok, o, "step", (double)e->step);
+    rj_num(&c->ok, o, "byte_first", (double)e->byte_first);
+    rj_num(&c->ok, o, "byte_last", (double)e->byte_last);
+    rj_str(&c->ok, o, "detail", e->detail);
   }
 }
 
@@ -341,30 +293,23 @@ static void html_verification(html_ctx *c, cJSON *root) {
 static void html_target(html_ctx *c, cJSON *root) {
   const mp_report_meta *m = c->meta;
   if (!m || !m->verified || !m->target_arch) {
-    if (!cJSON_AddNullToObject(root, "verification_target")) c->ok = false;
+    rj_str(&c->ok, root, "verification_target", NULL);
     return;
   }
-  cJSON *t = cJSON_AddObjectToObject(root, "verification_target");
-  if (!t) {
-    c->ok = false;
-    return;
-  }
-  html_str(c, t, "arch", m->target_arch);
-  html_str(c, t, "kernels", m->target_kernels);
-  html_num(c, t, "vlen", (double)m->target_vlen);
-  cJSON *arr = html_arr(c, t, "scalar_ops");
+  cJSON *t = rj_obj(&c->ok, root, "verification_target");
+  if (!t) return;
+  rj_str(&c->ok, t, "arch", m->target_arch);
+  rj_str(&c->ok, t, "kernels", m->target_kernels);
+  rj_num(&c->ok, t, "vlen", (double)m->target_vlen);
+  cJSON *arr = rj_arr(&c->ok, t, "scalar_ops");
   for (size_t k = 0; c->ok && k < m->n_scalar_ops; k++) {
     const mp_report_scalar_op *s = &m->scalar_ops[k];
-    cJSON *o = cJSON_CreateObject();
-    if (!o) {
-      c->ok = false;
-      break;
-    }
-    html_str(c, o, "op", s->op);
-    html_str(c, o, "type", s->type);
-    html_str(c, o, "kernel", s->kernel);
-    html_str(c, o, "dtype", s->dtype);
-    html_push(c, arr, o);
+    cJSON *o = rj_push_obj(&c->ok, arr);
+    if (!o) break;
+    rj_str(&c->ok, o, "op", s->op);
+    rj_str(&c->ok, o, "type", s->type);
+    rj_str(&c->ok, o, "kernel", s->kernel);
+    rj_str(&c->ok, o, "dtype", s->dtype);
   }
 }
 
@@ -378,7 +323,7 @@ static char *html_data(html_ctx *c, const char *graph_note) {
   if (c->ok) html_profile(c, root);
   if (c->ok) html_buffers(c, root);
   if (c->ok) html_passes(c, root);
-  if (c->ok) html_str(c, root, "graph_note", graph_note);
+  if (c->ok) rj_str(&c->ok, root, "graph_note", graph_note);
   /* null: no verification ran; a list (maybe empty): its events. */
   if (c->ok) html_verification(c, root);
   if (c->ok) html_target(c, root);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_out.h"
 #include "mplan/report.h"
 #include "report_util.h"
 
@@ -32,54 +33,12 @@ typedef struct pj_ctx {
   bool ok;
 } pj_ctx;
 
-static cJSON *pj_add_obj(pj_ctx *c, cJSON *parent, const char *key) {
-  cJSON *o = cJSON_AddObjectToObject(parent, key);
-  if (!o) c->ok = false;
-  return o;
-}
-
-static cJSON *pj_add_arr(pj_ctx *c, cJSON *parent, const char *key) {
-  cJSON *o = cJSON_AddArrayToObject(parent, key);
-  if (!o) c->ok = false;
-  return o;
-}
-
-static void pj_num(pj_ctx *c, cJSON *o, const char *key, double v) {
-  if (!cJSON_AddNumberToObject(o, key, v)) c->ok = false;
-}
-
 static void pj_str(pj_ctx *c, cJSON *o, const char *key, const char *v) {
-  if (!cJSON_AddStringToObject(o, key, v ? v : "")) c->ok = false;
-}
-
-static void pj_push_str(pj_ctx *c, cJSON *arr, const char *v) {
-  cJSON *s = cJSON_CreateString(v);
-  if (!s || !cJSON_AddItemToArray(arr, s)) {
-    cJSON_Delete(s);
-    c->ok = false;
-  }
-}
-
-static void pj_push_num(pj_ctx *c, cJSON *arr, double v) {
-  cJSON *n = cJSON_CreateNumber(v);
-  if (!n || !cJSON_AddItemToArray(arr, n)) {
-    cJSON_Delete(n);
-    c->ok = false;
-  }
-}
-
-static cJSON *pj_push_obj(pj_ctx *c, cJSON *arr) {
-  cJSON *o = cJSON_CreateObject();
-  if (!o || !cJSON_AddItemToArray(arr, o)) {
-    cJSON_Delete(o);
-    c->ok = false;
-    return NULL;
-  }
-  return o;
+  rj_str(&c->ok, o, key, v ? v : "");
 }
 
 static void pj_model(pj_ctx *c, cJSON *root) {
-  cJSON *m = pj_add_obj(c, root, "model");
+  cJSON *m = rj_obj(&c->ok, root, "model");
   if (!m) return;
   pj_str(c, m, "path", mp_model_path(c->m));
   pj_str(c, m, "format", mp_model_format_name(mp_model_format_of(c->m)));
@@ -87,52 +46,40 @@ static void pj_model(pj_ctx *c, cJSON *root) {
   pj_str(c, m, "backend", mp_model_backend_name(c->m));
   const mp_graph *g = mp_model_graph(c->m);
   if (!g || mp_graph_dim_count(g) == 0) return;
-  cJSON *dims = pj_add_obj(c, m, "dims");
+  cJSON *dims = rj_obj(&c->ok, m, "dims");
   for (size_t i = 0; dims && i < mp_graph_dim_count(g); i++) {
-    pj_num(c, dims, mp_graph_dim_name(g, i), (double)mp_graph_dim_value(g, i));
+    rj_num(&c->ok, dims, mp_graph_dim_name(g, i),
+           (double)mp_graph_dim_value(g, i));
   }
 }
 
 static void pj_summary(pj_ctx *c, cJSON *root) {
   const mp_plan_summary *s = mp_plan_summary_of(c->plan);
-  cJSON *o = pj_add_obj(c, root, "summary");
+  cJSON *o = rj_obj(&c->ok, root, "summary");
   int64_t t0, t1;
   if (!o) return;
   size_t frag = s->activation_peak_bytes - s->lower_bound_bytes;
   size_t saved = s->no_reuse_bytes > s->activation_peak_bytes
                      ? s->no_reuse_bytes - s->activation_peak_bytes
                      : 0;
-  pj_num(c, o, "arena_bytes", (double)s->arena_bytes);
-  pj_num(c, o, "lower_bound_bytes", (double)s->lower_bound_bytes);
-  pj_num(c, o, "resident_bytes", (double)s->resident_bytes);
-  pj_num(c, o, "retained_bytes", (double)s->retained_bytes);
-  pj_num(c, o, "activation_peak_bytes", (double)s->activation_peak_bytes);
-  pj_num(c, o, "no_reuse_bytes", (double)s->no_reuse_bytes);
-  pj_num(c, o, "alignment_waste_bytes", (double)s->alignment_waste_bytes);
-  pj_num(c, o, "fragmentation_bytes", (double)frag);
-  pj_num(c, o, "overhead_pct", report_pct(frag, s->lower_bound_bytes));
-  pj_num(c, o, "saved_by_reuse_pct", report_pct(saved, s->no_reuse_bytes));
+  rj_summary_bytes(&c->ok, o, s);
+  rj_num(&c->ok, o, "fragmentation_bytes", (double)frag);
+  rj_num(&c->ok, o, "overhead_pct", report_pct(frag, s->lower_bound_bytes));
+  rj_num(&c->ok, o, "saved_by_reuse_pct", report_pct(saved, s->no_reuse_bytes));
   pj_str(c, o, "strategy", s->strategy);
   if (s->detail && *s->detail) pj_str(c, o, "strategy_detail", s->detail);
   if (s->proven_lb_bytes) {
-    pj_num(c, o, "proven_lower_bound_bytes", (double)s->proven_lb_bytes);
+    rj_num(&c->ok, o, "proven_lower_bound_bytes", (double)s->proven_lb_bytes);
   }
   pj_str(c, o, "order", mp_model_order_name(c->m));
-  pj_num(c, o, "plan_ms", s->plan_ms);
+  rj_num(&c->ok, o, "plan_ms", s->plan_ms);
   mp_problem_span(c->p, &t0, &t1);
-  if (mp_model_steps(c->m)) pj_num(c, o, "steps", (double)mp_model_steps(c->m));
-  cJSON *span = pj_add_arr(c, o, "span");
-  cJSON *a = cJSON_CreateNumber((double)t0),
-        *b = cJSON_CreateNumber((double)t1);
-  if (!span || !a || !b || !cJSON_AddItemToArray(span, a)) {
-    cJSON_Delete(a);
-    cJSON_Delete(b);
-    c->ok = false;
-  } else if (!cJSON_AddItemToArray(span, b)) {
-    cJSON_Delete(b);
-    c->ok = false;
-  }
-  pj_num(c, o, "buffers", (double)mp_problem_count(c->p));
+  if (mp_model_steps(c->m))
+    rj_num(&c->ok, o, "steps", (double)mp_model_steps(c->m));
+  cJSON *span = rj_arr(&c->ok, o, "span");
+  rj_push_num(&c->ok, span, (double)t0);
+  rj_push_num(&c->ok, span, (double)t1);
+  rj_num(&c->ok, o, "buffers", (double)mp_problem_count(c->p));
 }
 
 /* Capped dims (so that a runtime can refuse a larger value) and the cost
@@ -140,26 +87,26 @@ static void pj_summary(pj_ctx *c, cJSON *root) {
 static void pj_dynamic(pj_ctx *c, cJSON *root) {
   size_t n = mp_model_cap_count(c->m);
   if (n == 0) return;
-  cJSON *o = pj_add_obj(c, root, "dynamic");
-  cJSON *caps = o ? pj_add_arr(c, o, "caps") : NULL;
+  cJSON *o = rj_obj(&c->ok, root, "dynamic");
+  cJSON *caps = o ? rj_arr(&c->ok, o, "caps") : NULL;
   for (size_t i = 0; caps && i < n; i++) {
-    cJSON *e = pj_push_obj(c, caps);
+    cJSON *e = rj_push_obj(&c->ok, caps);
     if (!e) return;
     pj_str(c, e, "dim", mp_model_cap_name(c->m, i));
-    pj_num(c, e, "max", (double)mp_model_cap_value(c->m, i));
+    rj_num(&c->ok, e, "max", (double)mp_model_cap_value(c->m, i));
   }
   if (!o) return;
-  pj_num(c, o, "arena_at_cap_bytes",
+  rj_num(&c->ok, o, "arena_at_cap_bytes",
          (double)mp_plan_summary_of(c->plan)->arena_bytes);
-  cJSON *pts = pj_add_arr(c, o, "waste");
+  cJSON *pts = rj_arr(&c->ok, o, "waste");
   const mp_cap_point *p = mp_model_cap_points(c->m);
   for (size_t k = 0; pts && k < mp_model_cap_point_count(c->m); k++) {
-    cJSON *e = pj_push_obj(c, pts);
+    cJSON *e = rj_push_obj(&c->ok, pts);
     if (!e) return;
-    pj_num(c, e, "fraction", p[k].fraction);
-    pj_num(c, e, "arena_bytes", (double)p[k].arena_bytes);
-    pj_num(c, e, "needed_bytes", (double)p[k].needed_bytes);
-    pj_num(c, e, "waste_bytes", (double)p[k].waste_bytes);
+    rj_num(&c->ok, e, "fraction", p[k].fraction);
+    rj_num(&c->ok, e, "arena_bytes", (double)p[k].arena_bytes);
+    rj_num(&c->ok, e, "needed_bytes", (double)p[k].needed_bytes);
+    rj_num(&c->ok, e, "waste_bytes", (double)p[k].waste_bytes);
   }
 }
 
@@ -167,21 +114,22 @@ static void pj_dynamic(pj_ctx *c, cJSON *root) {
  * ("size", the limit mplan validate holds an unbounded region to) and how
  * that splits into the fixed tiers and the activations. */
 static void pj_regions(pj_ctx *c, cJSON *root) {
-  cJSON *arr = pj_add_arr(c, root, "regions");
+  cJSON *arr = rj_arr(&c->ok, root, "regions");
   for (size_t i = 0; arr && i < mp_plan_region_count(c->plan); i++) {
     const mp_plan_region *reg = mp_plan_region_at(c->plan, i);
-    cJSON *r = pj_push_obj(c, arr);
+    cJSON *r = rj_push_obj(&c->ok, arr);
     if (!r) return;
     pj_str(c, r, "name", reg->name);
     if (reg->capacity) {
-      pj_num(c, r, "capacity", (double)reg->capacity);
-    } else if (!cJSON_AddNullToObject(r, "capacity")) {
-      c->ok = false;
+      rj_num(&c->ok, r, "capacity", (double)reg->capacity);
+    } else {
+      rj_str(&c->ok, r, "capacity", NULL);
     }
-    pj_num(c, r, "size", (double)reg->used_bytes);
-    pj_num(c, r, "fixed_bytes", (double)reg->fixed_bytes);
-    pj_num(c, r, "activation_bytes", (double)reg->activation_bytes);
-    if (reg->spilled_in) pj_num(c, r, "spilled_in", (double)reg->spilled_in);
+    rj_num(&c->ok, r, "size", (double)reg->used_bytes);
+    rj_num(&c->ok, r, "fixed_bytes", (double)reg->fixed_bytes);
+    rj_num(&c->ok, r, "activation_bytes", (double)reg->activation_bytes);
+    if (reg->spilled_in)
+      rj_num(&c->ok, r, "spilled_in", (double)reg->spilled_in);
   }
 }
 
@@ -190,67 +138,67 @@ static void pj_banks(pj_ctx *c, cJSON *root) {
   const mp_bank_conflict *bc;
   size_t before, n = mp_plan_bank_conflicts(c->plan, &bc, &before);
   if (!before) return;
-  cJSON *o = pj_add_obj(c, root, "bank_conflicts");
+  cJSON *o = rj_obj(&c->ok, root, "bank_conflicts");
   if (!o) return;
-  pj_num(c, o, "before", (double)before);
-  cJSON *arr = pj_add_arr(c, o, "remaining");
+  rj_num(&c->ok, o, "before", (double)before);
+  cJSON *arr = rj_arr(&c->ok, o, "remaining");
   for (size_t k = 0; arr && k < n; k++) {
     const size_t *idx;
     size_t m;
-    cJSON *e = pj_push_obj(c, arr);
+    cJSON *e = rj_push_obj(&c->ok, arr);
     if (!e) return;
     pj_str(c, e, "group", mp_problem_group(c->p, bc[k].group, &idx, &m));
     pj_str(c, e, "a", mp_problem_buffer(c->p, bc[k].a)->name);
     pj_str(c, e, "b", mp_problem_buffer(c->p, bc[k].b)->name);
-    pj_num(c, e, "bank", (double)bc[k].bank);
+    rj_num(&c->ok, e, "bank", (double)bc[k].bank);
   }
 }
 
 static void pj_peak(pj_ctx *c, cJSON *root, size_t *idx) {
   const mp_profile *prof = mp_plan_profile(c->plan);
-  cJSON *o = pj_add_obj(c, root, "peak");
+  cJSON *o = rj_obj(&c->ok, root, "peak");
   if (!o) return;
-  pj_num(c, o, "bytes", (double)prof->peak);
-  cJSON *iv = pj_add_arr(c, o, "intervals");
+  rj_num(&c->ok, o, "bytes", (double)prof->peak);
+  cJSON *iv = rj_arr(&c->ok, o, "intervals");
   for (size_t k = 0; iv && k < prof->n_peaks; k++) {
     const mp_segment *s = &prof->segs[prof->peaks[k]];
-    cJSON *e = pj_push_obj(c, iv);
+    cJSON *e = rj_push_obj(&c->ok, iv);
     if (!e) return;
-    pj_num(c, e, "first", (double)s->first);
-    pj_num(c, e, "last", (double)s->last);
+    rj_num(&c->ok, e, "first", (double)s->first);
+    rj_num(&c->ok, e, "last", (double)s->last);
     if (!mp_model_steps(c->m)) continue;
-    cJSON *ops = pj_add_arr(c, e, "ops");
+    cJSON *ops = rj_arr(&c->ok, e, "ops");
     for (int64_t t = s->first; ops && t <= s->last; t++) {
       const char *op = mp_model_step_op(c->m, (size_t)t);
-      if (op) pj_push_str(c, ops, op);
+      if (op) rj_push_str(&c->ok, ops, op);
     }
   }
   if (prof->peak == 0) return;
   size_t n = report_live_at(c->p, prof->segs[prof->peaks[0]].first, idx);
   int64_t t = prof->segs[prof->peaks[0]].first;
   size_t idle = 0;
-  cJSON *live = pj_add_arr(c, o, "live");
+  cJSON *live = rj_arr(&c->ok, o, "live");
   for (size_t k = 0; live && k < n; k++) {
     const mp_buffer *b = mp_problem_buffer(c->p, idx[k]);
-    cJSON *e = pj_push_obj(c, live);
+    cJSON *e = rj_push_obj(&c->ok, live);
     if (!e) return;
     pj_str(c, e, "name", b->name);
-    pj_num(c, e, "bytes", (double)b->padded);
+    rj_num(&c->ok, e, "bytes", (double)b->padded);
     if (!mp_model_graph(c->m)) continue;
     size_t w = mp_model_buffer_in_use(c->m, idx[k], t, NULL, NULL);
-    pj_num(c, e, "in_use_bytes", (double)w);
+    rj_num(&c->ok, e, "in_use_bytes", (double)w);
     if (w < b->size) idle += b->size - w;
   }
   /* bytes of the live buffers that hold no live tensor at the peak's
    * first step (mp_model_buffer_in_use) */
-  if (mp_model_graph(c->m)) pj_num(c, o, "idle_bytes", (double)idle);
+  if (mp_model_graph(c->m)) rj_num(&c->ok, o, "idle_bytes", (double)idle);
 }
 
 static void pj_names(pj_ctx *c, cJSON *o, const char *key, const mp_graph *g,
                      const int32_t *ids, uint32_t n) {
-  cJSON *arr = pj_add_arr(c, o, key);
+  cJSON *arr = rj_arr(&c->ok, o, key);
   for (uint32_t k = 0; arr && k < n; k++) {
-    pj_push_str(c, arr,
+    rj_push_str(&c->ok, arr,
                 ids[k] >= 0 ? mp_graph_tensor(g, (size_t)ids[k])->name : "");
   }
 }
@@ -264,7 +212,7 @@ static void pj_fused(pj_ctx *c, cJSON *e, const mp_op *op) {
     } else if (strcmp(a->name, "mplan.prologue") == 0 && a->s) {
       pj_str(c, e, "prologue", a->s);
     } else if (strcmp(a->name, "mplan.horizontal") == 0) {
-      pj_num(c, e, "horizontal", (double)a->i);
+      rj_num(&c->ok, e, "horizontal", (double)a->i);
     }
   }
 }
@@ -274,11 +222,11 @@ static void pj_execution(pj_ctx *c, cJSON *root) {
   const mp_graph *g = mp_model_graph(c->m);
   const mp_profile *prof = mp_plan_profile(c->plan);
   if (n == 0) return;
-  cJSON *arr = pj_add_arr(c, root, "execution");
+  cJSON *arr = rj_arr(&c->ok, root, "execution");
   for (size_t k = 0; arr && k < n; k++) {
-    cJSON *e = pj_push_obj(c, arr);
+    cJSON *e = rj_push_obj(&c->ok, arr);
     if (!e) return;
-    pj_num(c, e, "step", (double)k);
+    rj_num(&c->ok, e, "step", (double)k);
     pj_str(c, e, "op", mp_model_step_op(c->m, k));
     pj_str(c, e, "type", mp_model_step_type(c->m, k));
     if (g) {
@@ -288,7 +236,7 @@ static void pj_execution(pj_ctx *c, cJSON *root) {
       pj_fused(c, e, op);
     }
     size_t seg = mp_profile_find(prof, (int64_t)k);
-    pj_num(c, e, "live_bytes",
+    rj_num(&c->ok, e, "live_bytes",
            seg < prof->n_segs ? (double)prof->segs[seg].live : 0);
   }
 }
@@ -301,13 +249,13 @@ static void pj_members(pj_ctx *c, cJSON *e, size_t i) {
   const uint32_t *members = NULL;
   size_t n = g ? mp_model_buffer_tensors(c->m, i, &members) : 0;
   if (n < 2) return;
-  cJSON *arr = pj_add_arr(c, e, "tensors");
+  cJSON *arr = rj_arr(&c->ok, e, "tensors");
   for (size_t k = 0; arr && k < n; k++) {
-    pj_push_str(c, arr, mp_graph_tensor(g, members[k])->name);
+    rj_push_str(&c->ok, arr, mp_graph_tensor(g, members[k])->name);
   }
-  cJSON *off = pj_add_arr(c, e, "tensor_offsets");
+  cJSON *off = rj_arr(&c->ok, e, "tensor_offsets");
   for (size_t k = 0; off && k < n; k++) {
-    pj_push_num(c, off, (double)mp_model_tensor_offset(c->m, members[k]));
+    rj_push_num(&c->ok, off, (double)mp_model_tensor_offset(c->m, members[k]));
   }
 }
 
@@ -323,13 +271,13 @@ static void pj_buffer(pj_ctx *c, cJSON *e, size_t i) {
     pj_str(c, e, "dtype", mp_dtype_name(t->dtype));
     pj_str(c, e, "shape", mp_graph_shape_str(g, t, shape, sizeof shape));
   }
-  pj_num(c, e, "offset", (double)c->pl[i].offset);
-  pj_num(c, e, "size", (double)b->size);
-  pj_num(c, e, "padded_size", (double)b->padded);
-  pj_num(c, e, "alignment", (double)b->alignment);
-  pj_num(c, e, "waste", (double)(b->padded - b->size));
-  pj_num(c, e, "first_use", (double)b->first);
-  pj_num(c, e, "last_use", (double)b->last);
+  rj_num(&c->ok, e, "offset", (double)c->pl[i].offset);
+  rj_num(&c->ok, e, "size", (double)b->size);
+  rj_num(&c->ok, e, "padded_size", (double)b->padded);
+  rj_num(&c->ok, e, "alignment", (double)b->alignment);
+  rj_num(&c->ok, e, "waste", (double)(b->padded - b->size));
+  rj_num(&c->ok, e, "first_use", (double)b->first);
+  rj_num(&c->ok, e, "last_use", (double)b->last);
   pj_str(c, e, "region", mp_plan_region_at(c->plan, c->pl[i].region)->name);
   if (b->pinned && !cJSON_AddTrueToObject(e, "pinned")) c->ok = false;
   const char *prod = mp_model_producer(c->m, i);
@@ -340,9 +288,9 @@ static void pj_buffer(pj_ctx *c, cJSON *e, size_t i) {
 }
 
 static void pj_buffers(pj_ctx *c, cJSON *root) {
-  cJSON *arr = pj_add_arr(c, root, "buffers");
+  cJSON *arr = rj_arr(&c->ok, root, "buffers");
   for (size_t i = 0; arr && i < mp_problem_count(c->p); i++) {
-    cJSON *e = pj_push_obj(c, arr);
+    cJSON *e = rj_push_obj(&c->ok, arr);
     if (!e) return;
     pj_buffer(c, e, i);
   }
@@ -370,12 +318,12 @@ static void pj_pair(pj_ctx *c, cJSON *arr, const pj_span *x, const pj_span *y) {
   }
   size_t lo = x->lo > y->lo ? x->lo : y->lo;
   size_t hi = x->hi < y->hi ? x->hi : y->hi;
-  cJSON *e = pj_push_obj(c, arr);
+  cJSON *e = rj_push_obj(&c->ok, arr);
   if (!e) return;
   pj_str(c, e, "earlier", a->name);
   pj_str(c, e, "later", b->name);
-  pj_num(c, e, "offset", (double)lo);
-  pj_num(c, e, "bytes", (double)(hi - lo));
+  rj_num(&c->ok, e, "offset", (double)lo);
+  rj_num(&c->ok, e, "bytes", (double)(hi - lo));
 }
 
 /* Pairs of activation buffers whose byte ranges intersect (invariant 2). */
@@ -383,7 +331,7 @@ static void pj_reuse(pj_ctx *c, cJSON *root) {
   const mp_alloc *al = mp_problem_alloc(c->p);
   size_t n = 0, pairs = 0;
   pj_span *s = mp_calloc(al, mp_problem_count(c->p) + 1, sizeof *s);
-  cJSON *arr = pj_add_arr(c, root, "reuse");
+  cJSON *arr = rj_arr(&c->ok, root, "reuse");
   if (!s || !arr) {
     mp_free(al, s);
     c->ok = false;
@@ -407,25 +355,21 @@ static void pj_reuse(pj_ctx *c, cJSON *root) {
   mp_free(al, s);
 }
 
-static void pj_bool(pj_ctx *c, cJSON *o, const char *key, bool v) {
-  if (!cJSON_AddBoolToObject(o, key, v)) c->ok = false;
-}
-
 static void pj_pass_row(pj_ctx *c, cJSON *e, const mp_pass_row *r) {
   pj_str(c, e, "pass", mp_pass_name(r->pass));
-  pj_num(c, e, "ops_before", (double)r->ops_before);
-  pj_num(c, e, "ops_after", (double)r->ops_after);
-  pj_num(c, e, "tensors_before", (double)r->tensors_before);
-  pj_num(c, e, "tensors_after", (double)r->tensors_after);
-  pj_num(c, e, "buffers_before", (double)r->buffers_before);
-  pj_num(c, e, "buffers_after", (double)r->buffers_after);
-  pj_num(c, e, "lower_bound_before", (double)r->lb_before);
-  pj_num(c, e, "lower_bound_after", (double)r->lb_after);
-  pj_num(c, e, "arena_before", (double)r->arena_before);
-  pj_num(c, e, "arena_after", (double)r->arena_after);
-  pj_bool(c, e, "peak_moved", r->lb_before != r->lb_after);
-  pj_num(c, e, "saved_bytes", (double)r->saved_bytes);
-  pj_num(c, e, "rewrites", (double)r->rewrites);
+  rj_num(&c->ok, e, "ops_before", (double)r->ops_before);
+  rj_num(&c->ok, e, "ops_after", (double)r->ops_after);
+  rj_num(&c->ok, e, "tensors_before", (double)r->tensors_before);
+  rj_num(&c->ok, e, "tensors_after", (double)r->tensors_after);
+  rj_num(&c->ok, e, "buffers_before", (double)r->buffers_before);
+  rj_num(&c->ok, e, "buffers_after", (double)r->buffers_after);
+  rj_num(&c->ok, e, "lower_bound_before", (double)r->lb_before);
+  rj_num(&c->ok, e, "lower_bound_after", (double)r->lb_after);
+  rj_num(&c->ok, e, "arena_before", (double)r->arena_before);
+  rj_num(&c->ok, e, "arena_after", (double)r->arena_after);
+  rj_bool(&c->ok, e, "peak_moved", r->lb_before != r->lb_after);
+  rj_num(&c->ok, e, "saved_bytes", (double)r->saved_bytes);
+  rj_num(&c->ok, e, "rewrites", (double)r->rewrites);
   pj_str(c, e, "detail", r->detail);
   pj_str(c, e, "removed", r->removed ? r->removed : "");
 }
@@ -438,14 +382,14 @@ static void pj_fusion(pj_ctx *c, cJSON *e, const mp_fusion *f) {
   pj_str(c, e, "absorbed", f->absorbed);
   pj_str(c, e, "absorbed_ops", f->absorbed_ops);
   pj_str(c, e, "intermediates", f->intermediates);
-  pj_num(c, e, "steps", f->steps);
-  pj_num(c, e, "intermediate_bytes", (double)f->intermediate_bytes);
-  pj_num(c, e, "saved_bytes", (double)f->saved_bytes);
-  pj_bool(c, e, "at_peak", f->at_peak);
+  rj_num(&c->ok, e, "steps", f->steps);
+  rj_num(&c->ok, e, "intermediate_bytes", (double)f->intermediate_bytes);
+  rj_num(&c->ok, e, "saved_bytes", (double)f->saved_bytes);
+  rj_bool(&c->ok, e, "at_peak", f->at_peak);
   if (f->spills >= 0) {
-    pj_num(c, e, "registers", f->registers);
-    pj_num(c, e, "spills", f->spills);
-    pj_bool(c, e, "capped", f->capped);
+    rj_num(&c->ok, e, "registers", f->registers);
+    rj_num(&c->ok, e, "spills", f->spills);
+    rj_bool(&c->ok, e, "capped", f->capped);
   }
 }
 
@@ -453,17 +397,17 @@ static void pj_fusion(pj_ctx *c, cJSON *e, const mp_fusion *f) {
 static void pj_passes(pj_ctx *c, cJSON *root) {
   const mp_pass_report *r = mp_model_pass_report(c->m);
   if (!r) return;
-  cJSON *o = pj_add_obj(c, root, "passes");
+  cJSON *o = rj_obj(&c->ok, root, "passes");
   if (!o) return;
-  if (mp_pass_report_vlen(r)) pj_num(c, o, "vlen", mp_pass_report_vlen(r));
-  cJSON *rows = pj_add_arr(c, o, "rows");
+  if (mp_pass_report_vlen(r)) rj_num(&c->ok, o, "vlen", mp_pass_report_vlen(r));
+  cJSON *rows = rj_arr(&c->ok, o, "rows");
   for (size_t i = 0; rows && i < mp_pass_report_rows(r); i++) {
-    cJSON *e = pj_push_obj(c, rows);
+    cJSON *e = rj_push_obj(&c->ok, rows);
     if (e) pj_pass_row(c, e, mp_pass_report_row(r, i));
   }
-  cJSON *fus = pj_add_arr(c, o, "fusions");
+  cJSON *fus = rj_arr(&c->ok, o, "fusions");
   for (size_t i = 0; fus && i < mp_pass_report_fusions(r); i++) {
-    cJSON *e = pj_push_obj(c, fus);
+    cJSON *e = rj_push_obj(&c->ok, fus);
     if (e) pj_fusion(c, e, mp_pass_report_fusion(r, i));
   }
 }
@@ -472,27 +416,27 @@ static void pj_passes(pj_ctx *c, cJSON *root) {
 static void pj_schedule(pj_ctx *c, cJSON *root) {
   const mp_schedule_info *s = mp_model_schedule_info(c->m);
   if (!s || s->used != MP_ORDER_MEMORY) return;
-  cJSON *o = pj_add_obj(c, root, "schedule");
+  cJSON *o = rj_obj(&c->ok, root, "schedule");
   if (!o) return;
   pj_str(c, o, "order", mp_order_name(s->used));
-  pj_num(c, o, "peak_bytes", (double)s->peak);
-  cJSON *arr = pj_add_arr(c, o, "candidates");
+  rj_num(&c->ok, o, "peak_bytes", (double)s->peak);
+  cJSON *arr = rj_arr(&c->ok, o, "candidates");
   for (size_t k = 0; arr && k < s->n_cand; k++) {
-    cJSON *e = pj_push_obj(c, arr);
+    cJSON *e = rj_push_obj(&c->ok, arr);
     if (!e) return;
     pj_str(c, e, "name", s->cand[k].name);
-    pj_num(c, e, "peak_bytes", (double)s->cand[k].peak);
+    rj_num(&c->ok, e, "peak_bytes", (double)s->cand[k].peak);
   }
-  pj_num(c, o, "segments", (double)s->segments);
-  pj_num(c, o, "largest_segment", (double)s->largest_segment);
-  pj_num(c, o, "bound_segments", (double)s->bound_segments);
-  pj_num(c, o, "exact_segments", (double)s->dp_segments);
-  pj_num(c, o, "improved_segments", (double)s->dp_improved);
-  pj_num(c, o, "beam_improved_segments", (double)s->beam_improved);
-  pj_num(c, o, "states", (double)s->dp_states);
-  pj_bool(c, o, "optimal", s->exact);
-  pj_bool(c, o, "budget_hit", s->budget_hit);
-  pj_num(c, o, "ms", s->ms);
+  rj_num(&c->ok, o, "segments", (double)s->segments);
+  rj_num(&c->ok, o, "largest_segment", (double)s->largest_segment);
+  rj_num(&c->ok, o, "bound_segments", (double)s->bound_segments);
+  rj_num(&c->ok, o, "exact_segments", (double)s->dp_segments);
+  rj_num(&c->ok, o, "improved_segments", (double)s->dp_improved);
+  rj_num(&c->ok, o, "beam_improved_segments", (double)s->beam_improved);
+  rj_num(&c->ok, o, "states", (double)s->dp_states);
+  rj_bool(&c->ok, o, "optimal", s->exact);
+  rj_bool(&c->ok, o, "budget_hit", s->budget_hit);
+  rj_num(&c->ok, o, "ms", s->ms);
 }
 
 mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,

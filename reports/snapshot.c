@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_out.h"
 #include "mplan/file.h"
 #include "mplan/passes.h"
 #include "mplan/sha256.h"
@@ -750,40 +751,14 @@ typedef struct snap_doc {
 } snap_doc;
 
 static void snap_put_str(snap_doc *d, cJSON *o, const char *k, const char *v) {
-  if (v && !cJSON_AddStringToObject(o, k, v)) d->ok = false;
-}
-
-static void snap_put_num(snap_doc *d, cJSON *o, const char *k, double v) {
-  if (!cJSON_AddNumberToObject(o, k, v)) d->ok = false;
-}
-
-static cJSON *snap_put_obj(snap_doc *d, cJSON *o, const char *k) {
-  cJSON *x = d->ok ? cJSON_AddObjectToObject(o, k) : NULL;
-  if (!x) d->ok = false;
-  return x;
-}
-
-static cJSON *snap_put_arr(snap_doc *d, cJSON *o, const char *k) {
-  cJSON *x = d->ok ? cJSON_AddArrayToObject(o, k) : NULL;
-  if (!x) d->ok = false;
-  return x;
-}
-
-static cJSON *snap_push_obj(snap_doc *d, cJSON *arr) {
-  cJSON *o = d->ok ? cJSON_CreateObject() : NULL;
-  if (!o || !cJSON_AddItemToArray(arr, o)) {
-    cJSON_Delete(o);
-    d->ok = false;
-    return NULL;
-  }
-  return o;
+  if (v) rj_str(&d->ok, o, k, v);
 }
 
 static void snap_doc_head(const mp_snapshot *s, snap_doc *d) {
   const mp_snap_info *in = &s->info;
   snap_put_str(d, d->root, "mplan", "baseline/1");
   snap_put_str(d, d->root, "tool", in->tool);
-  cJSON *m = snap_put_obj(d, d->root, "model");
+  cJSON *m = rj_obj(&d->ok, d->root, "model");
   if (m) {
     snap_put_str(d, m, "path", in->model_path);
     snap_put_str(d, m, "name", in->model_name);
@@ -797,7 +772,7 @@ static void snap_doc_head(const mp_snapshot *s, snap_doc *d) {
       d->ok = false;
     }
   }
-  cJSON *p = snap_put_obj(d, d->root, "plan");
+  cJSON *p = rj_obj(&d->ok, d->root, "plan");
   if (p) {
     snap_put_str(d, p, "strategy", in->strategy);
     snap_put_str(d, p, "strategy_detail", in->strategy_detail);
@@ -806,23 +781,23 @@ static void snap_doc_head(const mp_snapshot *s, snap_doc *d) {
     snap_put_str(d, p, "time", in->time_word);
   }
   if (d->ok) {
-    snap_put_num(d, d->root, "total_bytes", (double)mp_snapshot_total_bytes(s));
+    rj_num(&d->ok, d->root, "total_bytes", (double)mp_snapshot_total_bytes(s));
   }
 }
 
 static void snap_doc_body(const mp_snapshot *s, snap_doc *d) {
-  cJSON *regions = snap_put_arr(d, d->root, "regions");
+  cJSON *regions = rj_arr(&d->ok, d->root, "regions");
   for (size_t k = 0; regions && k < s->n_regions; k++) {
     const mp_snap_region *r = &s->regions[k].r;
-    cJSON *o = snap_push_obj(d, regions);
+    cJSON *o = rj_push_obj(&d->ok, regions);
     if (!o) return;
     snap_put_str(d, o, "name", r->name);
-    snap_put_num(d, o, "arena_bytes", (double)r->arena_bytes);
-    snap_put_num(d, o, "resident_bytes", (double)r->resident_bytes);
-    snap_put_num(d, o, "lower_bound_bytes", (double)r->lower_bound_bytes);
-    snap_put_num(d, o, "tensors", (double)r->tensors);
+    rj_num(&d->ok, o, "arena_bytes", (double)r->arena_bytes);
+    rj_num(&d->ok, o, "resident_bytes", (double)r->resident_bytes);
+    rj_num(&d->ok, o, "lower_bound_bytes", (double)r->lower_bound_bytes);
+    rj_num(&d->ok, o, "tensors", (double)r->tensors);
   }
-  cJSON *steps = snap_put_arr(d, d->root, "steps");
+  cJSON *steps = rj_arr(&d->ok, d->root, "steps");
   for (size_t k = 0; steps && k < s->n_steps; k++) {
     cJSON *x = cJSON_CreateString(s->steps[k]);
     if (!x || !cJSON_AddItemToArray(steps, x)) {
@@ -831,24 +806,24 @@ static void snap_doc_body(const mp_snapshot *s, snap_doc *d) {
       return;
     }
   }
-  cJSON *tensors = snap_put_arr(d, d->root, "tensors");
+  cJSON *tensors = rj_arr(&d->ok, d->root, "tensors");
   for (size_t i = 0; tensors && i < s->n_tensors; i++) {
     const mp_snap_tensor *t = &s->tensors[i];
-    cJSON *o = snap_push_obj(d, tensors);
+    cJSON *o = rj_push_obj(&d->ok, tensors);
     if (!o) return;
     snap_put_str(d, o, "name", t->name);
     snap_put_str(d, o, "class", mp_class_name(t->cls));
     snap_put_str(d, o, "region", s->regions[t->region].r.name);
-    snap_put_num(d, o, "size", (double)t->size);
-    snap_put_num(d, o, "padded", (double)t->padded);
-    snap_put_num(d, o, "first", (double)t->first);
-    snap_put_num(d, o, "last", (double)t->last);
+    rj_num(&d->ok, o, "size", (double)t->size);
+    rj_num(&d->ok, o, "padded", (double)t->padded);
+    rj_num(&d->ok, o, "first", (double)t->first);
+    rj_num(&d->ok, o, "last", (double)t->last);
     /* the tensors that live in this one's buffer (views, in place,
      * Concat slices), so that a diff of two baselines can name them */
     cJSON *holds = NULL;
     for (size_t m = 0; d->ok && m < s->n_members; m++) {
       if (s->members[m].host != i) continue;
-      if (!holds) holds = snap_put_arr(d, o, "holds");
+      if (!holds) holds = rj_arr(&d->ok, o, "holds");
       cJSON *x = holds ? cJSON_CreateString(s->members[m].name) : NULL;
       if (!x || !cJSON_AddItemToArray(holds, x)) {
         cJSON_Delete(x);
@@ -862,8 +837,8 @@ static void snap_doc_body(const mp_snapshot *s, snap_doc *d) {
     for (size_t k = 0; d->ok && k < s->n_gone_by; k++) {
       const snap_gone_rec *g = &s->gone_by[k];
       if (g->fused != (fused == 1) || !g->names || !*g->names) continue;
-      if (!arr) arr = snap_put_arr(d, d->root, fused ? "fused" : "removed");
-      cJSON *o = arr ? snap_push_obj(d, arr) : NULL;
+      if (!arr) arr = rj_arr(&d->ok, d->root, fused ? "fused" : "removed");
+      cJSON *o = arr ? rj_push_obj(&d->ok, arr) : NULL;
       if (!o) return;
       snap_put_str(d, o, fused ? "op" : "pass", g->by);
       snap_put_str(d, o, "tensors", g->names);

@@ -1,0 +1,67 @@
+/*
+ * json_out.c -- cJSON building with a sticky flag (json_out.h).
+ */
+#include "json_out.h"
+
+#include <stddef.h>
+
+static cJSON *rj_check(bool *ok, cJSON *made) {
+  if (!made) *ok = false;
+  return made;
+}
+
+cJSON *rj_obj(bool *ok, cJSON *parent, const char *key) {
+  return rj_check(ok,
+                  *ok && parent ? cJSON_AddObjectToObject(parent, key) : NULL);
+}
+
+cJSON *rj_arr(bool *ok, cJSON *parent, const char *key) {
+  return rj_check(ok,
+                  *ok && parent ? cJSON_AddArrayToObject(parent, key) : NULL);
+}
+
+void rj_num(bool *ok, cJSON *o, const char *key, double v) {
+  rj_check(ok, *ok ? cJSON_AddNumberToObject(o, key, v) : NULL);
+}
+
+void rj_str(bool *ok, cJSON *o, const char *key, const char *v) {
+  if (!*ok) return;
+  rj_check(ok, v ? cJSON_AddStringToObject(o, key, v)
+                 : cJSON_AddNullToObject(o, key));
+}
+
+void rj_bool(bool *ok, cJSON *o, const char *key, bool v) {
+  rj_check(ok, *ok ? cJSON_AddBoolToObject(o, key, v) : NULL);
+}
+
+void rj_push(bool *ok, cJSON *arr, cJSON *item) {
+  if (!*ok || !arr || !item || !cJSON_AddItemToArray(arr, item)) {
+    cJSON_Delete(item);
+    *ok = false;
+  }
+}
+
+cJSON *rj_push_obj(bool *ok, cJSON *arr) {
+  cJSON *o = *ok ? cJSON_CreateObject() : NULL;
+  rj_push(ok, arr, o);
+  return *ok ? o : NULL;
+}
+
+void rj_push_num(bool *ok, cJSON *arr, double v) {
+  rj_push(ok, arr, *ok ? cJSON_CreateNumber(v) : NULL);
+}
+
+void rj_push_str(bool *ok, cJSON *arr, const char *v) {
+  if (!*ok) return;
+  rj_push(ok, arr, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+
+void rj_summary_bytes(bool *ok, cJSON *o, const mp_plan_summary *s) {
+  rj_num(ok, o, "arena_bytes", (double)s->arena_bytes);
+  rj_num(ok, o, "lower_bound_bytes", (double)s->lower_bound_bytes);
+  rj_num(ok, o, "resident_bytes", (double)s->resident_bytes);
+  rj_num(ok, o, "retained_bytes", (double)s->retained_bytes);
+  rj_num(ok, o, "activation_peak_bytes", (double)s->activation_peak_bytes);
+  rj_num(ok, o, "no_reuse_bytes", (double)s->no_reuse_bytes);
+  rj_num(ok, o, "alignment_waste_bytes", (double)s->alignment_waste_bytes);
+}
