@@ -226,6 +226,54 @@ static void ex_idle(ex_ctx *c, const size_t *idx, size_t n, int64_t t) {
   }
 }
 
+/* Appends "+name bytes" (born) or "-name bytes" (freed) for the
+ * activation buffers born at t (born) or freed after t (!born), at most
+ * EX_STEP_NAMES of them; returns how many there are. */
+#define EX_STEP_NAMES 4
+static size_t ex_step_changes(ex_ctx *c, int64_t t, bool born, size_t listed) {
+  size_t n = 0;
+  for (size_t i = 0; i < mp_problem_count(c->p); i++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, i);
+    if (b->cls != MP_CLASS_ACTIVATION || (born ? b->first : b->last) != t)
+      continue;
+    if (n++ >= EX_STEP_NAMES) continue;
+    char bytes[MP_FMT_MAX];
+    mp_buf_printf(c->out, "%s%c%s %s", listed + n > 1 ? ", " : " ",
+                  born ? '+' : '-', b->name, mp_fmt_bytes(bytes, b->padded));
+  }
+  if (n > EX_STEP_NAMES) {
+    mp_buf_printf(c->out, ", %zu more %s", n - EX_STEP_NAMES,
+                  born ? "born" : "freed");
+  }
+  return n;
+}
+
+/* A peak interval of several steps: what is born and freed at each later
+ * step (the live bytes stay at the peak, so every change is a swap). To
+ * lower the peak, every step of the interval must fall. */
+static void ex_peak_swaps(ex_ctx *c, int64_t first, int64_t last) {
+  if (last <= first) return;
+  const char *w = report_time_word(c->m);
+  mp_buf_printf(c->out,
+                "  the interval goes on to %s %" PRId64
+                ", each %s a swap at the peak (+ born there, - freed after "
+                "the %s before):\n",
+                w, last, w, w);
+  size_t shown = 0;
+  for (int64_t t = first + 1; t <= last && shown < c->top; t++, shown++) {
+    char op[160];
+    report_step_op(c->m, t, op, sizeof op);
+    mp_buf_printf(c->out, "    %s %" PRId64 "%s%s:", w, t, *op ? " " : "", op);
+    size_t n = ex_step_changes(c, t, true, 0);
+    n += ex_step_changes(c, t - 1, false, n);
+    mp_buf_puts(c->out, n ? "\n" : " no change\n");
+  }
+  if (last - first > (int64_t)shown) {
+    mp_buf_printf(c->out, "    ... %" PRId64 " more %ss\n",
+                  last - first - (int64_t)shown, w);
+  }
+}
+
 static void ex_live(ex_ctx *c, size_t *idx) {
   const mp_profile *prof = mp_plan_profile(c->plan);
   if (prof->peak == 0) return;
@@ -260,6 +308,7 @@ static void ex_live(ex_ctx *c, size_t *idx) {
   }
   ex_idle(c, idx, n, t);
   ex_shared(c, idx, n);
+  ex_peak_swaps(c, t, prof->segs[prof->peaks[0]].last);
   mp_buf_puts(c->out, "\n");
 }
 

@@ -67,6 +67,15 @@ run 0 plan models/mobilenet_v1.json --json &&
   bad "MobileNetV1 lower bound is not 1,204,224"
 run 0 explain models/mobilenet_v2.json && has "$tmp/out" "step 4 'b2_dw' (Conv)" &&
   has "$tmp/out" "b2_expand_out" && has "$tmp/out" "last read here by b2_dw"
+# A peak interval of two steps: the second step's swap is listed (born c,
+# freed a); a one-step interval lists none.
+run 0 explain tests/data/peak_swap.json --no-map &&
+  has "$tmp/out" "the interval goes on to step 2" &&
+  has "$tmp/out" "step 2 'r2' (Relu): +c 256 B, -a 256 B" && ok ||
+  bad "peak_swap: the swap at the interval's second step"
+run 0 explain models/mobilenet_v2.json --no-map &&
+  ! grep -q "the interval goes on" "$tmp/out" && ok ||
+  bad "mobilenet_v2: a one-step peak interval lists swaps"
 # Named dims: N=2 doubles every activation.
 run 0 plan models/mobilenet_v2.json --dim N=2 --json &&
   [ "$(json_field "$tmp/out" "d['summary']['lower_bound_bytes']")" = 3010560 ] && ok ||
