@@ -1247,6 +1247,8 @@ static mp_status lw_einsum(lw *x) {
   return MP_OK;
 }
 
+static mp_status lw_select(lw *x, const char *t);
+
 /* The normalisations and losses of runtime/ops_stats.c, the window fills,
  * Einsum, Det and ReverseSequence. */
 static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
@@ -1313,12 +1315,34 @@ static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
   }
   if (strcmp(t, "NonZero") == 0 || strcmp(t, "Compress") == 0 ||
       strcmp(t, "Unique") == 0 || strcmp(t, "NonMaxSuppression") == 0) {
-    return lw_unsup(x,
-                    "its output shape depends on the data (a plan holds its "
-                    "bound or the declared shape); the runtime runs fixed "
-                    "shapes");
+    return lw_select(x, t);
   }
   return lw_unsup(x, "the runtime has no kernel for this op");
+}
+
+/* The ops whose output shape depends on the data. The runtime runs the
+ * shapes of the plan, so each run checks that the op selects exactly the
+ * count the plan holds (runtime/ops_select.c): a declared shape or one
+ * the input's known value gives passes; a plan at the op's bound fails
+ * unless the data fills it. */
+static mp_status lw_select(lw *x, const char *t) {
+  const mp_tensor *in = lw_t(x, 0);
+  uint32_t rank = in ? in->rank : 0;
+  lw_copy_inputs(x);
+  if (strcmp(t, "NonZero") == 0) {
+    x->o->kernel = MP_BOP_NON_ZERO;
+  } else if (strcmp(t, "Compress") == 0) {
+    x->o->kernel = MP_BOP_COMPRESS;
+    lw_p(x, lw_attr(x, "axis") ? lw_axis(lw_int(x, "axis", 0), rank) : -1);
+  } else if (strcmp(t, "Unique") == 0) {
+    x->o->kernel = MP_BOP_UNIQUE;
+    lw_p(x, lw_int(x, "sorted", 1) != 0);
+    lw_p(x, lw_attr(x, "axis") ? lw_axis(lw_int(x, "axis", 0), rank) : -1);
+  } else {
+    x->o->kernel = MP_BOP_NMS;
+    lw_p(x, lw_int(x, "center_point_box", 0));
+  }
+  return MP_OK;
 }
 
 /* The index, layout and selection ops (runtime/ops_index.c). */

@@ -21,23 +21,6 @@
 
 #include "mplan/kernels.h"
 
-/* -1, 0, 1: element i of a against element j of b, dtype d (integers
- * exactly, floats as double; NaN compares equal to everything, so it
- * never replaces a candidate). */
-static int kx_cmp(int d, const void *a, size_t i, const void *b, size_t j) {
-  if (mp_kd_is_float(d)) {
-    double x = mp_k_load(a, d, i), y = mp_k_load(b, d, j);
-    return x < y ? -1 : x > y ? 1 : 0;
-  }
-  if (d == MP_KD_U64) {
-    uint64_t x = (uint64_t)mp_k_load_i(a, d, i),
-             y = (uint64_t)mp_k_load_i(b, d, j);
-    return x < y ? -1 : x > y ? 1 : 0;
-  }
-  int64_t x = mp_k_load_i(a, d, i), y = mp_k_load_i(b, d, j);
-  return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /* Stores an integer with the element width's truncation (wrapping). */
 static void kx_store_i(void *p, int d, size_t k, int64_t v) {
   uint64_t u = (uint64_t)v;
@@ -50,8 +33,8 @@ static int64_t kx_best(int d, const void *x, size_t base, int64_t len,
                        int64_t inner, bool is_min, bool last) {
   int64_t best = 0;
   for (int64_t k = 1; k < len; k++) {
-    int c = kx_cmp(d, x, base + (size_t)(k * inner), x,
-                   base + (size_t)(best * inner));
+    int c = mp_k_compare(d, x, base + (size_t)(k * inner), x,
+                         base + (size_t)(best * inner));
     if (is_min) c = -c;
     if (c > 0 || (c == 0 && last)) best = k;
   }
@@ -116,7 +99,7 @@ static void kx_reduce(mp_kscatter red, int d, void *dst, size_t k,
     return;
   }
   if (red == MP_KSCATTER_MAX || red == MP_KSCATTER_MIN) {
-    int c = kx_cmp(d, src, j, dst, k);
+    int c = mp_k_compare(d, src, j, dst, k);
     if ((red == MP_KSCATTER_MAX && c > 0) || (red == MP_KSCATTER_MIN && c < 0))
       memcpy((char *)dst + k * es, (const char *)src + j * es, es);
     return;
@@ -310,8 +293,8 @@ void mp_k_topk(int d, bool largest, int64_t outer, int64_t len, int64_t inner,
       for (int64_t e = 0; e < len; e++) {
         int64_t at = n;
         while (at > 0) {
-          int c = kx_cmp(d, x, base + (size_t)(e * inner), x,
-                         base + (size_t)(ws[at - 1] * inner));
+          int c = mp_k_compare(d, x, base + (size_t)(e * inner), x,
+                               base + (size_t)(ws[at - 1] * inner));
           if (!largest) c = -c;
           if (c <= 0) break;
           at--;

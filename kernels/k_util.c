@@ -268,3 +268,17 @@ bool mp_k_bcast_init(mp_kbcast *bc, const mp_kshape *out, const mp_kshape *a,
   return k_strides(out, a, bc->sa) && k_strides(out, b, bc->sb) &&
          k_strides(out, c, bc->sc);
 }
+
+int mp_k_compare(int d, const void *a, size_t i, const void *b, size_t j) {
+  if (mp_kd_is_float(d)) {
+    double x = mp_k_load(a, d, i), y = mp_k_load(b, d, j);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  if (d == MP_KD_U64) {
+    uint64_t x = (uint64_t)mp_k_load_i(a, d, i),
+             y = (uint64_t)mp_k_load_i(b, d, j);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  int64_t x = mp_k_load_i(a, d, i), y = mp_k_load_i(b, d, j);
+  return x < y ? -1 : x > y ? 1 : 0;
+}

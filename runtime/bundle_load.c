@@ -826,6 +826,10 @@ const char *mp_bop_name(int kernel) {
                                                   "dropout",
                                                   "dft",
                                                   "stft",
-                                                  "mel-weight-matrix"};
+                                                  "mel-weight-matrix",
+                                                  "non-zero",
+                                                  "compress",
+                                                  "unique",
+                                                  "non-max-suppression"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

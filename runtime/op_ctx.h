@@ -182,4 +182,8 @@ bool op_stats_dispatch(op_ctx *c, bool run, bool *handled);
 /* The same for Einsum and Det (ops_linalg.c). */
 bool op_linalg_dispatch(op_ctx *c, bool run, bool *handled);
 
+/* The same for the ops whose output shape depends on the data
+ * (ops_select.c). */
+bool op_select_dispatch(op_ctx *c, bool run, bool *handled);
+
 #endif /* MPLAN_RUNTIME_OP_CTX_H */

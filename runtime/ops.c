@@ -2435,6 +2435,7 @@ static bool op_dispatch(op_ctx *c, bool run) {
       bool ok = op_index_dispatch(c, run, &handled);
       if (!handled) ok = op_stats_dispatch(c, run, &handled);
       if (!handled) ok = op_linalg_dispatch(c, run, &handled);
+      if (!handled) ok = op_select_dispatch(c, run, &handled);
       return handled ? ok : op_fail(c, "unknown kernel id %u", c->op->kernel);
     }
   }

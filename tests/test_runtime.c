@@ -484,6 +484,100 @@ static void test_data_weights(const char *src) {
   mp_buf_free(&bundle);
 }
 
+/* The selection kernels' orders (k_select.c invariant 2): NMS ties go to
+ * the lower box index, corners may come in either order, center boxes;
+ * Unique compares u64 as unsigned and -0 as +0, keeps first occurrences
+ * when unsorted, and orders slices lexicographically with an axis. */
+static void test_select_kernels(void) {
+  /* three identical boxes with equal scores: the lowest index wins and
+   * suppresses the others; box 3 (corners swapped) overlaps none */
+  float boxes[16] = {0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 3, 3, 2, 2};
+  float scores[4] = {0.5f, 0.5f, 0.5f, 0.4f};
+  int64_t ws[12], sel[12];
+  mp_knms p = {.batches = 1,
+               .classes = 1,
+               .boxes = 4,
+               .max_per_class = 9,
+               .iou_threshold = 0.5f};
+  CHECK_EQ_I(mp_k_nms(&p, boxes, scores, ws, sel), 2);
+  CHECK(sel[2] == 0 && sel[5] == 3);
+  p.max_per_class = 1; /* the cap per class */
+  CHECK_EQ_I(mp_k_nms(&p, boxes, scores, ws, NULL), 1);
+  p.max_per_class = 9;
+  p.has_score_threshold = true; /* strictly above it */
+  p.score_threshold = 0.4f;
+  CHECK_EQ_I(mp_k_nms(&p, boxes, scores, ws, NULL), 1);
+  /* center boxes [xc, yc, w, h]: IoU 1/3 of two unit squares shifted by
+   * half is not above 0.4 but is above 0.3 */
+  float cb[8] = {0.5f, 0.5f, 1, 1, 1.0f, 0.5f, 1, 1}, cs[2] = {1, 0.9f};
+  mp_knms q = {.batches = 1,
+               .classes = 1,
+               .boxes = 2,
+               .max_per_class = 5,
+               .iou_threshold = 0.4f,
+               .center = true};
+  CHECK_EQ_I(mp_k_nms(&q, cb, cs, ws, NULL), 2);
+  q.iou_threshold = 0.3f;
+  CHECK_EQ_I(mp_k_nms(&q, cb, cs, ws, NULL), 1);
+
+  uint64_t u[4] = {UINT64_MAX, 1, UINT64_MAX, 0};
+  int64_t uws[6 * 4], first[4], inv[4], cnt[4];
+  CHECK_EQ_I(mp_k_unique(MP_KD_U64, u, 1, 4, 1, true, uws, first, inv, cnt), 3);
+  CHECK(first[0] == 3 && first[1] == 1 && first[2] == 0 && cnt[2] == 2);
+  CHECK(inv[0] == 2 && inv[1] == 1 && inv[2] == 2 && inv[3] == 0);
+  float z[3] = {0.0f, -0.0f, 2.0f};
+  CHECK_EQ_I(mp_k_unique(MP_KD_F32, z, 1, 3, 1, false, uws, first, inv, cnt),
+             2);
+  CHECK(first[0] == 0 && cnt[0] == 2 && first[1] == 2);
+  /* rows of [3, 2] along axis 0: (2,1) (1,5) (2,1) -> (1,5) (2,1) */
+  int32_t rows[6] = {2, 1, 1, 5, 2, 1};
+  CHECK_EQ_I(mp_k_unique(MP_KD_I32, rows, 1, 3, 2, true, uws, first, inv, cnt),
+             2);
+  CHECK(first[0] == 1 && first[1] == 0 && cnt[1] == 2 && inv[2] == 1);
+}
+
+/* tests/data/select_ops.json run end to end: every output of the four
+ * selection ops exactly (its declared shapes are what the data gives). */
+static void test_select_ops(const char *src) {
+  mp_buf bundle = bundle_of(src, "tests/data/select_ops.json");
+  mp_error err = {0};
+  mp_bundle *b = NULL;
+  mp_rt *rt = NULL;
+  float x[30];
+  for (int i = 0; i < 30; i++) x[i] = (float)(i % 7) - 3.0f;
+  CHECK(mp_bundle_load("sel", bundle.data, bundle.len, NULL, &b, &err) ==
+        MP_OK);
+  CHECK(mp_rt_create(b, NULL, NULL, &rt, &err) == MP_OK);
+  CHECK(mp_rt_set_input(rt, 0, x, sizeof x, &err) == MP_OK);
+  CHECK(mp_rt_run(rt, &err) == MP_OK);
+  CHECK_EQ_I(mp_bundle_output_count(b), 7);
+  const float *kept = mp_rt_tensor_data(rt, mp_bundle_output(b, 0));
+  static const int rows[3] = {0, 2, 3}; /* keep = [1, 0, 1, 1] */
+  for (int n = 0; n < 2; n++) {
+    for (int r = 0; r < 3; r++) {
+      for (int k = 0; k < 3; k++) {
+        float v = x[(n * 5 + rows[r]) * 3 + k];
+        CHECK(kept[(n * 3 + r) * 3 + k] == (v > 0 ? v : 0));
+      }
+    }
+  }
+  static const int64_t want[][8] = {{0, 0, 1, 0, 2, 2},       /* NonZero */
+                                    {1, 3, 7, 9},             /* Unique */
+                                    {1, 0, 3, 6},             /* indices */
+                                    {1, 0, 1, 2, 0, 0, 3, 1}, /* inverse */
+                                    {3, 3, 1, 1},             /* counts */
+                                    {0, 0, 3, 0, 0, 0}};      /* NMS */
+  static const int len[] = {6, 4, 4, 8, 4, 6};
+  for (int o = 0; o < 6; o++) {
+    const int64_t *y =
+        mp_rt_tensor_data(rt, mp_bundle_output(b, (size_t)o + 1));
+    for (int i = 0; i < len[o]; i++) CHECK_EQ_I(y[i], want[o][i]);
+  }
+  mp_rt_destroy(rt);
+  mp_bundle_destroy(b);
+  mp_buf_free(&bundle);
+}
+
 int main(int argc, char **argv) {
   const char *src = argc > 1 ? argv[1] : ".";
   test_kernels();
@@ -532,7 +626,11 @@ int main(int argc, char **argv) {
   test_fuzz(src, "tests/data/signal_ops.onnx.bin", 1000);
   /* tf_crop_and_resize: the roi input and extrapolation_value */
   test_fuzz(src, "tests/data/resize_crop.onnx.bin", 1000);
+  /* the selection ops: shapes, conditions, counts against the plan */
+  test_fuzz(src, "tests/data/select_ops.json", 1000);
   test_no_alloc(src);
   test_data_weights(src);
+  test_select_kernels();
+  test_select_ops(src);
   return check_exit("test_runtime");
 }

@@ -132,7 +132,15 @@ typedef enum mp_bt_kind {
  *   DFT: axis, dft_length, onesided, inverse (input: the signal)
  *   STFT: onesided (inputs: signal, frame_step, optional window and
  *       frame_length)
- *   MEL_WEIGHT_MATRIX: none (inputs: its five scalars) */
+ *   MEL_WEIGHT_MATRIX: none (inputs: its five scalars)
+ *   The selection ops, whose output shape depends on the data: the run
+ *   finds how many elements they select and fails unless that is the
+ *   count the plan holds (runtime/ops_select.c):
+ *   NON_ZERO: none                    COMPRESS: axis (-1: flattened)
+ *   UNIQUE: sorted, axis (-1: flattened) (outputs: y, optional indices,
+ *       inverse_indices, counts)
+ *   NMS: center_point_box (inputs: boxes, scores, optional
+ *       max_output_boxes_per_class, iou_threshold, score_threshold) */
 typedef enum mp_bop {
   MP_BOP_CONV = 1,
   MP_BOP_CONV_TRANSPOSE,
@@ -197,6 +205,10 @@ typedef enum mp_bop {
   MP_BOP_DFT,
   MP_BOP_STFT,
   MP_BOP_MEL_WEIGHT_MATRIX,
+  MP_BOP_NON_ZERO,
+  MP_BOP_COMPRESS,
+  MP_BOP_UNIQUE,
+  MP_BOP_NMS,
   MP_BOP_COUNT
 } mp_bop;
 

@@ -64,6 +64,10 @@ bool mp_kd_is_float(int code);
 double mp_k_load(const void *p, int d, size_t k);
 void mp_k_store(void *p, int d, size_t k, double v);
 int64_t mp_k_load_i(const void *p, int d, size_t k);
+/* -1, 0, 1: element i of a against element j of b, both of dtype d:
+ * integers exactly (u64 unsigned), floats as double (-0 equals +0; NaN
+ * compares equal to everything, so it never replaces a candidate). */
+int mp_k_compare(int d, const void *a, size_t i, const void *b, size_t j);
 
 /* ---- shapes and broadcasting --------------------------------------------- */
 
@@ -395,6 +399,55 @@ void mp_k_grid_sample(const mp_kgrid *p, int d, const void *x, int dg,
 void mp_k_max_unpool(size_t es, int64_t nx, const void *x, const int64_t *idx,
                      uint32_t rank, const int64_t *from, const int64_t *to,
                      void *y);
+
+/* ---- selection: output sizes that depend on the data (k_select.c) ------ */
+
+/* NonZero: the nonzero elements of x (n elements, dtype d), and their
+ * coordinates in s's row-major order into y [rank, count] (count: what
+ * mp_k_count_nonzero returned). */
+int64_t mp_k_count_nonzero(int d, const void *x, int64_t n);
+void mp_k_nonzero(int d, const void *x, const mp_kshape *s, int64_t count,
+                  int64_t *y);
+
+/* Compress: of x seen as [outer, len, inner], the slices j < min(len,
+ * clen) whose condition element (dtype cd) is nonzero, in order, into y
+ * [outer, count, inner] (count: what mp_k_compress_count returned). */
+int64_t mp_k_compress_count(int cd, const void *cond, int64_t clen,
+                            int64_t len);
+void mp_k_compress(size_t es, const void *x, int64_t outer, int64_t len,
+                   int64_t inner, int cd, const void *cond, int64_t clen,
+                   int64_t count, void *y);
+
+/* Unique: the distinct slices along the middle dim of x [outer, len,
+ * inner] (dtype d), ascending when sorted (lexicographic over the other
+ * dims), else in order of first occurrence. Returns their count K and
+ * fills, each when not NULL (room for len): first[K] (each one's first
+ * index), inverse[len] (each slice's position in the output), counts[K].
+ * ws: 6 * len int64. */
+int64_t mp_k_unique(int d, const void *x, int64_t outer, int64_t len,
+                    int64_t inner, bool sorted, int64_t *ws, int64_t *first,
+                    int64_t *inverse, int64_t *counts);
+/* y [outer, count, inner] = slices which[0..count) of x [outer, len,
+ * inner] (es bytes an element). */
+void mp_k_gather_slices(size_t es, const void *x, int64_t outer, int64_t len,
+                        int64_t inner, const int64_t *which, int64_t count,
+                        void *y);
+
+/* NonMaxSuppression (ONNX, as ONNX Runtime selects): boxes [batches,
+ * boxes, 4] and scores [batches, classes, boxes], f32. */
+typedef struct mp_knms {
+  int64_t batches, classes, boxes;
+  int64_t max_per_class; /* at most this many boxes a class */
+  float iou_threshold;
+  bool has_score_threshold; /* candidates need score > score_threshold */
+  float score_threshold;
+  bool center; /* center_point_box: [xc, yc, w, h], else two corners */
+} mp_knms;
+
+/* The selected [batch, class, box] triples in order into sel (NULL: only
+ * count them); returns how many. ws: 3 * boxes int64. */
+int64_t mp_k_nms(const mp_knms *p, const float *boxes, const float *scores,
+                 int64_t *ws, int64_t *sel);
 
 /* RoiAlign (Mask R-CNN; ONNX opset 10/16, ONNX Runtime's sampling): for
  * each roi r of rois [R, 4] (x1, y1, x2, y2, times spatial_scale, minus

@@ -519,7 +519,8 @@ save("tests/data/resize_crop.onnx.bin",
 # Ops whose output shape depends on the data, with inputs whose values are
 # not known: each is planned at its bound with a warning (analyzer/shape.c
 # invariant 7), a Transpose of NonZero's output carries the bound on, and
-# the runtime refuses them (test_onnx_cli.sh).
+# a run stops at the first op whose data selects fewer than its bound
+# (test_onnx_cli.sh).
 I64, BOOL = TensorProto.INT64, TensorProto.BOOL
 nodes = [
     helper.make_node("Greater", ["x", "zero"], ["mask"], name="mask"),
