@@ -549,3 +549,91 @@ types = {"nz_t": I64, "uniq": I64, "uniq_idx": I64, "uniq_inv": I64, "uniq_cnt":
 save("tests/data/bounded_ops.onnx.bin",
      model(nodes, inputs, [helper.make_tensor_value_info(o, types.get(o, F), None)
                            for o in outs], inits, opset=13))
+
+# The same ops where the data fills declared shapes, for test_ort: x is
+# an input (seeded by the runner), every selection input a constant, and
+# each output's shape declared from an independent count here (numpy, and
+# the NonMaxSuppression rule as ONNX states it), so ONNX Runtime and the
+# runtime must agree on the counts as well as the values.
+srng = np.random.default_rng(20261201)
+
+
+def nms_count(boxes, scores, max_out, iou, min_score, center):
+    def corners(b):
+        if center:
+            return (b[1] - b[3] / 2, b[0] - b[2] / 2, b[1] + b[3] / 2, b[0] + b[2] / 2)
+        return (min(b[0], b[2]), min(b[1], b[3]), max(b[0], b[2]), max(b[1], b[3]))
+
+    def iou_of(a, b):
+        ih = min(a[2], b[2]) - max(a[0], b[0])
+        iw = min(a[3], b[3]) - max(a[1], b[1])
+        if ih <= 0 or iw <= 0:
+            return 0.0
+        inter = ih * iw
+        ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+        return inter / ua
+
+    total = 0
+    for b in range(boxes.shape[0]):
+        for c in range(scores.shape[1]):
+            s = scores[b, c]
+            order = sorted((i for i in range(len(s)) if s[i] > min_score),
+                           key=lambda i: (-s[i], i))
+            kept = []
+            for i in order:
+                if len(kept) == max_out:
+                    break
+                a = corners(boxes[b, i])
+                if all(iou_of(a, corners(boxes[b, k])) <= iou for k in kept):
+                    kept.append(i)
+            total += len(kept)
+    return total
+
+
+cond = srng.random(6) < 0.5
+cond_flat = srng.random(50) < 0.3
+counts_of = srng.integers(-2, 3, size=(4, 5)).astype(np.int32)
+vals = srng.integers(0, 7, size=30).astype(np.float32)
+rows = srng.integers(0, 2, size=(7, 3)).astype(np.int64)
+boxes = srng.random((2, 20, 4)).astype(np.float32)
+nscores = srng.random((2, 3, 20)).astype(np.float32)
+cboxes = np.concatenate([srng.random((1, 16, 2)), 0.2 + 0.3 * srng.random((1, 16, 2))],
+                        axis=2).astype(np.float32)
+cscores = srng.random((1, 2, 16)).astype(np.float32)
+_, ix_rows = np.unique(rows, axis=0, return_index=True)
+n_nms = nms_count(boxes, nscores, 10, 0.4, 0.3, False)
+n_cnms = nms_count(cboxes, cscores, 16, 0.3, 0.0, True)
+nodes = [
+    helper.make_node("Compress", ["x", "cond"], ["kept_axis"], name="kept_axis", axis=1),
+    helper.make_node("Compress", ["x", "cond_flat"], ["kept_flat"], name="kept_flat"),
+    helper.make_node("NonZero", ["counts_of"], ["nz"], name="nz"),
+    helper.make_node("Unique", ["vals"], ["u", "u_idx", "u_inv", "u_cnt"], name="u"),
+    helper.make_node("Unique", ["rows"], ["r", "r_idx", "r_inv", "r_cnt"], name="r",
+                     axis=0, sorted=0),
+    helper.make_node("NonMaxSuppression", ["boxes", "nscores", "max_corner", "iou4", "min3"],
+                     ["picked"], name="nms"),
+    helper.make_node("NonMaxSuppression", ["cboxes", "cscores", "max_center", "iou3", "min0"],
+                     ["picked_c"], name="nms_c", center_point_box=1),
+]
+k, m = int(cond.sum()), int(cond_flat[:3 * 6 * 4].sum())
+nu, nr = len(np.unique(vals)), len(ix_rows)
+declared = [("kept_axis", F, [3, k, 4]), ("kept_flat", F, [m]),
+            ("nz", I64, [2, int(np.count_nonzero(counts_of))]),
+            ("u", F, [nu]), ("u_idx", I64, [nu]), ("u_inv", I64, [30]), ("u_cnt", I64, [nu]),
+            ("r", I64, [nr, 3]), ("r_idx", I64, [nr]), ("r_inv", I64, [7]), ("r_cnt", I64, [nr]),
+            ("picked", I64, [n_nms, 3]), ("picked_c", I64, [n_cnms, 3])]
+inits = [numpy_helper.from_array(cond, "cond"), numpy_helper.from_array(cond_flat, "cond_flat"),
+         numpy_helper.from_array(counts_of, "counts_of"), numpy_helper.from_array(vals, "vals"),
+         numpy_helper.from_array(rows, "rows"), numpy_helper.from_array(boxes, "boxes"),
+         numpy_helper.from_array(nscores, "nscores"), numpy_helper.from_array(cboxes, "cboxes"),
+         numpy_helper.from_array(cscores, "cscores"),
+         numpy_helper.from_array(np.array([10], np.int64), "max_corner"),
+         numpy_helper.from_array(np.array([16], np.int64), "max_center"),
+         numpy_helper.from_array(np.array([0.4], np.float32), "iou4"),
+         numpy_helper.from_array(np.array([0.3], np.float32), "iou3"),
+         numpy_helper.from_array(np.array([0.3], np.float32), "min3"),
+         numpy_helper.from_array(np.array([0.0], np.float32), "min0")]
+save("tests/data/select_ort.onnx.bin",
+     model(nodes, [helper.make_tensor_value_info("x", F, [3, 6, 4])],
+           [helper.make_tensor_value_info(n, t, s) for n, t, s in declared], inits, opset=13))
+print("select_ort: counts", k, m, nu, nr, n_nms, n_cnms, file=sys.stderr)

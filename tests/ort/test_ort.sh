@@ -6,7 +6,7 @@
 # and 8 kHz and legacy, v5 again with every pass, and the small models
 # fold_large (tests/data/passes/gen_fold_large.py), quant_rnn, index_ops, stats_ops, linalg_ops,
 # grid_ops, resize_cubic, pool_roi_ops, upsample_ops, signal_ops and
-# resize_crop of
+# resize_crop, select_ort of
 # tests/bad/gen_onnx_bad.py): max abs/rel error
 # per output, asserted within
 # |d| <= 1e-4 + 1e-3 |ort| (float32 kernels summing in another order).
@@ -93,6 +93,11 @@ check signal_ops "$src/tests/data/signal_ops.onnx.bin"
 # Resize's tf_crop_and_resize: nearest, linear and cubic, a roi partly
 # outside the image (extrapolation_value) (tests/data/resize_crop.onnx.bin)
 check resize_crop "$src/tests/data/resize_crop.onnx.bin"
+# NonZero, Compress (an axis and flattened), Unique (flattened, sorted;
+# rows along an axis, unsorted) and NonMaxSuppression (corner and center
+# boxes) on constants whose counts the declared shapes hold
+# (tests/data/select_ort.onnx.bin): counts, indices and values
+check select_ort "$src/tests/data/select_ort.onnx.bin"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
