@@ -955,7 +955,18 @@ static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
    * run, and they read what they capture themselves; the If only copies
    * the branch's outputs, so it holds nothing captured alive. */
   if (st == MP_OK && taken < 0) st = ox_captured(x, t0, o0, !is_if, &l);
-  uint32_t n_at = s->n + 2 + (taken >= 0);
+  /* Loop, Scan: an input the enter op wrote, by which the compiler finds
+   * the enter op and the ops the node runs again (compile/lower.c). */
+  int64_t enter_input = -1;
+  if (st == MP_OK && !is_if && mp_graph_op_count(x->g) > o0) {
+    const mp_op *e = mp_graph_op(x->g, o0);
+    for (uint32_t k = 0; k < l.n && enter_input < 0; k++) {
+      for (uint32_t j = 0; j < e->n_outputs; j++) {
+        if (l.v[k] == e->outputs[j]) enter_input = k;
+      }
+    }
+  }
+  uint32_t n_at = s->n + 2 + (taken >= 0) + (enter_input >= 0);
   mp_attr *at = st == MP_OK ? mp_calloc(x->a, n_at, sizeof *at) : NULL;
   if (st == MP_OK && !at) {
     st = mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
@@ -970,6 +981,10 @@ static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
     if (taken >= 0) {
       at[s->n + 2] =
           (mp_attr){.name = "mplan.branch", .kind = MP_ATTR_INT, .i = taken};
+    }
+    if (enter_input >= 0) {
+      at[s->n + 2] = (mp_attr){
+          .name = "mplan.enter_input", .kind = MP_ATTR_INT, .i = enter_input};
     }
     mp_op_desc d = {name, type, l.n, n_out, n_at, l.v, outs, at};
     st = mp_graph_add_op(x->g, &d, NULL, x->err);

@@ -52,6 +52,8 @@ typedef struct bw {
   uint32_t *buf_region;  /* per buffer: bundle region */
   uint64_t *reg_base;    /* per bundle region */
   int32_t *first, *last; /* per tensor */
+  uint32_t *step_of;     /* per graph op: its step */
+  uint32_t *loop_of;     /* per graph op: the op record's loop field */
   mp_buf cdata;          /* invariant 4: the constants graph's outputs */
   int64_t *c_off;        /* per constants-graph tensor: offset in cdata */
 } bw;
@@ -459,6 +461,78 @@ static void bw_lifetimes(bw *w) {
   }
 }
 
+/* The ops a Loop or Scan runs again on every iteration: those that depend
+ * on its enter op and that it depends on (an op of its body that does not
+ * read what the enter op writes computes the same value every time, and
+ * keeps it: the plan holds every body tensor until the node). An op in
+ * nested bodies belongs to the innermost: the one entered last. loop_of
+ * gets 1 + the step of that node, or 0. */
+static mp_status bw_loops(bw *w) {
+  size_t n = mp_graph_op_count(w->g);
+  uint8_t *mark = mp_calloc(w->a, n + 1, sizeof *mark);
+  uint32_t *stack = mp_calloc(w->a, n + 1, sizeof *stack);
+  int64_t *entered = mp_calloc(w->a, n + 1, sizeof *entered);
+  if (!mark || !stack || !entered) {
+    mp_free(w->a, mark);
+    mp_free(w->a, stack);
+    mp_free(w->a, entered);
+    return mp_error_set(w->err, MP_ERR_NOMEM, "out of memory");
+  }
+  for (size_t o = 0; o < n; o++) entered[o] = -1;
+  for (size_t l = 0; l < n; l++) {
+    const mp_op *op = mp_graph_op(w->g, l);
+    if (strcmp(op->type, "Loop") != 0 && strcmp(op->type, "Scan") != 0)
+      continue;
+    int64_t k = -1;
+    for (uint32_t a = 0; a < op->n_attrs; a++) {
+      if (strcmp(op->attrs[a].name, "mplan.enter_input") == 0)
+        k = op->attrs[a].i;
+    }
+    if (k < 0 || k >= op->n_inputs || op->inputs[k] < 0) continue;
+    int32_t e = mp_graph_tensor(w->g, (size_t)op->inputs[k])->producer;
+    if (e < 0) continue;
+    /* bit 1: depends on e; bit 2: l depends on it */
+    memset(mark, 0, n);
+    size_t top = 0;
+    stack[top++] = (uint32_t)e;
+    mark[e] |= 1;
+    while (top) {
+      const mp_op *u = mp_graph_op(w->g, stack[--top]);
+      for (uint32_t i = 0; i < u->n_outputs; i++) {
+        const mp_tensor *t = mp_graph_tensor(w->g, (size_t)u->outputs[i]);
+        for (uint32_t c = 0; c < t->n_consumers; c++) {
+          if (mark[t->consumers[c]] & 1) continue;
+          mark[t->consumers[c]] |= 1;
+          stack[top++] = t->consumers[c];
+        }
+      }
+    }
+    stack[top++] = (uint32_t)l;
+    mark[l] |= 2;
+    while (top) {
+      const mp_op *u = mp_graph_op(w->g, stack[--top]);
+      for (uint32_t i = 0; i < u->n_inputs; i++) {
+        if (u->inputs[i] < 0) continue;
+        int32_t pr = mp_graph_tensor(w->g, (size_t)u->inputs[i])->producer;
+        if (pr < 0 || (mark[pr] & 2)) continue;
+        mark[pr] |= 2;
+        stack[top++] = (uint32_t)pr;
+      }
+    }
+    for (size_t o = 0; o < n; o++) {
+      if (mark[o] != 3 || o == (size_t)e || o == l) continue;
+      if ((int64_t)w->step_of[e] > entered[o]) {
+        entered[o] = w->step_of[e];
+        w->loop_of[o] = w->step_of[l] + 1;
+      }
+    }
+  }
+  mp_free(w->a, mark);
+  mp_free(w->a, stack);
+  mp_free(w->a, entered);
+  return MP_OK;
+}
+
 static mp_status bw_tensors(bw *w) {
   size_t nt = mp_graph_tensor_count(w->g);
   for (size_t t = 0; t < nt; t++) {
@@ -520,6 +594,8 @@ static mp_status bw_ops(bw *w) {
     const mp_op *op = mp_graph_op(w->g, w->order[k]);
     st = lw_lower(w->g, op, lo, w->err);
     if (st != MP_OK) break;
+    /* lower.c gives a LOOP its enter op's index; the bundle its step */
+    if (lo->kernel == MP_BOP_LOOP) lo->params[1] = w->step_of[lo->params[1]];
     bw_u32(&w->ops, bw_str(w, op->name));
     bw_u32(&w->ops, bw_str(w, op->type));
     bw_u16(&w->ops, (uint16_t)lo->kernel);
@@ -529,7 +605,7 @@ static mp_status bw_ops(bw *w) {
     bw_u32(&w->ops, w->n_refs);
     bw_u32(&w->ops, w->n_params);
     bw_u32(&w->ops, lo->n_params);
-    bw_u32(&w->ops, 0);
+    bw_u32(&w->ops, w->loop_of[w->order[k]]);
     for (uint32_t i = 0; i < lo->n_in; i++) {
       bw_u32(&w->refs, lo->in[i] < 0 ? MP_BUNDLE_NONE : (uint32_t)lo->in[i]);
     }
@@ -687,12 +763,19 @@ mp_status mp_compile(const mp_graph *g, const uint32_t *order,
   size_t nt = mp_graph_tensor_count(g);
   w.first = mp_calloc(a, nt + 1, sizeof *w.first);
   w.last = mp_calloc(a, nt + 1, sizeof *w.last);
-  mp_status st = w.first && w.last
+  size_t nops = mp_graph_op_count(g);
+  w.step_of = mp_calloc(a, nops + 1, sizeof *w.step_of);
+  w.loop_of = mp_calloc(a, nops + 1, sizeof *w.loop_of);
+  mp_status st = w.first && w.last && w.step_of && w.loop_of
                      ? MP_OK
                      : mp_error_set(err, MP_ERR_NOMEM, "out of memory");
+  for (size_t k = 0; st == MP_OK && k < nops; k++) {
+    w.step_of[order[k]] = (uint32_t)k;
+  }
   if (st == MP_OK) st = bw_constants(&w);
   if (st == MP_OK) bw_str(&w, ""); /* offset 0: the empty name */
   if (st == MP_OK) bw_lifetimes(&w);
+  if (st == MP_OK) st = bw_loops(&w);
   if (st == MP_OK) st = bw_regions(&w);
   if (st == MP_OK) st = bw_buffers(&w);
   if (st == MP_OK) st = bw_tensors(&w);
@@ -711,6 +794,8 @@ mp_status mp_compile(const mp_graph *g, const uint32_t *order,
   mp_free(a, w.reg_base);
   mp_free(a, w.first);
   mp_free(a, w.last);
+  mp_free(a, w.step_of);
+  mp_free(a, w.loop_of);
   mp_free(a, w.c_off);
   mp_buf_free(&w.cdata);
   return st;

@@ -1473,6 +1473,81 @@ static mp_status lw_index(lw *x, const char *t, uint32_t rank) {
   return lw_stats(x, t, rank);
 }
 
+/* Scan's axes attribute at k (default 0), made non-negative for rank. */
+static int64_t lw_scan_axis(const lw *x, const char *name, uint32_t k,
+                            uint32_t rank) {
+  const mp_attr *a = lw_attr(x, name);
+  int64_t v = a && a->kind == MP_ATTR_INTS && k < a->n ? a->ints[k] : 0;
+  return lw_axis(v, rank);
+}
+
+static int64_t lw_scan_dir(const lw *x, const char *name, uint32_t k) {
+  const mp_attr *a = lw_attr(x, name);
+  return a && a->kind == MP_ATTR_INTS && k < a->n && a->ints[k] != 0;
+}
+
+/* Loop and Scan as the ONNX importer flattens them (mplan.LoopEnter,
+ * mplan.ScanEnter, then the node): LOOP_ENTER and LOOP (bundle.h). The
+ * LOOP's params[1] is its enter op's graph index here; bundle_write.c
+ * makes it a step. */
+static mp_status lw_loop(lw *x, const char *t) {
+  bool scan = strstr(t, "Scan") != NULL;
+  if (scan && mp_graph_opset(x->g) > 0 && mp_graph_opset(x->g) < 9) {
+    return lw_unsup(x, "a Scan of opset 8 (with a batch axis)");
+  }
+  if (strncmp(t, "mplan.", 6) == 0) {
+    x->o->kernel = MP_BOP_LOOP_ENTER;
+    lw_copy_inputs(x);
+    lw_p(x, scan);
+    if (scan) {
+      int64_t m = lw_int(x, "num_scan_inputs", 0);
+      if (m < 1 || m > x->op->n_inputs) return lw_unsup(x, "num_scan_inputs");
+      uint32_t states = x->op->n_inputs - (uint32_t)m;
+      lw_p(x, m);
+      for (uint32_t k = 0; k < (uint32_t)m; k++) {
+        lw_p(x,
+             lw_scan_axis(x, "scan_input_axes", k, lw_t(x, states + k)->rank));
+      }
+      for (uint32_t k = 0; k < (uint32_t)m; k++) {
+        lw_p(x, lw_scan_dir(x, "scan_input_directions", k));
+      }
+    }
+    return MP_OK;
+  }
+  int64_t orig = lw_int(x, "mplan.orig_inputs", -1);
+  int64_t body = lw_int(x, "mplan.body_outputs", -1);
+  int64_t at = lw_int(x, "mplan.enter_input", -1);
+  if (orig < 0 || body < 0 || at < 0 || at >= x->op->n_inputs ||
+      orig + body > x->op->n_inputs || x->op->inputs[at] < 0) {
+    return lw_unsup(x, "not imported with its body");
+  }
+  int32_t e = mp_graph_tensor(x->g, (size_t)x->op->inputs[at])->producer;
+  if (e < 0) return lw_unsup(x, "its enter op is missing");
+  const mp_op *enter = mp_graph_op(x->g, (size_t)e);
+  int64_t carried = scan ? orig - lw_int(x, "num_scan_inputs", 0) : orig - 2;
+  if (carried < 0 || carried > x->op->n_outputs) {
+    return lw_unsup(x, "carried values");
+  }
+  x->o->kernel = MP_BOP_LOOP;
+  for (int64_t k = 0; k < orig + body; k++) lw_in(x, x->op->inputs[k]);
+  for (uint32_t k = 0; k < enter->n_outputs; k++) lw_in(x, enter->outputs[k]);
+  int64_t scans = (int64_t)x->op->n_outputs - carried;
+  lw_p(x, scan);
+  lw_p(x, e);
+  lw_p(x, orig);
+  lw_p(x, body);
+  lw_p(x, carried);
+  lw_p(x, scans);
+  for (int64_t k = 0; scan && k < scans; k++) {
+    lw_p(x, lw_scan_axis(x, "scan_output_axes", (uint32_t)k,
+                         lw_out(x, (uint32_t)(carried + k))->rank));
+  }
+  for (int64_t k = 0; scan && k < scans; k++) {
+    lw_p(x, lw_scan_dir(x, "scan_output_directions", (uint32_t)k));
+  }
+  return MP_OK;
+}
+
 static mp_status lw_misc(lw *x, const char *t) {
   const mp_tensor *in = lw_t(x, 0);
   uint32_t rank = in ? in->rank : 0;
@@ -1553,6 +1628,10 @@ static mp_status lw_misc(lw *x, const char *t) {
       lw_in(x, x->op->inputs[orig + k]);
     }
     return MP_OK;
+  }
+  if (strcmp(t, "mplan.LoopEnter") == 0 || strcmp(t, "mplan.ScanEnter") == 0 ||
+      strcmp(t, "Loop") == 0 || strcmp(t, "Scan") == 0) {
+    return lw_loop(x, t);
   }
   if (strcmp(t, "MatMulInteger") == 0 || strcmp(t, "QLinearMatMul") == 0) {
     x->o->kernel = t[0] == 'Q' ? MP_BOP_QLINEAR_MATMUL : MP_BOP_MATMUL_INTEGER;
@@ -1711,7 +1790,9 @@ mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
   }
   /* Every op the runtime runs reads its first input (a graph that planned
    * may still hold an op without one: plans only need its outputs). */
-  if (op->n_inputs == 0 || op->inputs[0] < 0) {
+  bool loop =
+      strcmp(op->type, "Loop") == 0 || strcmp(op->type, "mplan.LoopEnter") == 0;
+  if (op->n_inputs == 0 || (op->inputs[0] < 0 && !loop)) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: op '%s' (%s): has no first input, so it cannot "
                         "run",

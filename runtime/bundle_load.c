@@ -26,7 +26,9 @@
  *      produced earlier (or resident) and still live by the tensor's own
  *      lifetime (retained state may be read before it is written: the
  *      previous invocation's), outputs never weights or inputs, then the
- *      kernel's own check of arity, parameters, dtypes and shapes (ops.c);
+ *      kernel's own check of arity, parameters, dtypes and shapes (ops.c),
+ *      and every op a LOOP repeats placed after its enter op, loops
+ *      nested at most MP_RT_LOOP_DEPTH deep;
  *   7. graph inputs and outputs: indices and kinds.
  * A bundle that passes can run without touching memory outside the
  * regions (memory safety). Overlaps between activation buffers are NOT
@@ -500,6 +502,32 @@ static mp_status bl_tensor(bl *x, const unsigned char *p, size_t i) {
   return MP_OK;
 }
 
+/* Every op a LOOP repeats is one it may repeat: the LOOP is one, the op
+ * runs after its enter op, and loops nest at most MP_RT_LOOP_DEPTH deep
+ * (the executor recurses once per level). */
+static mp_status bl_loops(bl *x) {
+  const mp_bundle *b = x->b;
+  for (size_t k = 0; k < b->n_ops; k++) {
+    const mp_bopr *o = &b->ops[k];
+    int depth = 0;
+    for (uint32_t v = o->loop; v; v = b->ops[v - 1].loop) {
+      const mp_bopr *l = &b->ops[v - 1];
+      if (l->kernel != MP_BOP_LOOP || l->n_params < 2 ||
+          l->params[1] >= (int64_t)k) {
+        return bl_bad(x,
+                      "op '%s' at step %zu: repeated by op '%s', which is "
+                      "no loop entered before it",
+                      o->name, k, l->name);
+      }
+      if (++depth > MP_RT_LOOP_DEPTH) {
+        return bl_bad(x, "op '%s': loops nest more than %d deep", o->name,
+                      MP_RT_LOOP_DEPTH);
+      }
+    }
+  }
+  return MP_OK;
+}
+
 static mp_status bl_ops(bl *x, const unsigned char *p, const mp_alloc *a) {
   mp_bundle *b = x->b;
   int32_t *made = mp_calloc(a, b->n_tensors + 1, sizeof *made);
@@ -520,7 +548,13 @@ static mp_status bl_ops(bl *x, const unsigned char *p, const mp_alloc *a) {
       st = bl_bad(x, "op %zu: bad name", k);
       break;
     }
-    if (bl_u32(p + 28) || o->kernel == 0 || o->kernel >= MP_BOP_COUNT) {
+    o->loop = bl_u32(p + 28);
+    if (o->loop && (o->loop - 1 <= k || o->loop - 1 >= b->n_ops)) {
+      st = bl_bad(x, "op '%s' at step %zu: loop %u is not a later step",
+                  o->name, k, o->loop);
+      break;
+    }
+    if (o->kernel == 0 || o->kernel >= MP_BOP_COUNT) {
       st = bl_bad(x, "op '%s' (%s) at step %zu: unknown kernel id %u", o->name,
                   o->type, k, o->kernel);
       break;
@@ -583,6 +617,7 @@ static mp_status bl_ops(bl *x, const unsigned char *p, const mp_alloc *a) {
     }
     if (ws > b->workspace) b->workspace = ws, b->workspace_op = k;
   }
+  if (st == MP_OK) st = bl_loops(x);
   for (size_t t = 0; t < b->n_tensors && st == MP_OK; t++) {
     const mp_btensor *v = &b->tensors[t];
     if ((v->kind == MP_BT_ACTIVATION || v->kind == MP_BT_OUTPUT ||
@@ -830,6 +865,8 @@ const char *mp_bop_name(int kernel) {
                                                   "non-zero",
                                                   "compress",
                                                   "unique",
-                                                  "non-max-suppression"};
+                                                  "non-max-suppression",
+                                                  "loop-enter",
+                                                  "loop"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

@@ -52,6 +52,9 @@ struct mp_rt {
   size_t n_events, dropped;
   uint64_t checks;
   bool stop;
+  /* LOOP ops running their body again (rt_loop): enter and LOOP steps */
+  int32_t act_enter[MP_RT_LOOP_DEPTH + 1], act_end[MP_RT_LOOP_DEPTH + 1];
+  int n_act;
 };
 
 static const char *const ev_names[MP_EV_COUNT] = {
@@ -398,6 +401,38 @@ static int rt_cmp_iv(const void *a, const void *b) {
   return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
+/* Is the op at step s one the LOOP at step l runs again (its loop field
+ * names l, or a loop inside l)? The loader made every chain end. */
+static bool rt_in_loop(const mp_bundle *b, size_t s, size_t l) {
+  for (uint32_t v = mp_bundle_op(b, s)->loop; v;
+       v = mp_bundle_op(b, v - 1)->loop) {
+    if (v - 1 == l) return true;
+  }
+  return false;
+}
+
+/* Bytes first written at step `first` and read until `last` that hold a
+ * value while a LOOP runs its body again, though the plan has them born
+ * later: the LOOP's outputs (the slices of its scan outputs written so
+ * far), and what an op it does not repeat wrote once between its enter
+ * op and it and the body still reads (what the body captures). */
+static bool rt_loop_holds(const mp_rt *rt, int32_t first, int32_t last) {
+  for (int i = 0; i < rt->n_act; i++) {
+    int32_t e = rt->act_enter[i], l = rt->act_end[i];
+    if (first == l) return true;
+    if (first > e && first < l && last >= l &&
+        !rt_in_loop(rt->b, (size_t)first, (size_t)l)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Live at step as the run stands: by the plan, or held by a loop. */
+static bool rt_live_now(const mp_rt *rt, const mp_bbuffer *u, int32_t step) {
+  return rt_buffer_live(u, step) || rt_loop_holds(rt, u->first, u->last);
+}
+
 /* Paranoid: no byte of a scratch region outside the live buffers (with
  * their red zones) changed from the poison (invariant 2). */
 static void rt_check_free(mp_rt *rt, int32_t step) {
@@ -408,7 +443,7 @@ static void rt_check_free(mp_rt *rt, int32_t step) {
     size_t n = 0;
     for (size_t i = 0; i < mp_bundle_buffer_count(b); i++) {
       const mp_bbuffer *u = mp_bundle_buffer(b, i);
-      if (u->region != r || !rt_buffer_live(u, step)) continue;
+      if (u->region != r || !rt_live_now(rt, u, step)) continue;
       rt->ivs[2 * n] = u->offset - u->rz_before;
       rt->ivs[2 * n + 1] = u->offset + u->size + u->rz_after;
       n++;
@@ -511,6 +546,7 @@ static void rt_prepare(mp_rt *rt) {
   rt->n_events = rt->dropped = 0;
   rt->checks = 0;
   rt->stop = false;
+  rt->n_act = 0;
 }
 
 /* The injected fault: one element written past output 0, as a kernel with
@@ -529,7 +565,8 @@ static void rt_check_live(mp_rt *rt, int32_t step) {
   const mp_bundle *b = rt->b;
   for (size_t t = 0; t < mp_bundle_tensor_count(b) && !rt->stop; t++) {
     const mp_btensor *x = mp_bundle_tensor(b, t);
-    if (rt_tensor_live_after(b, x, step) || x->first == step) {
+    if (rt_tensor_live_after(b, x, step) || x->first == step ||
+        (rt_produced(x) && rt_loop_holds(rt, x->first, x->last))) {
       rt_verify(rt, (uint32_t)t, step, step, RT_AFTER_OP, -1);
     }
   }
@@ -555,35 +592,116 @@ static void rt_check_inputs_kept(mp_rt *rt, size_t k) {
   }
 }
 
-mp_status mp_rt_run(mp_rt *rt, mp_error *err) {
+/* Before another iteration of the LOOP at step l: in poison mode the
+ * tensors it wrote for it are produced again, and every buffer the body
+ * writes afresh is released (invariant 2): born inside the body (after
+ * the enter step, before l) and written only by ops the loop repeats
+ * (an enclosing loop may hold it past l). A tensor an op of the
+ * enclosing graph wrote between them (once) keeps its bytes. */
+static void rt_loop_back(mp_rt *rt, size_t l) {
   const mp_bundle *b = rt->b;
-  size_t steps = mp_bundle_op_count(b);
-  rt_prepare(rt);
-  for (size_t k = 0; k < steps && !rt->stop; k++) {
-    const mp_bopr *op = mp_bundle_op(b, k);
-    int32_t s = (int32_t)k;
-    if (rt->o.poison) {
-      for (uint32_t i = 0; i < op->n_in; i++) {
-        if (op->in[i] != MP_BUNDLE_NONE) {
-          rt_verify(rt, op->in[i], s, s, RT_BEFORE_READ, -1);
-        }
+  const mp_bopr *op = mp_bundle_op(b, l);
+  int32_t enter = (int32_t)mp_rt_loop_enter(b, l);
+  const mp_bopr *e = mp_bundle_op(b, (size_t)enter);
+  size_t nb = mp_bundle_buffer_count(b), nt = mp_bundle_tensor_count(b);
+  uint32_t *mark = rt->released; /* free until rt_release */
+  for (uint32_t i = 0; i < e->n_out; i++) rt_record(rt, e->out[i]);
+  for (uint32_t i = 0; i < op->n_out; i++) rt_record(rt, op->out[i]);
+  for (size_t i = 0; i < nb; i++) {
+    const mp_bbuffer *u = mp_bundle_buffer(b, i);
+    mark[i] =
+        u->cls == 0 && !u->output && u->first > enter && u->first < (int32_t)l;
+  }
+  for (size_t t = 0; t < nt; t++) {
+    const mp_btensor *x = mp_bundle_tensor(b, t);
+    if (mark[x->buffer] && x->first > enter && x->first < (int32_t)l &&
+        !rt_in_loop(b, (size_t)x->first, l)) {
+      mark[x->buffer] = 0;
+    }
+  }
+  for (size_t i = 0; i < nb; i++) {
+    const mp_bbuffer *u = mp_bundle_buffer(b, i);
+    if (!mark[i]) continue;
+    memset(rt->base[u->region] + u->offset - u->rz_before, rt->poison,
+           (size_t)(u->size + u->rz_before + u->rz_after));
+  }
+  for (size_t t = 0; t < nt; t++) {
+    if (mark[mp_bundle_tensor(b, t)->buffer]) rt->valid[t] = false;
+  }
+}
+
+static mp_status rt_step(mp_rt *rt, size_t k, mp_error *err);
+
+/* The LOOP at step k: the body ran once in step order; each iteration
+ * ends here, and another one runs the body's ops again (rt_in_loop), the
+ * ops of the enclosing graph the plan put between them running once. */
+static mp_status rt_loop(mp_rt *rt, size_t k, mp_error *err) {
+  const mp_bundle *b = rt->b;
+  const mp_bopr *op = mp_bundle_op(b, k);
+  size_t enter = mp_rt_loop_enter(b, k);
+  for (int64_t iter = 0;; iter++) {
+    char why[300];
+    bool more = false;
+    if (!mp_rt_loop_end(b, k, rt->ptr, iter, &more, why, sizeof why)) {
+      return mp_error_set(err, MP_ERR_BAD_INPUT, "op '%s' (%s) at step %zu: %s",
+                          op->name, op->type, k, why);
+    }
+    if (!more || rt->stop) return MP_OK;
+    if (rt->o.poison) rt_loop_back(rt, k);
+    rt->act_enter[rt->n_act] = (int32_t)enter;
+    rt->act_end[rt->n_act++] = (int32_t)k;
+    mp_status st = MP_OK;
+    for (size_t s = enter + 1; s < k && !rt->stop && st == MP_OK; s++) {
+      if (rt_in_loop(b, s, k)) st = rt_step(rt, s, err);
+    }
+    rt->n_act--;
+    if (st != MP_OK) return st;
+  }
+}
+
+static mp_status rt_step(mp_rt *rt, size_t k, mp_error *err) {
+  const mp_bundle *b = rt->b;
+  const mp_bopr *op = mp_bundle_op(b, k);
+  int32_t s = (int32_t)k;
+  if (rt->o.poison) {
+    for (uint32_t i = 0; i < op->n_in; i++) {
+      if (op->in[i] != MP_BUNDLE_NONE) {
+        rt_verify(rt, op->in[i], s, s, RT_BEFORE_READ, -1);
       }
     }
+  }
+  bool loop = op->kernel == MP_BOP_LOOP;
+  if (loop) {
+    mp_status st = rt_loop(rt, k, err);
+    if (st != MP_OK) return st;
+  } else {
     char why[300];
     if (!mp_rt_op_run(b, k, rt->ptr, rt->ws, why, sizeof why)) {
       return mp_error_set(err, MP_ERR_BAD_INPUT, "op '%s' (%s) at step %zu: %s",
                           op->name, op->type, k, why);
     }
-    if (rt->o.oob_op == s) rt_inject_oob(rt, k);
-    if (!rt->o.poison) continue;
-    rt_check_inputs_kept(rt, k);
-    for (uint32_t i = 0; i < op->n_out; i++) rt_record(rt, op->out[i]);
-    rt_check_zones(rt, s);
-    if (rt->o.paranoid) {
-      rt_check_live(rt, s);
-      rt_check_free(rt, s);
-    }
-    rt_release(rt, s);
+  }
+  if (rt->o.oob_op == s) rt_inject_oob(rt, k);
+  if (!rt->o.poison || rt->stop) return MP_OK;
+  /* a LOOP writes its enter op's outputs, which it reads */
+  if (!loop) rt_check_inputs_kept(rt, k);
+  for (uint32_t i = 0; i < op->n_out; i++) rt_record(rt, op->out[i]);
+  rt_check_zones(rt, s);
+  if (rt->o.paranoid) {
+    rt_check_live(rt, s);
+    rt_check_free(rt, s);
+  }
+  rt_release(rt, s);
+  return MP_OK;
+}
+
+mp_status mp_rt_run(mp_rt *rt, mp_error *err) {
+  const mp_bundle *b = rt->b;
+  size_t steps = mp_bundle_op_count(b);
+  rt_prepare(rt);
+  for (size_t k = 0; k < steps && !rt->stop; k++) {
+    mp_status st = rt_step(rt, k, err);
+    if (st != MP_OK) return st;
   }
   if (rt->o.poison && !rt->stop) {
     int32_t end = (int32_t)steps;

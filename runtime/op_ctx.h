@@ -186,4 +186,7 @@ bool op_linalg_dispatch(op_ctx *c, bool run, bool *handled);
  * (ops_select.c). */
 bool op_select_dispatch(op_ctx *c, bool run, bool *handled);
 
+/* The same for Loop and Scan (ops_loop.c). */
+bool op_loop_dispatch(op_ctx *c, bool run, bool *handled);
+
 #endif /* MPLAN_RUNTIME_OP_CTX_H */

@@ -2436,6 +2436,7 @@ static bool op_dispatch(op_ctx *c, bool run) {
       if (!handled) ok = op_stats_dispatch(c, run, &handled);
       if (!handled) ok = op_linalg_dispatch(c, run, &handled);
       if (!handled) ok = op_select_dispatch(c, run, &handled);
+      if (!handled) ok = op_loop_dispatch(c, run, &handled);
       return handled ? ok : op_fail(c, "unknown kernel id %u", c->op->kernel);
     }
   }

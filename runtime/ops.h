@@ -37,4 +37,14 @@ bool mp_rt_op_run(const mp_bundle *b, size_t step, unsigned char *const *ptr,
  * view (a copy at most) counts as vector. */
 bool mp_rt_op_vector(const mp_bundle *b, size_t step);
 
+/* LOOP ops (ops_loop.c): the step of the enter op of the LOOP at step. */
+size_t mp_rt_loop_enter(const mp_bundle *b, size_t step);
+
+/* The end of iteration iter (from 0) of the LOOP at step: writes the
+ * iteration's scan slices, then sets *more and either writes the enter
+ * op's outputs for the next iteration or the LOOP's outputs. False (why
+ * set) when the run takes another count of iterations than the plan. */
+bool mp_rt_loop_end(const mp_bundle *b, size_t step, unsigned char *const *ptr,
+                    int64_t iter, bool *more, char *why, size_t cap);
+
 #endif /* MPLAN_RUNTIME_OPS_H */

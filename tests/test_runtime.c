@@ -77,7 +77,7 @@ static mp_status load(const unsigned char *p, size_t len, mp_error *err) {
 
 /* Section offsets, as the loader computes them. */
 static size_t section(const unsigned char *p, int which) {
-  static const size_t rec[] = {1, 32, 48, 128, 32};
+  static const size_t rec[] = {1, 32, 48, 128, 32, 4};
   size_t at = 96;
   for (int i = 0; i < which; i++) {
     uint32_t n = (uint32_t)p[32 + 4 * i] | (uint32_t)p[33 + 4 * i] << 8 |
@@ -179,6 +179,96 @@ static void test_loader(const char *src) {
   mp_buf_free(&v2);
 }
 
+/* tests/data/loop_ort.onnx.bin (Loop, Scan, nested loops): the loop field
+ * of an op record and a LOOP's enter step are checked at load, and the
+ * run matches what the loops compute, in poison and paranoid mode. */
+static void m_loop_self(unsigned char *p) {
+  put_u32(p + section(p, 4) + 28, 1); /* op 0 repeated by itself */
+}
+static void m_loop_not_loop(unsigned char *p) {
+  put_u32(p + section(p, 4) + 28, 3); /* op 0 repeated by op 2 */
+}
+static void m_loop_enter(unsigned char *p) {
+  /* every LOOP's params[1] (its enter step) made 0: the first is right
+   * (lp's enter runs first), the second is not */
+  size_t ops = section(p, 4), params = section(p, 6);
+  uint32_t n_ops = (uint32_t)p[48] | (uint32_t)p[49] << 8;
+  for (uint32_t k = 0; k < n_ops; k++) {
+    unsigned char *r = p + ops + 32 * (size_t)k;
+    if ((r[8] | r[9] << 8) != MP_BOP_LOOP) continue;
+    uint32_t p0 = (uint32_t)r[20] | (uint32_t)r[21] << 8 |
+                  (uint32_t)r[22] << 16 | (uint32_t)r[23] << 24;
+    put_u64(p + params + 8 * ((size_t)p0 + 1), 0);
+  }
+}
+
+static void test_loops(const char *src) {
+  mp_buf good = bundle_of(src, "tests/data/loop_ort.onnx.bin");
+  corrupt(&good, m_loop_self, "is not a later step");
+  corrupt(&good, m_loop_not_loop, "which is no loop entered before it");
+  corrupt(&good, m_loop_enter, "bad parameters, arity or enter op");
+  mp_error err = {0};
+  mp_bundle *b = NULL;
+  mp_rt *rt = NULL;
+  CHECK(mp_bundle_load("loops", good.data, good.len, NULL, &b, &err) == MP_OK);
+  mp_rt_opts o = {true, true, false, -1, 0, 0};
+  CHECK(mp_rt_create(b, &o, NULL, &rt, &err) == MP_OK);
+  float x[12], seq[30], seq2[10];
+  for (int i = 0; i < 12; i++) x[i] = ((float)(i % 5) - 2.0f) / 4;
+  for (int i = 0; i < 30; i++) seq[i] = (float)i;
+  for (int i = 0; i < 10; i++) seq2[i] = (float)(i + 1);
+  CHECK(mp_rt_set_input(rt, 0, x, sizeof x, &err) == MP_OK);
+  CHECK(mp_rt_set_input(rt, 1, seq, sizeof seq, &err) == MP_OK);
+  CHECK(mp_rt_set_input(rt, 2, seq2, sizeof seq2, &err) == MP_OK);
+  CHECK(mp_rt_run(rt, &err) == MP_OK);
+  CHECK_EQ_U(mp_rt_event_count(rt), 0);
+  uint32_t t;
+  /* lp: acc = x + (0 + 1 + 2 + 3) relu(x); count = 4 */
+  CHECK(mp_bundle_find_tensor(b, "acc", &t));
+  const float *acc = mp_rt_tensor_data(rt, t);
+  for (int i = 0; i < 12; i++) {
+    CHECK(acc[i] == x[i] + 6.0f * (x[i] > 0 ? x[i] : 0));
+  }
+  CHECK(mp_bundle_find_tensor(b, "count", &t));
+  CHECK(*(const float *)mp_rt_tensor_data(rt, t) == 4.0f);
+  /* wl: v0 = |x[0..3)| + 0.25 = 0.75, 0.5, 0.25 (sum 1.5), doubled
+   * while the doubled sum stays below 6: 3, then 6 (two iterations) */
+  CHECK(mp_bundle_find_tensor(b, "v_final", &t));
+  const float *v = mp_rt_tensor_data(rt, t);
+  CHECK(v[0] == 3.0f && v[1] == 2.0f && v[2] == 1.0f);
+  /* sc: s_all[k] = seq[0] + ... + seq[k]; step k reads seq2 column 4-k
+   * (reversed) and writes prods slice 4-k (reversed): prods[a][c][j] =
+   * seq[4-j][a][c] x seq2[a][j] */
+  CHECK(mp_bundle_find_tensor(b, "s_all", &t));
+  const float *sa = mp_rt_tensor_data(rt, t);
+  for (int k = 0; k < 5; k++) {
+    for (int j = 0; j < 6; j++) {
+      float want = 0;
+      for (int q = 0; q <= k; q++) want += seq[q * 6 + j];
+      CHECK(sa[k * 6 + j] == want);
+    }
+  }
+  CHECK(mp_bundle_find_tensor(b, "prods", &t));
+  const float *pr = mp_rt_tensor_data(rt, t);
+  for (int a = 0; a < 2; a++) {
+    for (int c = 0; c < 3; c++) {
+      for (int k = 0; k < 5; k++) {
+        CHECK(pr[(a * 3 + c) * 5 + k] ==
+              seq[(4 - k) * 6 + a * 3 + c] * seq2[a * 5 + k]);
+      }
+    }
+  }
+  /* outer: z -> (z + 0 + 1) / 2, three times; none: 0 iterations, v0 */
+  CHECK(mp_bundle_find_tensor(b, "z_final", &t));
+  const float *z = mp_rt_tensor_data(rt, t);
+  CHECK(z[0] == ((((0.75f + 1) / 2 + 1) / 2 + 1) / 2));
+  CHECK(mp_bundle_find_tensor(b, "v_none", &t));
+  CHECK(((const float *)mp_rt_tensor_data(rt, t))[1] == 0.5f);
+  mp_rt_destroy(rt);
+  mp_bundle_destroy(b);
+  mp_buf_free(&good);
+}
+
 /* Structured fuzzing behind a valid CRC: random bytes of the records and
  * parameters changed, the CRC fixed. Every mutant is refused with a
  * message or, when the loader accepts it, runs to the end (under ASan in
@@ -189,8 +279,12 @@ static void test_fuzz(const char *src, const char *model, size_t min_refused) {
   uint64_t seed = 20261129, s = seed;
   size_t refused = 0, accepted = 0, ran = 0;
   /* the weights (64-aligned, last) stay: changing them is not a
-   * structural mutation */
-  size_t end = good.len - 4 * 64;
+   * structural mutation (and a trip count made 2^40 runs as long as the
+   * loop cap lets it) */
+  uint64_t wbytes = 0;
+  const unsigned char *h = (const unsigned char *)good.data;
+  for (int i = 7; i >= 0; i--) wbytes = wbytes << 8 | h[72 + i];
+  size_t end = good.len - (size_t)wbytes - 64;
   const int mutants = 3000;
   for (int it = 0; it < mutants; it++) {
     memcpy(p, good.data, good.len);
@@ -632,5 +726,8 @@ int main(int argc, char **argv) {
   test_data_weights(src);
   test_select_kernels();
   test_select_ops(src);
+  /* Loop and Scan: counts, enter steps, repeated ops */
+  test_fuzz(src, "tests/data/loop_ort.onnx.bin", 1000);
+  test_loops(src);
   return check_exit("test_runtime");
 }

@@ -33,7 +33,8 @@
  *   ops      32 B: u32 name, u32 type name (the ONNX op type), u16
  *            kernel (mp_bop), u16 flags, u16 inputs, u16 outputs, u32
  *            first ref (inputs then outputs), u32 first param, u32 params,
- *            u32 0
+ *            u32 loop (0, or 1 + the step of the innermost LOOP op whose
+ *            body runs this op again on every iteration)
  *   refs     u32 tensor indices (MP_BUNDLE_NONE: an omitted input)
  *   params   i64 (a double is stored as its bit pattern)
  *   io       u32 graph input tensors, then u32 graph output tensors
@@ -140,7 +141,22 @@ typedef enum mp_bt_kind {
  *   UNIQUE: sorted, axis (-1: flattened) (outputs: y, optional indices,
  *       inverse_indices, counts)
  *   NMS: center_point_box (inputs: boxes, scores, optional
- *       max_output_boxes_per_class, iou_threshold, score_threshold) */
+ *       max_output_boxes_per_class, iou_threshold, score_threshold)
+ *   LOOP_ENTER: kind (0 Loop, 1 Scan); a Scan then n_scan_in, its
+ *       scan_input_axes, its directions (1 reverse). Inputs: the Loop's
+ *       or Scan's own; outputs: the body's inputs (Loop: iteration
+ *       number, condition, carried values; Scan: states, then the first
+ *       slice of each scan input)
+ *   LOOP: kind, the step of its LOOP_ENTER, n_orig, n_body, n_carried
+ *       (Loop: carried values; Scan: states), n_scan_out; a Scan then
+ *       its scan_output_axes and their directions. Inputs: the node's own
+ *       (n_orig), the body's outputs (n_body), the enter op's outputs.
+ *       The body ran once before it; it writes the iteration's slice of
+ *       each scan output, and either feeds the body's outputs back to
+ *       the enter op's and runs the body's ops again (those whose op
+ *       record names it), or writes its outputs. A run of a different
+ *       count than a scan output holds fails in one line, as does one of
+ *       more than MP_RT_LOOP_MAX iterations */
 typedef enum mp_bop {
   MP_BOP_CONV = 1,
   MP_BOP_CONV_TRANSPOSE,
@@ -209,6 +225,8 @@ typedef enum mp_bop {
   MP_BOP_COMPRESS,
   MP_BOP_UNIQUE,
   MP_BOP_NMS,
+  MP_BOP_LOOP_ENTER,
+  MP_BOP_LOOP,
   MP_BOP_COUNT
 } mp_bop;
 
@@ -266,7 +284,12 @@ typedef struct mp_bopr {
   const uint32_t *out;
   const int64_t *params;
   uint32_t n_params;
+  uint32_t loop; /* 0, or 1 + the step of the innermost LOOP repeating it */
 } mp_bopr;
+
+/* Iterations one run of a LOOP op may take, and how deep loops nest. */
+#define MP_RT_LOOP_MAX (1 << 24)
+#define MP_RT_LOOP_DEPTH 16
 
 typedef struct mp_bundle mp_bundle;
 

@@ -637,3 +637,114 @@ save("tests/data/select_ort.onnx.bin",
      model(nodes, [helper.make_tensor_value_info("x", F, [3, 6, 4])],
            [helper.make_tensor_value_info(n, t, s) for n, t, s in declared], inits, opset=13))
 print("select_ort: counts", k, m, nu, nr, n_nms, n_cnms, file=sys.stderr)
+
+# Loop and Scan (tests/data/loop_ort.onnx.bin), run against ONNX Runtime:
+#  - lp: a for loop (trip count 4, no condition) with two carried values,
+#    a scan output, and an outer tensor its body captures (relu_x);
+#  - wl: a while loop (trip count 10 and a condition) whose count depends
+#    on the input: it doubles |row 0 of x| + 0.25 until its sum passes 6;
+#  - sc: a Scan with a state, two scan inputs (the second along axis 1,
+#    reversed) and two scan outputs (the second along axis 2, reversed);
+#  - outer: a loop whose body runs an inner loop (nesting).
+I64 = TensorProto.INT64
+B = TensorProto.BOOL
+
+
+def vi(name, t, shape=None):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+lp_body = helper.make_graph(
+    [helper.make_node("Cast", ["i"], ["i_f"], to=F),
+     helper.make_node("Mul", ["relu_x", "i_f"], ["scaled"]),
+     helper.make_node("Add", ["acc_in", "scaled"], ["acc_out"]),
+     helper.make_node("Add", ["c_in", "one"], ["c_out"]),
+     helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+     helper.make_node("Tanh", ["acc_out"], ["scan_o"])],
+    "lp_body", [vi("i", I64, []), vi("cond_in", B, []), vi("acc_in", F),
+                vi("c_in", F)],
+    [vi("cond_out", B, []), vi("acc_out", F), vi("c_out", F), vi("scan_o", F)],
+    [numpy_helper.from_array(np.array([1.0], np.float32), "one")])
+wl_body = helper.make_graph(
+    [helper.make_node("Mul", ["v_in", "two"], ["v_out"]),
+     helper.make_node("ReduceSum", ["v_out"], ["v_sum"], keepdims=0),
+     helper.make_node("Less", ["v_sum", "six"], ["wl_cond"])],
+    "wl_body", [vi("j", I64, []), vi("wc_in", B, []), vi("v_in", F)],
+    [vi("wl_cond", B, []), vi("v_out", F)],
+    [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+     numpy_helper.from_array(np.array(6.0, np.float32), "six")])
+sc_body = helper.make_graph(
+    [helper.make_node("Add", ["s_in", "seq_t"], ["s_out"]),
+     helper.make_node("Identity", ["s_out"], ["s_copy"]),
+     helper.make_node("Unsqueeze", ["seq2_t", "ax1"], ["seq2_col"]),
+     helper.make_node("Mul", ["seq_t", "seq2_col"], ["prod"])],
+    "sc_body", [vi("s_in", F), vi("seq_t", F), vi("seq2_t", F)],
+    [vi("s_out", F), vi("s_copy", F), vi("prod", F)],
+    [numpy_helper.from_array(np.array([1], np.int64), "ax1")])
+inner_body = helper.make_graph(
+    [helper.make_node("Cast", ["k"], ["k_f"], to=F),
+     helper.make_node("Add", ["z_in", "k_f"], ["z_out"]),
+     helper.make_node("Identity", ["ic_in"], ["ic_out"])],
+    "inner_body", [vi("k", I64, []), vi("ic_in", B, []), vi("z_in", F)],
+    [vi("ic_out", B, []), vi("z_out", F)])
+outer_body = helper.make_graph(
+    [helper.make_node("Loop", ["two_i", "", "zo_in"], ["zi"], body=inner_body),
+     helper.make_node("Mul", ["zi", "half"], ["zo_out"]),
+     helper.make_node("Identity", ["oc_in"], ["oc_out"])],
+    "outer_body", [vi("o", I64, []), vi("oc_in", B, []), vi("zo_in", F)],
+    [vi("oc_out", B, []), vi("zo_out", F)],
+    [numpy_helper.from_array(np.array(2, np.int64), "two_i"),
+     numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+nodes = [
+    helper.make_node("Relu", ["x"], ["relu_x"]),
+    helper.make_node("Loop", ["trip4", "", "x", "c0"], ["acc", "count", "stacked"],
+                     name="lp", body=lp_body),
+    helper.make_node("Gather", ["x", "row0"], ["x0"], axis=0),
+    helper.make_node("Abs", ["x0"], ["x0_abs"]),
+    helper.make_node("Add", ["x0_abs", "quarter"], ["v0"]),
+    helper.make_node("Loop", ["trip10", "yes", "v0"], ["v_final"], name="wl", body=wl_body),
+    helper.make_node("Scan", ["s0", "seq", "seq2"], ["s_final", "s_all", "prods"],
+                     name="sc", body=sc_body, num_scan_inputs=2,
+                     scan_input_axes=[0, 1], scan_input_directions=[0, 1],
+                     scan_output_axes=[0, 2], scan_output_directions=[0, 1]),
+    helper.make_node("Loop", ["trip3", "", "v0"], ["z_final"], name="outer",
+                     body=outer_body),
+    helper.make_node("Loop", ["trip0", "", "v0"], ["v_none"], name="none",
+                     body=helper.make_graph(
+                         [helper.make_node("Neg", ["n_in"], ["n_out"]),
+                          helper.make_node("Identity", ["nc_in"], ["nc_out"])],
+                         "none_body", [vi("n", I64, []), vi("nc_in", B, []), vi("n_in", F)],
+                         [vi("nc_out", B, []), vi("n_out", F)])),
+]
+inits = [numpy_helper.from_array(np.array(4, np.int64), "trip4"),
+         numpy_helper.from_array(np.array(10, np.int64), "trip10"),
+         numpy_helper.from_array(np.array(3, np.int64), "trip3"),
+         numpy_helper.from_array(np.array(0, np.int64), "trip0"),
+         numpy_helper.from_array(np.array(True), "yes"),
+         numpy_helper.from_array(np.array([0.0], np.float32), "c0"),
+         numpy_helper.from_array(np.array(0, np.int64), "row0"),
+         numpy_helper.from_array(np.array(0.25, np.float32), "quarter"),
+         numpy_helper.from_array(np.zeros((2, 3), np.float32), "s0")]
+save("tests/data/loop_ort.onnx.bin",
+     model(nodes, [vi("x", F, [4, 3]), vi("seq", F, [5, 2, 3]), vi("seq2", F, [2, 5])],
+           [vi("acc", F, [4, 3]), vi("count", F, [1]), vi("stacked", F, [4, 4, 3]),
+            vi("v_final", F, [3]), vi("s_final", F, [2, 3]), vi("s_all", F, [5, 2, 3]),
+            vi("prods", F, [2, 3, 5]), vi("z_final", F, [3]), vi("v_none", F, [3])],
+           inits, opset=13))
+
+# A Loop that stops before its trip count (its condition falls at i == 2)
+# while its scan output is planned for the trip count (5): the run stops
+# in one line (tests/data/loop_short.onnx.bin).
+short_body = helper.make_graph(
+    [helper.make_node("Less", ["si", "two_s"], ["s_cond"]),
+     helper.make_node("Cast", ["si"], ["si_f"], to=F),
+     helper.make_node("Add", ["sv_in", "si_f"], ["sv_out"])],
+    "short_body", [vi("si", I64, []), vi("sc_in", B, []), vi("sv_in", F)],
+    [vi("s_cond", B, []), vi("sv_out", F), vi("sv_out", F)],
+    [numpy_helper.from_array(np.array(2, np.int64), "two_s")])
+save("tests/data/loop_short.onnx.bin",
+     model([helper.make_node("Loop", ["trip5", "yes", "x"], ["x_last", "x_all"], name="short",
+                             body=short_body)],
+           [vi("x", F, [3])], [vi("x_last", F, [3]), vi("x_all", F, [5, 3])],
+           [numpy_helper.from_array(np.array(5, np.int64), "trip5"),
+            numpy_helper.from_array(np.array(True), "yes")], opset=13))

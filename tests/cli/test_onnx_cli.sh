@@ -79,6 +79,21 @@ run 0 compile $b -o "$tmp/bound.mpk" && [ -s "$tmp/bound.mpk" ] && ok || bad "bo
 run 2 verify $b && lines "$tmp/err" 1 &&
   grep -q "op 'nz' (NonZero) at step [0-9]*: selects [0-9]* nonzero elements where the plan holds 30 (the runtime runs the planned shapes" "$tmp/err" &&
   ok || bad "bounded_ops verify: the count against the bound"
+# Loop and Scan run (runtime/ops_loop.c): a for loop, a while loop whose
+# count depends on the input, a Scan with a reversed input and output, a
+# loop nested in a loop and one of 0 iterations, verified bit for bit in
+# paranoid mode; the dfs order puts the Relu the first loop's body reads
+# between its enter op and its body, where it runs once.
+l=tests/data/loop_ort.onnx.bin
+for o in file dfs memory; do
+  run 0 verify $l --poison --paranoid --order $o --passes all && has "$tmp/out" "outputs     9 of 9 identical to the no-reuse run" && has "$tmp/out" "verified: no event"
+done
+# An overlap the plan does not make is found: the scan output 'stacked'
+# over the body's 'scaled'.
+run 1 verify $l --poison --inject overlap:stacked,scaled && has "$tmp/out" "output 'stacked' differs from the no-reuse run"
+# A loop that stops before the count its scan output is planned for.
+run 2 verify tests/data/loop_short.onnx.bin && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'short' (Loop) at step 4: stops after 3 iterations where the plan holds 5 (the runtime runs the planned shapes)"
 # value_info that contradicts inference: a warning names both shapes.
 run 0 plan tests/data/mismatch.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/mismatch.onnx.bin: tensor 't': inferred f32 [1,3,8,8], but the model declares f32 [1,3,4,4]; using the inferred shape"
 # An unknown op plans when value_info gives its outputs.
