@@ -1505,8 +1505,9 @@ static mp_status lw_loop(lw *x, const char *t) {
       uint32_t states = x->op->n_inputs - (uint32_t)m;
       lw_p(x, m);
       for (uint32_t k = 0; k < (uint32_t)m; k++) {
-        lw_p(x,
-             lw_scan_axis(x, "scan_input_axes", k, lw_t(x, states + k)->rank));
+        const mp_tensor *in = lw_t(x, states + k);
+        if (!in) return lw_unsup(x, "scan input %u is omitted", k);
+        lw_p(x, lw_scan_axis(x, "scan_input_axes", k, in->rank));
       }
       for (uint32_t k = 0; k < (uint32_t)m; k++) {
         lw_p(x, lw_scan_dir(x, "scan_input_directions", k));
@@ -1545,6 +1546,42 @@ static mp_status lw_loop(lw *x, const char *t) {
   for (int64_t k = 0; scan && k < scans; k++) {
     lw_p(x, lw_scan_dir(x, "scan_output_directions", (uint32_t)k));
   }
+  return MP_OK;
+}
+
+/* TfIdfVectorizer with an integer pool (TFIDF in bundle.h). */
+static mp_status lw_tfidf(lw *x) {
+  static const char *const modes[] = {"TF", "IDF", "TFIDF"};
+  const char *mode = lw_str(x, "mode", "");
+  int m = -1;
+  for (int k = 0; k < 3; k++) {
+    if (strcmp(mode, modes[k]) == 0) m = k;
+  }
+  const mp_attr *counts = lw_attr(x, "ngram_counts");
+  const mp_attr *pool = lw_attr(x, "pool_int64s");
+  const mp_attr *index = lw_attr(x, "ngram_indexes");
+  const mp_attr *w = lw_attr(x, "weights");
+  if (lw_attr(x, "pool_strings")) return lw_unsup(x, "a pool of strings");
+  if (m < 0 || !counts || counts->kind != MP_ATTR_INTS || !pool ||
+      pool->kind != MP_ATTR_INTS || !index || index->kind != MP_ATTR_INTS ||
+      (w && w->kind != MP_ATTR_FLOATS)) {
+    return lw_unsup(x,
+                    "mode, ngram_counts, pool_int64s and ngram_indexes "
+                    "(and weights as floats)");
+  }
+  x->o->kernel = MP_BOP_TFIDF;
+  lw_in(x, x->op->inputs[0]);
+  lw_p(x, lw_int(x, "min_gram_length", 0));
+  lw_p(x, lw_int(x, "max_gram_length", 0));
+  lw_p(x, lw_int(x, "max_skip_count", 0));
+  lw_p(x, m);
+  const mp_attr *lists[] = {counts, pool, index};
+  for (int k = 0; k < 3; k++) {
+    lw_p(x, (int64_t)lists[k]->n);
+    for (size_t i = 0; i < lists[k]->n; i++) lw_p(x, lists[k]->ints[i]);
+  }
+  lw_p(x, w ? (int64_t)w->n : 0);
+  for (size_t i = 0; w && i < w->n; i++) lw_pf(x, w->floats[i]);
   return MP_OK;
 }
 
@@ -1629,6 +1666,7 @@ static mp_status lw_misc(lw *x, const char *t) {
     }
     return MP_OK;
   }
+  if (strcmp(t, "TfIdfVectorizer") == 0) return lw_tfidf(x);
   if (strcmp(t, "mplan.LoopEnter") == 0 || strcmp(t, "mplan.ScanEnter") == 0 ||
       strcmp(t, "Loop") == 0 || strcmp(t, "Scan") == 0) {
     return lw_loop(x, t);

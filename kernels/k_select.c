@@ -253,3 +253,49 @@ int64_t mp_k_nms(const mp_knms *p, const float *boxes, const float *scores,
   }
   return total;
 }
+
+/* ---- TfIdfVectorizer ----------------------------------------------------- */
+
+static int64_t k_token(const void *x, int dtype, int64_t i) {
+  return dtype == MP_KD_I32 ? ((const int32_t *)x)[i] : ((const int64_t *)x)[i];
+}
+
+void mp_k_tfidf(const mp_ktfidf *p, const void *x, float *y, int64_t *ws) {
+  for (int64_t r = 0; r < p->rows; r++) {
+    int64_t base = r * p->len;
+    for (int64_t g = 0; g < p->n_grams; g++) ws[g] = 0;
+    /* the n-grams of length n: pool elements [from, to), ids from g0 */
+    int64_t g0 = 0;
+    for (int64_t n = 1; n <= p->n_counts; n++) {
+      int64_t from = p->counts[n - 1];
+      int64_t to = n < p->n_counts ? p->counts[n] : p->n_pool;
+      int64_t grams = (to - from) / n;
+      if (n >= p->min_n && n <= p->max_n && grams > 0) {
+        int64_t skips = n == 1 ? 0 : p->max_skip;
+        for (int64_t s = 0; s <= skips; s++) {
+          int64_t d = s + 1;
+          if ((n - 1) * d >= p->len) break; /* no n-gram that wide fits */
+          for (int64_t i = 0; i + (n - 1) * d < p->len; i++) {
+            for (int64_t q = 0; q < grams; q++) {
+              const int64_t *want = p->pool + from + q * n;
+              int64_t j = 0;
+              while (j < n && k_token(x, p->dtype, base + i + j * d) == want[j])
+                j++;
+              if (j == n) ws[g0 + q]++;
+            }
+          }
+        }
+      }
+      g0 += grams;
+    }
+    float *row = y + r * p->width;
+    for (int64_t c = 0; c < p->width; c++) row[c] = 0;
+    for (int64_t g = 0; g < p->n_grams; g++) {
+      double w = p->weight ? p->weight[g] : 1.0;
+      double v = p->mode == 0   ? (double)ws[g]
+                 : p->mode == 1 ? (ws[g] ? w : 0.0)
+                                : (double)ws[g] * w;
+      if (ws[g]) row[p->index[g]] = (float)v;
+    }
+  }
+}

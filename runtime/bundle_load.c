@@ -867,6 +867,7 @@ const char *mp_bop_name(int kernel) {
                                                   "unique",
                                                   "non-max-suppression",
                                                   "loop-enter",
-                                                  "loop"};
+                                                  "loop",
+                                                  "tfidf"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

@@ -216,6 +216,83 @@ static bool sl_nms(op_ctx *c, bool run) {
   return true;
 }
 
+/* ---- TfIdfVectorizer (not a selection op: its shape is fixed) ---------- */
+
+/* The parameters (bundle.h) into k, checked: the pool cut into whole
+ * n-grams, every index inside y's last dim, a weight per n-gram. */
+static bool sl_tfidf_params(op_ctx *c, mp_ktfidf *k) {
+  const mp_bopr *o = c->op;
+  op_rd r = op_reader(c);
+  memset(k, 0, sizeof *k);
+  k->min_n = rd_range(&r, 1, 64);
+  k->max_n = rd_range(&r, k->min_n, 64);
+  k->max_skip = rd_range(&r, 0, INT32_MAX);
+  k->mode = rd_range(&r, 0, 2);
+  k->n_counts = rd_range(&r, 1, 64);
+  if (r.bad || r.at + k->n_counts > r.n) return op_fail(c, "bad parameters");
+  k->counts = o->params + r.at;
+  r.at += (uint32_t)k->n_counts;
+  k->n_pool = rd_range(&r, 0, INT32_MAX);
+  if (r.bad || r.at + k->n_pool > r.n) return op_fail(c, "bad parameters");
+  k->pool = o->params + r.at;
+  r.at += (uint32_t)k->n_pool;
+  /* n-grams of each length: whole, in order */
+  int64_t grams = 0;
+  for (int64_t n = 1; n <= k->n_counts; n++) {
+    int64_t from = k->counts[n - 1];
+    int64_t to = n < k->n_counts ? k->counts[n] : k->n_pool;
+    if (from < 0 || to < from || to > k->n_pool || (to - from) % n) {
+      return op_fail(c, "ngram_counts do not cut the pool into whole n-grams");
+    }
+    grams += (to - from) / n;
+  }
+  k->n_grams = rd_i(&r);
+  if (r.bad || k->n_grams != grams || r.at + grams > r.n) {
+    return op_fail(c, "ngram_indexes must give one column per n-gram (%lld)",
+                   (long long)grams);
+  }
+  k->index = o->params + r.at;
+  r.at += (uint32_t)grams;
+  int64_t nw = rd_i(&r);
+  if (r.bad || (nw != 0 && nw != grams) || r.at + nw != r.n) {
+    return op_fail(c, "weights must give one per n-gram");
+  }
+  k->weight = nw ? (const double *)(const void *)(o->params + r.at) : NULL;
+  return true;
+}
+
+static bool sl_tfidf(op_ctx *c, bool run) {
+  mp_ktfidf k;
+  const mp_btensor *x = op_in(c, 0);
+  if (c->op->n_in != 1 || c->op->n_out != 1 || !x) {
+    return op_fail(c, "bad arity");
+  }
+  if (!sl_tfidf_params(c, &k)) return false;
+  const mp_btensor *y = op_out(c, 0);
+  if ((x->dtype != MP_KD_I32 && x->dtype != MP_KD_I64) ||
+      (x->shape.rank != 1 && x->shape.rank != 2) || y->dtype != MP_KD_F32 ||
+      y->shape.rank != x->shape.rank ||
+      (x->shape.rank == 2 && y->shape.dims[0] != x->shape.dims[0])) {
+    return op_fail(c, "takes int32 or int64 [C] or [N, C] to float [N, width]");
+  }
+  k.rows = x->shape.rank == 2 ? x->shape.dims[0] : 1;
+  k.len = x->shape.dims[x->shape.rank - 1];
+  k.width = y->shape.dims[y->shape.rank - 1];
+  k.dtype = x->dtype;
+  for (int64_t g = 0; g < k.n_grams; g++) {
+    if (k.index[g] < 0 || k.index[g] >= k.width) {
+      return op_fail(c, "ngram index %lld is outside the %lld columns",
+                     (long long)k.index[g], (long long)k.width);
+    }
+  }
+  if (!run) {
+    c->need_ws += (size_t)k.n_grams * sizeof(int64_t) + 8;
+    return op_out_of_place(c, y, &y->shape);
+  }
+  mp_k_tfidf(&k, op_pin(c, 0), op_pout(c, 0), (int64_t *)(void *)c->ws);
+  return true;
+}
+
 bool op_select_dispatch(op_ctx *c, bool run, bool *handled) {
   *handled = true;
   switch (c->op->kernel) {
@@ -227,6 +304,8 @@ bool op_select_dispatch(op_ctx *c, bool run, bool *handled) {
       return sl_unique(c, run);
     case MP_BOP_NMS:
       return sl_nms(c, run);
+    case MP_BOP_TFIDF:
+      return sl_tfidf(c, run);
     default:
       *handled = false;
       return false;

@@ -728,6 +728,8 @@ int main(int argc, char **argv) {
   test_select_ops(src);
   /* Loop and Scan: counts, enter steps, repeated ops */
   test_fuzz(src, "tests/data/loop_ort.onnx.bin", 1000);
+  /* TfIdfVectorizer: the pool, its counts, indexes and skips */
+  test_fuzz(src, "tests/data/tfidf_ort.onnx.bin", 1000);
   test_loops(src);
   return check_exit("test_runtime");
 }

@@ -142,6 +142,10 @@ typedef enum mp_bt_kind {
  *       inverse_indices, counts)
  *   NMS: center_point_box (inputs: boxes, scores, optional
  *       max_output_boxes_per_class, iou_threshold, score_threshold)
+ *   TFIDF: min_gram_length, max_gram_length, max_skip_count, mode (0
+ *       TF, 1 IDF, 2 TFIDF), then ngram_counts, pool_int64s and
+ *       ngram_indexes, each as its length and its values, then the
+ *       number of weights (0 or one per n-gram) and the weights
  *   LOOP_ENTER: kind (0 Loop, 1 Scan); a Scan then n_scan_in, its
  *       scan_input_axes, its directions (1 reverse). Inputs: the Loop's
  *       or Scan's own; outputs: the body's inputs (Loop: iteration
@@ -227,6 +231,7 @@ typedef enum mp_bop {
   MP_BOP_NMS,
   MP_BOP_LOOP_ENTER,
   MP_BOP_LOOP,
+  MP_BOP_TFIDF,
   MP_BOP_COUNT
 } mp_bop;
 

@@ -449,6 +449,26 @@ typedef struct mp_knms {
 int64_t mp_k_nms(const mp_knms *p, const float *boxes, const float *scores,
                  int64_t *ws, int64_t *sel);
 
+/* TfIdfVectorizer (ONNX, integer pool): each of `rows` rows of len
+ * tokens x (int32 or int64, dtype) becomes a row of `width` floats in y.
+ * The pool holds the n-grams of each length n (1 <= n <= n_counts) back
+ * to back, those of length n from element counts[n-1] on; ngram g of the
+ * pool lands at y column index[g]. For n from min_n to max_n, an n-gram
+ * is n tokens at i, i + d, ..., i + (n-1) d with d = 1 + skip, skip from
+ * 0 to max_skip (a 1-gram is counted once per token). mode 0 (TF): the
+ * count; 1 (IDF): weight[g] when the count is not 0; 2 (TFIDF): count x
+ * weight[g]. ws: n_grams int64. */
+typedef struct mp_ktfidf {
+  int64_t rows, len, width;
+  int dtype; /* MP_KD_I32 or MP_KD_I64 */
+  int64_t min_n, max_n, max_skip, mode;
+  int64_t n_counts, n_pool, n_grams;
+  const int64_t *counts, *pool, *index;
+  const double *weight; /* n_grams, or NULL: all 1 */
+} mp_ktfidf;
+
+void mp_k_tfidf(const mp_ktfidf *p, const void *x, float *y, int64_t *ws);
+
 /* RoiAlign (Mask R-CNN; ONNX opset 10/16, ONNX Runtime's sampling): for
  * each roi r of rois [R, 4] (x1, y1, x2, y2, times spatial_scale, minus
  * 0.5 with half_pixel) on image batch[r] of x [n, c, h, w], each of the

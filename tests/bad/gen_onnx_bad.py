@@ -748,3 +748,22 @@ save("tests/data/loop_short.onnx.bin",
            [vi("x", F, [3])], [vi("x_last", F, [3]), vi("x_all", F, [5, 3])],
            [numpy_helper.from_array(np.array(5, np.int64), "trip5"),
             numpy_helper.from_array(np.array(True), "yes")], opset=13))
+
+# TfIdfVectorizer on an int64 constant (tests/data/tfidf_ort.onnx.bin),
+# against ONNX Runtime: 1- to 3-grams with skips, the three modes,
+# weights, permuted output columns, a batch of rows.
+trng = np.random.default_rng(11)
+tokens = trng.integers(0, 4, size=(3, 12)).astype(np.int64)
+tf_common = dict(ngram_counts=[0, 2, 8], pool_int64s=[1, 2, 1, 2, 2, 3, 3, 1, 1, 2, 3, 2, 1, 2],
+                 ngram_indexes=[6, 5, 4, 3, 2, 1, 0])
+save("tests/data/tfidf_ort.onnx.bin",
+     model([helper.make_node("TfIdfVectorizer", ["tokens"], ["tf"], mode="TF", min_gram_length=1,
+                             max_gram_length=3, max_skip_count=2, **tf_common),
+            helper.make_node("TfIdfVectorizer", ["tokens"], ["idf"], mode="IDF", min_gram_length=2,
+                             max_gram_length=3, max_skip_count=0,
+                             weights=[0.5, 1.5, 2.0, 2.5, 3.0, 0.25, 4.0], **tf_common),
+            helper.make_node("TfIdfVectorizer", ["tokens"], ["tfidf"], mode="TFIDF",
+                             min_gram_length=1, max_gram_length=2, max_skip_count=3,
+                             weights=[0.5, 1.5, 2.0, 2.5, 3.0, 0.25, 4.0], **tf_common)],
+           [vi("x", F, [1])], [vi("tf", F, [3, 7]), vi("idf", F, [3, 7]), vi("tfidf", F, [3, 7])],
+           [numpy_helper.from_array(tokens, "tokens")], opset=13))

@@ -6,7 +6,7 @@
 # and 8 kHz and legacy, v5 again with every pass, and the small models
 # fold_large (tests/data/passes/gen_fold_large.py), quant_rnn, index_ops, stats_ops, linalg_ops,
 # grid_ops, resize_cubic, pool_roi_ops, upsample_ops, signal_ops and
-# resize_crop, select_ort, loop_ort of
+# resize_crop, select_ort, loop_ort, tfidf_ort of
 # tests/bad/gen_onnx_bad.py): max abs/rel error
 # per output, asserted within
 # |d| <= 1e-4 + 1e-3 |ort| (float32 kernels summing in another order).
@@ -104,6 +104,9 @@ check select_ort "$src/tests/data/select_ort.onnx.bin"
 # op of the enclosing graph between a loop's enter op and its body
 check loop_ort "$src/tests/data/loop_ort.onnx.bin"
 check loop_ort_dfs "$src/tests/data/loop_ort.onnx.bin" --order dfs --passes all
+# TfIdfVectorizer (tests/data/tfidf_ort.onnx.bin): 1- to 3-grams with
+# skips, TF, IDF and TFIDF with weights, permuted columns, int64 rows
+check tfidf_ort "$src/tests/data/tfidf_ort.onnx.bin"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
