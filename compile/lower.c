@@ -1549,6 +1549,49 @@ static mp_status lw_loop(lw *x, const char *t) {
   return MP_OK;
 }
 
+/* Adagrad, Momentum and Adam of ai.onnx.preview.training (OPTIM in
+ * bundle.h): R, T, then n tensors X, n gradients G and n of each state;
+ * n follows from the outputs (X and each state for each tensor). */
+static mp_status lw_optim(lw *x, const char *t) {
+  int kind = strcmp(t, "Adagrad") == 0    ? MP_KOPT_ADAGRAD
+             : strcmp(t, "Adam") == 0     ? MP_KOPT_ADAM
+             : strcmp(t, "Momentum") == 0 ? MP_KOPT_MOMENTUM
+                                          : -1;
+  uint32_t states = kind == MP_KOPT_ADAM ? 2 : 1;
+  uint32_t n = x->op->n_outputs / (1 + states);
+  if (n == 0 || x->op->n_outputs != n * (1 + states) ||
+      x->op->n_inputs != 2 + n * (2 + states)) {
+    return lw_unsup(x,
+                    "takes R, T, then %u groups of n inputs for %u "
+                    "groups of n outputs",
+                    2 + states, 1 + states);
+  }
+  if (kind == MP_KOPT_MOMENTUM) {
+    const char *mode = lw_str(x, "mode", "");
+    if (strcmp(mode, "nesterov") == 0) {
+      kind = MP_KOPT_NESTEROV;
+    } else if (strcmp(mode, "standard") != 0) {
+      return lw_unsup(x, "mode '%s' is neither standard nor nesterov", mode);
+    }
+  }
+  bool adam = kind == MP_KOPT_ADAM, mom = !adam && kind != MP_KOPT_ADAGRAD;
+  x->o->kernel = MP_BOP_OPTIM;
+  lw_copy_inputs(x);
+  lw_p(x, kind);
+  lw_p(x, n);
+  lw_pf(x, adam ? lw_float(x, "alpha", 0.9) : lw_float(x, "alpha", 0));
+  lw_pf(x, adam ? lw_float(x, "beta", 0.999) : lw_float(x, "beta", 0));
+  lw_pf(x, lw_float(x, "epsilon", adam ? 1e-6 : 0));
+  lw_pf(x, lw_float(x, "norm_coefficient", 0));
+  lw_pf(x, adam ? lw_float(x, "norm_coefficient_post", 0) : 0);
+  lw_pf(x, kind == MP_KOPT_ADAGRAD ? lw_float(x, "decay_factor", 0) : 0);
+  if (mom && (!lw_attr(x, "alpha") || !lw_attr(x, "beta") ||
+              !lw_attr(x, "norm_coefficient"))) {
+    return lw_unsup(x, "Momentum needs alpha, beta and norm_coefficient");
+  }
+  return MP_OK;
+}
+
 /* TfIdfVectorizer with an integer pool (TFIDF in bundle.h). */
 static mp_status lw_tfidf(lw *x) {
   static const char *const modes[] = {"TF", "IDF", "TFIDF"};
@@ -1598,12 +1641,18 @@ static mp_status lw_misc(lw *x, const char *t) {
     return MP_OK;
   }
   if (strcmp(t, "BatchNormalization") == 0) {
-    if (x->op->n_outputs != 1 || lw_int(x, "training_mode", 0)) {
-      return lw_unsup(x, "training mode");
+    /* training_mode (opset 14): Y and the optional running mean and
+     * variance. The outputs of the older training forms (saved mean and
+     * variance) are not computed. */
+    bool train = lw_int(x, "training_mode", 0) != 0;
+    if (train ? x->op->n_outputs != 1 && x->op->n_outputs != 3
+              : x->op->n_outputs != 1) {
+      return lw_unsup(x, "the training outputs of opset < 14");
     }
     x->o->kernel = MP_BOP_BATCHNORM;
     lw_copy_inputs(x);
     lw_pf(x, lw_float(x, "epsilon", 1e-5));
+    if (train) lw_pf(x, lw_float(x, "momentum", 0.9));
     return MP_OK;
   }
   if (strcmp(t, "LayerNormalization") == 0) {
@@ -1667,6 +1716,9 @@ static mp_status lw_misc(lw *x, const char *t) {
     return MP_OK;
   }
   if (strcmp(t, "TfIdfVectorizer") == 0) return lw_tfidf(x);
+  if (strncmp(t, "ai.onnx.preview.training::", 26) == 0) {
+    return lw_optim(x, t + 26);
+  }
   if (strcmp(t, "mplan.LoopEnter") == 0 || strcmp(t, "mplan.ScanEnter") == 0 ||
       strcmp(t, "Loop") == 0 || strcmp(t, "Scan") == 0) {
     return lw_loop(x, t);

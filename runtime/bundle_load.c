@@ -868,6 +868,7 @@ const char *mp_bop_name(int kernel) {
                                                   "non-max-suppression",
                                                   "loop-enter",
                                                   "loop",
-                                                  "tfidf"};
+                                                  "tfidf",
+                                                  "optimizer"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

@@ -189,4 +189,8 @@ bool op_select_dispatch(op_ctx *c, bool run, bool *handled);
 /* The same for Loop and Scan (ops_loop.c). */
 bool op_loop_dispatch(op_ctx *c, bool run, bool *handled);
 
+/* The same for the optimizers of ai.onnx.preview.training
+ * (ops_train.c). */
+bool op_train_dispatch(op_ctx *c, bool run, bool *handled);
+
 #endif /* MPLAN_RUNTIME_OP_CTX_H */

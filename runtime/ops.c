@@ -1364,16 +1364,24 @@ static bool op_run_softmax(op_ctx *c) {
   return true;
 }
 
+/* Training mode (a second parameter, the momentum): the batch's mean and
+ * variance normalise x, and the optional outputs 1 and 2 are the
+ * running mean and variance, momentum x input + (1 - momentum) x the
+ * batch's. */
 static bool op_check_batchnorm(op_ctx *c) {
   op_rd r = op_reader(c);
   (void)rd_f(&r);
+  bool train = r.n == 2;
+  if (train) (void)rd_f(&r);
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   const mp_btensor *x = op_in(c, 0),
-                   *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
+                   *y = c->op->n_out == 1 || (train && c->op->n_out == 3)
+                            ? op_out(c, 0)
+                            : NULL;
   if (c->op->n_in != 5 || !x || !y) {
     return op_fail(c,
-                   "needs X, scale, B, mean, var and one output "
-                   "(training mode is not supported)");
+                   "needs X, scale, B, mean, var and one output (in "
+                   "training mode, or three)");
   }
   if (x->dtype != MP_KD_F32 || y->dtype != MP_KD_F32 || x->shape.rank < 2) {
     return op_fail(c, "needs f32 of rank >= 2");
@@ -1389,6 +1397,15 @@ static bool op_check_batchnorm(op_ctx *c) {
   if (op_aliases(x, y) && x->offset != y->offset) {
     return op_fail(c, "in place at another offset");
   }
+  for (uint32_t k = 1; k < c->op->n_out; k++) {
+    mp_kshape want = {.rank = 1, .dims = {x->shape.dims[1]}};
+    const mp_btensor *s = op_out(c, k);
+    if (s->dtype != MP_KD_F32) return op_fail(c, "'%s' is not f32", s->name);
+    if (!op_out_of_place(c, s, &want)) return false;
+    if (op_aliases(s, y)) return op_fail(c, "'%s' shares y's bytes", s->name);
+  }
+  /* the batch's mean and variance */
+  if (train) c->need_ws += 2 * (size_t)x->shape.dims[1] * sizeof(float) + 8;
   return op_expect_shape(c, y, &x->shape);
 }
 
@@ -1398,8 +1415,22 @@ static bool op_run_batchnorm(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0);
   int64_t n = x->shape.dims[0], ch = x->shape.dims[1];
   int64_t rest = op_div(op_count(x), n * ch);
+  const float *mean = op_pin(c, 3), *var = op_pin(c, 4);
+  if (r.n == 2) {
+    double mom = rd_f(&r);
+    float *bm = (float *)(void *)c->ws, *bv = bm + ch;
+    mp_k_batchnorm_stats_f32(n, ch, rest, op_pin(c, 0), bm, bv);
+    for (uint32_t k = 1; k < c->op->n_out; k++) {
+      const float *in = k == 1 ? mean : var, *b = k == 1 ? bm : bv;
+      float *out = op_pout(c, k);
+      for (int64_t i = 0; i < ch; i++) {
+        out[i] = (float)(mom * in[i] + (1 - mom) * b[i]);
+      }
+    }
+    mean = bm, var = bv;
+  }
   OP_K(batchnorm_f32)(n, ch, rest, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
-                      op_pin(c, 3), op_pin(c, 4), eps, op_pout(c, 0));
+                      mean, var, eps, op_pout(c, 0));
   return true;
 }
 
@@ -2437,6 +2468,7 @@ static bool op_dispatch(op_ctx *c, bool run) {
       if (!handled) ok = op_linalg_dispatch(c, run, &handled);
       if (!handled) ok = op_select_dispatch(c, run, &handled);
       if (!handled) ok = op_loop_dispatch(c, run, &handled);
+      if (!handled) ok = op_train_dispatch(c, run, &handled);
       return handled ? ok : op_fail(c, "unknown kernel id %u", c->op->kernel);
     }
   }

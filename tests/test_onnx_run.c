@@ -68,6 +68,7 @@ static char *slurp(const char *path, size_t *len) {
 static void note_skip(const char *msg, char *list, size_t cap) {
   const char *p = strstr(msg, "' (");
   char item[160] = " import";
+  if (!p && strlen(msg) < 32) snprintf(item, sizeof item, " %s", msg);
   if (p) {
     const char *e = strstr(p, "): ");
     if (e && e - p < 100)
@@ -447,6 +448,26 @@ static mp_status run_passes(run_state *s, mp_alias *al, mp_error *err) {
   return MP_OK;
 }
 
+/* Tests whose expected outputs contradict their operator's schema. Each
+ * must fail its comparison, and is then skipped with the reason; one
+ * that passes fails (the list is out of date). */
+static const struct {
+  const char *test, *why;
+} contradicts[] = {
+    {"test_adam_multiple",
+     "its expected outputs take epsilon 1e-2, which the node does not set "
+     "(the schema's default is 1e-6)"},
+};
+
+static const char *contradiction(const char *dir) {
+  const char *base = strrchr(dir, '/');
+  base = base ? base + 1 : dir;
+  for (size_t i = 0; i < sizeof contradicts / sizeof *contradicts; i++) {
+    if (strcmp(base, contradicts[i].test) == 0) return contradicts[i].why;
+  }
+  return NULL;
+}
+
 static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
                        size_t skips_cap) {
   char path[1400];
@@ -542,6 +563,18 @@ static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
     v = FAIL;
   } else {
     v = compare(dir, s.m->graph, host_output, &s, why, cap);
+    const char *bad = contradiction(dir);
+    if (bad && v == FAIL) {
+      snprintf(why, cap, "expected outputs contradict the schema: %s", bad);
+      note_skip("expected data", skips, skips_cap);
+      v = SKIP;
+    } else if (bad && v == PASS) {
+      snprintf(why, cap,
+               "listed as contradicting the schema (%s), yet it "
+               "passed",
+               bad);
+      v = FAIL;
+    }
     if (rv64.on && v != SKIP) v = rv64_queue(dir, &s, v, why, cap);
   }
   run_free(&s);

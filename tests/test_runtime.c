@@ -582,6 +582,49 @@ static void test_data_weights(const char *src) {
  * the lower box index, corners may come in either order, center boxes;
  * Unique compares u64 as unsigned and -0 as +0, keeps first occurrences
  * when unsorted, and orders slices lexicographically with an axis. */
+/* One step of each optimizer on values whose results are exact in
+ * binary (the formulas of kernels.h worked by hand), and BatchNorm's batch
+ * statistics. */
+static void test_train_kernels(void) {
+  float x = 1, g = 2, v = 4, xn, vn, hn;
+  mp_koptim p = {.kind = MP_KOPT_MOMENTUM, .r = 1, .alpha = 0.5, .beta = 0.25};
+  /* t = 0: the gradient enters whole (v' = 0.5 x 4 + 2); then beta */
+  mp_k_optim_f32(&p, 1, &x, &g, &v, NULL, &xn, &vn, NULL);
+  CHECK(vn == 4 && xn == -3);
+  p.t = 1; /* v' = 2 + 0.25 x 2 = 2.5 */
+  mp_k_optim_f32(&p, 1, &x, &g, &v, NULL, &xn, &vn, NULL);
+  CHECK(vn == 2.5f && xn == -1.5f);
+  p.kind = MP_KOPT_NESTEROV; /* x' = 1 - (2 + 0.5 x 2.5) */
+  mp_k_optim_f32(&p, 1, &x, &g, &v, NULL, &xn, &vn, NULL);
+  CHECK(vn == 2.5f && xn == -2.25f);
+  /* Adagrad: r' = 1 / (1 + 1 x 1); g' = 0.5 x 2 + 1 = 2; h' = 5 + 4 = 9;
+   * x' = 2 - 0.5 x 2 / 3 */
+  float ax = 2, ag = 1, ah = 5;
+  mp_koptim q = {
+      .kind = MP_KOPT_ADAGRAD, .r = 1, .t = 1, .decay = 1, .norm = 0.5};
+  mp_k_optim_f32(&q, 1, &ax, &ag, &ah, NULL, &xn, &hn, NULL);
+  CHECK(hn == 9 && xn == (float)(2 - 1.0 / 3));
+  /* Adam at t = 0 (no bias correction): v' = 0.5 x 2 = 1, h' = 0.25 x 4
+   * = 1, x' = 0.5 (3 - 1 / 1); at t = 2 the rate is sqrt(1 - 0.75^2) /
+   * (1 - 0.5^2) */
+  float dx = 3, dg = 2, dv = 0, dh = 0;
+  mp_koptim a = {.kind = MP_KOPT_ADAM,
+                 .r = 1,
+                 .alpha = 0.5,
+                 .beta = 0.75,
+                 .norm_post = 0.5};
+  mp_k_optim_f32(&a, 1, &dx, &dg, &dv, &dh, &xn, &vn, &hn);
+  CHECK(vn == 1 && hn == 1 && xn == 1);
+  a.t = 2;
+  mp_k_optim_f32(&a, 1, &dx, &dg, &dv, &dh, &xn, &vn, &hn);
+  CHECK(xn == (float)(0.5 * (3 - sqrt(1 - 0.5625) / 0.75)));
+  /* two channels over a batch of two: channel 0 holds 1..4, channel 1
+   * holds 5 four times */
+  float bx[8] = {1, 2, 5, 5, 3, 4, 5, 5}, mean[2], var[2];
+  mp_k_batchnorm_stats_f32(2, 2, 2, bx, mean, var);
+  CHECK(mean[0] == 2.5f && var[0] == 1.25f && mean[1] == 5 && var[1] == 0);
+}
+
 static void test_select_kernels(void) {
   /* three identical boxes with equal scores: the lowest index wins and
    * suppresses the others; box 3 (corners swapped) overlaps none */
@@ -730,6 +773,9 @@ int main(int argc, char **argv) {
   test_fuzz(src, "tests/data/loop_ort.onnx.bin", 1000);
   /* TfIdfVectorizer: the pool, its counts, indexes and skips */
   test_fuzz(src, "tests/data/tfidf_ort.onnx.bin", 1000);
+  /* the optimizers and BatchNorm's training mode: counts, shapes, R, T */
+  test_fuzz(src, "tests/data/train_ops.onnx.bin", 1000);
+  test_train_kernels();
   test_loops(src);
   return check_exit("test_runtime");
 }

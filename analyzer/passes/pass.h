@@ -133,4 +133,9 @@ typedef struct pass_ew {
 /* The table entry of op type, or NULL when the op is not elementwise. */
 const pass_ew *pass_ew_find(const char *type);
 
+/* The entry of op, or NULL when this op is not elementwise although its
+ * type may be: BatchNormalization in training mode reduces its input
+ * over the batch first. */
+const pass_ew *pass_ew_op(const mp_op *op);
+
 #endif /* MPLAN_PASSES_PASS_H */

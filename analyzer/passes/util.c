@@ -70,6 +70,16 @@ const pass_ew *pass_ew_find(const char *type) {
   return NULL;
 }
 
+const pass_ew *pass_ew_op(const mp_op *op) {
+  const pass_ew *ew = pass_ew_find(op->type);
+  const mp_attr *tm = mp_op_attr(op, "training_mode");
+  if (ew && ew->kind == PASS_EW_BATCHNORM && tm && tm->kind == MP_ATTR_INT &&
+      tm->i != 0) {
+    return NULL;
+  }
+  return ew;
+}
+
 int32_t pass_sole_reader(const mp_graph *g, int32_t t) {
   const mp_tensor *x = mp_graph_tensor(g, (size_t)t);
   return x->n_consumers == 1 ? (int32_t)x->consumers[0] : -1;

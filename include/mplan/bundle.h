@@ -94,7 +94,9 @@ typedef enum mp_bt_kind {
  *   BINARY: op (mp_kbinary), activation applied to the result (0 none,
  *       1 Relu, 2 Relu6: the graphs' fused_activation)
  *   VARIADIC: op (Sum/Max/Min/Mean)
- *   WHERE, CAST, VIEW: none           BATCHNORM: epsilon
+ *   WHERE, CAST, VIEW: none
+ *   BATCHNORM: epsilon; in training mode then momentum (outputs: y, and
+ *       optionally the running mean and variance)
  *   SOFTMAX: axis, log, coerce_2d     LAYERNORM: axis, epsilon
  *   MAXPOOL, AVGPOOL: nd, k[3], stride[3], dil[3], pad_begin[3],
  *       pad_end[3], count_include_pad; a MAXPOOL with an Indices output
@@ -146,6 +148,10 @@ typedef enum mp_bt_kind {
  *       TF, 1 IDF, 2 TFIDF), then ngram_counts, pool_int64s and
  *       ngram_indexes, each as its length and its values, then the
  *       number of weights (0 or one per n-gram) and the weights
+ *   OPTIM: kind (mp_kopt_kind), n, then alpha, beta, epsilon,
+ *       norm_coefficient, norm_coefficient_post, decay_factor (inputs:
+ *       R, T, then n each of X, G and the states: Adam V and H, the
+ *       others one; outputs: n each of the new X and the new states)
  *   LOOP_ENTER: kind (0 Loop, 1 Scan); a Scan then n_scan_in, its
  *       scan_input_axes, its directions (1 reverse). Inputs: the Loop's
  *       or Scan's own; outputs: the body's inputs (Loop: iteration
@@ -232,6 +238,7 @@ typedef enum mp_bop {
   MP_BOP_LOOP_ENTER,
   MP_BOP_LOOP,
   MP_BOP_TFIDF,
+  MP_BOP_OPTIM,
   MP_BOP_COUNT
 } mp_bop;
 

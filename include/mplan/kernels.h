@@ -287,6 +287,41 @@ void mp_k_batchnorm_f32(int64_t n, int64_t c, int64_t rest, const float *x,
                         const float *mean, const float *var, double eps,
                         float *y);
 
+/* BatchNormalization in training mode: the mean and the population
+ * variance (divided by n x rest) of each of the c channels of x [n, c,
+ * rest], summed in double and rounded once (k_train.c). */
+void mp_k_batchnorm_stats_f32(int64_t n, int64_t c, int64_t rest,
+                              const float *x, float *mean, float *var);
+
+/* One step of an optimizer of ai.onnx.preview.training on `count`
+ * elements (k_train.c). With g' = norm * x + g:
+ *   Adagrad:  r' = r / (1 + t decay); h' = h + g'^2 (state s1);
+ *             x' = x - r' g' / (sqrt(h') + epsilon)
+ *   Momentum: v' = alpha v + b g' (s1), b = beta, or 1 when t is 0;
+ *             x' = x - r v', or with Nesterov x - r (g' + alpha v')
+ *   Adam:     v' = alpha v + (1 - alpha) g' (s1); h' = beta h +
+ *             (1 - beta) g'^2 (s2); r' = r sqrt(1 - beta^t) /
+ *             (1 - alpha^t) when t > 0, else r; x' = (1 - norm_post)
+ *             (x - r' v' / (sqrt(h') + epsilon))
+ * s2 and s2_new are Adam's only. */
+typedef enum mp_kopt_kind {
+  MP_KOPT_ADAGRAD,
+  MP_KOPT_MOMENTUM,
+  MP_KOPT_NESTEROV,
+  MP_KOPT_ADAM
+} mp_kopt_kind;
+
+typedef struct mp_koptim {
+  int kind;  /* mp_kopt_kind */
+  double r;  /* the learning rate R */
+  int64_t t; /* the step count T */
+  double alpha, beta, epsilon, norm, norm_post, decay;
+} mp_koptim;
+
+void mp_k_optim_f32(const mp_koptim *p, int64_t count, const float *x,
+                    const float *g, const float *s1, const float *s2,
+                    float *x_new, float *s1_new, float *s2_new);
+
 /* LayerNormalization over the inner `inner` elements of `outer` rows;
  * scale and bias broadcast over rows (sizes inner, or bias NULL). mean and
  * inv_std (may be NULL) receive one value per row. In place allowed. */

@@ -767,3 +767,55 @@ save("tests/data/tfidf_ort.onnx.bin",
                              weights=[0.5, 1.5, 2.0, 2.5, 3.0, 0.25, 4.0], **tf_common)],
            [vi("x", F, [1])], [vi("tf", F, [3, 7]), vi("idf", F, [3, 7]), vi("tfidf", F, [3, 7])],
            [numpy_helper.from_array(tokens, "tokens")], opset=13))
+
+# The training ops (tests/data/train_ops.onnx.bin): Adagrad on two
+# tensors, Momentum in Nesterov mode, Adam with both norm coefficients,
+# BatchNormalization in training mode with its running mean and
+# variance; R and T are constants, the tensors and their states inputs.
+TD = "ai.onnx.preview.training"
+train_nodes = [
+    helper.make_node("Adagrad", ["R", "T", "a1", "a2", "ga1", "ga2", "ha1", "ha2"],
+                     ["a1_new", "a2_new", "ha1_new", "ha2_new"], domain=TD, name="adagrad",
+                     decay_factor=0.1, epsilon=1e-6, norm_coefficient=0.01),
+    helper.make_node("Momentum", ["R", "T", "m", "gm", "vm"], ["m_new", "vm_new"], domain=TD,
+                     name="nesterov", alpha=0.9, beta=0.5, mode="nesterov", norm_coefficient=0.02),
+    helper.make_node("Adam", ["R", "T", "d", "gd", "vd", "hd"], ["d_new", "vd_new", "hd_new"],
+                     domain=TD, name="adam", alpha=0.8, beta=0.9, epsilon=1e-3,
+                     norm_coefficient=0.01, norm_coefficient_post=0.05),
+    helper.make_node("BatchNormalization", ["bx", "bs", "bb", "bm", "bv"], ["by", "bm_new", "bv_new"],
+                     name="bn_train", training_mode=1, momentum=0.7, epsilon=1e-4),
+]
+train_shapes = {"a1": [3, 4], "a2": [5], "m": [2, 3], "d": [6]}
+train_in = []
+for n, sh in train_shapes.items():
+    g = {"a1": "ga1", "a2": "ga2", "m": "gm", "d": "gd"}[n]
+    train_in += [vi(n, F, sh), vi(g, F, sh)]
+train_in += [vi("ha1", F, [3, 4]), vi("ha2", F, [5]), vi("vm", F, [2, 3]), vi("vd", F, [6]),
+             vi("hd", F, [6]), vi("bx", F, [2, 3, 4, 4]), vi("bs", F, [3]), vi("bb", F, [3]),
+             vi("bm", F, [3]), vi("bv", F, [3])]
+train_out = [vi("a1_new", F, [3, 4]), vi("a2_new", F, [5]), vi("ha1_new", F, [3, 4]),
+             vi("ha2_new", F, [5]), vi("m_new", F, [2, 3]), vi("vm_new", F, [2, 3]),
+             vi("d_new", F, [6]), vi("vd_new", F, [6]), vi("hd_new", F, [6]),
+             vi("by", F, [2, 3, 4, 4]), vi("bm_new", F, [3]), vi("bv_new", F, [3])]
+
+
+def train_model(nodes, name, inputs, outputs):
+    """A model of the default and the training domains, with the
+    constants R (0.05) and T (3)."""
+    g = helper.make_graph(nodes, name, inputs, outputs,
+                          [numpy_helper.from_array(np.array(0.05, np.float32), "R"),
+                           numpy_helper.from_array(np.array(3, np.int64), "T")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15), helper.make_opsetid(TD, 1)],
+                          producer_name="mplan-tests")
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+save("tests/data/train_ops.onnx.bin", train_model(train_nodes, "train_ops", train_in, train_out))
+# Momentum in a mode the schema does not name: compile refuses it.
+save("tests/data/momentum_mode.onnx.bin",
+     train_model([helper.make_node("Momentum", ["R", "T", "m", "gm", "vm"], ["m_new", "vm_new"],
+                                   domain=TD, name="heavy", alpha=0.9, beta=0.5,
+                                   mode="heavyball", norm_coefficient=0.0)],
+                 "momentum_mode", [vi("m", F, [2]), vi("gm", F, [2]), vi("vm", F, [2])],
+                 [vi("m_new", F, [2]), vi("vm_new", F, [2])]))

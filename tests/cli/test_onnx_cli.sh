@@ -94,6 +94,17 @@ run 1 verify $l --poison --inject overlap:stacked,scaled && has "$tmp/out" "outp
 # A loop that stops before the count its scan output is planned for.
 run 2 verify tests/data/loop_short.onnx.bin && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'short' (Loop) at step 4: stops after 3 iterations where the plan holds 5 (the runtime runs the planned shapes)"
+# The training ops (Adagrad on two tensors, Nesterov momentum, Adam,
+# BatchNormalization in training mode with its running statistics) run
+# in poison mode, with and without the passes; a Momentum mode the schema
+# does not name is refused in one line.
+t=tests/data/train_ops.onnx.bin
+for p in none all; do
+  run 0 verify $t --poison --paranoid --passes $p --order memory && has "$tmp/out" "outputs     12 of 12 identical to the no-reuse run" && has "$tmp/out" "verified: no event"
+done
+run 2 compile tests/data/momentum_mode.onnx.bin -o "$tmp/mm.mpk" && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'heavy' (ai.onnx.preview.training::Momentum): mode 'heavyball' is neither standard nor nesterov" &&
+  [ ! -e "$tmp/mm.mpk" ] && ok || bad "momentum_mode: a bundle was written"
 # value_info that contradicts inference: a warning names both shapes.
 run 0 plan tests/data/mismatch.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/mismatch.onnx.bin: tensor 't': inferred f32 [1,3,8,8], but the model declares f32 [1,3,4,4]; using the inferred shape"
 # An unknown op plans when value_info gives its outputs.
