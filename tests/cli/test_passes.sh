@@ -215,6 +215,19 @@ python3 tests/bench/gen_cells.py "$tmp/rw" --randwire 1 --darts 0 --seed 1
 run 0 plan "$tmp/rw/randwire_1.json" --passes accumulate --order dfs &&
   has "$tmp/out" "accumulate 262->262    660->660    1,161,888 -> 1,161,888 (=)" &&
   has "$tmp/out" "dropped: lower bound would rise 1161888 -> 1345344 B"
+# With inplace among the passes the guard judges after inplace too: here
+# the rise stays (1,161,888 -> 1,284,192 B), so the graph is still dropped.
+run 0 plan "$tmp/rw/randwire_1.json" --passes accumulate,inplace --order dfs &&
+  has "$tmp/out" "dropped: lower bound would rise 1161888 -> 1345344 B (1161888 -> 1284192 B with inplace)"
+# A Sum whose inputs are read again after it: its chain holds one more
+# buffer (8,192 -> 10,240 B) until inplace writes the last Add over the
+# running sum, so the guard keeps it, and the final bound is the Sum's.
+rr=tests/data/passes/sum_reread_i8.json
+run 0 plan $rr --passes accumulate,inplace --order memory &&
+  has "$tmp/out" "kept: lower bound 8192 -> 10240 B, but 8192 -> 8192 B with inplace" &&
+  has "$tmp/out" "lower bound 8,192 B"
+run 0 plan $rr --passes accumulate --order memory &&
+  has "$tmp/out" "dropped: lower bound would rise 8192 -> 10240 B"
 run 0 plan "$tmp/rw/randwire_1.json" --passes accumulate --order rpo &&
   has "$tmp/out" "accumulate 262->323    660->721    1,100,736 -> 856,128" &&
   has "$tmp/out" "Sum 60; 121 Adds, 34 integer Sums in production order"
