@@ -1557,6 +1557,7 @@ static mp_status lw_optim(lw *x, const char *t) {
              : strcmp(t, "Adam") == 0     ? MP_KOPT_ADAM
              : strcmp(t, "Momentum") == 0 ? MP_KOPT_MOMENTUM
                                           : -1;
+  if (kind < 0) return lw_unsup(x, "the runtime has no kernel for this op");
   uint32_t states = kind == MP_KOPT_ADAM ? 2 : 1;
   uint32_t n = x->op->n_outputs / (1 + states);
   if (n == 0 || x->op->n_outputs != n * (1 + states) ||
@@ -1574,21 +1575,22 @@ static mp_status lw_optim(lw *x, const char *t) {
       return lw_unsup(x, "mode '%s' is neither standard nor nesterov", mode);
     }
   }
-  bool adam = kind == MP_KOPT_ADAM, mom = !adam && kind != MP_KOPT_ADAGRAD;
+  bool adam = kind == MP_KOPT_ADAM;
+  if ((kind == MP_KOPT_MOMENTUM || kind == MP_KOPT_NESTEROV) &&
+      (!lw_attr(x, "alpha") || !lw_attr(x, "beta") ||
+       !lw_attr(x, "norm_coefficient"))) {
+    return lw_unsup(x, "Momentum needs alpha, beta and norm_coefficient");
+  }
   x->o->kernel = MP_BOP_OPTIM;
   lw_copy_inputs(x);
   lw_p(x, kind);
   lw_p(x, n);
-  lw_pf(x, adam ? lw_float(x, "alpha", 0.9) : lw_float(x, "alpha", 0));
-  lw_pf(x, adam ? lw_float(x, "beta", 0.999) : lw_float(x, "beta", 0));
+  lw_pf(x, lw_float(x, "alpha", adam ? 0.9 : 0));
+  lw_pf(x, lw_float(x, "beta", adam ? 0.999 : 0));
   lw_pf(x, lw_float(x, "epsilon", adam ? 1e-6 : 0));
   lw_pf(x, lw_float(x, "norm_coefficient", 0));
   lw_pf(x, adam ? lw_float(x, "norm_coefficient_post", 0) : 0);
   lw_pf(x, kind == MP_KOPT_ADAGRAD ? lw_float(x, "decay_factor", 0) : 0);
-  if (mom && (!lw_attr(x, "alpha") || !lw_attr(x, "beta") ||
-              !lw_attr(x, "norm_coefficient"))) {
-    return lw_unsup(x, "Momentum needs alpha, beta and norm_coefficient");
-  }
   return MP_OK;
 }
 

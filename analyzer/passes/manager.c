@@ -772,29 +772,9 @@ static mp_status pm_refine(const pass_ctx *c0, const pm_pass *p,
   return st;
 }
 
-static mp_status pm_run_one(pm_state *s, const pm_pass *p,
-                            const mp_pass_opts *o, const bool *keep_out,
-                            pm_budget *b, mp_pass_report *r, mp_error *err);
-static mp_status pm_state_clone(const pm_state *s, pm_state *out,
-                                mp_error *err);
-
-/* Invariant 6's look ahead: the lower bound of s after the inplace pass
- * alone, measured on a copy; the rows it adds are dropped. */
 static mp_status pm_inplace_lb(const pm_state *s, const mp_pass_opts *o,
                                pm_budget *b, mp_pass_report *r, size_t *lb,
-                               mp_error *err) {
-  pm_state cand = {0};
-  size_t rows = r->n_rows;
-  mp_status st = pm_state_clone(s, &cand, err);
-  if (st != MP_OK) return st;
-  b->left++; /* a measurement no pass counted */
-  st = pm_run_one(&cand, &pm_passes[MP_PASS_INPLACE], o, NULL, b, r, err);
-  *lb = cand.meas.lb;
-  r->n_rows = rows;
-  cand.owned = false;
-  pm_state_release(&cand);
-  return st;
-}
+                               mp_error *err);
 
 static mp_status pm_run_one(pm_state *s, const pm_pass *p,
                             const mp_pass_opts *o, const bool *keep_out,
@@ -843,7 +823,8 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   size_t ahead[2] = {0, 0};
   bool rises =
       st == MP_OK && changed && p->guarded && next.meas.lb > s->meas.lb;
-  if (rises && (o->mask & (1u << MP_PASS_INPLACE))) {
+  bool looked = rises && (o->mask & (1u << MP_PASS_INPLACE));
+  if (looked) {
     /* invariant 6: a chain's Adds hold a buffer each until inplace
      * writes them over their running sums, so judge after inplace */
     st = pm_inplace_lb(s, o, b, r, &ahead[0], err);
@@ -861,7 +842,7 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
     /* invariant 6: the rewrite would raise the lower bound */
     mp_buf_printf(&c.note, "%sdropped: lower bound would rise %zu -> %zu B",
                   c.note.len ? "; " : "", s->meas.lb, next.meas.lb);
-    if (ahead[0]) {
+    if (looked) {
       mp_buf_printf(&c.note, " (%zu -> %zu B with inplace)", ahead[0],
                     ahead[1]);
     }
@@ -914,6 +895,24 @@ static mp_status pm_state_clone(const pm_state *s, pm_state *out,
   memcpy(out->meas.at_peak, s->meas.at_peak, n_t * sizeof *out->meas.at_peak);
   mp_status st = mp_alias_copy(&s->alias, &out->alias, err);
   if (st != MP_OK) pm_measure_release(a, &out->meas);
+  return st;
+}
+
+/* Invariant 6's look ahead: the lower bound of s after the inplace pass
+ * alone, measured on a copy; the rows it adds are dropped. */
+static mp_status pm_inplace_lb(const pm_state *s, const mp_pass_opts *o,
+                               pm_budget *b, mp_pass_report *r, size_t *lb,
+                               mp_error *err) {
+  pm_state cand = {0};
+  size_t rows = r->n_rows;
+  mp_status st = pm_state_clone(s, &cand, err);
+  if (st != MP_OK) return st;
+  b->left++; /* a measurement no pass counted */
+  st = pm_run_one(&cand, &pm_passes[MP_PASS_INPLACE], o, NULL, b, r, err);
+  *lb = cand.meas.lb;
+  r->n_rows = rows;
+  cand.owned = false;
+  pm_state_release(&cand);
   return st;
 }
 
