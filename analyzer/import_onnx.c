@@ -42,6 +42,9 @@ typedef struct ox {
   mp_graph *g;
   const mp_onnx_branch *taken; /* Ifs whose condition is known */
   size_t n_taken;
+  /* In a Loop or Scan body: the first tensor its enter op writes, else
+   * -1 (ox_node: an input-free random op reads it) */
+  int32_t iter;
 } ox;
 
 /* ---- protobuf-c allocation through mp_alloc ------------------------------ */
@@ -740,15 +743,35 @@ static mp_status ox_node(ox *x, const Onnx__NodeProto *n, const char *scope,
        strcmp(n->op_type, "Scan") == 0)) {
     st = ox_subgraph_op(x, n, name, type, ins, outs, n_out, &s);
   } else if (st == MP_OK) {
+    /* A RandomUniform or RandomNormal of a Loop or Scan body reads
+     * nothing, so no dependency would keep it in the body: it reads the
+     * enter op's first output (mplan.order_input, never passed to the
+     * kernel), so it runs again, and draws anew, every iteration. */
+    bool drawn = std_domain && (strcmp(n->op_type, "RandomUniform") == 0 ||
+                                strcmp(n->op_type, "RandomNormal") == 0);
+    uint32_t n_in = (uint32_t)n->n_input, n_at = s.n;
+    mp_attr *at = s.at;
+    if (drawn && n_in == 0 && x->iter >= 0) {
+      at = mp_calloc(x->a, s.n + 1, sizeof *at);
+      if (!at) {
+        st = mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+      } else {
+        if (s.n) memcpy(at, s.at, s.n * sizeof *at);
+        at[n_at++] =
+            (mp_attr){.name = "mplan.order_input", .kind = MP_ATTR_INT, .i = 1};
+        ins[n_in++] = x->iter;
+      }
+    }
     mp_op_desc d = {.name = name,
                     .type = type,
-                    .n_inputs = (uint32_t)n->n_input,
+                    .n_inputs = n_in,
                     .n_outputs = n_out,
-                    .n_attrs = s.n,
+                    .n_attrs = n_at,
                     .inputs = ins,
                     .outputs = outs,
-                    .attrs = s.at};
-    st = mp_graph_add_op(x->g, &d, NULL, x->err);
+                    .attrs = at};
+    if (st == MP_OK) st = mp_graph_add_op(x->g, &d, NULL, x->err);
+    if (at != s.at) mp_free(x->a, at);
   }
   ox_attrs_free(x, &s, n->n_attribute);
   mp_free(x->a, outs);
@@ -771,7 +794,10 @@ static mp_status ox_node(ox *x, const Onnx__NodeProto *n, const char *scope,
  *     the body's inputs from the node's; every body tensor is also read by
  *     the node, so it lives until the node's step: tensors of one iteration
  *     never share bytes with each other nor with the scan outputs being
- *     accumulated across iterations.
+ *     accumulated across iterations. An input-free RandomUniform or
+ *     RandomNormal of the body reads the enter op's first output
+ *     (mplan.order_input): the only tie that keeps it in the body, so
+ *     that it runs, and draws, every iteration.
  * The node's inputs are: its own (mplan.orig_inputs of them), the body
  * outputs (mplan.body_outputs, then before else for If), then the rest. */
 
@@ -945,9 +971,14 @@ static mp_status ox_subgraph_op(ox *x, const Onnx__NodeProto *n,
   }
   if (st == MP_OK && !is_if) st = ox_enter(x, n, name, b1, ins, s);
   snprintf(scope, sizeof scope, "%s/%s", name, is_if ? "then" : "body");
+  int32_t outer_iter = x->iter;
+  if (st == MP_OK && !is_if) {
+    x->iter = mp_graph_op(x->g, o0)->outputs[0];
+  }
   if (st == MP_OK && first) st = ox_body(x, first, scope);
   snprintf(scope, sizeof scope, "%s/else", name);
   if (st == MP_OK && second) st = ox_body(x, second, scope);
+  x->iter = outer_iter;
   if (st == MP_OK && first) st = ox_body_outputs(x, first, name, &l);
   if (st == MP_OK && second) st = ox_body_outputs(x, second, name, &l);
   uint32_t body_outs = l.n - (uint32_t)n->n_input;
@@ -1174,7 +1205,7 @@ mp_status mp_onnx_import_taken(const char *file, const void *data, size_t len,
                                size_t n_taken, mp_graph **out, mp_error *err) {
   ox_pb pb = {a, false};
   ProtobufCAllocator pa = {ox_pb_alloc, ox_pb_free, &pb};
-  ox x = {file, a, err, NULL, taken, n_taken};
+  ox x = {file, a, err, NULL, taken, n_taken, -1};
   Onnx__ModelProto *m = onnx__model_proto__unpack(&pa, len, data);
   if (!m) {
     if (pb.failed) {
@@ -1251,7 +1282,7 @@ mp_status mp_onnx_bind_input(mp_graph *g, const char *name, const void *data,
   const mp_alloc *a = mp_graph_alloc(g);
   ox_pb pb = {a, false};
   ProtobufCAllocator pa = {ox_pb_alloc, ox_pb_free, &pb};
-  ox x = {mp_graph_source(g), a, err, g, NULL, 0};
+  ox x = {mp_graph_source(g), a, err, g, NULL, 0, -1};
   int32_t t;
   if (!mp_graph_find_tensor(g, name, &t) ||
       mp_graph_tensor(g, (size_t)t)->kind != MP_TENSOR_INPUT) {

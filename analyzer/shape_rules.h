@@ -183,6 +183,8 @@ mp_status sh_topk(sh_ctx *c);
 mp_status sh_eyelike(sh_ctx *c);
 mp_status sh_same_as_first(sh_ctx *c);
 mp_status sh_det(sh_ctx *c);
+mp_status sh_multinomial(sh_ctx *c);
+mp_status sh_random(sh_ctx *c);
 mp_status sh_random_like(sh_ctx *c);
 mp_status sh_window(sh_ctx *c);
 mp_status sh_compress(sh_ctx *c);

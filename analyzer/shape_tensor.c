@@ -742,6 +742,45 @@ mp_status sh_random_like(sh_ctx *c) {
   return MP_OK;
 }
 
+/* RandomUniform, RandomNormal: no input; the shape and the dtype (float
+ * by default) are attributes. */
+mp_status sh_random(sh_ctx *c) {
+  size_t n = 0;
+  const int64_t *sp = sh_attr_ints(c, "shape", &n);
+  mp_dtype dt;
+  if (!sp) return sh_fail(c, "the shape attribute is missing");
+  if (n > MP_MAX_RANK) return sh_fail(c, "rank %zu is too large", n);
+  for (size_t j = 0; j < n; j++) {
+    if (sp[j] < 0) return sh_fail(c, "shape[%zu] is %" PRId64, j, sp[j]);
+  }
+  if (!mp_onnx_dtype((int32_t)sh_attr_i(c, "dtype", 1), &dt) ||
+      !sh_is_float(dt)) {
+    return sh_fail(c, "dtype is not a floating-point element type");
+  }
+  sh_set(c, 0, dt, (uint32_t)n, sp);
+  return MP_OK;
+}
+
+/* Multinomial: [batch, class_size] -> [batch, sample_size], int32 by
+ * default or int64. */
+mp_status sh_multinomial(sh_ctx *c) {
+  const sh_fact *x = sh_in(c, 0);
+  mp_dtype dt;
+  if (!x) return sh_fail(c, "input 0 is missing");
+  if (x->rank != 2) return sh_fail(c, "input 0 has rank %u, not 2", x->rank);
+  int64_t samples = sh_attr_i(c, "sample_size", 1);
+  if (samples < 1 || samples > SH_DIM_MAX) {
+    return sh_fail(c, "sample_size %" PRId64 " is out of range", samples);
+  }
+  if (!mp_onnx_dtype((int32_t)sh_attr_i(c, "dtype", 6), &dt) ||
+      (dt != MP_DTYPE_I32 && dt != MP_DTYPE_I64)) {
+    return sh_fail(c, "dtype is neither int32 nor int64");
+  }
+  int64_t d[2] = {x->d[0], samples};
+  sh_set(c, 0, dt, 2, d);
+  return MP_OK;
+}
+
 /* BlackmanWindow, HannWindow, HammingWindow: a vector of `size`. */
 mp_status sh_window(sh_ctx *c) {
   size_t n;

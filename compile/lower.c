@@ -1756,11 +1756,19 @@ static bool lw_dropout_trains(const lw *x) {
   return lw_const_ints(x, 2, v, 1) != 1 || v[0] != 0;
 }
 
+/* The stream of a random op (bundle.h RANDOM, DROPOUT): its seed
+ * attribute when it has one, else (has_seed 0) the op's name. */
+static void lw_seed(lw *x) {
+  const mp_attr *seed = lw_attr(x, "seed");
+  lw_p(x, seed != NULL);
+  lw_pf(x, seed ? lw_float(x, "seed", 0) : 0);
+}
+
 /* Dropout in inference with one output is a view. With its mask, or with
- * a training_mode input not known to be false, the DROPOUT kernel copies
- * and checks training_mode when it runs.
- * A constant true training_mode with a constant ratio other than 0 is
- * random and refused here. */
+ * a training_mode input not known to be false, the DROPOUT kernel reads
+ * training_mode and the ratio when it runs: in training mode it drops at
+ * random from the op's stream. A constant true training_mode with a
+ * constant ratio outside [0, 1) is refused here. */
 static mp_status lw_dropout(lw *x) {
   if (x->op->n_outputs == 1 && !lw_dropout_trains(x)) {
     x->o->kernel = MP_BOP_VIEW; /* inference: the input itself */
@@ -1773,12 +1781,44 @@ static mp_status lw_dropout(lw *x) {
                 lw_const_ints(x, 2, tm, 1) == 1 && tm[0] != 0;
   bool ratio_known =
       !(x->op->n_inputs >= 2 && lw_t(x, 1)) || lw_const_floats(x, 1, r, 1) == 1;
-  if (trains && ratio_known && r[0] != 0) {
-    return lw_unsup(x, "training mode with ratio %g (random)", r[0]);
+  if (trains && ratio_known && !(r[0] >= 0 && r[0] < 1)) {
+    return lw_unsup(x, "training mode with ratio %g, outside [0, 1)", r[0]);
   }
   if (x->op->n_outputs > 2) return lw_unsup(x, "more than 2 outputs");
   x->o->kernel = MP_BOP_DROPOUT;
   lw_copy_inputs(x);
+  lw_seed(x);
+  return MP_OK;
+}
+
+/* RandomUniform, RandomNormal, their Like forms, Bernoulli and
+ * Multinomial (bundle.h RANDOM). */
+static mp_status lw_random(lw *x, const char *t) {
+  bool normal = strstr(t, "Normal") != NULL;
+  bool bern = strcmp(t, "Bernoulli") == 0;
+  bool multi = strcmp(t, "Multinomial") == 0;
+  bool like = bern || multi || strstr(t, "Like") != NULL;
+  /* in a Loop body, an input that only orders it (onnx import) */
+  bool order = !like && lw_attr(x, "mplan.order_input") != NULL;
+  if (x->op->n_outputs != 1 || x->op->n_inputs != (like || order ? 1u : 0u)) {
+    return lw_unsup(x, like ? "takes one input" : "takes no input");
+  }
+  double a = normal ? lw_float(x, "mean", 0) : lw_float(x, "low", 0);
+  double b = normal ? lw_float(x, "scale", 1) : lw_float(x, "high", 1);
+  if (bern || multi) a = b = 0;
+  if (!(isfinite(a) && isfinite(b))) {
+    return lw_unsup(x, "%s %g and %s %g must be finite",
+                    normal ? "mean" : "low", a, normal ? "scale" : "high", b);
+  }
+  x->o->kernel = MP_BOP_RANDOM;
+  if (!order) lw_copy_inputs(x);
+  lw_p(x, multi    ? MP_KRAND_MULTINOMIAL
+          : bern   ? MP_KRAND_BERNOULLI
+          : normal ? MP_KRAND_NORMAL
+                   : MP_KRAND_UNIFORM);
+  lw_seed(x);
+  lw_pf(x, a);
+  lw_pf(x, b);
   return MP_OK;
 }
 
@@ -1811,6 +1851,12 @@ static mp_status lw_dispatch(lw *x) {
   if (u >= 0) return lw_unary_op(x, u);
   if (b >= 0) return lw_binary_op(x, b);
   if (strcmp(t, "Dropout") == 0) return lw_dropout(x);
+  if (strcmp(t, "RandomUniform") == 0 || strcmp(t, "RandomNormal") == 0 ||
+      strcmp(t, "RandomUniformLike") == 0 ||
+      strcmp(t, "RandomNormalLike") == 0 || strcmp(t, "Bernoulli") == 0 ||
+      strcmp(t, "Multinomial") == 0) {
+    return lw_random(x, t);
+  }
   if (strcmp(t, "MaxUnpool") == 0) return lw_max_unpool(x);
   if (strcmp(t, "RoiAlign") == 0) return lw_roi_align(x);
   if (strcmp(t, "Upsample") == 0) return lw_upsample(x);
@@ -1881,10 +1927,15 @@ mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
     }
   }
   /* Every op the runtime runs reads its first input (a graph that planned
-   * may still hold an op without one: plans only need its outputs). */
+   * may still hold an op without one: plans only need its outputs), but
+   * for a Loop's optional trip count and the random ops that take their
+   * shape from an attribute. */
   bool loop =
       strcmp(op->type, "Loop") == 0 || strcmp(op->type, "mplan.LoopEnter") == 0;
-  if (op->n_inputs == 0 || (op->inputs[0] < 0 && !loop)) {
+  bool drawn = strcmp(op->type, "RandomUniform") == 0 ||
+               strcmp(op->type, "RandomNormal") == 0;
+  if (!(drawn && op->n_inputs == 0) &&
+      (op->n_inputs == 0 || (op->inputs[0] < 0 && !loop))) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: op '%s' (%s): has no first input, so it cannot "
                         "run",

@@ -869,6 +869,7 @@ const char *mp_bop_name(int kernel) {
                                                   "loop-enter",
                                                   "loop",
                                                   "tfidf",
-                                                  "optimizer"};
+                                                  "optimizer",
+                                                  "random"};
   return kernel > 0 && kernel < MP_BOP_COUNT ? names[kernel] : "?";
 }

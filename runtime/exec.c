@@ -48,6 +48,7 @@ struct mp_rt {
   unsigned char *ws;
   uint64_t *ivs;      /* per buffer: [start, end) pairs for the free check */
   uint32_t *released; /* buffers released after the current step */
+  uint64_t *visits;   /* per step: its runs so far in this run */
   mp_rt_event *events;
   size_t n_events, dropped;
   uint64_t checks;
@@ -106,6 +107,7 @@ void mp_rt_destroy(mp_rt *rt) {
   mp_free(a, rt->ws);
   mp_free(a, rt->ivs);
   mp_free(a, rt->released);
+  mp_free(a, rt->visits);
   mp_free(a, rt->events);
   mp_free(a, rt);
 }
@@ -147,10 +149,12 @@ static mp_status rt_alloc_tables(mp_rt *rt, mp_error *err) {
   rt->staged = mp_calloc(a, ni + 1, sizeof *rt->staged);
   rt->ivs = mp_calloc(a, 2 * nb + 2, sizeof *rt->ivs);
   rt->released = mp_calloc(a, nb + 1, sizeof *rt->released);
+  rt->visits = mp_calloc(a, mp_bundle_op_count(b) + 1, sizeof *rt->visits);
   rt->events = mp_calloc(a, rt->o.max_events, sizeof *rt->events);
   rt->ws = mp_calloc(a, mp_bundle_workspace(b) + 64, 1);
   if (!rt->ptr || !rt->sum || !rt->valid || !rt->reported || !rt->shadow ||
-      !rt->staged || !rt->ivs || !rt->released || !rt->events || !rt->ws) {
+      !rt->staged || !rt->ivs || !rt->released || !rt->visits || !rt->events ||
+      !rt->ws) {
     return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
   }
   for (size_t t = 0; t < nt; t++) {
@@ -518,6 +522,7 @@ static void rt_release(mp_rt *rt, int32_t step) {
 
 static void rt_prepare(mp_rt *rt) {
   const mp_bundle *b = rt->b;
+  memset(rt->visits, 0, (mp_bundle_op_count(b) + 1) * sizeof *rt->visits);
   if (rt->o.poison) {
     for (size_t r = 0; r < rt->n_regions; r++) {
       memset(rt->base[r], rt->poison,
@@ -676,7 +681,8 @@ static mp_status rt_step(mp_rt *rt, size_t k, mp_error *err) {
     if (st != MP_OK) return st;
   } else {
     char why[300];
-    if (!mp_rt_op_run(b, k, rt->ptr, rt->ws, why, sizeof why)) {
+    if (!mp_rt_op_run(b, k, rt->ptr, rt->ws, rt->visits[k]++, why,
+                      sizeof why)) {
       return mp_error_set(err, MP_ERR_BAD_INPUT, "op '%s' (%s) at step %zu: %s",
                           op->name, op->type, k, why);
     }

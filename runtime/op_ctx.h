@@ -33,6 +33,7 @@ typedef struct op_ctx {
   unsigned char *ws;
   size_t need_ws;
   const op_wide *wide; /* NULL: the bundle's tensors */
+  uint64_t visit;      /* run only: the op's earlier runs in this run */
 } op_ctx;
 
 static inline bool op_fail(op_ctx *c, const char *fmt, ...) MP_PRINTF(2, 3);
@@ -192,5 +193,12 @@ bool op_loop_dispatch(op_ctx *c, bool run, bool *handled);
 /* The same for the optimizers of ai.onnx.preview.training
  * (ops_train.c). */
 bool op_train_dispatch(op_ctx *c, bool run, bool *handled);
+
+/* The same for the random ops (ops_train.c): RANDOM, and Dropout in
+ * training mode through ix_run_dropout. */
+bool op_random_dispatch(op_ctx *c, bool run, bool *handled);
+/* The stream of this run of the op (k_random.c): from the seed parameters
+ * at the reader's position (has_seed, seed), else from the op's name. */
+bool op_random_key(op_ctx *c, op_rd *r, uint64_t *key);
 
 #endif /* MPLAN_RUNTIME_OP_CTX_H */

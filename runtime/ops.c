@@ -2469,6 +2469,7 @@ static bool op_dispatch(op_ctx *c, bool run) {
       if (!handled) ok = op_select_dispatch(c, run, &handled);
       if (!handled) ok = op_loop_dispatch(c, run, &handled);
       if (!handled) ok = op_train_dispatch(c, run, &handled);
+      if (!handled) ok = op_random_dispatch(c, run, &handled);
       return handled ? ok : op_fail(c, "unknown kernel id %u", c->op->kernel);
     }
   }
@@ -2665,8 +2666,8 @@ static bool op_wide_run(op_ctx *c) {
 bool mp_rt_op_vector(const mp_bundle *b, size_t step) {
 #ifdef MPLAN_RVV
   char why[8];
-  op_ctx c = {b,   mp_bundle_op(b, step), step, why, sizeof why, NULL, NULL, 0,
-              NULL};
+  op_ctx c = {
+      b, mp_bundle_op(b, step), step, why, sizeof why, NULL, NULL, 0, NULL, 0};
   if (op_vec(&c)) return true;
   /* An op computed through f32 (invariant 5) runs the f32 kernel. */
   op_wide w;
@@ -2687,7 +2688,7 @@ bool mp_rt_op_vector(const mp_bundle *b, size_t step) {
 
 bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,
                     char *why, size_t cap) {
-  op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, NULL, NULL, 0, NULL};
+  op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, NULL, NULL, 0, NULL, 0};
   if (!op_dispatch(&c, false)) {
     /* The refusal stands unless the f32 kernel takes the op; why keeps
      * the op's own reason, or the f32 check's when that one ran. */
@@ -2698,8 +2699,9 @@ bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,
 }
 
 bool mp_rt_op_run(const mp_bundle *b, size_t step, unsigned char *const *ptr,
-                  void *ws, char *why, size_t cap) {
-  op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, ptr, ws, 0, NULL};
+                  void *ws, uint64_t visit, char *why, size_t cap) {
+  op_ctx c = {b,    mp_bundle_op(b, step), step, why, cap, ptr, ws, 0, NULL,
+              visit};
   if (op_has_half(&c)) {
     /* As the check decided: the op's own kernel when its check takes
      * the 16-bit tensors, else through f32 (invariant 5). */

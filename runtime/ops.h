@@ -24,11 +24,12 @@ bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,
                     char *why, size_t cap);
 
 /* Runs the op at `step` of a checked bundle. ptr[t] is tensor t's first
- * byte; ws holds the op's workspace. Fails only on data-dependent errors
- * (a Gather index out of range), with the reason in why. Never
- * allocates. */
+ * byte; ws holds the op's workspace; visit counts the op's earlier runs
+ * in this run (a random op draws anew each time). Fails only on
+ * data-dependent errors (a Gather index out of range), with the reason
+ * in why. Never allocates. */
 bool mp_rt_op_run(const mp_bundle *b, size_t step, unsigned char *const *ptr,
-                  void *ws, char *why, size_t cap);
+                  void *ws, uint64_t visit, char *why, size_t cap);
 
 /* On a build with vector kernels (riscv64 with V, MPLAN_RVV): whether
  * the op at `step` of a checked bundle runs them, for its head and every

@@ -773,10 +773,13 @@ static bool ix_run_roi_align(op_ctx *c) {
 
 /* Dropout as inference runs it: y = x, mask all true. In training mode
  * (a training_mode input that is true when the op runs) with a ratio
- * other than 0 it drops at random: an error, never an approximation. */
+ * other than 0 it drops at random, from the op's stream (k_random.c). */
 static bool ix_check_dropout(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0), *ratio = op_in(c, 1), *tm = op_in(c, 2);
-  if (c->op->n_params) return op_fail(c, "bad parameters");
+  op_rd r = op_reader(c);
+  uint64_t key;
+  if (!op_random_key(c, &r, &key)) return false;
+  if (r.at != r.n) return op_fail(c, "bad parameters");
   if (!x || c->op->n_in > 3 || c->op->n_out < 1 || c->op->n_out > 2)
     return op_fail(c, "bad arity");
   if (ratio && (!mp_kd_is_float(ratio->dtype) || op_count(ratio) != 1))
@@ -796,17 +799,21 @@ static bool ix_check_dropout(op_ctx *c) {
 
 static bool ix_run_dropout(op_ctx *c) {
   const mp_btensor *ratio = op_in(c, 1), *tm = op_in(c, 2);
-  if (tm && mp_k_load_i(op_pin(c, 2), MP_KD_BOOL, 0) != 0) {
-    double p = ratio ? mp_k_load(op_pin(c, 1), ratio->dtype, 0) : 0.5;
-    if (p != 0) {
-      return op_fail(c,
-                     "training_mode is true with ratio %g: Dropout would "
-                     "drop at random (the runtime runs inference)",
-                     p);
-    }
-  }
   const mp_btensor *y = op_out(c, 0),
                    *mask = c->op->n_out > 1 ? op_out(c, 1) : NULL;
+  if (tm && mp_k_load_i(op_pin(c, 2), MP_KD_BOOL, 0) != 0) {
+    double p = ratio ? mp_k_load(op_pin(c, 1), ratio->dtype, 0) : 0.5;
+    if (!(p >= 0 && p < 1)) {
+      return op_fail(c, "training_mode is true with ratio %g, outside [0, 1)",
+                     p);
+    }
+    op_rd r = op_reader(c);
+    mp_krandom k = {MP_KRAND_DROPOUT, 0, p, 0};
+    if (!op_random_key(c, &r, &k.key)) return false;
+    mp_k_random(&k, op_count(y), op_pin(c, 0), y->dtype, op_pout(c, 0),
+                y->dtype, mask ? (bool *)op_pout(c, 1) : NULL);
+    return true;
+  }
   if (op_pout(c, 0) != op_pin(c, 0))
     memcpy(op_pout(c, 0), op_pin(c, 0), y->bytes);
   if (mask) memset(op_pout(c, 1), 1, (size_t)op_count(mask));

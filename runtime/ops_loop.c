@@ -313,7 +313,7 @@ size_t mp_rt_loop_enter(const mp_bundle *b, size_t step) {
 
 bool mp_rt_loop_end(const mp_bundle *b, size_t step, unsigned char *const *ptr,
                     int64_t iter, bool *more, char *why, size_t cap) {
-  op_ctx cx = {b, mp_bundle_op(b, step), step, why, cap, ptr, NULL, 0, NULL};
+  op_ctx cx = {b, mp_bundle_op(b, step), step, why, cap, ptr, NULL, 0, NULL, 0};
   op_ctx *c = &cx;
   const mp_bopr *o = c->op;
   lp_shape s;

@@ -625,6 +625,91 @@ static void test_train_kernels(void) {
   CHECK(mean[0] == 2.5f && var[0] == 1.25f && mean[1] == 5 && var[1] == 0);
 }
 
+/* The random stream (k_random.c): keys, determinism, independence of
+ * the element count, and the moments of 200,000 draws within 5 standard
+ * errors (uniform, normal, Bernoulli, Dropout); every count and moment is
+ * computed here from the draws. */
+static void test_random_kernels(void) {
+  /* a seed names the stream whatever the op's name; -0 is 0; a name
+   * without a seed, and each run (visit), give another stream */
+  uint64_t k = mp_k_rand_key(true, 3.0, "a", 0);
+  CHECK(k == mp_k_rand_key(true, 3.0, "b", 0));
+  CHECK(mp_k_rand_key(true, 0.0, "a", 0) == mp_k_rand_key(true, -0.0, "a", 0));
+  CHECK(k != mp_k_rand_key(true, 4.0, "a", 0));
+  CHECK(k != mp_k_rand_key(true, 3.0, "a", 1));
+  CHECK(mp_k_rand_key(false, 0, "a", 0) != mp_k_rand_key(false, 0, "b", 0));
+  CHECK(mp_k_rand_key(false, 0, "a", 0) == mp_k_rand_key(false, 0, "a", 0));
+  enum { N = 200000 };
+  static float y[N], y2[N], x[N];
+  static bool mask[N];
+  mp_krandom u = {MP_KRAND_UNIFORM, k, -1, 3};
+  mp_k_random(&u, N, NULL, 0, y, MP_KD_F32, NULL);
+  mp_k_random(&u, 10, NULL, 0, y2, MP_KD_F32, NULL);
+  CHECK(memcmp(y, y2, 10 * sizeof *y) == 0); /* value i is draw i's */
+  double s = 0, ss = 0, lag = 0;
+  bool inside = true;
+  for (int i = 0; i < N; i++) {
+    inside = inside && y[i] >= -1 && y[i] < 3;
+    s += y[i];
+    ss += (double)y[i] * y[i];
+    if (i) lag += ((double)y[i] - 1) * ((double)y[i - 1] - 1);
+  }
+  double mean = s / N, var = ss / N - mean * mean;
+  CHECK(inside);
+  CHECK(fabs(mean - 1) < 5 * sqrt(16.0 / 12 / N));
+  CHECK(fabs(var - 16.0 / 12) < 5 * (16.0 / 12) * sqrt(0.8 / N));
+  CHECK(fabs(lag / (N - 1) / var) < 5 / sqrt((double)N));
+  mp_krandom nrm = {MP_KRAND_NORMAL, k, 2, 0.5};
+  mp_k_random(&nrm, N, NULL, 0, y, MP_KD_F32, NULL);
+  s = ss = 0;
+  for (int i = 0; i < N; i++) {
+    s += y[i];
+    ss += (double)y[i] * y[i];
+  }
+  mean = s / N, var = ss / N - mean * mean;
+  CHECK(fabs(mean - 2) < 5 * 0.5 / sqrt((double)N));
+  CHECK(fabs(var - 0.25) < 5 * 0.25 * sqrt(2.0 / N));
+  /* Bernoulli at 0.3, and the certain ends 0 and 1 */
+  for (int i = 0; i < N; i++) x[i] = i < 10 ? 0 : i < 20 ? 1 : 0.3f;
+  mp_krandom b = {MP_KRAND_BERNOULLI, k, 0, 0};
+  mp_k_random(&b, N, x, MP_KD_F32, y, MP_KD_F32, NULL);
+  double ones = 0;
+  bool ends = true, binary = true;
+  for (int i = 0; i < N; i++) {
+    binary = binary && (y[i] == 0 || y[i] == 1);
+    if (i < 20) ends = ends && y[i] == (i >= 10);
+    if (i >= 20) ones += y[i];
+  }
+  CHECK(binary && ends);
+  CHECK(fabs(ones / (N - 20) - 0.3) < 5 * sqrt(0.21 / (N - 20)));
+  /* Dropout at 0.25 in place: kept elements scaled by 4/3, the mask true
+   * exactly there */
+  for (int i = 0; i < N; i++) x[i] = y2[i] = (float)(i % 7 + 1);
+  mp_krandom d = {MP_KRAND_DROPOUT, k, 0.25, 0};
+  mp_k_random(&d, N, x, MP_KD_F32, x, MP_KD_F32, mask);
+  double kept = 0;
+  bool exact = true;
+  for (int i = 0; i < N; i++) {
+    float want = (float)((double)y2[i] * (1 / 0.75));
+    exact = exact && x[i] == (mask[i] ? want : 0);
+    kept += mask[i];
+  }
+  CHECK(exact);
+  CHECK(fabs(kept / N - 0.75) < 5 * sqrt(0.1875 / N));
+  /* Multinomial: weights 1 : 3 : 0 (log 0 = -inf) over 2 rows */
+  float lg[6] = {0, (float)log(3.0), -INFINITY, 0, (float)log(3.0), -INFINITY};
+  static int64_t cls[2 * 50000];
+  mp_k_multinomial(k, 2, 3, 50000, lg, MP_KD_F32, cls, MP_KD_I64);
+  double c1 = 0;
+  bool never = true;
+  for (int i = 0; i < 100000; i++) {
+    never = never && cls[i] >= 0 && cls[i] < 2;
+    c1 += cls[i] == 1;
+  }
+  CHECK(never);
+  CHECK(fabs(c1 / 100000 - 0.75) < 5 * sqrt(0.1875 / 100000));
+}
+
 static void test_select_kernels(void) {
   /* three identical boxes with equal scores: the lowest index wins and
    * suppresses the others; box 3 (corners swapped) overlaps none */
@@ -776,6 +861,9 @@ int main(int argc, char **argv) {
   /* the optimizers and BatchNorm's training mode: counts, shapes, R, T */
   test_fuzz(src, "tests/data/train_ops.onnx.bin", 1000);
   test_train_kernels();
+  /* the random ops: kinds, seeds, shapes, ratio, the Loop's draws */
+  test_fuzz(src, "tests/data/random_ops.onnx.bin", 1000);
+  test_random_kernels();
   test_loops(src);
   return check_exit("test_runtime");
 }

@@ -130,8 +130,9 @@ typedef enum mp_bt_kind {
  *       (inputs: x, indices, optional output_shape)
  *   ROI_ALIGN: max, output_height, output_width, sampling_ratio,
  *       spatial_scale, half_pixel (inputs: x, rois, batch_indices)
- *   DROPOUT: none (inputs: x, optional ratio and training_mode; outputs:
- *       y, optional mask)
+ *   DROPOUT: has_seed, seed (the stream when training_mode is true and
+ *       the ratio not 0, RANDOM's) (inputs: x, optional ratio and
+ *       training_mode; outputs: y, optional mask)
  *   DFT: axis, dft_length, onesided, inverse (input: the signal)
  *   STFT: onesided (inputs: signal, frame_step, optional window and
  *       frame_length)
@@ -152,6 +153,13 @@ typedef enum mp_bt_kind {
  *       norm_coefficient, norm_coefficient_post, decay_factor (inputs:
  *       R, T, then n each of X, G and the states: Adam V and H, the
  *       others one; outputs: n each of the new X and the new states)
+ *   RANDOM: kind (mp_krand_kind: uniform, normal, Bernoulli or
+ *       multinomial), has_seed, seed, then a and b (low and high, or mean
+ *       and scale; 0 otherwise). The stream is the seed's when has_seed is
+ *       1, else the op name's; each run of the op draws anew
+ *       (k_random.c). Inputs: none, or the Like forms' template,
+ *       Bernoulli's probabilities or Multinomial's log-probabilities
+ *       [batch, classes] (its output [batch, sample_size])
  *   LOOP_ENTER: kind (0 Loop, 1 Scan); a Scan then n_scan_in, its
  *       scan_input_axes, its directions (1 reverse). Inputs: the Loop's
  *       or Scan's own; outputs: the body's inputs (Loop: iteration
@@ -239,6 +247,7 @@ typedef enum mp_bop {
   MP_BOP_LOOP,
   MP_BOP_TFIDF,
   MP_BOP_OPTIM,
+  MP_BOP_RANDOM,
   MP_BOP_COUNT
 } mp_bop;
 

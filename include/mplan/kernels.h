@@ -322,6 +322,50 @@ void mp_k_optim_f32(const mp_koptim *p, int64_t count, const float *x,
                     const float *g, const float *s1, const float *s2,
                     float *x_new, float *s1_new, float *s2_new);
 
+/* The random ops (k_random.c): one counter-based stream per op run.
+ * mp_k_rand_key: the stream of a run of an op, from its seed attribute
+ * when it has one, else from its name; visit counts the op's earlier runs
+ * in this run (an op in a Loop body draws anew each iteration).
+ * mp_k_rand_bits: draw i of the stream; mp_k_rand_uniform: its top 53
+ * bits as a double in [0, 1); mp_k_rand_normal: a standard normal value
+ * from draws 2i and 2i + 1 (Box-Muller). */
+uint64_t mp_k_rand_key(bool has_seed, double seed, const char *name,
+                       uint64_t visit);
+uint64_t mp_k_rand_bits(uint64_t key, uint64_t i);
+double mp_k_rand_uniform(uint64_t key, uint64_t i);
+double mp_k_rand_normal(uint64_t key, uint64_t i);
+
+/* count values of a random op into y (dtype yd), element i from draw i
+ * (normal: 2i and 2i + 1):
+ *   UNIFORM:   a + (b - a) u                (a low, b high)
+ *   NORMAL:    a + b n                      (a mean, b scale)
+ *   BERNOULLI: 1 if u < x[i] else 0         (x the probabilities, dtype xd)
+ *   DROPOUT:   x[i] / (1 - a) if u >= a else 0 (a the ratio, below 1);
+ *              mask[i] (may be NULL) is whether element i was kept
+ * Elementwise: y may be x. */
+typedef enum mp_krand_kind {
+  MP_KRAND_UNIFORM,
+  MP_KRAND_NORMAL,
+  MP_KRAND_BERNOULLI,
+  MP_KRAND_DROPOUT,
+  MP_KRAND_MULTINOMIAL /* mp_k_multinomial, not mp_k_random */
+} mp_krand_kind;
+
+typedef struct mp_krandom {
+  int kind; /* mp_krand_kind */
+  uint64_t key;
+  double a, b;
+} mp_krandom;
+
+void mp_k_random(const mp_krandom *r, int64_t count, const void *x, int xd,
+                 void *y, int yd, bool *mask);
+/* Multinomial: samples classes of each of batch rows of x [batch,
+ * classes] (unnormalised log-probabilities, dtype xd) into y [batch,
+ * samples] (an integer dtype yd), sample s of row b from uniform
+ * b x samples + s of stream key. NaN weights are never drawn. */
+void mp_k_multinomial(uint64_t key, int64_t batch, int64_t classes,
+                      int64_t samples, const void *x, int xd, void *y, int yd);
+
 /* LayerNormalization over the inner `inner` elements of `outer` rows;
  * scale and bias broadcast over rows (sizes inner, or bias NULL). mean and
  * inv_std (may be NULL) receive one value per row. In place allowed. */

@@ -812,6 +812,43 @@ def train_model(nodes, name, inputs, outputs):
 
 
 save("tests/data/train_ops.onnx.bin", train_model(train_nodes, "train_ops", train_in, train_out))
+# The random ops (tests/data/random_ops.onnx.bin): RandomUniform with a
+# seed and RandomNormal without one (their shapes from attributes),
+# RandomUniformLike and RandomNormalLike of x, Bernoulli of a Sigmoid of x
+# (f32 probabilities, an int32 output), Dropout in training mode with its
+# mask, Multinomial over three rows of logits (one holds -inf: that class
+# has probability 0), and a Loop whose body draws a RandomUniform each iteration (its
+# scan output holds one row a draw: the rows must differ).
+rnd_body = helper.make_graph(
+    [helper.make_node("RandomUniform", [], ["draw"], name="rnd_body_draw", shape=[6]),
+     helper.make_node("Identity", ["rc_in"], ["rc_out"])],
+    "rnd_body", [vi("ri", I64, []), vi("rc_in", B, [])], [vi("rc_out", B, []), vi("draw", F, [6])])
+rnd_nodes = [
+    helper.make_node("RandomUniform", [], ["u"], name="uniform", shape=[64, 64], low=-2.0,
+                     high=3.0, seed=7.0),
+    helper.make_node("RandomNormal", [], ["n"], name="normal", shape=[64, 64], mean=1.0,
+                     scale=0.5),
+    helper.make_node("RandomUniformLike", ["x"], ["ul"], name="uniform_like"),
+    helper.make_node("RandomNormalLike", ["x"], ["nl"], name="normal_like", seed=2.0,
+                     dtype=TensorProto.DOUBLE),
+    helper.make_node("Sigmoid", ["x"], ["p"], name="sig"),
+    helper.make_node("Bernoulli", ["p"], ["b"], name="bern", dtype=TensorProto.INT32),
+    helper.make_node("Dropout", ["x", "ratio", "train"], ["d", "d_mask"], name="drop", seed=5.0),
+    helper.make_node("Loop", ["trip4", ""], ["draws"], name="rnd_loop", body=rnd_body),
+    helper.make_node("Multinomial", ["logits"], ["classes"], name="multi", sample_size=4000,
+                     dtype=TensorProto.INT64, seed=1.0),
+]
+save("tests/data/random_ops.onnx.bin",
+     model(rnd_nodes, [vi("x", F, [8, 16])],
+           [vi("u", F, [64, 64]), vi("n", F, [64, 64]), vi("ul", F, [8, 16]),
+            vi("nl", TensorProto.DOUBLE, [8, 16]), vi("b", TensorProto.INT32, [8, 16]),
+            vi("d", F, [8, 16]), vi("d_mask", B, [8, 16]), vi("draws", F, [4, 6]),
+            vi("classes", I64, [3, 4000])],
+           [numpy_helper.from_array(np.array(0.25, np.float32), "ratio"),
+            numpy_helper.from_array(np.array([[0, 1, 2, 0.5, -1], [3, 0, 0, 0, 0],
+                                              [-30, 0, 0, -np.inf, 1]], np.float32), "logits"),
+            numpy_helper.from_array(np.array(True), "train"),
+            numpy_helper.from_array(np.array(4, np.int64), "trip4")], opset=15))
 # Momentum in a mode the schema does not name: compile refuses it.
 save("tests/data/momentum_mode.onnx.bin",
      train_model([helper.make_node("Momentum", ["R", "T", "m", "gm", "vm"], ["m_new", "vm_new"],

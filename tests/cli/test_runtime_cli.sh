@@ -151,14 +151,14 @@ run 2 "$mplan" verify tests/data/verify_resize_rank.onnx.bin && one_line && has 
 run 0 "$mplan" plan tests/data/verify_warning_then_error.onnx.bin && has "$tmp/err" "mplan: warning:" && has "$tmp/err" "using the inferred shape"
 run 2 "$mplan" verify tests/data/verify_warning_then_error.onnx.bin && one_line && has "$tmp/err" "verify_warning_then_error.onnx.bin (no-reuse bundle): op 'GatherElements#0' (GatherElements) at step 0: index 7 of 'idx2' is out of range [-4, 4)"
 # Indices read when the op runs are checked first (MaxUnpool's, RoiAlign's
-# batch indices); a Dropout in training mode with a ratio is random and
-# refused when compiled. Each plans.
+# batch indices); a Dropout in training mode with a ratio of 1 (it would
+# divide by 1 - ratio) is refused when compiled. Each plans.
 for f in verify_unpool_index verify_roi_batch verify_dropout_training; do
   run 0 "$mplan" plan tests/data/$f.json
 done
 run 2 "$mplan" verify tests/data/verify_unpool_index.json && one_line && has "$tmp/err" "op 'unpool' (MaxUnpool) at step 0: index 16 of 'idx' is out of range [0, 16)"
 run 2 "$mplan" verify tests/data/verify_roi_batch.json && one_line && has "$tmp/err" "op 'roi' (RoiAlign) at step 0: batch index 1 of 'batch' is out of range [0, 1)"
-run 2 "$mplan" verify tests/data/verify_dropout_training.json && one_line && has "$tmp/err" "verify_dropout_training.json: op 'drop' (Dropout): training mode with ratio 0.25 (random)"
+run 2 "$mplan" verify tests/data/verify_dropout_training.json && one_line && has "$tmp/err" "verify_dropout_training.json: op 'drop' (Dropout): training mode with ratio 1, outside [0, 1)"
 run 0 "$mplan" plan "$tmp/huge.json" && has "$tmp/out" "8.00 TiB"
 run 2 "$mplan" verify "$tmp/huge.json" && one_line && has "$tmp/err" "the no-reuse run holds 8796105605120 bytes of tensors, more than a quarter of this machine's"
 # verify's own cap (1 GiB by default): a 115-byte ONNX file inferring a
@@ -200,20 +200,36 @@ run 2 "$mplan" compile $v2 && has "$tmp/err" "give the bundle's path with -o"
 run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --paranoid && has "$tmp/err" "belong to mplan verify"
 run 2 "$mplan" compile models/seed_example.json -o "$tmp/x.mpk" && has "$tmp/err" "has no ops to compile"
 [ -e "$tmp/x.mpk" ] && bad "compile wrote a bundle after an error" || ok
-# An op the runtime lacks (a random one: the verification runtime is
-# deterministic): a clear error naming it; planning still works.
+# An op the runtime lacks (DeformConv): a clear error naming it; planning
+# still works.
 cat >"$tmp/topk.json" <<'JSON'
 {"mplan": "graph/1", "name": "u",
  "tensors": [{"name": "x", "dtype": "f32", "shape": [1, 8], "kind": "input"},
              {"name": "y", "dtype": "f32", "shape": [1, 8]},
              {"name": "z", "dtype": "f32", "shape": [1, 8], "kind": "output"}],
- "ops": [{"name": "e", "op": "RandomUniformLike", "inputs": ["x"], "outputs": ["y"]},
+ "ops": [{"name": "e", "op": "DeformConv", "inputs": ["x"], "outputs": ["y"]},
          {"name": "r", "op": "Relu", "inputs": ["y"], "outputs": ["z"]}],
  "outputs": ["z"]}
 JSON
 run 0 "$mplan" plan "$tmp/topk.json"
-run 2 "$mplan" verify "$tmp/topk.json" && one_line && has "$tmp/err" "op 'e' (RandomUniformLike): the runtime has no kernel for this op"
-run 2 "$mplan" compile "$tmp/topk.json" -o "$tmp/x.mpk" && has "$tmp/err" "(RandomUniformLike)"
+run 2 "$mplan" verify "$tmp/topk.json" && one_line && has "$tmp/err" "op 'e' (DeformConv): the runtime has no kernel for this op"
+run 2 "$mplan" compile "$tmp/topk.json" -o "$tmp/x.mpk" && has "$tmp/err" "(DeformConv)"
+# The random ops (tests/data/random_ops.onnx.bin, kernels/k_random.c):
+# every output is what its op promises (tests/cli/random_stats.py: ranges,
+# moments, Bernoulli, Dropout and Multinomial element by element, a Loop
+# body drawing anew each iteration); the same bytes on a second run, in
+# poison mode, and after every pass in the memory order; and the plan
+# verifies clean against the no-reuse run.
+r=tests/data/random_ops.onnx.bin
+run 0 "$mplan" compile $r -o "$tmp/rnd.mpk"
+run 0 "$runner" "$tmp/rnd.mpk" --seed 11 --outputs "$tmp/rnd1.mpt" --write-inputs "$tmp/rnd_in.mpt"
+run 0 python3 "$src/tests/cli/random_stats.py" "$tmp/rnd1.mpt" "$tmp/rnd_in.mpt"
+run 0 "$runner" "$tmp/rnd.mpk" --seed 11 --poison --paranoid --outputs "$tmp/rnd2.mpt"
+cmp -s "$tmp/rnd1.mpt" "$tmp/rnd2.mpt" && ok || bad "random ops: a second run (poison) drew other values"
+run 0 "$mplan" compile $r --passes all --order memory -o "$tmp/rnd_all.mpk"
+run 0 "$runner" "$tmp/rnd_all.mpk" --seed 11 --outputs "$tmp/rnd3.mpt"
+cmp -s "$tmp/rnd1.mpt" "$tmp/rnd3.mpt" && ok || bad "random ops: other values after the passes"
+run 0 "$mplan" verify $r --paranoid --passes all --order memory && has "$tmp/out" "outputs     9 of 9 identical to the no-reuse run"
 run 0 "$mplan" verify --help && has "$tmp/out" "--inject SPEC"
 run 0 "$mplan" compile --help && has "$tmp/out" "mplan compile MODEL -o BUNDLE.mpk"
 

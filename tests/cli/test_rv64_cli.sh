@@ -102,5 +102,20 @@ printf '#!/bin/sh\nexit 7\n' >"$tmp/fake" && chmod +x "$tmp/fake"
 MPLAN_QEMU="$tmp/fake" run 2 "$mplan" verify $v2 --target rv64 &&
   one_line && has "$tmp/err" "exited with status 7"
 
+# The random ops draw the same values on riscv64 as on the host: the
+# stream is integer arithmetic, each value one double rounded at the store
+# (kernels/k_random.c); only the normal values go through libm (log, cos),
+# so the f64 ones may differ in their last bits (compare.py: 1e-12
+# relative, which holds f32 values and integers exact).
+r=tests/data/random_ops.onnx.bin
+rvr=$(dirname "$mplan")/rv64/mplan-runner
+run 0 "$mplan" compile $r -o "$tmp/rnd.mpk"
+run 0 "$(dirname "$mplan")/mplan-runner" "$tmp/rnd.mpk" --seed 11 --outputs "$tmp/rnd_host.mpt" --write-inputs "$tmp/rnd_in.mpt"
+for vlen in 128 512; do
+  run 0 qemu-riscv64 -cpu "rv64,v=true,vlen=$vlen,vext_spec=v1.0" "$rvr" "$tmp/rnd.mpk" \
+    --inputs "$tmp/rnd_in.mpt" --outputs "$tmp/rnd_rv.mpt" --poison --paranoid
+  run 0 python3 tests/ort/compare.py "$tmp/rnd_rv.mpt" "$tmp/rnd_host.mpt" 0 1e-12 "random ops rv64 VLEN $vlen"
+done
+
 echo "rv64 cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
