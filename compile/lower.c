@@ -1758,10 +1758,13 @@ static bool lw_dropout_trains(const lw *x) {
 
 /* The stream of a random op (bundle.h RANDOM, DROPOUT): its seed
  * attribute when it has one, else (has_seed 0) the op's name. */
-static void lw_seed(lw *x) {
+static mp_status lw_seed(lw *x) {
   const mp_attr *seed = lw_attr(x, "seed");
+  double v = seed ? lw_float(x, "seed", 0) : 0;
+  if (!isfinite(v)) return lw_unsup(x, "seed %g is not finite", v);
   lw_p(x, seed != NULL);
-  lw_pf(x, seed ? lw_float(x, "seed", 0) : 0);
+  lw_pf(x, v);
+  return MP_OK;
 }
 
 /* Dropout in inference with one output is a view. With its mask, or with
@@ -1787,8 +1790,7 @@ static mp_status lw_dropout(lw *x) {
   if (x->op->n_outputs > 2) return lw_unsup(x, "more than 2 outputs");
   x->o->kernel = MP_BOP_DROPOUT;
   lw_copy_inputs(x);
-  lw_seed(x);
-  return MP_OK;
+  return lw_seed(x);
 }
 
 /* RandomUniform, RandomNormal, their Like forms, Bernoulli and
@@ -1810,16 +1812,20 @@ static mp_status lw_random(lw *x, const char *t) {
     return lw_unsup(x, "%s %g and %s %g must be finite",
                     normal ? "mean" : "low", a, normal ? "scale" : "high", b);
   }
+  if ((bern || multi) && !lw_is_float(lw_t(x, 0)->dtype)) {
+    return lw_unsup(x, "its input '%s' is %s, not a float tensor",
+                    lw_t(x, 0)->name, mp_dtype_name(lw_t(x, 0)->dtype));
+  }
   x->o->kernel = MP_BOP_RANDOM;
   if (!order) lw_copy_inputs(x);
   lw_p(x, multi    ? MP_KRAND_MULTINOMIAL
           : bern   ? MP_KRAND_BERNOULLI
           : normal ? MP_KRAND_NORMAL
                    : MP_KRAND_UNIFORM);
-  lw_seed(x);
+  mp_status st = lw_seed(x);
   lw_pf(x, a);
   lw_pf(x, b);
-  return MP_OK;
+  return st;
 }
 
 static mp_status lw_dispatch(lw *x) {

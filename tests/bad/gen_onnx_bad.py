@@ -849,6 +849,20 @@ save("tests/data/random_ops.onnx.bin",
                                               [-30, 0, 0, -np.inf, 1]], np.float32), "logits"),
             numpy_helper.from_array(np.array(True), "train"),
             numpy_helper.from_array(np.array(4, np.int64), "trip4")], opset=15))
+# Random ops the planner refuses (tests/bad/): RandomUniform without its
+# shape attribute, Multinomial with sample_size 0; and ones only compile
+# refuses (tests/data/, cli_onnx): Bernoulli of int32, a NaN seed.
+save("tests/bad/onnx_random_noshape.onnx.bin",
+     model([helper.make_node("RandomUniform", [], ["y"], name="r")], [], [vi("y", F)], opset=15))
+save("tests/bad/onnx_multinomial_samples.onnx.bin",
+     model([helper.make_node("Multinomial", ["x"], ["y"], name="mn", sample_size=0)],
+           [vi("x", F, [2, 5])], [vi("y", TensorProto.INT32)], opset=15))
+save("tests/data/random_bern_int.onnx.bin",
+     model([helper.make_node("Bernoulli", ["x"], ["y"], name="b")],
+           [vi("x", TensorProto.INT32, [4])], [vi("y", TensorProto.INT32)], opset=15))
+save("tests/data/random_nan_seed.onnx.bin",
+     model([helper.make_node("RandomUniform", [], ["y"], name="r", shape=[4], seed=float("nan"))],
+           [], [vi("y", F)], opset=15))
 # Momentum in a mode the schema does not name: compile refuses it.
 save("tests/data/momentum_mode.onnx.bin",
      train_model([helper.make_node("Momentum", ["R", "T", "m", "gm", "vm"], ["m_new", "vm_new"],

@@ -105,6 +105,12 @@ done
 run 2 compile tests/data/momentum_mode.onnx.bin -o "$tmp/mm.mpk" && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'heavy' (ai.onnx.preview.training::Momentum): mode 'heavyball' is neither standard nor nesterov" &&
   [ ! -e "$tmp/mm.mpk" ] && ok || bad "momentum_mode: a bundle was written"
+# Random ops that plan but cannot run: one line, no bundle.
+run 2 compile tests/data/random_bern_int.onnx.bin -o "$tmp/rb.mpk" && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'b' (Bernoulli): its input 'x' is i32, not a float tensor"
+run 2 compile tests/data/random_nan_seed.onnx.bin -o "$tmp/rb.mpk" && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'r' (RandomUniform): seed nan is not finite" &&
+  [ ! -e "$tmp/rb.mpk" ] && ok || bad "random_nan_seed: a bundle was written"
 # value_info that contradicts inference: a warning names both shapes.
 run 0 plan tests/data/mismatch.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/mismatch.onnx.bin: tensor 't': inferred f32 [1,3,8,8], but the model declares f32 [1,3,4,4]; using the inferred shape"
 # An unknown op plans when value_info gives its outputs.
