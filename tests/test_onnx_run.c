@@ -150,6 +150,13 @@ static mp_status bind_inputs(const char *dir, run_state *s, mp_error *err) {
     }
     int32_t t;
     if (init || !mp_graph_find_tensor(s->g, gp->input[i]->name, &t)) continue;
+    /* as mplan refuses it (analyzer/model.c) */
+    if (mp_graph_tensor(s->g, (size_t)t)->origin == MP_SHAPE_PENDING) {
+      return mp_error_set(err, MP_ERR_UNSUPPORTED,
+                          "graph input '%s' is not a tensor (a sequence, map "
+                          "or optional), which mplan cannot size",
+                          gp->input[i]->name);
+    }
     char path[1400];
     size_t len;
     snprintf(path, sizeof path, "%s/test_data_set_0/input_%zu.pb", dir, k++);
