@@ -265,7 +265,23 @@ void mp_k_conv_integer(const mp_kconv *p, int dx, const void *x, int32_t xzp,
               int64_t st = p->stride[2];
               /* Sums wrap in 32 bits (two's complement), as int32 does in
                * ONNX Runtime, instead of overflowing. */
-              if (ux) {
+              if (st == 1) {
+                /* contiguous, from the row's first input element xr + a2
+                 * (>= 0): the compiler vectorises these */
+                uint32_t *yu = (uint32_t *)yr + a2, bias = (uint32_t)(wv * xzp);
+                int64_t len = e2 - a2;
+                if (ux) {
+                  const uint8_t *xq = (const uint8_t *)x + xr + a2;
+                  for (int64_t o2 = 0; o2 < len; o2++) {
+                    yu[o2] += (uint32_t)wv * xq[o2] - bias;
+                  }
+                } else {
+                  const int8_t *xq = (const int8_t *)x + xr + a2;
+                  for (int64_t o2 = 0; o2 < len; o2++) {
+                    yu[o2] += (uint32_t)wv * (uint32_t)(int32_t)xq[o2] - bias;
+                  }
+                }
+              } else if (ux) {
                 const uint8_t *xq = (const uint8_t *)x;
                 for (int64_t o2 = a2; o2 < e2; o2++) {
                   int32_t v = wv * ((int32_t)xq[xr + o2 * st] - xzp);
