@@ -1,6 +1,7 @@
 /*
  * k_random.c -- the random ops: RandomUniform(Like), RandomNormal(Like),
- * Bernoulli and Dropout in training mode, over one counter-based stream.
+ * Bernoulli, Multinomial and Dropout in training mode, over one
+ * counter-based stream.
  *
  * ONNX leaves the generator to the implementation (two runtimes give
  * different values for the same seed), so the numbers are mplan's own;

@@ -3,8 +3,9 @@
  * Momentum, Adam; bundle.h OPTIM): check and run, over the kernel of
  * k_train.c. BatchNormalization's training mode is with its inference
  * form in ops.c. And the random ops (bundle.h RANDOM: RandomUniform,
- * RandomNormal, their Like forms, Bernoulli) over k_random.c, whose
- * stream Dropout in training mode shares (ops_index.c).
+ * RandomNormal, their Like forms, Bernoulli, Multinomial) over
+ * k_random.c, whose stream Dropout in training mode shares
+ * (ops_index.c).
  *
  * Invariants:
  *   1. R is one f32 and T one int64, read when the op runs; every X, G,
