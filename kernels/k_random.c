@@ -27,7 +27,8 @@
  *      returns the first class whose running sum of exp(x - max) exceeds
  *      u times the row's total (the last class with a positive weight
  *      when rounding leaves none): a class of weight 0 or NaN is never
- *      drawn; a row with no positive weight gives class 0.
+ *      drawn; a row with no positive weight gives class 0. The running
+ *      sums are computed once a row, and each sample bisects them.
  */
 #include <math.h>
 #include <string.h>
@@ -103,30 +104,36 @@ void mp_k_random(const mp_krandom *r, int64_t count, const void *x, int xd,
 }
 
 void mp_k_multinomial(uint64_t key, int64_t batch, int64_t classes,
-                      int64_t samples, const void *x, int xd, void *y, int yd) {
+                      int64_t samples, const void *x, int xd, void *y, int yd,
+                      double *run) {
   for (int64_t b = 0; b < batch; b++) {
+    const size_t row = (size_t)(b * classes);
     double top = -INFINITY, total = 0;
+    int64_t last = 0; /* the last class of positive weight, or 0 */
     for (int64_t c = 0; c < classes; c++) {
-      double v = mp_k_load(x, xd, (size_t)(b * classes + c));
+      double v = mp_k_load(x, xd, row + (size_t)c);
       if (v > top) top = v;
     }
+    /* run[c]: the sum of the positive weights of classes 0..c, rising
+     * only at a class of positive weight (0 or NaN is never drawn) */
     for (int64_t c = 0; c < classes; c++) {
-      double w = exp(mp_k_load(x, xd, (size_t)(b * classes + c)) - top);
-      if (w > 0) total += w;
+      double w = exp(mp_k_load(x, xd, row + (size_t)c) - top);
+      if (w > 0) total += w, last = c;
+      run[c] = total;
     }
     for (int64_t s = 0; s < samples; s++) {
       double want = mp_k_rand_uniform(key, (uint64_t)(b * samples + s)) * total;
-      double run = 0;
-      int64_t pick = -1;
-      for (int64_t c = 0; c < classes; c++) {
-        double w = exp(mp_k_load(x, xd, (size_t)(b * classes + c)) - top);
-        if (!(w > 0)) continue; /* 0 or NaN: never drawn */
-        pick = c;
-        run += w;
-        if (run > want) break;
+      int64_t lo = 0, hi = classes; /* the first c with run[c] > want */
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (run[mid] > want) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
       }
       mp_k_store(y, yd, (size_t)(b * samples + s),
-                 (double)(pick < 0 ? 0 : pick));
+                 (double)(lo < classes ? lo : last));
     }
   }
 }

@@ -105,14 +105,12 @@ bool op_random_key(op_ctx *c, op_rd *r, uint64_t *key) {
   return true;
 }
 
-static bool rn_read(op_ctx *c, mp_krandom *k, bool run) {
+static bool rn_read(op_ctx *c, mp_krandom *k) {
   op_rd r = op_reader(c);
   memset(k, 0, sizeof *k);
   k->kind = (int)rd_range(&r, MP_KRAND_UNIFORM, MP_KRAND_MULTINOMIAL);
   if (k->kind == MP_KRAND_DROPOUT) r.bad = true; /* the DROPOUT op's */
-  uint64_t key = 0;
-  if (!op_random_key(c, &r, &key)) return false;
-  k->key = run ? key : 0;
+  if (!op_random_key(c, &r, &k->key)) return false;
   k->a = rd_f(&r);
   k->b = rd_f(&r);
   if (r.bad || r.at != r.n || !isfinite(k->a) || !isfinite(k->b)) {
@@ -136,6 +134,7 @@ static bool rn_check_multinomial(op_ctx *c) {
   }
   mp_kshape want = y->shape;
   want.dims[0] = x->shape.dims[0];
+  c->need_ws += (size_t)x->shape.dims[1] * sizeof(double); /* running sums */
   return op_out_of_place(c, y, &want);
 }
 
@@ -145,7 +144,7 @@ static bool rn_check_multinomial(op_ctx *c) {
  * Multinomial's rows. */
 static bool rn_check(op_ctx *c) {
   mp_krandom k;
-  if (!rn_read(c, &k, false)) return false;
+  if (!rn_read(c, &k)) return false;
   if (k.kind == MP_KRAND_MULTINOMIAL) return rn_check_multinomial(c);
   const mp_bopr *o = c->op;
   bool bern = k.kind == MP_KRAND_BERNOULLI;
@@ -171,12 +170,12 @@ static bool rn_check(op_ctx *c) {
 
 static bool rn_run(op_ctx *c) {
   mp_krandom k;
-  if (!rn_read(c, &k, true)) return false;
+  if (!rn_read(c, &k)) return false;
   const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
   if (k.kind == MP_KRAND_MULTINOMIAL) {
     mp_k_multinomial(k.key, x->shape.dims[0], x->shape.dims[1],
                      y->shape.dims[1], op_pin(c, 0), x->dtype, op_pout(c, 0),
-                     y->dtype);
+                     y->dtype, (double *)(void *)c->ws);
     return true;
   }
   mp_k_random(&k, op_count(y), op_pin(c, 0), x ? x->dtype : 0, op_pout(c, 0),

@@ -362,9 +362,11 @@ void mp_k_random(const mp_krandom *r, int64_t count, const void *x, int xd,
 /* Multinomial: samples classes of each of batch rows of x [batch,
  * classes] (unnormalised log-probabilities, dtype xd) into y [batch,
  * samples] (an integer dtype yd), sample s of row b from uniform
- * b x samples + s of stream key. NaN weights are never drawn. */
+ * b x samples + s of stream key. NaN weights are never drawn. run is
+ * scratch for classes doubles (a row's running sums). */
 void mp_k_multinomial(uint64_t key, int64_t batch, int64_t classes,
-                      int64_t samples, const void *x, int xd, void *y, int yd);
+                      int64_t samples, const void *x, int xd, void *y, int yd,
+                      double *run);
 
 /* LayerNormalization over the inner `inner` elements of `outer` rows;
  * scale and bias broadcast over rows (sizes inner, or bias NULL). mean and
