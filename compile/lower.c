@@ -1805,9 +1805,11 @@ static mp_status lw_random(lw *x, const char *t) {
   if (x->op->n_outputs != 1 || x->op->n_inputs != (like || order ? 1u : 0u)) {
     return lw_unsup(x, like ? "takes one input" : "takes no input");
   }
-  double a = normal ? lw_float(x, "mean", 0) : lw_float(x, "low", 0);
-  double b = normal ? lw_float(x, "scale", 1) : lw_float(x, "high", 1);
-  if (bern || multi) a = b = 0;
+  double a = 0, b = 0; /* low and high, or mean and scale */
+  if (!bern && !multi) {
+    a = normal ? lw_float(x, "mean", 0) : lw_float(x, "low", 0);
+    b = normal ? lw_float(x, "scale", 1) : lw_float(x, "high", 1);
+  }
   if (!(isfinite(a) && isfinite(b))) {
     return lw_unsup(x, "%s %g and %s %g must be finite",
                     normal ? "mean" : "low", a, normal ? "scale" : "high", b);
