@@ -688,14 +688,25 @@ static void test_parse(void) {
   CHECK(mp_passes_parse("inplace,fold", &mask, &err) == MP_OK &&
         mask == (P(INPLACE) | P(FOLD)));
   CHECK(mp_passes_parse("fold,bogus", &mask, &err) == MP_ERR_BAD_INPUT);
-  CHECK_HAS(err.msg,
-            "unknown pass 'bogus' (known: fold, eliminate, accumulate, fuse");
+  CHECK_HAS(
+      err.msg,
+      "unknown pass 'bogus' (known: fold, eliminate, tile, accumulate, fuse");
   CHECK(mp_passes_parse("fold,fold", &mask, &err) == MP_ERR_BAD_INPUT);
   CHECK_HAS(err.msg, "pass 'fold' is listed twice");
   CHECK(mp_passes_parse("", &mask, &err) == MP_ERR_BAD_INPUT);
   CHECK_HAS(err.msg, "an empty pass name");
+  /* "all" leaves tile out (it recomputes rows); "all,tile" adds it */
+  CHECK(!(MP_PASSES_ALL & P(TILE)) && (MP_PASSES_ALL & P(INPLACE)));
+  CHECK(mp_passes_parse("all,tile", &mask, &err) == MP_OK &&
+        mask == (MP_PASSES_ALL | P(TILE)));
+  CHECK(mp_passes_parse("tile,all", &mask, &err) == MP_OK &&
+        mask == (MP_PASSES_ALL | P(TILE)));
+  CHECK(mp_passes_parse("all,fold", &mask, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "pass 'fold' is listed twice ('all' holds it)");
+  CHECK(mp_passes_parse("fold,all", &mask, &err) == MP_ERR_BAD_INPUT);
+  CHECK_HAS(err.msg, "'all' and a pass it holds are both listed");
   CHECK(mp_passes_parse("all,", &mask, &err) == MP_ERR_BAD_INPUT);
-  CHECK_HAS(err.msg, "'all' stands alone, not in a list");
+  CHECK_HAS(err.msg, "an empty pass name");
   CHECK(mp_passes_parse("fold,,views", &mask, &err) == MP_ERR_BAD_INPUT);
   CHECK_HAS(err.msg, "an empty pass name");
   CHECK(mp_passes_parse("concat,none", &mask, &err) == MP_ERR_BAD_INPUT);
@@ -713,7 +724,7 @@ static void test_all(void) {
   m = load_with(path, MP_PASSES_ALL, 0, MP_ORDER_MEMORY);
   if (!m) return;
   const mp_pass_report *r = mp_model_pass_report(m);
-  CHECK_EQ_U(mp_pass_report_rows(r), MP_PASS_COUNT);
+  CHECK_EQ_U(mp_pass_report_rows(r), MP_PASS_COUNT - 1); /* all but tile */
   for (size_t i = 1; i < mp_pass_report_rows(r); i++) {
     const mp_pass_row *a = mp_pass_report_row(r, i - 1);
     const mp_pass_row *b = mp_pass_report_row(r, i);

@@ -31,7 +31,7 @@ static mp_buf bundle_of(const char *src, const char *model) {
   char path[1024];
   size_t n = strlen(model);
   mp_load_opts lo = {.passes = n > 9 && strcmp(model + n - 9, ".onnx.bin") == 0
-                                   ? (1u << MP_PASS_COUNT) - 1
+                                   ? MP_PASSES_ALL
                                    : 0};
   snprintf(path, sizeof path, "%s/%s", src, model);
   mp_error err = {0};

@@ -111,6 +111,11 @@ static const pm_pass pm_passes[MP_PASS_COUNT] = {
      "Identity, Dropout, no-op Cast, cancelling Transposes, view chains, "
      "x*1, x+0, dead ops",
      pass_eliminate, true, false},
+    {MP_PASS_TILE, "tile",
+     "the first stage of a CNN runs in bands of output rows with their "
+     "halos, joined by a Concat (more MACs; only when named; kept if the "
+     "lower bound does not rise)",
+     pass_tile, true, true},
     {MP_PASS_ACCUMULATE, "accumulate",
      "a Sum of 2+ inputs becomes a chain of Adds the order can spread out, "
      "an integer one in the order its inputs are made (kept if the lower "
@@ -197,11 +202,23 @@ mp_status mp_passes_parse(const char *text, uint32_t *mask, mp_error *err) {
                           "all, none)",
                           text, known);
     }
-    if (found < 0 && ((len == 3 && strncmp(p, "all", 3) == 0) ||
-                      (len == 4 && strncmp(p, "none", 4) == 0))) {
+    if (found < 0 && len == 3 && strncmp(p, "all", 3) == 0) {
+      /* "all" in a list: its passes (all,tile) */
+      if (m & MP_PASSES_ALL) {
+        return mp_error_set(err, MP_ERR_BAD_INPUT,
+                            "--passes '%s': 'all' and a pass it holds are "
+                            "both listed",
+                            text);
+      }
+      m |= MP_PASSES_ALL;
+      if (p[len] == '\0') break;
+      p += len + 1;
+      continue;
+    }
+    if (found < 0 && len == 4 && strncmp(p, "none", 4) == 0) {
       return mp_error_set(err, MP_ERR_BAD_INPUT,
-                          "--passes '%s': '%.*s' stands alone, not in a list",
-                          text, (int)len, p);
+                          "--passes '%s': 'none' stands alone, not in a list",
+                          text);
     }
     if (found < 0) {
       return mp_error_set(err, MP_ERR_BAD_INPUT,
@@ -210,9 +227,12 @@ mp_status mp_passes_parse(const char *text, uint32_t *mask, mp_error *err) {
                           text, (int)len, p, known);
     }
     if (m & (1u << found)) {
-      return mp_error_set(err, MP_ERR_BAD_INPUT,
-                          "--passes '%s': pass '%s' is listed twice", text,
-                          pm_passes[found].name);
+      return mp_error_set(
+          err, MP_ERR_BAD_INPUT, "--passes '%s': pass '%s' is listed twice%s",
+          text, pm_passes[found].name,
+          (m & MP_PASSES_ALL) == MP_PASSES_ALL && (MP_PASSES_ALL >> found & 1u)
+              ? " ('all' holds it)"
+              : "");
     }
     m |= 1u << found;
     if (p[len] == '\0') break;

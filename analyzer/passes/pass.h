@@ -55,6 +55,7 @@ typedef mp_status (*pass_fn)(pass_ctx *c, mp_error *err);
 
 mp_status pass_fold(pass_ctx *c, mp_error *err);
 mp_status pass_eliminate(pass_ctx *c, mp_error *err);
+mp_status pass_tile(pass_ctx *c, mp_error *err);
 mp_status pass_fuse(pass_ctx *c, mp_error *err);
 mp_status pass_hfuse(pass_ctx *c, mp_error *err);
 mp_status pass_absorb(pass_ctx *c, mp_error *err);

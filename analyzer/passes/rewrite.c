@@ -236,9 +236,25 @@ mp_status rw_new_tensor(rw_graph *rw, int32_t like, const char *suffix,
                          sizeof *rw->added, mp_graph_source(rw->src), err);
   if (st != MP_OK) return st;
   rw->added = arr;
-  rw->added[rw->n_new] = (rw_new){like, name};
+  rw->added[rw->n_new] = (rw_new){.like = like, .name = name};
   *id = (int32_t)(rw->n_src_tensors + rw->n_new++);
   rw->changes++;
+  return MP_OK;
+}
+
+mp_status rw_new_tensor_dims(rw_graph *rw, int32_t like, const char *suffix,
+                             uint32_t rank, const mp_dim *shape, int32_t *id,
+                             mp_error *err) {
+  if (rank > MP_MAX_RANK) {
+    return mp_error_set(err, MP_ERR_INTERNAL, "%s: rank %u for a new tensor",
+                        mp_graph_source(rw->src), rank);
+  }
+  mp_status st = rw_new_tensor(rw, like, suffix, id, err);
+  if (st != MP_OK) return st;
+  rw_new *n = &rw->added[rw->n_new - 1];
+  n->shaped = true;
+  n->rank = rank;
+  memcpy(n->shape, shape, rank * sizeof *shape);
   return MP_OK;
 }
 
@@ -402,9 +418,17 @@ static mp_status rw_add_tensor(rw_commit_ctx *c, size_t t, mp_error *err) {
                       .rank = x->rank,
                       .layout = x->layout};
   memcpy(d.shape, x->shape, sizeof d.shape);
+  const rw_new *nw = added ? &rw->added[t - rw->n_src_tensors] : NULL;
+  if (nw && nw->shaped) {
+    d.rank = nw->rank;
+    memcpy(d.shape, nw->shape, nw->rank * sizeof *nw->shape);
+  }
   int32_t nt = -1;
   mp_status st = mp_graph_add_tensor(c->g, &d, &nt, err);
-  if (st == MP_OK && x->origin != MP_SHAPE_GIVEN) {
+  if (st == MP_OK && nw && nw->shaped) {
+    st = mp_graph_set_shape(c->g, nt, x->dtype, nw->rank, nw->shape,
+                            MP_SHAPE_INFERRED, err);
+  } else if (st == MP_OK && x->origin != MP_SHAPE_GIVEN) {
     st = mp_graph_set_shape(c->g, nt, x->dtype, x->rank, x->shape, x->origin,
                             err);
   }

@@ -29,6 +29,9 @@ typedef struct rw_op {
 typedef struct rw_new {
   int32_t like;
   const char *name;
+  bool shaped; /* dims given (rw_new_tensor_dims), else like's */
+  uint32_t rank;
+  mp_dim shape[MP_MAX_RANK];
 } rw_new;
 
 typedef struct rw_graph {
@@ -72,6 +75,11 @@ void rw_kill(rw_graph *rw, uint32_t op);
  * the source's tensors: it cannot be replaced or folded). */
 mp_status rw_new_tensor(rw_graph *rw, int32_t like, const char *suffix,
                         int32_t *id, mp_error *err);
+/* As rw_new_tensor, with rank and dims of its own (like gives dtype and
+ * layout). */
+mp_status rw_new_tensor_dims(rw_graph *rw, int32_t like, const char *suffix,
+                             uint32_t rank, const mp_dim *shape, int32_t *id,
+                             mp_error *err);
 /* A new op named base + suffix (with a free suffix when taken) that runs
  * at source position key (ties: after the ops there). Copies what it is
  * given. */

@@ -10,6 +10,12 @@
  *              Transpose pairs that cancel, view chains (Reshape, Flatten,
  *              Squeeze, Unsqueeze) collapsed or removed, x*1, x/1, x+0,
  *              x-0, and ops nobody reads
+ *   tile       the first stage of a CNN (Conv, pooling, elementwise ops
+ *              from the graph input to a tensor the rest reads alone)
+ *              runs in bands of output rows joined by a Concat, each
+ *              band with the halo rows its windows need: bit-exact, more
+ *              MACs; only when named (not in "all"); kept only if the
+ *              lower bound does not rise
  *   accumulate a Sum of two or more inputs becomes a chain of Adds in
  *              input order (bit-exact), each runnable as soon as its
  *              input exists; kept only if the lower bound does not rise
@@ -42,6 +48,7 @@
 typedef enum mp_pass_id {
   MP_PASS_FOLD = 0,
   MP_PASS_ELIMINATE,
+  MP_PASS_TILE,
   MP_PASS_ACCUMULATE,
   MP_PASS_FUSE,
   MP_PASS_HFUSE,
@@ -52,15 +59,18 @@ typedef enum mp_pass_id {
   MP_PASS_COUNT
 } mp_pass_id;
 
-#define MP_PASSES_ALL ((1u << MP_PASS_COUNT) - 1u)
+/* "all": every pass but tile, which recomputes halo rows (it trades
+ * compute for memory and runs only when named). */
+#define MP_PASSES_ALL (((1u << MP_PASS_COUNT) - 1u) & ~(1u << MP_PASS_TILE))
 
 const char *mp_pass_name(mp_pass_id p);
 /* One line saying what the pass does (help texts). */
 const char *mp_pass_summary(mp_pass_id p);
 
 /* Parses "all", "none" or a comma-separated list of pass names into a
- * mask (bit p = pass p). Unknown or repeated names are errors that list
- * the known ones. */
+ * mask (bit p = pass p); "all" in a list stands for its passes (so
+ * "all,tile" is every pass). Unknown or repeated names are errors that
+ * list the known ones. */
 mp_status mp_passes_parse(const char *text, uint32_t *mask, mp_error *err);
 
 typedef enum mp_fusion_kind {

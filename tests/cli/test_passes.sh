@@ -179,7 +179,7 @@ run 0 plan tests/data/passes/branches.json --order memory &&
 run 0 plan tests/data/passes/branches.json --order memory --order-budget-ms 5000
 
 # Errors: one line, exit 2.
-run 2 plan $mv2 --passes bogus && has "$tmp/err" "mplan plan: --passes 'bogus': unknown pass 'bogus' (known: fold, eliminate, accumulate, fuse, hfuse, absorb, views, concat, inplace; or all, none)" && lines "$tmp/err" 1
+run 2 plan $mv2 --passes bogus && has "$tmp/err" "mplan plan: --passes 'bogus': unknown pass 'bogus' (known: fold, eliminate, tile, accumulate, fuse, hfuse, absorb, views, concat, inplace; or all, none)" && lines "$tmp/err" 1
 run 2 plan $mv2 --passes fold,fold && has "$tmp/err" "pass 'fold' is listed twice" && lines "$tmp/err" 1
 run 2 plan $mv2 --order sideways && has "$tmp/err" "expected auto, file, topo, dfs, rpo or memory" && lines "$tmp/err" 1
 run 2 plan $mv2 --order-budget-ms -3 && has "$tmp/err" "expected a number >= 0"

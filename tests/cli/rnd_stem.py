@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""A seeded random CNN stem (graph/1) for the tile pass: Convs with
+kernels of 1 to 5 rows, strides 1 and 2, dilation 2 now and then,
+asymmetric pads, depthwise and grouped ones; MaxPool and (f32)
+AveragePool with and without count_include_pad; Relu, Clip, (f32)
+BatchNormalization, an Add of a per-channel weight; residual Adds over a
+branch that keeps the size; then a GlobalAveragePool and a 1x1 Conv as
+the tail the pass must not tile. Shapes of activations are left to
+shape inference.
+
+test_tile.sh compiles each with --passes none and with the tile pass and
+requires the same outputs bit for bit: a band must compute exactly the
+rows, windows and pads of the whole.
+
+usage: rnd_stem.py SEED OUT.json [i8|f32]
+"""
+import json
+import random
+import sys
+
+
+class Stem:
+    def __init__(self, seed, dt):
+        self.r = random.Random(seed)
+        self.dt = dt
+        self.tensors = []
+        self.ops = []
+        self.n = 0
+        c = self.r.randint(1, 4)
+        h = self.r.randint(12, 40)
+        w = self.r.randint(4, 16)
+        self.tensors.append({"name": "x", "dtype": dt, "shape": [1, c, h, w],
+                             "kind": "input", "layout": "NCHW"})
+        self.cur = ("x", c, h, w)
+
+    def weight(self, shape, dt=None):
+        name = "w%d" % len(self.tensors)
+        self.tensors.append({"name": name, "dtype": dt or self.dt,
+                             "shape": shape, "kind": "weight"})
+        return name
+
+    def op(self, typ, inputs, attrs=None, shape=None):
+        self.n += 1
+        name = "t%d" % self.n
+        self.tensors.append({"name": name, "dtype": self.dt})
+        o = {"name": "op%d" % self.n, "op": typ, "inputs": inputs,
+             "outputs": [name]}
+        if attrs:
+            o["attrs"] = attrs
+        self.ops.append(o)
+        return (name,) + shape
+
+    @staticmethod
+    def out(n, k, s, d, pb, pe):
+        return (n + pb + pe - (k - 1) * d - 1) // s + 1
+
+    def window(self, src, kind):
+        r = self.r
+        name, c, h, w = src
+        for _ in range(20):
+            kh = r.choice([1, 2, 3, 3, 5]) if kind == "conv" else r.choice([2, 3])
+            kw = r.choice([1, 3])
+            s = r.choice([1, 1, 2])
+            d = r.choice([1, 1, 2]) if kind == "conv" and kh > 1 else 1
+            lim_h = (kh - 1) * d if kind == "conv" else kh - 1
+            lim_w = (kw - 1) if kind == "conv" else kw - 1
+            pads = [r.randint(0, lim_h), r.randint(0, lim_w),
+                    r.randint(0, lim_h), r.randint(0, lim_w)]
+            oh = self.out(h, kh, s, d, pads[0], pads[2])
+            ow = self.out(w, kw, s, 1, pads[1], pads[3])
+            if oh >= 2 and ow >= 1:
+                break
+        else:
+            return src
+        attrs = {"kernel_shape": [kh, kw], "strides": [s, 1], "pads": pads}
+        if kind == "conv":
+            if d > 1:
+                attrs["dilations"] = [d, 1]
+            g = r.choice([1, 1, c]) if c > 1 else 1
+            co = c if g == c and g > 1 else r.choice([2, 3, 4, 6])
+            attrs["group"] = g
+            wt = self.weight([co, c // g, kh, kw])
+            ins = [name, wt]
+            if self.dt == "f32" and r.random() < 0.5:
+                ins.append(self.weight([co]))
+            return self.op("Conv", ins, attrs, (co, oh, ow))
+        if kind == "avg":
+            attrs["count_include_pad"] = r.choice([0, 1])
+            return self.op("AveragePool", [name], attrs, (c, oh, ow))
+        return self.op("MaxPool", [name], attrs, (c, oh, ow))
+
+    def same_conv(self, src):
+        """A Conv that keeps the size (odd kernel, symmetric pads)."""
+        name, c, h, w = src
+        k = self.r.choice([1, 3])
+        p = (k - 1) // 2
+        wt = self.weight([c, c, k, k])
+        return self.op("Conv", [name, wt], {"kernel_shape": [k, k],
+                                            "pads": [p, p, p, p]},
+                       (c, h, w))
+
+    def layer(self):
+        r = self.r
+        f32 = self.dt == "f32"
+        kinds = ["conv", "conv", "conv", "max", "relu", "res", "addw"]
+        if f32:
+            kinds += ["avg", "clip", "bn"]
+        k = r.choice(kinds)
+        name, c, h, w = self.cur
+        if k in ("conv", "max", "avg"):
+            self.cur = self.window(self.cur, k)
+        elif k == "relu":
+            self.cur = self.op("Relu", [name], None, (c, h, w))
+        elif k == "clip":
+            self.cur = self.op("Clip", [name], {"min": -0.5, "max": 0.75},
+                               (c, h, w))
+        elif k == "bn":
+            ws = [self.weight([c]) for _ in range(4)]
+            self.cur = self.op("BatchNormalization", [name] + ws, None,
+                               (c, h, w))
+        elif k == "addw":
+            wt = self.weight([1, c, 1, 1] if r.random() < 0.5 else [1])
+            self.cur = self.op("Add", [name, wt], None, (c, h, w))
+        else:
+            a = self.same_conv(self.cur)
+            if r.random() < 0.5:
+                a = self.same_conv(a)
+            self.cur = self.op("Add", [name, a[0]], None, (c, h, w))
+
+    def build(self):
+        for _ in range(self.r.randint(3, 9)):
+            self.layer()
+        name, c, h, w = self.cur
+        p = self.op("GlobalAveragePool", [name], None, (c, 1, 1))
+        wt = self.weight([3, c, 1, 1])
+        y = self.op("Conv", [p[0], wt], {"kernel_shape": [1, 1]}, (3, 1, 1))
+        for t in self.tensors:
+            if t["name"] == y[0]:
+                t["kind"] = "output"
+        return {"mplan": "graph/1", "name": "stem", "tensors": self.tensors,
+                "ops": self.ops, "outputs": [y[0]]}
+
+
+def main():
+    seed = int(sys.argv[1])
+    dt = sys.argv[3] if len(sys.argv) > 3 else "f32"
+    with open(sys.argv[2], "w") as f:
+        json.dump(Stem(seed, dt).build(), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
