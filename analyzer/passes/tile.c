@@ -69,7 +69,11 @@
 
 #define TL_MAX_BANDS 16
 #define TL_MAX_EXTRA_PCT 25
-#define TL_MAX_WORK 16384 /* prefix ops x bands measured per candidate */
+#define TL_MAX_WORK 16384 /* prefix ops x bands of one candidate */
+/* Ops committed and measured over all candidates (each costs the whole
+ * graph plus its bands): past it the search stops with the best so far,
+ * the same on every machine. */
+#define TL_BUDGET ((size_t)1 << 22)
 
 typedef enum tl_kind { TL_NONE = 0, TL_WINDOW, TL_EW } tl_kind;
 
@@ -513,9 +517,11 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
   size_t best_lb = base;
   double best_extra = 0, prefix_best = 0;
   uint32_t best_cut = 0, best_n = 0;
+  size_t spent = 0, tried = 0;
+  bool cut_short = false;
   /* latest cut first: its rest is the lowest, and a cut whose rest
    * is above the best bound so far cannot win (nor tie) */
-  for (size_t i = z->n_cuts; i-- > 0 && st == MP_OK;) {
+  for (size_t i = z->n_cuts; i-- > 0 && st == MP_OK && !cut_short;) {
     uint32_t cut = z->cuts[i];
     if (rest[cut] > best_lb) continue;
     int64_t rows = tl_t(z, mp_graph_op(z->g, cut)->outputs[0])->shape[2].value;
@@ -526,6 +532,13 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
     }
     for (uint32_t n = 2; n <= TL_MAX_BANDS && n <= rows && st == MP_OK; n++) {
       if ((size_t)(cut + 1) * n > TL_MAX_WORK) break;
+      size_t cost = mp_graph_op_count(z->g) + (size_t)(cut + 1) * n;
+      if (spent + cost > TL_BUDGET) {
+        cut_short = true;
+        break;
+      }
+      spent += cost;
+      tried++;
       size_t lb = 0;
       double macs = 0;
       st = tl_try(z, cut, n, &lb, &macs, err);
@@ -544,7 +557,17 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
     }
   }
   mp_free(mp_graph_alloc(z->g), rest);
-  if (st != MP_OK || best_n == 0) return st;
+  if (st != MP_OK) return st;
+  if (best_n == 0) {
+    if (tried) {
+      mp_buf_printf(&z->c->note,
+                    "no cut of %zu lowers the bound in file order (%zu B) "
+                    "within +%d%% Conv MACs (%zu candidates%s)",
+                    z->n_cuts, base, TL_MAX_EXTRA_PCT, tried,
+                    cut_short ? "; search budget reached" : "");
+    }
+    return MP_OK;
+  }
   double macs = 0;
   st = tl_build(z, z->c->rw, best_cut, best_n, &macs, err);
   if (st != MP_OK) return st;
@@ -555,12 +578,13 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
   z->c->rewrites = best_cut + 1;
   mp_buf_printf(
       &z->c->note,
-      "%u ops up to '%s' (%lld rows, %lld-%lld a band); bound in "
-      "file order %zu -> %zu B; Conv MACs +%.1f%% (%.0f recomputed)",
+      "%u ops up to '%s' (%lld rows, %lld-%lld a band); bound in file "
+      "order %zu -> %zu B; Conv MACs +%.1f%% (%.0f recomputed); %zu "
+      "candidates%s",
       best_cut + 1, t->name, (long long)rows, (long long)(rows / best_n),
       (long long)((rows + best_n - 1) / best_n), base, best_lb,
       z->graph_macs > 0 ? 100.0 * (macs - prefix_best) / z->graph_macs : 0.0,
-      macs - prefix_best);
+      macs - prefix_best, tried, cut_short ? " (search budget reached)" : "");
   return MP_OK;
 }
 

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The tile pass (analyzer/passes/tile.c): a CNN's first stage in bands of
+# output rows, joined by a Concat along H.
+#  - MobileNetV1/V2 and ResNet-50: --passes all,tile lowers the lower
+#    bound well below --passes all, and gives the outputs of --passes none
+#    bit for bit (seeded inputs and weights); the rewritten plans verify
+#    clean in paranoid mode with red zones, in the memory order and with
+#    the NPU preset's regions.
+#  - 40 seeded random stems (tests/cli/rnd_stem.py: asymmetric pads,
+#    strides, dilation, grouped Convs, pooling, residual Adds; f32 and
+#    int8): the same outputs with the tile pass as without, and most of
+#    them tiled.
+#  - "all" holds no tile; "all,tile" adds it; bad lists exit 2.
+#  - With RV64=1, the tiled MobileNetV2 and two f32 stems run on the RVV
+#    kernels under qemu-riscv64 with the outputs of --passes none.
+# usage: test_tile.sh MPLAN MPLAN_RUNNER SOURCE_DIR [RV64]
+set -u
+mplan=$1
+runner=$2
+src=$3
+rv64=${4:-0}
+. "$(dirname "$0")/lib.sh"
+
+lb() { # MODEL ARGS...: the activation lower bound
+  "$mplan" plan "$@" --json | python3 -c \
+    "import json,sys; print(json.load(sys.stdin)['summary']['lower_bound_bytes'])"
+}
+
+for m in mobilenet_v1 mobilenet_v2 resnet50; do
+  model=$src/models/$m.json
+  a=$(lb "$model" --passes all)
+  t=$(lb "$model" --passes all,tile)
+  # MCUNetV2's point: the first stage's activations dominate, and in bands
+  # the bound falls (MobileNetV2's to under a quarter: its 112x112 maps)
+  q=1
+  [ "$m" = mobilenet_v2 ] && q=4
+  if [ -n "$t" ] && [ -n "$a" ] && [ "$t" -lt "$a" ] && [ $((t * q)) -le "$a" ]; then
+    ok
+  else
+    bad "$m: --passes all,tile bound $t B against all's $a B (wanted under 1/$q)"
+  fi
+  "$mplan" plan "$model" --passes tile >"$tmp/out" 2>&1
+  if grep -Eq '^  tile .* bands [0-9]+; [0-9]+ ops up to' "$tmp/out"; then
+    ok
+  else
+    bad "$m: no tile row with its bands: $(grep ' tile ' "$tmp/out")"
+  fi
+  outputs "$model" "$m.none" --passes none || continue
+  outputs "$model" "$m.tile" --passes all,tile --order memory || continue
+  if cmp -s "$tmp/$m.none.mpt" "$tmp/$m.tile.mpt"; then
+    ok
+  else
+    bad "$m: outputs with --passes all,tile differ from --passes none"
+  fi
+done
+
+verify "$src/models/mobilenet_v2.json" --passes all,tile --order memory
+verify "$src/models/mobilenet_v2.json" --passes all,tile --backend npu
+verify "$src/models/resnet50.json" --passes tile
+
+# random stems: same outputs, and the pass really tiles most of them
+tiled=0
+for s in $(seq 1 40); do
+  dt=f32
+  [ $((s % 2)) = 0 ] && dt=i8
+  python3 "$src/tests/cli/rnd_stem.py" "$s" "$tmp/st.json" "$dt"
+  outputs "$tmp/st.json" st.none --passes none || continue
+  outputs "$tmp/st.json" st.tile --passes tile || continue
+  if cmp -s "$tmp/st.none.mpt" "$tmp/st.tile.mpt"; then
+    ok
+  else
+    bad "rnd_stem.py $s $dt: outputs with --passes tile differ"
+  fi
+  "$mplan" plan "$tmp/st.json" --passes tile 2>&1 | grep -q ' bands [0-9]' &&
+    tiled=$((tiled + 1))
+done
+if [ "$tiled" -ge 25 ]; then ok; else bad "only $tiled of 40 stems tiled"; fi
+
+# the pass list: all leaves tile out; all,tile adds it
+"$mplan" plan "$src/models/mobilenet_v2.json" --passes all >"$tmp/out" 2>&1
+if grep -q '^passes .*tile' "$tmp/out"; then bad "--passes all ran tile"; else ok; fi
+"$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile >"$tmp/out" 2>&1
+if grep -q '^passes      fold, eliminate, tile, accumulate' "$tmp/out"; then
+  ok
+else
+  bad "--passes all,tile: $(grep '^passes' "$tmp/out")"
+fi
+"$mplan" plan "$src/models/mobilenet_v2.json" --passes all,fuse >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
+  grep -q "pass 'fuse' is listed twice ('all' holds it)" "$tmp/err" &&
+  [ ! -s "$tmp/out" ]; then
+  ok
+else
+  bad "--passes all,fuse: exit $rc, $(cat "$tmp/err")"
+fi
+
+if [ "$rv64" = 1 ]; then
+  rv64_same "$src/models/mobilenet_v2.json" 128 all,tile
+  python3 "$src/tests/cli/rnd_stem.py" 3 "$tmp/st3.json" f32
+  rv64_same "$tmp/st3.json" 256 all,tile
+  python3 "$src/tests/cli/rnd_stem.py" 8 "$tmp/st8.json" i8
+  rv64_same "$tmp/st8.json" 512 all,tile
+  verify "$src/models/mobilenet_v2.json" --passes all,tile --target rv64 \
+    --vlen 256
+fi
+
+echo "tile cli: $pass passed, $fail failed"
+[ "$fail" = 0 ]
