@@ -78,7 +78,7 @@
  *      tensor (PP-OCRv4 det: 39.3 -> 32.7 MB right after tile, 26.2 MB
  *      after every pass, 20.5 MB without tile). So when tile changed the
  *      graph, the same passes run again without it, each run with half
- *      the time budget, and the bands are kept only if the final lower
+ *      the time budget, and the patches are kept only if the final lower
  *      bound is below the other run's; the tile row of the run kept says
  *      which and both bounds.
  */
@@ -121,9 +121,9 @@ static const pm_pass pm_passes[MP_PASS_COUNT] = {
      "x*1, x+0, dead ops",
      pass_eliminate, true, false},
     {MP_PASS_TILE, "tile",
-     "the first stage of a CNN runs in bands of output rows with their "
-     "halos, joined by a Concat (more MACs; only when named; kept if the "
-     "lower bound does not rise)",
+     "the first stage of a CNN runs patch by patch of its output, each "
+     "with its halo, joined by Concats (more MACs; only when named; kept "
+     "if the lower bound does not rise)",
      pass_tile, true, true},
     {MP_PASS_ACCUMULATE, "accumulate",
      "a Sum of 2+ inputs becomes a chain of Adds the order can spread out, "
@@ -1143,7 +1143,7 @@ static mp_pass_row *pm_tile_row(mp_pass_report *r) {
   return NULL;
 }
 
-/* Invariant 11: the bands against the same passes without them, judged
+/* Invariant 11: the patches against the same passes without them, judged
  * after every pass. Takes both runs; *keep gets the one kept, with its
  * tile row saying why, and the other is released. */
 static mp_status pm_tile_judge(pm_state *with, mp_pass_report *rw,
@@ -1157,11 +1157,11 @@ static mp_status pm_tile_judge(pm_state *with, mp_pass_report *rw,
   if (bands) {
     mp_buf_printf(&b,
                   "%s; kept: %zu B after every pass, %zu B without the "
-                  "bands",
+                  "patches",
                   tw->detail, with->meas.lb, without->meas.lb);
   } else {
     mp_buf_printf(&b,
-                  "dropped: after every pass %zu B with the bands (%s), "
+                  "dropped: after every pass %zu B with the patches (%s), "
                   "%zu B without",
                   with->meas.lb, tw->detail, without->meas.lb);
   }

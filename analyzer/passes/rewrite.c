@@ -158,6 +158,18 @@ mp_status rw_set_attr(rw_graph *rw, uint32_t op, const mp_attr *a,
   copy.name = rw_str(rw, a->name, err);
   if (!copy.name) return MP_ERR_NOMEM;
   if (a->s && !(copy.s = rw_str(rw, a->s, err))) return MP_ERR_NOMEM;
+  if (a->ints && a->n) { /* lists too: a caller's array may not outlive it */
+    int64_t *v = rw_alloc(rw, a->n, sizeof *v, err);
+    if (!v) return MP_ERR_NOMEM;
+    memcpy(v, a->ints, a->n * sizeof *v);
+    copy.ints = v;
+  }
+  if (a->floats && a->n) {
+    double *v = rw_alloc(rw, a->n, sizeof *v, err);
+    if (!v) return MP_ERR_NOMEM;
+    memcpy(v, a->floats, a->n * sizeof *v);
+    copy.floats = v;
+  }
   uint32_t k = 0;
   while (k < o->n_attrs && strcmp(at[k].name, a->name) != 0) k++;
   at[k] = copy;

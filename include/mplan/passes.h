@@ -12,10 +12,11 @@
  *              x-0, and ops nobody reads
  *   tile       the first stage of a CNN (Conv, pooling, elementwise ops
  *              from the graph input to a tensor the rest reads alone)
- *              runs in bands of output rows joined by a Concat, each
- *              band with the halo rows its windows need: bit-exact, more
- *              MACs; only when named (not in "all"); kept only if the
- *              lower bound does not rise
+ *              runs patch by patch of its output (bands of rows, split
+ *              into columns too), joined by Concats, each patch with the
+ *              halo its windows need: bit-exact, more MACs; only when
+ *              named (not in "all"); kept only if the lower bound does
+ *              not rise, also after every other pass
  *   accumulate a Sum of two or more inputs becomes a chain of Adds in
  *              input order (bit-exact), each runnable as soon as its
  *              input exists; kept only if the lower bound does not rise
@@ -59,8 +60,8 @@ typedef enum mp_pass_id {
   MP_PASS_COUNT
 } mp_pass_id;
 
-/* "all": every pass but tile, which recomputes halo rows (it trades
- * compute for memory and runs only when named). */
+/* "all": every pass but tile, which recomputes halos (it trades compute
+ * for memory and runs only when named). */
 #define MP_PASSES_ALL (((1u << MP_PASS_COUNT) - 1u) & ~(1u << MP_PASS_TILE))
 
 const char *mp_pass_name(mp_pass_id p);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The tile pass (analyzer/passes/tile.c): a CNN's first stage in bands of
-# output rows, joined by a Concat along H.
+# The tile pass (analyzer/passes/tile.c): a CNN's first stage patch by
+# patch (bands of output rows, split into columns too), joined by Concats.
 #  - MobileNetV1/V2 and ResNet-50: --passes all,tile lowers the lower
 #    bound well below --passes all, and gives the outputs of --passes none
 #    bit for bit (seeded inputs and weights); the rewritten plans verify
@@ -40,10 +40,10 @@ for m in mobilenet_v1 mobilenet_v2 resnet50; do
     bad "$m: --passes all,tile bound $t B against all's $a B (wanted under 1/$q)"
   fi
   "$mplan" plan "$model" --passes tile >"$tmp/out" 2>&1
-  if grep -Eq '^  tile .* bands [0-9]+; [0-9]+ ops up to' "$tmp/out"; then
+  if grep -Eq '^  tile .* patches [0-9]+; [0-9]+ x [0-9]+ of [0-9]+ ops up to' "$tmp/out"; then
     ok
   else
-    bad "$m: no tile row with its bands: $(grep ' tile ' "$tmp/out")"
+    bad "$m: no tile row with its patches: $(grep ' tile ' "$tmp/out")"
   fi
   outputs "$model" "$m.none" --passes none || continue
   outputs "$model" "$m.tile" --passes all,tile --order memory || continue
@@ -60,6 +60,7 @@ verify "$src/models/resnet50.json" --passes tile
 
 # random stems: same outputs, and the pass really tiles most of them
 tiled=0
+cols=0
 for s in $(seq 1 40); do
   dt=f32
   [ $((s % 2)) = 0 ] && dt=i8
@@ -71,10 +72,13 @@ for s in $(seq 1 40); do
   else
     bad "rnd_stem.py $s $dt: outputs with --passes tile differ"
   fi
-  "$mplan" plan "$tmp/st.json" --passes tile 2>&1 | grep -q ' bands [0-9]' &&
-    tiled=$((tiled + 1))
+  "$mplan" plan "$tmp/st.json" --passes tile >"$tmp/out" 2>&1
+  grep -q ' patches [0-9]' "$tmp/out" && tiled=$((tiled + 1))
+  grep -Eq ' patches [0-9]+; [0-9]+ x [2-9]' "$tmp/out" && cols=$((cols + 1))
 done
 if [ "$tiled" -ge 25 ]; then ok; else bad "only $tiled of 40 stems tiled"; fi
+# some in patches of columns too, not only bands of rows
+if [ "$cols" -ge 3 ]; then ok; else bad "only $cols of 40 stems split into columns"; fi
 
 # the pass list: all leaves tile out; all,tile adds it
 "$mplan" plan "$src/models/mobilenet_v2.json" --passes all >"$tmp/out" 2>&1
