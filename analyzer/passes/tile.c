@@ -161,6 +161,7 @@ static bool tl_window(const tl_ctx *z, const mp_op *op, tl_win *w) {
   const mp_tensor *wt = conv && op->n_inputs >= 2 && op->inputs[1] >= 0
                             ? tl_t(z, op->inputs[1])
                             : NULL;
+  if (conv && !wt) return false;
   if (!ks && !(wt && wt->rank == 4)) return false;
   const mp_attr *pads = mp_op_attr(op, "pads");
   if (pads && (pads->kind != MP_ATTR_INTS || pads->n != 4)) return false;
@@ -193,7 +194,8 @@ static bool tl_flat(const mp_tensor *x, const mp_tensor *y) {
 
 static tl_kind tl_classify(tl_ctx *z, uint32_t o) {
   const mp_op *op = mp_graph_op(z->g, o);
-  if (rw_has_mplan_attr(op) || op->n_outputs != 1 || op->outputs[0] < 0) {
+  if (rw_has_mplan_attr(op) || op->n_outputs != 1 || op->outputs[0] < 0 ||
+      op->n_inputs < 1) {
     return TL_NONE;
   }
   const mp_tensor *y = tl_t(z, op->outputs[0]);
