@@ -63,6 +63,8 @@ void rw_destroy(rw_graph *rw) {
   for (size_t i = 0; i < rw->n_blocks; i++) mp_free(rw->a, rw->blocks[i]);
   mp_free(rw->a, rw->blocks);
   mp_strpool_destroy(rw->pool);
+  mp_strmap_destroy(rw->names[0]);
+  mp_strmap_destroy(rw->names[1]);
   mp_free(rw->a, rw->added);
   mp_free(rw->a, rw->to_weight);
   mp_free(rw->a, rw->subst);
@@ -210,31 +212,33 @@ int32_t rw_resolve(const rw_graph *rw, int32_t t) {
 /* Is name free among the source's tensors (ops) and the new ones? */
 static bool rw_name_free(const rw_graph *rw, const char *name, bool op) {
   int32_t i;
+  int64_t v;
   if (op ? mp_graph_find_op(rw->src, name, &i)
          : mp_graph_find_tensor(rw->src, name, &i)) {
     return false;
   }
-  size_t n = op ? rw->n_ops : rw->n_new;
-  for (size_t k = 0; k < n; k++) {
-    const char *other = op ? rw->ops[k].name : rw->added[k].name;
-    if (strcmp(other, name) == 0) return false;
-  }
-  return true;
+  return !rw->names[op] || !mp_strmap_get(rw->names[op], name, &v);
 }
 
-/* base + suffix, then base + suffix + "_2", "_3", ... until free. */
+/* base + suffix, then base + suffix + "_2", "_3", ... until free; the
+ * name is then taken (names[op]). */
 static const char *rw_free_name(rw_graph *rw, const char *base,
                                 const char *suffix, bool op, mp_error *err) {
   size_t cap = strlen(base) + strlen(suffix) + 16;
   char *b = rw_alloc(rw, cap, 1, err);
   if (!b) return NULL;
+  if (!rw->names[op] && mp_strmap_create(rw->a, &rw->names[op], err) != MP_OK) {
+    return NULL;
+  }
   for (unsigned k = 1;; k++) {
     if (k == 1) {
       snprintf(b, cap, "%s%s", base, suffix);
     } else {
       snprintf(b, cap, "%s%s_%u", base, suffix, k);
     }
-    if (rw_name_free(rw, b, op)) return b;
+    if (rw_name_free(rw, b, op)) {
+      return mp_strmap_put(rw->names[op], b, 0, NULL, err) == MP_OK ? b : NULL;
+    }
   }
 }
 

@@ -46,8 +46,9 @@ typedef struct rw_graph {
   bool *to_weight; /* per tensor: now a constant (folded) */
   void **blocks;   /* allocations owned by the rewrite */
   size_t n_blocks, cap_blocks;
-  mp_strpool *pool; /* strings the rewrite adds */
-  size_t changes;   /* edits recorded */
+  mp_strpool *pool;    /* strings the rewrite adds */
+  mp_strmap *names[2]; /* names of the tensors [0] and ops [1] it added */
+  size_t changes;      /* edits recorded */
 } rw_graph;
 
 /* Returns an owned copy of g's ops to edit (release with rw_destroy).

@@ -12,7 +12,7 @@
  *   - or elementwise (pass_ew_op: unary, binary, Clip, inference
  *     BatchNormalization), its activation operands of the output's dims
  *     and its weight operands constant along H and W (extent 1 there, or
- *     no such axis once broadcast);
+ *     no such axis once broadcast; BatchNormalization's are per channel);
  * over tensors of rank 4 in NCHW (or no layout), with no mplan.*
  * attribute. A prefix ending at op i is a cut when the output T of op i
  * is the only tensor it makes that a later op reads (or that is a graph
@@ -83,7 +83,7 @@
 /* Ops committed and measured over all candidates (each costs the whole
  * graph plus its patches): past it the search stops with the best so far,
  * the same on every machine. */
-#define TL_BUDGET ((size_t)1 << 22)
+#define TL_BUDGET ((size_t)1 << 21)
 
 typedef enum tl_kind { TL_NONE = 0, TL_WINDOW, TL_EW } tl_kind;
 
@@ -220,7 +220,8 @@ static tl_kind tl_classify(tl_ctx *z, uint32_t o) {
         return TL_NONE;
       }
       any = true;
-    } else if (!tl_flat(xt, y)) {
+    } else if (ew->kind != PASS_EW_BATCHNORM && !tl_flat(xt, y)) {
+      /* (BatchNormalization's operands are per channel, not broadcast) */
       return TL_NONE;
     }
   }
