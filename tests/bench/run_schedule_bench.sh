@@ -9,8 +9,8 @@
 #     then the same networks cut into one graph per stage or cell, with
 #     the memory order alone (1b) and with every pass (1c).
 #  2. The real ONNX models of the ONNX issue (scripts/fetch_models.sh) and
-#     the bundled models: the lower bound with passes none vs all, and
-#     file vs memory order.
+#     the bundled models: the lower bound with passes none vs all (and
+#     all,tile), and file vs memory order.
 #
 # usage: run_schedule_bench.sh BUILD_DIR SOURCE_DIR [ONNX_CACHE] [N]
 #   N graphs of each kind (default 10), seeds 1..N.
@@ -117,21 +117,24 @@ print("all cells: mean reduction %.3fx over %d graphs"
 PY
 
 echo
-echo "== 2. lower bound: passes none vs all, file vs memory order"
+echo "== 2. lower bound: passes none vs all (and all,tile: the patches of"
+echo "   docs/tile.md), file vs memory order"
 lb() { # MODEL ARGS...: the activation lower bound of one plan
   "$mplan" plan "$@" --json 2>/dev/null | python3 -c \
     "import json,sys; print(json.load(sys.stdin)['summary']['lower_bound_bytes'])"
 }
-printf '%-44s %14s %14s %14s %14s\n' model "none,file" "none,memory" \
-  "all,file" "all,memory"
+printf '%-44s %14s %14s %14s %14s %14s %14s\n' model "none,file" \
+  "none,memory" "all,file" "all,memory" "all,tile,file" "all,tile,mem"
 row() { # LABEL MODEL ARGS...
   local label=$1
   shift
-  printf '%-44s %14s %14s %14s %14s\n' "$label" \
+  printf '%-44s %14s %14s %14s %14s %14s %14s\n' "$label" \
     "$(lb "$@" --passes none --order file)" \
     "$(lb "$@" --passes none --order memory)" \
     "$(lb "$@" --passes all --order file)" \
-    "$(lb "$@" --passes all --order memory)"
+    "$(lb "$@" --passes all --order memory)" \
+    "$(lb "$@" --passes all,tile --order file)" \
+    "$(lb "$@" --passes all,tile --order memory)"
 }
 for m in mobilenet_v1 mobilenet_v2 resnet50; do
   row "$m.json" "$src/models/$m.json"
