@@ -5,7 +5,8 @@
 #    bound well below --passes all, and gives the outputs of --passes none
 #    bit for bit (seeded inputs and weights); the rewritten plans verify
 #    clean in paranoid mode with red zones, in the memory order and with
-#    the NPU preset's regions.
+#    the NPU preset's regions, where the patches keep every activation in
+#    its 512 KiB SRAM (without them 1.2 MB spill to DRAM).
 #  - 40 seeded random stems (tests/cli/rnd_stem.py: asymmetric pads,
 #    strides, dilation, grouped Convs, pooling, residual Adds; f32 and
 #    int8): the same outputs with the tile pass as without, and most of
@@ -54,6 +55,21 @@ for m in mobilenet_v1 mobilenet_v2 resnet50; do
   fi
 done
 
+# seed 000 section 7's case: the NPU preset's 512 KiB SRAM does not hold
+# MobileNetV2's activations (1.2 MB spill to DRAM); in patches they all fit
+"$mplan" plan "$src/models/mobilenet_v2.json" --backend npu --passes all >"$tmp/out" 2>&1
+if grep -Eq '^            dram .*activations [1-9][0-9,]* B \([0-9]+ spilled' "$tmp/out"; then
+  ok
+else
+  bad "npu without tile: no spill to dram: $(grep dram "$tmp/out")"
+fi
+"$mplan" plan "$src/models/mobilenet_v2.json" --backend npu --passes all,tile >"$tmp/out" 2>&1
+if grep -Eq '^            dram .*activations 0 B$' "$tmp/out" &&
+  grep -Eq '^regions     sram .*activations [0-9,]+ B$' "$tmp/out"; then
+  ok
+else
+  bad "npu with tile: $(grep -E 'sram|dram' "$tmp/out" | tr '\n' ' ')"
+fi
 verify "$src/models/mobilenet_v2.json" --passes all,tile --order memory
 verify "$src/models/mobilenet_v2.json" --passes all,tile --backend npu
 verify "$src/models/resnet50.json" --passes tile
