@@ -47,8 +47,11 @@
  * TL_MAX_EXTRA_PCT percent of the graph's Conv MACs; a candidate only
  * wins if it is below the graph's own bound. Cuts go latest first; a cut
  * whose later steps alone hold more than the best bound so far cannot
- * win and is skipped, and the search stops, the same on every machine,
- * after TL_BUDGET ops committed. The manager keeps the rewrite only when
+ * win and is skipped. For a cut, more bands are tried until TL_FLAT in a
+ * row did not lower the bound (the halos grow as the bands thin), and
+ * more columns until one more column did not lower the cut's best. The
+ * search stops, the same on every machine, after TL_BUDGET ops
+ * committed. The manager keeps the rewrite only when
  * the lower bound under the order being planned does not rise (the pass
  * is guarded), and then only if it is still lower after every other pass
  * (manager.c invariant 11).
@@ -79,11 +82,12 @@
 #define TL_MAX_BANDS 16
 #define TL_MAX_COLS 8
 #define TL_MAX_EXTRA_PCT 25
+#define TL_FLAT 2 /* bands in a row that did not lower the bound: stop */
 #define TL_MAX_WORK 16384 /* prefix ops x patches of one candidate */
 /* Ops committed and measured over all candidates (each costs the whole
  * graph plus its patches): past it the search stops with the best so far,
  * the same on every machine. */
-#define TL_BUDGET ((size_t)1 << 21)
+#define TL_BUDGET ((size_t)1 << 19)
 
 typedef enum tl_kind { TL_NONE = 0, TL_WINDOW, TL_EW } tl_kind;
 
@@ -613,9 +617,12 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
     for (uint32_t o = 0; o <= cut; o++) {
       prefix += tl_macs_whole(z, mp_graph_op(z->g, o));
     }
+    size_t prev_nw = SIZE_MAX; /* the best bound with one column less */
     for (uint32_t nw = 1;
          nw <= TL_MAX_COLS && nw <= tl_ext(tt, 1) && st == MP_OK && !cut_short;
          nw++) {
+      size_t best_nw = SIZE_MAX, prev = SIZE_MAX;
+      unsigned flat = 0; /* bands in a row that did not lower the bound */
       for (uint32_t nh = 1;
            nh <= TL_MAX_BANDS && nh <= tl_ext(tt, 0) && st == MP_OK; nh++) {
         if (nh * nw < 2) continue;
@@ -638,8 +645,14 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
         if (lb < best.lb || (lb == best.lb && best.nh && extra < best.extra)) {
           best = (tl_best){lb, extra, prefix, cut, nh, nw};
         }
+        if (lb < best_nw) best_nw = lb;
         if (lb <= rest[cut]) break; /* more bands cannot go lower */
+        flat = lb < prev ? 0 : flat + 1;
+        prev = lb;
+        if (flat == TL_FLAT) break; /* the halos have caught up */
       }
+      if (best_nw >= prev_nw) break; /* a column more did not help */
+      prev_nw = best_nw;
     }
   }
   mp_free(mp_graph_alloc(z->g), rest);
