@@ -212,6 +212,8 @@ static int args_report(args_state *s, cli_opts *o, mp_status *st) {
     if (r > 0) *st = args_count(s, "--map-rows", v, &o->report.map_rows);
   } else if ((r = args_match(s, "--no-map", false, &v))) {
     o->no_map = true;
+  } else if ((r = args_match(s, "--no-what-if", false, &v))) {
+    o->no_what_if = true;
   }
   return r;
 }

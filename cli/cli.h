@@ -53,6 +53,7 @@ typedef struct cli_opts {
   size_t n_values;
   bool json;
   bool no_map;
+  bool no_what_if; /* explain: no what-if section */
   mp_report_opts report;
   /* Report files (CLI_F_FILES); NULL when not asked for. */
   const char *html;

@@ -74,6 +74,32 @@ verify "$src/models/mobilenet_v2.json" --passes all,tile --order memory
 verify "$src/models/mobilenet_v2.json" --passes all,tile --backend npu
 verify "$src/models/resnet50.json" --passes tile
 
+# explain says what the patches (and the other settings) would give: the
+# figure plan gives for --passes all,tile, with the patches it chose
+t=$(lb "$src/models/mobilenet_v2.json" --passes all,tile)
+tf=$(python3 -c "print(f'{$t:,}')")
+"$mplan" explain "$src/models/mobilenet_v2.json" --no-map >"$tmp/out" 2>&1
+if grep -q '^What else lowers the bound' "$tmp/out" &&
+  grep -Eq "^  --passes all,tile +$tf B  \(-[0-9.]+%\)  patches [0-9]+; [0-9]+ x [0-9]+ of" "$tmp/out" &&
+  grep -Eq '^  --passes all +1,404,928 B' "$tmp/out" &&
+  [ "$(grep -c '^  --' "$tmp/out")" = 5 ]; then
+  ok
+else
+  bad "explain what-if: $(sed -n '/^What else/,$p' "$tmp/out" | tr '\n' '|')"
+fi
+"$mplan" explain "$src/models/mobilenet_v2.json" --no-map --passes all,tile >"$tmp/out" 2>&1
+# the settings asked for are not offered again
+if [ "$(grep -c '^  --' "$tmp/out")" = 4 ] && ! grep -Eq '^  --passes all,tile +[0-9]' "$tmp/out"; then
+  ok
+else
+  bad "explain --passes all,tile what-if: $(grep '^  --' "$tmp/out" | tr '\n' '|')"
+fi
+"$mplan" explain "$src/models/mobilenet_v2.json" --no-map --no-what-if >"$tmp/out" 2>&1
+if grep -q 'What else' "$tmp/out"; then bad "--no-what-if printed it"; else ok; fi
+"$mplan" plan "$src/models/mobilenet_v2.json" --json >"$tmp/p.json"
+"$mplan" explain "$tmp/p.json" --no-map >"$tmp/out" 2>&1
+if grep -q 'What else' "$tmp/out"; then bad "explain PLAN.json printed a what-if"; else ok; fi
+
 # random stems: same outputs, and the pass really tiles most of them
 tiled=0
 cols=0
