@@ -14,9 +14,10 @@
  *     and its weight operands constant along H and W (extent 1 there, or
  *     no such axis once broadcast; BatchNormalization's are per channel);
  * over tensors of rank 4 in NCHW (or no layout), with no mplan.*
- * attribute. A prefix ending at op i is a cut when the output T of op i
- * is the only tensor it makes that a later op reads (or that is a graph
- * output): then the rest of the graph sees only T.
+ * attribute, writing activations (a graph output ends the stage; no
+ * retained state, no pinned offset). A prefix ending at op i is a cut when the
+ * output T of op i is the only tensor it makes that a later op reads (or that
+ * is a graph output): then the rest of the graph sees only T.
  *
  * The rewrite, for a cut and nh x nw patches. T's rows are split into nh
  * bands and its columns into nw, each as equal as integers allow. For
@@ -29,8 +30,9 @@
  * the middle of a patch its Conv branch read with a halo); the graph
  * input is read through a Slice. The patch's part of T is a new tensor;
  * with nw > 1 a Concat along W joins a band's parts, and one Concat along
- * H writes T from the bands. All new ops take the key of op i, patch by
- * patch, so the file order runs one patch after the other.
+ * H writes T from the bands (with one band, the Concat along W writes T). All
+ * new ops take the key of op i, patch by patch, so the file order runs one
+ * patch after the other.
  *
  * Exactness: every element of every patch tensor is computed from the
  * same input values with the same window and the same pads as in the
@@ -203,7 +205,12 @@ static tl_kind tl_classify(tl_ctx *z, uint32_t o) {
     return TL_NONE;
   }
   const mp_tensor *y = tl_t(z, op->outputs[0]);
-  if (!tl_nchw(y)) return TL_NONE;
+  /* retained state written, or an offset the user pinned: not ours to
+   * split into copies */
+  if (!tl_nchw(y) || y->pinned ||
+      (y->kind != MP_TENSOR_ACTIVATION && y->kind != MP_TENSOR_OUTPUT)) {
+    return TL_NONE;
+  }
   if (tl_window(z, op, &z->win[o])) {
     int32_t x = op->inputs[0];
     if (x < 0 || !tl_spatial(z, x) || !tl_nchw(tl_t(z, x))) return TL_NONE;
@@ -527,6 +534,10 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
       bands[r] = cols[0];
       continue;
     }
+    if (nh == 1) { /* one band: its columns make T */
+      st = tl_concat(rw, cut, last->name, ".tiles", cols, nw, 3, t, err);
+      continue;
+    }
     char sfx[32];
     snprintf(sfx, sizeof sfx, ".t%u", r);
     st = tl_tensor(rw, t, tt, b[0] - a[0], ext[1], sfx, &bands[r], err);
@@ -534,7 +545,7 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
       st = tl_concat(rw, cut, last->name, sfx, cols, nw, 3, bands[r], err);
     }
   }
-  if (st == MP_OK) {
+  if (st == MP_OK && nh > 1) {
     st = tl_concat(rw, cut, last->name, ".tiles", bands, nh, 2, t, err);
   }
   for (uint32_t o = 0; o <= cut; o++) rw_kill(rw, o);
