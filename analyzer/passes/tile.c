@@ -8,7 +8,8 @@
  * committed graph's order) that reads one 4-D graph input and otherwise
  * only weights and what the prefix itself makes, whose ops are each
  *   - a Conv, MaxPool or AveragePool over two spatial dims with explicit
- *     pads (no auto_pad, no ceil_mode, one output);
+ *     pads no wider than its window (no auto_pad, no ceil_mode, one
+ *     output);
  *   - or elementwise (pass_ew_op: unary, binary, Clip, inference
  *     BatchNormalization), its activation operands of the output's dims
  *     and its weight operands constant along H and W (extent 1 there, or
@@ -179,8 +180,11 @@ static bool tl_window(const tl_ctx *z, const mp_op *op, tl_win *w) {
         !tl_ints(op, "pads", &w->pe[j], (size_t)j + 2, 0)) {
       return false;
     }
+    /* a pad wider than the window would leave an output row or column
+     * that reads no input at all, and its patch nothing to read */
+    int64_t span = (w->k[j] - 1) * w->d[j];
     if (w->k[j] < 1 || w->s[j] < 1 || w->d[j] < 1 || w->pb[j] < 0 ||
-        w->pe[j] < 0) {
+        w->pe[j] < 0 || w->pb[j] > span || w->pe[j] > span) {
       return false;
     }
   }
