@@ -14,6 +14,14 @@
  *     BatchNormalization), its activation operands of the output's dims
  *     and its weight operands constant along H and W (extent 1 there, or
  *     no such axis once broadcast; BatchNormalization's are per channel);
+ *   - or a Concat of channels whose inputs all have the output's H and W
+ *     (a weight among them is read through a Slice per patch);
+ *   - or a ConstantOfShape of constant inputs (the zeros a TensorFlow
+ *     export concatenates to pad channels): it stays one op, runs once
+ *     before the patches, and its output is read per patch through a
+ *     Slice, like a weight; it is never a cut;
+ *   - or, as the stage's first op, a Transpose [0, 3, 1, 2] of an NHWC
+ *     graph input (the input is then sliced on its axes 1 and 2);
  * over tensors of rank 4 in NCHW (or no layout), with no mplan.*
  * attribute, writing activations (a graph output ends the stage; no
  * retained state, no pinned offset). A prefix ending at op i is a cut when the
@@ -92,7 +100,14 @@
  * the same on every machine. */
 #define TL_BUDGET ((size_t)1 << 19)
 
-typedef enum tl_kind { TL_NONE = 0, TL_WINDOW, TL_EW } tl_kind;
+typedef enum tl_kind {
+  TL_NONE = 0,
+  TL_WINDOW, /* Conv, MaxPool, AveragePool */
+  TL_EW,     /* elementwise */
+  TL_CAT,    /* Concat of channels (weights read through a Slice too) */
+  TL_TIN,    /* the NHWC graph input transposed to NCHW */
+  TL_CONST   /* a ConstantOfShape: run once, read whole like a weight */
+} tl_kind;
 
 typedef struct tl_win {                   /* per spatial axis (0: H, 1: W) */
   int64_t k[2], s[2], d[2], pb[2], pe[2]; /* kernel, stride, dilation, pads */
@@ -101,6 +116,7 @@ typedef struct tl_win {                   /* per spatial axis (0: H, 1: W) */
 typedef struct tl_crop {
   int32_t x, part;
   int64_t lo[2], hi[2];
+  int ax; /* the first spatial axis of x as read (1: the NHWC input) */
 } tl_crop;
 
 typedef struct tl_ctx {
@@ -137,6 +153,20 @@ static bool tl_nchw(const mp_tensor *x) {
 
 static int64_t tl_ext(const mp_tensor *x, int j) {
   return x->shape[2 + j].value;
+}
+
+/* The H and W axes of input x as op o reads it: 1 and 2 for the NHWC
+ * graph input a TL_TIN Transpose reads, else 2 and 3. */
+static int tl_ax(const tl_ctx *z, uint32_t o) {
+  return z->kind[o] == TL_TIN ? 1 : 2;
+}
+
+/* Read whole by a patch (its part is itself): the graph input, a weight
+ * a TL_CAT joins, and a TL_CONST's output. */
+static bool tl_whole(const tl_ctx *z, int32_t x) {
+  const mp_tensor *xt = tl_t(z, x);
+  return x == z->src || !tl_spatial(z, x) ||
+         (xt->producer >= 0 && z->kind[xt->producer] == TL_CONST);
 }
 
 static bool tl_ints(const mp_op *op, const char *name, int64_t *v, size_t at,
@@ -215,6 +245,45 @@ static tl_kind tl_classify(tl_ctx *z, uint32_t o) {
       (y->kind != MP_TENSOR_ACTIVATION && y->kind != MP_TENSOR_OUTPUT)) {
     return TL_NONE;
   }
+  if (strcmp(op->type, "ConstantOfShape") == 0) {
+    /* zeros that pad channels: its inputs are constants (the shape) */
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      if (op->inputs[k] >= 0 && tl_spatial(z, op->inputs[k])) return TL_NONE;
+    }
+    return TL_CONST;
+  }
+  if (strcmp(op->type, "Transpose") == 0 && op->n_inputs == 1) {
+    /* NHWC -> NCHW of the graph input (a TensorFlow export's first op) */
+    const mp_attr *perm = mp_op_attr(op, "perm");
+    const mp_tensor *x = op->inputs[0] >= 0 ? tl_t(z, op->inputs[0]) : NULL;
+    static const int64_t nhwc[4] = {0, 3, 1, 2};
+    bool ok = perm && perm->kind == MP_ATTR_INTS && perm->n == 4 && x &&
+              x->kind == MP_TENSOR_INPUT && x->rank == 4 &&
+              memcmp(perm->ints, nhwc, sizeof nhwc) == 0;
+    return ok ? TL_TIN : TL_NONE;
+  }
+  if (strcmp(op->type, "Concat") == 0) {
+    /* channels: every input of the output's H and W (a weight of zeros
+     * that pads channels, say), read by a patch through a Slice */
+    const mp_attr *ax = mp_op_attr(op, "axis");
+    bool any = false;
+    if (!ax || ax->kind != MP_ATTR_INT || (ax->i != 1 && ax->i != -3)) {
+      return TL_NONE;
+    }
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      int32_t x = op->inputs[k];
+      if (x < 0) return TL_NONE;
+      const mp_tensor *xt = tl_t(z, x);
+      if (!tl_nchw(xt) || tl_ext(xt, 0) != tl_ext(y, 0) ||
+          tl_ext(xt, 1) != tl_ext(y, 1) ||
+          xt->shape[0].value != y->shape[0].value) {
+        return TL_NONE;
+      }
+      if (xt->kind != MP_TENSOR_WEIGHT && !tl_spatial(z, x)) return TL_NONE;
+      any = any || tl_spatial(z, x);
+    }
+    return any ? TL_CAT : TL_NONE;
+  }
   if (tl_window(z, op, &z->win[o])) {
     int32_t x = op->inputs[0];
     if (x < 0 || !tl_spatial(z, x) || !tl_nchw(tl_t(z, x))) return TL_NONE;
@@ -256,6 +325,7 @@ static void tl_req(const tl_ctx *z, uint32_t o, int32_t x, int j, int64_t a,
     *lo = *first < 0 ? 0 : *first;
     *hi = *end > n ? n : *end;
   } else {
+    (void)x;
     *first = *lo = a;
     *end = *hi = b;
   }
@@ -319,7 +389,8 @@ static mp_status tl_scan(tl_ctx *z, mp_error *err) {
     open[y] = yt->n_consumers + (yt->kind == MP_TENSOR_OUTPUT);
     if (open[y]) n_open++;
     z->len = o + 1;
-    if (n_open == 1 && open[y] > 0 && tl_ext(yt, 0) >= 2) {
+    if (n_open == 1 && open[y] > 0 && tl_ext(yt, 0) >= 2 &&
+        z->kind[o] != TL_CONST) { /* (a TL_CONST stays: not a cut) */
       z->cuts[z->n_cuts++] = o;
     }
   }
@@ -367,36 +438,38 @@ static void tl_need(tl_ctx *z, uint32_t cut, const int64_t *a,
 
 /* A tensor like x of h x w. */
 static mp_status tl_tensor(rw_graph *rw, int32_t like, const mp_tensor *x,
-                           int64_t h, int64_t w, const char *suffix,
+                           int ax, int64_t h, int64_t w, const char *suffix,
                            int32_t *id, mp_error *err) {
   mp_dim d[MP_MAX_RANK];
   memcpy(d, x->shape, x->rank * sizeof *d);
-  d[2] = (mp_dim){.value = h, .sym = MP_NO_SYM};
-  d[3] = (mp_dim){.value = w, .sym = MP_NO_SYM};
+  d[ax] = (mp_dim){.value = h, .sym = MP_NO_SYM};
+  d[ax + 1] = (mp_dim){.value = w, .sym = MP_NO_SYM};
   return rw_new_tensor_dims(rw, like, suffix, x->rank, d, id, err);
 }
 
-/* The patch tensor of x holding [lo, hi): x's part, or a Slice of it. */
+/* The patch tensor of x holding [lo, hi) on its axes ax and ax + 1:
+ * x's part, or a Slice of it (of x itself when it is read whole). */
 static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
-                         int32_t x, const int64_t *lo, const int64_t *hi,
-                         int32_t *out, mp_error *err) {
+                         int32_t x, int ax, const int64_t *lo,
+                         const int64_t *hi, int32_t *out, mp_error *err) {
   const mp_tensor *xt = tl_t(z, x);
+  bool whole = tl_whole(z, x);
   int64_t have_lo[2], have_hi[2];
   bool same = true;
   for (int j = 0; j < 2; j++) {
-    have_lo[j] = x == z->src ? 0 : z->lo[2 * x + j];
-    have_hi[j] = x == z->src ? tl_ext(xt, j) : z->hi[2 * x + j];
+    have_lo[j] = whole ? 0 : z->lo[2 * x + j];
+    have_hi[j] = whole ? xt->shape[ax + j].value : z->hi[2 * x + j];
     same = same && lo[j] == have_lo[j] && hi[j] == have_hi[j];
   }
-  int32_t from = x == z->src ? x : z->part[x];
+  int32_t from = whole ? x : z->part[x];
   if (same) {
     *out = from;
     return MP_OK;
   }
   for (size_t k = 0; k < z->n_crops; k++) {
     const tl_crop *cr = &z->crops[k];
-    if (cr->x == x && cr->lo[0] == lo[0] && cr->hi[0] == hi[0] &&
-        cr->lo[1] == lo[1] && cr->hi[1] == hi[1]) {
+    if (cr->x == x && cr->ax == ax && cr->lo[0] == lo[0] &&
+        cr->hi[0] == hi[0] && cr->lo[1] == lo[1] && cr->hi[1] == hi[1]) {
       *out = cr->part;
       return MP_OK;
     }
@@ -405,14 +478,14 @@ static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
   snprintf(sfx, sizeof sfx, "%s.crop", tag);
   int32_t t = -1;
   mp_status st =
-      tl_tensor(rw, x, xt, hi[0] - lo[0], hi[1] - lo[1], sfx, &t, err);
+      tl_tensor(rw, x, xt, ax, hi[0] - lo[0], hi[1] - lo[1], sfx, &t, err);
   int64_t v[6]; /* starts v[0..n), ends v[2..2+n), axes v[4..4+n) */
   size_t n = 0;
   for (int j = 0; j < 2; j++) {
     if (lo[j] == have_lo[j] && hi[j] == have_hi[j]) continue;
     v[n] = lo[j] - have_lo[j];
     v[2 + n] = hi[j] - have_lo[j];
-    v[4 + n] = 2 + j;
+    v[4 + n] = ax + j;
     n++;
   }
   const mp_attr at[3] = {
@@ -432,7 +505,7 @@ static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
                sizeof *z->crops, mp_graph_source(z->g), err);
   if (st != MP_OK) return st;
   z->crops = arr;
-  z->crops[z->n_crops++] = (tl_crop){x, t, {lo[0], lo[1]}, {hi[0], hi[1]}};
+  z->crops[z->n_crops++] = (tl_crop){x, t, {lo[0], lo[1]}, {hi[0], hi[1]}, ax};
   *out = t;
   return MP_OK;
 }
@@ -453,7 +526,7 @@ static mp_status tl_copy(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
   for (uint32_t k = 0; k < op->n_inputs && st == MP_OK; k++) {
     int32_t x = op->inputs[k];
     in[k] = x;
-    if (x < 0 || !tl_spatial(z, x)) continue;
+    if (x < 0 || (!tl_spatial(z, x) && z->kind[o] != TL_CAT)) continue;
     int64_t lo[2], hi[2];
     for (int j = 0; j < 2; j++) {
       int64_t first, end;
@@ -461,11 +534,11 @@ static mp_status tl_copy(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
       pads[j] = lo[j] - first; /* invariant 3 */
       pads[2 + j] = end - hi[j];
     }
-    st = tl_read(z, rw, key, tag, x, lo, hi, &in[k], err);
+    st = tl_read(z, rw, key, tag, x, tl_ax(z, o), lo, hi, &in[k], err);
   }
   int32_t out = -1;
   if (st == MP_OK) {
-    st = tl_tensor(rw, y, tl_t(z, y), yhi[0] - ylo[0], yhi[1] - ylo[1], tag,
+    st = tl_tensor(rw, y, tl_t(z, y), 2, yhi[0] - ylo[0], yhi[1] - ylo[1], tag,
                    &out, err);
   }
   uint32_t nop = (uint32_t)rw->n_ops;
@@ -528,7 +601,7 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
       z->n_crops = 0;
       for (uint32_t o = 0; o <= cut && st == MP_OK; o++) {
         int32_t y = mp_graph_op(z->g, o)->outputs[0];
-        if (z->lo[2 * y] < z->hi[2 * y]) {
+        if (z->kind[o] != TL_CONST && z->lo[2 * y] < z->hi[2 * y]) {
           st = tl_copy(z, rw, cut, tag, o, macs, err);
         }
       }
@@ -544,7 +617,7 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
     }
     char sfx[32];
     snprintf(sfx, sizeof sfx, ".t%u", r);
-    st = tl_tensor(rw, t, tt, b[0] - a[0], ext[1], sfx, &bands[r], err);
+    st = tl_tensor(rw, t, tt, 2, b[0] - a[0], ext[1], sfx, &bands[r], err);
     if (st == MP_OK) {
       st = tl_concat(rw, cut, last->name, sfx, cols, nw, 3, bands[r], err);
     }
@@ -552,7 +625,9 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
   if (st == MP_OK && nh > 1) {
     st = tl_concat(rw, cut, last->name, ".tiles", bands, nh, 2, t, err);
   }
-  for (uint32_t o = 0; o <= cut; o++) rw_kill(rw, o);
+  for (uint32_t o = 0; o <= cut; o++) {
+    if (z->kind[o] != TL_CONST) rw_kill(rw, o); /* a TL_CONST stays whole */
+  }
   return st;
 }
 

@@ -4,9 +4,11 @@ kernels of 1 to 5 rows, strides 1 and 2, dilation 2 now and then,
 asymmetric pads, depthwise and grouped ones; MaxPool and (f32)
 AveragePool with and without count_include_pad; Relu, Clip, (f32)
 BatchNormalization, an Add of a per-channel weight; residual Adds over a
-branch that keeps the size; then a GlobalAveragePool and a 1x1 Conv as
-the tail the pass must not tile. Shapes of activations are left to
-shape inference.
+branch that keeps the size; (f32) channels padded with a ConstantOfShape's
+zeros joined by a Concat, and now and then an NHWC input transposed to
+NCHW first, as TensorFlow exports have; then a GlobalAveragePool and a 1x1
+Conv as the tail the pass must not tile. Shapes of activations are left
+to shape inference.
 
 test_tile.sh compiles each with --passes none and with the tile pass and
 requires the same outputs bit for bit: a band must compute exactly the
@@ -29,9 +31,19 @@ class Stem:
         c = self.r.randint(1, 4)
         h = self.r.randint(12, 40)
         w = self.r.randint(4, 16)
-        self.tensors.append({"name": "x", "dtype": dt, "shape": [1, c, h, w],
-                             "kind": "input", "layout": "NCHW"})
-        self.cur = ("x", c, h, w)
+        # a stream of its own for what came later (NHWC inputs, padded
+        # channels), so that the first one still draws the same stems
+        self.r5 = random.Random(seed + 5000011)
+        if self.r5.random() < 0.3:
+            self.tensors.append({"name": "x", "dtype": dt,
+                                 "shape": [1, h, w, c], "kind": "input"})
+            self.cur = self.op("Transpose", ["x"], {"perm": [0, 3, 1, 2]},
+                               (c, h, w))
+        else:
+            self.tensors.append({"name": "x", "dtype": dt,
+                                 "shape": [1, c, h, w], "kind": "input",
+                                 "layout": "NCHW"})
+            self.cur = ("x", c, h, w)
 
     def weight(self, shape, dt=None):
         name = "w%d" % len(self.tensors)
@@ -67,7 +79,7 @@ class Stem:
             pads = [r.randint(0, lim_h), r.randint(0, lim_w),
                     r.randint(0, lim_h), r.randint(0, lim_w)]
             oh = self.out(h, kh, s, d, pads[0], pads[2])
-            ow = self.out(w, kw, s, 1, pads[1], pads[3])
+            ow = self.out(w, kw, 1, 1, pads[1], pads[3])  # strides [s, 1]
             if oh >= 2 and ow >= 1:
                 break
         else:
@@ -106,6 +118,8 @@ class Stem:
         if f32:
             kinds += ["avg", "clip", "bn"]
         k = r.choice(kinds)
+        if f32 and self.r5.random() < 0.15:
+            k = "padc"
         name, c, h, w = self.cur
         if k in ("conv", "max", "avg"):
             self.cur = self.window(self.cur, k)
@@ -121,6 +135,15 @@ class Stem:
         elif k == "addw":
             wt = self.weight([1, c, 1, 1] if r.random() < 0.5 else [1])
             self.cur = self.op("Add", [name, wt], None, (c, h, w))
+        elif k == "padc":
+            extra = r.randint(1, 3)
+            shape = "w%d" % len(self.tensors)
+            self.tensors.append({"name": shape, "dtype": "i64", "shape": [4],
+                                 "kind": "weight",
+                                 "data": [1, extra, h, w]})
+            zeros = self.op("ConstantOfShape", [shape], None, (extra, h, w))
+            self.cur = self.op("Concat", [name, zeros[0]], {"axis": 1},
+                               (c + extra, h, w))
         else:
             a = self.same_conv(self.cur)
             if r.random() < 0.5:

@@ -8,18 +8,24 @@
 #    the NPU preset's regions, where the patches keep every activation in
 #    its 512 KiB SRAM (without them 1.2 MB spill to DRAM).
 #  - 40 seeded random stems (tests/cli/rnd_stem.py: asymmetric pads,
-#    strides, dilation, grouped Convs, pooling, residual Adds; f32 and
-#    int8): the same outputs with the tile pass as without, and most of
+#    strides, dilation, grouped Convs, pooling, residual Adds, NHWC
+#    inputs, channels padded by a Concat; f32 and int8): the same outputs
+#    with the tile pass as without, and most of
 #    them tiled.
 #  - "all" holds no tile; "all,tile" adds it; bad lists exit 2.
 #  - With RV64=1, the tiled MobileNetV2 and two f32 stems run on the RVV
 #    kernels under qemu-riscv64 with the outputs of --passes none.
-# usage: test_tile.sh MPLAN MPLAN_RUNNER SOURCE_DIR [RV64]
+#  - BlazeFace (from the ONNX cache, when fetched): a TensorFlow export
+#    whose stage starts with the NHWC input's Transpose and pads channels
+#    with a ConstantOfShape's zeros joined by a Concat; in patches its
+#    bound falls, with the same outputs.
+# usage: test_tile.sh MPLAN MPLAN_RUNNER SOURCE_DIR [RV64 [ONNX_CACHE]]
 set -u
 mplan=$1
 runner=$2
 src=$3
 rv64=${4:-0}
+cache=${5:-}
 . "$(dirname "$0")/lib.sh"
 
 lb() { # MODEL ARGS...: the activation lower bound
@@ -100,9 +106,29 @@ if grep -q 'What else' "$tmp/out"; then bad "--no-what-if printed it"; else ok; 
 "$mplan" explain "$tmp/p.json" --no-map >"$tmp/out" 2>&1
 if grep -q 'What else' "$tmp/out"; then bad "explain PLAN.json printed a what-if"; else ok; fi
 
+bf=$cache/blazeface/face_detection_front_128x128_barracuda.onnx
+if [ -n "$cache" ] && [ -f "$bf" ]; then
+  a=$(lb "$bf" --passes all)
+  t=$(lb "$bf" --passes all,tile)
+  if [ -n "$t" ] && [ "$t" -lt "$a" ]; then
+    ok
+  else
+    bad "blazeface: --passes all,tile bound $t B against all's $a B"
+  fi
+  outputs "$bf" bf.none --passes none || true
+  outputs "$bf" bf.tile --passes all,tile --order memory || true
+  if [ -s "$tmp/bf.tile.mpt" ] && cmp -s "$tmp/bf.none.mpt" "$tmp/bf.tile.mpt"; then
+    ok
+  else
+    bad "blazeface: outputs with --passes all,tile differ from --passes none"
+  fi
+fi
+
 # random stems: same outputs, and the pass really tiles most of them
 tiled=0
 cols=0
+tin=0
+padc=0
 for s in $(seq 1 40); do
   dt=f32
   [ $((s % 2)) = 0 ] && dt=i8
@@ -117,7 +143,17 @@ for s in $(seq 1 40); do
   "$mplan" plan "$tmp/st.json" --passes tile >"$tmp/out" 2>&1
   grep -q ' patches [0-9]' "$tmp/out" && tiled=$((tiled + 1))
   grep -Eq ' patches [0-9]+; [0-9]+ x [2-9]' "$tmp/out" && cols=$((cols + 1))
+  if grep -q ' patches [0-9]' "$tmp/out"; then
+    grep -q '"Transpose"' "$tmp/st.json" && tin=$((tin + 1))
+    grep -q '"ConstantOfShape"' "$tmp/st.json" && padc=$((padc + 1))
+  fi
 done
+# tiled stems that start with an NHWC input's Transpose, or pad channels
+if [ "$tin" -ge 3 ] && [ "$padc" -ge 3 ]; then
+  ok
+else
+  bad "tiled stems: $tin with a Transpose input, $padc with padded channels"
+fi
 if [ "$tiled" -ge 25 ]; then ok; else bad "only $tiled of 40 stems tiled"; fi
 # some in patches of columns too, not only bands of rows
 if [ "$cols" -ge 3 ]; then ok; else bad "only $cols of 40 stems split into columns"; fi
