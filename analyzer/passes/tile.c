@@ -325,7 +325,6 @@ static void tl_req(const tl_ctx *z, uint32_t o, int32_t x, int j, int64_t a,
     *lo = *first < 0 ? 0 : *first;
     *hi = *end > n ? n : *end;
   } else {
-    (void)x;
     *first = *lo = a;
     *end = *hi = b;
   }
@@ -515,11 +514,9 @@ static mp_status tl_copy(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
                          uint32_t o, double *macs, mp_error *err) {
   const mp_op *op = mp_graph_op(z->g, o);
   int32_t y = op->outputs[0];
-  int32_t in[16];
-  if (op->n_inputs > 16) {
-    return mp_error_set(err, MP_ERR_INTERNAL, "%s: op '%s' has %u inputs",
-                        mp_graph_source(z->g), op->name, op->n_inputs);
-  }
+  /* (a Concat of channels may have any number of inputs) */
+  int32_t *in = rw_alloc(rw, op->n_inputs + 1u, sizeof *in, err);
+  if (!in) return MP_ERR_NOMEM;
   const int64_t *ylo = &z->lo[2 * y], *yhi = &z->hi[2 * y];
   int64_t pads[4] = {0, 0, 0, 0};
   mp_status st = MP_OK;
