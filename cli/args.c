@@ -246,6 +246,8 @@ static int args_files(args_state *s, cli_opts *o, mp_status *st) {
   } else if ((r = args_match(s, "--lifetimes", true, &v))) {
     o->lifetimes = v;
     if (r > 0) *st = args_lifetimes(s, v);
+  } else if ((r = args_match(s, "--what-if", false, &v))) {
+    o->what_if = true;
   }
   return r;
 }

@@ -54,6 +54,10 @@ typedef struct cli_opts {
   bool json;
   bool no_map;
   bool no_what_if; /* explain: no what-if section */
+  bool what_if;    /* plan, report: --what-if into the files */
+  /* The what-if rows for the report files (cli_what_if_run). */
+  const mp_report_what_if *what_if_rows;
+  size_t n_what_if;
   mp_report_opts report;
   /* Report files (CLI_F_FILES); NULL when not asked for. */
   const char *html;
@@ -91,6 +95,26 @@ typedef struct cli_opts {
   const mp_report_scalar_op *scalar_ops;
   size_t n_scalar_ops;
 } cli_opts;
+
+/* ---- what_if.c: the lower bound under the settings not asked for ---- */
+
+#define CLI_WHAT_IF_MAX 5
+
+typedef struct cli_what_if {
+  mp_report_what_if rows[CLI_WHAT_IF_MAX];
+  mp_model *models[CLI_WHAT_IF_MAX]; /* the rows borrow from them */
+  char passes[CLI_WHAT_IF_MAX][128];
+  char setting[CLI_WHAT_IF_MAX][160];
+  size_t n;
+} cli_what_if;
+
+/* Plans m's model again under each setting o did not ask for: the memory
+ * order, --passes all, both, all,tile, and all,tile in the memory order
+ * (each memory search at most 2 s). Nothing for a plan file. Release
+ * with cli_what_if_release (also after an error). */
+mp_status cli_what_if_run(const cli_opts *o, const mp_model *m, cli_what_if *w,
+                          mp_error *err);
+void cli_what_if_release(cli_what_if *w);
 
 /* Parses argv[first..argc) for command cmd accepting the given flags.
  * Returns MP_OK, or MP_ERR_BAD_INPUT with a usage message. */

@@ -22,14 +22,18 @@ static const char plan_usage[] =
     "                  [--shape INPUT=1x3x48x320]... [--dim NAME<=MAX]...\n"
     "                  [--value INPUT=V]...\n"
     "                  [--html F] [--sqlite DB] [--dot F] [--svg F]\n"
-    "                  [--lifetimes F.yaml|F.json]\n"
+    "                  [--lifetimes F.yaml|F.json] [--what-if]\n"
     "Plans MODEL (ONNX, graph JSON, pipeline, lifetime table or minimalloc\n"
     "CSV), proves the plan safe and prints its summary; -o writes the plan/1\n"
     "JSON, --json prints it on stdout instead of the summary. --shape binds\n"
     "a graph input's whole shape, --dim NAME<=MAX plans at the cap and\n"
     "reports the waste at 1/4, 1/2 and the cap, --value binds a scalar\n"
     "input's value (shape math, If). The report flags write the files of\n"
-    "mplan report (see mplan report --help).\n"
+    "mplan report (see mplan report --help). --what-if also plans MODEL\n"
+    "under the settings not asked for (the memory order, --passes all,\n"
+    "both, all,tile, and that in the memory order; each memory search at\n"
+    "most 2 s) and prints their lower bounds; -o, --json, --html and\n"
+    "--sqlite keep them too (\"what_if\").\n"
     "--strategy: auto (default: the best of the heuristics; with\n"
     "--budget-ms also an exact search that can prove the arena optimal),\n"
     "exact, best-fit-size, best-fit-duration, best-fit-conflict,\n"
@@ -63,10 +67,21 @@ int cli_plan(int argc, char **argv) {
   if (st == MP_OK) st = cli_load_and_plan(&o, false, &m, &plan, &err);
   mp_buf_init(&json, NULL);
   mp_buf_init(&text, NULL);
+  cli_what_if wi = {0};
+  if (st == MP_OK && o.what_if) {
+    st = cli_what_if_run(&o, m, &wi, &err);
+    o.what_if_rows = wi.rows;
+    o.n_what_if = wi.n;
+  }
   if (st == MP_OK && (o.output || o.json)) {
-    st = mp_report_plan_json(m, plan, &json, &err);
+    mp_report_meta meta = {.what_if = wi.rows, .n_what_if = wi.n};
+    st = mp_report_plan_json_meta(m, plan, &meta, &json, &err);
   }
   if (st == MP_OK && !o.json) st = mp_report_summary(m, plan, &text, &err);
+  if (st == MP_OK && o.what_if && !o.json) {
+    mp_buf_puts(&text, "\n");
+    st = mp_report_what_if_text(m, wi.rows, wi.n, &text, &err);
+  }
   if (st == MP_OK && (o.output || cli_wants_files(&o))) {
     st = cli_write_files(&o, argc, argv, m, plan, &json, o.json ? NULL : &text,
                          &err);
@@ -76,6 +91,7 @@ int cli_plan(int argc, char **argv) {
   } else {
     rc = cli_fail(st, &err);
   }
+  cli_what_if_release(&wi);
   mp_buf_free(&text);
   mp_buf_free(&json);
   mp_plan_destroy(plan);

@@ -28,12 +28,15 @@
 
 static const char report_usage[] =
     "usage: mplan report MODEL|PLAN.json [--html F] [--sqlite DB] [--dot F]\n"
-    "                    [--svg F] [--lifetimes F.yaml|F.json]\n"
+    "                    [--svg F] [--lifetimes F.yaml|F.json] [--what-if]\n"
     "                    [planning flags of mplan plan]\n"
     "Writes the plan's reports: --html a self-contained interactive page,\n"
     "--sqlite appends the run to a history database (created if needed),\n"
     "--dot and --svg the graph with the peak highlighted, --lifetimes the\n"
-    "lifetime dump (YAML or JSON by extension). Nothing is written unless\n"
+    "lifetime dump (YAML or JSON by extension). --what-if adds the lower\n"
+    "bound under the settings not asked for (the memory order, --passes\n"
+    "all, both, all,tile, and that in the memory order) to the HTML page\n"
+    "and the history (table what_if). Nothing is written unless\n"
     "everything succeeds.\n";
 
 #define REPORT_FILES 6
@@ -150,6 +153,14 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
     st = mp_sha256_file(mp_model_path(m), NULL, sha, err);
   }
   report_utc(utc, sizeof utc);
+  cli_what_if wi = {0};
+  const mp_report_what_if *rows = o->what_if_rows;
+  size_t n_rows = o->n_what_if;
+  if (st == MP_OK && o->what_if && !rows) {
+    st = cli_what_if_run(o, m, &wi, err);
+    rows = wi.rows;
+    n_rows = wi.n;
+  }
   mp_report_meta meta = {sha,
                          mp_buf_str(&options),
                          utc,
@@ -160,7 +171,9 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
                          o->target_kernels,
                          o->target_vlen,
                          o->scalar_ops,
-                         o->n_scalar_ops};
+                         o->n_scalar_ops,
+                         rows,
+                         n_rows};
   if (st == MP_OK) st = report_render(o, m, plan, &meta, &j, err);
   if (st == MP_OK && o->output) {
     j.files[j.n].path = o->output;
@@ -180,6 +193,7 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
   if (st == MP_OK && db) st = mp_report_db_commit(db, err);
   if (st == MP_OK && log) report_log(&j, run_id, o, log);
   mp_report_db_destroy(db);
+  cli_what_if_release(&wi);
   for (size_t k = 0; k < REPORT_FILES; k++) mp_buf_free(&j.bufs[k]);
   mp_buf_free(&options);
   return st;

@@ -442,3 +442,52 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
   report_caps(m, s, out);
   return mp_report_passes(m, out, err);
 }
+
+/* What the tile pass did under a what-if setting ("patches 4 x 2 of 13
+ * ops up to 'T' (28 x 28), Conv MACs +6.0%"), or why none were kept. */
+static void ex_tile_note(const mp_tile_info *t, mp_buf *out) {
+  if (!t) return;
+  if (t->outcome != MP_TILE_KEPT) {
+    mp_buf_printf(out, "  no patches kept (%s)",
+                  mp_tile_outcome_name(t->outcome));
+    return;
+  }
+  mp_buf_printf(
+      out,
+      "  patches %u x %u of %u ops up to '%s' (%lld x %lld), Conv "
+      "MACs +%.1f%%",
+      t->bands, t->columns, t->stage_ops, t->cut, (long long)t->height,
+      (long long)t->width,
+      t->graph_macs > 0 ? 100.0 * t->extra_macs / t->graph_macs : 0.0);
+}
+
+mp_status mp_report_what_if_text(const mp_model *m,
+                                 const mp_report_what_if *rows, size_t n,
+                                 mp_buf *out, mp_error *err) {
+  mp_profile prof = {0};
+  mp_status st = mp_problem_profile(mp_model_problem(m), &prof, err);
+  size_t now = prof.peak;
+  mp_profile_release(&prof);
+  if (st != MP_OK) return st;
+  char a[MP_FMT_MAX];
+  mp_buf_printf(out,
+                "What else lowers the bound (this model's activation lower "
+                "bound, %s B now, under other settings):\n",
+                mp_fmt_count(a, now));
+  for (size_t k = 0; k < n; k++) {
+    const mp_report_what_if *w = &rows[k];
+    char delta[32];
+    if (w->lower_bound_bytes == now || now == 0) {
+      snprintf(delta, sizeof delta, "(=)");
+    } else {
+      snprintf(
+          delta, sizeof delta, "(%+.1f%%)",
+          100.0 * ((double)w->lower_bound_bytes - (double)now) / (double)now);
+    }
+    mp_buf_printf(out, "  %-34s %14s B  %s", w->setting,
+                  mp_fmt_count(a, w->lower_bound_bytes), delta);
+    ex_tile_note(w->tile, out);
+    mp_buf_puts(out, "\n");
+  }
+  return mp_buf_status(out, "explain", err);
+}

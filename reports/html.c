@@ -206,6 +206,28 @@ static void html_buffers(html_ctx *c, cJSON *root) {
   }
 }
 
+/* What the tile pass chose, and the ops of its patches that are in the
+ * final graph (the ones later passes fused away are not). */
+static void html_tile(html_ctx *c, cJSON *o, const mp_pass_report *r) {
+  const mp_tile_info *t = mp_pass_report_tile(r);
+  const mp_graph *g = mp_model_graph(c->m);
+  if (!t || !c->ok) return;
+  rj_tile(&c->ok, o, "tile", t);
+  cJSON *arr = rj_arr(&c->ok, cJSON_GetObjectItem(o, "tile"), "ops");
+  for (size_t k = 0; c->ok && g && k < t->n_ops; k++) {
+    const mp_tile_op *p = &t->ops[k];
+    int32_t i;
+    if (!mp_graph_find_op(g, p->op, &i)) continue;
+    cJSON *e = rj_push_obj(&c->ok, arr);
+    if (!e) break;
+    rj_str(&c->ok, e, "op", p->op);
+    rj_str(&c->ok, e, "role", mp_tile_role_name(p->role));
+    rj_str(&c->ok, e, "of", p->origin);
+    rj_num(&c->ok, e, "band", p->band);
+    rj_num(&c->ok, e, "column", p->column);
+  }
+}
+
 /* The per-pass table, the fusions and the memory scheduler's candidates
  * (row objects: they are few). */
 static void html_passes(html_ctx *c, cJSON *root) {
@@ -246,6 +268,7 @@ static void html_passes(html_ctx *c, cJSON *root) {
       rj_num(&c->ok, e, "at_peak", f->at_peak);
       rj_num(&c->ok, e, "spills", f->spills);
     }
+    html_tile(c, o, r);
   }
   if (si && si->used == MP_ORDER_MEMORY) {
     cJSON *o = rj_obj(&c->ok, root, "schedule");
@@ -323,6 +346,13 @@ static char *html_data(html_ctx *c, const char *graph_note) {
   if (c->ok) html_profile(c, root);
   if (c->ok) html_buffers(c, root);
   if (c->ok) html_passes(c, root);
+  if (c->ok && c->meta && c->meta->n_what_if) {
+    cJSON *arr = rj_arr(&c->ok, root, "what_if");
+    for (size_t k = 0; c->ok && k < c->meta->n_what_if; k++) {
+      cJSON *e = rj_push_obj(&c->ok, arr);
+      if (e) rj_what_if(&c->ok, e, &c->meta->what_if[k]);
+    }
+  }
   if (c->ok) rj_str(&c->ok, root, "graph_note", graph_note);
   /* null: no verification ran; a list (maybe empty): its events. */
   if (c->ok) html_verification(c, root);

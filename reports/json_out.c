@@ -65,3 +65,37 @@ void rj_summary_bytes(bool *ok, cJSON *o, const mp_plan_summary *s) {
   rj_num(ok, o, "no_reuse_bytes", (double)s->no_reuse_bytes);
   rj_num(ok, o, "alignment_waste_bytes", (double)s->alignment_waste_bytes);
 }
+
+void rj_tile(bool *ok, cJSON *o, const char *key, const mp_tile_info *t) {
+  cJSON *e = rj_obj(ok, o, key);
+  rj_str(ok, e, "outcome", mp_tile_outcome_name(t->outcome));
+  rj_num(ok, e, "cuts", t->cuts);
+  rj_num(ok, e, "candidates", (double)t->candidates);
+  rj_bool(ok, e, "budget_reached", t->budget_reached);
+  rj_num(ok, e, "lower_bound_before", (double)t->lb_before);
+  if (!t->cut) return;
+  rj_num(ok, e, "lower_bound_after", (double)t->lb_after);
+  rj_str(ok, e, "cut", t->cut);
+  rj_str(ok, e, "cut_op", t->cut_op);
+  rj_num(ok, e, "stage_ops", t->stage_ops);
+  rj_num(ok, e, "bands", t->bands);
+  rj_num(ok, e, "columns", t->columns);
+  rj_num(ok, e, "height", (double)t->height);
+  rj_num(ok, e, "width", (double)t->width);
+  rj_num(ok, e, "graph_macs", t->graph_macs);
+  rj_num(ok, e, "extra_macs", t->extra_macs);
+  rj_num(ok, e, "extra_macs_pct",
+         t->graph_macs > 0 ? 100.0 * t->extra_macs / t->graph_macs : 0.0);
+  if (t->lb_with) {
+    rj_num(ok, e, "lower_bound_with", (double)t->lb_with);
+    rj_num(ok, e, "lower_bound_without", (double)t->lb_without);
+  }
+}
+
+void rj_what_if(bool *ok, cJSON *o, const mp_report_what_if *w) {
+  rj_str(ok, o, "setting", w->setting);
+  rj_str(ok, o, "passes", w->passes);
+  rj_str(ok, o, "order", w->order);
+  rj_num(ok, o, "lower_bound_bytes", (double)w->lower_bound_bytes);
+  if (w->tile) rj_tile(ok, o, "tile", w->tile);
+}

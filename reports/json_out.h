@@ -14,7 +14,9 @@
 
 #include <cJSON.h>
 
+#include "mplan/passes.h"
 #include "mplan/plan.h"
+#include "mplan/report.h"
 
 /* A new object or array as member key of parent; NULL on failure. */
 cJSON *rj_obj(bool *ok, cJSON *parent, const char *key);
@@ -38,5 +40,13 @@ void rj_push_str(bool *ok, cJSON *arr, const char *v);
  * arena_bytes, lower_bound_bytes, resident_bytes, retained_bytes,
  * activation_peak_bytes, no_reuse_bytes, alignment_waste_bytes. */
 void rj_summary_bytes(bool *ok, cJSON *o, const mp_plan_summary *s);
+
+/* The tile pass's record as member key of o (docs/report-schema.md,
+ * "passes"."tile"), without its list of ops. */
+void rj_tile(bool *ok, cJSON *o, const char *key, const mp_tile_info *t);
+
+/* One what-if row's members into o: setting, passes, order,
+ * lower_bound_bytes, and tile (its record) when the tile pass ran. */
+void rj_what_if(bool *ok, cJSON *o, const mp_report_what_if *w);
 
 #endif /* MPLAN_JSON_OUT_H */

@@ -21,6 +21,7 @@
 
 #include "json_out.h"
 #include "mplan/report.h"
+#include "mplan/strmap.h"
 #include "report_util.h"
 
 #define MP_REUSE_MAX 100000
@@ -217,11 +218,43 @@ static void pj_fused(pj_ctx *c, cJSON *e, const mp_op *op) {
   }
 }
 
+/* Which op of the tile pass each op is (NULL: not one), from the pass's
+ * record; the map goes from op name to its entry. */
+static const mp_tile_op *pj_tile_op(const mp_tile_info *t, const mp_strmap *map,
+                                    const char *op) {
+  int64_t k;
+  return t && map && mp_strmap_get(map, op, &k) ? &t->ops[k] : NULL;
+}
+
+static void pj_patch(pj_ctx *c, cJSON *e, const mp_tile_op *p) {
+  cJSON *o = rj_obj(&c->ok, e, "patch");
+  pj_str(c, o, "role", mp_tile_role_name(p->role));
+  pj_str(c, o, "of", p->origin);
+  if (p->band >= 0) rj_num(&c->ok, o, "band", p->band);
+  if (p->column >= 0) rj_num(&c->ok, o, "column", p->column);
+}
+
 static void pj_execution(pj_ctx *c, cJSON *root) {
   size_t n = mp_model_steps(c->m);
   const mp_graph *g = mp_model_graph(c->m);
   const mp_profile *prof = mp_plan_profile(c->plan);
   if (n == 0) return;
+  const mp_tile_info *t = mp_model_pass_report(c->m)
+                              ? mp_pass_report_tile(mp_model_pass_report(c->m))
+                              : NULL;
+  mp_strmap *map = NULL;
+  if (t && t->n_ops) {
+    mp_error e2 = {0};
+    if (mp_strmap_create(mp_problem_alloc(c->p), &map, &e2) != MP_OK) {
+      c->ok = false;
+    }
+    for (size_t k = 0; map && k < t->n_ops; k++) {
+      if (mp_strmap_put(map, t->ops[k].op, (int64_t)k, NULL, &e2) ==
+          MP_ERR_NOMEM) {
+        c->ok = false;
+      }
+    }
+  }
   cJSON *arr = rj_arr(&c->ok, root, "execution");
   for (size_t k = 0; arr && k < n; k++) {
     cJSON *e = rj_push_obj(&c->ok, arr);
@@ -234,11 +267,14 @@ static void pj_execution(pj_ctx *c, cJSON *root) {
       pj_names(c, e, "inputs", g, op->inputs, op->n_inputs);
       pj_names(c, e, "outputs", g, op->outputs, op->n_outputs);
       pj_fused(c, e, op);
+      const mp_tile_op *p = pj_tile_op(t, map, op->name);
+      if (p) pj_patch(c, e, p);
     }
     size_t seg = mp_profile_find(prof, (int64_t)k);
     rj_num(&c->ok, e, "live_bytes",
            seg < prof->n_segs ? (double)prof->segs[seg].live : 0);
   }
+  mp_strmap_destroy(map);
 }
 
 /* "tensors": every tensor a shared buffer holds (views, in place, Concat
@@ -410,6 +446,8 @@ static void pj_passes(pj_ctx *c, cJSON *root) {
     cJSON *e = rj_push_obj(&c->ok, fus);
     if (e) pj_fusion(c, e, mp_pass_report_fusion(r, i));
   }
+  const mp_tile_info *t = mp_pass_report_tile(r);
+  if (t) rj_tile(&c->ok, o, "tile", t);
 }
 
 /* "schedule": what --order memory considered and found. */
@@ -439,8 +477,24 @@ static void pj_schedule(pj_ctx *c, cJSON *root) {
   rj_num(&c->ok, o, "ms", s->ms);
 }
 
+/* "what_if": the lower bound under the settings not asked for. */
+static void pj_what_if(pj_ctx *c, cJSON *root, const mp_report_meta *meta) {
+  if (!meta || !meta->n_what_if) return;
+  cJSON *arr = rj_arr(&c->ok, root, "what_if");
+  for (size_t k = 0; c->ok && k < meta->n_what_if; k++) {
+    cJSON *e = rj_push_obj(&c->ok, arr);
+    if (e) rj_what_if(&c->ok, e, &meta->what_if[k]);
+  }
+}
+
 mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,
                               mp_buf *out, mp_error *err) {
+  return mp_report_plan_json_meta(m, plan, NULL, out, err);
+}
+
+mp_status mp_report_plan_json_meta(const mp_model *m, const mp_plan *plan,
+                                   const mp_report_meta *meta, mp_buf *out,
+                                   mp_error *err) {
   pj_ctx c = {m, plan, mp_plan_problem(plan), mp_plan_placements(plan), true};
   const mp_alloc *a = mp_problem_alloc(c.p);
   size_t *idx = mp_calloc(a, mp_problem_count(c.p) + 1, sizeof *idx);
@@ -454,6 +508,7 @@ mp_status mp_report_plan_json(const mp_model *m, const mp_plan *plan,
     pj_dynamic(&c, root);
     pj_passes(&c, root);
     pj_schedule(&c, root);
+    pj_what_if(&c, root, meta);
     pj_regions(&c, root);
     pj_banks(&c, root);
     pj_peak(&c, root, idx);

@@ -304,8 +304,54 @@ static const char db_v7[] =
     "LEFT JOIN peak_in_use pu ON pu.run_id = p.run_id AND pu.seq = p.seq\n"
     "  AND pu.tensor_idx = t.idx;\n";
 
+/* Version 8: what the tile pass chose (one row a run it ran in), the ops
+ * of its patches in the plan, each with the step it runs at, and the
+ * lower bound under the settings not asked for (--what-if). */
+static const char db_v8[] =
+    "CREATE TABLE tile (\n"
+    "  run_id INTEGER PRIMARY KEY REFERENCES run(id),\n"
+    "  outcome TEXT NOT NULL,\n"
+    "  cuts INTEGER NOT NULL,\n"
+    "  candidates INTEGER NOT NULL,\n"
+    "  budget_reached INTEGER NOT NULL,\n"
+    "  lower_bound_before INTEGER NOT NULL,\n"
+    "  lower_bound_after INTEGER,\n"
+    "  cut TEXT,\n"
+    "  cut_op TEXT,\n"
+    "  stage_ops INTEGER,\n"
+    "  bands INTEGER,\n"
+    "  columns INTEGER,\n"
+    "  height INTEGER,\n"
+    "  width INTEGER,\n"
+    "  graph_macs REAL,\n"
+    "  extra_macs REAL,\n"
+    "  lower_bound_with INTEGER,\n"
+    "  lower_bound_without INTEGER);\n"
+    "CREATE TABLE tile_op (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  step INTEGER NOT NULL,\n"
+    "  op TEXT NOT NULL,\n"
+    "  role TEXT NOT NULL,\n"
+    "  origin TEXT NOT NULL,\n"
+    "  band INTEGER,\n"
+    "  col INTEGER,\n"
+    "  PRIMARY KEY (run_id, step)) WITHOUT ROWID;\n"
+    "CREATE TABLE what_if (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  setting TEXT NOT NULL,\n"
+    "  passes TEXT NOT NULL,\n"
+    "  order_name TEXT NOT NULL,\n"
+    "  lower_bound_bytes INTEGER NOT NULL,\n"
+    "  tile_outcome TEXT,\n"
+    "  tile_cut TEXT,\n"
+    "  tile_bands INTEGER,\n"
+    "  tile_columns INTEGER,\n"
+    "  tile_extra_macs REAL,\n"
+    "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
+
 static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4,
-                                            db_v5, db_v6, db_v7};
+                                            db_v5, db_v6, db_v7, db_v8};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -1017,6 +1063,112 @@ static mp_status db_insert_schedule(db_run *r) {
   return st;
 }
 
+/* Binds a count, or NULL when it is negative (no band or column). */
+static void db_int_or_null(sqlite3_stmt *s, int k, int64_t v) {
+  if (v < 0) {
+    sqlite3_bind_null(s, k);
+  } else {
+    sqlite3_bind_int64(s, k, v);
+  }
+}
+
+static mp_status db_insert_tile(db_run *r, const mp_tile_info *t) {
+  static const char sql[] =
+      "INSERT INTO tile (run_id, outcome, cuts, candidates, budget_reached, "
+      "lower_bound_before, lower_bound_after, cut, cut_op, stage_ops, bands, "
+      "columns, height, width, graph_macs, extra_macs, lower_bound_with, "
+      "lower_bound_without) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  static const char sql_op[] =
+      "INSERT INTO tile_op (run_id, step, op, role, origin, band, col) "
+      "VALUES (?,?,?,?,?,?,?)";
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql, &s);
+  if (st == MP_OK) {
+    int k = 1;
+    sqlite3_bind_int64(s, k++, r->run_id);
+    db_text(s, k++, mp_tile_outcome_name(t->outcome));
+    sqlite3_bind_int64(s, k++, t->cuts);
+    db_size(s, k++, t->candidates);
+    sqlite3_bind_int(s, k++, t->budget_reached);
+    db_size(s, k++, t->lb_before);
+    if (t->cut) {
+      db_size(s, k++, t->lb_after);
+      db_text(s, k++, t->cut);
+      db_text(s, k++, t->cut_op);
+      sqlite3_bind_int64(s, k++, t->stage_ops);
+      sqlite3_bind_int64(s, k++, t->bands);
+      sqlite3_bind_int64(s, k++, t->columns);
+      sqlite3_bind_int64(s, k++, t->height);
+      sqlite3_bind_int64(s, k++, t->width);
+      sqlite3_bind_double(s, k++, t->graph_macs);
+      sqlite3_bind_double(s, k++, t->extra_macs);
+    } else {
+      for (int j = 0; j < 10; j++) sqlite3_bind_null(s, k++);
+    }
+    if (t->lb_with) {
+      db_size(s, k++, t->lb_with);
+      db_size(s, k++, t->lb_without);
+    } else {
+      for (int j = 0; j < 2; j++) sqlite3_bind_null(s, k++);
+    }
+    st = db_row(r, s, "inserting the tile record");
+  }
+  sqlite3_finalize(s);
+  s = NULL;
+  const mp_graph *g = mp_model_graph(r->m);
+  if (st == MP_OK && t->n_ops && g && r->step_of)
+    st = db_prepare(r, sql_op, &s);
+  for (size_t k = 0; st == MP_OK && s && k < t->n_ops; k++) {
+    const mp_tile_op *o = &t->ops[k];
+    int32_t i;
+    if (!mp_graph_find_op(g, o->op, &i)) continue; /* fused away */
+    sqlite3_bind_int64(s, 1, r->run_id);
+    sqlite3_bind_int64(s, 2, r->step_of[i]);
+    db_text(s, 3, o->op);
+    db_text(s, 4, mp_tile_role_name(o->role));
+    db_text(s, 5, o->origin);
+    db_int_or_null(s, 6, o->band);
+    db_int_or_null(s, 7, o->column);
+    st = db_row(r, s, "inserting a tile op");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status db_insert_what_if(db_run *r) {
+  static const char sql[] =
+      "INSERT INTO what_if (run_id, seq, setting, passes, order_name, "
+      "lower_bound_bytes, tile_outcome, tile_cut, tile_bands, tile_columns, "
+      "tile_extra_macs) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
+  const mp_report_meta *m = r->meta;
+  if (!m || !m->n_what_if || r->h->version < 8) return MP_OK;
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql, &s);
+  for (size_t k = 0; st == MP_OK && k < m->n_what_if; k++) {
+    const mp_report_what_if *w = &m->what_if[k];
+    const mp_tile_info *t = w->tile;
+    int i = 1;
+    sqlite3_bind_int64(s, i++, r->run_id);
+    db_size(s, i++, k);
+    db_text(s, i++, w->setting);
+    db_text(s, i++, w->passes);
+    db_text(s, i++, w->order);
+    db_size(s, i++, w->lower_bound_bytes);
+    db_text(s, i++, t ? mp_tile_outcome_name(t->outcome) : NULL);
+    if (t && t->outcome == MP_TILE_KEPT) {
+      db_text(s, i++, t->cut);
+      sqlite3_bind_int64(s, i++, t->bands);
+      sqlite3_bind_int64(s, i++, t->columns);
+      sqlite3_bind_double(s, i++, t->extra_macs);
+    } else {
+      for (int j = 0; j < 4; j++) sqlite3_bind_null(s, i++);
+    }
+    st = db_row(r, s, "inserting a what-if row");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
 static mp_status db_insert_passes(db_run *r) {
   const mp_pass_report *pr = mp_model_pass_report(r->m);
   mp_status st = MP_OK;
@@ -1025,8 +1177,12 @@ static mp_status db_insert_passes(db_run *r) {
   if (r->h->version < 3) return MP_OK;
   if (pr) st = db_insert_pass_rows(r, pr);
   if (st == MP_OK && pr) st = db_insert_fusions(r, pr);
+  if (st == MP_OK && pr && mp_pass_report_tile(pr) && r->h->version >= 8) {
+    st = db_insert_tile(r, mp_pass_report_tile(pr));
+  }
   if (st == MP_OK) st = db_insert_tensor_buffers(r);
   if (st == MP_OK) st = db_insert_schedule(r);
+  if (st == MP_OK) st = db_insert_what_if(r);
   return st;
 }
 

@@ -771,6 +771,48 @@ static size_t check_tile(const char *rel, const char *cut_op) {
   const mp_pass_row *row = mp_pass_report_row(r, 0);
   CHECK(row && row->pass == MP_PASS_TILE && row->lb_after < row->lb_before);
   CHECK(row && strstr(row->detail, "patches ") == row->detail);
+  /* the record says the same, and names every op the pass added */
+  const mp_tile_info *ti = mp_pass_report_tile(r);
+  CHECK(ti && ti->outcome == MP_TILE_KEPT);
+  if (!ti || ti->outcome != MP_TILE_KEPT) goto done;
+  CHECK_STR(ti->cut, t->name);
+  CHECK_STR(ti->cut_op, cut_op);
+  CHECK(row && ti->lb_after == row->lb_after &&
+        ti->lb_before == row->lb_before);
+  CHECK(ti->bands * ti->columns >= 2 && ti->height == h &&
+        ti->width == t->shape[3].value && ti->stage_ops >= 1);
+  CHECK_EQ_U(ti->bands, ti->columns > 1 ? bands : cat->n_inputs);
+  CHECK(ti->candidates >= 1 && ti->graph_macs > 0 && ti->extra_macs >= 0);
+  size_t joins = 0, listed = 0;
+  for (size_t k = 0; k < ti->n_ops; k++) {
+    const mp_tile_op *e = &ti->ops[k];
+    int32_t i = -1;
+    if (!mp_graph_find_op(g, e->op, &i)) continue; /* fused away */
+    const mp_op *op = mp_graph_op(g, (size_t)i);
+    listed++;
+    CHECK(e->band < (int32_t)ti->bands && e->column < (int32_t)ti->columns);
+    if (e->role == MP_TILE_JOIN) {
+      joins++;
+      CHECK_STR(op->type, "Concat");
+      CHECK_STR(e->origin, t->name);
+    } else if (e->role == MP_TILE_CROP) {
+      CHECK_STR(op->type, "Slice");
+      CHECK(e->band >= 0 && e->column >= 0);
+    } else {
+      int32_t k0 = -1;
+      CHECK(mp_graph_find_op(g0, e->origin, &k0));
+      CHECK(k0 >= 0 &&
+            strcmp(mp_graph_op(g0, (size_t)k0)->type, op->type) == 0);
+      CHECK(e->band >= 0 && e->column >= 0);
+    }
+  }
+  CHECK_EQ_U(joins, (ti->columns > 1 ? ti->bands : 0) + (ti->bands > 1));
+  size_t added = 0; /* every op of g not in g0 is listed */
+  for (size_t o = 0; o < mp_graph_op_count(g); o++) {
+    int32_t k0;
+    added += !mp_graph_find_op(g0, mp_graph_op(g, o)->name, &k0);
+  }
+  CHECK_EQ_U(listed, added);
 done:
   mp_model_destroy(m0);
   mp_model_destroy(m);
@@ -826,9 +868,25 @@ static void test_tile(void) {
     row = m ? mp_pass_report_row(mp_model_pass_report(m), 0) : NULL;
     CHECK(row && row->ops_after == row->ops_before &&
           strcmp(row->detail, "nothing to do") == 0);
+    const mp_tile_info *ti =
+        m ? mp_pass_report_tile(mp_model_pass_report(m)) : NULL;
+    CHECK(ti && ti->outcome == MP_TILE_NO_STAGE && !ti->cut && !ti->n_ops);
     mp_model_destroy(m);
     unlink(path);
   }
+  /* a stage whose patches cannot lower the bound: the peak is the
+   * MatMul after it */
+  m = load("tests/data/passes/tile_late.json", P(TILE), 0);
+  const mp_tile_info *ti =
+      m ? mp_pass_report_tile(mp_model_pass_report(m)) : NULL;
+  CHECK(ti && ti->outcome == MP_TILE_NO_GAIN && ti->cuts >= 1 && !ti->cut &&
+        ti->lb_before == ti->lb_after && ti->lb_before >= 4096 * 4);
+  mp_model_destroy(m);
+  /* without tile in the list there is no record */
+  m = load("models/mobilenet_v2.json", MP_PASSES_ALL, 0);
+  CHECK(m && mp_model_pass_report(m) &&
+        !mp_pass_report_tile(mp_model_pass_report(m)));
+  mp_model_destroy(m);
 }
 
 /* ---- the whole list ------------------------------------------------------ */

@@ -718,12 +718,69 @@
       (a === b ? ' (=)' : ' (' + (b < a ? '\u2212' : '+') + pct(Math.abs(a - b), a).toFixed(1) + '%)');
   }
 
+  /* What the tile pass chose: one line, and for kept patches a grid of
+   * the cut tensor's patches (band x column), each cell the ops computing
+   * it (hover for their names). */
+  function tiling(box, T) {
+    const why = {
+      'no stage': 'tile: no stage of convolutions, pools and elementwise ops ends at a cut.',
+      'no gain': 'tile: no patching of the ' + T.cuts + ' cuts lowers the bound in file order (' +
+        fmtBytes(T.lower_bound_before) + ') within the compute cap (' + T.candidates +
+        ' candidates).',
+    };
+    const what = T.cut ? T.bands + ' \u00d7 ' + T.columns + ' patches of the ' + T.stage_ops +
+      ' ops up to \u2018' + T.cut + '\u2019 (' + T.height + ' \u00d7 ' + T.width + '), Conv MACs +' +
+      T.extra_macs_pct.toFixed(1) + '%' : '';
+    const judged = T.lower_bound_with ? '; after every pass ' + fmtBytes(T.lower_bound_with) +
+      ' with them, ' + fmtBytes(T.lower_bound_without) + ' without' : '';
+    const p = el('p', 'hint', why[T.outcome] || ('tile (' + T.outcome + '): ' + what + judged + '.'));
+    p.id = 'tile-summary';
+    box.appendChild(p);
+    if (T.outcome !== 'kept' || !T.ops) return;
+    const grid = el('table');
+    grid.id = 'tile-grid';
+    for (let r = 0; r < T.bands; r++) {
+      const tr = el('tr');
+      for (let q = 0; q < T.columns; q++) {
+        const ops = T.ops.filter(o => o.band === r && o.column === q);
+        const copies = ops.filter(o => o.role === 'copy').length;
+        const td = el('td', null, 'band ' + r + ', column ' + q + ': ' + copies + ' ops' +
+          (ops.length > copies ? ' + ' + (ops.length - copies) + ' slices' : ''));
+        td.title = ops.map(o => o.op).join(', ');
+        tr.appendChild(td);
+      }
+      grid.appendChild(tr);
+    }
+    box.appendChild(grid);
+  }
+
+  /* The lower bound under the settings not asked for (--what-if), with
+   * the change against this plan's and what the patches were. */
+  function whatIf(box) {
+    const W = D.what_if, now = D.summary.lower_bound_bytes;
+    if (!W || !W.length) return;
+    box.appendChild(el('p', 'hint', 'What else lowers the bound (this plan\'s ' +
+      fmtBytes(now) + '):'));
+    const t = table(['setting', 'lower bound', 'change', 'patches'], W.map(w => {
+      const T = w.tile;
+      const tile = !T ? '' : T.outcome !== 'kept' ? 'none kept (' + T.outcome + ')'
+        : T.bands + ' \u00d7 ' + T.columns + ' up to \u2018' + T.cut + '\u2019, Conv MACs +' +
+          T.extra_macs_pct.toFixed(1) + '%';
+      return [w.setting, fmtBytes(w.lower_bound_bytes), w.lower_bound_bytes === now ? '='
+        : (w.lower_bound_bytes < now ? '\u2212' : '+') +
+          pct(Math.abs(w.lower_bound_bytes - now), now).toFixed(1) + '%', tile];
+    }));
+    t.id = 'what-if';
+    box.appendChild(t);
+  }
+
   function passes() {
     const box = document.getElementById('passes');
     const P = D.passes, Sc = D.schedule;
     if (!P && !Sc) {
       box.appendChild(el('p', 'muted', 'No graph pass ran and the order is not memory-aware ' +
         '(mplan plan MODEL --passes all --order memory).'));
+      whatIf(box);
       return;
     }
     if (P) {
@@ -742,6 +799,7 @@
           f.at_peak ? 'yes' : '', f.spills >= 0 ? String(f.spills) : ''])));
       }
     }
+    if (P && P.tile) tiling(box, P.tile);
     if (Sc) {
       box.appendChild(el('p', 'hint', 'Memory-aware order: ' + Sc.segments + ' segments (' +
         Sc.bound_segments + ' met the step bound, ' + Sc.exact_segments +
@@ -753,6 +811,7 @@
       box.appendChild(table(['order', 'peak'], Sc.candidates.map(c => [c.name, fmtBytes(c.peak)])
         .concat([['memory (used)', fmtBytes(Sc.peak)]])));
     }
+    whatIf(box);
   }
 
   /* ---- verification --------------------------------------------------------- */

@@ -101,6 +101,10 @@ struct mp_pass_report {
   size_t n_fusions, cap_fusions;
   uint32_t vlen, mask;
   mp_graph *init; /* the folded constant subgraphs compile evaluates */
+  bool has_tile;  /* the tile pass ran: tile holds what it chose */
+  mp_tile_info tile;
+  mp_tile_op *tile_ops; /* tile.ops, tile.n_ops of them */
+  size_t cap_tile_ops;
 };
 
 typedef struct pm_pass {
@@ -259,6 +263,7 @@ void mp_pass_report_destroy(mp_pass_report *r) {
   mp_graph_destroy(r->init);
   mp_free(r->alloc, r->rows);
   mp_free(r->alloc, r->fusions);
+  mp_free(r->alloc, r->tile_ops);
   mp_free(r->alloc, r);
 }
 
@@ -290,6 +295,27 @@ const mp_graph *mp_pass_report_constants(const mp_pass_report *r) {
   return r ? r->init : NULL;
 }
 
+const mp_tile_info *mp_pass_report_tile(const mp_pass_report *r) {
+  return r && r->has_tile ? &r->tile : NULL;
+}
+
+const char *mp_tile_outcome_name(mp_tile_outcome o) {
+  static const char *const names[] = {"no stage", "no gain", "dropped", "kept"};
+  return (unsigned)o < 4 ? names[o] : "?";
+}
+
+const char *mp_tile_role_name(mp_tile_role r) {
+  static const char *const names[] = {"copy", "crop", "join"};
+  return (unsigned)r < 3 ? names[r] : "?";
+}
+
+mp_tile_info *pass_tile_info(pass_ctx *c) {
+  mp_pass_report *r = c->report;
+  r->has_tile = true;
+  r->tile.ops = r->tile_ops;
+  return &r->tile;
+}
+
 mp_graph **pass_constants(pass_ctx *c) {
   return &c->report->init;
 }
@@ -315,6 +341,30 @@ static const char *pm_intern(mp_pass_report *r, const char *s, bool *ok) {
   const char *p = mp_strpool_cstr(r->pool, s);
   if (!p) *ok = false;
   return p;
+}
+
+const char *pass_str(pass_ctx *c, const char *s, mp_error *err) {
+  bool ok = true;
+  const char *p = pm_intern(c->report, s, &ok);
+  if (!ok) mp_error_set(err, MP_ERR_NOMEM, "passes: out of memory");
+  return p;
+}
+
+mp_status pass_tile_op(pass_ctx *c, const mp_tile_op *op, mp_error *err) {
+  mp_pass_report *r = c->report;
+  void *arr = r->tile_ops;
+  mp_status st = mp_grow(r->alloc, &arr, &r->cap_tile_ops, r->tile.n_ops + 1,
+                         sizeof *r->tile_ops, "passes", err);
+  if (st != MP_OK) return st;
+  r->tile_ops = arr;
+  r->tile.ops = arr;
+  bool ok = true;
+  mp_tile_op copy = *op;
+  copy.op = pm_intern(r, op->op, &ok);
+  copy.origin = pm_intern(r, op->origin, &ok);
+  if (!ok) return mp_error_set(err, MP_ERR_NOMEM, "passes: out of memory");
+  r->tile_ops[r->tile.n_ops++] = copy;
+  return MP_OK;
 }
 
 mp_status pass_fusion(pass_ctx *c, const mp_fusion *f, mp_error *err) {
@@ -879,6 +929,10 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
     changed = false;
     c.rewrites = 0;
     c.n_tally = 0;
+    if (p->id == MP_PASS_TILE && r->has_tile) {
+      r->tile.outcome = MP_TILE_DROPPED;
+      r->tile.n_ops = 0;
+    }
   }
   if (st == MP_OK) st = mp_buf_status(&c.note, "passes", err);
   if (st == MP_OK) st = pm_detail(&c, &row, err);
@@ -1170,6 +1224,17 @@ static mp_status pm_tile_judge(pm_state *with, mp_pass_report *rw,
   mp_pass_row *row = bands ? tw : two;
   bool ok = true;
   if (st == MP_OK) row->detail = pm_intern(kr, mp_buf_str(&b), &ok);
+  rw->tile.lb_with = with->meas.lb;
+  rw->tile.lb_without = without->meas.lb;
+  if (!bands && rw->has_tile) { /* the record moves to the run kept */
+    rwo->has_tile = true;
+    rwo->tile = rw->tile;
+    rwo->tile.outcome = MP_TILE_DROPPED;
+    rwo->tile.cut = pm_intern(rwo, rw->tile.cut, &ok);
+    rwo->tile.cut_op = pm_intern(rwo, rw->tile.cut_op, &ok);
+    rwo->tile.ops = NULL;
+    rwo->tile.n_ops = 0;
+  }
   if (st == MP_OK && !ok) {
     st = mp_error_set(err, MP_ERR_NOMEM, "passes: out of memory");
   }

@@ -68,6 +68,15 @@ mp_status pass_inplace(pass_ctx *c, mp_error *err);
  * until it makes one; the report owns it). */
 mp_graph **pass_constants(pass_ctx *c);
 
+/* The report's tile record (mplan/passes.h), marked as run; the tile
+ * pass fills it. */
+mp_tile_info *pass_tile_info(pass_ctx *c);
+/* Appends one op the tile pass added (copies the strings). */
+mp_status pass_tile_op(pass_ctx *c, const mp_tile_op *op, mp_error *err);
+/* s copied into the report's strings (NULL stays NULL; NULL and err set
+ * when out of memory). */
+const char *pass_str(pass_ctx *c, const char *s, mp_error *err);
+
 /* Counts one rewrite under label (a static string) for the detail. */
 void pass_tally(pass_ctx *c, const char *label);
 

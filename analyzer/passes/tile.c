@@ -135,7 +135,22 @@ typedef struct tl_ctx {
   tl_crop *crops; /* Slices made in this patch */
   size_t n_crops, cap_crops;
   double graph_macs;
+  bool log;          /* the final build: record each op in the report */
+  int32_t band, col; /* the patch being built */
 } tl_ctx;
+
+/* Records the op just added (at index op of rw) when z->log. */
+static mp_status tl_log(tl_ctx *z, const rw_graph *rw, uint32_t op,
+                        mp_tile_role role, const char *origin, int32_t band,
+                        int32_t col, mp_error *err) {
+  if (!z->log) return MP_OK;
+  const mp_tile_op e = {.op = rw->ops[op].name,
+                        .role = role,
+                        .origin = origin,
+                        .band = band,
+                        .column = col};
+  return pass_tile_op(z->c, &e, err);
+}
 
 static const mp_tensor *tl_t(const tl_ctx *z, int32_t t) {
   return mp_graph_tensor(z->g, (size_t)t);
@@ -498,6 +513,9 @@ static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
   for (int k = 0; k < 3 && st == MP_OK; k++) {
     st = rw_set_attr(rw, op, &at[k], err);
   }
+  if (st == MP_OK) {
+    st = tl_log(z, rw, op, MP_TILE_CROP, xt->name, z->band, z->col, err);
+  }
   if (st != MP_OK) return st;
   void *arr = z->crops;
   st = mp_grow(mp_graph_alloc(z->g), &arr, &z->cap_crops, z->n_crops + 1,
@@ -551,20 +569,29 @@ static mp_status tl_copy(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
         .name = "pads", .kind = MP_ATTR_INTS, .ints = pads, .n = 4};
     st = rw_set_attr(rw, nop, &pa, err);
   }
+  if (st == MP_OK) {
+    st = tl_log(z, rw, nop, MP_TILE_COPY, op->name, z->band, z->col, err);
+  }
   z->part[y] = out;
   *macs += tl_macs(z, op, yhi[0] - ylo[0], yhi[1] - ylo[1]);
   return st;
 }
 
-/* One Concat of parts along axis into out, named after base. */
-static mp_status tl_concat(rw_graph *rw, uint32_t key, const char *base,
-                           const char *suffix, const int32_t *parts, uint32_t n,
-                           int64_t axis, int32_t out, mp_error *err) {
+/* One Concat of parts along axis into out, named after the op writing
+ * the cut tensor t; band: the band it joins the columns of (-1: it joins
+ * the bands). */
+static mp_status tl_concat(tl_ctx *z, rw_graph *rw, uint32_t key,
+                           const mp_op *last, int32_t t, const char *suffix,
+                           const int32_t *parts, uint32_t n, int64_t axis,
+                           int32_t out, int32_t band, mp_error *err) {
   const mp_attr ax = {.name = "axis", .kind = MP_ATTR_INT, .i = axis};
   uint32_t cat = (uint32_t)rw->n_ops;
   mp_status st =
-      rw_new_op(rw, key, base, suffix, "Concat", parts, n, &out, 1, err);
+      rw_new_op(rw, key, last->name, suffix, "Concat", parts, n, &out, 1, err);
   if (st == MP_OK) st = rw_set_attr(rw, cat, &ax, err);
+  if (st == MP_OK) {
+    st = tl_log(z, rw, cat, MP_TILE_JOIN, tl_t(z, t)->name, band, -1, err);
+  }
   return st;
 }
 
@@ -594,6 +621,8 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
       }
       a[1] = ext[1] * q / nw;
       b[1] = ext[1] * (q + 1) / nw;
+      z->band = (int32_t)r;
+      z->col = (int32_t)q;
       tl_need(z, cut, a, b);
       z->n_crops = 0;
       for (uint32_t o = 0; o <= cut && st == MP_OK; o++) {
@@ -609,18 +638,19 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
       continue;
     }
     if (nh == 1) { /* one band: its columns make T */
-      st = tl_concat(rw, cut, last->name, ".tiles", cols, nw, 3, t, err);
+      st = tl_concat(z, rw, cut, last, t, ".tiles", cols, nw, 3, t, 0, err);
       continue;
     }
     char sfx[32];
     snprintf(sfx, sizeof sfx, ".t%u", r);
     st = tl_tensor(rw, t, tt, 2, b[0] - a[0], ext[1], sfx, &bands[r], err);
     if (st == MP_OK) {
-      st = tl_concat(rw, cut, last->name, sfx, cols, nw, 3, bands[r], err);
+      st = tl_concat(z, rw, cut, last, t, sfx, cols, nw, 3, bands[r],
+                     (int32_t)r, err);
     }
   }
   if (st == MP_OK && nh > 1) {
-    st = tl_concat(rw, cut, last->name, ".tiles", bands, nh, 2, t, err);
+    st = tl_concat(z, rw, cut, last, t, ".tiles", bands, nh, 2, t, -1, err);
   }
   for (uint32_t o = 0; o <= cut; o++) {
     if (z->kind[o] != TL_CONST) rw_kill(rw, o); /* a TL_CONST stays whole */
@@ -679,8 +709,11 @@ typedef struct tl_best {
 } tl_best;
 
 static mp_status tl_run(tl_ctx *z, mp_error *err) {
+  mp_tile_info *info = pass_tile_info(z->c);
   mp_status st = tl_scan(z, err);
   if (st != MP_OK || z->n_cuts == 0) return st;
+  info->outcome = MP_TILE_NO_GAIN;
+  info->cuts = (uint32_t)z->n_cuts;
   for (size_t o = 0; o < mp_graph_op_count(z->g); o++) {
     z->graph_macs += tl_macs_whole(z, mp_graph_op(z->g, o));
   }
@@ -744,6 +777,10 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
   }
   mp_free(mp_graph_alloc(z->g), rest);
   if (st != MP_OK) return st;
+  info->candidates = tried;
+  info->budget_reached = cut_short;
+  info->graph_macs = z->graph_macs;
+  info->lb_before = info->lb_after = base;
   if (best.nh == 0) {
     if (tried) {
       mp_buf_printf(&z->c->note,
@@ -756,9 +793,22 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
     return MP_OK;
   }
   double macs = 0;
+  z->log = true;
   st = tl_build(z, z->c->rw, best.cut, best.nh, best.nw, &macs, err);
   if (st != MP_OK) return st;
-  const mp_tensor *t = tl_t(z, mp_graph_op(z->g, best.cut)->outputs[0]);
+  const mp_op *last = mp_graph_op(z->g, best.cut);
+  const mp_tensor *t = tl_t(z, last->outputs[0]);
+  info->outcome = MP_TILE_KEPT; /* until the manager drops it */
+  info->cut = pass_str(z->c, t->name, err);
+  info->cut_op = pass_str(z->c, last->name, err);
+  if (!info->cut || !info->cut_op) return MP_ERR_NOMEM;
+  info->stage_ops = best.cut + 1;
+  info->bands = best.nh;
+  info->columns = best.nw;
+  info->height = tl_ext(t, 0);
+  info->width = tl_ext(t, 1);
+  info->extra_macs = best.extra;
+  info->lb_after = best.lb;
   pass_tally(z->c, "patches");
   z->c->tally_count[z->c->n_tally - 1] = (size_t)best.nh * best.nw;
   z->c->rewrites = best.cut + 1;

@@ -141,6 +141,63 @@ uint32_t mp_pass_report_mask(const mp_pass_report *r);
  * (mplan/compile.h). NULL when there are none (or r is NULL). */
 const mp_graph *mp_pass_report_constants(const mp_pass_report *r);
 
+/* ---- what the tile pass chose (docs/tile.md) ---- */
+
+typedef enum mp_tile_outcome {
+  MP_TILE_NO_STAGE, /* no stage with a cut: nothing to try */
+  MP_TILE_NO_GAIN,  /* no candidate lowers the bound in file order within
+                       the MAC cap (candidates > 0) */
+  MP_TILE_DROPPED,  /* patches chosen, then dropped: the bound after every
+                       pass is not lower with them (manager.c invariant
+                       11), or it rose right after the pass (invariant 6) */
+  MP_TILE_KEPT      /* the patches are in the plan */
+} mp_tile_outcome;
+
+const char *mp_tile_outcome_name(mp_tile_outcome o); /* "kept", ... */
+
+typedef enum mp_tile_role {
+  MP_TILE_COPY, /* computes one patch of an op of the stage (origin) */
+  MP_TILE_CROP, /* a Slice: the part of tensor origin a patch reads */
+  MP_TILE_JOIN  /* a Concat of patches: a band's columns (column -1) or
+                   the bands into the cut tensor (band and column -1) */
+} mp_tile_role;
+
+const char *mp_tile_role_name(mp_tile_role r); /* "copy", "crop", "join" */
+
+/* One op the tile pass added. Later passes may fuse it into another op
+ * (its name then no longer names an op of the final graph). */
+typedef struct mp_tile_op {
+  const char *op;
+  mp_tile_role role;
+  const char *origin;   /* copy: the stage op; crop: the tensor sliced;
+                           join: the cut tensor */
+  int32_t band, column; /* 0-based; -1: every one */
+} mp_tile_op;
+
+typedef struct mp_tile_info {
+  mp_tile_outcome outcome;
+  uint32_t cuts;       /* cuts the stage offers */
+  size_t candidates;   /* patchings built and measured */
+  bool budget_reached; /* the search stopped at its op budget */
+  /* The chosen patching (outcome KEPT or DROPPED; else NULL and 0): */
+  const char *cut;            /* the tensor the patches make */
+  const char *cut_op;         /* the op that wrote it */
+  uint32_t stage_ops;         /* ops up to and including cut_op */
+  uint32_t bands, columns;    /* patches: bands x columns */
+  int64_t height, width;      /* the cut tensor's H and W */
+  double graph_macs;          /* Conv MACs of the whole graph before */
+  double extra_macs;          /* recomputed in the halos */
+  size_t lb_before, lb_after; /* lower bound in file order, right after
+                                 the pass (lb_before also when no gain) */
+  size_t lb_with, lb_without; /* after every pass with and without the
+                                 patches (invariant 11); 0: not judged */
+  const mp_tile_op *ops;      /* KEPT: the ops the pass added */
+  size_t n_ops;
+} mp_tile_info;
+
+/* NULL when the tile pass did not run. Borrowed from r. */
+const mp_tile_info *mp_pass_report_tile(const mp_pass_report *r);
+
 /* Measures the arena of a plan for problem p (the command line solves it
  * with the chosen strategy); the analyzer itself knows nothing of
  * offsets. Borrows p. */

@@ -63,6 +63,25 @@ typedef struct mp_report_scalar_op {
   const char *op, *type, *kernel, *dtype;
 } mp_report_scalar_op;
 
+/* One setting not asked for and the activation lower bound the model
+ * gets under it (DESIGN: explain says what a different order or tiling
+ * saves). The command line plans the model again for each; the strings
+ * and the tile record are borrowed. */
+typedef struct mp_report_what_if {
+  const char *setting;      /* as flags: "--passes all,tile --order memory" */
+  const char *passes;       /* the passes it ran: "all", "all,tile", "none" */
+  const char *order;        /* the order it asked for: "memory", "file" */
+  size_t lower_bound_bytes; /* the activation lower bound under it */
+  const mp_tile_info *tile; /* the tile pass's record; NULL: no tile */
+} mp_report_what_if;
+
+/* The what-if section of mplan explain: a header with the model's own
+ * lower bound, then one line per row with its change against it (and
+ * what the tile pass chose). */
+mp_status mp_report_what_if_text(const mp_model *m,
+                                 const mp_report_what_if *rows, size_t n,
+                                 mp_buf *out, mp_error *err);
+
 /* What a report records about the run besides the model and the plan.
  * Every field may be NULL. */
 typedef struct mp_report_meta {
@@ -83,7 +102,17 @@ typedef struct mp_report_meta {
   unsigned target_vlen;
   const mp_report_scalar_op *scalar_ops;
   size_t n_scalar_ops;
+  /* The lower bound under other settings (--what-if): the plan JSON's
+   * "what_if", the SQLite what_if table, the HTML report's table. */
+  const mp_report_what_if *what_if;
+  size_t n_what_if;
 } mp_report_meta;
+
+/* The plan/1 JSON document with what meta records that it holds (its
+ * what-if rows as "what_if"); meta may be NULL. */
+mp_status mp_report_plan_json_meta(const mp_model *m, const mp_plan *plan,
+                                   const mp_report_meta *meta, mp_buf *out,
+                                   mp_error *err);
 
 /* The lifetime dump of seed 001 section 2, one entry per buffer in buffer
  * order: birth_op, last_use_op, size_bytes, plus first_use, last_use,

@@ -36,4 +36,7 @@ check tests/data/passes/concat.json concat_passes yes a --passes all
 # In place into a slice: the buffer b0 holds b1 at +512 and n1 written
 # over it (hover lands on the buffer's rectangle).
 check tests/data/passes/concat_add.json concat_add_passes yes b0 --passes all --order memory
+# Patches (tile): the tile line and the grid of the 4 x 2 patches; with
+# --what-if, the table of the lower bounds under the other settings.
+check models/mobilenet_v2.json mobilenet_v2_tile yes b5_expand_out --passes all,tile --what-if
 exit $fail

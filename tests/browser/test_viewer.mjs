@@ -203,6 +203,41 @@ try {
       check(rows.some(c => c[5] === 'yes'), 'a pass that moved the peak says so');
     }
   }
+  // Tiling (docs/tile.md): what the tile pass chose, and for patches kept
+  // a band x column grid whose cells count the ops the plan's execution
+  // marks with that patch.
+  const tile = plan.passes && plan.passes.tile;
+  if (tile) {
+    const line = (await page.textContent('#tile-summary')) || '';
+    check(line.includes(tile.outcome) && (!tile.cut || line.includes(tile.cut)),
+      'the tile line says what the pass chose', line);
+    if (tile.outcome === 'kept') {
+      const cells = await page.$$eval('#tile-grid tr', rs =>
+        rs.map(r => [...r.children].map(c => c.textContent)));
+      check(cells.length === tile.bands && cells.every(r => r.length === tile.columns),
+        `a ${tile.bands} x ${tile.columns} grid of patches`, JSON.stringify(cells));
+      let same = true;
+      for (let r = 0; r < tile.bands; r++) {
+        for (let q = 0; q < tile.columns; q++) {
+          const n = plan.execution.filter(e => e.patch && e.patch.role === 'copy' &&
+            e.patch.band === r && e.patch.column === q).length;
+          if (!(cells[r] || [])[q] || !cells[r][q].includes(`: ${n} ops`)) same = false;
+        }
+      }
+      check(same, 'each patch cell counts the plan\'s ops of that patch', JSON.stringify(cells));
+    }
+  }
+  // --what-if: one row per setting, with the plan's figure for it.
+  if (plan.what_if) {
+    const rows = await page.$$eval('#what-if tr', rs =>
+      rs.slice(1).map(r => [...r.children].map(c => c.textContent)));
+    check(rows.length === plan.what_if.length, 'one what-if row per setting',
+      `${rows.length} vs ${plan.what_if.length}`);
+    check(plan.what_if.every((w, k) => rows[k] && rows[k][0] === w.setting &&
+      rows[k][1] === fmtBytes(w.lower_bound_bytes) &&
+      (!w.tile || w.tile.outcome !== 'kept' || rows[k][3].includes(w.tile.cut))),
+    'each what-if row shows its setting, bound and patches', JSON.stringify(rows));
+  }
   if (plan.schedule) {
     const text = await page.textContent('#passes');
     check(text.includes(fmtBytes(plan.schedule.peak_bytes)), 'the memory order\'s peak is shown');

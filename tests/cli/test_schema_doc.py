@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """docs/report-schema.md shows example queries with their output; this
-test keeps that output real. It builds the documented database (three runs
-of MobileNetV2: the default strategy, the linear baseline, and every pass
-with the memory-aware order), runs every
+test keeps that output real. It builds the documented database (four runs
+of MobileNetV2: the default strategy, the linear baseline, every pass
+with the memory-aware order, and every pass with the tile pass and the
+what-if rows), runs every
 ```sql block through the sqlite3 shell (-header -column) and compares the
 result with the ```text block that follows it, line by line (trailing
 blanks ignored).
@@ -21,7 +22,8 @@ BLOCK = re.compile(r"```sql\n(.*?)```\n\n```text\n(.*?)```", re.S)
 
 def build(mplan, db):
     for extra in ([], ["--strategy", "linear"],
-                  ["--passes", "all", "--order", "memory"]):
+                  ["--passes", "all", "--order", "memory"],
+                  ["--passes", "all,tile", "--what-if"]):
         subprocess.run([mplan, "report", "models/mobilenet_v2.json",
                         "--sqlite", db] + extra, check=True,
                        stdout=subprocess.DEVNULL)

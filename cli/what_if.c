@@ -1,0 +1,116 @@
+/*
+ * what_if.c -- the lower bound of a model under the settings not asked
+ * for (DESIGN: explain says what a different order or tiling saves):
+ * the memory order, every pass, both, the tile pass's patches, and those
+ * in the memory order. Each setting loads the model again with its own
+ * options; the memory order's search gets at most 2 s each.
+ *
+ * Invariants:
+ *   1. A setting equal to the one asked for (same passes, memory order or
+ *      not), or to an earlier row's, is skipped: its figure is already
+ *      there.
+ *   2. The rows borrow from the models kept in the cli_what_if, which
+ *      must outlive every report made from them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mplan/passes.h"
+
+#define WI_SEARCH_MS 2000
+
+/* "none", "all", "all,tile", or the pass names of mask. */
+static void wi_passes(uint32_t mask, char *buf, size_t cap) {
+  uint32_t tile = 1u << MP_PASS_TILE;
+  if (mask == 0) {
+    snprintf(buf, cap, "none");
+  } else if (mask == MP_PASSES_ALL) {
+    snprintf(buf, cap, "all");
+  } else if (mask == (MP_PASSES_ALL | tile)) {
+    snprintf(buf, cap, "all,tile");
+  } else {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int p = 0; p < MP_PASS_COUNT; p++) {
+      if (!(mask & (1u << p))) continue;
+      int w = snprintf(buf + n, cap - n, "%s%s", n ? "," : "",
+                       mp_pass_name((mp_pass_id)p));
+      if (w < 0 || (size_t)w >= cap - n) break;
+      n += (size_t)w;
+    }
+  }
+}
+
+void cli_what_if_release(cli_what_if *w) {
+  for (size_t k = 0; k < w->n; k++) mp_model_destroy(w->models[k]);
+  memset(w, 0, sizeof *w);
+}
+
+mp_status cli_what_if_run(const cli_opts *o, const mp_model *m, cli_what_if *w,
+                          mp_error *err) {
+  static const struct {
+    uint32_t passes; /* 0: as asked */
+    bool memory;
+  } alt[CLI_WHAT_IF_MAX] = {
+      {0, true},
+      {MP_PASSES_ALL, false},
+      {MP_PASSES_ALL, true},
+      {MP_PASSES_ALL | 1u << MP_PASS_TILE, false},
+      {MP_PASSES_ALL | 1u << MP_PASS_TILE, true},
+  };
+  memset(w, 0, sizeof *w);
+  if (mp_model_format_of(m) == MP_FORMAT_PLAN || !mp_model_graph(m)) {
+    return MP_OK; /* nothing to plan again */
+  }
+  bool memory = o->order == MP_ORDER_MEMORY;
+  mp_status st = MP_OK;
+  for (size_t k = 0; st == MP_OK && k < CLI_WHAT_IF_MAX; k++) {
+    cli_opts o2 = *o;
+    if (alt[k].passes) o2.passes = alt[k].passes;
+    if (alt[k].memory) o2.order = MP_ORDER_MEMORY;
+    bool mem2 = o2.order == MP_ORDER_MEMORY, seen = false;
+    for (size_t j = 0; j < k; j++) { /* as asked, or as an earlier row */
+      uint32_t pj = alt[j].passes ? alt[j].passes : o->passes;
+      seen = seen || (pj == o2.passes && (alt[j].memory || memory) == mem2);
+    }
+    if (seen || (o2.passes == o->passes && mem2 == memory)) {
+      continue; /* invariant 1 */
+    }
+    if (o2.order == MP_ORDER_MEMORY &&
+        (o2.order_budget_ms <= 0 || o2.order_budget_ms > WI_SEARCH_MS)) {
+      o2.order_budget_ms = WI_SEARCH_MS;
+    }
+    mp_model *m2 = NULL;
+    st = cli_load(&o2, false, &m2, err);
+    mp_profile prof = {0};
+    size_t lb = 0;
+    if (st == MP_OK) st = mp_problem_profile(mp_model_problem(m2), &prof, err);
+    if (st == MP_OK) lb = prof.peak;
+    mp_profile_release(&prof);
+    if (st != MP_OK) {
+      mp_model_destroy(m2);
+      break;
+    }
+    size_t i = w->n++;
+    w->models[i] = m2;
+    char names[sizeof w->passes[i]];
+    wi_passes(o2.passes, names, sizeof names);
+    memcpy(w->passes[i], names, sizeof names);
+    if (o2.passes) {
+      snprintf(w->setting[i], sizeof w->setting[i], "--passes %s%s", names,
+               mem2 ? " --order memory" : "");
+    } else {
+      snprintf(w->setting[i], sizeof w->setting[i], "%s",
+               mem2 ? "--order memory" : "--passes none");
+    }
+    const mp_pass_report *r = mp_model_pass_report(m2);
+    w->rows[i] = (mp_report_what_if){.setting = w->setting[i],
+                                     .passes = w->passes[i],
+                                     .order = mp_model_order_name(m2),
+                                     .lower_bound_bytes = lb,
+                                     .tile = r ? mp_pass_report_tile(r) : NULL};
+  }
+  if (st != MP_OK) cli_what_if_release(w);
+  return st;
+}
