@@ -98,7 +98,7 @@ typedef struct cli_opts {
 
 /* ---- what_if.c: the lower bound under the settings not asked for ---- */
 
-#define CLI_WHAT_IF_MAX 5
+#define CLI_WHAT_IF_MAX 7 /* 5 settings of order and passes, 2 strategies */
 
 typedef struct cli_what_if {
   mp_report_what_if rows[CLI_WHAT_IF_MAX];
@@ -110,10 +110,12 @@ typedef struct cli_what_if {
 
 /* Plans m's model again under each setting o did not ask for: the memory
  * order, --passes all, both, all,tile, and all,tile in the memory order
- * (each memory search at most 2 s). Nothing for a plan file. Release
- * with cli_what_if_release (also after an error). */
-mp_status cli_what_if_run(const cli_opts *o, const mp_model *m, cli_what_if *w,
-                          mp_error *err);
+ * (each memory search at most 2 s); and when plan's activation arena is
+ * above the lower bound, places m again with auto and with the exact
+ * search (2 s). Nothing for a plan file. Release with
+ * cli_what_if_release (also after an error). */
+mp_status cli_what_if_run(const cli_opts *o, const mp_model *m,
+                          const mp_plan *plan, cli_what_if *w, mp_error *err);
 void cli_what_if_release(cli_what_if *w);
 
 /* Parses argv[first..argc) for command cmd accepting the given flags.

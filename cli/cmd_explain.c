@@ -18,8 +18,10 @@ static const char explain_usage[] =
     "Explains where the peak is, which tensors make it and why each is\n"
     "alive, what alignment wastes and how far the arena is from the lower\n"
     "bound; then, for a MODEL, what the memory order, every pass and the\n"
-    "tile pass's patches would make of the lower bound (each search given\n"
-    "at most 2 s; --no-what-if skips it); then draws the memory map.\n"
+    "tile pass's patches would make of the lower bound, and when the\n"
+    "activation arena is above the bound what auto and the exact search\n"
+    "would place (each search given at most 2 s; --no-what-if skips it);\n"
+    "then draws the memory map.\n"
     "--json prints the plan/1 JSON (with the same figures as \"what_if\").\n";
 
 int cli_explain(int argc, char **argv) {
@@ -36,7 +38,8 @@ int cli_explain(int argc, char **argv) {
                 CLI_F_PLANNING | CLI_F_REPORT | CLI_F_JSON, &o, &err);
   cli_what_if wi = {0};
   if (st == MP_OK) st = cli_load_and_plan(&o, true, &m, &plan, &err);
-  if (st == MP_OK && !o.no_what_if) st = cli_what_if_run(&o, m, &wi, &err);
+  if (st == MP_OK && !o.no_what_if)
+    st = cli_what_if_run(&o, m, plan, &wi, &err);
   if (st == MP_OK && o.json) {
     mp_report_meta meta = {.what_if = wi.rows, .n_what_if = wi.n};
     st = mp_report_plan_json_meta(m, plan, &meta, &out, &err);
@@ -44,7 +47,7 @@ int cli_explain(int argc, char **argv) {
     st = mp_report_explain(m, plan, &o.report, &out, &err);
     if (st == MP_OK && wi.n) {
       mp_buf_puts(&out, "\n");
-      st = mp_report_what_if_text(m, wi.rows, wi.n, &out, &err);
+      st = mp_report_what_if_text(m, plan, wi.rows, wi.n, &out, &err);
     }
     if (st == MP_OK && !o.no_map) {
       mp_buf_puts(&out, "\n");

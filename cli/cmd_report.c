@@ -157,7 +157,7 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
   const mp_report_what_if *rows = o->what_if_rows;
   size_t n_rows = o->n_what_if;
   if (st == MP_OK && o->what_if && !rows) {
-    st = cli_what_if_run(o, m, &wi, err);
+    st = cli_what_if_run(o, m, plan, &wi, err);
     rows = wi.rows;
     n_rows = wi.n;
   }

@@ -3,7 +3,9 @@
  * for (DESIGN: explain says what a different order or tiling saves):
  * the memory order, every pass, both, the tile pass's patches, and those
  * in the memory order. Each setting loads the model again with its own
- * options; the memory order's search gets at most 2 s each.
+ * options; the memory order's search gets at most 2 s each. And, when
+ * the plan's activation arena is above its lower bound, what the auto
+ * strategy and the exact search (2 s) place for the same model.
  *
  * Invariants:
  *   1. A setting equal to the one asked for (same passes, memory order or
@@ -17,8 +19,10 @@
 
 #include "cli.h"
 #include "mplan/passes.h"
+#include "mplan/plan.h"
 
 #define WI_SEARCH_MS 2000
+#define WI_BOUNDS 5 /* rows of order and passes */
 
 /* "none", "all", "all,tile", or the pass names of mask. */
 static void wi_passes(uint32_t mask, char *buf, size_t cap) {
@@ -47,12 +51,53 @@ void cli_what_if_release(cli_what_if *w) {
   memset(w, 0, sizeof *w);
 }
 
-mp_status cli_what_if_run(const cli_opts *o, const mp_model *m, cli_what_if *w,
-                          mp_error *err) {
+/* Placement rows: the same model placed by auto (when another strategy
+ * was asked for) and by the exact search with WI_SEARCH_MS, when the
+ * plan's activation arena is above its lower bound. */
+static mp_status wi_places(const cli_opts *o, const mp_model *m,
+                           const mp_plan *plan, cli_what_if *w, mp_error *err) {
+  static const char *const names[] = {"auto", "exact"};
+  const mp_plan_summary *s = mp_plan_summary_of(plan);
+  const char *asked = o->strategy ? o->strategy : MP_STRATEGY_DEFAULT;
+  if (s->activation_peak_bytes <= s->lower_bound_bytes) return MP_OK;
+  mp_status st = MP_OK;
+  for (size_t k = 0; st == MP_OK && k < 2 && w->n < CLI_WHAT_IF_MAX; k++) {
+    bool exact = k == 1;
+    if (strcmp(asked, names[k]) == 0 &&
+        (!exact || o->budget_ms >= WI_SEARCH_MS)) {
+      continue; /* asked for (exact with as much time or more) */
+    }
+    cli_opts o2 = *o;
+    o2.strategy = names[k];
+    o2.budget_ms = exact ? WI_SEARCH_MS : 0;
+    mp_plan *p2 = NULL;
+    st = cli_solve(&o2, m, &p2, err);
+    if (st != MP_OK) break;
+    const mp_plan_summary *s2 = mp_plan_summary_of(p2);
+    size_t i = w->n++;
+    snprintf(w->setting[i], sizeof w->setting[i], "--strategy %s%s", names[k],
+             exact ? " --budget-ms 2000" : "");
+    if (mp_model_graph(m))
+      wi_passes(o->passes, w->passes[i], sizeof w->passes[i]);
+    w->rows[i] =
+        (mp_report_what_if){.setting = w->setting[i],
+                            .passes = w->passes[i],
+                            .order = mp_model_order_name(m),
+                            .lower_bound_bytes = s2->lower_bound_bytes,
+                            .strategy = names[k],
+                            .activation_arena_bytes = s2->activation_peak_bytes,
+                            .proven_lb_bytes = s2->proven_lb_bytes};
+    mp_plan_destroy(p2);
+  }
+  return st;
+}
+
+mp_status cli_what_if_run(const cli_opts *o, const mp_model *m,
+                          const mp_plan *plan, cli_what_if *w, mp_error *err) {
   static const struct {
     uint32_t passes; /* 0: as asked */
     bool memory;
-  } alt[CLI_WHAT_IF_MAX] = {
+  } alt[WI_BOUNDS] = {
       {0, true},
       {MP_PASSES_ALL, false},
       {MP_PASSES_ALL, true},
@@ -60,12 +105,12 @@ mp_status cli_what_if_run(const cli_opts *o, const mp_model *m, cli_what_if *w,
       {MP_PASSES_ALL | 1u << MP_PASS_TILE, true},
   };
   memset(w, 0, sizeof *w);
-  if (mp_model_format_of(m) == MP_FORMAT_PLAN || !mp_model_graph(m)) {
+  if (mp_model_format_of(m) == MP_FORMAT_PLAN) {
     return MP_OK; /* nothing to plan again */
   }
   bool memory = o->order == MP_ORDER_MEMORY;
   mp_status st = MP_OK;
-  for (size_t k = 0; st == MP_OK && k < CLI_WHAT_IF_MAX; k++) {
+  for (size_t k = 0; st == MP_OK && mp_model_graph(m) && k < WI_BOUNDS; k++) {
     cli_opts o2 = *o;
     if (alt[k].passes) o2.passes = alt[k].passes;
     if (alt[k].memory) o2.order = MP_ORDER_MEMORY;
@@ -111,6 +156,7 @@ mp_status cli_what_if_run(const cli_opts *o, const mp_model *m, cli_what_if *w,
                                      .lower_bound_bytes = lb,
                                      .tile = r ? mp_pass_report_tile(r) : NULL};
   }
+  if (st == MP_OK) st = wi_places(o, m, plan, w, err);
   if (st != MP_OK) cli_what_if_release(w);
   return st;
 }

@@ -461,7 +461,56 @@ static void ex_tile_note(const mp_tile_info *t, mp_buf *out) {
       t->graph_macs > 0 ? 100.0 * t->extra_macs / t->graph_macs : 0.0);
 }
 
-mp_status mp_report_what_if_text(const mp_model *m,
+static void ex_change(char *buf, size_t cap, size_t now, size_t v) {
+  if (v == now || now == 0) {
+    snprintf(buf, cap, "(=)");
+  } else {
+    snprintf(buf, cap, "(%+.1f%%)",
+             100.0 * ((double)v - (double)now) / (double)now);
+  }
+}
+
+/* The placement rows: what another strategy makes of the activation
+ * arena (the bound rows' lower bound is the plan's own here). */
+static void ex_what_if_places(const mp_plan *plan,
+                              const mp_report_what_if *rows, size_t n,
+                              mp_buf *out) {
+  const mp_plan_summary *s = mp_plan_summary_of(plan);
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], delta[32];
+  size_t places = 0;
+  for (size_t k = 0; k < n; k++) places += rows[k].strategy != NULL;
+  if (s->activation_peak_bytes <= s->lower_bound_bytes) {
+    mp_buf_printf(out,
+                  "No strategy places the activations lower: the activation "
+                  "arena is at the lower bound.\n");
+    return;
+  }
+  if (!places) return;
+  mp_buf_printf(out,
+                "What another strategy places (activation arena %s B now, "
+                "lower bound %s B):\n",
+                mp_fmt_count(a, s->activation_peak_bytes),
+                mp_fmt_count(b, s->lower_bound_bytes));
+  for (size_t k = 0; k < n; k++) {
+    const mp_report_what_if *w = &rows[k];
+    if (!w->strategy) continue;
+    ex_change(delta, sizeof delta, s->activation_peak_bytes,
+              w->activation_arena_bytes);
+    mp_buf_printf(out, "  %-34s %14s B  %s", w->setting,
+                  mp_fmt_count(a, w->activation_arena_bytes), delta);
+    if (w->activation_arena_bytes <= w->lower_bound_bytes) {
+      mp_buf_puts(out, "  at the lower bound");
+    } else if (w->proven_lb_bytes >= w->activation_arena_bytes) {
+      mp_buf_puts(out, "  proven optimal");
+    } else if (w->proven_lb_bytes) {
+      mp_buf_printf(out, "  no placement below %s B (proven)",
+                    mp_fmt_count(a, w->proven_lb_bytes));
+    }
+    mp_buf_puts(out, "\n");
+  }
+}
+
+mp_status mp_report_what_if_text(const mp_model *m, const mp_plan *plan,
                                  const mp_report_what_if *rows, size_t n,
                                  mp_buf *out, mp_error *err) {
   mp_profile prof = {0};
@@ -469,25 +518,25 @@ mp_status mp_report_what_if_text(const mp_model *m,
   size_t now = prof.peak;
   mp_profile_release(&prof);
   if (st != MP_OK) return st;
-  char a[MP_FMT_MAX];
-  mp_buf_printf(out,
-                "What else lowers the bound (this model's activation lower "
-                "bound, %s B now, under other settings):\n",
-                mp_fmt_count(a, now));
+  char a[MP_FMT_MAX], delta[32];
+  size_t bounds = 0;
+  for (size_t k = 0; k < n; k++) bounds += rows[k].strategy == NULL;
+  if (bounds) {
+    mp_buf_printf(out,
+                  "What else lowers the bound (this model's activation lower "
+                  "bound, %s B now, under other settings):\n",
+                  mp_fmt_count(a, now));
+  }
   for (size_t k = 0; k < n; k++) {
     const mp_report_what_if *w = &rows[k];
-    char delta[32];
-    if (w->lower_bound_bytes == now || now == 0) {
-      snprintf(delta, sizeof delta, "(=)");
-    } else {
-      snprintf(
-          delta, sizeof delta, "(%+.1f%%)",
-          100.0 * ((double)w->lower_bound_bytes - (double)now) / (double)now);
-    }
+    if (w->strategy) continue;
+    ex_change(delta, sizeof delta, now, w->lower_bound_bytes);
     mp_buf_printf(out, "  %-34s %14s B  %s", w->setting,
                   mp_fmt_count(a, w->lower_bound_bytes), delta);
     ex_tile_note(w->tile, out);
     mp_buf_puts(out, "\n");
   }
+  if (bounds) mp_buf_puts(out, "\n");
+  ex_what_if_places(plan, rows, n, out);
   return mp_buf_status(out, "explain", err);
 }

@@ -98,4 +98,10 @@ void rj_what_if(bool *ok, cJSON *o, const mp_report_what_if *w) {
   rj_str(ok, o, "order", w->order);
   rj_num(ok, o, "lower_bound_bytes", (double)w->lower_bound_bytes);
   if (w->tile) rj_tile(ok, o, "tile", w->tile);
+  if (!w->strategy) return;
+  rj_str(ok, o, "strategy", w->strategy);
+  rj_num(ok, o, "activation_arena_bytes", (double)w->activation_arena_bytes);
+  if (w->proven_lb_bytes) {
+    rj_num(ok, o, "proven_lower_bound_bytes", (double)w->proven_lb_bytes);
+  }
 }

@@ -348,6 +348,9 @@ static const char db_v8[] =
     "  tile_bands INTEGER,\n"
     "  tile_columns INTEGER,\n"
     "  tile_extra_macs REAL,\n"
+    "  strategy TEXT,\n"
+    "  activation_arena_bytes INTEGER,\n"
+    "  proven_lower_bound_bytes INTEGER,\n"
     "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
 
 static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4,
@@ -1139,7 +1142,8 @@ static mp_status db_insert_what_if(db_run *r) {
   static const char sql[] =
       "INSERT INTO what_if (run_id, seq, setting, passes, order_name, "
       "lower_bound_bytes, tile_outcome, tile_cut, tile_bands, tile_columns, "
-      "tile_extra_macs) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
+      "tile_extra_macs, strategy, activation_arena_bytes, "
+      "proven_lower_bound_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   const mp_report_meta *m = r->meta;
   if (!m || !m->n_what_if || r->h->version < 8) return MP_OK;
   sqlite3_stmt *s = NULL;
@@ -1162,6 +1166,17 @@ static mp_status db_insert_what_if(db_run *r) {
       sqlite3_bind_double(s, i++, t->extra_macs);
     } else {
       for (int j = 0; j < 4; j++) sqlite3_bind_null(s, i++);
+    }
+    db_text(s, i++, w->strategy);
+    if (w->strategy) {
+      db_size(s, i++, w->activation_arena_bytes);
+    } else {
+      sqlite3_bind_null(s, i++);
+    }
+    if (w->strategy && w->proven_lb_bytes) {
+      db_size(s, i++, w->proven_lb_bytes);
+    } else {
+      sqlite3_bind_null(s, i++);
     }
     st = db_row(r, s, "inserting a what-if row");
   }

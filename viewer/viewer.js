@@ -756,9 +756,27 @@
 
   /* The lower bound under the settings not asked for (--what-if), with
    * the change against this plan's and what the patches were. */
+  function signed(v, now) {
+    return v === now ? '=' : (v < now ? '\u2212' : '+') + pct(Math.abs(v - now), now).toFixed(1) + '%';
+  }
+
   function whatIf(box) {
-    const W = D.what_if, now = D.summary.lower_bound_bytes;
-    if (!W || !W.length) return;
+    const all = D.what_if, now = D.summary.lower_bound_bytes;
+    if (!all || !all.length) return;
+    const W = all.filter(w => !w.strategy), Pl = all.filter(w => w.strategy);
+    if (Pl.length) {
+      const arena = D.summary.activation_peak_bytes;
+      box.appendChild(el('p', 'hint', 'What another strategy places (this plan\'s activation arena ' +
+        fmtBytes(arena) + ', lower bound ' + fmtBytes(now) + '):'));
+      const t = table(['setting', 'activation arena', 'change', 'proof'], Pl.map(w => [w.setting,
+        fmtBytes(w.activation_arena_bytes), signed(w.activation_arena_bytes, arena),
+        w.activation_arena_bytes <= w.lower_bound_bytes ? 'at the lower bound'
+          : w.proven_lower_bound_bytes >= w.activation_arena_bytes ? 'proven optimal'
+          : w.proven_lower_bound_bytes ? 'no placement below ' + fmtBytes(w.proven_lower_bound_bytes) : '']));
+      t.id = 'what-if-places';
+      box.appendChild(t);
+    }
+    if (!W.length) return;
     box.appendChild(el('p', 'hint', 'What else lowers the bound (this plan\'s ' +
       fmtBytes(now) + '):'));
     const t = table(['setting', 'lower bound', 'change', 'patches'], W.map(w => {
@@ -766,9 +784,7 @@
       const tile = !T ? '' : T.outcome !== 'kept' ? 'none kept (' + T.outcome + ')'
         : T.bands + ' \u00d7 ' + T.columns + ' up to \u2018' + T.cut + '\u2019, Conv MACs +' +
           T.extra_macs_pct.toFixed(1) + '%';
-      return [w.setting, fmtBytes(w.lower_bound_bytes), w.lower_bound_bytes === now ? '='
-        : (w.lower_bound_bytes < now ? '\u2212' : '+') +
-          pct(Math.abs(w.lower_bound_bytes - now), now).toFixed(1) + '%', tile];
+      return [w.setting, fmtBytes(w.lower_bound_bytes), signed(w.lower_bound_bytes, now), tile];
     }));
     t.id = 'what-if';
     box.appendChild(t);

@@ -70,15 +70,22 @@ typedef struct mp_report_scalar_op {
 typedef struct mp_report_what_if {
   const char *setting;      /* as flags: "--passes all,tile --order memory" */
   const char *passes;       /* the passes it ran: "all", "all,tile", "none" */
-  const char *order;        /* the order it asked for: "memory", "file" */
+  const char *order;        /* the order the model got: "memory", "file" */
   size_t lower_bound_bytes; /* the activation lower bound under it */
   const mp_tile_info *tile; /* the tile pass's record; NULL: no tile */
+  /* A placement row (another strategy for the same model and order):
+   * the strategy, the activation arena it placed, and the lower bound
+   * an exact search proved (0: none). NULL strategy: a bound row. */
+  const char *strategy;
+  size_t activation_arena_bytes;
+  size_t proven_lb_bytes;
 } mp_report_what_if;
 
 /* The what-if section of mplan explain: a header with the model's own
- * lower bound, then one line per row with its change against it (and
- * what the tile pass chose). */
-mp_status mp_report_what_if_text(const mp_model *m,
+ * lower bound, then one line per bound row with its change against it
+ * (and what the tile pass chose); then, for the placement rows, the
+ * activation arena each strategy placed against the plan's. */
+mp_status mp_report_what_if_text(const mp_model *m, const mp_plan *plan,
                                  const mp_report_what_if *rows, size_t n,
                                  mp_buf *out, mp_error *err);
 

@@ -231,9 +231,16 @@ try {
   if (plan.what_if) {
     const rows = await page.$$eval('#what-if tr', rs =>
       rs.slice(1).map(r => [...r.children].map(c => c.textContent)));
-    check(rows.length === plan.what_if.length, 'one what-if row per setting',
-      `${rows.length} vs ${plan.what_if.length}`);
-    check(plan.what_if.every((w, k) => rows[k] && rows[k][0] === w.setting &&
+    const bounds = plan.what_if.filter(w => !w.strategy);
+    const places = plan.what_if.filter(w => w.strategy);
+    check(rows.length === bounds.length, 'one what-if row per setting',
+      `${rows.length} vs ${bounds.length}`);
+    const prow = await page.$$eval('#what-if-places tr', rs =>
+      rs.slice(1).map(r => [...r.children].map(c => c.textContent)));
+    check(prow.length === places.length && places.every((w, k) => prow[k][0] === w.setting &&
+      prow[k][1] === fmtBytes(w.activation_arena_bytes)),
+    'one row per other strategy, with the arena it placed', JSON.stringify(prow));
+    check(bounds.every((w, k) => rows[k] && rows[k][0] === w.setting &&
       rows[k][1] === fmtBytes(w.lower_bound_bytes) &&
       (!w.tile || w.tile.outcome !== 'kept' || rows[k][3].includes(w.tile.cut))),
     'each what-if row shows its setting, bound and patches', JSON.stringify(rows));

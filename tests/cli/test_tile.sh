@@ -143,6 +143,46 @@ else
   bad "plan --what-if: $why $(grep -c '^  --' "$tmp/out") lines"
 fi
 
+# a strategy that does not reuse: what auto and the exact search would
+# place instead (both at the lower bound), in the text, JSON and SQLite;
+# with auto the text says no strategy places lower
+rm -f "$tmp/wi.db"
+"$mplan" plan "$src/models/mobilenet_v2.json" --strategy linear --what-if \
+  -o "$tmp/wi.json" --sqlite "$tmp/wi.db" >"$tmp/out" 2>&1
+why=$(python3 - "$tmp/wi.json" "$tmp/wi.db" <<'PY'
+import json, sqlite3, sys
+d = json.load(open(sys.argv[1]))
+lb = d["summary"]["lower_bound_bytes"]
+w = [r for r in d["what_if"] if r.get("strategy")]
+rows = sqlite3.connect(sys.argv[2]).execute(
+    "SELECT strategy, activation_arena_bytes FROM what_if WHERE strategy "
+    "IS NOT NULL ORDER BY seq").fetchall()
+bad = []
+if [r["strategy"] for r in w] != ["auto", "exact"]:
+    bad.append("strategies %s" % [r["strategy"] for r in w])
+if any(r["activation_arena_bytes"] != lb for r in w):
+    bad.append("arenas %s, lower bound %d" % (w, lb))
+if rows != [(r["strategy"], r["activation_arena_bytes"]) for r in w]:
+    bad.append("SQLite %s" % rows)
+if d["summary"]["activation_peak_bytes"] <= lb:
+    bad.append("linear at the lower bound?")
+print("; ".join(bad))
+PY
+)
+if [ -z "$why" ] && grep -q '^What another strategy places' "$tmp/out" &&
+  [ "$(grep -c 'at the lower bound$' "$tmp/out")" = 2 ]; then
+  ok
+else
+  bad "plan --strategy linear --what-if: $why $(sed -n '/^What another/,$p' "$tmp/out" | tr '\n' '|')"
+fi
+"$mplan" explain "$src/models/mobilenet_v2.json" --no-map >"$tmp/out" 2>&1
+if grep -q '^No strategy places the activations lower' "$tmp/out" &&
+  ! grep -q '^What another strategy' "$tmp/out"; then
+  ok
+else
+  bad "explain at the lower bound: $(tail -3 "$tmp/out" | tr '\n' '|')"
+fi
+
 # the choice is in every report: the plan JSON's passes.tile and each
 # patch op's execution[].patch agree with the SQLite tile and tile_op
 # rows (tests/cli/tile_rec.py); a graph with nothing to gain says so
