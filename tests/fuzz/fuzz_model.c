@@ -40,6 +40,7 @@
 #include "mplan/model.h"
 #include "mplan/passes.h"
 #include "mplan/plan.h"
+#include "mplan/report.h"
 #include "mplan/schedule.h"
 #include "mplan/validate.h"
 #include "mplan/verify.h"
@@ -165,6 +166,50 @@ static void fuzz_verify(const mp_model *m) {
   mp_verify_result_release(&res, &fuzz_alloc);
 }
 
+/* The reports of a plan render, and its plan/1 JSON is a plan: loaded
+ * back, its stored placements validate and its arena is the plan's. */
+static void fuzz_reports(const mp_model *m, const mp_plan *plan,
+                         const char *model_path) {
+  mp_buf b;
+  mp_buf_init(&b, NULL);
+  mp_error err = {0};
+  mp_status st = mp_report_explain(m, plan, NULL, &b, &err);
+  fuzz_expect(st, &err, "explain");
+  if (st == MP_OK) st = mp_report_passes(m, &b, &err);
+  fuzz_expect(st, &err, "passes table");
+  mp_buf_free(&b);
+  mp_buf_init(&b, NULL);
+  if (st == MP_OK) st = mp_report_plan_json(m, plan, &b, &err);
+  fuzz_expect(st, &err, "plan JSON");
+  char path[96];
+  snprintf(path, sizeof path, "%s.plan.json", model_path);
+  FILE *f = st == MP_OK ? fopen(path, "wb") : NULL;
+  bool wrote = f && fwrite(b.data, 1, b.len, f) == b.len;
+  if (f && fclose(f) != 0) wrote = false;
+  mp_buf_free(&b);
+  if (!wrote) {
+    unlink(path);
+    return;
+  }
+  mp_model *back = NULL;
+  mp_load_opts lo = {.allow_plan = true};
+  st = mp_model_load(path, &lo, &fuzz_alloc, &back, &err);
+  if (st != MP_OK) fuzz_bug("the plan JSON does not load", &err);
+  if (st == MP_OK) {
+    const char *const *names;
+    const size_t *cap, *limit;
+    size_t n = mp_model_plan_regions(back, &names, &cap, &limit);
+    st = mp_validate(mp_model_problem(back), mp_model_placements(back), limit,
+                     n, NULL, &err);
+    if (st != MP_OK) fuzz_bug("the plan JSON does not validate", &err);
+    if (mp_model_arena_bytes(back) != mp_plan_summary_of(plan)->arena_bytes) {
+      fuzz_bug("the plan JSON's arena is not the plan's", NULL);
+    }
+  }
+  mp_model_destroy(back);
+  unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* The loader reads files; the suffix only names the input. */
   char path[64];
@@ -213,6 +258,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (st != MP_OK) fuzz_bug("the plan failed validation", &err);
       snprintf(fuzz_outcome, sizeof fuzz_outcome, "planned: %zu B arena",
                mp_plan_summary_of(plan)->arena_bytes);
+      fuzz_reports(m, plan, path);
       mp_plan_destroy(plan);
       fuzz_verify(m);
     }
