@@ -13,7 +13,7 @@ mkdir -p report
 model=models/mobilenet_v2.json
 ./build/mplan plan "$model" -o report/plan.json --html report/report.html \
   --sqlite report/history.db --dot report/graph.dot --svg report/graph.svg \
-  --lifetimes report/lifetimes.yaml | tee report/summary.txt
+  --lifetimes report/lifetimes.yaml --what-if | tee report/summary.txt
 ./build/mplan report "$model" --lifetimes report/lifetimes.json >/dev/null
 ./build/mplan explain "$model" >report/explain.txt
 ./build/mplan validate report/plan.json
