@@ -327,14 +327,12 @@ static mp_status pl_buffers(pl_ctx *c, const cJSON *root) {
   const cJSON *bufs = NULL;
   mp_status st = json_array(c->file, root, "", "buffers", true, &bufs, c->err);
   if (st != MP_OK) return st;
+  /* A plan may have no buffer: a graph the passes emptied (every op
+   * dead) plans to an arena of 0 B, and its plan must read back. */
   size_t n = (size_t)cJSON_GetArraySize(bufs), i = 0;
-  if (n == 0) {
-    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
-                        "%s: buffers: the list is empty", c->file);
-  }
-  c->pf->placements = mp_calloc(c->a, n, sizeof *c->pf->placements);
-  c->pf->buf_producer = mp_calloc(c->a, n, sizeof *c->pf->buf_producer);
-  c->pf->buf_consumer = mp_calloc(c->a, n, sizeof *c->pf->buf_consumer);
+  c->pf->placements = mp_calloc(c->a, n + 1, sizeof *c->pf->placements);
+  c->pf->buf_producer = mp_calloc(c->a, n + 1, sizeof *c->pf->buf_producer);
+  c->pf->buf_consumer = mp_calloc(c->a, n + 1, sizeof *c->pf->buf_consumer);
   c->pf->n_buffers = n;
   if (!c->pf->placements || !c->pf->buf_producer || !c->pf->buf_consumer) {
     return mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->file);

@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "mplan/check.h"
 #include "mplan/file.h"
+#include "mplan/units.h"
 
 static const char check_usage[] =
     "usage: mplan check MODEL... [--budget SIZE] [--baseline FILE |\n"
@@ -37,7 +38,9 @@ static const char check_usage[] =
     "                   [--markdown FILE] [planning flags of mplan plan]\n"
     "The CI gate. Plans every MODEL with the same options and checks its\n"
     "arena: --budget fails a model whose arena (all regions) exceeds SIZE\n"
-    "(512KiB, 1.5MiB, ...); --baseline/--baseline-dir fails a model whose\n"
+    "(512KiB, 1.5MiB, ...) and hints at the setting of mplan explain's\n"
+    "what-if (order, passes, patches, strategy) with the smallest arena;\n"
+    "--baseline/--baseline-dir fails a model whose\n"
     "arena, in any region, leaves the band baseline +-P% (default 0%: the\n"
     "exact bytes) in EITHER direction -- an unexpected saving fails too,\n"
     "so that baselines stay current. --baseline-dir DIR reads\n"
@@ -53,6 +56,7 @@ typedef struct check_model {
   mp_snapshot *base; /* the baseline read */
   mp_error error;    /* why the model could not be planned */
   mp_error base_err; /* why the baseline cannot be used */
+  char hint[256];    /* over budget: what would fit it ("" none) */
   bool failed, base_failed;
   mp_buf baseline; /* --update-baseline: the new baseline/1 text */
 } check_model;
@@ -201,6 +205,49 @@ static void check_read_baseline(const cli_opts *o, check_model *c) {
   }
 }
 
+/* Over budget: the what-if settings (cli_what_if_run) planned with the
+ * same strategy, and the one with the smallest arena named, whether it
+ * fits or not. A what-if that fails leaves no hint. */
+static void check_hint(const cli_opts *o, const mp_model *m,
+                       const mp_plan *plan, check_model *c) {
+  const mp_plan_summary *s = mp_plan_summary_of(plan);
+  size_t arena = s->arena_bytes;
+  char a[MP_FMT_MAX], b[MP_FMT_MAX];
+  if (!o->has_budget || arena <= o->budget) return;
+  if (s->resident_bytes >= o->budget) {
+    snprintf(c->hint, sizeof c->hint,
+             "the resident tensors (weights) alone take %s B, over the "
+             "budget of %s B: no order, pass list or strategy fits",
+             mp_fmt_count(a, s->resident_bytes), mp_fmt_count(b, o->budget));
+    return;
+  }
+  cli_what_if wi = {0};
+  mp_error err = {0};
+  if (cli_what_if_run(o, m, plan, &wi, &err) != MP_OK) return;
+  const mp_report_what_if *best = NULL;
+  for (size_t k = 0; k < wi.n; k++) {
+    if (wi.rows[k].arena_bytes && wi.rows[k].arena_bytes < arena &&
+        (!best || wi.rows[k].arena_bytes < best->arena_bytes)) {
+      best = &wi.rows[k];
+    }
+  }
+  if (best && best->arena_bytes <= o->budget) {
+    snprintf(c->hint, sizeof c->hint,
+             "%s fits: arena %s B, within the budget of %s B", best->setting,
+             mp_fmt_count(a, best->arena_bytes), mp_fmt_count(b, o->budget));
+  } else if (best) {
+    snprintf(c->hint, sizeof c->hint,
+             "%s gives the smallest arena of the other settings, %s B: still "
+             "over the budget of %s B",
+             best->setting, mp_fmt_count(a, best->arena_bytes),
+             mp_fmt_count(b, o->budget));
+  } else {
+    snprintf(c->hint, sizeof c->hint,
+             "no other order, pass list or strategy gives a smaller arena");
+  }
+  cli_what_if_release(&wi);
+}
+
 static void check_one(const cli_opts *o, size_t i, check_model *c) {
   cli_opts one = *o;
   mp_model *m = NULL;
@@ -211,6 +258,7 @@ static void check_one(const cli_opts *o, size_t i, check_model *c) {
   if (st == MP_OK) {
     st = mp_snapshot_of_plan(m, plan, &ro, NULL, &c->now, &c->error);
   }
+  if (st == MP_OK) check_hint(&one, m, plan, c);
   mp_plan_destroy(plan);
   mp_model_destroy(m);
   c->failed = st != MP_OK;
@@ -277,6 +325,10 @@ static mp_status check_report(const cli_opts *o, check_model *cm,
                              base ? c->path : NULL,
                              c->base_failed ? c->base_err.msg : NULL, err);
     c->now = c->base = NULL; /* the report owns them now */
+    if (st == MP_OK && c->hint[0]) {
+      st = mp_check_report_hint(r, mp_check_report_counts(r)->models - 1,
+                                c->hint, err);
+    }
   }
   return st;
 }

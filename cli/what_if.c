@@ -85,6 +85,7 @@ static mp_status wi_places(const cli_opts *o, const mp_model *m,
                             .order = mp_model_order_name(m),
                             .lower_bound_bytes = s2->lower_bound_bytes,
                             .strategy = names[k],
+                            .arena_bytes = s2->arena_bytes,
                             .activation_arena_bytes = s2->activation_peak_bytes,
                             .proven_lb_bytes = s2->proven_lb_bytes};
     mp_plan_destroy(p2);
@@ -133,6 +134,10 @@ mp_status cli_what_if_run(const cli_opts *o, const mp_model *m,
     if (st == MP_OK) st = mp_problem_profile(mp_model_problem(m2), &prof, err);
     if (st == MP_OK) lb = prof.peak;
     mp_profile_release(&prof);
+    mp_plan *p2 = NULL;
+    if (st == MP_OK) st = cli_solve(&o2, m2, &p2, err);
+    size_t arena = p2 ? mp_plan_summary_of(p2)->arena_bytes : 0;
+    mp_plan_destroy(p2);
     if (st != MP_OK) {
       mp_model_destroy(m2);
       break;
@@ -154,6 +159,7 @@ mp_status cli_what_if_run(const cli_opts *o, const mp_model *m,
                                      .passes = w->passes[i],
                                      .order = mp_model_order_name(m2),
                                      .lower_bound_bytes = lb,
+                                     .arena_bytes = arena,
                                      .tile = r ? mp_pass_report_tile(r) : NULL};
   }
   if (st == MP_OK) st = wi_places(o, m, plan, w, err);

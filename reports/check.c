@@ -100,6 +100,7 @@ static void ck_entry_free(const mp_alloc *a, ck_entry *e) {
   mp_snapshot_destroy(e->base);
   mp_free(a, e->baseline_path);
   mp_free(a, e->budget_msg);
+  mp_free(a, e->hint);
   mp_free(a, e->baseline_msg);
 }
 
@@ -324,6 +325,18 @@ mp_status mp_check_report_add(mp_check_report *r, const char *model,
 
 const mp_check_counts *mp_check_report_counts(const mp_check_report *r) {
   return &r->counts;
+}
+
+mp_status mp_check_report_hint(mp_check_report *r, size_t i, const char *hint,
+                               mp_error *err) {
+  if (i >= r->n) {
+    return mp_error_set(err, MP_ERR_INTERNAL, "check: no entry %zu", i);
+  }
+  char *copy = mp_strdup(r->alloc, hint);
+  if (!copy) return ck_nomem(err);
+  mp_free(r->alloc, r->entries[i].hint);
+  r->entries[i].hint = copy;
+  return MP_OK;
 }
 
 mp_verdict mp_check_report_entry_verdict(const mp_check_report *r, size_t i) {

@@ -18,6 +18,7 @@ typedef struct ck_entry {
   bool has_budget, has_baseline;
   mp_verdict budget, baseline, verdict;
   char *budget_msg;   /* one line */
+  char *hint;         /* what would fit the budget (one line), or NULL */
   char *baseline_msg; /* one line; the error when the baseline is unusable */
   bool baseline_error;
 } ck_entry;

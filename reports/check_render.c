@@ -109,6 +109,7 @@ static void ck_text_entry(const ck_entry *e, mp_buf *out) {
     mp_buf_printf(out, "       budget    %-5s %s\n", mp_verdict_name(e->budget),
                   e->budget_msg);
   }
+  if (e->hint) mp_buf_printf(out, "       hint            %s\n", e->hint);
   if (e->has_baseline) {
     mp_buf_printf(out, "       baseline  %-5s %s\n",
                   mp_verdict_name(e->baseline), e->baseline_msg);
@@ -164,6 +165,7 @@ static void cj_checks(cj_ctx *c, cJSON *m, const ck_entry *e) {
     rj_str(&c->ok, o, "message", e->budget_msg);
     rj_num(&c->ok, o, "budget_bytes", (double)c->r->opts.budget_bytes);
     rj_num(&c->ok, o, "arena_bytes", (double)mp_snapshot_total_bytes(e->now));
+    if (e->hint) rj_str(&c->ok, o, "hint", e->hint);
   }
   if (arr && e->has_baseline) {
     cJSON *o = rj_push_obj(&c->ok, arr);
@@ -367,7 +369,10 @@ static void ck_junit_entry(mp_buf *out, const ck_entry *e, mp_buf *scratch) {
     ck_junit_case(out, e, "plan", MP_VERDICT_ERROR, e->error, NULL);
   }
   if (!e->error && e->has_budget) {
-    ck_junit_case(out, e, "budget", e->budget, e->budget_msg, NULL);
+    scratch->len = 0;
+    if (e->hint) mp_buf_printf(scratch, "%s\nhint: %s", e->budget_msg, e->hint);
+    ck_junit_case(out, e, "budget", e->budget, e->budget_msg,
+                  e->hint ? mp_buf_str(scratch) : NULL);
   }
   if (!e->error && e->has_baseline) {
     scratch->len = 0;
@@ -459,6 +464,11 @@ static void ck_md_details(const ck_entry *e, mp_buf *out) {
     ck_md_check(out, "plan", MP_VERDICT_ERROR, e->error);
   } else {
     if (e->has_budget) ck_md_check(out, "budget", e->budget, e->budget_msg);
+    if (e->hint) {
+      mp_buf_puts(out, "- \xF0\x9F\x92\xA1 **hint**: ");
+      diff_md_text(out, e->hint);
+      mp_buf_puts(out, "\n");
+    }
     if (e->has_baseline) {
       ck_md_check(out, "baseline", e->baseline, e->baseline_msg);
     }

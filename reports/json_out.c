@@ -97,6 +97,7 @@ void rj_what_if(bool *ok, cJSON *o, const mp_report_what_if *w) {
   rj_str(ok, o, "passes", w->passes);
   rj_str(ok, o, "order", w->order);
   rj_num(ok, o, "lower_bound_bytes", (double)w->lower_bound_bytes);
+  rj_num(ok, o, "arena_bytes", (double)w->arena_bytes);
   if (w->tile) rj_tile(ok, o, "tile", w->tile);
   if (!w->strategy) return;
   rj_str(ok, o, "strategy", w->strategy);

@@ -46,8 +46,8 @@ void rj_summary_bytes(bool *ok, cJSON *o, const mp_plan_summary *s);
 void rj_tile(bool *ok, cJSON *o, const char *key, const mp_tile_info *t);
 
 /* One what-if row's members into o: setting, passes, order,
- * lower_bound_bytes, tile (its record) when the tile pass ran, and for a
- * placement row strategy, activation_arena_bytes and
+ * lower_bound_bytes, arena_bytes, tile (its record) when the tile pass ran, and
+ * for a placement row strategy, activation_arena_bytes and
  * proven_lower_bound_bytes (when the search proved one). */
 void rj_what_if(bool *ok, cJSON *o, const mp_report_what_if *w);
 

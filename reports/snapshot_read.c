@@ -378,10 +378,8 @@ static mp_status rd_gone(rd_ctx *c, const cJSON *obj, const char *at,
 static mp_status rd_bl_tensors(rd_ctx *c, const cJSON *root) {
   const cJSON *arr = NULL;
   size_t k = 0;
+  /* empty: the plan of a graph the passes emptied (no buffer at all) */
   mp_status st = rd_type(c, root, "", "tensors", true, true, &arr);
-  if (st == MP_OK && !arr->child) {
-    return rd_bad(c, "", "tensors", "the list is empty");
-  }
   for (const cJSON *e = arr ? arr->child : NULL; st == MP_OK && e;
        e = e->next, k++) {
     char where[128];
@@ -559,10 +557,8 @@ static mp_status rd_plan(rd_ctx *c, const cJSON *root) {
   size_t k = 0;
   mp_status st = rd_plan_info(c, root);
   if (st == MP_OK) st = rd_plan_regions(c, root);
+  /* empty: as a baseline's tensors */
   if (st == MP_OK) st = rd_type(c, root, "", "buffers", true, true, &bufs);
-  if (st == MP_OK && !bufs->child) {
-    st = rd_bad(c, "", "buffers", "the list is empty");
-  }
   for (const cJSON *e = bufs ? bufs->child : NULL; st == MP_OK && e;
        e = e->next, k++) {
     char where[128];

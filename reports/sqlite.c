@@ -351,6 +351,7 @@ static const char db_v8[] =
     "  strategy TEXT,\n"
     "  activation_arena_bytes INTEGER,\n"
     "  proven_lower_bound_bytes INTEGER,\n"
+    "  arena_bytes INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
 
 static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4,
@@ -1143,7 +1144,8 @@ static mp_status db_insert_what_if(db_run *r) {
       "INSERT INTO what_if (run_id, seq, setting, passes, order_name, "
       "lower_bound_bytes, tile_outcome, tile_cut, tile_bands, tile_columns, "
       "tile_extra_macs, strategy, activation_arena_bytes, "
-      "proven_lower_bound_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+      "proven_lower_bound_bytes, arena_bytes) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   const mp_report_meta *m = r->meta;
   if (!m || !m->n_what_if || r->h->version < 8) return MP_OK;
   sqlite3_stmt *s = NULL;
@@ -1178,6 +1180,7 @@ static mp_status db_insert_what_if(db_run *r) {
     } else {
       sqlite3_bind_null(s, i++);
     }
+    db_size(s, i++, w->arena_bytes);
     st = db_row(r, s, "inserting a what-if row");
   }
   sqlite3_finalize(s);

@@ -72,6 +72,12 @@ mp_status mp_check_report_add(mp_check_report *r, const char *model,
                               const char *baseline_path, const char *base_error,
                               mp_error *err);
 
+/* A hint for entry i (in the order added): one line saying what would
+ * bring its arena under the budget (mplan check plans a model over
+ * budget again under other settings). Copies hint. */
+mp_status mp_check_report_hint(mp_check_report *r, size_t i, const char *hint,
+                               mp_error *err);
+
 typedef struct mp_check_counts {
   size_t models, passed, failed, errors;
 } mp_check_counts;

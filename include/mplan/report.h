@@ -73,6 +73,8 @@ typedef struct mp_report_what_if {
   const char *order;        /* the order the model got: "memory", "file" */
   size_t lower_bound_bytes; /* the activation lower bound under it */
   const mp_tile_info *tile; /* the tile pass's record; NULL: no tile */
+  size_t arena_bytes;       /* the whole arena (all regions) the asked
+                               strategy (or this row's) places */
   /* A placement row (another strategy for the same model and order):
    * the strategy, the activation arena it placed, and the lower bound
    * an exact search proved (0: none). NULL strategy: a bound row. */

@@ -2,7 +2,7 @@
 # mplan check and mplan diff end to end (issue 8): usage errors, baselines
 # written and checked, the budget and both sides of the tolerance band,
 # missing, corrupt and foreign baselines (exit 2), baselines from other
-# options, many models in one call, all-or-none updates, JUnit XML
+# options, hints for a model over budget, many models in one call, all-or-none updates, JUnit XML
 # validated by a real XML parser (python3's xml.etree: expat), a Markdown
 # snapshot (tests/golden/check.md; MPLAN_UPDATE_GOLDEN=1 rewrites it), and
 # diffs of plans, baselines, models and report-database runs.
@@ -122,6 +122,22 @@ run 1 check ci/steady.json --budget 50175 "${L[@]}" &&
 run 0 check ci/steady.json --budget 49KiB "${L[@]}"
 run 1 check ci/steady.json --budget 48KiB "${L[@]}"
 run 2 check ci/steady.json --budget 0.05MiB "${L[@]}" && has "$tmp/err" "size '0.05MiB' is not a whole number of bytes"
+
+# ---- over budget: a hint names the other setting with the smallest arena --
+run 1 check ci/steady.json --budget 50175 "${L[@]}" &&
+  has "$tmp/out" "hint            --strategy auto fits: arena 45,056 B, within the budget of 50,175 B"
+run 1 check ci/steady.json --budget 40000 "${L[@]}" --json &&
+  expect "JSON hint" "$(py "d['models'][0]['checks'][0]['hint']" "$tmp/out")" \
+    "--strategy auto gives the smallest arena of the other settings, 45,056 B: still over the budget of 40,000 B"
+run 0 check ci/steady.json --budget 50176 "${L[@]}" && hasnt "$tmp/out" "hint"
+run 1 check "$src/models/mobilenet_v2.json" "$src/models/resnet50.json" --budget 4MiB \
+  --markdown hint.md --junit hint.xml &&
+  has "$tmp/out" "hint            --passes all,tile fits: arena 3,947,312 B, within the budget of 4,194,304 B" &&
+  has "$tmp/out" "hint            the resident tensors (weights) alone take 25,763,680 B" &&
+  has hint.md "**hint**: --passes all,tile fits" && has hint.xml "hint: --passes all,tile fits"
+# the hint's figure is what plan gives for that setting
+expect "all,tile arena" "$("$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile --json |
+  py "d['summary']['arena_bytes']" /dev/stdin)" 3947312
 
 # ---- both sides of the band ------------------------------------------------
 # grown: z grows by 512 B (+1.02% of 50,176) and y lives one step longer.
@@ -327,6 +343,17 @@ run 2 diff a.json && has "$tmp/err" "expected two arguments, A and B (1 given)"
 run 2 diff a.json b.json c.json
 run 2 diff a.json b.json --budget 1KiB && has "$tmp/err" "unknown option '--budget'"
 cmp -s h.db h.db.before && ok || bad "diffing runs changed the database"
+
+# a graph the passes empty (its one op's output is read by nothing; a
+# fuzz finding): its plan has no buffer, and still validates, diffs and
+# checks against its baseline
+cp "$src/tests/fuzz/corpus/every_op_dead.onnx.bin" empty.onnx
+e=empty.onnx
+run 0 plan "$e" --passes all -o empty.plan.json
+run 0 validate empty.plan.json && has "$tmp/out" "valid: 0 buffers in an arena of 0 B"
+run 0 diff empty.plan.json empty.plan.json
+run 0 check "$e" --passes all --baseline empty.bl.json --update-baseline
+run 0 check "$e" --passes all --baseline empty.bl.json && has "$tmp/out" "arena 0 B = baseline"
 
 echo "check/diff: $pass checks passed, $fail failed"
 [ "$fail" -eq 0 ]
