@@ -107,8 +107,11 @@ static void diff_add_tensor(mp_diff *d, const mp_snap_tensor *x,
     }
     if (host) c = gone ? kind : (mp_change)(kind + 1);
   }
+  const char *patch = NULL;
+  if (c == MP_CHANGE_APPEARED) patch = mp_snapshot_patch_of(d->b, y->name);
+  if (c == MP_CHANGE_VANISHED) patch = mp_snapshot_patch_of(d->a, x->name);
   d->tensors[d->n_tensors++] =
-      (mp_diff_tensor){x ? x->name : y->name, c, x, y, delta, host};
+      (mp_diff_tensor){x ? x->name : y->name, c, x, y, delta, host, patch};
   d->sum.count[c]++;
 }
 
@@ -275,7 +278,7 @@ static mp_status diff_regions(mp_diff *d, mp_error *err) {
   size_t na = mp_snapshot_region_count(d->a);
   size_t nb = mp_snapshot_region_count(d->b);
   mp_status st = MP_OK;
-  d->regions = mp_calloc(d->alloc, na + nb, sizeof *d->regions);
+  d->regions = mp_calloc(d->alloc, na + nb + 1, sizeof *d->regions);
   if (!d->regions) return diff_nomem(err);
   for (size_t k = 0; st == MP_OK && k < na; k++) {
     st = diff_region(d, mp_snapshot_region(d->a, k)->name, err);

@@ -239,6 +239,7 @@ static void diff_tensor_line(const mp_diff *d, const mp_diff_tensor *t,
     mp_buf_printf(out, "  (%s '%s')", how[t->change - MP_CHANGE_JOINED],
                   t->host);
   }
+  if (t->patch) mp_buf_printf(out, "  (%s, pass 'tile')", t->patch);
   mp_buf_puts(out, "\n");
 }
 
@@ -399,6 +400,7 @@ static void dj_tensors(dj_ctx *c, cJSON *root) {
     rj_str(&c->ok, e, "change", mp_change_name(t->change));
     rj_num(&c->ok, e, "delta", (double)t->delta);
     if (t->host) rj_str(&c->ok, e, "host", t->host);
+    if (t->patch) rj_str(&c->ok, e, "patch", t->patch);
     dj_tensor_side(c, e, "old", mp_diff_old(c->d), t->a);
     dj_tensor_side(c, e, "new", mp_diff_new(c->d), t->b);
   }
@@ -563,6 +565,11 @@ static void md_tensor_row(const mp_diff *d, const mp_diff_tensor *t,
   const mp_snap_tensor *x = t->a, *y = t->b;
   mp_buf_printf(out, "| %s | ", mp_change_name(t->change));
   diff_md_text(out, t->name);
+  if (t->patch) {
+    mp_buf_puts(out, " (");
+    diff_md_text(out, t->patch);
+    mp_buf_puts(out, ")");
+  }
   mp_buf_puts(out, " | ");
   if (t->change == MP_CHANGE_LIFETIME) {
     mp_buf_printf(out,

@@ -43,7 +43,8 @@ mp_status snap_create(const mp_alloc *a, const char *kind, const char *source,
          mp_strmap_create(a, &s->by_name, NULL) == MP_OK &&
          mp_strmap_create(a, &s->hosts, NULL) == MP_OK &&
          mp_strmap_create(a, &s->fused, NULL) == MP_OK &&
-         mp_strmap_create(a, &s->removed, NULL) == MP_OK;
+         mp_strmap_create(a, &s->removed, NULL) == MP_OK &&
+         mp_strmap_create(a, &s->patched, NULL) == MP_OK;
   }
   if (ok) {
     s->info.kind = snap_str(s, kind, &ok);
@@ -68,6 +69,8 @@ void mp_snapshot_destroy(mp_snapshot *s) {
   mp_strmap_destroy(s->hosts);
   mp_strmap_destroy(s->fused);
   mp_strmap_destroy(s->removed);
+  mp_strmap_destroy(s->patched);
+  mp_free(s->alloc, s->patches);
   mp_free(s->alloc, s->gone_by);
   mp_free(s->alloc, s->members);
   mp_strpool_destroy(s->pool);
@@ -406,6 +409,50 @@ mp_status snap_gone(mp_snapshot *s, const char *names, const char *by,
   return st;
 }
 
+mp_status snap_patch(mp_snapshot *s, const char *name, const char *what,
+                     mp_error *err) {
+  bool ok = true;
+  int64_t v;
+  if (mp_strmap_get(s->patched, name, &v)) return MP_OK; /* the first */
+  const char *n = snap_str(s, name, &ok), *w = snap_str(s, what, &ok);
+  void *p = s->patches;
+  mp_status st = ok ? mp_grow(s->alloc, &p, &s->cap_patches, s->n_patches + 1,
+                              sizeof *s->patches, s->info.source, err)
+                    : MP_ERR_NOMEM;
+  if (st == MP_OK) {
+    s->patches = p;
+    st = mp_strmap_put(s->patched, n, (int64_t)s->n_patches, NULL, err);
+  }
+  if (st == MP_OK) s->patches[s->n_patches++] = (snap_patch_rec){n, w};
+  if (st == MP_ERR_NOMEM) {
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", s->info.source);
+  }
+  return st;
+}
+
+void snap_patch_what(char *buf, size_t cap, const char *role,
+                     const char *origin, int64_t band, int64_t column) {
+  if (strcmp(role, "copy") == 0) {
+    snprintf(buf, cap, "patch (%lld, %lld) of op '%s'", (long long)band,
+             (long long)column, origin);
+  } else if (strcmp(role, "crop") == 0) {
+    snprintf(buf, cap, "the part of '%s' patch (%lld, %lld) reads", origin,
+             (long long)band, (long long)column);
+  } else if (band >= 0) {
+    snprintf(buf, cap, "band %lld of '%s'", (long long)band, origin);
+  } else {
+    snprintf(buf, cap, "the patches of '%s'", origin);
+  }
+}
+
+const char *mp_snapshot_patch_of(const mp_snapshot *s, const char *name) {
+  int64_t v;
+  if (!mp_strmap_get(s->patched, name, &v) || (size_t)v >= s->n_patches) {
+    return NULL;
+  }
+  return s->patches[v].what;
+}
+
 static const char *snap_gone_by(const mp_snapshot *s, const mp_strmap *map,
                                 const char *name) {
   int64_t v;
@@ -721,6 +768,20 @@ static mp_status snap_plan_tensors(mp_snapshot *s, const mp_model *m,
     const mp_pass_row *row = mp_pass_report_row(r, k);
     st = snap_gone(s, row->removed, mp_pass_name(row->pass), false, err);
   }
+  const mp_tile_info *ti = r ? mp_pass_report_tile(r) : NULL;
+  const mp_graph *g = mp_model_graph(m);
+  for (size_t k = 0; st == MP_OK && ti && g && k < ti->n_ops; k++) {
+    const mp_tile_op *to = &ti->ops[k];
+    int32_t i;
+    if (!mp_graph_find_op(g, to->op, &i)) continue; /* fused away */
+    const mp_op *op = mp_graph_op(g, (size_t)i);
+    if (op->n_outputs < 1 || op->outputs[0] < 0) continue;
+    char what[300];
+    snap_patch_what(what, sizeof what, mp_tile_role_name(to->role), to->origin,
+                    to->band, to->column);
+    st = snap_patch(s, mp_graph_tensor(g, (size_t)op->outputs[0])->name, what,
+                    err);
+  }
   for (size_t k = 0; st == MP_OK && k < mp_model_steps(m); k++) {
     st = snap_step(s, mp_model_step_op(m, k), err);
   }
@@ -843,6 +904,15 @@ static void snap_doc_body(const mp_snapshot *s, snap_doc *d) {
       snap_put_str(d, o, fused ? "op" : "pass", g->by);
       snap_put_str(d, o, "tensors", g->names);
     }
+  }
+  /* the tile pass's tensors, one line each (absent when none) */
+  cJSON *arr = NULL;
+  for (size_t k = 0; d->ok && k < s->n_patches; k++) {
+    if (!arr) arr = rj_arr(&d->ok, d->root, "patches");
+    cJSON *o = arr ? rj_push_obj(&d->ok, arr) : NULL;
+    if (!o) return;
+    snap_put_str(d, o, "tensor", s->patches[k].name);
+    snap_put_str(d, o, "patch", s->patches[k].what);
   }
 }
 

@@ -201,18 +201,15 @@ static mp_status sd_tensors(sd_ctx *c) {
   }
   if (st == MP_OK && rc != SQLITE_DONE) st = sd_fail(c, "reading tensors");
   sqlite3_finalize(s);
-  if (st == MP_OK && c->s->n_tensors == 0) {
-    st = mp_error_set(c->err, MP_ERR_BAD_INPUT,
-                      "%s: run %" PRId64 " has no tensors", c->path, c->run);
-  }
+  /* no tensor at all: a graph the passes emptied, as in a plan */
   return st;
 }
 
 /* Runs sql (run id as ?1) over a table an older schema may not have (then
- * there is nothing to read) and hands every row of two texts to row. */
+ * there is nothing to read) and hands every row to row; a row whose first
+ * two columns are not both texts is skipped. */
 static mp_status sd_pairs(sd_ctx *c, const char *sql, const char *what,
-                          mp_status (*row)(sd_ctx *, const char *,
-                                           const char *)) {
+                          mp_status (*row)(sd_ctx *, sqlite3_stmt *)) {
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(c->db, sql, -1, &s, NULL) != SQLITE_OK) {
     return MP_OK; /* no such table */
@@ -221,27 +218,40 @@ static mp_status sd_pairs(sd_ctx *c, const char *sql, const char *what,
   int rc = SQLITE_DONE;
   sqlite3_bind_int64(s, 1, c->run);
   while (st == MP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    const char *a = sd_text(s, 0), *b = sd_text(s, 1);
-    if (a && b) st = row(c, a, b);
+    if (sd_text(s, 0) && sd_text(s, 1)) st = row(c, s);
   }
   if (st == MP_OK && rc != SQLITE_DONE) st = sd_fail(c, what);
   sqlite3_finalize(s);
   return st;
 }
 
-static mp_status sd_member_row(sd_ctx *c, const char *member,
-                               const char *host) {
+static mp_status sd_member_row(sd_ctx *c, sqlite3_stmt *s) {
   size_t buf;
-  if (!mp_snapshot_find(c->s, host, &buf)) return MP_OK;
-  return snap_member(c->s, member, buf, c->err);
+  if (!mp_snapshot_find(c->s, sd_text(s, 1), &buf)) return MP_OK;
+  return snap_member(c->s, sd_text(s, 0), buf, c->err);
 }
 
-static mp_status sd_fusion_row(sd_ctx *c, const char *op, const char *mids) {
-  return snap_gone(c->s, mids, op, true, c->err);
+static mp_status sd_fusion_row(sd_ctx *c, sqlite3_stmt *s) {
+  return snap_gone(c->s, sd_text(s, 1), sd_text(s, 0), true, c->err);
 }
 
-static mp_status sd_removed_row(sd_ctx *c, const char *pass, const char *gone) {
-  return snap_gone(c->s, gone, pass, false, c->err);
+static mp_status sd_removed_row(sd_ctx *c, sqlite3_stmt *s) {
+  return snap_gone(c->s, sd_text(s, 1), sd_text(s, 0), false, c->err);
+}
+
+/* A tile_op row: tensor, role, origin, band, col (NULL: -1). */
+static mp_status sd_patch_row(sd_ctx *c, sqlite3_stmt *s) {
+  const char *origin = sd_text(s, 2);
+  int64_t rc[2] = {-1, -1};
+  for (int k = 0; k < 2; k++) {
+    if (sqlite3_column_type(s, 3 + k) == SQLITE_INTEGER) {
+      rc[k] = sqlite3_column_int64(s, 3 + k);
+    }
+  }
+  if (!origin) return MP_OK;
+  char what[300];
+  snap_patch_what(what, sizeof what, sd_text(s, 1), origin, rc[0], rc[1]);
+  return snap_patch(c->s, sd_text(s, 0), what, c->err);
 }
 
 /* Tensors living in another's buffer (tensor_buffer, schema version 5
@@ -265,6 +275,16 @@ static mp_status sd_members(sd_ctx *c) {
                   "SELECT name, removed FROM pass WHERE run_id = ?1 AND "
                   "removed <> '' ORDER BY seq",
                   "reading passes", sd_removed_row);
+}
+
+/* The tile pass's tensors (tile_op, schema version 8): each op's buffer
+ * row is the tensor it produces. An older database has none. */
+static mp_status sd_patches(sd_ctx *c) {
+  return sd_pairs(c,
+                  "SELECT t.name, o.role, o.origin, o.band, o.col FROM "
+                  "tile_op o JOIN tensor t ON t.run_id = o.run_id AND "
+                  "t.producer = o.op WHERE o.run_id = ?1 ORDER BY o.step",
+                  "reading tile_op", sd_patch_row);
 }
 
 static mp_status sd_steps(sd_ctx *c, size_t steps) {
@@ -313,6 +333,7 @@ static mp_status sd_read(sd_ctx *c, const char *run, size_t *arena) {
   st = sd_info(c, arena, &steps);
   if (st == MP_OK) st = sd_tensors(c);
   if (st == MP_OK) st = sd_members(c);
+  if (st == MP_OK) st = sd_patches(c);
   if (st == MP_OK) st = sd_steps(c, steps);
   if (st == MP_OK) st = snap_finish(c->s, c->err);
   return st;

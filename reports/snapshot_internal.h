@@ -26,6 +26,12 @@ typedef struct snap_gone_rec {
   bool fused;
 } snap_gone_rec;
 
+/* What snap_patch recorded: tensor name is a part the tile pass computes
+ * (what says which: "patch (1, 0) of op 'b2_expand'"). */
+typedef struct snap_patch_rec {
+  const char *name, *what;
+} snap_patch_rec;
+
 /* What snap_member recorded: tensor name lives in tensor host's buffer. */
 typedef struct snap_member_rec {
   const char *name;
@@ -41,6 +47,9 @@ struct mp_snapshot {
   mp_strmap *removed;     /* a tensor a pass removed -> index in gone_by */
   snap_gone_rec *gone_by; /* fused ops and pass names, in record order */
   size_t n_gone_by, cap_gone_by;
+  mp_strmap *patched;      /* a tile pass's tensor -> index in patches */
+  snap_patch_rec *patches; /* in record order */
+  size_t n_patches, cap_patches;
   snap_member_rec *members; /* hosts' entries, in record order */
   size_t n_members, cap_members;
   mp_snap_info info;
@@ -84,6 +93,16 @@ mp_status snap_member(mp_snapshot *s, const char *member, size_t buffer,
  * first. */
 mp_status snap_gone(mp_snapshot *s, const char *names, const char *by,
                     bool fused, mp_error *err);
+
+/* Records that tensor name is a part of the tile pass's patches (both
+ * copied; a tensor recorded twice keeps its first). */
+mp_status snap_patch(mp_snapshot *s, const char *name, const char *what,
+                     mp_error *err);
+
+/* The text snap_patch records for the op of a tile pass (mplan/passes.h:
+ * role, origin, band, column) into buf. */
+void snap_patch_what(char *buf, size_t cap, const char *role,
+                     const char *origin, int64_t band, int64_t column);
 
 /* Appends the op of the next step (copied). */
 mp_status snap_step(mp_snapshot *s, const char *op, mp_error *err);

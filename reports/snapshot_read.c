@@ -189,8 +189,8 @@ static mp_status rd_steps(rd_ctx *c, const cJSON *arr, const char *list,
  */
 
 static const char *const rd_top_keys[] = {
-    "mplan",   "tool",  "model",   "options", "plan",    "total_bytes",
-    "regions", "steps", "tensors", "fused",   "removed", NULL};
+    "mplan", "tool",    "model", "options", "plan",    "total_bytes", "regions",
+    "steps", "tensors", "fused", "removed", "patches", NULL};
 static const char *const rd_model_keys[] = {"path", "name", "format", "sha256",
                                             NULL};
 static const char *const rd_plan_keys[] = {
@@ -203,6 +203,7 @@ static const char *const rd_tensor_keys[] = {"name", "class",  "region",
                                              "last", "holds",  NULL};
 static const char *const rd_fused_keys[] = {"op", "tensors", NULL};
 static const char *const rd_removed_keys[] = {"pass", "tensors", NULL};
+static const char *const rd_patch_keys[] = {"tensor", "patch", NULL};
 
 static mp_status rd_bl_info(rd_ctx *c, const cJSON *root) {
   const cJSON *m = NULL, *p = NULL, *o = NULL;
@@ -409,6 +410,58 @@ static mp_status rd_bl_totals(rd_ctx *c, size_t total, const size_t *recorded) {
   return MP_OK;
 }
 
+/* baseline/1 "patches": [{"tensor", "patch"}]: the tile pass's tensors. */
+static mp_status rd_bl_patches(rd_ctx *c, const cJSON *root) {
+  const cJSON *arr = NULL;
+  mp_status st = rd_type(c, root, "", "patches", false, true, &arr);
+  size_t k = 0;
+  for (const cJSON *e = arr ? arr->child : NULL; st == MP_OK && e;
+       e = e->next, k++) {
+    char where[64];
+    const char *t = NULL, *what = NULL;
+    snprintf(where, sizeof where, "patches[%zu]", k);
+    st = rd_element(c, e, where);
+    if (st == MP_OK) st = rd_keys(c, e, where, rd_patch_keys);
+    if (st == MP_OK) st = rd_str(c, e, where, "tensor", true, &t);
+    if (st == MP_OK) st = rd_str(c, e, where, "patch", true, &what);
+    if (st == MP_OK) st = snap_patch(c->s, t, what, c->err);
+  }
+  return st;
+}
+
+/* plan/1 "execution"[]: a step with "patch" (the tile pass's op) makes a
+ * tensor of the patches, its first output. */
+static mp_status rd_plan_patches(rd_ctx *c, const cJSON *ex) {
+  size_t k = 0;
+  mp_status st = MP_OK;
+  for (const cJSON *e = ex ? ex->child : NULL; st == MP_OK && e;
+       e = e->next, k++) {
+    const cJSON *p = NULL, *outs = NULL;
+    const char *role = NULL, *of = NULL;
+    int64_t band = -1, col = -1;
+    char where[64];
+    snprintf(where, sizeof where, "execution[%zu]", k);
+    st = rd_type(c, e, where, "patch", false, false, &p);
+    if (st != MP_OK || !p) continue;
+    snprintf(where, sizeof where, "execution[%zu].patch", k);
+    st = rd_str(c, p, where, "role", true, &role);
+    if (st == MP_OK) st = rd_str(c, p, where, "of", true, &of);
+    if (st == MP_OK) st = rd_i64(c, p, where, "band", false, &band);
+    if (st == MP_OK) st = rd_i64(c, p, where, "column", false, &col);
+    snprintf(where, sizeof where, "execution[%zu]", k);
+    if (st == MP_OK) st = rd_type(c, e, where, "outputs", true, true, &outs);
+    if (st == MP_OK && (!outs->child || !cJSON_IsString(outs->child))) {
+      st = rd_bad(c, where, "outputs", "expected a tensor name");
+    }
+    char what[300];
+    if (st == MP_OK) {
+      snap_patch_what(what, sizeof what, role, of, band, col);
+      st = snap_patch(c->s, outs->child->valuestring, what, c->err);
+    }
+  }
+  return st;
+}
+
 static mp_status rd_baseline(rd_ctx *c, const cJSON *root) {
   const cJSON *steps = NULL;
   size_t total = 0, *recorded = NULL;
@@ -427,6 +480,7 @@ static mp_status rd_baseline(rd_ctx *c, const cJSON *root) {
     st = rd_gone(c, root, "", "removed", "pass", "tensors", false,
                  rd_removed_keys);
   }
+  if (st == MP_OK) st = rd_bl_patches(c, root);
   if (st == MP_OK) {
     recorded = mp_calloc(c->s->alloc, c->s->n_regions, sizeof *recorded);
     if (!recorded) st = rd_nomem(c);
@@ -568,6 +622,7 @@ static mp_status rd_plan(rd_ctx *c, const cJSON *root) {
   if (st == MP_OK) st = rd_plan_fusions(c, root);
   if (st == MP_OK) st = rd_type(c, root, "", "execution", false, true, &ex);
   if (st == MP_OK) st = rd_steps(c, ex, "execution", "op");
+  if (st == MP_OK) st = rd_plan_patches(c, ex);
   if (st == MP_OK) st = snap_finish(c->s, c->err);
   return st;
 }

@@ -53,6 +53,9 @@ typedef struct mp_diff_tensor {
   /* joined: its buffer in B; left: in A; fused: the op that absorbed it
    * in B; unfused: in A; else NULL */
   const char *host;
+  /* appeared: what part of the tile pass's patches it is in B; vanished:
+   * in A ("patch (1, 0) of op 'b2_expand'"); else NULL */
+  const char *patch;
 } mp_diff_tensor;
 
 typedef struct mp_diff_region {

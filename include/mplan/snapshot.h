@@ -158,6 +158,10 @@ const char *mp_snapshot_fused_into(const mp_snapshot *s, const char *name);
 /* ... the pass that removed tensor name otherwise (eliminate, fold), or
  * NULL. */
 const char *mp_snapshot_removed_by(const mp_snapshot *s, const char *name);
+/* Plans, baselines and models made with the tile pass: what part of the
+ * patches tensor name is ("patch (1, 0) of op 'b2_expand'", "band 1 of
+ * 'T'"), or NULL. */
+const char *mp_snapshot_patch_of(const mp_snapshot *s, const char *name);
 
 /* Op names by step (graphs, plans of graphs, runs); 0 steps otherwise. */
 size_t mp_snapshot_step_count(const mp_snapshot *s);

@@ -354,6 +354,8 @@ run 0 validate empty.plan.json && has "$tmp/out" "valid: 0 buffers in an arena o
 run 0 diff empty.plan.json empty.plan.json
 run 0 check "$e" --passes all --baseline empty.bl.json --update-baseline
 run 0 check "$e" --passes all --baseline empty.bl.json && has "$tmp/out" "arena 0 B = baseline"
+"$mplan" report "$e" --passes all --sqlite empty.db >/dev/null
+run 0 diff empty.db:1 empty.plan.json && has "$tmp/out" "arena                                   0 B"
 
 echo "check/diff: $pass checks passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -183,6 +183,36 @@ else
   bad "explain at the lower bound: $(tail -3 "$tmp/out" | tr '\n' '|')"
 fi
 
+# mplan diff says what each tensor of the patches is, from every source a
+# snapshot is made from: two plans, the plan against a model, a baseline,
+# runs of a report database (and the other way round: vanished)
+"$mplan" plan "$src/models/mobilenet_v2.json" -o "$tmp/d0.json" >/dev/null
+"$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile -o "$tmp/d1.json" >/dev/null
+"$mplan" check "$src/models/mobilenet_v2.json" --passes all,tile \
+  --baseline "$tmp/d1.bl.json" --update-baseline >/dev/null
+rm -f "$tmp/d.db"
+"$mplan" report "$src/models/mobilenet_v2.json" --sqlite "$tmp/d.db" >/dev/null
+"$mplan" report "$src/models/mobilenet_v2.json" --passes all,tile --sqlite "$tmp/d.db" >/dev/null
+want="  (patch (1, 1) of op 'b2_expand', pass 'tile')"
+for b in "$tmp/d1.json" "$tmp/d1.bl.json" "$tmp/d.db:2"; do
+  a=$tmp/d0.json
+  case $b in *.db:2) a=$tmp/d.db:1 ;; esac
+  if "$mplan" diff "$a" "$b" >"$tmp/out" 2>&1 &&
+    grep 'appeared  b2_expand_out.t1x1 ' "$tmp/out" | grep -qF "$want"; then
+    ok
+  else
+    bad "diff $(basename "$a") $(basename "$b"): $(grep -E 'appeared|error' "$tmp/out" | head -2)"
+  fi
+done
+if "$mplan" diff "$tmp/d1.json" "$src/models/mobilenet_v2.json" >"$tmp/out" 2>&1 &&
+  grep 'vanished  b2_expand_out.t1x1 ' "$tmp/out" | grep -qF "$want" &&
+  "$mplan" diff "$tmp/d0.json" "$tmp/d1.json" --json >"$tmp/d.json" &&
+  [ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); p=[t['patch'] for t in d['tensors']['changed'] if t.get('patch')]; print(len(p) > 80 and any(x.startswith('band 1 of ') for x in p) and any(x.startswith('the part of ') for x in p))" "$tmp/d.json")" = True ]; then
+  ok
+else
+  bad "diff with the patches on the old side, or its JSON: $(grep -E 'vanished' "$tmp/out" | head -1)"
+fi
+
 # the choice is in every report: the plan JSON's passes.tile and each
 # patch op's execution[].patch agree with the SQLite tile and tile_op
 # rows (tests/cli/tile_rec.py); a graph with nothing to gain says so
