@@ -63,8 +63,9 @@ static mp_status wi_places(const cli_opts *o, const mp_model *m,
   mp_status st = MP_OK;
   for (size_t k = 0; st == MP_OK && k < 2 && w->n < CLI_WHAT_IF_MAX; k++) {
     bool exact = k == 1;
+    /* exact without --budget-ms searches for 5 s (strategy_auto.c) */
     if (strcmp(asked, names[k]) == 0 &&
-        (!exact || o->budget_ms >= WI_SEARCH_MS)) {
+        (!exact || o->budget_ms <= 0 || o->budget_ms >= WI_SEARCH_MS)) {
       continue; /* asked for (exact with as much time or more) */
     }
     cli_opts o2 = *o;
