@@ -99,13 +99,22 @@ static void ex_totals(ex_ctx *c) {
                 report_pct(saved, s->no_reuse_bytes));
 }
 
+/* ", patch (1, 0) of op 'b2_expand'" when step t runs an op of the tile
+ * pass's patches, else "". */
+static void ex_patch(ex_ctx *c, int64_t t, char *buf, size_t cap) {
+  char what[300];
+  report_step_patch(c->m, t, what, sizeof what);
+  snprintf(buf, cap, "%s%s", *what ? ", " : "", what);
+}
+
 static void ex_interval(ex_ctx *c, const mp_segment *seg) {
-  char op[160];
+  char op[160], patch[320];
   const char *w = report_time_word(c->m);
   if (seg->first == seg->last) {
     report_step_op(c->m, seg->first, op, sizeof op);
-    mp_buf_printf(c->out, "  %s %" PRId64 "%s%s\n", w, seg->first,
-                  *op ? " " : "", op);
+    ex_patch(c, seg->first, patch, sizeof patch);
+    mp_buf_printf(c->out, "  %s %" PRId64 "%s%s%s\n", w, seg->first,
+                  *op ? " " : "", op, patch);
     return;
   }
   mp_buf_printf(c->out, "  %ss %" PRId64 "..%" PRId64 "\n", w, seg->first,
@@ -114,7 +123,9 @@ static void ex_interval(ex_ctx *c, const mp_segment *seg) {
   int64_t shown = 0;
   for (int64_t t = seg->first; t <= seg->last && shown < 8; t++, shown++) {
     report_step_op(c->m, t, op, sizeof op);
-    mp_buf_printf(c->out, "    %s %" PRId64 "%s%s\n", w, t, *op ? " " : "", op);
+    ex_patch(c, t, patch, sizeof patch);
+    mp_buf_printf(c->out, "    %s %" PRId64 "%s%s%s\n", w, t, *op ? " " : "",
+                  op, patch);
   }
   if (seg->last - seg->first + 1 > shown) {
     mp_buf_printf(c->out, "    ... %" PRId64 " more\n",

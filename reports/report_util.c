@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef struct util_item {
@@ -177,5 +178,34 @@ void report_utc_now(char *buf, size_t cap) {
   /* gmtime_r is POSIX; C11's gmtime would share a static buffer. */
   if (!gmtime_r(&now, &tm) || !strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
     snprintf(buf, cap, "%s", "1970-01-01T00:00:00Z");
+  }
+}
+
+void report_patch_what(char *buf, size_t cap, const char *role,
+                       const char *origin, int64_t band, int64_t column) {
+  if (strcmp(role, "copy") == 0) {
+    snprintf(buf, cap, "patch (%lld, %lld) of op '%s'", (long long)band,
+             (long long)column, origin);
+  } else if (strcmp(role, "crop") == 0) {
+    snprintf(buf, cap, "the part of '%s' patch (%lld, %lld) reads", origin,
+             (long long)band, (long long)column);
+  } else if (band >= 0) {
+    snprintf(buf, cap, "band %lld of '%s'", (long long)band, origin);
+  } else {
+    snprintf(buf, cap, "the patches of '%s'", origin);
+  }
+}
+
+void report_step_patch(const mp_model *m, int64_t t, char *buf, size_t cap) {
+  const mp_pass_report *r = mp_model_pass_report(m);
+  const mp_tile_info *ti = r ? mp_pass_report_tile(r) : NULL;
+  const char *op = t >= 0 && ti ? mp_model_step_op(m, (size_t)t) : NULL;
+  buf[0] = '\0';
+  for (size_t k = 0; op && k < ti->n_ops; k++) {
+    const mp_tile_op *e = &ti->ops[k];
+    if (strcmp(e->op, op) != 0) continue;
+    report_patch_what(buf, cap, mp_tile_role_name(e->role), e->origin, e->band,
+                      e->column);
+    return;
   }
 }

@@ -25,6 +25,17 @@ const char *report_time_word(const mp_model *m);
 /* "'b2_dw' (Conv)" for a step with a known op, "" otherwise. */
 void report_step_op(const mp_model *m, int64_t t, char *buf, size_t cap);
 
+/* What an op of the tile pass computes (mplan/passes.h: role, origin,
+ * band, column; -1 for none) into buf: "patch (1, 0) of op 'b2_expand'",
+ * "the part of 'input' patch (0, 1) reads", "band 1 of 'T'", "the
+ * patches of 'T'". */
+void report_patch_what(char *buf, size_t cap, const char *role,
+                       const char *origin, int64_t band, int64_t column);
+
+/* The same for the op model m runs at step t, or "" when it is not one
+ * of the tile pass's. */
+void report_step_patch(const mp_model *m, int64_t t, char *buf, size_t cap);
+
 /* 100 * part / whole, 0 when whole is 0. */
 double report_pct(size_t part, size_t whole);
 

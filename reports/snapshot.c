@@ -29,6 +29,7 @@
 #include "mplan/file.h"
 #include "mplan/passes.h"
 #include "mplan/sha256.h"
+#include "report_util.h"
 #include "snapshot_internal.h"
 
 /* ---- building ------------------------------------------------------------ */
@@ -430,21 +431,6 @@ mp_status snap_patch(mp_snapshot *s, const char *name, const char *what,
   return st;
 }
 
-void snap_patch_what(char *buf, size_t cap, const char *role,
-                     const char *origin, int64_t band, int64_t column) {
-  if (strcmp(role, "copy") == 0) {
-    snprintf(buf, cap, "patch (%lld, %lld) of op '%s'", (long long)band,
-             (long long)column, origin);
-  } else if (strcmp(role, "crop") == 0) {
-    snprintf(buf, cap, "the part of '%s' patch (%lld, %lld) reads", origin,
-             (long long)band, (long long)column);
-  } else if (band >= 0) {
-    snprintf(buf, cap, "band %lld of '%s'", (long long)band, origin);
-  } else {
-    snprintf(buf, cap, "the patches of '%s'", origin);
-  }
-}
-
 const char *mp_snapshot_patch_of(const mp_snapshot *s, const char *name) {
   int64_t v;
   if (!mp_strmap_get(s->patched, name, &v) || (size_t)v >= s->n_patches) {
@@ -777,8 +763,8 @@ static mp_status snap_plan_tensors(mp_snapshot *s, const mp_model *m,
     const mp_op *op = mp_graph_op(g, (size_t)i);
     if (op->n_outputs < 1 || op->outputs[0] < 0) continue;
     char what[300];
-    snap_patch_what(what, sizeof what, mp_tile_role_name(to->role), to->origin,
-                    to->band, to->column);
+    report_patch_what(what, sizeof what, mp_tile_role_name(to->role),
+                      to->origin, to->band, to->column);
     st = snap_patch(s, mp_graph_tensor(g, (size_t)op->outputs[0])->name, what,
                     err);
   }

@@ -20,6 +20,7 @@
 
 #include "mplan/report_db.h"
 #include "mplan/units.h"
+#include "report_util.h"
 #include "snapshot_internal.h"
 
 typedef struct sd_ctx {
@@ -250,7 +251,7 @@ static mp_status sd_patch_row(sd_ctx *c, sqlite3_stmt *s) {
   }
   if (!origin) return MP_OK;
   char what[300];
-  snap_patch_what(what, sizeof what, sd_text(s, 1), origin, rc[0], rc[1]);
+  report_patch_what(what, sizeof what, sd_text(s, 1), origin, rc[0], rc[1]);
   return snap_patch(c->s, sd_text(s, 0), what, c->err);
 }
 

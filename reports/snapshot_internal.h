@@ -95,14 +95,10 @@ mp_status snap_gone(mp_snapshot *s, const char *names, const char *by,
                     bool fused, mp_error *err);
 
 /* Records that tensor name is a part of the tile pass's patches (both
- * copied; a tensor recorded twice keeps its first). */
+ * copied; a tensor recorded twice keeps its first); what is as
+ * report_patch_what writes it. */
 mp_status snap_patch(mp_snapshot *s, const char *name, const char *what,
                      mp_error *err);
-
-/* The text snap_patch records for the op of a tile pass (mplan/passes.h:
- * role, origin, band, column) into buf. */
-void snap_patch_what(char *buf, size_t cap, const char *role,
-                     const char *origin, int64_t band, int64_t column);
 
 /* Appends the op of the next step (copied). */
 mp_status snap_step(mp_snapshot *s, const char *op, mp_error *err);

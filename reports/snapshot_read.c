@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "mplan/file.h"
+#include "report_util.h"
 #include "snapshot_internal.h"
 
 #define RD_EXACT ((double)((int64_t)1 << 53))
@@ -455,7 +456,7 @@ static mp_status rd_plan_patches(rd_ctx *c, const cJSON *ex) {
     }
     char what[300];
     if (st == MP_OK) {
-      snap_patch_what(what, sizeof what, role, of, band, col);
+      report_patch_what(what, sizeof what, role, of, band, col);
       st = snap_patch(c->s, outs->child->valuestring, what, c->err);
     }
   }

@@ -183,6 +183,14 @@ else
   bad "explain at the lower bound: $(tail -3 "$tmp/out" | tr '\n' '|')"
 fi
 
+# explain says which patch the peak step computes
+"$mplan" explain "$src/models/mobilenet_v2.json" --passes all,tile --no-map --no-what-if >"$tmp/out" 2>&1
+if grep -A1 '^Peak ' "$tmp/out" | grep -Eq "^  step [0-9]+ 'b2_expand.t2x1' \(Conv\), patch \(2, 1\) of op 'b2_expand'$"; then
+  ok
+else
+  bad "explain's peak step: $(grep -A1 '^Peak ' "$tmp/out" | tr '\n' '|')"
+fi
+
 # mplan diff says what each tensor of the patches is, from every source a
 # snapshot is made from: two plans, the plan against a model, a baseline,
 # runs of a report database (and the other way round: vanished)
