@@ -995,6 +995,13 @@ mp_status sh_nms_bound(sh_ctx *c) {
   }
   if (mx && n == 1 && mx[0] < per) per = mx[0];
   int64_t each = boxes->d[0] * per; /* within the bounded boxes tensor */
+  if (each <= 0) { /* a zero batch or no box: as max_output 0 above */
+    return sh_fail(c,
+                   "%" PRId64 " batches x %" PRId64
+                   " boxes: nothing is "
+                   "selected",
+                   boxes->d[0], per);
+  }
   if (scores->d[1] > SH_DIM_MAX / each) {
     return sh_fail(c, "%" PRId64 " classes x %" PRId64 " boxes overflow",
                    scores->d[1], each);
