@@ -47,7 +47,7 @@ int cli_explain(int argc, char **argv) {
     st = mp_report_explain(m, plan, &o.report, &out, &err);
     if (st == MP_OK && wi.n) {
       mp_buf_puts(&out, "\n");
-      st = mp_report_what_if_text(m, plan, wi.rows, wi.n, &out, &err);
+      st = mp_report_what_if_text(plan, wi.rows, wi.n, &out, &err);
     }
     if (st == MP_OK && !o.no_map) {
       mp_buf_puts(&out, "\n");

@@ -80,7 +80,7 @@ int cli_plan(int argc, char **argv) {
   if (st == MP_OK && !o.json) st = mp_report_summary(m, plan, &text, &err);
   if (st == MP_OK && o.what_if && !o.json) {
     mp_buf_puts(&text, "\n");
-    st = mp_report_what_if_text(m, plan, wi.rows, wi.n, &text, &err);
+    st = mp_report_what_if_text(plan, wi.rows, wi.n, &text, &err);
   }
   if (st == MP_OK && (o.output || cli_wants_files(&o))) {
     st = cli_write_files(&o, argc, argv, m, plan, &json, o.json ? NULL : &text,

@@ -130,13 +130,9 @@ mp_status cli_what_if_run(const cli_opts *o, const mp_model *m,
     }
     mp_model *m2 = NULL;
     st = cli_load(&o2, false, &m2, err);
-    mp_profile prof = {0};
-    size_t lb = 0;
-    if (st == MP_OK) st = mp_problem_profile(mp_model_problem(m2), &prof, err);
-    if (st == MP_OK) lb = prof.peak;
-    mp_profile_release(&prof);
     mp_plan *p2 = NULL;
     if (st == MP_OK) st = cli_solve(&o2, m2, &p2, err);
+    size_t lb = p2 ? mp_plan_summary_of(p2)->lower_bound_bytes : 0;
     size_t arena = p2 ? mp_plan_summary_of(p2)->arena_bytes : 0;
     mp_plan_destroy(p2);
     if (st != MP_OK) {

@@ -521,14 +521,10 @@ static void ex_what_if_places(const mp_plan *plan,
   }
 }
 
-mp_status mp_report_what_if_text(const mp_model *m, const mp_plan *plan,
+mp_status mp_report_what_if_text(const mp_plan *plan,
                                  const mp_report_what_if *rows, size_t n,
                                  mp_buf *out, mp_error *err) {
-  mp_profile prof = {0};
-  mp_status st = mp_problem_profile(mp_model_problem(m), &prof, err);
-  size_t now = prof.peak;
-  mp_profile_release(&prof);
-  if (st != MP_OK) return st;
+  size_t now = mp_plan_summary_of(plan)->lower_bound_bytes;
   char a[MP_FMT_MAX], delta[32];
   size_t bounds = 0;
   for (size_t k = 0; k < n; k++) bounds += rows[k].strategy == NULL;

@@ -83,11 +83,11 @@ typedef struct mp_report_what_if {
   size_t proven_lb_bytes;
 } mp_report_what_if;
 
-/* The what-if section of mplan explain: a header with the model's own
- * lower bound, then one line per bound row with its change against it
+/* The what-if section of mplan explain: a header with the plan's lower
+ * bound, then one line per bound row with its change against it
  * (and what the tile pass chose); then, for the placement rows, the
  * activation arena each strategy placed against the plan's. */
-mp_status mp_report_what_if_text(const mp_model *m, const mp_plan *plan,
+mp_status mp_report_what_if_text(const mp_plan *plan,
                                  const mp_report_what_if *rows, size_t n,
                                  mp_buf *out, mp_error *err);
 
