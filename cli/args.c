@@ -308,6 +308,14 @@ static int args_verify(args_state *s, cli_opts *o, mp_status *st) {
                          s->cmd, v);
     }
     if (r > 0) o->max_bytes = b;
+  } else if ((r = args_match(s, "--max-ops", true, &v))) {
+    if (r > 0 && (!mp_parse_i64(v, &n) || n < 1)) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --max-ops '%s': expected an integer >= 1 "
+                         "(ops each run may execute)",
+                         s->cmd, v);
+    }
+    if (r > 0) o->max_ops = (uint64_t)n;
   } else if ((r = args_match(s, "--inject", true, &v))) {
     o->inject = v;
   } else if ((r = args_match(s, "--target", true, &v))) {

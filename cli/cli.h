@@ -82,6 +82,7 @@ typedef struct cli_opts {
   bool poison, paranoid, fail_fast;
   size_t redzone;
   size_t max_bytes;   /* verify --max-bytes, 0: the default */
+  uint64_t max_ops;   /* verify --max-ops, 0: no limit */
   const char *inject; /* SPEC, parsed by mp_inject_parse */
   const char *target; /* host (default) or rv64 */
   size_t vlen;

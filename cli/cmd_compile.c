@@ -39,12 +39,13 @@ int cli_compile(int argc, char **argv) {
   mp_status st =
       cli_parse(argc, argv, 2, "compile",
                 CLI_F_OUTPUT | CLI_F_PLANNING | CLI_F_VERIFY, &o, &err);
-  if (st == MP_OK && (o.poison || o.paranoid || o.inject || o.target ||
-                      o.vlen || o.redzone || o.fail_fast || o.max_bytes)) {
+  if (st == MP_OK &&
+      (o.poison || o.paranoid || o.inject || o.target || o.vlen || o.redzone ||
+       o.fail_fast || o.max_bytes || o.max_ops)) {
     st = mp_error_set(&err, MP_ERR_BAD_INPUT,
                       "mplan compile: --poison, --paranoid, --redzone, "
-                      "--inject, --target, --vlen, --fail-fast and "
-                      "--max-bytes belong to mplan verify");
+                      "--inject, --target, --vlen, --fail-fast, --max-bytes "
+                      "and --max-ops belong to mplan verify");
   }
   if (st == MP_OK && !o.output) {
     st = mp_error_set(&err, MP_ERR_BAD_INPUT,

@@ -21,6 +21,7 @@ static const char verify_usage[] =
     "usage: mplan verify MODEL [--poison] [--paranoid] [--redzone N]\n"
     "                    [--inject SPEC] [--target host|rv64] [--vlen N]\n"
     "                    [--seed N] [--fail-fast] [--max-bytes N]\n"
+    "                    [--max-ops N]\n"
     "                    [--html F] [--sqlite DB]\n"
     "                    [planning flags of mplan plan]\n"
     "Plans the model, compiles it and runs it with the reference kernels in\n"
@@ -40,6 +41,10 @@ static const char verify_usage[] =
     "  --max-bytes N  run models whose no-reuse tensors take up to N bytes\n"
     "                 (such as 4GiB; default 1 GiB; never above a quarter\n"
     "                 of memory)\n"
+    "  --max-ops N    stop a run that executes more than N ops, each loop\n"
+    "                 iteration's body ops counted again (a Loop whose\n"
+    "                 condition stays true on the seeded inputs); default:\n"
+    "                 no limit but 16,777,216 iterations a Loop\n"
     "Exit 0: no event; 1: a violation (each printed as an event line).\n";
 
 static void verify_event(mp_buf *out, const mp_event_rec *e) {
@@ -152,6 +157,7 @@ int cli_verify(int argc, char **argv) {
     vo.fail_fast = o.fail_fast;
     vo.redzone = o.redzone;
     vo.max_bytes = o.max_bytes;
+    vo.max_ops = o.max_ops;
     vo.seed = o.seed;
     vo.strategy = o.strategy;
     vo.budget_ms = o.budget_ms;

@@ -179,7 +179,9 @@ mp_status mp_target_qemu(void *ud, const char *source, const mp_buf *bundle,
   char cpu[64], seed[32];
   snprintf(cpu, sizeof cpu, "rv64,v=true,vlen=%u,vext_spec=v1.0", t->vlen);
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-  char *argv[24];
+  char maxops[24];
+  snprintf(maxops, sizeof maxops, "%llu", (unsigned long long)o->max_ops);
+  char *argv[28];
   int n = 0;
   argv[n++] = tq_s(t->qemu);
   argv[n++] = tq_s("-cpu");
@@ -202,6 +204,10 @@ mp_status mp_target_qemu(void *ud, const char *source, const mp_buf *bundle,
   if (o->oob_op) {
     argv[n++] = tq_s("--oob");
     argv[n++] = tq_s(o->oob_op);
+  }
+  if (o->max_ops) {
+    argv[n++] = tq_s("--max-ops");
+    argv[n++] = maxops;
   }
   if (o->inputs_used) {
     argv[n++] = tq_s("--write-inputs");

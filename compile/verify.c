@@ -194,7 +194,8 @@ static mp_status vf_reference(vf *v, mp_buf *outs) {
   mp_buf bundle;
   mp_buf_init(&bundle, v->a);
   mp_compile_opts co = {.seed = v->o->seed};
-  mp_runner_opts ro = {false, false, false, NULL, v->o->seed, NULL};
+  mp_runner_opts ro = {false,      false, false,        NULL,
+                       v->o->seed, NULL,  v->o->max_ops};
   mp_status st = mp_plan_solve(mp_model_problem(v->m), &po, &lin, v->err);
   if (st == MP_OK) {
     st = mp_compile_model(v->m, mp_model_problem(v->m), mp_plan_placements(lin),
@@ -364,7 +365,8 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
                        o->fail_fast,
                        o->inject.kind == MP_INJECT_OOB ? o->inject.a : NULL,
                        o->seed,
-                       NULL};
+                       NULL,
+                       o->max_ops};
   if (st == MP_OK && !o->no_reference) st = vf_reference(&v, &ref);
   if (st == MP_OK) st = vf_run(&v, "planned", &bundle, &ro, &outs, &evs);
   if (st == MP_OK) {

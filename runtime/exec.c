@@ -18,7 +18,13 @@
  *   5. Regions are allocated with a guard of MP_RT_GUARD poison bytes past
  *      their end, so that an injected write one element past the last
  *      buffer stays inside the allocation.
+ *   6. With opts.max_ops, every op rt_step runs counts (a LOOP too, and
+ *      each body op once an iteration), and the run fails before the op
+ *      that would pass the limit: a Loop whose condition never turns
+ *      false on the seeded inputs ends in one line, not after
+ *      MP_RT_LOOP_MAX iterations of each nested Loop.
  */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +55,7 @@ struct mp_rt {
   uint64_t *ivs;      /* per buffer: [start, end) pairs for the free check */
   uint32_t *released; /* buffers released after the current step */
   uint64_t *visits;   /* per step: its runs so far in this run */
+  uint64_t op_runs;   /* ops executed in this run (rt_step) */
   mp_rt_event *events;
   size_t n_events, dropped;
   uint64_t checks;
@@ -523,6 +530,7 @@ static void rt_release(mp_rt *rt, int32_t step) {
 static void rt_prepare(mp_rt *rt) {
   const mp_bundle *b = rt->b;
   memset(rt->visits, 0, (mp_bundle_op_count(b) + 1) * sizeof *rt->visits);
+  rt->op_runs = 0;
   if (rt->o.poison) {
     for (size_t r = 0; r < rt->n_regions; r++) {
       memset(rt->base[r], rt->poison,
@@ -668,6 +676,14 @@ static mp_status rt_step(mp_rt *rt, size_t k, mp_error *err) {
   const mp_bundle *b = rt->b;
   const mp_bopr *op = mp_bundle_op(b, k);
   int32_t s = (int32_t)k;
+  if (rt->o.max_ops && ++rt->op_runs > rt->o.max_ops) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "op '%s' (%s) at step %zu: the run would pass "
+                        "%" PRIu64
+                        " ops, its --max-ops (a loop's body ops "
+                        "count once an iteration)",
+                        op->name, op->type, k, rt->o.max_ops);
+  }
   if (rt->o.poison) {
     for (uint32_t i = 0; i < op->n_in; i++) {
       if (op->in[i] != MP_BUNDLE_NONE) {

@@ -450,7 +450,7 @@ mp_status mp_runner_run(const char *source, const void *bundle, size_t len,
   mp_runner_opts none = {0};
   if (!o) o = &none;
   mp_status st = mp_bundle_load(source, bundle, len, a, &b, err);
-  mp_rt_opts ro = {o->poison, o->paranoid, o->fail_fast, -1, 0, 0};
+  mp_rt_opts ro = {o->poison, o->paranoid, o->fail_fast, -1, 0, 0, o->max_ops};
   uint32_t oob;
   if (st == MP_OK && o->oob_op) {
     if (!mp_bundle_find_op(b, o->oob_op, &oob)) {

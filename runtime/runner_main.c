@@ -4,10 +4,10 @@
  *
  *   mplan-runner BUNDLE [--inputs F] [--outputs F] [--events F]
  *                [--poison] [--paranoid] [--fail-fast] [--oob OP]
- *                [--seed N] [--write-inputs F]
+ *                [--seed N] [--write-inputs F] [--max-ops N]
  *
  *   mplan-runner --batch LIST [--poison] [--paranoid] [--fail-fast]
- *                [--seed N]
+ *                [--seed N] [--max-ops N]
  *
  * --write-inputs writes the inputs the run was fed (tensors/1), so that
  * another runtime (ONNX Runtime in the comparison test) gets the very
@@ -28,9 +28,9 @@
 static const char usage[] =
     "usage: mplan-runner BUNDLE [--inputs F] [--outputs F] [--events F]\n"
     "                    [--poison] [--paranoid] [--fail-fast] [--oob OP]\n"
-    "                    [--seed N] [--write-inputs F]\n"
+    "                    [--seed N] [--write-inputs F] [--max-ops N]\n"
     "       mplan-runner --batch LIST [--poison] [--paranoid] [--fail-fast]\n"
-    "                    [--seed N]\n";
+    "                    [--seed N] [--max-ops N]\n";
 
 static int rm_fail(const mp_error *err) {
   fprintf(stderr, "mplan-runner: error: %s\n", err->msg);
@@ -136,6 +136,8 @@ int main(int argc, char **argv) {
       o.oob_op = argv[++i];
     } else if (strcmp(a, "--seed") == 0 && more) {
       o.seed = strtoull(argv[++i], NULL, 10);
+    } else if (strcmp(a, "--max-ops") == 0 && more) {
+      o.max_ops = strtoull(argv[++i], NULL, 10);
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(usage, stdout);
       return 0;

@@ -110,7 +110,7 @@ static unsigned char *g_run(mp_graph *g, const size_t *tb, size_t *len) {
     st = mp_compile(g, order, pp, mp_plan_placements(plan), tb ? idx : NULL,
                     &co, NULL, &out, &err);
   }
-  mp_rt_opts ro = {true, true, false, -1, 0, 0};
+  mp_rt_opts ro = {true, true, false, -1, 0, 0, 0};
   if (st == MP_OK) st = mp_bundle_load("t", out.data, out.len, NULL, &b, &err);
   if (st == MP_OK) st = mp_rt_create(b, &ro, NULL, &rt, &err);
   for (size_t i = 0; st == MP_OK && i < mp_bundle_input_count(b); i++) {

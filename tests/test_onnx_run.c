@@ -628,7 +628,7 @@ static verdict run_one(const char *dir, char *why, size_t cap, char *skips,
     run_free(&s);
     return SKIP;
   }
-  mp_rt_opts ro = {true, true, false, -1, 0, 0};
+  mp_rt_opts ro = {true, true, false, -1, 0, 0, 0};
   st = mp_bundle_load(path, s.bundle.data, s.bundle.len, NULL, &s.b, &err);
   if (st == MP_OK) st = mp_rt_create(s.b, &ro, NULL, &s.rt, &err);
   if (st == MP_OK) st = stage_inputs(dir, &s, &err);

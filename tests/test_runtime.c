@@ -211,7 +211,7 @@ static void test_loops(const char *src) {
   mp_bundle *b = NULL;
   mp_rt *rt = NULL;
   CHECK(mp_bundle_load("loops", good.data, good.len, NULL, &b, &err) == MP_OK);
-  mp_rt_opts o = {true, true, false, -1, 0, 0};
+  mp_rt_opts o = {true, true, false, -1, 0, 0, 0};
   CHECK(mp_rt_create(b, &o, NULL, &rt, &err) == MP_OK);
   float x[12], seq[30], seq2[10];
   for (int i = 0; i < 12; i++) x[i] = ((float)(i % 5) - 2.0f) / 4;
@@ -307,7 +307,7 @@ static void test_fuzz(const char *src, const char *model, size_t min_refused) {
     }
     accepted++;
     mp_rt *rt = NULL;
-    mp_rt_opts o = {true, true, false, -1, 0, 0};
+    mp_rt_opts o = {true, true, false, -1, 0, 0, 0};
     if (mp_rt_create(b, &o, NULL, &rt, &err) == MP_OK) {
       if (mp_rt_run(rt, &err) == MP_OK) ran++;
       mp_rt_destroy(rt);
@@ -331,7 +331,7 @@ static void test_no_alloc(const char *src) {
   mp_error err = {0};
   mp_bundle *b = NULL;
   mp_rt *rt = NULL;
-  mp_rt_opts o = {true, true, false, -1, 0, 0};
+  mp_rt_opts o = {true, true, false, -1, 0, 0, 0};
   CHECK(mp_bundle_load("v1", good.data, good.len, &a, &b, &err) == MP_OK);
   CHECK(mp_rt_create(b, &o, &a, &rt, &err) == MP_OK);
   long before = ca.calls;

@@ -105,6 +105,7 @@ typedef struct mp_runner_opts {
   uint64_t seed;       /* for inputs not given */
   mp_buf *inputs_used; /* when not NULL, receives the inputs bound
                           (tensors/1): what another runtime must be fed */
+  uint64_t max_ops;    /* mp_rt_opts.max_ops; 0: no limit */
 } mp_runner_opts;
 
 typedef struct mp_runner_result {

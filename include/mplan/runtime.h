@@ -62,6 +62,10 @@ typedef struct mp_rt_opts {
                           (-1: none) */
   uint8_t poison_byte; /* 0: 0xA5 */
   size_t max_events;   /* kept; later ones are counted only. 0: 256 */
+  uint64_t max_ops;    /* ops a run may execute, each loop iteration's body
+                          ops counted again; past it the run fails in one
+                          line (MP_ERR_BAD_INPUT). 0: no limit but the
+                          MP_RT_LOOP_MAX iterations of each Loop */
 } mp_rt_opts;
 
 typedef struct mp_rt mp_rt;
@@ -78,7 +82,8 @@ mp_status mp_rt_set_input(mp_rt *rt, size_t i, const void *data, size_t len,
                           mp_error *err);
 
 /* Runs the program once. No allocation. Fails only on a data-dependent
- * kernel error (MP_ERR_BAD_INPUT); violations are events, not failures. */
+ * kernel error or on running more than opts.max_ops ops
+ * (MP_ERR_BAD_INPUT); violations are events, not failures. */
 mp_status mp_rt_run(mp_rt *rt, mp_error *err);
 
 /* The last run's events, owned by the runtime (valid until the next run

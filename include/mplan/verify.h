@@ -61,6 +61,8 @@ typedef struct mp_verify_opts {
   size_t max_bytes; /* tensors the no-reuse run may hold; 0:
                        MP_VERIFY_MAX_BYTES (never more than a quarter of
                        the machine's memory) */
+  uint64_t max_ops; /* ops each run may execute (mp_rt_opts.max_ops); 0:
+                       no limit */
 } mp_verify_opts;
 
 /* verify's default cap on the no-reuse run's tensors: 1 GiB. The

@@ -749,6 +749,28 @@ save("tests/data/loop_short.onnx.bin",
            [numpy_helper.from_array(np.array(5, np.int64), "trip5"),
             numpy_helper.from_array(np.array(True), "yes")], opset=13))
 
+# A while loop whose condition never falls, nested in a for loop of a
+# thousand trips (tests/data/loop_forever.onnx.bin): verify --max-ops ends
+# its run in one line; without it each Loop stops at the runtime's cap.
+forever_body = helper.make_graph(
+    [helper.make_node("Identity", ["fc_in"], ["fc_out"]),
+     helper.make_node("Add", ["fv_in", "f_one"], ["fv_out"])],
+    "forever_body", [vi("fi", I64, []), vi("fc_in", B, []), vi("fv_in", F)],
+    [vi("fc_out", B, []), vi("fv_out", F)],
+    [numpy_helper.from_array(np.array([1.0], np.float32), "f_one")])
+outer_forever = helper.make_graph(
+    [helper.make_node("Loop", ["", "f_yes", "ov_in"], ["ov_out"], name="forever",
+                      body=forever_body),
+     helper.make_node("Identity", ["oc_in"], ["oc_out"])],
+    "outer_forever", [vi("oi", I64, []), vi("oc_in", B, []), vi("ov_in", F)],
+    [vi("oc_out", B, []), vi("ov_out", F)],
+    [numpy_helper.from_array(np.array(True), "f_yes")])
+save("tests/data/loop_forever.onnx.bin",
+     model([helper.make_node("Loop", ["trip1000", "", "x"], ["x_out"], name="thousand",
+                             body=outer_forever)],
+           [vi("x", F, [1])], [vi("x_out", F, [1])],
+           [numpy_helper.from_array(np.array(1000, np.int64), "trip1000")], opset=13))
+
 # TfIdfVectorizer on an int64 constant (tests/data/tfidf_ort.onnx.bin),
 # against ONNX Runtime: 1- to 3-grams with skips, the three modes,
 # weights, permuted output columns, a batch of rows.

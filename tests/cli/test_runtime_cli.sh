@@ -191,7 +191,23 @@ run 2 "$mplan" verify $v2 --max-bytes 0 && one_line && has "$tmp/err" "--max-byt
 run 2 "$mplan" verify tests/data/verify_2g_tensor.onnx.bin --max-bytes 1.5GiB && one_line && has "$tmp/err" "more than verify's limit of 1610612736"
 run 2 "$mplan" verify $v2 --max-bytes 4XB && one_line && has "$tmp/err" "--max-bytes '4XB': expected bytes >= 1 (such as 2000000000 or 4GiB)"
 run 0 "$mplan" verify $v2 --max-bytes 100MB --redzone 1KiB && has "$tmp/out" "verified: no event"
-run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --max-bytes 5 && has "$tmp/err" "--max-bytes belong to mplan verify"
+run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --max-bytes 5 && has "$tmp/err" "--max-bytes and --max-ops belong to mplan verify"
+run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --max-ops 5 && has "$tmp/err" "--max-ops belong to mplan verify"
+# --max-ops bounds the ops a run executes, each loop iteration's body ops
+# counted again: a while loop whose condition never falls, nested in a
+# for loop of 1000 trips, ends at the limit in one line (without it, at
+# 16,777,216 iterations of the inner Loop); the no-reuse run is the first
+# to pass it. A model without loops runs under a limit of its op count
+# and stops one op short of it.
+lf=tests/data/loop_forever.onnx.bin
+run 2 "$mplan" verify $lf --max-ops 1000 && one_line &&
+  has "$tmp/err" "loop_forever.onnx.bin (no-reuse bundle): op 'thousand/body/forever/body/Add#1' (Add) at step 3: the run would pass 1000 ops, its --max-ops (a loop's body ops count once an iteration)"
+run 2 "$mplan" verify $lf --max-ops 1001 --poison && one_line && has "$tmp/err" "the run would pass 1001 ops"
+nops=$("$mplan" plan $v2 --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["execution"]))')
+run 0 "$mplan" verify $v2 --max-ops "$nops" && has "$tmp/out" "verified: no event"
+run 2 "$mplan" verify $v2 --max-ops $((nops - 1)) && one_line && has "$tmp/err" "the run would pass $((nops - 1)) ops"
+run 2 "$mplan" verify $v2 --max-ops 0 && one_line && has "$tmp/err" "--max-ops '0': expected an integer >= 1 (ops each run may execute)"
+run 2 "$mplan" verify $v2 --max-ops lots && one_line && has "$tmp/err" "--max-ops 'lots': expected an integer >= 1"
 run 2 "$mplan" verify $v2 --inject overlap:conv1_out,b2_dw_out && has "$tmp/err" "live at a common step"
 run 2 "$mplan" verify $v2 --redzone 70000 && has "$tmp/err" "--redzone '70000'"
 run 2 "$mplan" verify $v2 --dot "$tmp/g.dot" && has "$tmp/err" "only --html and --sqlite"

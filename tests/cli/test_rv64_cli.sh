@@ -117,5 +117,15 @@ for vlen in 128 512; do
   run 0 python3 tests/ort/compare.py "$tmp/rnd_rv.mpt" "$tmp/rnd_host.mpt" 0 1e-12 "random ops rv64 VLEN $vlen"
 done
 
+# --max-ops reaches the target's runner: a Loop whose condition never
+# falls ends there in one line, and so does the runner itself.
+lf=tests/data/loop_forever.onnx.bin
+run 2 "$mplan" verify $lf --target rv64 --max-ops 500 && one_line &&
+  has "$tmp/err" "rv64 runner: mplan-runner: error:" &&
+  has "$tmp/err" "op 'thousand/body/forever/body/Add#1' (Add) at step 3: the run would pass 500 ops, its --max-ops"
+run 0 "$mplan" compile $lf -o "$tmp/lf.mpk"
+run 2 qemu-riscv64 -cpu "rv64,v=true,vlen=256,vext_spec=v1.0" "$rvr" "$tmp/lf.mpk" --max-ops 77 --poison &&
+  one_line && has "$tmp/err" "the run would pass 77 ops"
+
 echo "rv64 cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

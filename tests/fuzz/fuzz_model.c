@@ -55,6 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_VERIFY_BYTES ((size_t)2 << 20)
 #define FUZZ_VERIFY_OPS 400
 #define FUZZ_VERIFY_WORK 20e6
+/* The estimate counts each op once; a Loop runs its body again every
+ * iteration, up to MP_RT_LOOP_MAX of them (minutes under the sanitizers
+ * in poison mode): each run stops past this many ops instead. */
+#define FUZZ_VERIFY_OP_RUNS 100000
 
 static double fuzz_elems(const mp_tensor *t) {
   double n = 1;
@@ -146,7 +150,8 @@ static void fuzz_verify(const mp_model *m) {
   mp_verify_opts vo = {.poison = true,
                        .seed = 1,
                        .budget_ms = 20,
-                       .max_bytes = FUZZ_VERIFY_BYTES};
+                       .max_bytes = FUZZ_VERIFY_BYTES,
+                       .max_ops = FUZZ_VERIFY_OP_RUNS};
   mp_verify_result res = {0};
   mp_error err = {0};
   mp_status st = mp_verify_run(m, &vo, &fuzz_alloc, &res, &err);
