@@ -246,6 +246,15 @@ static int args_files(args_state *s, cli_opts *o, mp_status *st) {
   } else if ((r = args_match(s, "--lifetimes", true, &v))) {
     o->lifetimes = v;
     if (r > 0) *st = args_lifetimes(s, v);
+  } else if ((r = args_match(s, "--c-header", true, &v))) {
+    o->c_header = v;
+    const char *dot = v ? strrchr(v, '.') : NULL;
+    if (r > 0 && (!dot || strcmp(dot, ".h") != 0)) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --c-header '%s': the name must end in .h "
+                         "(its name before .h prefixes every identifier)",
+                         s->cmd, v);
+    }
   } else if ((r = args_match(s, "--what-if", false, &v))) {
     o->what_if = true;
   }

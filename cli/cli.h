@@ -22,7 +22,8 @@ enum {
                                --inputs --passes */
   CLI_F_JSON = 1u << 2,     /* --json */
   CLI_F_REPORT = 1u << 3,   /* --top --map-width --map-rows --no-map */
-  CLI_F_FILES = 1u << 4,    /* --html --sqlite --dot --svg --lifetimes */
+  CLI_F_FILES = 1u << 4,    /* --html --sqlite --dot --svg --lifetimes
+                               --c-header */
   CLI_F_MODELS = 1u << 5,   /* several positional arguments (models[]) */
   CLI_F_CHECK = 1u << 6,    /* --budget --baseline --baseline-dir
                                --tolerance --update-baseline --junit */
@@ -65,6 +66,7 @@ typedef struct cli_opts {
   const char *dot;
   const char *svg;
   const char *lifetimes; /* .yaml/.yml: YAML, .json: JSON */
+  const char *c_header;  /* .h: the plan as a C header */
   /* Positional arguments with CLI_F_MODELS (model is the first). */
   const char *models[CLI_MAX_MODELS];
   size_t n_models;

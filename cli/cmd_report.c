@@ -1,6 +1,7 @@
 /*
  * cmd_report.c -- mplan report MODEL|PLAN.json [--html F] [--sqlite DB]
  *                 [--dot F] [--svg F] [--lifetimes F.yaml|F.json]
+ *                 [--c-header F.h]
  * and the same report files for mplan plan (cli_write_files).
  *
  * Invariants:
@@ -28,18 +29,23 @@
 
 static const char report_usage[] =
     "usage: mplan report MODEL|PLAN.json [--html F] [--sqlite DB] [--dot F]\n"
-    "                    [--svg F] [--lifetimes F.yaml|F.json] [--what-if]\n"
+    "                    [--svg F] [--lifetimes F.yaml|F.json]\n"
+    "                    [--c-header F.h] [--what-if]\n"
     "                    [planning flags of mplan plan]\n"
     "Writes the plan's reports: --html a self-contained interactive page,\n"
     "--sqlite appends the run to a history database (created if needed),\n"
     "--dot and --svg the graph with the peak highlighted, --lifetimes the\n"
-    "lifetime dump (YAML or JSON by extension). --what-if adds the lower\n"
+    "lifetime dump (YAML or JSON by extension), --c-header the plan as a\n"
+    "C11 header (macros for the arena, regions and every tensor's offset\n"
+    "and bytes, and tables of tensors and steps; identifiers start with\n"
+    "the file's name: plan_v2.h gives PLAN_V2_ARENA_BYTES and\n"
+    "plan_v2_tensors()). --what-if adds the lower\n"
     "bound under the settings not asked for (the memory order, --passes\n"
     "all, both, all,tile, and that in the memory order) to the HTML page\n"
     "and the history (table what_if). Nothing is written unless\n"
     "everything succeeds.\n";
 
-#define REPORT_FILES 6
+#define REPORT_FILES 7
 
 typedef struct report_job {
   mp_file_out files[REPORT_FILES];
@@ -48,7 +54,8 @@ typedef struct report_job {
 } report_job;
 
 bool cli_wants_files(const cli_opts *o) {
-  return o->html || o->sqlite || o->dot || o->svg || o->lifetimes;
+  return o->html || o->sqlite || o->dot || o->svg || o->lifetimes ||
+         o->c_header;
 }
 
 static void report_utc(char *buf, size_t cap) {
@@ -69,8 +76,8 @@ static void report_options(int argc, char **argv, mp_buf *out) {
 }
 
 static mp_status report_distinct(const cli_opts *o, mp_error *err) {
-  const char *paths[] = {o->output, o->html, o->sqlite,
-                         o->dot,    o->svg,  o->lifetimes};
+  const char *paths[] = {o->output, o->html,      o->sqlite,  o->dot,
+                         o->svg,    o->lifetimes, o->c_header};
   for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
     for (size_t j = i + 1; paths[i] && j < sizeof paths / sizeof *paths; j++) {
       if (paths[j] && mp_file_same(paths[i], paths[j])) {
@@ -114,6 +121,14 @@ static mp_status report_render(const cli_opts *o, const mp_model *m,
     const char *ext = strrchr(o->lifetimes, '.');
     st = strcmp(ext, ".json") == 0 ? mp_report_lifetimes_json(m, plan, b, err)
                                    : mp_report_lifetimes_yaml(m, plan, b, err);
+  }
+  if (st == MP_OK && (b = report_add(j, o->c_header))) {
+    char prefix[256];
+    const char *slash = strrchr(o->c_header, '/');
+    const char *base = slash ? slash + 1 : o->c_header;
+    snprintf(prefix, sizeof prefix, "%.*s", (int)(strrchr(base, '.') - base),
+             base);
+    st = mp_report_c_header(m, plan, prefix, b, err);
   }
   mp_graphviz_destroy(gv);
   return st;
@@ -213,7 +228,7 @@ int cli_report(int argc, char **argv) {
   if (st == MP_OK && !cli_wants_files(&o)) {
     st = mp_error_set(&err, MP_ERR_BAD_INPUT,
                       "mplan report: nothing to write: give --html, "
-                      "--sqlite, --dot, --svg or --lifetimes");
+                      "--sqlite, --dot, --svg, --lifetimes or --c-header");
   }
   if (st == MP_OK) st = cli_load_and_plan(&o, true, &m, &plan, &err);
   if (st == MP_OK) st = mp_report_summary(m, plan, &log, &err);

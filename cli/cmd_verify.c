@@ -144,7 +144,7 @@ int cli_verify(int argc, char **argv) {
     vo.target = mp_target_qemu;
     vo.target_ud = &qt;
   }
-  if (st == MP_OK && (o.dot || o.svg || o.lifetimes)) {
+  if (st == MP_OK && (o.dot || o.svg || o.lifetimes || o.c_header)) {
     st = mp_error_set(&err, MP_ERR_BAD_INPUT,
                       "mplan verify: only --html and --sqlite record a "
                       "verification (use mplan report for the others)");

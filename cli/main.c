@@ -21,7 +21,7 @@ static const char main_usage[] =
     "  explain MODEL   the peak explanation and the ASCII memory map\n"
     "  validate PLAN   re-prove a plan file: exit 0 valid, 1 invalid\n"
     "  report MODEL    write report files: --html --sqlite --dot --svg\n"
-    "                  --lifetimes (also accepted by plan)\n"
+    "                  --lifetimes --c-header (also accepted by plan)\n"
     "  bench DIR|FILE  every strategy on every file: arena, ratio to the\n"
     "                  lower bound and the best known, time\n"
     "  check MODEL...  the CI gate: arena vs --budget and vs a baseline\n"

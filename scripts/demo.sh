@@ -14,7 +14,8 @@ model=models/mobilenet_v2.json
 ./build/mplan plan "$model" -o report/plan.json --html report/report.html \
   --sqlite report/history.db --dot report/graph.dot --svg report/graph.svg \
   --lifetimes report/lifetimes.yaml --what-if | tee report/summary.txt
-./build/mplan report "$model" --lifetimes report/lifetimes.json >/dev/null
+./build/mplan report "$model" --lifetimes report/lifetimes.json \
+  --c-header report/mobilenet_v2_plan.h >/dev/null
 ./build/mplan explain "$model" >report/explain.txt
 ./build/mplan validate report/plan.json
 ./build/mplan verify "$model" --paranoid >report/verify.txt
@@ -29,4 +30,5 @@ sqlite3 -header -column report/history.db \
 echo
 echo "report/: plan.json (plan/1), summary.txt, explain.txt (with the memory map),"
 echo "  report.html (open it in a browser), history.db (SQLite, docs/report-schema.md),"
-echo "  graph.dot, graph.svg, lifetimes.yaml, lifetimes.json, verify.txt"
+echo "  graph.dot, graph.svg, lifetimes.yaml, lifetimes.json, verify.txt,"
+echo "  mobilenet_v2_plan.h (the plan as a C header)"

@@ -138,6 +138,16 @@ mp_status mp_report_lifetimes_yaml(const mp_model *m, const mp_plan *plan,
 mp_status mp_report_lifetimes_json(const mp_model *m, const mp_plan *plan,
                                    mp_buf *out, mp_error *err);
 
+/* The plan as a C11 header for a runtime that brings its own kernels:
+ * macros for the arena, each region (index, bytes, alignment, capacity)
+ * and each tensor (index, offset in its region, bytes, region), and
+ * static inline accessors PREFIX_tensors() (name, kind, dtype, region,
+ * buffer, offset, bytes, steps of every tensor placed) and
+ * PREFIX_steps() (the op of each step). prefix names every identifier
+ * (NULL: "plan"); names become identifiers as reports/c_header.c says. */
+mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
+                             const char *prefix, mp_buf *out, mp_error *err);
+
 /* The graph in Graphviz DOT, built with cgraph: ops as nodes, tensors as
  * edges labelled with name, shape, dtype and bytes; tensors live at the
  * peak highlighted (red), resident tensors dimmed (grey, dashed), ops of

@@ -9,6 +9,28 @@ pass=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
+# For scripts that set $mplan (a script may define its own run after
+# sourcing this file):
+#   run EXPECTED_STATUS ARGS...  runs mplan ARGS, stdout and stderr kept in
+#                                $tmp/out and $tmp/err; counts the status
+#   has FILE TEXT                FILE holds TEXT (fixed string)
+run() {
+  local want=$1
+  shift
+  "$mplan" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "mplan $* exited $rc, expected $want"
+    sed 's/^/    /' "$tmp/err" | head -5
+    return 1
+  fi
+  ok
+}
+
+has() {
+  if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi
+}
+
 # For scripts that set $mplan and $runner:
 #   outputs MODEL NAME ARGS...  compile MODEL with ARGS, run it on seeded
 #                               inputs (--seed 11), outputs to $tmp/NAME.mpt

@@ -28,10 +28,6 @@ run() {
   ok
 }
 
-has() { # FILE TEXT
-  if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi
-}
-
 hasnt() { # FILE TEXT
   if grep -qF -- "$2" "$1"; then bad "$(basename "$1") has: $2"; else ok; fi
 }

@@ -8,24 +8,6 @@ mplan=$1
 src=$2
 . "$(dirname "$0")/lib.sh"
 
-# run EXPECTED_STATUS ARGS...: runs mplan, keeps stdout/stderr in $tmp.
-run() {
-  local want=$1
-  shift
-  "$mplan" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    bad "mplan $* exited $rc, expected $want"
-    sed 's/^/    /' "$tmp/err" | head -5
-    return 1
-  fi
-  ok
-}
-
-has() { # FILE TEXT
-  if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi
-}
-
 json_field() { # FILE PYTHON-EXPRESSION-ON-d
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }

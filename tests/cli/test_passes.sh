@@ -8,19 +8,6 @@ set -u
 mplan=$1
 src=$2
 . "$(dirname "$0")/lib.sh"
-run() { # EXPECTED_STATUS ARGS...
-  local want=$1
-  shift
-  "$mplan" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    bad "mplan $* exited $rc, expected $want"
-    sed 's/^/    /' "$tmp/err" | head -5
-    return 1
-  fi
-  ok
-}
-has() { if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi; }
 lines() { [ "$(wc -l <"$1")" -eq "$2" ] && ok || bad "$(basename "$1") has $(wc -l <"$1") lines, expected $2"; }
 py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 

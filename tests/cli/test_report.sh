@@ -10,19 +10,6 @@ mplan=$1
 src=$2
 . "$(dirname "$0")/lib.sh"
 
-run() { # EXPECTED_STATUS ARGS...
-  local want=$1
-  shift
-  "$mplan" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    bad "mplan $* exited $rc, expected $want"
-    sed 's/^/    /' "$tmp/err" | head -5
-    return 1
-  fi
-  ok
-}
-has() { if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi; }
 same() { if [ "$1" = "$2" ]; then ok; else bad "$3: '$1' != '$2'"; fi; }
 one_line() { [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || bad "$1: stderr is not one line: $(cat "$tmp/err")"; }
 absent() { for f in "$@"; do [ -e "$f" ] && bad "$f was written on an error" || ok; done; }

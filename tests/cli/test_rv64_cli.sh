@@ -24,10 +24,6 @@ run() { # EXPECTED_STATUS PROGRAM ARGS...
   ok
 }
 
-has() { # FILE TEXT
-  if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi
-}
-
 one_line() {
   if [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else bad "stderr has $(wc -l <"$tmp/err") lines"; fi
 }

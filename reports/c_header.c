@@ -1,0 +1,418 @@
+/*
+ * c_header.c -- the plan as a C11 header an embedded runtime includes:
+ * the arena's and every region's size and alignment as macros, each
+ * tensor's offset, bytes and region as macros, and static inline
+ * accessors to a table of every tensor (name, kind, dtype, region,
+ * offset, bytes, buffer, steps) and to the op order.
+ *
+ * Invariants:
+ *   1. Every identifier starts with the caller's prefix (macros upper
+ *      case, types and functions lower case); global macros never start
+ *      with PREFIX_T_ or PREFIX_R_, which only tensor and region macros
+ *      do, so no tensor or region name can produce a global's name.
+ *   2. A tensor's or region's identifier is its name upper-cased, every
+ *      run of other characters than letters and digits one '_' (leading
+ *      and trailing ones dropped; "X" when nothing is left); a name that
+ *      maps onto one taken earlier (in tensor order), or whose macros
+ *      (the identifier with _OFFSET, _BYTES, _REGION; a region's with
+ *      _BYTES, _ALIGN, _CAPACITY) would meet one defined earlier, gets
+ *      "_2", "_3", ... until all are free. The string table keeps the
+ *      exact name.
+ *   3. Strings are C string literals with every byte outside printable
+ *      ASCII, '"', '\\' and '?' (trigraphs) escaped in octal or with a
+ *      backslash; comments hold only printable ASCII without '*', '?' or
+ *      '\\' (a name cannot close a comment or splice a line).
+ *   4. A tensor's offset is its buffer's placement plus its offset inside
+ *      the buffer (mp_model_tensor_offset); its steps are its buffer's
+ *      (the hull over the tensors the buffer holds). Two tensors whose
+ *      bytes and steps overlap in one region share a buffer: the header
+ *      alone re-proves the plan (tests/cli/c_header_check.c).
+ *   5. The tables are static objects inside static inline functions, so a
+ *      translation unit that includes the header and uses none of them
+ *      compiles without an unused-variable warning, and two headers of
+ *      different prefixes can be included together.
+ *   6. Numbers use UINT64_C and are exact (sizes are below 2^48).
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mplan/report.h"
+#include "mplan/strmap.h"
+#include "mplan/units.h"
+#include "report_util.h"
+
+typedef struct ch_ctx {
+  const mp_model *m;
+  const mp_plan *plan;
+  const mp_problem *p;
+  const mp_graph *g;
+  mp_buf *out;
+  char up[128], low[128]; /* the prefix */
+  mp_strmap *ids;         /* identifiers taken (tensors and regions) */
+  mp_strpool *pool;
+} ch_ctx;
+
+/* One entry of the tensor table. */
+typedef struct ch_entry {
+  const char *name;
+  size_t buffer;
+  uint64_t offset, bytes;
+  const char *kind, *dtype;
+  const char *id; /* identifier (pool) */
+} ch_entry;
+
+/* The identifier part of name (invariant 2, before uniqueness). */
+static void ch_ident(const char *name, char *buf, size_t cap) {
+  size_t n = 0;
+  bool gap = false;
+  for (const unsigned char *s = (const unsigned char *)name; *s && n + 2 < cap;
+       s++) {
+    if (isalnum(*s) && *s < 0x80) {
+      if (gap && n) buf[n++] = '_';
+      buf[n++] = (char)toupper(*s);
+      gap = false;
+    } else {
+      gap = true;
+    }
+  }
+  if (!n) buf[n++] = 'X';
+  buf[n] = '\0';
+}
+
+/* The suffixes of the macros of a tensor ('T') or a region ('R'). */
+static const char *const ch_suffix[2][4] = {
+    {"", "_OFFSET", "_BYTES", "_REGION"},
+    {"", "_BYTES", "_ALIGN", "_CAPACITY"}};
+
+/* A unique identifier for name in kind's space ('T' or 'R'), pooled: the
+ * first of ID, ID_2, ... whose macros (ID and ID with each suffix) are
+ * all free, so that tensor 'x' and tensor 'x_offset' cannot both define
+ * T_X_OFFSET (invariant 2). */
+static const char *ch_unique(ch_ctx *c, char kind, const char *name,
+                             mp_status *st, mp_error *err) {
+  char base[160], id[200], full[240];
+  const char *const *suf = ch_suffix[kind == 'R'];
+  ch_ident(name, base, sizeof base);
+  for (unsigned k = 1;; k++) {
+    if (k == 1) {
+      snprintf(id, sizeof id, "%c_%s", kind, base);
+    } else {
+      snprintf(id, sizeof id, "%c_%s_%u", kind, base, k);
+    }
+    bool free = true;
+    for (size_t s = 0; free && s < 4; s++) {
+      snprintf(full, sizeof full, "%s%s", id, suf[s]);
+      free = !mp_strmap_get(c->ids, full, NULL);
+    }
+    if (free) break;
+  }
+  const char *kept = NULL;
+  mp_error e;
+  for (size_t s = 0; s < 4; s++) {
+    snprintf(full, sizeof full, "%s%s", id, suf[s]);
+    const char *f = mp_strpool_cstr(c->pool, full);
+    if (!f || mp_strmap_put(c->ids, f, 0, NULL, &e) != MP_OK) {
+      *st = mp_error_set(err, MP_ERR_NOMEM, "%s: C header: out of memory",
+                         mp_model_path(c->m));
+      return NULL;
+    }
+    if (s == 0) kept = f;
+  }
+  return kept;
+}
+
+/* A C string literal (invariant 3). */
+static void ch_str(mp_buf *out, const char *s) {
+  mp_buf_puts(out, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\' || *p == '?') {
+      mp_buf_printf(out, "\\%c", *p);
+    } else if (*p < 0x20 || *p >= 0x7f) {
+      mp_buf_printf(out, "\\%03o", *p);
+    } else {
+      mp_buf_append(out, (const char *)p, 1);
+    }
+  }
+  mp_buf_puts(out, "\"");
+}
+
+/* Text for a comment (invariant 3). */
+static void ch_comment(mp_buf *out, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    bool ok = *p >= 0x20 && *p < 0x7f && *p != '*' && *p != '?' && *p != '\\';
+    mp_buf_append(out, ok ? (const char *)p : "_", 1);
+  }
+}
+
+/* The prefix, upper and lower case, from a C identifier or anything. */
+static void ch_prefix(ch_ctx *c, const char *prefix) {
+  /* a leading digit gets a 'P' before it */
+  c->up[0] = 'P';
+  ch_ident(prefix && *prefix ? prefix : "plan", c->up + 1, sizeof c->up - 1);
+  if (!isdigit((unsigned char)c->up[1])) {
+    memmove(c->up, c->up + 1, strlen(c->up + 1) + 1);
+  }
+  for (size_t i = 0; i < sizeof c->low; i++) {
+    c->low[i] = (char)tolower((unsigned char)c->up[i]);
+    if (!c->up[i]) break;
+  }
+}
+
+static void ch_define(ch_ctx *c, const char *name, uint64_t v,
+                      const char *comment) {
+  mp_buf_printf(c->out, "#define %s_%s UINT64_C(%" PRIu64 ")", c->up, name, v);
+  if (comment) mp_buf_printf(c->out, " /* %s */", comment);
+  mp_buf_puts(c->out, "\n");
+}
+
+static void ch_head(ch_ctx *c) {
+  const mp_plan_summary *s = mp_plan_summary_of(c->plan);
+  mp_buf *o = c->out;
+  char h[4][MP_FMT_MAX];
+  mp_buf_puts(o, "/*\n * The memory plan of '");
+  ch_comment(o, mp_model_name(c->m));
+  mp_buf_puts(o, "' (");
+  ch_comment(o, mp_model_path(c->m));
+  mp_buf_printf(o,
+                ", %s),\n * written by mplan " MP_VERSION
+                "; regenerate it rather than edit it.\n *\n",
+                mp_model_format_name(mp_model_format_of(c->m)));
+  mp_buf_printf(o, " * order %s, strategy %s, backend '",
+                mp_model_order_name(c->m), s->strategy);
+  ch_comment(o, mp_model_backend_name(c->m));
+  mp_buf_printf(o,
+                "'\n * arena %s = resident %s\n *   + activations %s; "
+                "activation lower bound %s\n",
+                mp_fmt_bytes(h[0], s->arena_bytes),
+                mp_fmt_bytes(h[1], s->resident_bytes),
+                mp_fmt_bytes(h[2], s->activation_peak_bytes),
+                mp_fmt_bytes(h[3], s->lower_bound_bytes));
+  mp_buf_printf(
+      o,
+      " *\n"
+      " * Offsets are bytes from the start of the tensor's region, whose\n"
+      " * base must be aligned to its %s_R_<REGION>_ALIGN. A tensor's\n"
+      " * bytes are [offset, offset + bytes); its steps (which index\n"
+      " * %s_steps()) are its buffer's, whose tensors (views, in-place\n"
+      " * results, Concat slices) share bytes by design. No two tensors of\n"
+      " * different buffers share a byte at a common step.\n"
+      " */\n",
+      c->up, c->low);
+  mp_buf_printf(o, "#ifndef MPLAN_%s_H\n#define MPLAN_%s_H\n\n", c->up, c->up);
+  mp_buf_puts(o, "#include <stdint.h>\n\n");
+  ch_define(c, "ARENA_BYTES", s->arena_bytes, "every region's bytes");
+  ch_define(c, "RESIDENT_BYTES", s->resident_bytes,
+            "weights, inputs, retained");
+  ch_define(c, "ACTIVATION_BYTES", s->activation_peak_bytes, NULL);
+  ch_define(c, "LOWER_BOUND_BYTES", s->lower_bound_bytes,
+            "the most activation bytes live at one step");
+  mp_buf_printf(o, "#define %s_REGION_COUNT %zuu\n", c->up,
+                mp_plan_region_count(c->plan));
+  mp_buf_printf(o, "#define %s_BUFFER_COUNT %zuu\n", c->up,
+                mp_problem_count(c->p));
+  mp_buf_printf(o, "#define %s_STEP_COUNT %zuu%s\n", c->up,
+                mp_model_steps(c->m),
+                mp_model_steps(c->m) ? "" : " /* no op order */");
+}
+
+/* The largest alignment of a buffer in region r. */
+static size_t ch_region_align(const ch_ctx *c, size_t r) {
+  const mp_placement *pl = mp_plan_placements(c->plan);
+  size_t a = 1;
+  for (size_t i = 0; i < mp_problem_count(c->p); i++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, i);
+    if (pl[i].region == r && b->alignment > a) a = b->alignment;
+  }
+  return a;
+}
+
+static mp_status ch_regions(ch_ctx *c, const char **rid, mp_error *err) {
+  mp_status st = MP_OK;
+  mp_buf_puts(c->out, "\n/* Regions, fastest first. */\n");
+  for (size_t r = 0; r < mp_plan_region_count(c->plan) && st == MP_OK; r++) {
+    const mp_plan_region *pr = mp_plan_region_at(c->plan, r);
+    rid[r] = ch_unique(c, 'R', pr->name, &st, err);
+    if (!rid[r]) break;
+    char name[240];
+    snprintf(name, sizeof name, "%s", rid[r]);
+    mp_buf_printf(c->out, "#define %s_%s %zuu\n", c->up, name, r);
+    snprintf(name, sizeof name, "%s_BYTES", rid[r]);
+    ch_define(c, name, pr->used_bytes, NULL);
+    snprintf(name, sizeof name, "%s_ALIGN", rid[r]);
+    ch_define(c, name, ch_region_align(c, r), NULL);
+    snprintf(name, sizeof name, "%s_CAPACITY", rid[r]);
+    ch_define(c, name, pr->capacity, pr->capacity ? NULL : "unbounded");
+  }
+  return st;
+}
+
+/* The table's entries: per buffer, every tensor it holds (graphs), or
+ * the buffer itself. */
+static size_t ch_entries(ch_ctx *c, ch_entry *e) {
+  size_t n = 0;
+  const mp_placement *pl = mp_plan_placements(c->plan);
+  for (size_t i = 0; i < mp_problem_count(c->p); i++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, i);
+    const uint32_t *members = NULL;
+    size_t k = c->g ? mp_model_buffer_tensors(c->m, i, &members) : 0;
+    if (!k) {
+      e[n++] = (ch_entry){
+          b->name, i, pl[i].offset, b->size, report_kind(c->m, i), "", NULL};
+      continue;
+    }
+    for (size_t j = 0; j < k; j++) {
+      const mp_tensor *t = mp_graph_tensor(c->g, members[j]);
+      e[n++] =
+          (ch_entry){t->name,
+                     i,
+                     pl[i].offset + mp_model_tensor_offset(c->m, members[j]),
+                     t->bytes,
+                     mp_tensor_kind_name(t->kind),
+                     mp_dtype_name(t->dtype),
+                     NULL};
+    }
+  }
+  return n;
+}
+
+static void ch_tensor_macros(ch_ctx *c, const ch_entry *e, size_t n,
+                             const char **rid) {
+  const mp_placement *pl = mp_plan_placements(c->plan);
+  mp_buf_puts(c->out,
+              "\n/* Tensors: index in the table, offset in the region, "
+              "bytes, region. */\n");
+  for (size_t k = 0; k < n; k++) {
+    char name[240];
+    mp_buf_printf(c->out, "#define %s_%s %zuu\n", c->up, e[k].id, k);
+    snprintf(name, sizeof name, "%s_OFFSET", e[k].id);
+    ch_define(c, name, e[k].offset, NULL);
+    snprintf(name, sizeof name, "%s_BYTES", e[k].id);
+    ch_define(c, name, e[k].bytes, NULL);
+    mp_buf_printf(c->out, "#define %s_%s_REGION %s_%s\n", c->up, e[k].id, c->up,
+                  rid[pl[e[k].buffer].region]);
+  }
+}
+
+static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
+                      const char **rid) {
+  const mp_placement *pl = mp_plan_placements(c->plan);
+  mp_buf *o = c->out;
+  mp_buf_printf(
+      o,
+      "\nstruct %s_region {\n"
+      "  const char *name;\n"
+      "  uint64_t bytes;    /* the plan's end of its highest buffer */\n"
+      "  uint64_t align;    /* its base's alignment */\n"
+      "  uint64_t capacity; /* the backend's; 0: unbounded */\n"
+      "};\n\n"
+      "/* The regions, fastest first. */\n"
+      "static inline const struct %s_region *%s_regions(void) {\n"
+      "  static const struct %s_region r[%zu] = {\n",
+      c->low, c->low, c->low, c->low, mp_plan_region_count(c->plan));
+  for (size_t r = 0; r < mp_plan_region_count(c->plan); r++) {
+    const mp_plan_region *pr = mp_plan_region_at(c->plan, r);
+    mp_buf_puts(o, "      {");
+    ch_str(o, pr->name);
+    mp_buf_printf(o, ", UINT64_C(%zu), UINT64_C(%zu), UINT64_C(%zu)},\n",
+                  pr->used_bytes, ch_region_align(c, r), pr->capacity);
+  }
+  mp_buf_puts(o, "  };\n  return r;\n}\n");
+  mp_buf_printf(o, "\n#define %s_TENSOR_COUNT %zuu\n\n", c->up, n);
+  mp_buf_printf(
+      o,
+      "struct %s_tensor {\n"
+      "  const char *name;  /* as in the model */\n"
+      "  const char *kind;  /* a graph's: input, weight, activation,\n"
+      "                        output, retained; else the class */\n"
+      "  const char *dtype; /* \"\" when the model has no graph */\n"
+      "  uint32_t region;   /* %s_R_... */\n"
+      "  uint32_t buffer;   /* tensors of one buffer share bytes */\n"
+      "  uint64_t offset;   /* bytes from the region's base */\n"
+      "  uint64_t bytes;\n"
+      "  int64_t first_step, last_step; /* its buffer's, inclusive */\n"
+      "};\n\n",
+      c->low, c->up);
+  mp_buf_printf(o,
+                "/* Every tensor the plan places, buffer by buffer. */\n"
+                "static inline const struct %s_tensor *%s_tensors(void) {\n"
+                "  static const struct %s_tensor t[%zu] = {\n",
+                c->low, c->low, c->low, n ? n : 1);
+  for (size_t k = 0; k < n; k++) {
+    const mp_buffer *b = mp_problem_buffer(c->p, e[k].buffer);
+    mp_buf_puts(o, "      {");
+    ch_str(o, e[k].name);
+    mp_buf_puts(o, ", ");
+    ch_str(o, e[k].kind);
+    mp_buf_puts(o, ", ");
+    ch_str(o, e[k].dtype);
+    mp_buf_printf(o,
+                  ", %s_%s, %zuu, UINT64_C(%" PRIu64 "), UINT64_C(%" PRIu64
+                  "), %" PRId64 ", %" PRId64 "},\n",
+                  c->up, rid[pl[e[k].buffer].region], e[k].buffer, e[k].offset,
+                  e[k].bytes, b->first, b->last);
+  }
+  if (!n) mp_buf_puts(o, "      {0, 0, 0, 0, 0, 0, 0, 0, 0},\n");
+  mp_buf_puts(o, "  };\n  return t;\n}\n\n");
+  size_t steps = mp_model_steps(c->m);
+  mp_buf_printf(o,
+                "/* The op each step runs, in the planned order. */\n"
+                "static inline const char *const *%s_steps(void) {\n"
+                "  static const char *const s[%zu] = {\n",
+                c->low, steps ? steps : 1);
+  for (size_t k = 0; k < steps; k++) {
+    mp_buf_puts(o, "      ");
+    ch_str(o, mp_model_step_op(c->m, k));
+    mp_buf_puts(o, ",\n");
+  }
+  if (!steps) mp_buf_puts(o, "      0,\n");
+  mp_buf_puts(o, "  };\n  return s;\n}\n");
+  mp_buf_printf(o, "\n#endif /* MPLAN_%s_H */\n", c->up);
+}
+
+mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
+                             const char *prefix, mp_buf *out, mp_error *err) {
+  ch_ctx c = {.m = m,
+              .plan = plan,
+              .p = mp_plan_problem(plan),
+              .g = mp_model_graph(m),
+              .out = out};
+  ch_prefix(&c, prefix);
+  size_t nb = mp_problem_count(c.p), n = 0;
+  if (c.g) {
+    for (size_t i = 0; i < nb; i++) {
+      const uint32_t *members;
+      size_t k = mp_model_buffer_tensors(m, i, &members);
+      n += k ? k : 1;
+    }
+  } else {
+    n = nb;
+  }
+  const mp_alloc *a = mp_alloc_libc();
+  ch_entry *e = mp_calloc(a, n ? n : 1, sizeof *e);
+  const char **rid = mp_calloc(a, mp_plan_region_count(plan) + 1, sizeof *rid);
+  mp_status st = e && rid ? mp_strmap_create(a, &c.ids, err) : MP_ERR_NOMEM;
+  if (st == MP_OK) st = mp_strpool_create(a, &c.pool, err);
+  if (st == MP_ERR_NOMEM) {
+    mp_error_set(err, st, "%s: C header: out of memory", mp_model_path(m));
+  }
+  if (st == MP_OK) {
+    ch_head(&c);
+    st = ch_regions(&c, rid, err);
+  }
+  if (st == MP_OK) n = ch_entries(&c, e);
+  for (size_t k = 0; st == MP_OK && k < n; k++) {
+    e[k].id = ch_unique(&c, 'T', e[k].name, &st, err);
+  }
+  if (st == MP_OK) {
+    ch_tensor_macros(&c, e, n, rid);
+    ch_tables(&c, e, n, rid);
+    st = mp_buf_status(out, "C header", err);
+  }
+  mp_strmap_destroy(c.ids);
+  mp_strpool_destroy(c.pool);
+  mp_free(a, e);
+  mp_free(a, rid);
+  return st;
+}

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# mplan plan/report --c-header end to end: the header of a plan compiles
+# (gcc and clang-19, -std=c11 -Wall -Wextra -pedantic -Werror, also two
+# headers in one translation unit that uses none of their tables), a
+# program that includes it re-proves the plan from its tables alone
+# (tests/cli/c_header_check.c), and its tables and macros hold what the
+# plan JSON of the same command holds: every tensor's region, offset,
+# buffer and steps, the regions, the op order and the arena. Names that
+# are not identifiers (quotes, backslashes, trigraphs, '*/', UTF-8, a
+# leading digit, names that map onto one identifier) are exact in the
+# strings and unique as identifiers. Bad names are one line, exit 2, and
+# no file.
+# usage: test_c_header.sh MPLAN SOURCE_DIR [ONNX_CACHE]
+set -u
+mplan=$1
+src=$2
+cache=${3:-}
+. "$(dirname "$0")/lib.sh"
+
+cd "$src"
+flags=(-std=c11 -Wall -Wextra -pedantic -Werror)
+
+# check NAME HEADER PLAN_JSON: compile the checker against the header with
+# both compilers, run it, and compare its tables with the plan JSON.
+check() {
+  local name=$1 hdr=$2 pj=$3
+  local stem up low
+  stem=$(basename "$hdr" .h)
+  up=$(python3 -c 'import re,sys; s=re.sub(r"[^A-Za-z0-9]+","_",sys.argv[1]).strip("_").upper() or "X"; print(("P" if s[0].isdigit() else "")+s)' "$stem")
+  low=$(echo "$up" | tr 'A-Z' 'a-z')
+  for cc in gcc clang-19; do
+    if "$cc" "${flags[@]}" -DMP_HEADER="\"$hdr\"" -DMP_UP="${up}_" -DMP_LOW="${low}_" \
+      tests/cli/c_header_check.c -o "$tmp/chk_$cc" 2>"$tmp/cc_err"; then
+      ok
+    else
+      bad "$name: the checker does not compile with $cc"
+      sed 's/^/    /' "$tmp/cc_err" | head -5
+      return
+    fi
+  done
+  if "$tmp/chk_gcc" >"$tmp/tables" 2>"$tmp/chk_err"; then ok; else
+    bad "$name: the header does not re-prove the plan: $(cat "$tmp/chk_err")"
+    return
+  fi
+  cmp -s "$tmp/tables" <("$tmp/chk_clang-19") && ok || bad "$name: gcc and clang read different tables"
+  if python3 - "$hdr" "$pj" "$tmp/tables" "$up" <<'PY'; then ok; else bad "$name: the header and the plan JSON differ"; fi
+import json, re, sys
+hdr, pj, tables, up = sys.argv[1:]
+plan = json.load(open(pj, encoding="utf-8"))
+rows = [l.rstrip("\n").split("\t") for l in open(tables, encoding="utf-8")]
+tens = [r for r in rows if r[0] == "tensor"]
+regs = [r for r in rows if r[0] == "region"]
+steps = [r[2] for r in rows if r[0] == "step"]
+arena = [r for r in rows if r[0] == "arena"][0]
+def fail(msg):
+    print("   ", msg)
+    sys.exit(1)
+# every tensor of every buffer, buffer by buffer, where the plan puts it
+want = []
+for bi, b in enumerate(plan["buffers"]):
+    names = b.get("tensors", [b["name"]])
+    offs = b.get("tensor_offsets", [0] * len(names))
+    for n, o in zip(names, offs):
+        want.append((n, b["region"], str(bi), str(b["offset"] + o),
+                     str(b["first_use"]), str(b["last_use"]), b))
+if len(want) != len(tens):
+    fail("%d tensors in the header, %d in the plan" % (len(tens), len(want)))
+for w, t in zip(want, tens):
+    got = (t[2], t[5], t[6], t[7], t[9], t[10])
+    if got != w[:6] and not (w[6].get("class") != "activation" and got[:4] == w[:4]):
+        fail("tensor %r: header %r, plan %r" % (t[2], got, w[:6]))
+    b = w[6]
+    if len(b.get("tensors", [])) < 2 and t[8] != str(b["size"]):
+        fail("tensor %r: %s bytes, its buffer %s" % (t[2], t[8], b["size"]))
+    if int(t[7]) + int(t[8]) > b["offset"] + b["size"]:
+        fail("tensor %r: past its buffer" % t[2])
+    if t[4] and t[2] == b["name"] and (t[3], t[4]) != (b["kind"], b["dtype"]):
+        fail("tensor %r: kind/dtype %r" % (t[2], (t[3], t[4])))
+# regions and steps and the arena
+if [(r[2], r[3]) for r in regs] != [(r["name"], str(r["size"])) for r in plan["regions"]]:
+    fail("regions %r" % regs)
+if steps != [e["op"] for e in plan.get("execution", [])]:
+    fail("steps differ")
+s = plan["summary"]
+if arena[1:] != [str(s[k]) for k in ("arena_bytes", "resident_bytes", "activation_peak_bytes", "lower_bound_bytes")]:
+    fail("arena %r" % arena)
+# the macros: one index, offset, bytes and region per tensor, unique
+text = open(hdr, encoding="utf-8").read()
+defs = {}
+for m in re.finditer(r"^#define (\w+) (.*?)(?: /\*.*\*/)?$", text, re.M):
+    if m.group(1) in defs:
+        fail("macro %s defined twice" % m.group(1))
+    defs[m.group(1)] = m.group(2)
+idx = {int(v[:-1]): k for k, v in defs.items()
+       if k.startswith(up + "_T_") and re.fullmatch(r"\d+u", v)}
+if sorted(idx) != list(range(len(tens))):
+    fail("tensor index macros: %d for %d tensors" % (len(idx), len(tens)))
+rid = {k: v for k, v in defs.items() if k.startswith(up + "_R_") and re.fullmatch(r"\d+u", v)}
+for k, t in enumerate(tens):
+    m = idx[k]
+    if defs[m + "_OFFSET"] != "UINT64_C(%s)" % t[7] or defs[m + "_BYTES"] != "UINT64_C(%s)" % t[8]:
+        fail("macros of %s disagree with the table" % m)
+    if regs[int(rid[defs[m + "_REGION"]][:-1])][2] != t[5]:
+        fail("region macro of %s" % m)
+PY
+}
+
+# MobileNetV2: the default plan, and with every pass, the memory order and
+# two regions (views, in-place buffers, activations in SRAM and DRAM).
+run 0 plan models/mobilenet_v2.json --c-header "$tmp/mbv2.h" -o "$tmp/mbv2.json"
+has "$tmp/out" "wrote $tmp/mbv2.h"
+check "mobilenet_v2" "$tmp/mbv2.h" "$tmp/mbv2.json"
+has "$tmp/mbv2.h" "#define MBV2_ARENA_BYTES UINT64_C(5197792)"
+has "$tmp/mbv2.h" "#define MBV2_T_B2_DW_OUT_REGION MBV2_R_ARENA"
+run 0 report models/mobilenet_v2.json --passes all --order memory --backend npu \
+  --c-header "$tmp/mbv2_npu.h" --lifetimes "$tmp/lt.json"
+run 0 plan models/mobilenet_v2.json --passes all --order memory --backend npu --json
+cp "$tmp/out" "$tmp/mbv2_npu.json"
+check "mobilenet_v2 npu all,memory" "$tmp/mbv2_npu.h" "$tmp/mbv2_npu.json"
+has "$tmp/mbv2_npu.h" "#define MBV2_NPU_REGION_COUNT 2u"
+has "$tmp/mbv2_npu.h" '{"sram", UINT64_C('
+grep -q "#define MBV2_NPU_T_B1_DW_OUT_REGION MBV2_NPU_R_DRAM\|#define MBV2_NPU_T_B1_DW_OUT_REGION MBV2_NPU_R_SRAM" "$tmp/mbv2_npu.h" && ok || bad "mbv2_npu: no region macro for b1_dw_out"
+
+# Names that are not identifiers, and regions whose names meet; '__'
+# (identifier X) comes after 'x_offset' (X_OFFSET), so X would define
+# X_OFFSET again: it is X_2.
+cat >"$tmp/names.json" <<'JSON'
+{"mplan": "graph/1", "name": "odd */ names??/",
+ "tensors": [{"name": "1st", "dtype": "f32", "shape": [4], "kind": "input"},
+             {"name": "x.y", "dtype": "f32", "shape": [4]},
+             {"name": "x_y", "dtype": "f32", "shape": [4]},
+             {"name": "X-Y", "dtype": "f32", "shape": [4]},
+             {"name": "q\"uote\\back", "dtype": "f32", "shape": [4]},
+             {"name": "a??=b */ c", "dtype": "f32", "shape": [4]},
+             {"name": "ünï", "dtype": "f32", "shape": [4]},
+             {"name": "arena", "dtype": "f32", "shape": [4]},
+             {"name": "x_offset", "dtype": "f32", "shape": [4]},
+             {"name": "__", "dtype": "f32", "shape": [4], "kind": "output"}],
+ "ops": [{"name": "r1", "op": "Relu", "inputs": ["1st"], "outputs": ["x.y"]},
+         {"name": "r2", "op": "Relu", "inputs": ["x.y"], "outputs": ["x_y"]},
+         {"name": "r3", "op": "Add", "inputs": ["x_y", "x.y"], "outputs": ["X-Y"]},
+         {"name": "r4", "op": "Relu", "inputs": ["X-Y"], "outputs": ["q\"uote\\back"]},
+         {"name": "r5", "op": "Add", "inputs": ["q\"uote\\back", "X-Y"], "outputs": ["a??=b */ c"]},
+         {"name": "r6", "op": "Relu", "inputs": ["a??=b */ c"], "outputs": ["ünï"]},
+         {"name": "r7", "op": "Add", "inputs": ["ünï", "a??=b */ c"], "outputs": ["arena"]},
+         {"name": "r8", "op": "Relu", "inputs": ["arena"], "outputs": ["x_offset"]},
+         {"name": "r9", "op": "Relu", "inputs": ["x_offset"], "outputs": ["__"]}],
+ "outputs": ["__"]}
+JSON
+cat >"$tmp/two.json" <<'JSON'
+{"mplan": "backend/1", "name": "two", "alignment": 16,
+ "regions": [{"name": "fast-mem", "capacity": 48, "classes": ["activation"]},
+             {"name": "FAST_MEM", "classes": ["weight", "input", "activation", "retained"]}]}
+JSON
+run 0 plan "$tmp/names.json" --backend "$tmp/two.json" --c-header "$tmp/2names.h" -o "$tmp/names_plan.json"
+check "odd names" "$tmp/2names.h" "$tmp/names_plan.json"
+for id in P2NAMES_T_1ST P2NAMES_T_X_Y P2NAMES_T_X_Y_2 P2NAMES_T_X_Y_3 P2NAMES_T_Q_UOTE_BACK \
+  P2NAMES_T_A_B_C P2NAMES_T_N P2NAMES_T_ARENA P2NAMES_T_X_OFFSET P2NAMES_T_X_2 \
+  P2NAMES_R_FAST_MEM P2NAMES_R_FAST_MEM_2; do
+  grep -q "^#define $id [0-9]*u$" "$tmp/2names.h" && ok || bad "2names.h: no #define $id"
+done
+has "$tmp/2names.h" '{"q\"uote\\back", '
+has "$tmp/2names.h" '{"a\?\?=b */ c", '
+has "$tmp/2names.h" '{"\303\274n\303\257", '
+has "$tmp/2names.h" "The memory plan of 'odd _/ names__/'"
+grep -q '??' "$tmp/2names.h" && bad "2names.h holds a trigraph" || ok
+
+# A plan file: the placements and the op order it holds (no graph, so
+# the kind is the class and the dtype empty).
+run 0 report "$tmp/mbv2.json" --c-header "$tmp/from_plan.h"
+check "plan file" "$tmp/from_plan.h" "$tmp/mbv2.json"
+has "$tmp/from_plan.h" "#define FROM_PLAN_STEP_COUNT 66u"
+has "$tmp/from_plan.h" '{"b2_dw_out", "activation", "", FROM_PLAN_R_ARENA, '
+
+# Problem files have no graph: one entry a buffer, no op order.
+run 0 plan tests/data/input.12.csv --c-header "$tmp/csv.h" -o "$tmp/csv.json"
+check "minimalloc csv" "$tmp/csv.h" "$tmp/csv.json"
+has "$tmp/csv.h" "#define CSV_STEP_COUNT 0u /* no op order */"
+run 0 plan models/seed_example.json --c-header "$tmp/seed.h" -o "$tmp/seed.json"
+check "lifetime table" "$tmp/seed.h" "$tmp/seed.json"
+
+# A real ONNX model: ISNet's 1,719 tensors, named like
+# '/stage1/rebnconvin/conv_s1/Conv_output_0', in place and as views.
+isnet=$cache/isnet/isnet_quint8.onnx
+if [ -f "$isnet" ]; then
+  run 0 plan "$isnet" --passes all --c-header "$tmp/isnet.h" -o "$tmp/isnet.json"
+  check "isnet" "$tmp/isnet.h" "$tmp/isnet.json"
+  has "$tmp/isnet.h" "#define ISNET_T_STAGE1_REBNCONVIN_CONV_S1_CONV_OUTPUT_0 "
+else
+  bad "no ISNet in '$cache' (ctest fetches it: fixture onnx_data)"
+fi
+
+# Two headers in one translation unit that uses neither's tables.
+printf '#include "%s"\n#include "%s"\nint main(void) { return (int)(MBV2_ARENA_BYTES - MBV2_NPU_ARENA_BYTES > 0); }\n' \
+  "$tmp/mbv2.h" "$tmp/mbv2_npu.h" >"$tmp/both.c"
+for cc in gcc clang-19; do
+  "$cc" "${flags[@]}" -c "$tmp/both.c" -o "$tmp/both.o" 2>"$tmp/cc_err" && ok || { bad "two headers with $cc"; head -3 "$tmp/cc_err"; }
+done
+
+# The checker fails on a header whose tables overlap: b2_expand_out moved
+# onto a tensor of another buffer that is live with it.
+python3 - "$tmp/mbv2.h" "$tmp/broken.h" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+rows = re.findall(r'\{"(\w+)", "(\w+)", "(\w*)", \w+, (\d+)u, UINT64_C\((\d+)\), UINT64_C\((\d+)\), (-?\d+), (-?\d+)\}', text)
+t = {r[0]: r for r in rows}
+a = t["b2_expand_out"]
+for b in rows:
+    if b[3] != a[3] and b[1] != "weight" and int(b[6]) <= int(a[7]) and int(a[6]) <= int(b[7]) and b[0] != "input":
+        break
+old = '{"b2_expand_out", "%s", "%s", MBV2_R_ARENA, %su, UINT64_C(%s)' % (a[1], a[2], a[3], a[4])
+new = '{"b2_expand_out", "%s", "%s", MBV2_R_ARENA, %su, UINT64_C(%s)' % (a[1], a[2], a[3], b[4])
+assert old in text
+open(sys.argv[2], "w").write(text.replace(old, new))
+PY
+gcc "${flags[@]}" -DMP_HEADER="\"$tmp/broken.h\"" -DMP_UP=MBV2_ -DMP_LOW=mbv2_ tests/cli/c_header_check.c -o "$tmp/chk_broken" && ok || bad "broken header does not compile"
+if "$tmp/chk_broken" >/dev/null 2>"$tmp/chk_err"; then bad "the checker passed an overlapping header"; else
+  grep -q "share bytes at a common step" "$tmp/chk_err" && ok || bad "checker: $(cat "$tmp/chk_err")"
+fi
+
+# Bad names: one line, exit 2, no file.
+run 2 plan models/mobilenet_v2.json --c-header "$tmp/plan.txt"
+has "$tmp/err" "mplan plan: --c-header '$tmp/plan.txt': the name must end in .h"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -e "$tmp/plan.txt" ] && ok || bad "--c-header .txt: a file or more lines"
+run 2 report models/mobilenet_v2.json --c-header "$tmp/same.h" --html "$tmp/same.h"
+has "$tmp/err" "is named by two output options"
+run 2 plan tests/bad/cycle.json --c-header "$tmp/cycle.h"
+[ ! -e "$tmp/cycle.h" ] && ok || bad "a header was written for a bad model"
+run 2 verify models/mobilenet_v2.json --c-header "$tmp/v.h"
+has "$tmp/err" "only --html and --sqlite"
+
+echo "c header: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
