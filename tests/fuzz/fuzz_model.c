@@ -42,6 +42,7 @@
 #include "mplan/plan.h"
 #include "mplan/report.h"
 #include "mplan/schedule.h"
+#include "mplan/strmap.h"
 #include "mplan/validate.h"
 #include "mplan/verify.h"
 
@@ -171,6 +172,48 @@ static void fuzz_verify(const mp_model *m) {
   mp_verify_result_release(&res, &fuzz_alloc);
 }
 
+/* A C header holds no trigraph, and its macros are upper-case
+ * identifiers, each defined once, whatever the names of the model
+ * (reports/c_header.c invariants 1 to 3). */
+static void fuzz_c_header(const mp_buf *b) {
+  if (b->len < 2) return;
+  for (size_t i = 0; i + 1 < b->len; i++) {
+    if (b->data[i] == '?' && b->data[i + 1] == '?') {
+      fuzz_bug("C header: a trigraph", NULL);
+    }
+  }
+  mp_strmap *ids = NULL;
+  mp_strpool *pool = NULL;
+  mp_error err = {0};
+  if (mp_strmap_create(NULL, &ids, &err) != MP_OK ||
+      mp_strpool_create(NULL, &pool, &err) != MP_OK) {
+    mp_strmap_destroy(ids);
+    return;
+  }
+  const char *p = b->data, *end = b->data + b->len;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) nl = end;
+    if ((size_t)(nl - p) > 8 && memcmp(p, "#define ", 8) == 0) {
+      const char *id = p + 8, *e = id;
+      while (e < nl && *e != ' ') {
+        if (!((*e >= 'A' && *e <= 'Z') || (*e >= '0' && *e <= '9') ||
+              *e == '_')) {
+          fuzz_bug("C header: a macro name is not an identifier", NULL);
+        }
+        e++;
+      }
+      const char *kept = mp_strpool_add(pool, id, (size_t)(e - id));
+      if (kept && mp_strmap_put(ids, kept, 0, NULL, &err) == MP_ERR_BAD_INPUT) {
+        fuzz_bug("C header: a macro defined twice", NULL);
+      }
+    }
+    p = nl + 1;
+  }
+  mp_strmap_destroy(ids);
+  mp_strpool_destroy(pool);
+}
+
 /* The reports of a plan render, and its plan/1 JSON is a plan: loaded
  * back, its stored placements validate and its arena is the plan's. */
 static void fuzz_reports(const mp_model *m, const mp_plan *plan,
@@ -182,6 +225,11 @@ static void fuzz_reports(const mp_model *m, const mp_plan *plan,
   fuzz_expect(st, &err, "explain");
   if (st == MP_OK) st = mp_report_passes(m, &b, &err);
   fuzz_expect(st, &err, "passes table");
+  mp_buf_free(&b);
+  mp_buf_init(&b, NULL);
+  if (st == MP_OK) st = mp_report_c_header(m, plan, "fuzz", &b, &err);
+  fuzz_expect(st, &err, "C header");
+  if (st == MP_OK) fuzz_c_header(&b);
   mp_buf_free(&b);
   mp_buf_init(&b, NULL);
   if (st == MP_OK) st = mp_report_plan_json(m, plan, &b, &err);
