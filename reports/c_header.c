@@ -2,8 +2,9 @@
  * c_header.c -- the plan as a C11 header an embedded runtime includes:
  * the arena's and every region's size and alignment as macros, each
  * tensor's offset, bytes and region as macros, and static inline
- * accessors to a table of every tensor (name, kind, dtype, region,
- * offset, bytes, buffer, steps) and to the op order.
+ * accessors to tables of every tensor (name, kind, dtype, region,
+ * offset, bytes, buffer, steps), of the regions, and of the steps (op,
+ * type, and the table indices of its inputs and outputs).
  *
  * Invariants:
  *   1. Every identifier starts with the caller's prefix (macros upper
@@ -61,6 +62,7 @@ typedef struct ch_entry {
   uint64_t offset, bytes;
   const char *kind, *dtype;
   const char *id; /* identifier (pool) */
+  int64_t tensor; /* graph tensor index, or -1 */
 } ch_entry;
 
 /* The identifier part of name (invariant 2, before uniqueness). */
@@ -259,7 +261,8 @@ static size_t ch_entries(ch_ctx *c, ch_entry *e) {
     size_t k = c->g ? mp_model_buffer_tensors(c->m, i, &members) : 0;
     if (!k) {
       e[n++] = (ch_entry){
-          b->name, i, pl[i].offset, b->size, report_kind(c->m, i), "", NULL};
+          b->name, i, pl[i].offset, b->size, report_kind(c->m, i), "",
+          NULL,    -1};
       continue;
     }
     for (size_t j = 0; j < k; j++) {
@@ -271,7 +274,8 @@ static size_t ch_entries(ch_ctx *c, ch_entry *e) {
                      t->bytes,
                      mp_tensor_kind_name(t->kind),
                      mp_dtype_name(t->dtype),
-                     NULL};
+                     NULL,
+                     members[j]};
     }
   }
   return n;
@@ -355,20 +359,85 @@ static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
   }
   if (!n) mp_buf_puts(o, "      {0, 0, 0, 0, 0, 0, 0, 0, 0},\n");
   mp_buf_puts(o, "  };\n  return t;\n}\n\n");
-  size_t steps = mp_model_steps(c->m);
-  mp_buf_printf(o,
-                "/* The op each step runs, in the planned order. */\n"
-                "static inline const char *const *%s_steps(void) {\n"
-                "  static const char *const s[%zu] = {\n",
-                c->low, steps ? steps : 1);
-  for (size_t k = 0; k < steps; k++) {
-    mp_buf_puts(o, "      ");
-    ch_str(o, mp_model_step_op(c->m, k));
-    mp_buf_puts(o, ",\n");
+}
+
+/* The operands of an op as table indices (PREFIX_NONE: omitted or not
+ * placed), appended to out as items of a C list, a space before each but
+ * the line's first; returns how many. */
+static uint32_t ch_operands(const ch_ctx *c, const uint32_t *tix,
+                            const int32_t *ids, uint32_t n, bool *first,
+                            mp_buf *out) {
+  for (uint32_t i = 0; i < n; i++) {
+    const char *sep = *first ? "" : " ";
+    *first = false;
+    if (ids[i] >= 0 && tix[ids[i]] != UINT32_MAX) {
+      mp_buf_printf(out, "%s%" PRIu32 "u,", sep, tix[ids[i]]);
+    } else {
+      mp_buf_printf(out, "%s%s_NONE,", sep, c->up);
+    }
   }
-  if (!steps) mp_buf_puts(o, "      0,\n");
+  return n;
+}
+
+/* The steps: op, type and operands (graphs; a plan file's steps have no
+ * operands). tix maps a graph tensor to its table index. */
+static void ch_steps(ch_ctx *c, const uint32_t *tix) {
+  mp_buf *o = c->out;
+  size_t steps = mp_model_steps(c->m);
+  mp_buf io, rows;
+  mp_buf_init(&io, o->alloc);
+  mp_buf_init(&rows, o->alloc);
+  size_t at = 0;
+  for (size_t k = 0; k < steps; k++) {
+    uint32_t ni = 0, no = 0;
+    if (c->g) {
+      const mp_op *op = mp_graph_op(c->g, mp_model_step_op_index(c->m, k));
+      bool first = true;
+      if (op->n_inputs + op->n_outputs) mp_buf_puts(&io, "\n      ");
+      ni = ch_operands(c, tix, op->inputs, op->n_inputs, &first, &io);
+      no = ch_operands(c, tix, op->outputs, op->n_outputs, &first, &io);
+    }
+    mp_buf_puts(&rows, "      {");
+    ch_str(&rows, mp_model_step_op(c->m, k));
+    mp_buf_puts(&rows, ", ");
+    ch_str(&rows,
+           mp_model_step_type(c->m, k) ? mp_model_step_type(c->m, k) : "");
+    mp_buf_printf(&rows, ", %" PRIu32 "u, %" PRIu32 "u, io + %zu, io + %zu},\n",
+                  ni, no, at, at + ni);
+    at += ni + no;
+  }
+  mp_buf_printf(o,
+                "\n/* Table index of an omitted operand. */\n"
+                "#define %s_NONE UINT32_C(0xffffffff)\n\n"
+                "struct %s_step {\n"
+                "  const char *op;\n"
+                "  const char *type; /* ONNX spelling */\n"
+                "  uint32_t n_inputs, n_outputs;\n"
+                "  const uint32_t *inputs, *outputs; /* %s_tensors() indices "
+                "*/\n"
+                "};\n\n"
+                "/* The op each step runs, in the planned order. */\n"
+                "static inline const struct %s_step *%s_steps(void) {\n"
+                "  static const uint32_t io[%zu] = {",
+                c->up, c->low, c->low, c->low, c->low, at ? at : 1);
+  if (at) {
+    mp_buf_append(o, io.data, io.len);
+    mp_buf_puts(o, "\n  ");
+  } else {
+    mp_buf_puts(o, "0");
+  }
+  mp_buf_printf(o, "};\n  static const struct %s_step s[%zu] = {\n", c->low,
+                steps ? steps : 1);
+  if (steps) {
+    mp_buf_append(o, rows.data, rows.len);
+  } else {
+    mp_buf_puts(o, "      {0, 0, 0, 0, io, io},\n");
+  }
   mp_buf_puts(o, "  };\n  return s;\n}\n");
   mp_buf_printf(o, "\n#endif /* MPLAN_%s_H */\n", c->up);
+  if (io.failed || rows.failed) o->failed = true;
+  mp_buf_free(&io);
+  mp_buf_free(&rows);
 }
 
 mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
@@ -405,11 +474,23 @@ mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
   for (size_t k = 0; st == MP_OK && k < n; k++) {
     e[k].id = ch_unique(&c, 'T', e[k].name, &st, err);
   }
+  size_t nt = c.g ? mp_graph_tensor_count(c.g) : 0;
+  uint32_t *tix = st == MP_OK ? mp_calloc(a, nt + 1, sizeof *tix) : NULL;
+  if (st == MP_OK && !tix) {
+    st = mp_error_set(err, MP_ERR_NOMEM, "%s: C header: out of memory",
+                      mp_model_path(m));
+  }
   if (st == MP_OK) {
+    for (size_t t = 0; t < nt; t++) tix[t] = UINT32_MAX;
+    for (size_t k = 0; k < n; k++) {
+      if (e[k].tensor >= 0) tix[e[k].tensor] = (uint32_t)k;
+    }
     ch_tensor_macros(&c, e, n, rid);
     ch_tables(&c, e, n, rid);
+    ch_steps(&c, tix);
     st = mp_buf_status(out, "C header", err);
   }
+  mp_free(a, tix);
   mp_strmap_destroy(c.ids);
   mp_strpool_destroy(c.pool);
   mp_free(a, e);

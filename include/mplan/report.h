@@ -142,8 +142,9 @@ mp_status mp_report_lifetimes_json(const mp_model *m, const mp_plan *plan,
  * macros for the arena, each region (index, bytes, alignment, capacity)
  * and each tensor (index, offset in its region, bytes, region), and
  * static inline accessors PREFIX_tensors() (name, kind, dtype, region,
- * buffer, offset, bytes, steps of every tensor placed) and
- * PREFIX_steps() (the op of each step). prefix names every identifier
+ * buffer, offset, bytes, steps of every tensor placed),
+ * PREFIX_regions() and PREFIX_steps() (op, type and operands as indices
+ * into the tensor table, for graphs). prefix names every identifier
  * (NULL: "plan"); names become identifiers as reports/c_header.c says. */
 mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
                              const char *prefix, mp_buf *out, mp_error *err);

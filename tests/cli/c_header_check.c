@@ -10,6 +10,9 @@
  *     to the arena;
  *   - no two tensors of different buffers share a byte of one region at a
  *     common step (tensors of one buffer share bytes by design);
+ *   - every operand of a step is a tensor of the table (or PREFIX_NONE)
+ *     whose steps hold that step: the op finds its inputs and output in
+ *     place when it runs;
  *   - the counts agree with the tables.
  * Exit 1 with the first violation on stderr otherwise.
  */
@@ -28,7 +31,7 @@
 int main(void) {
   const struct LOW(tensor) *t = LOW(tensors)();
   const struct LOW(region) *r = LOW(regions)();
-  const char *const *steps = LOW(steps)();
+  const struct LOW(step) *steps = LOW(steps)();
   size_t n = UP(TENSOR_COUNT), nr = UP(REGION_COUNT), ns = UP(STEP_COUNT);
   uint64_t sum = 0;
   for (size_t k = 0; k < nr; k++) {
@@ -78,7 +81,22 @@ int main(void) {
     printf("region\t%zu\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", k,
            r[k].name, r[k].bytes, r[k].align, r[k].capacity);
   }
-  for (size_t k = 0; k < ns; k++) printf("step\t%zu\t%s\n", k, steps[k]);
+  for (size_t k = 0; k < ns; k++) {
+    const struct LOW(step) *s = &steps[k];
+    printf("step\t%zu\t%s\t%s\t", k, s->op, s->type);
+    for (uint32_t i = 0; i < s->n_inputs + s->n_outputs; i++) {
+      uint32_t x = i < s->n_inputs ? s->inputs[i] : s->outputs[i - s->n_inputs];
+      if (x != UP(NONE) && (x >= n || t[x].first_step > (int64_t)k ||
+                            t[x].last_step < (int64_t)k)) {
+        fprintf(stderr, "step %zu (%s): operand %" PRIu32 " is not live\n", k,
+                s->op, x);
+        return 1;
+      }
+      printf("%s%s%s", i == s->n_inputs ? "\t" : "",
+             i && i != s->n_inputs ? "," : "", x == UP(NONE) ? "" : t[x].name);
+    }
+    printf("%s\n", s->n_outputs ? "" : "\t");
+  }
   printf("arena\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
          (uint64_t)UP(ARENA_BYTES), (uint64_t)UP(RESIDENT_BYTES),
          (uint64_t)UP(ACTIVATION_BYTES), (uint64_t)UP(LOWER_BOUND_BYTES));

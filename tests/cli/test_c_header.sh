@@ -50,7 +50,7 @@ plan = json.load(open(pj, encoding="utf-8"))
 rows = [l.rstrip("\n").split("\t") for l in open(tables, encoding="utf-8")]
 tens = [r for r in rows if r[0] == "tensor"]
 regs = [r for r in rows if r[0] == "region"]
-steps = [r[2] for r in rows if r[0] == "step"]
+steps = [r[2:] for r in rows if r[0] == "step"]
 arena = [r for r in rows if r[0] == "arena"][0]
 def fail(msg):
     print("   ", msg)
@@ -79,8 +79,15 @@ for w, t in zip(want, tens):
 # regions and steps and the arena
 if [(r[2], r[3]) for r in regs] != [(r["name"], str(r["size"])) for r in plan["regions"]]:
     fail("regions %r" % regs)
-if steps != [e["op"] for e in plan.get("execution", [])]:
+ex = plan.get("execution", [])
+if [s[0] for s in steps] != [e["op"] for e in ex] or [s[1] for s in steps] != [e["type"] for e in ex]:
     fail("steps differ")
+graph = any(s[2] or s[3] for s in steps)  # a plan file's steps have no operands
+for s, e in zip(steps, ex if graph else []):
+    if "inputs" in e and (s[2].split(",") if s[2] else []) != e["inputs"]:
+        fail("step %s: inputs %r, plan %r" % (s[0], s[2], e["inputs"]))
+    if "outputs" in e and (s[3].split(",") if s[3] else []) != e["outputs"]:
+        fail("step %s: outputs %r, plan %r" % (s[0], s[3], e["outputs"]))
 s = plan["summary"]
 if arena[1:] != [str(s[k]) for k in ("arena_bytes", "resident_bytes", "activation_peak_bytes", "lower_bound_bytes")]:
     fail("arena %r" % arena)
@@ -216,6 +223,63 @@ PY
 gcc "${flags[@]}" -DMP_HEADER="\"$tmp/broken.h\"" -DMP_UP=MBV2_ -DMP_LOW=mbv2_ tests/cli/c_header_check.c -o "$tmp/chk_broken" && ok || bad "broken header does not compile"
 if "$tmp/chk_broken" >/dev/null 2>"$tmp/chk_err"; then bad "the checker passed an overlapping header"; else
   grep -q "share bytes at a common step" "$tmp/chk_err" && ok || bad "checker: $(cat "$tmp/chk_err")"
+fi
+
+# A runtime of its own that knows the model only through the header
+# (tests/cli/c_header_run.c): a seeded DAG of 80 f32 elementwise ops,
+# planned in file order, and with every pass in the memory order (in
+# place ops write over their inputs), gives every output bit for bit as
+# a run with a buffer per tensor; the same header with one activation
+# moved onto another live one does not.
+python3 - "$tmp/ew.json" <<'PY'
+import json, random, sys
+rng = random.Random(7)
+ts = [{"name": "x%d" % i, "dtype": "f32", "shape": [1, 256], "kind": "input"} for i in range(3)]
+ops, avail, used = [], ["x0", "x1", "x2"], set()
+for k in range(80):
+    typ = rng.choice(["Relu", "Neg", "Abs", "Add", "Sub", "Mul", "Add", "Mul"])
+    ins = [rng.choice(avail[-6:])]
+    if typ in ("Add", "Sub", "Mul"):
+        ins.append(rng.choice(avail[-10:]))
+    out = "t%d" % k
+    ts.append({"name": out, "dtype": "f32", "shape": [1, 256]})
+    ops.append({"name": "op%d" % k, "op": typ, "inputs": ins, "outputs": [out]})
+    used.update(ins)
+    avail.append(out)
+outs = [t["name"] for t in ts[3:] if t["name"] not in used]
+for t in ts:
+    if t["name"] in outs:
+        t["kind"] = "output"
+json.dump({"mplan": "graph/1", "name": "elementwise_dag", "tensors": ts, "ops": ops,
+           "outputs": outs}, open(sys.argv[1], "w"))
+PY
+for p in "none --order file" "all --order memory"; do
+  # shellcheck disable=SC2086
+  run 0 plan "$tmp/ew.json" --passes $p --c-header "$tmp/ew.h" -o "$tmp/ew_plan.json"
+  check "elementwise dag, passes $p" "$tmp/ew.h" "$tmp/ew_plan.json"
+  gcc "${flags[@]}" -DMP_HEADER="\"$tmp/ew.h\"" -DMP_UP=EW_ -DMP_LOW=ew_ tests/cli/c_header_run.c -o "$tmp/ew_run" && ok || bad "c_header_run.c does not compile"
+  "$tmp/ew_run" >"$tmp/ew_out" 2>&1 && grep -q "^80 steps, [1-9][0-9]* outputs identical to the run without reuse$" "$tmp/ew_out" && ok ||
+    bad "elementwise dag, passes $p: $(cat "$tmp/ew_out")"
+done
+python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(len(b.get("tensors",[]))>1 for b in d["buffers"]) else 1)' "$tmp/ew_plan.json" && ok || bad "the passes made no buffer of several tensors"
+python3 - "$tmp/ew.h" "$tmp/ew_broken.h" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+rows = re.findall(r'\{"(\w+)", "(\w+)", "f32", EW_R_ARENA, (\d+)u, UINT64_C\((\d+)\), UINT64_C\((\d+)\), (-?\d+), (-?\d+)\}', text)
+acts = [r for r in rows if r[1] != "input"]
+for a in acts:
+    b = next((b for b in acts if b[2] != a[2] and b[3] != a[3] and int(b[5]) < int(a[5]) <= int(b[6]) and int(a[5]) < int(b[6])), None)
+    if b:
+        break
+old = '{"%s", "%s", "f32", EW_R_ARENA, %su, UINT64_C(%s)' % a[:4]
+new = '{"%s", "%s", "f32", EW_R_ARENA, %su, UINT64_C(%s)' % (a[0], a[1], a[2], b[3])
+open(sys.argv[2], "w").write(text.replace(old, new, 1))
+print("moved %s onto %s" % (a[0], b[0]))
+PY
+gcc "${flags[@]}" -DMP_HEADER="\"$tmp/ew_broken.h\"" -DMP_UP=EW_ -DMP_LOW=ew_ tests/cli/c_header_run.c -o "$tmp/ew_broken" && ok || bad "broken header does not compile"
+if "$tmp/ew_broken" >"$tmp/ew_out" 2>&1; then bad "the runtime did not notice a moved tensor"; else
+  grep -q "differs from the run without reuse" "$tmp/ew_out" && ok || bad "broken run: $(cat "$tmp/ew_out")"
 fi
 
 # Bad names: one line, exit 2, no file.
