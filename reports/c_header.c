@@ -52,6 +52,9 @@ typedef struct ch_ctx {
   mp_buf *out;
   char up[128], low[128]; /* the prefix */
   mp_strmap *ids;         /* identifiers taken (tensors and regions) */
+  mp_strmap *bases;       /* "T_X" -> index into next[] */
+  unsigned *next;         /* per base: the suffix to try first */
+  size_t n_next, cap_next;
   mp_strpool *pool;
 } ch_ctx;
 
@@ -96,22 +99,43 @@ static const char *ch_unique(ch_ctx *c, char kind, const char *name,
                              mp_status *st, mp_error *err) {
   char base[160], id[200], full[240];
   const char *const *suf = ch_suffix[kind == 'R'];
-  ch_ident(name, base, sizeof base);
-  for (unsigned k = 1;; k++) {
+  base[0] = kind;
+  base[1] = '_';
+  ch_ident(name, base + 2, sizeof base - 2);
+  /* names meeting on one base resume where the last one stopped, so n
+   * such names cost O(n), not O(n^2) */
+  int64_t slot = -1;
+  mp_error e;
+  if (!mp_strmap_get(c->bases, base, &slot)) {
+    const char *kb = mp_strpool_cstr(c->pool, base);
+    if (!kb ||
+        mp_grow(mp_alloc_libc(), (void **)&c->next, &c->cap_next, c->n_next + 1,
+                sizeof *c->next, "C header", &e) != MP_OK ||
+        mp_strmap_put(c->bases, kb, (int64_t)c->n_next, NULL, &e) != MP_OK) {
+      *st = mp_error_set(err, MP_ERR_NOMEM, "%s: C header: out of memory",
+                         mp_model_path(c->m));
+      return NULL;
+    }
+    slot = (int64_t)c->n_next;
+    c->next[c->n_next++] = 1;
+  }
+  for (unsigned k = c->next[slot];; k++) {
     if (k == 1) {
-      snprintf(id, sizeof id, "%c_%s", kind, base);
+      snprintf(id, sizeof id, "%s", base);
     } else {
-      snprintf(id, sizeof id, "%c_%s_%u", kind, base, k);
+      snprintf(id, sizeof id, "%s_%u", base, k);
     }
     bool free = true;
     for (size_t s = 0; free && s < 4; s++) {
       snprintf(full, sizeof full, "%s%s", id, suf[s]);
       free = !mp_strmap_get(c->ids, full, NULL);
     }
-    if (free) break;
+    if (free) {
+      c->next[slot] = k + 1;
+      break;
+    }
   }
   const char *kept = NULL;
-  mp_error e;
   for (size_t s = 0; s < 4; s++) {
     snprintf(full, sizeof full, "%s%s", id, suf[s]);
     const char *f = mp_strpool_cstr(c->pool, full);
@@ -462,6 +486,7 @@ mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
   ch_entry *e = mp_calloc(a, n ? n : 1, sizeof *e);
   const char **rid = mp_calloc(a, mp_plan_region_count(plan) + 1, sizeof *rid);
   mp_status st = e && rid ? mp_strmap_create(a, &c.ids, err) : MP_ERR_NOMEM;
+  if (st == MP_OK) st = mp_strmap_create(a, &c.bases, err);
   if (st == MP_OK) st = mp_strpool_create(a, &c.pool, err);
   if (st == MP_ERR_NOMEM) {
     mp_error_set(err, st, "%s: C header: out of memory", mp_model_path(m));
@@ -492,7 +517,9 @@ mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
   }
   mp_free(a, tix);
   mp_strmap_destroy(c.ids);
+  mp_strmap_destroy(c.bases);
   mp_strpool_destroy(c.pool);
+  mp_free(a, c.next);
   mp_free(a, e);
   mp_free(a, rid);
   return st;
