@@ -50,6 +50,8 @@ static const char check_usage[] =
     "Exit status: 0 pass, 1 a check failed, 2 usage error, or a model or\n"
     "baseline could not be checked (missing, corrupt, other options).\n";
 
+#define CHECK_SETTINGS 32
+
 typedef struct check_model {
   char path[4096];   /* the baseline file */
   mp_snapshot *now;  /* NULL when the model could not be planned */
@@ -57,6 +59,11 @@ typedef struct check_model {
   mp_error error;    /* why the model could not be planned */
   mp_error base_err; /* why the baseline cannot be used */
   char hint[256];    /* over budget: what would fit it ("" none) */
+  struct {
+    char setting[128];
+    size_t arena_bytes;
+  } settings[CHECK_SETTINGS]; /* the what-if rows with an arena */
+  size_t n_settings;
   bool failed, base_failed;
   mp_buf baseline; /* --update-baseline: the new baseline/1 text */
 } check_model;
@@ -225,6 +232,13 @@ static void check_hint(const cli_opts *o, const mp_model *m,
   mp_error err = {0};
   if (cli_what_if_run(o, m, plan, &wi, &err) != MP_OK) return;
   const mp_report_what_if *best = NULL;
+  for (size_t k = 0; k < wi.n && c->n_settings < CHECK_SETTINGS; k++) {
+    if (!wi.rows[k].arena_bytes) continue;
+    snprintf(c->settings[c->n_settings].setting,
+             sizeof c->settings[c->n_settings].setting, "%s",
+             wi.rows[k].setting);
+    c->settings[c->n_settings++].arena_bytes = wi.rows[k].arena_bytes;
+  }
   for (size_t k = 0; k < wi.n; k++) {
     if (wi.rows[k].arena_bytes && wi.rows[k].arena_bytes < arena &&
         (!best || wi.rows[k].arena_bytes < best->arena_bytes)) {
@@ -325,9 +339,17 @@ static mp_status check_report(const cli_opts *o, check_model *cm,
                              base ? c->path : NULL,
                              c->base_failed ? c->base_err.msg : NULL, err);
     c->now = c->base = NULL; /* the report owns them now */
+    size_t at = mp_check_report_counts(r)->models - 1;
     if (st == MP_OK && c->hint[0]) {
-      st = mp_check_report_hint(r, mp_check_report_counts(r)->models - 1,
-                                c->hint, err);
+      st = mp_check_report_hint(r, at, c->hint, err);
+    }
+    mp_check_setting s[CHECK_SETTINGS];
+    for (size_t k = 0; k < c->n_settings; k++) {
+      s[k] = (mp_check_setting){c->settings[k].setting,
+                                c->settings[k].arena_bytes};
+    }
+    if (st == MP_OK && c->n_settings) {
+      st = mp_check_report_settings(r, at, s, c->n_settings, err);
     }
   }
   return st;

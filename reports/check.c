@@ -101,6 +101,10 @@ static void ck_entry_free(const mp_alloc *a, ck_entry *e) {
   mp_free(a, e->baseline_path);
   mp_free(a, e->budget_msg);
   mp_free(a, e->hint);
+  for (size_t k = 0; k < e->n_settings; k++) {
+    mp_free(a, e->settings[k].setting);
+  }
+  mp_free(a, e->settings);
   mp_free(a, e->baseline_msg);
 }
 
@@ -336,6 +340,33 @@ mp_status mp_check_report_hint(mp_check_report *r, size_t i, const char *hint,
   if (!copy) return ck_nomem(err);
   mp_free(r->alloc, r->entries[i].hint);
   r->entries[i].hint = copy;
+  return MP_OK;
+}
+
+mp_status mp_check_report_settings(mp_check_report *r, size_t i,
+                                   const mp_check_setting *s, size_t n,
+                                   mp_error *err) {
+  if (i >= r->n) {
+    return mp_error_set(err, MP_ERR_INTERNAL, "check: no entry %zu", i);
+  }
+  ck_entry *e = &r->entries[i];
+  ck_setting *copy = mp_calloc(r->alloc, n ? n : 1, sizeof *copy);
+  if (!copy) return ck_nomem(err);
+  for (size_t k = 0; k < n; k++) {
+    copy[k].arena_bytes = s[k].arena_bytes;
+    copy[k].setting = mp_strdup(r->alloc, s[k].setting);
+    if (!copy[k].setting) {
+      for (size_t j = 0; j < k; j++) mp_free(r->alloc, copy[j].setting);
+      mp_free(r->alloc, copy);
+      return ck_nomem(err);
+    }
+  }
+  for (size_t k = 0; k < e->n_settings; k++) {
+    mp_free(r->alloc, e->settings[k].setting);
+  }
+  mp_free(r->alloc, e->settings);
+  e->settings = copy;
+  e->n_settings = n;
   return MP_OK;
 }
 

@@ -8,6 +8,12 @@
 
 #include "mplan/check.h"
 
+/* A setting of the what-if, owned by its entry. */
+typedef struct ck_setting {
+  char *setting;
+  size_t arena_bytes;
+} ck_setting;
+
 typedef struct ck_entry {
   char *model;
   char *error; /* the model could not be planned: nothing else is set */
@@ -17,8 +23,10 @@ typedef struct ck_entry {
   char *baseline_path;
   bool has_budget, has_baseline;
   mp_verdict budget, baseline, verdict;
-  char *budget_msg;   /* one line */
-  char *hint;         /* what would fit the budget (one line), or NULL */
+  char *budget_msg;     /* one line */
+  char *hint;           /* what would fit the budget (one line), or NULL */
+  ck_setting *settings; /* what the hint compared (owned strings) */
+  size_t n_settings;
   char *baseline_msg; /* one line; the error when the baseline is unusable */
   bool baseline_error;
 } ck_entry;

@@ -32,6 +32,11 @@ static const char *ck_upper(mp_verdict v) {
                                 : "ERROR";
 }
 
+/* A setting the hint compared fits the budget. */
+static bool ck_fits(size_t budget, const ck_setting *s) {
+  return s->arena_bytes <= budget;
+}
+
 static const char *ck_emoji(mp_verdict v) {
   return v == MP_VERDICT_PASS ? "✅" : v == MP_VERDICT_FAIL ? "❌" : "⚠️";
 }
@@ -96,7 +101,7 @@ static void ck_text_details(const ck_entry *e, mp_buf *out) {
   diff_tensor_lines(d, CK_TOP_TEXT, "           ", out);
 }
 
-static void ck_text_entry(const ck_entry *e, mp_buf *out) {
+static void ck_text_entry(const ck_entry *e, size_t budget, mp_buf *out) {
   char b[MP_FMT_MAX];
   mp_buf_printf(out, "%-6s %s", ck_upper(e->verdict), e->model);
   if (e->error) {
@@ -110,6 +115,12 @@ static void ck_text_entry(const ck_entry *e, mp_buf *out) {
                   e->budget_msg);
   }
   if (e->hint) mp_buf_printf(out, "       hint            %s\n", e->hint);
+  for (size_t k = 0; k < e->n_settings; k++) {
+    const ck_setting *s = &e->settings[k];
+    mp_buf_printf(out, "       what-if   %-5s %s B with %s\n",
+                  ck_fits(budget, s) ? "fits" : "over",
+                  mp_fmt_count(b, s->arena_bytes), s->setting);
+  }
   if (e->has_baseline) {
     mp_buf_printf(out, "       baseline  %-5s %s\n",
                   mp_verdict_name(e->baseline), e->baseline_msg);
@@ -123,7 +134,9 @@ mp_status mp_check_report_text(const mp_check_report *r, mp_buf *out,
                 r->counts.models == 1 ? "" : "s");
   ck_settings(r, " | ", false, out);
   mp_buf_puts(out, "\n");
-  for (size_t i = 0; i < r->n; i++) ck_text_entry(&r->entries[i], out);
+  for (size_t i = 0; i < r->n; i++) {
+    ck_text_entry(&r->entries[i], r->opts.budget_bytes, out);
+  }
   mp_buf_printf(out, "result: %s: ", ck_upper(mp_check_report_verdict(r)));
   ck_counts_line(r, out);
   mp_buf_puts(out, "\n");
@@ -166,6 +179,18 @@ static void cj_checks(cj_ctx *c, cJSON *m, const ck_entry *e) {
     rj_num(&c->ok, o, "budget_bytes", (double)c->r->opts.budget_bytes);
     rj_num(&c->ok, o, "arena_bytes", (double)mp_snapshot_total_bytes(e->now));
     if (e->hint) rj_str(&c->ok, o, "hint", e->hint);
+    cJSON *wi = e->n_settings ? rj_arr(&c->ok, o, "what_if") : NULL;
+    for (size_t k = 0; wi && k < e->n_settings; k++) {
+      const ck_setting *s = &e->settings[k];
+      cJSON *w = rj_push_obj(&c->ok, wi);
+      if (!w) return;
+      rj_str(&c->ok, w, "setting", s->setting);
+      rj_num(&c->ok, w, "arena_bytes", (double)s->arena_bytes);
+      if (!cJSON_AddBoolToObject(w, "fits",
+                                 ck_fits(c->r->opts.budget_bytes, s))) {
+        c->ok = false;
+      }
+    }
   }
   if (arr && e->has_baseline) {
     cJSON *o = rj_push_obj(&c->ok, arr);
@@ -456,7 +481,7 @@ static void ck_md_check(mp_buf *out, const char *name, mp_verdict v,
   mp_buf_puts(out, "\n");
 }
 
-static void ck_md_details(const ck_entry *e, mp_buf *out) {
+static void ck_md_details(const ck_entry *e, size_t budget, mp_buf *out) {
   mp_buf_printf(out, "<details><summary>%s ", ck_emoji(e->verdict));
   diff_md_text(out, e->model);
   mp_buf_printf(out, ": %s</summary>\n\n", mp_verdict_name(e->verdict));
@@ -468,6 +493,18 @@ static void ck_md_details(const ck_entry *e, mp_buf *out) {
       mp_buf_puts(out, "- \xF0\x9F\x92\xA1 **hint**: ");
       diff_md_text(out, e->hint);
       mp_buf_puts(out, "\n");
+    }
+    if (e->n_settings) {
+      char b[MP_FMT_MAX];
+      mp_buf_puts(out,
+                  "\n| other setting | arena | budget |\n|---|---:|---|\n");
+      for (size_t k = 0; k < e->n_settings; k++) {
+        const ck_setting *s = &e->settings[k];
+        mp_buf_puts(out, "| ");
+        diff_md_text(out, s->setting);
+        mp_buf_printf(out, " | %s B | %s |\n", mp_fmt_count(b, s->arena_bytes),
+                      ck_fits(budget, s) ? "fits" : "over");
+      }
     }
     if (e->has_baseline) {
       ck_md_check(out, "baseline", e->baseline, e->baseline_msg);
@@ -493,6 +530,8 @@ mp_status mp_check_report_markdown(const mp_check_report *r, mp_buf *out,
               "| :-: | --- | ---: | ---: | ---: |\n");
   for (size_t i = 0; i < r->n; i++) ck_md_row(r, &r->entries[i], out);
   mp_buf_puts(out, "\n");
-  for (size_t i = 0; i < r->n; i++) ck_md_details(&r->entries[i], out);
+  for (size_t i = 0; i < r->n; i++) {
+    ck_md_details(&r->entries[i], r->opts.budget_bytes, out);
+  }
   return mp_buf_status(out, "check Markdown", err);
 }

@@ -78,6 +78,18 @@ mp_status mp_check_report_add(mp_check_report *r, const char *model,
 mp_status mp_check_report_hint(mp_check_report *r, size_t i, const char *hint,
                                mp_error *err);
 
+/* The other settings the hint compared (explain's what-if): each one's
+ * flags and the whole arena it gives; the renderers say which fit the
+ * budget. For entry i (in the order added); copies them. */
+typedef struct mp_check_setting {
+  const char *setting; /* "--passes all,tile --order memory" */
+  size_t arena_bytes;
+} mp_check_setting;
+
+mp_status mp_check_report_settings(mp_check_report *r, size_t i,
+                                   const mp_check_setting *s, size_t n,
+                                   mp_error *err);
+
 typedef struct mp_check_counts {
   size_t models, passed, failed, errors;
 } mp_check_counts;

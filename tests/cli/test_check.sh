@@ -134,6 +134,26 @@ run 1 check "$src/models/mobilenet_v2.json" "$src/models/resnet50.json" --budget
 # the hint's figure is what plan gives for that setting
 expect "all,tile arena" "$("$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile --json |
   py "d['summary']['arena_bytes']" /dev/stdin)" 3947312
+# every setting the hint compared is listed, with what plan gives for it
+# and whether it fits; the hint names the smallest
+has "$tmp/out" "what-if   fits  3,947,312 B with --passes all,tile --order memory" &&
+  has "$tmp/out" "what-if   over  5,097,440 B with --passes all" &&
+  has hint.md "| --passes all,tile | 3,947,312 B | fits |" &&
+  has hint.md "| --order memory | 5,197,792 B | over |"
+run 1 check "$src/models/mobilenet_v2.json" --budget 4MiB --json && cp "$tmp/out" wi.json
+n=0
+while IFS=$'\t' read -r setting arena fits; do
+  n=$((n + 1))
+  # shellcheck disable=SC2086
+  got=$("$mplan" plan "$src/models/mobilenet_v2.json" $setting --json | py "d['summary']['arena_bytes']" /dev/stdin)
+  expect "what-if $setting arena" "$got" "$arena"
+  expect "what-if $setting fits" "$fits" "$([ "$arena" -le 4194304 ] && echo True || echo False)"
+done < <(py "'\n'.join('%s\t%d\t%s' % (w['setting'], w['arena_bytes'], w['fits']) for w in d['models'][0]['checks'][0]['what_if'])" wi.json)
+expect "what-if rows" "$n" 5
+expect "hint names the smallest" "$(py "min(d['models'][0]['checks'][0]['what_if'], key=lambda w: w['arena_bytes'])['setting']" wi.json)" "--passes all,tile"
+# a strategy row: steady.json's activations are above their lower bound
+run 1 check ci/steady.json --budget 50175 "${L[@]}" --json &&
+  expect "strategy row" "$(py "[w['fits'] for w in d['models'][0]['checks'][0]['what_if'] if w['setting'] == '--strategy auto']" "$tmp/out")" "[True]"
 
 # ---- both sides of the band ------------------------------------------------
 # grown: z grows by 512 B (+1.02% of 50,176) and y lives one step longer.
