@@ -375,7 +375,10 @@ bool mp_rt_loop_end(const mp_bundle *b, size_t step, unsigned char *const *ptr,
     }
   }
   if (next && iter + 1 >= MP_RT_LOOP_MAX) {
-    return op_fail(c, "runs more than %d iterations", MP_RT_LOOP_MAX);
+    return op_fail(c,
+                   "runs more than %d iterations, the runtime's cap per Loop "
+                   "(--max-ops N stops a run sooner)",
+                   MP_RT_LOOP_MAX);
   }
   if (!next && planned >= 0 && iter + 1 != planned) {
     return op_fail(c,

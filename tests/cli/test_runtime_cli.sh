@@ -199,6 +199,8 @@ lf=tests/data/loop_forever.onnx.bin
 run 2 "$mplan" verify $lf --max-ops 1000 && one_line &&
   has "$tmp/err" "loop_forever.onnx.bin (no-reuse bundle): op 'thousand/body/forever/body/Add#1' (Add) at step 3: the run would pass 1000 ops, its --max-ops (a loop's body ops count once an iteration)"
 run 2 "$mplan" verify $lf --max-ops 1001 --poison && one_line && has "$tmp/err" "the run would pass 1001 ops"
+run 2 "$mplan" verify $lf && one_line &&
+  has "$tmp/err" "op 'thousand/body/forever' (Loop) at step 4: runs more than 16777216 iterations, the runtime's cap per Loop (--max-ops N stops a run sooner)"
 nops=$("$mplan" plan $v2 --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["execution"]))')
 run 0 "$mplan" verify $v2 --max-ops "$nops" && has "$tmp/out" "verified: no event"
 run 2 "$mplan" verify $v2 --max-ops $((nops - 1)) && one_line && has "$tmp/err" "the run would pass $((nops - 1)) ops"
