@@ -258,6 +258,70 @@ void diff_tensor_lines(const mp_diff *d, size_t top, const char *indent,
   }
 }
 
+/* ---- what-if: the settings plans and runs made with --what-if were
+ * compared with, matched by setting (A's in its order, then B's own). */
+
+typedef void (*dw_fn)(void *ud, const char *setting, const mp_snap_what_if *a,
+                      const mp_snap_what_if *b);
+
+static const mp_snap_what_if *dw_find(const mp_snapshot *s,
+                                      const char *setting) {
+  const mp_snap_what_if *w;
+  size_t n = mp_snapshot_what_if(s, &w);
+  for (size_t k = 0; k < n; k++) {
+    if (strcmp(w[k].setting, setting) == 0) return &w[k];
+  }
+  return NULL;
+}
+
+/* Calls fn for each setting either side recorded; returns how many. */
+static size_t dw_each(const mp_diff *d, dw_fn fn, void *ud) {
+  const mp_snapshot *sa = mp_diff_old(d), *sb = mp_diff_new(d);
+  const mp_snap_what_if *wa, *wb;
+  size_t na = mp_snapshot_what_if(sa, &wa), nb = mp_snapshot_what_if(sb, &wb);
+  for (size_t k = 0; k < na; k++) {
+    if (dw_find(sa, wa[k].setting) != &wa[k]) continue; /* a repeat */
+    if (fn) fn(ud, wa[k].setting, &wa[k], dw_find(sb, wa[k].setting));
+  }
+  size_t n = na;
+  for (size_t k = 0; k < nb; k++) {
+    if (dw_find(sb, wb[k].setting) != &wb[k] || dw_find(sa, wb[k].setting)) {
+      continue;
+    }
+    if (fn) fn(ud, wb[k].setting, NULL, &wb[k]);
+    n++;
+  }
+  return n;
+}
+
+/* "1,505,280 -> 1,404,928 B (-100,352 B (98.00 KiB))", or one side's
+ * figure with "only old"/"only new" (0 arena: not recorded). */
+static void dw_figure(mp_buf *out, size_t a, size_t b, bool has_a, bool has_b) {
+  char x[MP_FMT_MAX], y[MP_FMT_MAX], z[DIFF_FMT];
+  if (has_a && has_b) {
+    mp_buf_printf(out, "%s -> %s B (%s)", mp_fmt_count(x, a),
+                  mp_fmt_count(y, b),
+                  diff_fmt_delta(z, (int64_t)b - (int64_t)a));
+  } else {
+    mp_buf_printf(out, "%s B (only %s)", mp_fmt_count(x, has_a ? a : b),
+                  has_a ? "old" : "new");
+  }
+}
+
+static void dw_text_row(void *ud, const char *setting, const mp_snap_what_if *a,
+                        const mp_snap_what_if *b) {
+  mp_buf *out = ud;
+  mp_buf_printf(out, "  %-*s lower bound ", mp_text_pad(setting, 34), setting);
+  dw_figure(out, a ? a->lower_bound_bytes : 0, b ? b->lower_bound_bytes : 0,
+            a != NULL, b != NULL);
+  bool ha = a && a->arena_bytes, hb = b && b->arena_bytes;
+  if (ha || hb) {
+    mp_buf_puts(out, "; arena ");
+    dw_figure(out, ha ? a->arena_bytes : 0, hb ? b->arena_bytes : 0, ha, hb);
+  }
+  mp_buf_puts(out, "\n");
+}
+
 mp_status mp_diff_text(const mp_diff *d, const mp_diff_opts *o, mp_buf *out,
                        mp_error *err) {
   const mp_diff_summary *s = mp_diff_summary_of(d);
@@ -280,7 +344,13 @@ mp_status mp_diff_text(const mp_diff *d, const mp_diff_opts *o, mp_buf *out,
   if (cause) mp_buf_printf(out, "; mostly %s", cause);
   mp_buf_puts(out, "\norder: ");
   diff_order_line(d, out);
-  mp_buf_puts(out, "\ntensors: ");
+  mp_buf_puts(out, "\n");
+  if (dw_each(d, NULL, NULL)) {
+    mp_buf_puts(out,
+                "what-if (the other settings, as recorded by --what-if):\n");
+    dw_each(d, dw_text_row, out);
+  }
+  mp_buf_puts(out, "tensors: ");
   diff_counts(d, out);
   mp_buf_puts(out, "\n");
   diff_tensor_lines(d, top, "    ", out);
@@ -432,6 +502,34 @@ static void dj_summary(dj_ctx *c, cJSON *root) {
   rj_num(&c->ok, o, "removed", (double)s->ops_removed);
 }
 
+typedef struct dj_what_if_ctx {
+  dj_ctx *c;
+  cJSON *arr;
+} dj_what_if_ctx;
+
+static void dj_what_if_side(dj_ctx *c, cJSON *o, const char *key,
+                            const mp_snap_what_if *w) {
+  if (!w) {
+    if (!cJSON_AddNullToObject(o, key)) c->ok = false;
+    return;
+  }
+  cJSON *s = rj_obj(&c->ok, o, key);
+  if (!s) return;
+  rj_num(&c->ok, s, "lower_bound_bytes", (double)w->lower_bound_bytes);
+  if (w->arena_bytes) rj_num(&c->ok, s, "arena_bytes", (double)w->arena_bytes);
+}
+
+/* {"setting", "old": {lower_bound_bytes, arena_bytes} or null, "new"} */
+static void dj_what_if_row(void *ud, const char *setting,
+                           const mp_snap_what_if *a, const mp_snap_what_if *b) {
+  dj_what_if_ctx *w = ud;
+  cJSON *o = rj_push_obj(&w->c->ok, w->arr);
+  if (!o) return;
+  rj_str(&w->c->ok, o, "setting", setting);
+  dj_what_if_side(w->c, o, "old", a);
+  dj_what_if_side(w->c, o, "new", b);
+}
+
 cJSON *diff_json_tree(const mp_diff *d) {
   dj_ctx c = {d, true};
   cJSON *root = cJSON_CreateObject();
@@ -447,6 +545,10 @@ cJSON *diff_json_tree(const mp_diff *d) {
   }
   dj_summary(&c, root);
   dj_tensors(&c, root);
+  if (dw_each(d, NULL, NULL)) {
+    dj_what_if_ctx w = {&c, rj_arr(&c.ok, root, "what_if")};
+    if (w.arr) dw_each(d, dj_what_if_row, &w);
+  }
   if (!c.ok) {
     cJSON_Delete(root);
     return NULL;
@@ -604,6 +706,24 @@ static void md_tensor_row(const mp_diff *d, const mp_diff_tensor *t,
   mp_buf_printf(out, "%s |\n", diff_fmt_delta(c, t->delta));
 }
 
+static void md_what_if_row(void *ud, const char *setting,
+                           const mp_snap_what_if *a, const mp_snap_what_if *b) {
+  mp_buf *out = ud;
+  mp_buf_puts(out, "| ");
+  diff_md_text(out, setting);
+  mp_buf_puts(out, " | ");
+  dw_figure(out, a ? a->lower_bound_bytes : 0, b ? b->lower_bound_bytes : 0,
+            a != NULL, b != NULL);
+  mp_buf_puts(out, " | ");
+  bool ha = a && a->arena_bytes, hb = b && b->arena_bytes;
+  if (ha || hb) {
+    dw_figure(out, ha ? a->arena_bytes : 0, hb ? b->arena_bytes : 0, ha, hb);
+  } else {
+    mp_buf_puts(out, "–");
+  }
+  mp_buf_puts(out, " |\n");
+}
+
 static void md_tensors(const mp_diff *d, size_t top, mp_buf *out) {
   size_t shown[MP_CHANGE_COUNT] = {0}, hidden = 0;
   if (mp_diff_tensor_count(d) == 0) {
@@ -644,6 +764,14 @@ void diff_markdown_body(const mp_diff *d, size_t top, mp_buf *out) {
   mp_buf_puts(out, "**Order**: ");
   diff_order_line(d, out);
   mp_buf_puts(out, "\n\n");
+  if (dw_each(d, NULL, NULL)) {
+    mp_buf_puts(out,
+                "**What-if** (the other settings, as recorded by "
+                "--what-if):\n\n| setting | lower bound | arena |\n"
+                "|---|---|---|\n");
+    dw_each(d, md_what_if_row, out);
+    mp_buf_puts(out, "\n");
+  }
   md_tensors(d, top, out);
 }
 

@@ -74,6 +74,7 @@ void mp_snapshot_destroy(mp_snapshot *s) {
   mp_free(s->alloc, s->patches);
   mp_free(s->alloc, s->gone_by);
   mp_free(s->alloc, s->members);
+  mp_free(s->alloc, s->what_if);
   mp_strpool_destroy(s->pool);
   mp_free(s->alloc, s);
 }
@@ -429,6 +430,29 @@ mp_status snap_patch(mp_snapshot *s, const char *name, const char *what,
     return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", s->info.source);
   }
   return st;
+}
+
+mp_status snap_what_if(mp_snapshot *s, const char *setting, size_t lb,
+                       size_t arena, mp_error *err) {
+  bool ok = true;
+  const char *n = snap_str(s, setting, &ok);
+  void *p = s->what_if;
+  mp_status st = ok ? mp_grow(s->alloc, &p, &s->cap_what_if, s->n_what_if + 1,
+                              sizeof *s->what_if, s->info.source, err)
+                    : MP_ERR_NOMEM;
+  if (st == MP_OK) {
+    s->what_if = p;
+    s->what_if[s->n_what_if++] = (mp_snap_what_if){n, lb, arena};
+  }
+  if (st == MP_ERR_NOMEM) {
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", s->info.source);
+  }
+  return st;
+}
+
+size_t mp_snapshot_what_if(const mp_snapshot *s, const mp_snap_what_if **out) {
+  *out = s->what_if;
+  return s->n_what_if;
 }
 
 const char *mp_snapshot_patch_of(const mp_snapshot *s, const char *name) {

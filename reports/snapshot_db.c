@@ -288,6 +288,22 @@ static mp_status sd_patches(sd_ctx *c) {
                   "reading tile_op", sd_patch_row);
 }
 
+/* A what_if row: setting, lower bound, arena. */
+static mp_status sd_what_if_row(sd_ctx *c, sqlite3_stmt *s) {
+  size_t lb = 0, arena = 0;
+  if (!sd_size(s, 1, &lb)) return MP_OK;
+  if (!sd_size(s, 2, &arena)) arena = 0;
+  return snap_what_if(c->s, sd_text(s, 0), lb, arena, c->err);
+}
+
+/* The settings a run was compared with (what_if, schema version 8). */
+static mp_status sd_what_if(sd_ctx *c) {
+  return sd_pairs(c,
+                  "SELECT setting, lower_bound_bytes, arena_bytes FROM "
+                  "what_if WHERE run_id = ?1 ORDER BY seq",
+                  "reading what_if", sd_what_if_row);
+}
+
 static mp_status sd_steps(sd_ctx *c, size_t steps) {
   static const char sql[] =
       "SELECT step, op FROM step WHERE run_id = ?1 ORDER BY step";
@@ -335,6 +351,7 @@ static mp_status sd_read(sd_ctx *c, const char *run, size_t *arena) {
   if (st == MP_OK) st = sd_tensors(c);
   if (st == MP_OK) st = sd_members(c);
   if (st == MP_OK) st = sd_patches(c);
+  if (st == MP_OK) st = sd_what_if(c);
   if (st == MP_OK) st = sd_steps(c, steps);
   if (st == MP_OK) st = snap_finish(c->s, c->err);
   return st;

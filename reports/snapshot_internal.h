@@ -52,6 +52,8 @@ struct mp_snapshot {
   size_t n_patches, cap_patches;
   snap_member_rec *members; /* hosts' entries, in record order */
   size_t n_members, cap_members;
+  mp_snap_what_if *what_if; /* in record order */
+  size_t n_what_if, cap_what_if;
   mp_snap_info info;
   mp_snap_tensor *tensors;
   size_t n_tensors, cap_tensors;
@@ -70,6 +72,10 @@ mp_status snap_create(const mp_alloc *a, const char *kind, const char *source,
 /* A pooled copy of text (NULL stays NULL); sets *ok = false when out of
  * memory. */
 const char *snap_str(mp_snapshot *s, const char *text, bool *ok);
+
+/* Adds a what-if row (setting copied). */
+mp_status snap_what_if(mp_snapshot *s, const char *setting, size_t lb,
+                       size_t arena, mp_error *err);
 
 /* The index of region name, added when new. */
 mp_status snap_region(mp_snapshot *s, const char *name, uint32_t *index,

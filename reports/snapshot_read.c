@@ -607,6 +607,28 @@ static mp_status rd_plan_fusions(rd_ctx *c, const cJSON *root) {
   return st;
 }
 
+/* "what_if" (plan --what-if): each row's setting, lower bound and arena;
+ * the rest of a row (its tile record, a strategy row's figures) is for
+ * the other reports. */
+static mp_status rd_plan_what_if(rd_ctx *c, const cJSON *root) {
+  const cJSON *arr = NULL;
+  mp_status st = rd_type(c, root, "", "what_if", false, true, &arr);
+  size_t k = 0;
+  for (const cJSON *e = arr ? arr->child : NULL; st == MP_OK && e;
+       e = e->next, k++) {
+    char where[128];
+    const char *setting = NULL;
+    size_t lb = 0, arena = 0;
+    rd_where(where, sizeof where, "what_if", k, e);
+    st = rd_element(c, e, where);
+    if (st == MP_OK) st = rd_str(c, e, where, "setting", true, &setting);
+    if (st == MP_OK) st = rd_size(c, e, where, "lower_bound_bytes", true, &lb);
+    if (st == MP_OK) st = rd_size(c, e, where, "arena_bytes", false, &arena);
+    if (st == MP_OK) st = snap_what_if(c->s, setting, lb, arena, c->err);
+  }
+  return st;
+}
+
 static mp_status rd_plan(rd_ctx *c, const cJSON *root) {
   const cJSON *bufs = NULL, *ex = NULL;
   size_t k = 0;
@@ -624,6 +646,7 @@ static mp_status rd_plan(rd_ctx *c, const cJSON *root) {
   if (st == MP_OK) st = rd_type(c, root, "", "execution", false, true, &ex);
   if (st == MP_OK) st = rd_steps(c, ex, "execution", "op");
   if (st == MP_OK) st = rd_plan_patches(c, ex);
+  if (st == MP_OK) st = rd_plan_what_if(c, root);
   if (st == MP_OK) st = snap_finish(c->s, c->err);
   return st;
 }

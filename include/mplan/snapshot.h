@@ -163,6 +163,17 @@ const char *mp_snapshot_removed_by(const mp_snapshot *s, const char *name);
  * 'T'"), or NULL. */
 const char *mp_snapshot_patch_of(const mp_snapshot *s, const char *name);
 
+/* Plans and runs made with --what-if: the other settings the plan was
+ * compared with (mplan explain's "what else lowers the bound"), in
+ * record order. */
+typedef struct mp_snap_what_if {
+  const char *setting; /* "--passes all,tile --order memory" */
+  size_t lower_bound_bytes;
+  size_t arena_bytes; /* 0: not recorded */
+} mp_snap_what_if;
+
+size_t mp_snapshot_what_if(const mp_snapshot *s, const mp_snap_what_if **out);
+
 /* Op names by step (graphs, plans of graphs, runs); 0 steps otherwise. */
 size_t mp_snapshot_step_count(const mp_snapshot *s);
 const char *mp_snapshot_step_op(const mp_snapshot *s, size_t step);

@@ -373,5 +373,30 @@ run 0 check "$e" --passes all --baseline empty.bl.json && has "$tmp/out" "arena 
 "$mplan" report "$e" --passes all --sqlite empty.db >/dev/null
 run 0 diff empty.db:1 empty.plan.json && has "$tmp/out" "arena                                   0 B"
 
+# ---- diff of the what-if: plans and runs made with --what-if -------------
+# Matched by setting; each figure is what that side recorded; a side
+# without --what-if has none ("only new").
+m2=$src/models/mobilenet_v2.json
+run 0 plan "$m2" --what-if -o wa.json
+run 0 plan "$m2" --backend gpu --what-if -o wb.json
+run 0 plan "$m2" -o wc.json
+run 0 diff wa.json wb.json --json && cp "$tmp/out" wd.json
+expect "what-if rows" "$(py "len(d['what_if'])" wd.json)" \
+  "$(py "len(d['what_if'])" wa.json)"
+expect "what-if figures" "$(py "[(w['setting'], w['old']['lower_bound_bytes'], w['old']['arena_bytes'], w['new']['lower_bound_bytes'], w['new']['arena_bytes']) for w in d['what_if']]" wd.json)" \
+  "$(python3 -c "import json; a=json.load(open('wa.json'))['what_if']; b={w['setting']: w for w in json.load(open('wb.json'))['what_if']}; print([(w['setting'], w['lower_bound_bytes'], w['arena_bytes'], b[w['setting']]['lower_bound_bytes'], b[w['setting']]['arena_bytes']) for w in a])")"
+run 0 diff wa.json wb.json && has "$tmp/out" "what-if (the other settings, as recorded by --what-if):" &&
+  grep -q "^  --passes all,tile  *lower bound 254,800 -> [0-9,]* B (+[0-9,]* B); arena 3,947,312 -> " "$tmp/out" && ok || bad "diff text: no what-if row for all,tile"
+run 0 diff wc.json wa.json && has "$tmp/out" "  --passes all,tile                  lower bound 254,800 B (only new); arena 3,947,312 B (only new)"
+run 0 diff wc.json wc.json && hasnt "$tmp/out" "what-if"
+run 0 diff wa.json wb.json --markdown wd.md && has wd.md "| setting | lower bound | arena |" &&
+  has wd.md "| --order memory | 1,505,280 -> 1,505,280 B (0 B) | 5,197,792 -> "
+# runs of a report database keep them too (table what_if)
+rm -f wi.db
+run 0 report "$m2" --what-if --sqlite wi.db
+run 0 report "$m2" --backend gpu --what-if --sqlite wi.db
+run 0 diff wi.db:1 wi.db:2 --json &&
+  expect "run what-if = plan what-if" "$(py "d['what_if']" "$tmp/out")" "$(py "d['what_if']" wd.json)"
+
 echo "check/diff: $pass checks passed, $fail failed"
 [ "$fail" -eq 0 ]
