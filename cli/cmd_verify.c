@@ -42,9 +42,9 @@ static const char verify_usage[] =
     "                 (such as 4GiB; default 1 GiB; never above a quarter\n"
     "                 of memory)\n"
     "  --max-ops N    stop a run that executes more than N ops, each loop\n"
-    "                 iteration's body ops counted again (a Loop whose\n"
-    "                 condition stays true on the seeded inputs); default:\n"
-    "                 no limit but 16,777,216 iterations a Loop\n"
+    "                 iteration and its body ops counted again (a Loop\n"
+    "                 whose condition stays true on the seeded inputs);\n"
+    "                 default: no limit but 16,777,216 iterations a Loop\n"
     "Exit 0: no event; 1: a violation (each printed as an event line).\n";
 
 static void verify_event(mp_buf *out, const mp_event_rec *e) {

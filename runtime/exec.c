@@ -19,10 +19,12 @@
  *      their end, so that an injected write one element past the last
  *      buffer stays inside the allocation.
  *   6. With opts.max_ops, every op rt_step runs counts (a LOOP too, and
- *      each body op once an iteration), and the run fails before the op
- *      that would pass the limit: a Loop whose condition never turns
- *      false on the seeded inputs ends in one line, not after
- *      MP_RT_LOOP_MAX iterations of each nested Loop.
+ *      each body op once an iteration), and so does every iteration a
+ *      LOOP starts (a body the passes emptied still costs), and the run
+ *      fails before the op or iteration that would pass the limit: a
+ *      Loop whose condition never turns false on the seeded inputs ends
+ *      in one line, not after MP_RT_LOOP_MAX iterations of each nested
+ *      Loop.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -645,6 +647,19 @@ static void rt_loop_back(mp_rt *rt, size_t l) {
 
 static mp_status rt_step(mp_rt *rt, size_t k, mp_error *err);
 
+/* Counts one op run (invariant 6): false, with the error set, when it
+ * would pass opts.max_ops. */
+static bool rt_count(mp_rt *rt, size_t k, mp_error *err) {
+  if (!rt->o.max_ops || ++rt->op_runs <= rt->o.max_ops) return true;
+  const mp_bopr *op = mp_bundle_op(rt->b, k);
+  mp_error_set(err, MP_ERR_BAD_INPUT,
+               "op '%s' (%s) at step %zu: the run would pass %" PRIu64
+               " ops, its --max-ops (a loop's body ops count once an "
+               "iteration, and so does each iteration)",
+               op->name, op->type, k, rt->o.max_ops);
+  return false;
+}
+
 /* The LOOP at step k: the body ran once in step order; each iteration
  * ends here, and another one runs the body's ops again (rt_in_loop), the
  * ops of the enclosing graph the plan put between them running once. */
@@ -660,6 +675,7 @@ static mp_status rt_loop(mp_rt *rt, size_t k, mp_error *err) {
                           op->name, op->type, k, why);
     }
     if (!more || rt->stop) return MP_OK;
+    if (!rt_count(rt, k, err)) return MP_ERR_BAD_INPUT;
     if (rt->o.poison) rt_loop_back(rt, k);
     rt->act_enter[rt->n_act] = (int32_t)enter;
     rt->act_end[rt->n_act++] = (int32_t)k;
@@ -676,14 +692,7 @@ static mp_status rt_step(mp_rt *rt, size_t k, mp_error *err) {
   const mp_bundle *b = rt->b;
   const mp_bopr *op = mp_bundle_op(b, k);
   int32_t s = (int32_t)k;
-  if (rt->o.max_ops && ++rt->op_runs > rt->o.max_ops) {
-    return mp_error_set(err, MP_ERR_BAD_INPUT,
-                        "op '%s' (%s) at step %zu: the run would pass "
-                        "%" PRIu64
-                        " ops, its --max-ops (a loop's body ops "
-                        "count once an iteration)",
-                        op->name, op->type, k, rt->o.max_ops);
-  }
+  if (!rt_count(rt, k, err)) return MP_ERR_BAD_INPUT;
   if (rt->o.poison) {
     for (uint32_t i = 0; i < op->n_in; i++) {
       if (op->in[i] != MP_BUNDLE_NONE) {

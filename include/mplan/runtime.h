@@ -62,8 +62,8 @@ typedef struct mp_rt_opts {
                           (-1: none) */
   uint8_t poison_byte; /* 0: 0xA5 */
   size_t max_events;   /* kept; later ones are counted only. 0: 256 */
-  uint64_t max_ops;    /* ops a run may execute, each loop iteration's body
-                          ops counted again; past it the run fails in one
+  uint64_t max_ops;    /* ops a run may execute, each loop iteration and
+                          its body ops counted again; past it the run fails in one
                           line (MP_ERR_BAD_INPUT). 0: no limit but the
                           MP_RT_LOOP_MAX iterations of each Loop */
 } mp_rt_opts;

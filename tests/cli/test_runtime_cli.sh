@@ -197,7 +197,11 @@ run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --max-ops 5 && has "$tmp/err" "--max-
 # and stops one op short of it.
 lf=tests/data/loop_forever.onnx.bin
 run 2 "$mplan" verify $lf --max-ops 1000 && one_line &&
-  has "$tmp/err" "loop_forever.onnx.bin (no-reuse bundle): op 'thousand/body/forever/body/Add#1' (Add) at step 3: the run would pass 1000 ops, its --max-ops (a loop's body ops count once an iteration)"
+  has "$tmp/err" "loop_forever.onnx.bin (no-reuse bundle): op 'thousand/body/forever/body/Add#1' (Add) at step 3: the run would pass 1000 ops, its --max-ops (a loop's body ops count once an iteration, and so does each iteration)"
+# Each iteration counts too: a Loop whose body the passes emptied (found
+# by the fuzzer: 16,777,216 iterations of nothing took 14 s under ASan).
+run 2 "$mplan" verify tests/fuzz/corpus/loop_empty_body_forever.onnx.bin --passes all --max-ops 1000 && one_line &&
+  has "$tmp/err" "op 'thousand/body/Loop#0' (Loop) at step 2: the run would pass 1000 ops"
 run 2 "$mplan" verify $lf --max-ops 1001 --poison && one_line && has "$tmp/err" "the run would pass 1001 ops"
 run 2 "$mplan" verify $lf && one_line &&
   has "$tmp/err" "op 'thousand/body/forever' (Loop) at step 4: runs more than 16777216 iterations, the runtime's cap per Loop (--max-ops N stops a run sooner)"

@@ -118,7 +118,7 @@ done
 lf=tests/data/loop_forever.onnx.bin
 run 2 "$mplan" verify $lf --target rv64 --max-ops 500 && one_line &&
   has "$tmp/err" "rv64 runner: mplan-runner: error:" &&
-  has "$tmp/err" "op 'thousand/body/forever/body/Add#1' (Add) at step 3: the run would pass 500 ops, its --max-ops"
+  has "$tmp/err" "op 'thousand/body/forever' (Loop) at step 4: the run would pass 500 ops, its --max-ops"
 run 0 "$mplan" compile $lf -o "$tmp/lf.mpk"
 run 2 qemu-riscv64 -cpu "rv64,v=true,vlen=256,vext_spec=v1.0" "$rvr" "$tmp/lf.mpk" --max-ops 77 --poison &&
   one_line && has "$tmp/err" "the run would pass 77 ops"

@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * sanitizers) on a large tensor would turn an input into a timeout. The
  * work estimate of an op is its output elements times, per input of rank
  * 2 or more, that input's elements over its first dim (a Conv's
- * multiply-adds per output; a rough bound elsewhere). */
+ * multiply-adds per output; a rough bound elsewhere), and for a DFT or
+ * STFT times its input's elements (the kernel sums a whole axis). */
 #define FUZZ_VERIFY_BYTES ((size_t)2 << 20)
 #define FUZZ_VERIFY_OPS 400
 #define FUZZ_VERIFY_WORK 20e6
@@ -86,6 +87,11 @@ static void fuzz_cost(const mp_graph *g, double *work, double *bytes) {
       if (t->rank >= 2 && t->shape[0].value > 0) {
         per += fuzz_elems(t) / (double)t->shape[0].value;
       }
+    }
+    /* the reference DFT sums over the whole axis for every output */
+    if (op->n_inputs && op->inputs[0] >= 0 &&
+        (strcmp(op->type, "DFT") == 0 || strcmp(op->type, "STFT") == 0)) {
+      per += fuzz_elems(mp_graph_tensor(g, (uint32_t)op->inputs[0]));
     }
     *work += out * per;
   }
