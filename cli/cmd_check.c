@@ -59,10 +59,9 @@ typedef struct check_model {
   mp_error error;    /* why the model could not be planned */
   mp_error base_err; /* why the baseline cannot be used */
   char hint[256];    /* over budget: what would fit it ("" none) */
-  struct {
-    char setting[128];
-    size_t arena_bytes;
-  } settings[CHECK_SETTINGS]; /* the what-if rows with an arena */
+  char setting_text[CHECK_SETTINGS][128];
+  mp_check_setting settings[CHECK_SETTINGS]; /* the what-if rows with an
+                                                arena; text in the above */
   size_t n_settings;
   bool failed, base_failed;
   mp_buf baseline; /* --update-baseline: the new baseline/1 text */
@@ -234,10 +233,10 @@ static void check_hint(const cli_opts *o, const mp_model *m,
   const mp_report_what_if *best = NULL;
   for (size_t k = 0; k < wi.n && c->n_settings < CHECK_SETTINGS; k++) {
     if (!wi.rows[k].arena_bytes) continue;
-    snprintf(c->settings[c->n_settings].setting,
-             sizeof c->settings[c->n_settings].setting, "%s",
-             wi.rows[k].setting);
-    c->settings[c->n_settings++].arena_bytes = wi.rows[k].arena_bytes;
+    char *text = c->setting_text[c->n_settings];
+    snprintf(text, sizeof c->setting_text[0], "%s", wi.rows[k].setting);
+    c->settings[c->n_settings++] =
+        (mp_check_setting){text, wi.rows[k].arena_bytes};
   }
   for (size_t k = 0; k < wi.n; k++) {
     if (wi.rows[k].arena_bytes && wi.rows[k].arena_bytes < arena &&
@@ -343,13 +342,8 @@ static mp_status check_report(const cli_opts *o, check_model *cm,
     if (st == MP_OK && c->hint[0]) {
       st = mp_check_report_hint(r, at, c->hint, err);
     }
-    mp_check_setting s[CHECK_SETTINGS];
-    for (size_t k = 0; k < c->n_settings; k++) {
-      s[k] = (mp_check_setting){c->settings[k].setting,
-                                c->settings[k].arena_bytes};
-    }
     if (st == MP_OK && c->n_settings) {
-      st = mp_check_report_settings(r, at, s, c->n_settings, err);
+      st = mp_check_report_settings(r, at, c->settings, c->n_settings, err);
     }
   }
   return st;

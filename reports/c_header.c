@@ -52,6 +52,8 @@ typedef struct ch_ctx {
   mp_buf *out;
   char up[128], low[128]; /* the prefix */
   mp_strmap *ids;         /* identifiers taken (tensors and regions) */
+  const mp_alloc *alloc;  /* the output's */
+  size_t *align;          /* per region: its buffers' largest alignment */
   mp_strmap *bases;       /* "T_X" -> index into next[] */
   unsigned *next;         /* per base: the suffix to try first */
   size_t n_next, cap_next;
@@ -109,7 +111,7 @@ static const char *ch_unique(ch_ctx *c, char kind, const char *name,
   if (!mp_strmap_get(c->bases, base, &slot)) {
     const char *kb = mp_strpool_cstr(c->pool, base);
     if (!kb ||
-        mp_grow(mp_alloc_libc(), (void **)&c->next, &c->cap_next, c->n_next + 1,
+        mp_grow(c->alloc, (void **)&c->next, &c->cap_next, c->n_next + 1,
                 sizeof *c->next, "C header", &e) != MP_OK ||
         mp_strmap_put(c->bases, kb, (int64_t)c->n_next, NULL, &e) != MP_OK) {
       *st = mp_error_set(err, MP_ERR_NOMEM, "%s: C header: out of memory",
@@ -125,12 +127,12 @@ static const char *ch_unique(ch_ctx *c, char kind, const char *name,
     } else {
       snprintf(id, sizeof id, "%s_%u", base, k);
     }
-    bool free = true;
-    for (size_t s = 0; free && s < 4; s++) {
+    bool unused = true;
+    for (size_t s = 0; unused && s < 4; s++) {
       snprintf(full, sizeof full, "%s%s", id, suf[s]);
-      free = !mp_strmap_get(c->ids, full, NULL);
+      unused = !mp_strmap_get(c->ids, full, NULL);
     }
-    if (free) {
+    if (unused) {
       c->next[slot] = k + 1;
       break;
     }
@@ -243,15 +245,15 @@ static void ch_head(ch_ctx *c) {
                 mp_model_steps(c->m) ? "" : " /* no op order */");
 }
 
-/* The largest alignment of a buffer in region r. */
-static size_t ch_region_align(const ch_ctx *c, size_t r) {
+/* Fills c->align (room for every region, all 1): the largest alignment
+ * of a buffer in each region, in one pass over the buffers. */
+static void ch_region_align(ch_ctx *c) {
   const mp_placement *pl = mp_plan_placements(c->plan);
-  size_t a = 1;
   for (size_t i = 0; i < mp_problem_count(c->p); i++) {
     const mp_buffer *b = mp_problem_buffer(c->p, i);
-    if (pl[i].region == r && b->alignment > a) a = b->alignment;
+    size_t *a = &c->align[pl[i].region];
+    if (b->alignment > *a) *a = b->alignment;
   }
-  return a;
 }
 
 static mp_status ch_regions(ch_ctx *c, const char **rid, mp_error *err) {
@@ -262,12 +264,11 @@ static mp_status ch_regions(ch_ctx *c, const char **rid, mp_error *err) {
     rid[r] = ch_unique(c, 'R', pr->name, &st, err);
     if (!rid[r]) break;
     char name[240];
-    snprintf(name, sizeof name, "%s", rid[r]);
-    mp_buf_printf(c->out, "#define %s_%s %zuu\n", c->up, name, r);
+    mp_buf_printf(c->out, "#define %s_%s %zuu\n", c->up, rid[r], r);
     snprintf(name, sizeof name, "%s_BYTES", rid[r]);
     ch_define(c, name, pr->used_bytes, NULL);
     snprintf(name, sizeof name, "%s_ALIGN", rid[r]);
-    ch_define(c, name, ch_region_align(c, r), NULL);
+    ch_define(c, name, c->align[r], NULL);
     snprintf(name, sizeof name, "%s_CAPACITY", rid[r]);
     ch_define(c, name, pr->capacity, pr->capacity ? NULL : "unbounded");
   }
@@ -344,7 +345,7 @@ static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
     mp_buf_puts(o, "      {");
     ch_str(o, pr->name);
     mp_buf_printf(o, ", UINT64_C(%zu), UINT64_C(%zu), UINT64_C(%zu)},\n",
-                  pr->used_bytes, ch_region_align(c, r), pr->capacity);
+                  pr->used_bytes, c->align[r], pr->capacity);
   }
   mp_buf_puts(o, "  };\n  return r;\n}\n");
   mp_buf_printf(o, "\n#define %s_TENSOR_COUNT %zuu\n\n", c->up, n);
@@ -424,8 +425,8 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
     mp_buf_puts(&rows, "      {");
     ch_str(&rows, mp_model_step_op(c->m, k));
     mp_buf_puts(&rows, ", ");
-    ch_str(&rows,
-           mp_model_step_type(c->m, k) ? mp_model_step_type(c->m, k) : "");
+    const char *type = mp_model_step_type(c->m, k);
+    ch_str(&rows, type ? type : "");
     mp_buf_printf(&rows, ", %" PRIu32 "u, %" PRIu32 "u, io + %zu, io + %zu},\n",
                   ni, no, at, at + ni);
     at += ni + no;
@@ -458,7 +459,6 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
     mp_buf_puts(o, "      {0, 0, 0, 0, io, io},\n");
   }
   mp_buf_puts(o, "  };\n  return s;\n}\n");
-  mp_buf_printf(o, "\n#endif /* MPLAN_%s_H */\n", c->up);
   if (io.failed || rows.failed) o->failed = true;
   mp_buf_free(&io);
   mp_buf_free(&rows);
@@ -482,28 +482,30 @@ mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
   } else {
     n = nb;
   }
-  const mp_alloc *a = mp_alloc_libc();
+  const mp_alloc *a = out->alloc;
+  size_t nr = mp_plan_region_count(plan);
+  size_t nt = c.g ? mp_graph_tensor_count(c.g) : 0;
+  c.alloc = a;
   ch_entry *e = mp_calloc(a, n ? n : 1, sizeof *e);
-  const char **rid = mp_calloc(a, mp_plan_region_count(plan) + 1, sizeof *rid);
-  mp_status st = e && rid ? mp_strmap_create(a, &c.ids, err) : MP_ERR_NOMEM;
+  const char **rid = mp_calloc(a, nr + 1, sizeof *rid);
+  c.align = mp_calloc(a, nr + 1, sizeof *c.align);
+  uint32_t *tix = mp_calloc(a, nt + 1, sizeof *tix);
+  mp_status st = e && rid && c.align && tix ? mp_strmap_create(a, &c.ids, err)
+                                            : MP_ERR_NOMEM;
   if (st == MP_OK) st = mp_strmap_create(a, &c.bases, err);
   if (st == MP_OK) st = mp_strpool_create(a, &c.pool, err);
   if (st == MP_ERR_NOMEM) {
     mp_error_set(err, st, "%s: C header: out of memory", mp_model_path(m));
   }
   if (st == MP_OK) {
+    for (size_t r = 0; r < nr; r++) c.align[r] = 1;
+    ch_region_align(&c);
     ch_head(&c);
     st = ch_regions(&c, rid, err);
   }
   if (st == MP_OK) n = ch_entries(&c, e);
   for (size_t k = 0; st == MP_OK && k < n; k++) {
     e[k].id = ch_unique(&c, 'T', e[k].name, &st, err);
-  }
-  size_t nt = c.g ? mp_graph_tensor_count(c.g) : 0;
-  uint32_t *tix = st == MP_OK ? mp_calloc(a, nt + 1, sizeof *tix) : NULL;
-  if (st == MP_OK && !tix) {
-    st = mp_error_set(err, MP_ERR_NOMEM, "%s: C header: out of memory",
-                      mp_model_path(m));
   }
   if (st == MP_OK) {
     for (size_t t = 0; t < nt; t++) tix[t] = UINT32_MAX;
@@ -513,6 +515,7 @@ mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
     ch_tensor_macros(&c, e, n, rid);
     ch_tables(&c, e, n, rid);
     ch_steps(&c, tix);
+    mp_buf_printf(out, "\n#endif /* MPLAN_%s_H */\n", c.up);
     st = mp_buf_status(out, "C header", err);
   }
   mp_free(a, tix);
@@ -522,5 +525,6 @@ mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
   mp_free(a, c.next);
   mp_free(a, e);
   mp_free(a, rid);
+  mp_free(a, c.align);
   return st;
 }

@@ -92,6 +92,11 @@ mp_status mp_check_report_create(const mp_check_opts *o, const mp_alloc *a,
   return MP_OK;
 }
 
+static void ck_settings_free(const mp_alloc *a, ck_setting *s, size_t n) {
+  for (size_t k = 0; k < n; k++) mp_free(a, s[k].setting);
+  mp_free(a, s);
+}
+
 static void ck_entry_free(const mp_alloc *a, ck_entry *e) {
   mp_free(a, e->model);
   mp_free(a, e->error);
@@ -101,10 +106,7 @@ static void ck_entry_free(const mp_alloc *a, ck_entry *e) {
   mp_free(a, e->baseline_path);
   mp_free(a, e->budget_msg);
   mp_free(a, e->hint);
-  for (size_t k = 0; k < e->n_settings; k++) {
-    mp_free(a, e->settings[k].setting);
-  }
-  mp_free(a, e->settings);
+  ck_settings_free(a, e->settings, e->n_settings);
   mp_free(a, e->baseline_msg);
 }
 
@@ -356,15 +358,11 @@ mp_status mp_check_report_settings(mp_check_report *r, size_t i,
     copy[k].arena_bytes = s[k].arena_bytes;
     copy[k].setting = mp_strdup(r->alloc, s[k].setting);
     if (!copy[k].setting) {
-      for (size_t j = 0; j < k; j++) mp_free(r->alloc, copy[j].setting);
-      mp_free(r->alloc, copy);
+      ck_settings_free(r->alloc, copy, k);
       return ck_nomem(err);
     }
   }
-  for (size_t k = 0; k < e->n_settings; k++) {
-    mp_free(r->alloc, e->settings[k].setting);
-  }
-  mp_free(r->alloc, e->settings);
+  ck_settings_free(r->alloc, e->settings, e->n_settings);
   e->settings = copy;
   e->n_settings = n;
   return MP_OK;

@@ -294,16 +294,33 @@ static size_t dw_each(const mp_diff *d, dw_fn fn, void *ud) {
   return n;
 }
 
+/* A row's lower bound or (arena) its arena, 0 when w is NULL or (the
+ * arena) not recorded. */
+static size_t dw_value(const mp_snap_what_if *w, bool arena) {
+  return !w ? 0 : arena ? w->arena_bytes : w->lower_bound_bytes;
+}
+
+/* Whether either side has the figure: a side without the row has no
+ * lower bound, and a recorded arena is never 0. */
+static bool dw_has(const mp_snap_what_if *a, const mp_snap_what_if *b,
+                   bool arena) {
+  return arena ? dw_value(a, true) || dw_value(b, true) : a || b;
+}
+
 /* "1,505,280 -> 1,404,928 B (-100,352 B (98.00 KiB))", or one side's
- * figure with "only old"/"only new" (0 arena: not recorded). */
-static void dw_figure(mp_buf *out, size_t a, size_t b, bool has_a, bool has_b) {
+ * figure with "only old"/"only new". */
+static void dw_figure(mp_buf *out, const mp_snap_what_if *a,
+                      const mp_snap_what_if *b, bool arena) {
   char x[MP_FMT_MAX], y[MP_FMT_MAX], z[DIFF_FMT];
+  size_t va = dw_value(a, arena), vb = dw_value(b, arena);
+  bool has_a = arena ? va != 0 : a != NULL;
+  bool has_b = arena ? vb != 0 : b != NULL;
   if (has_a && has_b) {
-    mp_buf_printf(out, "%s -> %s B (%s)", mp_fmt_count(x, a),
-                  mp_fmt_count(y, b),
-                  diff_fmt_delta(z, (int64_t)b - (int64_t)a));
+    mp_buf_printf(out, "%s -> %s B (%s)", mp_fmt_count(x, va),
+                  mp_fmt_count(y, vb),
+                  diff_fmt_delta(z, (int64_t)vb - (int64_t)va));
   } else {
-    mp_buf_printf(out, "%s B (only %s)", mp_fmt_count(x, has_a ? a : b),
+    mp_buf_printf(out, "%s B (only %s)", mp_fmt_count(x, has_a ? va : vb),
                   has_a ? "old" : "new");
   }
 }
@@ -312,12 +329,10 @@ static void dw_text_row(void *ud, const char *setting, const mp_snap_what_if *a,
                         const mp_snap_what_if *b) {
   mp_buf *out = ud;
   mp_buf_printf(out, "  %-*s lower bound ", mp_text_pad(setting, 34), setting);
-  dw_figure(out, a ? a->lower_bound_bytes : 0, b ? b->lower_bound_bytes : 0,
-            a != NULL, b != NULL);
-  bool ha = a && a->arena_bytes, hb = b && b->arena_bytes;
-  if (ha || hb) {
+  dw_figure(out, a, b, false);
+  if (dw_has(a, b, true)) {
     mp_buf_puts(out, "; arena ");
-    dw_figure(out, ha ? a->arena_bytes : 0, hb ? b->arena_bytes : 0, ha, hb);
+    dw_figure(out, a, b, true);
   }
   mp_buf_puts(out, "\n");
 }
@@ -712,12 +727,10 @@ static void md_what_if_row(void *ud, const char *setting,
   mp_buf_puts(out, "| ");
   diff_md_text(out, setting);
   mp_buf_puts(out, " | ");
-  dw_figure(out, a ? a->lower_bound_bytes : 0, b ? b->lower_bound_bytes : 0,
-            a != NULL, b != NULL);
+  dw_figure(out, a, b, false);
   mp_buf_puts(out, " | ");
-  bool ha = a && a->arena_bytes, hb = b && b->arena_bytes;
-  if (ha || hb) {
-    dw_figure(out, ha ? a->arena_bytes : 0, hb ? b->arena_bytes : 0, ha, hb);
+  if (dw_has(a, b, true)) {
+    dw_figure(out, a, b, true);
   } else {
     mp_buf_puts(out, "–");
   }

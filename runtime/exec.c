@@ -57,7 +57,7 @@ struct mp_rt {
   uint64_t *ivs;      /* per buffer: [start, end) pairs for the free check */
   uint32_t *released; /* buffers released after the current step */
   uint64_t *visits;   /* per step: its runs so far in this run */
-  uint64_t op_runs;   /* ops executed in this run (rt_step) */
+  uint64_t op_runs;   /* ops and Loop iterations run so far (rt_count) */
   mp_rt_event *events;
   size_t n_events, dropped;
   uint64_t checks;

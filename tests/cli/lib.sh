@@ -13,6 +13,7 @@ bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 # sourcing this file):
 #   run EXPECTED_STATUS ARGS...  runs mplan ARGS, stdout and stderr kept in
 #                                $tmp/out and $tmp/err; counts the status
+#                                (on a wrong one, shows both's first lines)
 #   has FILE TEXT                FILE holds TEXT (fixed string)
 run() {
   local want=$1
@@ -22,6 +23,7 @@ run() {
   if [ "$rc" -ne "$want" ]; then
     bad "mplan $* exited $rc, expected $want"
     sed 's/^/    /' "$tmp/err" | head -5
+    sed 's/^/    out: /' "$tmp/out" | head -10
     return 1
   fi
   ok

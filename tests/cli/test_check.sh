@@ -12,22 +12,6 @@ mplan=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$(cd "$2" && pwd)
 . "$(dirname "$0")/lib.sh"
 
-# run EXPECTED_STATUS ARGS...: runs mplan in the current directory, keeps
-# stdout and stderr in $tmp.
-run() {
-  local want=$1
-  shift
-  "$mplan" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    bad "mplan $* exited $rc, expected $want"
-    sed 's/^/    /' "$tmp/err" | head -5
-    sed 's/^/    out: /' "$tmp/out" | head -10
-    return 1
-  fi
-  ok
-}
-
 hasnt() { # FILE TEXT
   if grep -qF -- "$2" "$1"; then bad "$(basename "$1") has: $2"; else ok; fi
 }
