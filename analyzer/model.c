@@ -319,6 +319,7 @@ static mp_status model_order(mp_model *m, const mp_load_opts *o,
   mp_schedule_opts so = {.order = o->order,
                          .backend = o->backend,
                          .inputs_as_activations = o->inputs_as_activations,
+                         .budget_work = o->order_work,
                          .budget_ms = o->order_budget_ms,
                          .max_states = o->order_states};
   mp_status st;

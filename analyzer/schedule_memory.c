@@ -45,8 +45,12 @@
  *      file order's: per segment the result is never worse than the
  *      file order's sub-order.
  *   4. Deterministic: ties go to the earlier candidate, the earlier state
- *      and the op that comes first in the reference order. Only the time
- *      budget (off by default for small searches) can change a result.
+ *      and the op that comes first in the reference order, and the
+ *      budget counts work, not time: every transition of a search (beam
+ *      or exact) costs its state's words, and a search stops at the
+ *      transition that spends the run's last unit, at the same state on
+ *      every machine. Only a wall-clock cap (none by default) can make a
+ *      result depend on the machine; info->time_hit says when it did.
  *   5. exact is true only when every segment with more than one op was
  *      searched to the end with no level cut to max_states.
  *   6. A state with a ready op u that creates at most the bytes it
@@ -79,7 +83,7 @@
  *      bytes) a level. Any order it finds is a real order of the segment,
  *      so it can only lower the bound the exact search must beat (which
  *      then cuts more states), and every segment has its beam's order
- *      when the time budget stops an exact search. It never makes a
+ *      when the budget stops an exact search. It never makes a
  *      result exact: that takes the step bound or an exact search run
  *      to the end.
  *  10. Each state of the current and the next level carries its ready
@@ -542,6 +546,16 @@ static mp_status sm_splits(const sm_model *m, const uint32_t *ref,
 
 /* ---- the exact search over one segment ----------------------------------- */
 
+/* The run's search budget (invariant 4): work counts each transition of
+ * a search by its state's words, the same on every machine; the
+ * wall-clock cap, only when one is set, is not. */
+typedef struct sm_budget {
+  uint64_t work, cap; /* spent, allowed */
+  bool timed;         /* a wall-clock cap is set */
+  struct timespec deadline;
+  bool work_out, time_out; /* which one stopped a search */
+} sm_budget;
+
 typedef struct sm_dp {
   const sm_model *m;
   const uint32_t *ref;         /* reference order */
@@ -572,10 +586,10 @@ typedef struct sm_dp {
   size_t ub;          /* a transition must beat this peak */
   size_t max_states;  /* per level */
   size_t max_history; /* predecessor links */
-  struct timespec deadline;
-  bool cut;       /* a level was cut to max_states */
-  bool timed_out; /* the deadline passed */
-  bool too_big;   /* history or state memory would exceed its cap */
+  sm_budget *budget;  /* the run's (shared by its searches) */
+  bool cut;           /* a level was cut to max_states */
+  bool timed_out;     /* the budget ran out */
+  bool too_big;       /* history or state memory would exceed its cap */
   size_t expansions;
   mp_error *err;
 } sm_dp;
@@ -870,6 +884,16 @@ static bool sm_late(const struct timespec *deadline) {
          (t.tv_sec == deadline->tv_sec && t.tv_nsec >= deadline->tv_nsec);
 }
 
+/* The budget is gone: its work (and the wall-clock cap, when one is set,
+ * found passed now). */
+static bool sm_spent(sm_budget *b) {
+  if (b->work >= b->cap) b->work_out = true;
+  if (b->timed && !b->time_out && !b->work_out && sm_late(&b->deadline)) {
+    b->time_out = true;
+  }
+  return b->work_out || b->time_out;
+}
+
 /* A state of the next level as sorted when the level must be cut:
  * lowest peak, then lowest live bytes, then first found (invariant 4). */
 typedef struct sm_rank {
@@ -965,8 +989,12 @@ static mp_status sm_expand(sm_dp *d, size_t level, size_t i,
     st = sm_cut(d, err);
     if (st == MP_OK) st = sm_rehash(d, d->count[1] + 1, err);
   }
-  if (++d->expansions % 1024 == 0 && sm_late(&d->deadline)) {
-    d->timed_out = true;
+  d->budget->work += d->words;
+  if (d->budget->work >= d->budget->cap) {
+    d->budget->work_out = d->timed_out = true;
+  } else if (d->budget->timed && ++d->expansions % 1024 == 0 &&
+             sm_late(&d->budget->deadline)) {
+    d->budget->time_out = d->timed_out = true;
   }
   return st;
 }
@@ -1119,7 +1147,7 @@ typedef struct sm_run {
   uint32_t *remain; /* scratch: users left and born flags (sm_grow) */
   uint32_t *res;    /* the result */
   uint32_t *rank;   /* op -> position (greedy ties) */
-  struct timespec deadline;
+  sm_budget budget;
 } sm_run;
 
 static void sm_run_release(sm_run *r) {
@@ -1395,7 +1423,7 @@ static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
   } else if (max_states > SM_MAX_HISTORY / 16) {
     d.max_history = max_states * 16;
   }
-  d.deadline = r->deadline;
+  d.budget = &r->budget;
   size_t peak = 0;
   bool found = false;
   uint32_t *out = mp_calloc(r->m.a, n, sizeof *out);
@@ -1403,7 +1431,6 @@ static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
   if (st == MP_OK) st = sm_dp_run(&d, out, &peak, &found, err);
   if (st == MP_OK) {
     info->dp_states += d.h_n;
-    if (d.timed_out) info->budget_hit = true;
     if (beam) {
       info->beam_improved += found && peak < *ub;
     } else if (d.cut || d.timed_out || d.too_big) {
@@ -1457,7 +1484,7 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
                         mp_graph_source(r->m.g), lb, sg->ub, lo, hi);
   }
   size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
-  if (sg->ub > lb && SM_BEAM < states && !sm_late(&r->deadline)) {
+  if (sg->ub > lb && SM_BEAM < states && !sm_spent(&r->budget)) {
     st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, info, err);
   }
   if (st == MP_OK && sg->ub == lb) {
@@ -1472,8 +1499,7 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
  * so far, while the budget lasts. */
 static mp_status sm_seg_exact(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
                               mp_schedule_info *info, mp_error *err) {
-  if (info->budget_hit || sm_late(&r->deadline)) {
-    info->budget_hit = true;
+  if (sm_spent(&r->budget)) {
     info->exact = false;
     return MP_OK;
   }
@@ -1481,11 +1507,15 @@ static mp_status sm_seg_exact(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
                    &sg->ub, info, err);
 }
 
-static void sm_deadline(struct timespec *t, double ms) {
-  clock_gettime(CLOCK_MONOTONIC, t);
-  long long ns = (long long)t->tv_nsec + (long long)(ms * 1e6);
-  t->tv_sec += (time_t)(ns / 1000000000LL);
-  t->tv_nsec = (long)(ns % 1000000000LL);
+static void sm_budget_start(sm_budget *b, const mp_schedule_opts *o) {
+  b->cap = o->budget_work ? o->budget_work : MP_SCHEDULE_BUDGET_WORK;
+  b->timed = o->budget_ms > 0;
+  if (!b->timed) return;
+  clock_gettime(CLOCK_MONOTONIC, &b->deadline);
+  long long ns =
+      (long long)b->deadline.tv_nsec + (long long)(o->budget_ms * 1e6);
+  b->deadline.tv_sec += (time_t)(ns / 1000000000LL);
+  b->deadline.tv_nsec = (long)(ns % 1000000000LL);
 }
 
 static const char *const sm_names[SM_NCAND] = {
@@ -1562,9 +1592,13 @@ mp_status sched_memory(const mp_graph *g, const mp_schedule_opts *o,
       st = sm_nomem(&r.m, err);
     }
   }
-  sm_deadline(&r.deadline,
-              o->budget_ms > 0 ? o->budget_ms : MP_SCHEDULE_BUDGET_MS);
+  sm_budget_start(&r.budget, o);
   if (st == MP_OK && n) st = sm_order(&r, o, info, err);
+  info->work = r.budget.work;
+  info->work_budget = r.budget.cap;
+  info->work_hit = r.budget.work_out;
+  info->time_hit = r.budget.time_out;
+  info->budget_hit = info->work_hit || info->time_hit;
   if (st == MP_OK && !n) info->exact = true;
   if (st != MP_OK) {
     sm_run_release(&r);

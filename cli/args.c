@@ -162,6 +162,16 @@ static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
   } else if ((r = args_match(s, "--order-budget-ms", true, &v))) {
     if (r > 0)
       *st = args_number(s, "--order-budget-ms", v, &o->order_budget_ms);
+  } else if ((r = args_match(s, "--order-work", true, &v))) {
+    int64_t n;
+    if (r > 0 && (!mp_parse_i64(v, &n) || n < 1)) {
+      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                         "mplan %s: --order-work '%s': expected an integer "
+                         ">= 1",
+                         s->cmd, v);
+    } else if (r > 0) {
+      o->order_work = (uint64_t)n;
+    }
   } else if ((r = args_match(s, "--order-states", true, &v))) {
     int64_t n;
     if (r > 0 && (!mp_parse_i64(v, &n) || n < 64 || n > ((int64_t)1 << 26))) {

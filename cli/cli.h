@@ -41,6 +41,7 @@ typedef struct cli_opts {
   double budget_ms;
   mp_order_kind order;
   double order_budget_ms; /* --order-budget-ms: memory order search */
+  uint64_t order_work;    /* --order-work: its work budget; 0: default */
   size_t order_states;    /* --order-states: its states per level */
   uint32_t passes;        /* --passes: mask of mp_pass_id bits */
   bool inputs_as_activations;

@@ -20,7 +20,8 @@ static const char explain_usage[] =
     "bound; then, for a MODEL, what the memory order, every pass and the\n"
     "tile pass's patches would make of the lower bound, and when the\n"
     "activation arena is above the bound what auto and the exact search\n"
-    "would place (each search given at most 2 s; --no-what-if skips it);\n"
+    "would place (each order search given a fifth of the default work,\n"
+    "each placement search 2 s; --no-what-if skips it);\n"
     "then draws the memory map.\n"
     "--json prints the plan/1 JSON (with the same figures as \"what_if\").\n";
 

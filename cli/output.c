@@ -150,6 +150,7 @@ mp_status cli_load(const cli_opts *o, bool allow_plan, mp_model **model,
       .arena = cli_arena,
       .arena_ud = &actx,
       .order_budget_ms = o->order_budget_ms,
+      .order_work = o->order_work,
       .order_states = o->order_states,
   };
   if (o->backend) {

@@ -3,7 +3,8 @@
  * for (DESIGN: explain says what a different order or tiling saves):
  * the memory order, every pass, both, the tile pass's patches, and those
  * in the memory order. Each setting loads the model again with its own
- * options; the memory order's search gets at most 2 s each. And, when
+ * options; the memory order's search gets at most WI_ORDER_WORK each
+ * (deterministic). And, when
  * the plan's activation arena is above its lower bound, what the auto
  * strategy and the exact search (2 s) place for the same model.
  *
@@ -22,6 +23,8 @@
 #include "mplan/plan.h"
 
 #define WI_SEARCH_MS 2000
+/* the memory order's work in a what-if row: a fifth of the default */
+#define WI_ORDER_WORK (MP_SCHEDULE_BUDGET_WORK / 5)
 #define WI_BOUNDS 5 /* rows of order and passes */
 
 /* "none", "all", "all,tile", or the pass names of mask. */
@@ -125,8 +128,8 @@ mp_status cli_what_if_run(const cli_opts *o, const mp_model *m,
       continue; /* invariant 1 */
     }
     if (o2.order == MP_ORDER_MEMORY &&
-        (o2.order_budget_ms <= 0 || o2.order_budget_ms > WI_SEARCH_MS)) {
-      o2.order_budget_ms = WI_SEARCH_MS;
+        (o2.order_work == 0 || o2.order_work > WI_ORDER_WORK)) {
+      o2.order_work = WI_ORDER_WORK;
     }
     mp_model *m2 = NULL;
     st = cli_load(&o2, false, &m2, err);

@@ -115,18 +115,21 @@ static void rp_passes(const mp_pass_report *r, mp_buf *out) {
 }
 
 static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
-  char a[MP_FMT_MAX];
+  char a[MP_FMT_MAX], w[MP_FMT_MAX], wb[MP_FMT_MAX];
   size_t base = s->n_cand ? s->cand[0].peak : 0;
   mp_buf_printf(out,
                 "schedule    memory: %zu segments (largest %zu ops), %zu met "
                 "the step bound, exact search finished %zu, improved %zu (%zu "
-                "by the beam), %zu states, %.1f ms; %s\n",
+                "by the beam), %zu states, work %s of %s, %.1f ms; %s\n",
                 s->segments, s->largest_segment, s->bound_segments,
                 s->dp_segments, s->dp_improved, s->beam_improved, s->dp_states,
+                mp_fmt_count(w, s->work), mp_fmt_count(wb, s->work_budget),
                 s->ms,
-                s->exact        ? "optimal for this graph"
-                : s->budget_hit ? "time budget reached: best found"
-                                : "search cut to its state budget: best found");
+                s->exact      ? "optimal for this graph"
+                : s->time_hit ? "the wall-clock cap stopped the search: best "
+                                "found on this machine"
+                : s->work_hit ? "work budget reached: best found"
+                              : "search cut to its state budget: best found");
   for (size_t k = 0; k < s->n_cand; k++) {
     mp_buf_printf(out, "  %-12s %s\n", s->cand[k].name,
                   mp_fmt_bytes(a, s->cand[k].peak));

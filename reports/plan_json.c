@@ -474,6 +474,10 @@ static void pj_schedule(pj_ctx *c, cJSON *root) {
   rj_num(&c->ok, o, "states", (double)s->dp_states);
   rj_bool(&c->ok, o, "optimal", s->exact);
   rj_bool(&c->ok, o, "budget_hit", s->budget_hit);
+  rj_bool(&c->ok, o, "work_hit", s->work_hit);
+  rj_bool(&c->ok, o, "time_hit", s->time_hit);
+  rj_num(&c->ok, o, "work", (double)s->work);
+  rj_num(&c->ok, o, "work_budget", (double)s->work_budget);
   rj_num(&c->ok, o, "ms", s->ms);
 }
 

@@ -822,7 +822,8 @@
         ' finished by the exact search, ' + Sc.improved_segments + ' improved on every candidate, ' +
         Sc.beam_improved_segments + ' by the beam); ' +
         (Sc.optimal ? 'proven optimal for this graph.'
-          : Sc.budget_hit ? 'the time budget stopped the search: best found.'
+          : Sc.time_hit ? 'the wall-clock cap stopped the search: best found on this machine.'
+          : Sc.budget_hit ? 'the work budget stopped the search: best found.'
           : 'the search was cut to its states a level: best found.')));
       box.appendChild(table(['order', 'peak'], Sc.candidates.map(c => [c.name, fmtBytes(c.peak)])
         .concat([['memory (used)', fmtBytes(Sc.peak)]])));

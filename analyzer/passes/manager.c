@@ -16,12 +16,15 @@
  *      the caller's is untouched.
  *   4. Row i's "after" figures are row i+1's "before" figures: each graph
  *      is measured once.
- *   5. The memory order's time budget is shared: each measurement gets
- *      an equal part of what is left for those that may still come (one
+ *   5. The memory order's budget is shared: each measurement gets an
+ *      equal part of the work left for those that may still come (one
  *      per pass left, plus this one), so that --passes all --order memory
- *      stays within the budget one order would take, and the time a fast
+ *      stays within the budget one order would take, and the work a fast
  *      search or a pass that changed nothing leaves goes to the later
- *      measurements (the last one gives the order used).
+ *      measurements (the last one gives the order used). The work each
+ *      search spent is what it reports, so the shares, and the result,
+ *      are the same on every machine; a wall-clock cap (--order-budget-ms)
+ *      is shared the same way when one is set.
  *   6. A guarded pass (accumulate) hands on its graph only if the lower
  *      bound measured after it is not above the one before; otherwise
  *      its row says so and the graph before it goes on unchanged. When
@@ -68,17 +71,16 @@
  *      of each other candidate order of the graph before it (dfs, rpo,
  *      file), each refined by the rounds of invariant 8, and the lowest
  *      lower bound after the pass is kept (ties to the memory order's).
- *      Only while less than a quarter of the time budget is spent:
- *      where the searches are long, the seeds' measurements would take
- *      the time of the passes after them (randwire_3 with the default
- *      10 s budget: 917,280 B without, 978,432 B with).
+ *      Only while less than a quarter of the budget is spent: where the
+ *      searches are long, the seeds' measurements would take the work of
+ *      the passes after them.
  *  11. The tile pass trades recomputed rows for memory, and the passes
  *      after it can undo its gain: a fusion or an absorbed Resize across
  *      the cut it chose no longer applies once a Concat writes the cut
  *      tensor (PP-OCRv4 det: 39.3 -> 32.7 MB right after tile, 26.2 MB
  *      after every pass, 20.5 MB without tile). So when tile changed the
  *      graph, the same passes run again without it, each run with half
- *      the time budget, and the patches are kept only if the final lower
+ *      the budget, and the patches are kept only if the final lower
  *      bound is below the other run's; the tile row of the run kept says
  *      which and both bounds.
  */
@@ -457,21 +459,36 @@ typedef struct pm_state {
   pm_measure meas; /* g's analysis */
 } pm_state;
 
-/* The memory order's time budget across measurements (invariant 5). */
+/* The memory order's budget across measurements (invariant 5). */
 typedef struct pm_budget {
-  double deadline; /* ms, pm_now_ms's clock */
-  size_t left;     /* measurements that may still come */
-  double total;    /* ms, the whole budget */
+  uint64_t work;  /* the whole work budget (mp_schedule_opts.budget_work) */
+  uint64_t spent; /* ... the measurements so far spent */
+  size_t left;    /* measurements that may still come */
+  double ms;      /* the wall-clock cap of the whole run; 0: none */
+  double t0;      /* pm_now_ms when the run began */
 } pm_budget;
 
 static double pm_now_ms(void);
 
-/* The search budget of the next measurement; counts it as done. */
-static double pm_budget_take(pm_budget *b) {
-  double rest = b->deadline - pm_now_ms();
-  double ms = b->left ? rest / (double)b->left : rest;
+/* The search budget of the next measurement, into so; counts it as
+ * done. */
+static void pm_budget_take(pm_budget *b, mp_schedule_opts *so) {
+  uint64_t rest = b->work > b->spent ? b->work - b->spent : 0;
+  uint64_t w = b->left ? rest / b->left : rest;
+  so->budget_work = w ? w : 1; /* 0 would mean the default */
+  so->budget_ms = 0;
+  if (b->ms > 0) {
+    double ms = b->ms - (pm_now_ms() - b->t0);
+    if (b->left) ms /= (double)b->left;
+    so->budget_ms = ms > 1.0 ? ms : 1.0;
+  }
   if (b->left) b->left--;
-  return ms > 1.0 ? ms : 1.0;
+}
+
+/* Less than a quarter of the budget is spent (invariant 10). */
+static bool pm_budget_fresh(const pm_budget *b) {
+  return b->spent < b->work / 4 &&
+         (b->ms <= 0 || pm_now_ms() - b->t0 < b->ms / 4);
 }
 
 /* Ranks for the memory order's hint candidate (invariant 7): each op of
@@ -513,7 +530,7 @@ static mp_status pm_measure_graph(const mp_graph *g, const mp_alias *al,
   const mp_alloc *a = mp_graph_alloc(g);
   mp_schedule_opts so = o->schedule;
   so.alias = al;
-  so.budget_ms = pm_budget_take(b);
+  pm_budget_take(b, &so);
   uint32_t *hint = NULL;
   if (prev && so.order == MP_ORDER_MEMORY) {
     hint = pm_hint(g, prev->g, prev->meas.order);
@@ -536,6 +553,7 @@ static mp_status pm_measure_graph(const mp_graph *g, const mp_alias *al,
                      : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                                     mp_graph_source(g));
   if (st == MP_OK) st = mp_schedule_run(g, &so, &m->order, &m->info, err);
+  if (st == MP_OK) b->spent += m->info.work;
   if (st == MP_OK) st = mp_lifetimes_build(g, m->order, &lo, &p, err);
   if (st == MP_OK) st = mp_problem_profile(p, &prof, err);
   if (st == MP_OK) {
@@ -844,8 +862,7 @@ static mp_status pm_refine(const pass_ctx *c0, const pm_pass *p,
   mp_status st = pm_refine_rounds(c0, p, s, o, b, next, note, &kept, err);
   /* Seeds only while under a quarter of the budget is spent: a graph
    * whose searches take longer keeps its time for the passes after. */
-  double spent = b->total - (b->deadline - pm_now_ms());
-  if (st == MP_OK && c0->reordered && spent < b->total / 4) {
+  if (st == MP_OK && c0->reordered && pm_budget_fresh(b)) {
     st = pm_refine_seeds(c0, p, s, o, b, next, note, err);
   }
   return st;
@@ -1148,15 +1165,14 @@ static mp_status pm_concat_rounds(pm_state *s, const mp_pass_opts *o,
  * the final state (owned: a graph of its own), *rep its report. With
  * tile_row, a row for tile that changes nothing stands where tile would
  * run (the run without tile of invariant 11). */
-static mp_status pm_pipeline(mp_graph *g, const mp_pass_opts *o,
-                             double budget_ms, bool tile_row, pm_state *out,
+static mp_status pm_pipeline(mp_graph *g, const mp_pass_opts *o, uint64_t work,
+                             double ms, bool tile_row, pm_state *out,
                              mp_pass_report **rep, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(g);
   pm_state s = {.g = g, .owned = false};
   mp_pass_report *r = NULL;
-  pm_budget b = {pm_now_ms(), 1, budget_ms};
+  pm_budget b = {.work = work, .left = 1, .ms = ms, .t0 = pm_now_ms()};
   for (int p = 0; p < MP_PASS_COUNT; p++) b.left += (o->mask >> p) & 1u;
-  b.deadline += b.total;
   mp_status st = pm_report(a, o, &r, err);
   if (st == MP_OK) {
     st = mp_alias_identity(a, mp_graph_tensor_count(g), &s.alias, err);
@@ -1258,19 +1274,20 @@ mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *opts, mp_alias *alias,
                         mp_pass_report **report, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(*g);
   const mp_pass_opts *o = opts;
-  double total =
-      o->schedule.budget_ms > 0 ? o->schedule.budget_ms : MP_SCHEDULE_BUDGET_MS;
+  uint64_t work = o->schedule.budget_work ? o->schedule.budget_work
+                                          : MP_SCHEDULE_BUDGET_WORK;
+  double ms = o->schedule.budget_ms; /* 0: no wall-clock cap */
   bool tile = o->mask & (1u << MP_PASS_TILE);
   pm_state s = {0}, s2 = {0};
   mp_pass_report *r = NULL, *r2 = NULL;
-  mp_status st =
-      pm_pipeline(*g, o, tile ? total / 2 : total, false, &s, &r, err);
+  mp_status st = pm_pipeline(*g, o, tile ? work / 2 : work, tile ? ms / 2 : ms,
+                             false, &s, &r, err);
   const mp_pass_row *tr = st == MP_OK && tile ? pm_tile_row(r) : NULL;
   if (tr && tr->ops_after != tr->ops_before) {
     /* invariant 11: the passes after tile judge it too */
     mp_pass_opts o2 = *o;
     o2.mask &= ~(1u << MP_PASS_TILE);
-    st = pm_pipeline(*g, &o2, total / 2, true, &s2, &r2, err);
+    st = pm_pipeline(*g, &o2, work / 2, ms / 2, true, &s2, &r2, err);
     pm_state keep = {0};
     mp_pass_report *keep_r = NULL;
     if (st == MP_OK) {

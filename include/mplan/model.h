@@ -81,6 +81,7 @@ typedef struct mp_load_opts {
   mp_arena_fn arena;
   void *arena_ud;
   /* --order memory: search budget (mp_schedule_opts). */
+  uint64_t order_work;
   double order_budget_ms;
   size_t order_states;
   /* Loading a pipeline's member: a pipeline is refused before it is read

@@ -53,12 +53,16 @@ typedef struct mp_schedule_opts {
   const mp_alias *alias;     /* NULL: every tensor its own buffer */
   const mp_backend *backend; /* alignment; NULL: mp_backend_default */
   bool inputs_as_activations;
-  double budget_ms;  /* wall-clock cap on the exact search; 0:
-                        MP_SCHEDULE_BUDGET_MS */
-  size_t max_states; /* states kept per level of a segment's search; more
-                        are cut to the best (the result is then no longer
-                        proven optimal); 0: 524288, fewer for segments
-                        of over 128 ops (32 MiB of state bits a level) */
+  uint64_t budget_work; /* the searches' work: transitions, each costing
+                           its state's 64-op words; the same result on
+                           every machine; 0: MP_SCHEDULE_BUDGET_WORK */
+  double budget_ms;     /* a wall-clock cap as well (the result then
+                           depends on the machine when it is reached);
+                           0: none */
+  size_t max_states;    /* states kept per level of a segment's search; more
+                           are cut to the best (the result is then no longer
+                           proven optimal); 0: 524288, fewer for segments
+                           of over 128 ops (32 MiB of state bits a level) */
   /* memory only, optional: one more candidate, the topological order
    * that runs the ready op of lowest hint_rank first (per op; ties by
    * index). The pass manager passes the previous graph's order this way,
@@ -67,7 +71,9 @@ typedef struct mp_schedule_opts {
 } mp_schedule_opts;
 
 #define MP_SCHEDULE_CANDIDATES 6
-#define MP_SCHEDULE_BUDGET_MS 10000.0 /* default search time budget */
+/* The default work budget: about 10 s of searching on the machine this
+ * was measured on (docs/schedule.md, "Budget"). */
+#define MP_SCHEDULE_BUDGET_WORK ((uint64_t)200000000)
 
 /* One order the memory scheduler considered, and its activation peak. */
 typedef struct mp_schedule_candidate {
@@ -92,7 +98,12 @@ typedef struct mp_schedule_info {
   size_t dp_states;       /* states kept, over all segments */
   bool exact;             /* every segment searched to the end: the peak is the
                              lowest any order of this graph can have */
-  bool budget_hit;        /* the time budget stopped a search */
+  bool budget_hit;        /* the budget stopped a search: work_hit or
+                             time_hit */
+  bool work_hit;          /* the work budget did (the same everywhere) */
+  bool time_hit;          /* the wall-clock cap did (this machine only) */
+  uint64_t work;          /* work spent (mp_schedule_opts.budget_work) */
+  uint64_t work_budget;   /* ... and the budget it had */
   double ms;
 } mp_schedule_info;
 

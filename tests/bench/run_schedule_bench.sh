@@ -5,7 +5,8 @@
 #  1. Seeded RandWire-WS networks and DARTS/NASNet-like cell stacks
 #     (gen_cells.py): the activation lower bound under the file order and
 #     under --order memory, per graph and the mean reduction, with the time
-#     and whether the search proved the order optimal (60 s budget each);
+#     and whether the search proved the order optimal (--order-work
+#     1000000000 each, about a minute here; the same result on any machine);
 #     then the same networks cut into one graph per stage or cell, with
 #     the memory order alone (1b) and with every pass (1c).
 #  2. The real ONNX models of the ONNX issue (scripts/fetch_models.sh) and
@@ -21,6 +22,7 @@ cache=${3:-$build/onnx-cache}
 n=${4:-10}
 mplan=$build/mplan
 out=$build/bench-cells
+work=1000000000 # --order-work of every memory order here
 mkdir -p "$out"
 
 echo "== 1. memory-aware order on irregularly wired graphs (seeds 1..$n)"
@@ -28,7 +30,7 @@ python3 "$src/tests/bench/gen_cells.py" "$out" --randwire "$n" --darts "$n" --se
 graphs=()
 for k in $(seq 1 "$n"); do graphs+=("$out/randwire_$k.json"); done
 for k in $(seq 1 "$n"); do graphs+=("$out/darts_$k.json"); done
-"$build/tests/bench_schedule" --budget-ms 60000 "${graphs[@]}"
+"$build/tests/bench_schedule" --work "$work" "${graphs[@]}"
 
 echo
 echo "== 1a. the same networks with --passes all --order memory (the accumulate"
@@ -36,13 +38,13 @@ echo "   pass turns each n-ary Sum into Adds the order spreads out; fusion keeps
 echo "   to the memory order; inplace) against --passes none in file order;"
 echo "   'online' and 'arena' are activation arenas (SERENITY's baseline was a"
 echo "   runtime's own order and allocator)"
-python3 - "$mplan" "${graphs[@]}" <<'PY'
+python3 - "$mplan" "$work" "${graphs[@]}" <<'PY'
 import json, subprocess, sys, time
-mplan, graphs = sys.argv[1], sys.argv[2:]
+mplan, work, graphs = sys.argv[1], sys.argv[2], sys.argv[3:]
 def plan(g, *args):
     t = time.time()
-    out = subprocess.run([mplan, "plan", g, "--json", "--order-budget-ms",
-                          "60000"] + list(args), check=True,
+    out = subprocess.run([mplan, "plan", g, "--json", "--order-work",
+                          work] + list(args), check=True,
                          capture_output=True, text=True).stdout
     d = json.loads(out)
     return d, time.time() - t
@@ -88,18 +90,18 @@ echo "== 1b. the same networks cut into cells (SERENITY's unit): every RandWire"
 echo "   stage and DARTS cell alone, its inputs counted as activations"
 rm -rf "$out/cells"
 python3 "$src/tests/bench/gen_cells.py" "$out/cells" --randwire "$n" --darts "$n" --seed 1 --cells
-"$build/tests/bench_schedule" --budget-ms 60000 --inputs activation "$out"/cells/randwire_*.json
-"$build/tests/bench_schedule" --budget-ms 60000 --inputs activation "$out"/cells/darts_*.json
+"$build/tests/bench_schedule" --work "$work" --inputs activation "$out"/cells/randwire_*.json
+"$build/tests/bench_schedule" --work "$work" --inputs activation "$out"/cells/darts_*.json
 
 echo
 echo "== 1c. the cells of 1b with --passes all --order memory against --passes"
 echo "   none in file order (inputs counted as activations, as in 1b)"
-python3 - "$mplan" "$out"/cells/*.json <<'PY'
+python3 - "$mplan" "$work" "$out"/cells/*.json <<'PY'
 import json, subprocess, sys
-mplan, graphs = sys.argv[1], sys.argv[2:]
+mplan, work, graphs = sys.argv[1], sys.argv[2], sys.argv[3:]
 def lb(g, *args):
     out = subprocess.run([mplan, "plan", g, "--json", "--inputs", "activation",
-                          "--order-budget-ms", "60000"] + list(args),
+                          "--order-work", work] + list(args),
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)["summary"]["lower_bound_bytes"]
 ratios = {}

@@ -20,11 +20,11 @@ python3 "$gen" "$tmp/cells" --randwire 2 --darts 2 --seed 1 --cells ||
   bad "--cells wrote $(ls "$tmp/cells" | wc -l) graphs, expected 2x3 + 2x8"
 
 check() { # LABEL ARGS...: bench_schedule must pass and prove every graph
-  # (the budget is shared by the measurements after each pass; ASan runs
-  # several times slower)
+  # (bench_schedule's work budget, shared by the measurements after each
+  # pass, is counted in transitions: ASan only takes longer)
   local label=$1
   shift
-  if "$bench" --budget-ms 120000 "$@" >"$tmp/bench.txt" 2>&1; then ok; else
+  if "$bench" "$@" >"$tmp/bench.txt" 2>&1; then ok; else
     bad "$label: bench_schedule failed"
     sed 's/^/    /' "$tmp/bench.txt" | head -20
   fi
@@ -89,11 +89,10 @@ done
 # order end lower (672,672 B, 11 node outputs) than those the memory
 # order's production order leads to, even after that order's rounds of
 # invariant 8 (733,824 B, measured without the seeds). The seeds run
-# while under a quarter of the budget is spent: 120 s leaves room for a
-# sanitizer build (about 2 s plain).
+# while under a quarter of the budget is spent, counted in work: the
+# default budget, on any machine and under a sanitizer.
 python3 "$gen" "$tmp/r9" --randwire 1 --darts 0 --seed 9 >/dev/null || bad "gen_cells seed 9"
-"$mplan" plan "$tmp/r9/randwire_9.json" --passes all --order memory \
-  --order-budget-ms 120000 --json \
+"$mplan" plan "$tmp/r9/randwire_9.json" --passes all --order memory --json \
   >"$tmp/p9.json" 2>"$tmp/err" && ok || bad "plan randwire_9: $(head -1 "$tmp/err")"
 python3 - "$tmp/p9.json" <<'PY' && ok || bad "randwire_9: chains not seeded by another order"
 import json, sys
@@ -153,19 +152,52 @@ assert s["states"] == 0 and s["optimal"] and not s["budget_hit"], s
 assert s["peak_bytes"] <= min(c["peak_bytes"] for c in s["candidates"]), s
 PY
 
-# The pass manager shares --order-budget-ms among its measurements
-# (invariant 5): RandWire seed 3's search runs past any short budget, yet
-# all of --passes all --order memory ends near the budget, not at one
-# budget per measurement (five of them here: over 5 s).
+# The budget counts work, not time (schedule_memory.c invariant 4): with
+# a budget RandWire seed 3's searches reach, two runs give the same plan,
+# and so does a run with a wall-clock cap it does not reach, whatever the
+# load. The pass manager shares the work among its measurements
+# (invariant 5), so the last search gets at most the budget. A bad
+# --order-work is one line and exit 2.
 python3 "$gen" "$tmp/r3" --randwire 3 --darts 0 --seed 1 >/dev/null || bad "gen_cells seed 3"
+for k in 1 2; do
+  "$mplan" plan "$tmp/r3/randwire_3.json" --passes all --order memory \
+    --order-work 3000000 -o "$tmp/w$k.json" >/dev/null 2>"$tmp/err" && ok ||
+    bad "plan randwire_3 --order-work 3000000: $(head -1 "$tmp/err")"
+done
+"$mplan" plan "$tmp/r3/randwire_3.json" --passes all --order memory \
+  --order-work 3000000 --order-budget-ms 600000 -o "$tmp/w3.json" \
+  >"$tmp/w3.txt" 2>"$tmp/err" && ok ||
+  bad "plan randwire_3 --order-work 3000000 --order-budget-ms 600000: $(head -1 "$tmp/err")"
+grep -q "work [0-9,]* of [0-9,]*.*work budget reached: best found" "$tmp/w3.txt" && ok ||
+  bad "summary: no work budget line: $(grep schedule "$tmp/w3.txt")"
+python3 - "$tmp"/w1.json "$tmp"/w2.json "$tmp"/w3.json <<'PY' && ok || bad "--order-work: runs differ"
+import json, sys
+a, b, c = (json.load(open(f)) for f in sys.argv[1:])
+for d in (a, b, c):
+    s = d["schedule"]
+    assert s["work_hit"] and s["budget_hit"] and not s["time_hit"], s
+    assert not s["optimal"] and 0 < s["work"] <= s["work_budget"] <= 3000000, s
+key = lambda d: ([e["op"] for e in d["execution"]], d["summary"]["lower_bound_bytes"],
+                 d["summary"]["arena_bytes"], d["schedule"]["work"])
+assert key(a) == key(b) == key(c), (key(a)[1:], key(b)[1:], key(c)[1:])
+PY
+for v in 0 -5 lots; do
+  "$mplan" plan "$tmp/r3/randwire_3.json" --order memory --order-work "$v" \
+    >/dev/null 2>"$tmp/err"
+  [ $? -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+    grep -q -- "--order-work '$v': expected an integer >= 1" "$tmp/err" && ok ||
+    bad "--order-work $v: $(cat "$tmp/err")"
+done
+# A wall-clock cap is shared the same way: the whole run ends near it,
+# not at one cap per measurement (five of them here: over 5 s).
 t0=$(date +%s%N)
 "$mplan" plan "$tmp/r3/randwire_3.json" --passes all --order memory \
   --order-budget-ms 2000 --json >"$tmp/p3.json" 2>"$tmp/err" && ok ||
   bad "plan randwire_3 with a 2 s budget: $(head -1 "$tmp/err")"
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$ms" -lt 4000 ] && ok || bad "randwire_3 --order-budget-ms 2000 took $ms ms"
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['schedule']['budget_hit'], d['schedule']" \
-  "$tmp/p3.json" && ok || bad "randwire_3: the 2 s budget was not reached (the check above tests nothing)"
+python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['schedule']; assert s['time_hit'] and s['budget_hit'] and not s['work_hit'], s" \
+  "$tmp/p3.json" && ok || bad "randwire_3: the 2 s cap was not reached (the check above tests nothing)"
 
 echo "test_schedule_cells: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

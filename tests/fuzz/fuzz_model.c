@@ -291,6 +291,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   mp_load_opts lo = {.order = MP_ORDER_MEMORY,
                      .passes = passes,
+                     .order_work = 200000, /* a replay searches alike */
                      .order_budget_ms = 20,
                      .order_states = 4096};
   mp_model *m = NULL;
