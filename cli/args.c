@@ -150,6 +150,19 @@ static mp_status args_value(args_state *s, cli_opts *o, char *v) {
   return MP_OK;
 }
 
+/* A work budget: an integer >= 1. */
+static mp_status args_work(args_state *s, const char *flag, const char *v,
+                           uint64_t *out) {
+  int64_t n;
+  if (!mp_parse_i64(v, &n) || n < 1) {
+    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
+                        "mplan %s: %s '%s': expected an integer >= 1", s->cmd,
+                        flag, v);
+  }
+  *out = (uint64_t)n;
+  return MP_OK;
+}
+
 static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
   const char *v = NULL;
   int r;
@@ -162,16 +175,10 @@ static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
   } else if ((r = args_match(s, "--order-budget-ms", true, &v))) {
     if (r > 0)
       *st = args_number(s, "--order-budget-ms", v, &o->order_budget_ms);
+  } else if ((r = args_match(s, "--budget-work", true, &v))) {
+    if (r > 0) *st = args_work(s, "--budget-work", v, &o->budget_work);
   } else if ((r = args_match(s, "--order-work", true, &v))) {
-    int64_t n;
-    if (r > 0 && (!mp_parse_i64(v, &n) || n < 1)) {
-      *st = mp_error_set(s->err, MP_ERR_BAD_INPUT,
-                         "mplan %s: --order-work '%s': expected an integer "
-                         ">= 1",
-                         s->cmd, v);
-    } else if (r > 0) {
-      o->order_work = (uint64_t)n;
-    }
+    if (r > 0) *st = args_work(s, "--order-work", v, &o->order_work);
   } else if ((r = args_match(s, "--order-states", true, &v))) {
     int64_t n;
     if (r > 0 && (!mp_parse_i64(v, &n) || n < 64 || n > ((int64_t)1 << 26))) {

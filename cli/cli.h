@@ -39,6 +39,7 @@ typedef struct cli_opts {
   const char *backend;
   const char *strategy;
   double budget_ms;
+  uint64_t budget_work; /* --budget-work: the exact search's work */
   mp_order_kind order;
   double order_budget_ms; /* --order-budget-ms: memory order search */
   uint64_t order_work;    /* --order-work: its work budget; 0: default */

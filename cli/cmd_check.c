@@ -71,6 +71,8 @@ mp_run_options cli_run_options(const cli_opts *o) {
   return (mp_run_options){
       .strategy = o->strategy,
       .budget_ms = o->budget_ms,
+      .budget_work = o->budget_work,
+      .order_work = o->order_work,
       .order = o->order,
       .inputs_as_activations = o->inputs_as_activations,
       .dims = o->dims,

@@ -12,7 +12,7 @@
 
 static const char plan_usage[] =
     "usage: mplan plan MODEL [-o PLAN.json] [--json]\n"
-    "                  [--strategy NAME] [--budget-ms N]\n"
+    "                  [--strategy NAME] [--budget-work N] [--budget-ms N]\n"
     "                  [--backend FILE|cpu|gpu|npu|rv64-vlen128|256|512]\n"
     "                  [--order auto|file|topo|dfs|rpo|memory]\n"
     "                  [--order-work N] [--order-budget-ms N]\n"
@@ -38,7 +38,9 @@ static const char plan_usage[] =
     "--json, --html and\n"
     "--sqlite keep them too (\"what_if\").\n"
     "--strategy: auto (default: the best of the heuristics; with\n"
-    "--budget-ms also an exact search that can prove the arena optimal),\n"
+    "--budget-work N or --budget-ms N also an exact search that can prove\n"
+    "the arena optimal; work, search nodes weighted by their buffers,\n"
+    "gives the same plan on every machine, a time budget does not),\n"
     "exact, best-fit-size, best-fit-duration, best-fit-conflict,\n"
     "greedy-breadth, canonical, online-best-fit, seed-first-fit, linear\n"
     "(no reuse). --backend: alignments, memory regions with capacities\n"

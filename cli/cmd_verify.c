@@ -161,6 +161,7 @@ int cli_verify(int argc, char **argv) {
     vo.seed = o.seed;
     vo.strategy = o.strategy;
     vo.budget_ms = o.budget_ms;
+    vo.budget_work = o.budget_work;
     st = mp_verify_run(m, &vo, NULL, &res, &err);
   }
   if (st == MP_OK) {

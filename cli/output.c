@@ -120,6 +120,8 @@ static mp_status cli_arena(void *ud, const mp_problem *p, size_t *arena,
   mp_plan_opts po = {
       .strategy = o->strategy,
       .budget_ms = o->budget_ms / runs,
+      .budget_work = o->budget_work / runs ? o->budget_work / runs
+                                           : (o->budget_work ? 1 : 0),
       .regions = regions,
       .n_regions = c->be ? mp_backend_regions(c->be, regions) : 0,
       .banks = c->be ? c->be->banks : (mp_bank_desc){0, 0}};
@@ -175,12 +177,12 @@ mp_status cli_solve(const cli_opts *o, const mp_model *m, mp_plan **plan,
   }
   mp_region_desc regions[MP_BACKEND_MAX_REGIONS];
   const mp_backend *be = mp_model_backend(m);
-  mp_plan_opts po = {o->strategy,
-                     o->budget_ms,
-                     regions,
-                     be ? mp_backend_regions(be, regions) : 0,
-                     be ? be->banks : (mp_bank_desc){0, 0},
-                     0};
+  mp_plan_opts po = {.strategy = o->strategy,
+                     .budget_ms = o->budget_ms,
+                     .regions = regions,
+                     .n_regions = be ? mp_backend_regions(be, regions) : 0,
+                     .banks = be ? be->banks : (mp_bank_desc){0, 0},
+                     .budget_work = o->budget_work};
   mp_status st = mp_plan_solve(mp_model_problem(m), &po, plan, err);
   if (st != MP_OK && err && strncmp(err->msg, o->model, strlen(o->model))) {
     mp_error_prefix(err, "%s", o->model);

@@ -6,7 +6,7 @@
  * options; the memory order's search gets at most WI_ORDER_WORK each
  * (deterministic). And, when
  * the plan's activation arena is above its lower bound, what the auto
- * strategy and the exact search (2 s) place for the same model.
+ * strategy and the exact search (WI_EXACT_WORK) place for the same model.
  *
  * Invariants:
  *   1. A setting equal to the one asked for (same passes, memory order or
@@ -22,7 +22,9 @@
 #include "mplan/passes.h"
 #include "mplan/plan.h"
 
-#define WI_SEARCH_MS 2000
+/* the exact placement search's work in a what-if row: 2/3 of exact's
+ * default (0.3 to 3.5 s on minimalloc's problems here) */
+#define WI_EXACT_WORK (MP_EXACT_WORK / 3 * 2)
 /* the memory order's work in a what-if row: a fifth of the default */
 #define WI_ORDER_WORK (MP_SCHEDULE_BUDGET_WORK / 5)
 #define WI_BOUNDS 5 /* rows of order and passes */
@@ -55,7 +57,7 @@ void cli_what_if_release(cli_what_if *w) {
 }
 
 /* Placement rows: the same model placed by auto (when another strategy
- * was asked for) and by the exact search with WI_SEARCH_MS, when the
+ * was asked for) and by the exact search with WI_EXACT_WORK, when the
  * plan's activation arena is above its lower bound. */
 static mp_status wi_places(const cli_opts *o, const mp_model *m,
                            const mp_plan *plan, cli_what_if *w, mp_error *err) {
@@ -66,21 +68,27 @@ static mp_status wi_places(const cli_opts *o, const mp_model *m,
   mp_status st = MP_OK;
   for (size_t k = 0; st == MP_OK && k < 2 && w->n < CLI_WHAT_IF_MAX; k++) {
     bool exact = k == 1;
-    /* exact without --budget-ms searches for 5 s (strategy_auto.c) */
+    /* exact without a budget gets MP_EXACT_WORK (strategy_auto.c) */
     if (strcmp(asked, names[k]) == 0 &&
-        (!exact || o->budget_ms <= 0 || o->budget_ms >= WI_SEARCH_MS)) {
-      continue; /* asked for (exact with as much time or more) */
+        (!exact || (o->budget_ms <= 0 &&
+                    (!o->budget_work || o->budget_work >= WI_EXACT_WORK)))) {
+      continue; /* asked for (exact with as much work or more) */
     }
     cli_opts o2 = *o;
     o2.strategy = names[k];
-    o2.budget_ms = exact ? WI_SEARCH_MS : 0;
+    o2.budget_ms = 0;
+    o2.budget_work = exact ? WI_EXACT_WORK : 0;
     mp_plan *p2 = NULL;
     st = cli_solve(&o2, m, &p2, err);
     if (st != MP_OK) break;
     const mp_plan_summary *s2 = mp_plan_summary_of(p2);
     size_t i = w->n++;
-    snprintf(w->setting[i], sizeof w->setting[i], "--strategy %s%s", names[k],
-             exact ? " --budget-ms 2000" : "");
+    snprintf(w->setting[i], sizeof w->setting[i], "--strategy %s", names[k]);
+    if (exact) {
+      size_t len = strlen(w->setting[i]);
+      snprintf(w->setting[i] + len, sizeof w->setting[i] - len,
+               " --budget-work %llu", (unsigned long long)WI_EXACT_WORK);
+    }
     if (mp_model_graph(m))
       wi_passes(o->passes, w->passes[i], sizeof w->passes[i]);
     w->rows[i] =

@@ -329,6 +329,7 @@ mp_status mp_verify_run(const mp_model *m, const mp_verify_opts *o,
   mp_region_desc regions[MP_BACKEND_MAX_REGIONS];
   mp_plan_opts po = {.strategy = o->strategy,
                      .budget_ms = o->budget_ms,
+                     .budget_work = o->budget_work,
                      .regions = regions,
                      .n_regions = be ? mp_backend_regions(be, regions) : 0,
                      .banks = be ? be->banks : (mp_bank_desc){0, 0}};

@@ -98,6 +98,7 @@ struct ex_problem {
   ex_stack mins, floors;
   int64_t nodes_left;
   uint64_t nodes, max_nodes;
+  uint64_t work, max_work; /* nodes weighted by partition size */
   double deadline;
   bool timed_out, oom, too_dense;
   bool inherit;            /* the next ex_search may start from parent_c */
@@ -411,6 +412,10 @@ uint64_t ex_nodes(const ex_problem *ex) {
   return ex->nodes;
 }
 
+uint64_t ex_work(const ex_problem *ex) {
+  return ex->work;
+}
+
 /* ---- search -------------------------------------------------------------- */
 
 typedef enum ex_step { EX_S_FOUND, EX_S_NOTFOUND, EX_S_ABORT } ex_step;
@@ -682,7 +687,8 @@ static ex_step ex_search(ex_problem *ex, const ex_part *p, size_t last_off,
   bool inherit = ex->inherit;
   ex->inherit = false;
   if (ex->nodes_left-- <= 0 || ex->oom) return EX_S_ABORT;
-  if (++ex->nodes >= ex->max_nodes ||
+  ex->work += p->n + 1;
+  if (++ex->nodes >= ex->max_nodes || ex->work >= ex->max_work ||
       ((ex->nodes & 255) == 0 && mp_now_ms() > ex->deadline)) {
     ex->timed_out = true;
   }
@@ -756,9 +762,9 @@ mp_status ex_dive(ex_problem *ex, int h, size_t *out, mp_error *err) {
   ex->cap = SIZE_MAX / 4;
   ex->out = out;
   ex->deadline = 1e300;
-  ex->max_nodes = UINT64_MAX;
+  ex->max_nodes = ex->max_work = UINT64_MAX;
   ex->timed_out = ex->oom = false;
-  ex->nodes = 0;
+  ex->nodes = ex->work = 0;
   ex->rank = ex->ranks[h];
   ex->order = h;
   ex->nodes_left = INT64_MAX;
@@ -775,15 +781,16 @@ mp_status ex_dive(ex_problem *ex, int h, size_t *out, mp_error *err) {
 }
 
 mp_status ex_decide(ex_problem *ex, size_t capacity, double deadline_ms,
-                    uint64_t max_nodes, size_t *out, ex_result *result,
-                    mp_error *err) {
+                    uint64_t max_nodes, uint64_t max_work, size_t *out,
+                    ex_result *result, mp_error *err) {
   int64_t limit = (int64_t)ex->n + 16;
   ex->max_nodes = max_nodes ? max_nodes : UINT64_MAX;
+  ex->max_work = max_work ? max_work : UINT64_MAX;
   ex->cap = capacity;
   ex->out = out;
   ex->deadline = deadline_ms;
   ex->timed_out = ex->oom = false;
-  ex->nodes = 0;
+  ex->nodes = ex->work = 0;
   /* Round robin over the preorders with a doubling node limit: one of them
    * often finds a solution fast where another wanders (MiniMalloc). */
   for (;;) {

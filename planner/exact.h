@@ -38,13 +38,14 @@ void ex_destroy(ex_problem *ex);
 size_t ex_lower_bound(const ex_problem *ex);
 
 /* Decides whether everything fits in capacity bytes before deadline_ms (a
- * mp_now_ms() time) and within max_nodes search nodes (0: no limit; a
- * node limit makes the outcome independent of the machine's speed). On
- * EX_FOUND writes tier-relative offsets to out[]; EX_TIMEOUT covers both
- * limits. */
+ * mp_now_ms() time), within max_nodes search nodes and max_work work (a
+ * node costs the buffers of its partition, about what its candidates
+ * take to find; 0: no limit; these two make the outcome independent of
+ * the machine's speed). On EX_FOUND writes tier-relative offsets to
+ * out[]; EX_TIMEOUT covers every limit. */
 mp_status ex_decide(ex_problem *ex, size_t capacity, double deadline_ms,
-                    uint64_t max_nodes, size_t *out, ex_result *result,
-                    mp_error *err);
+                    uint64_t max_nodes, uint64_t max_work, size_t *out,
+                    ex_result *result, mp_error *err);
 
 /* One greedy descent without backtracking under preorder h (0..
  * ex_orders()-1): every buffer at the lowest offset its placed conflicts
@@ -52,8 +53,10 @@ mp_status ex_decide(ex_problem *ex, size_t capacity, double deadline_ms,
 mp_status ex_dive(ex_problem *ex, int h, size_t *out, mp_error *err);
 int ex_orders(void);
 
-/* Nodes visited by the last ex_decide (for reports and benchmarks). */
+/* Nodes visited and work spent by the last ex_decide (for budgets,
+ * reports and benchmarks). */
 uint64_t ex_nodes(const ex_problem *ex);
+uint64_t ex_work(const ex_problem *ex);
 
 /* Milliseconds on a monotonic-enough clock (C11 timespec_get). */
 double mp_now_ms(void);

@@ -77,8 +77,10 @@ static mp_status lay_run(mp_plan *plan, const mp_strategy *s, const lay_list *l,
                       b->pinned,
                       b->pinned ? b->pin - base : 0};
   }
-  mp_strategy_ctx ctx = {plan->alloc,   sb, l->n, rel, budget_ms,
-                         plan->threads, "", 0};
+  mp_strategy_ctx ctx = {
+      plan->alloc,   sb,        l->n,
+      rel,           budget_ms, budget_ms >= 0 ? plan->budget_work : 0,
+      plan->threads, "",        0};
   if (st == MP_OK) st = s->solve(&ctx, err);
   if (st == MP_OK && s != &mp_strategy_linear) st = strategy_guard(&ctx, err);
   if (st == MP_OK && s != &mp_strategy_linear && budget_ms >= 0) {

@@ -221,6 +221,7 @@ mp_status mp_plan_solve(const mp_problem *p, const mp_plan_opts *opts,
   if (st != MP_OK) return st;
   double t0 = mp_now_ms();
   plan->threads = opts->threads;
+  plan->budget_work = opts->budget_work;
   st = plan_set_regions(plan, opts->regions, opts->n_regions, err);
   if (st == MP_OK) st = plan_layout(plan, s, opts->budget_ms, err);
   if (st == MP_OK) st = plan_banks(plan, &opts->banks, err);

@@ -22,7 +22,8 @@ struct mp_plan {
   size_t n_regions;
   mp_bank_conflict *conflicts;
   size_t n_conflicts, conflicts_before;
-  unsigned threads; /* mp_plan_opts.threads */
+  unsigned threads;     /* mp_plan_opts.threads */
+  uint64_t budget_work; /* mp_plan_opts.budget_work */
 };
 
 /* Copies the region descriptions (none: one unbounded "arena" for every

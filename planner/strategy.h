@@ -26,7 +26,8 @@ typedef struct mp_strategy_ctx {
   size_t n;
   size_t *offsets; /* out: n tier-relative offsets */
   double budget_ms;
-  unsigned threads; /* mp_plan_opts.threads */
+  uint64_t budget_work; /* mp_plan_opts.budget_work */
+  unsigned threads;     /* mp_plan_opts.threads */
   /* out, optional: what a searching or meta strategy has to say (which
    * heuristic won, whether the result is proven optimal) and the best
    * lower bound it proved on the tier's size (0: none beyond the

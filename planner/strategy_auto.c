@@ -7,7 +7,7 @@
  *        budget is given and the result is above the lower bound, hands it
  *        to the exact search to improve or prove.
  * exact: the same start, then always the exact search within the budget
- *        (EXACT_DEFAULT_MS when none is given): it either proves the
+ *        (MP_EXACT_WORK when none is given): it either proves the
  *        optimum or returns the best arena found and the gap to the lower
  *        bound it proved. It starts from the best heuristic and is never
  *        worse than it.
@@ -17,16 +17,21 @@
  *      heuristic result, replaced only by a better exact solution.
  *   2. The optimisation keeps lo <= optimum <= best: lo rises only on a
  *      proof of infeasibility, best falls only on a found solution.
+ *   3. A budget in work (mp_plan_opts.budget_work: search nodes, each
+ *      costing its partition's buffers) gives the same placement on
+ *      every machine: the long first look gets 30% of the work, each
+ *      probe its doubling node limit and at most the work left, and the
+ *      search stops when none is left. Only a time budget
+ *      (budget_ms) makes a result depend on the machine.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "exact.h"
+#include "mplan/plan.h"
 #include "mplan/units.h"
 #include "strategy.h"
-
-#define EXACT_DEFAULT_MS 5000.0
 
 static const mp_strategy *const auto_heuristics[] = {
     &mp_strategy_best_fit_size,     &mp_strategy_best_fit_duration,
@@ -163,8 +168,33 @@ typedef struct auto_search {
   size_t best; /* the smallest arena found: an upper bound on the optimum */
   size_t lo;   /* the next capacity worth asking about */
   size_t lb;   /* proven: no arena below it exists */
-  uint64_t nodes;
+  uint64_t nodes, work;
 } auto_search;
+
+/* The search's budget: work (invariant 3) and a deadline (ms; 1e300:
+ * none). */
+typedef struct auto_budget {
+  uint64_t work; /* UINT64_MAX: none */
+  double deadline;
+} auto_budget;
+
+static bool auto_left(const auto_budget *b, const auto_search *s) {
+  return s->work < b->work && mp_now_ms() < b->deadline;
+}
+
+/* The work the next ex_decide may spend: part/10 of what is left (0:
+ * no limit). */
+static uint64_t auto_work(const auto_budget *b, const auto_search *s,
+                          unsigned part) {
+  if (b->work == UINT64_MAX) return 0;
+  uint64_t w = (b->work - s->work) / 10 * part;
+  return w ? w : 1;
+}
+
+static void auto_count(auto_search *s, const ex_problem *ex) {
+  s->nodes += ex_nodes(ex);
+  s->work += ex_work(ex);
+}
 
 /* Invariant 2. The search is heavy-tailed: a capacity that takes seconds
  * may have a neighbour solved in milliseconds. So after one long look at
@@ -172,16 +202,19 @@ typedef struct auto_search {
  * a node limit that doubles from pass to pass (restarts, in SAT-solver
  * terms). */
 static mp_status auto_ladder(mp_strategy_ctx *ctx, ex_problem *ex, size_t *sol,
-                             auto_search *s, double deadline, mp_error *err) {
+                             auto_search *s, const auto_budget *b,
+                             mp_error *err) {
   uint64_t limit = 20 * (uint64_t)ctx->n > 8000 ? 20 * (uint64_t)ctx->n : 8000;
   /* First the lower bound with a long look: on most real problems it is
    * the optimum, found within a second or so. */
   double now = mp_now_ms();
-  if (now < deadline) {
+  if (auto_left(b, s)) {
     ex_result r;
+    double until =
+        b->deadline >= 1e300 ? 1e300 : now + 0.3 * (b->deadline - now);
     mp_status st =
-        ex_decide(ex, s->lo, now + 0.3 * (deadline - now), 0, sol, &r, err);
-    s->nodes += ex_nodes(ex);
+        ex_decide(ex, s->lo, until, 0, auto_work(b, s, 3), sol, &r, err);
+    auto_count(s, ex);
     if (st != MP_OK) return st;
     if (r == EX_FOUND) {
       s->best = auto_extent(ctx, sol);
@@ -193,12 +226,13 @@ static mp_status auto_ladder(mp_strategy_ctx *ctx, ex_problem *ex, size_t *sol,
   /* Then passes down a grid of capacities from the best found to the
    * proven bound, each probe limited in nodes (the same on every machine),
    * the limit doubling from pass to pass. */
-  while (s->lo < s->best && mp_now_ms() < deadline) {
+  while (s->lo < s->best && auto_left(b, s)) {
     size_t step = (s->best - s->lo) / 32 ? (s->best - s->lo) / 32 : 1;
-    for (size_t cap = s->best - 1; cap >= s->lo && mp_now_ms() < deadline;) {
+    for (size_t cap = s->best - 1; cap >= s->lo && auto_left(b, s);) {
       ex_result r;
-      mp_status st = ex_decide(ex, cap, deadline, limit, sol, &r, err);
-      s->nodes += ex_nodes(ex);
+      mp_status st = ex_decide(ex, cap, b->deadline, limit, auto_work(b, s, 10),
+                               sol, &r, err);
+      auto_count(s, ex);
       if (st != MP_OK) return st;
       if (r == EX_FOUND) {
         s->best = auto_extent(ctx, sol);
@@ -219,21 +253,26 @@ static mp_status auto_ladder(mp_strategy_ctx *ctx, ex_problem *ex, size_t *sol,
 }
 
 static void auto_describe(mp_strategy_ctx *ctx, const auto_search *s,
-                          const char *prefix) {
-  char a[MP_FMT_MAX], b[MP_FMT_MAX], c[MP_FMT_MAX];
+                          const auto_budget *bud, const char *prefix) {
+  char a[MP_FMT_MAX], b[MP_FMT_MAX], c[MP_FMT_MAX], w[MP_FMT_MAX];
+  char spent[96];
   size_t len = strlen(ctx->detail);
+  snprintf(spent, sizeof spent, "%llu nodes, work %s%s",
+           (unsigned long long)s->nodes, mp_fmt_count(w, s->work),
+           s->best <= s->lb        ? ""
+           : s->work >= bud->work  ? ", work budget reached"
+           : bud->deadline < 1e300 ? ", time budget reached"
+                                   : "");
   if (s->best <= s->lb) {
     snprintf(ctx->detail + len, sizeof ctx->detail - len,
-             "%s: %s B is optimal (proven; %llu nodes)", prefix,
-             mp_fmt_count(a, s->best), (unsigned long long)s->nodes);
+             "%s: %s B is optimal (proven; %s)", prefix,
+             mp_fmt_count(a, s->best), spent);
   } else {
     snprintf(ctx->detail + len, sizeof ctx->detail - len,
-             "%s: best %s B, proven lower bound %s B, gap %s B (%.2f%%; %llu "
-             "nodes)",
+             "%s: best %s B, proven lower bound %s B, gap %s B (%.2f%%; %s)",
              prefix, mp_fmt_count(a, s->best), mp_fmt_count(b, s->lb),
              mp_fmt_count(c, s->best - s->lb),
-             100.0 * (double)(s->best - s->lb) / (double)s->lb,
-             (unsigned long long)s->nodes);
+             100.0 * (double)(s->best - s->lb) / (double)s->lb, spent);
   }
   ctx->proven_lb = s->lb;
 }
@@ -241,7 +280,8 @@ static void auto_describe(mp_strategy_ctx *ctx, const auto_search *s,
 /* Tries to improve (or prove) the placement in ctx->offsets within the
  * budget. Leaves a sentence in ctx->detail. */
 static mp_status auto_exact(mp_strategy_ctx *ctx, size_t arena,
-                            double budget_ms, mp_error *err) {
+                            double budget_ms, uint64_t budget_work,
+                            mp_error *err) {
   size_t len = strlen(ctx->detail);
   if (auto_pinned(ctx)) {
     snprintf(ctx->detail + len, sizeof ctx->detail - len,
@@ -260,12 +300,13 @@ static mp_status auto_exact(mp_strategy_ctx *ctx, size_t arena,
     if (err) *err = why;
     return st;
   }
-  double deadline = mp_now_ms() + budget_ms;
-  auto_search s = {arena, ex_lower_bound(ex), ex_lower_bound(ex), 0};
+  auto_budget b = {budget_work ? budget_work : UINT64_MAX,
+                   budget_ms > 0 ? mp_now_ms() + budget_ms : 1e300};
+  auto_search s = {arena, ex_lower_bound(ex), ex_lower_bound(ex), 0, 0};
   size_t *sol = mp_calloc(ctx->alloc, ctx->n + 1, sizeof *sol);
-  st = sol ? auto_ladder(ctx, ex, sol, &s, deadline, err)
+  st = sol ? auto_ladder(ctx, ex, sol, &s, &b, err)
            : mp_error_set(err, MP_ERR_NOMEM, "exact: out of memory");
-  if (st == MP_OK) auto_describe(ctx, &s, "exact");
+  if (st == MP_OK) auto_describe(ctx, &s, &b, "exact");
   mp_free(ctx->alloc, sol);
   ex_destroy(ex);
   return st;
@@ -277,13 +318,13 @@ static mp_status auto_solve(mp_strategy_ctx *ctx, mp_error *err) {
   mp_status st = auto_heuristics_run(ctx, &arena, &winner, err);
   if (st != MP_OK) return st;
   snprintf(ctx->detail, sizeof ctx->detail, "%s won; ", winner);
-  if (ctx->budget_ms <= 0) {
+  if (ctx->budget_ms <= 0 && !ctx->budget_work) {
     size_t len = strlen(ctx->detail);
     snprintf(ctx->detail + len, sizeof ctx->detail - len,
-             "no exact search (give --budget-ms)");
+             "no exact search (give --budget-work or --budget-ms)");
     return MP_OK;
   }
-  return auto_exact(ctx, arena, ctx->budget_ms, err);
+  return auto_exact(ctx, arena, ctx->budget_ms, ctx->budget_work, err);
 }
 
 static mp_status exact_solve(mp_strategy_ctx *ctx, mp_error *err) {
@@ -292,8 +333,9 @@ static mp_status exact_solve(mp_strategy_ctx *ctx, mp_error *err) {
   mp_status st = auto_heuristics_run(ctx, &arena, &winner, err);
   if (st != MP_OK) return st;
   snprintf(ctx->detail, sizeof ctx->detail, "started from %s; ", winner);
-  return auto_exact(
-      ctx, arena, ctx->budget_ms > 0 ? ctx->budget_ms : EXACT_DEFAULT_MS, err);
+  bool none = ctx->budget_ms <= 0 && !ctx->budget_work;
+  return auto_exact(ctx, arena, ctx->budget_ms,
+                    none ? MP_EXACT_WORK : ctx->budget_work, err);
 }
 
 const mp_strategy mp_strategy_auto = {

@@ -61,7 +61,7 @@ static mp_status canon_improve(mp_strategy_ctx *ctx, ex_problem *ex,
   for (int k = 0; k < CANON_PROBES && lo < best; k++) {
     size_t cap = lo + (best - 1 - lo) / 2;
     ex_result r;
-    mp_status st = ex_decide(ex, cap, 1e300, nodes, trial, &r, err);
+    mp_status st = ex_decide(ex, cap, 1e300, nodes, 0, trial, &r, err);
     if (st != MP_OK) return st;
     if (r == EX_FOUND) {
       best = canon_extent(ctx, trial);

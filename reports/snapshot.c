@@ -592,6 +592,10 @@ static char *snap_options_json(const mp_alloc *a, const mp_run_options *ro,
   bool ok = o != NULL;
   ok = ok && cJSON_AddStringToObject(o, "backend", backend ? backend : "");
   ok = ok && cJSON_AddNumberToObject(o, "budget_ms", ro->budget_ms);
+  if (ro->budget_work) {
+    ok = ok &&
+         cJSON_AddNumberToObject(o, "budget_work", (double)ro->budget_work);
+  }
   ok = ok &&
        snap_add_map(a, o, "caps", ro, ro->n_caps, snap_cap_name, snap_cap_item);
   ok = ok &&
@@ -600,6 +604,9 @@ static char *snap_options_json(const mp_alloc *a, const mp_run_options *ro,
        cJSON_AddStringToObject(
            o, "inputs", ro->inputs_as_activations ? "activation" : "resident");
   ok = ok && cJSON_AddStringToObject(o, "order", mp_order_name(ro->order));
+  if (ro->order_work) {
+    ok = ok && cJSON_AddNumberToObject(o, "order_work", (double)ro->order_work);
+  }
   if (ro->passes) {
     char names[256] = "all";
     size_t n = 0;

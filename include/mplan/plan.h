@@ -64,7 +64,17 @@ typedef struct mp_plan_opts {
    * thread-safe); 1: one; 2 or more: two, and the caller's allocator
    * must be thread-safe. The plan is the same with any number. */
   unsigned threads;
+  /* The exact search's budget in work (search nodes, each costing the
+   * buffers of its partition): the same placement on every machine
+   * (budget_ms, when also set, can stop it sooner). auto searches when
+   * either is set; exact without either gets MP_EXACT_WORK. 0: none. */
+  uint64_t budget_work;
 } mp_plan_opts;
+
+/* The exact strategy's default work: 1.2 to 5.2 s of searching on the
+ * minimalloc benchmark problems it does not prove here (6 to 25 M work a
+ * second; docs/planner.md). */
+#define MP_EXACT_WORK ((uint64_t)30000000)
 
 /* What a plan put in one region. */
 typedef struct mp_plan_region {

@@ -92,8 +92,10 @@ typedef struct mp_run_options {
   size_t n_shapes;
   const mp_value_binding *values;
   size_t n_values;
-  uint32_t passes; /* --passes: mp_pass_id bits; recorded only when set, so
-                      a plan without passes keeps the options it had */
+  uint32_t passes;      /* --passes: mp_pass_id bits; recorded only when set, so
+                           a plan without passes keeps the options it had */
+  uint64_t budget_work; /* recorded only when set, as passes */
+  uint64_t order_work;  /* --order-work; recorded only when set */
 } mp_run_options;
 
 typedef struct mp_snapshot mp_snapshot;

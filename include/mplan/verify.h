@@ -53,7 +53,8 @@ typedef struct mp_verify_opts {
   uint64_t seed;
   const char *strategy; /* NULL: the default */
   double budget_ms;
-  const void *inputs; /* tensors/1 bytes, or NULL: seeded */
+  uint64_t budget_work; /* mp_plan_opts.budget_work */
+  const void *inputs;   /* tensors/1 bytes, or NULL: seeded */
   size_t in_len;
   bool no_reference;   /* skip the no-reuse run and the comparison */
   mp_target_fn target; /* NULL: the host, in-process */

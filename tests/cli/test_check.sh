@@ -190,6 +190,17 @@ run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --dim N=2 && has 
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --order topo && has "$tmp/err" "order 'auto' (now 'topo')"
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --inputs activation && has "$tmp/err" "inputs 'resident' (now 'activation')"
 run 0 check "$src/models/mobilenet_v2.json" --baseline-dir gbl
+# The work budgets decide a plan and are recorded only when set (the
+# baselines made without them stay valid).
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --budget-work 1000 &&
+  has "$tmp/err" "budget_work (none) (now 1000)"
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --order-work 5000 &&
+  has "$tmp/err" "order_work (none) (now 5000)"
+"$mplan" check "$src/models/mobilenet_v2.json" --baseline-dir gwork --order memory \
+  --order-work 5000 --update-baseline >/dev/null 2>&1
+run 0 check "$src/models/mobilenet_v2.json" --baseline-dir gwork --order memory --order-work 5000
+run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gwork --order memory &&
+  has "$tmp/err" "order_work 5000 (now (none))"
 # Graph passes are options too: absent in a baseline made without them
 # (so the committed ones stay valid), named when they differ either way.
 run 2 check "$src/models/mobilenet_v2.json" --baseline-dir gbl --passes all &&

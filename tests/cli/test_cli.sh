@@ -133,6 +133,37 @@ for sol in tests/bench/minimalloc/solutions/*.csv; do
     bad "$sol does not match $inst"; fi
 done
 
+# --budget-work: the exact search counts work, not time, so a budget it
+# reaches stops it at the same node on every machine: two runs on D (no
+# proof within 3,000,000) place every buffer alike, under another
+# process's load too, and the detail says the work budget ended it; auto
+# with a work budget searches; exact with none gets its default. A bad
+# value is one line, exit 2.
+for k in 1 2; do
+  if [ "$k" = 2 ]; then (while :; do :; done) & burn=$!; fi
+  run 0 plan tests/bench/minimalloc/D.1048576.csv --strategy exact \
+    --budget-work 3000000 -o "$tmp/bw$k.json" &&
+    has "$tmp/out" "work budget reached" || bad "exact --budget-work 3000000 ($k)"
+  [ "$k" = 2 ] && kill "$burn" && wait "$burn" 2>/dev/null
+done
+python3 - "$tmp/bw1.json" "$tmp/bw2.json" <<'PY' && ok || bad "--budget-work: two runs place differently"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+place = lambda d: sorted((x["name"], x["offset"]) for x in d["buffers"])
+assert place(a) == place(b), "offsets differ"
+assert a["summary"]["strategy_detail"] == b["summary"]["strategy_detail"], (
+    a["summary"]["strategy_detail"], b["summary"]["strategy_detail"])
+assert "work 3,000," in a["summary"]["strategy_detail"], a["summary"]["strategy_detail"]
+PY
+run 0 plan tests/bench/minimalloc/A.1048576.csv --budget-work 20000000 &&
+  has "$tmp/out" "canonical won; exact: 1,048,576 B is optimal (proven; " || bad "auto --budget-work"
+run 0 plan tests/bench/minimalloc/C.1048576.csv --strategy exact &&
+  has "$tmp/out" "is optimal (proven; " || bad "exact with the default work"
+for v in 0 -1 much; do
+  run 2 plan models/seed_example.json --budget-work "$v" &&
+    has "$tmp/err" "--budget-work '$v': expected an integer >= 1"
+done
+
 # The benchmark command: ratios to the lower bound and the best known.
 run 0 bench tests/data/bench && has "$tmp/out" "input.12.csv: 5 buffers, lower bound 12 B, best known 12" &&
   has "$tmp/out" "reached it on 1"

@@ -157,6 +157,7 @@ static void fuzz_verify(const mp_model *m) {
   mp_verify_opts vo = {.poison = true,
                        .seed = 1,
                        .budget_ms = 20,
+                       .budget_work = 200000, /* a replay places alike */
                        .max_bytes = FUZZ_VERIFY_BYTES,
                        .max_ops = FUZZ_VERIFY_OP_RUNS};
   mp_verify_result res = {0};
@@ -303,7 +304,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (st == MP_OK) {
     const mp_problem *p = mp_model_problem(m);
-    mp_plan_opts po = {.budget_ms = 20};
+    mp_plan_opts po = {.budget_ms = 20, .budget_work = 200000};
     mp_plan *plan = NULL;
     st = mp_plan_solve(p, &po, &plan, &err);
     fuzz_expect(st, &err, "plan");
