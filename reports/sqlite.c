@@ -354,8 +354,28 @@ static const char db_v8[] =
     "  arena_bytes INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
 
-static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4,
-                                            db_v5, db_v6, db_v7, db_v8};
+/* Version 9: how the memory order's search went (one row a run planned
+ * with --order memory): proven optimal or not, and the work it spent of
+ * its budget, which the same model and flags repeat on any machine. */
+static const char db_v9[] =
+    "CREATE TABLE schedule (\n"
+    "  run_id INTEGER PRIMARY KEY REFERENCES run(id),\n"
+    "  peak_bytes INTEGER NOT NULL,\n"
+    "  segments INTEGER NOT NULL,\n"
+    "  largest_segment INTEGER NOT NULL,\n"
+    "  bound_segments INTEGER NOT NULL,\n"
+    "  exact_segments INTEGER NOT NULL,\n"
+    "  improved_segments INTEGER NOT NULL,\n"
+    "  states INTEGER NOT NULL,\n"
+    "  optimal INTEGER NOT NULL,\n"
+    "  work INTEGER NOT NULL,\n"
+    "  work_budget INTEGER NOT NULL,\n"
+    "  work_hit INTEGER NOT NULL,\n"
+    "  time_hit INTEGER NOT NULL,\n"
+    "  ms REAL NOT NULL);\n";
+
+static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4, db_v5,
+                                            db_v6, db_v7, db_v8, db_v9};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -1046,6 +1066,35 @@ static mp_status db_insert_tensor_buffers(db_run *r) {
   return st;
 }
 
+static mp_status db_insert_search(db_run *r, const mp_schedule_info *info) {
+  static const char sql[] =
+      "INSERT INTO schedule (run_id, peak_bytes, segments, largest_segment, "
+      "bound_segments, exact_segments, improved_segments, states, optimal, "
+      "work, work_budget, work_hit, time_hit, ms) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  sqlite3_stmt *s = NULL;
+  mp_status st = db_prepare(r, sql, &s);
+  if (st != MP_OK) return st;
+  int k = 1;
+  sqlite3_bind_int64(s, k++, r->run_id);
+  size_t counts[] = {
+      info->peak,           info->segments,    info->largest_segment,
+      info->bound_segments, info->dp_segments, info->dp_improved,
+      info->dp_states};
+  for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+    db_size(s, k++, counts[i]);
+  }
+  sqlite3_bind_int(s, k++, info->exact);
+  sqlite3_bind_int64(s, k++, (sqlite3_int64)info->work);
+  sqlite3_bind_int64(s, k++, (sqlite3_int64)info->work_budget);
+  sqlite3_bind_int(s, k++, info->work_hit);
+  sqlite3_bind_int(s, k++, info->time_hit);
+  sqlite3_bind_double(s, k++, info->ms);
+  st = db_row(r, s, "inserting the schedule");
+  sqlite3_finalize(s);
+  return st;
+}
+
 static mp_status db_insert_schedule(db_run *r) {
   static const char sql[] =
       "INSERT INTO schedule_candidate (run_id, seq, name, peak_bytes, chosen) "
@@ -1053,7 +1102,8 @@ static mp_status db_insert_schedule(db_run *r) {
   const mp_schedule_info *info = mp_model_schedule_info(r->m);
   if (!info || info->used != MP_ORDER_MEMORY) return MP_OK;
   sqlite3_stmt *s = NULL;
-  mp_status st = db_prepare(r, sql, &s);
+  mp_status st = db_insert_search(r, info);
+  if (st == MP_OK) st = db_prepare(r, sql, &s);
   for (size_t k = 0; st == MP_OK && k <= info->n_cand; k++) {
     bool result = k == info->n_cand;
     sqlite3_bind_int64(s, 1, r->run_id);

@@ -485,7 +485,7 @@ static void test_sqlite_schema(void) {
   /* Version 3 added columns to pass and the issue 9 tables, version 4
    * the verification target tables, version 5 tensor_buffer.offset,
    * version 6 pass.removed, version 7 peak_interval.idle_bytes and
-   * peak_in_use, version 8 tile and tile_op. */
+   * peak_in_use, version 8 tile and tile_op, version 9 schedule. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('pass') WHERE "
                    "name IN ('lower_bound_before', 'arena_after', "
@@ -516,11 +516,18 @@ static void test_sqlite_schema(void) {
    * old run. */
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM tile"), 0);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM tile_op"), 0);
+  /* Version 9: the memory order's search, none for the old run. */
+  CHECK_EQ_I(q_int(old,
+                   "SELECT count(*) FROM pragma_table_info('schedule') "
+                   "WHERE name IN ('optimal', 'work', 'work_budget', "
+                   "'work_hit', 'time_hit')"),
+             5);
+  CHECK_EQ_I(q_int(old, "SELECT count(*) FROM schedule"), 0);
 
   /* A newer schema is refused, and the file is left alone. */
-  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (9, 'x', '9.9')"));
+  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (10, 'x', '9.9')"));
   CHECK(mp_report_db_open(old, NULL, &db, &err) == MP_ERR_UNSUPPORTED);
-  CHECK_HAS(err.msg, "schema version 9 is newer than this mplan");
+  CHECK_HAS(err.msg, "schema version 10 is newer than this mplan");
   CHECK_HAS(err.msg, old);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run"), 1);
 

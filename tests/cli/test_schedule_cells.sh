@@ -181,6 +181,24 @@ key = lambda d: ([e["op"] for e in d["execution"]], d["summary"]["lower_bound_by
                  d["summary"]["arena_bytes"], d["schedule"]["work"])
 assert key(a) == key(b) == key(c), (key(a)[1:], key(b)[1:], key(c)[1:])
 PY
+# The report database keeps how the search went (schema 9): the same
+# figures as the plan JSON of the same flags.
+"$mplan" report "$tmp/r3/randwire_3.json" --passes all --order memory \
+  --order-work 3000000 --sqlite "$tmp/h.db" >/dev/null 2>"$tmp/err" && ok ||
+  bad "report randwire_3 --sqlite: $(head -1 "$tmp/err")"
+python3 - "$tmp/h.db" "$tmp/w1.json" <<'PY' && ok || bad "schedule row differs from the plan JSON"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.row_factory = sqlite3.Row
+row = dict(db.execute("SELECT * FROM schedule").fetchone())
+s = json.load(open(sys.argv[2]))["schedule"]
+for k in ("peak_bytes", "segments", "largest_segment", "bound_segments",
+          "exact_segments", "improved_segments", "states", "work", "work_budget"):
+    assert row[k] == s[k], (k, row[k], s[k])
+for k in ("optimal", "work_hit", "time_hit"):
+    assert row[k] == int(s[k]), (k, row[k], s[k])
+assert row["work_hit"] == 1 and row["optimal"] == 0, row
+PY
 for v in 0 -5 lots; do
   "$mplan" plan "$tmp/r3/randwire_3.json" --order memory --order-work "$v" \
     >/dev/null 2>"$tmp/err"
