@@ -1,6 +1,7 @@
 /*
  * cmd_bench.c -- mplan bench DIR|FILE... [--json] [--strategies LIST]
- *                            [--budget-ms N] [--backend B]
+ *                            [--budget-work N] [--budget-ms N]
+ *                            [--backend B]
  *
  * Plans every model (minimalloc CSVs above all) with every strategy and
  * reports, per file: buffers, the lower bound, the best known arena when a
@@ -27,10 +28,13 @@
 
 static const char bench_usage[] =
     "usage: mplan bench DIR|FILE... [--json] [--strategies LIST]\n"
-    "                   [--budget-ms N] [--backend FILE|PRESET]\n"
+    "                   [--budget-work N] [--budget-ms N]\n"
+    "                   [--backend FILE|PRESET]\n"
     "Plans every model (a directory means its *.csv files) with every\n"
-    "strategy (default: all but exact; auto and exact search only with\n"
-    "--budget-ms) and prints arena, ratio to the lower bound and to the best\n"
+    "strategy (default: all but exact; auto searches only with a budget:\n"
+    "--budget-work N, search work, the same arenas on every machine, or\n"
+    "--budget-ms N) and prints arena, ratio to the lower bound and to the "
+    "best\n"
     "known arena (from best_known.csv beside the files: file,best_known),\n"
     "and time.\n";
 
@@ -43,6 +47,7 @@ typedef struct bench_opts {
   const char *strategies[BENCH_MAX_STRATEGIES];
   size_t n_strategies;
   double budget_ms;
+  uint64_t budget_work;
   bool json;
   const char *backend;
 } bench_opts;
@@ -127,6 +132,16 @@ static mp_status bench_parse(int argc, char **argv, bench_opts *o, char **owned,
                           ">= 0",
                           argv[i]);
       }
+    } else if (strcmp(a, "--budget-work") == 0 && has_value) {
+      int64_t n;
+      if (!mp_parse_i64(argv[++i], &n) || n < 1) {
+        st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                          "mplan bench: --budget-work '%s': expected an "
+                          "integer >= 1",
+                          argv[i]);
+      } else {
+        o->budget_work = (uint64_t)n;
+      }
     } else if (strcmp(a, "--backend") == 0 && has_value) {
       o->backend = argv[++i];
     } else if (a[0] == '-') {
@@ -144,7 +159,9 @@ static mp_status bench_parse(int argc, char **argv, bench_opts *o, char **owned,
     for (size_t i = 0; i < mp_strategy_count(); i++) {
       const char *s = mp_strategy_name(i);
       if (strcmp(s, "exact") == 0) continue;
-      if (strcmp(s, "auto") == 0 && o->budget_ms <= 0) continue;
+      if (strcmp(s, "auto") == 0 && o->budget_ms <= 0 && !o->budget_work) {
+        continue;
+      }
       o->strategies[o->n_strategies++] = s;
     }
   }
@@ -189,6 +206,7 @@ static mp_status bench_file(const bench_opts *o, const char *path,
   co.model = path;
   co.backend = o->backend;
   co.budget_ms = o->budget_ms;
+  co.budget_work = o->budget_work;
   mp_model *m = NULL;
   mp_status st = cli_load(&co, false, &m, err);
   for (size_t k = 0; st == MP_OK && k < o->n_strategies; k++) {

@@ -172,6 +172,19 @@ run 0 bench tests/data/bench --json &&
   ok || bad "bench --json"
 run 2 bench tests/data/bench --strategies best-fit-size,nope && has "$tmp/err" "unknown strategy 'nope'"
 run 2 bench && has "$tmp/err" "no files"
+# With a work budget auto searches too, and two runs print the same
+# arenas and details (the times aside).
+for k in 1 2; do
+  run 0 bench tests/bench/minimalloc/D.1048576.csv --strategies auto \
+    --budget-work 2000000 --json && cp "$tmp/out" "$tmp/bench$k.json"
+done
+python3 - "$tmp/bench1.json" "$tmp/bench2.json" <<'PY' && ok || bad "bench --budget-work: runs differ"
+import json, sys
+a, b = ([(r["strategy"], r["arena_bytes"], r["detail"]) for r in json.load(open(f))["files"][0]["results"]]
+        for f in sys.argv[1:])
+assert a == b and a[0][0] == "auto" and "work budget reached" in a[0][2], (a, b)
+PY
+run 2 bench tests/data/bench --budget-work 0 && has "$tmp/err" "--budget-work '0': expected an integer >= 1"
 
 # Hand-edited plans: rejected with exit 1, naming what is wrong.
 run 1 validate tests/data/overlap_plan.json &&
