@@ -384,6 +384,9 @@ static int args_one(args_state *s, unsigned flags, cli_opts *o, mp_status *st) {
   } else if ((flags & CLI_F_MARKDOWN) &&
              (r = args_match(s, "--markdown", true, &v))) {
     o->markdown = v;
+  } else if ((flags & CLI_F_WHAT_IF) &&
+             (r = args_match(s, "--what-if", false, &v))) {
+    o->what_if = true;
   } else if (flags & CLI_F_VERIFY && (r = args_verify(s, o, st))) {
   }
   return r;

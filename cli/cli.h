@@ -28,6 +28,7 @@ enum {
   CLI_F_CHECK = 1u << 6,    /* --budget --baseline --baseline-dir
                                --tolerance --update-baseline --junit */
   CLI_F_MARKDOWN = 1u << 7, /* --markdown FILE */
+  CLI_F_WHAT_IF = 1u << 9,  /* --what-if without the report files */
   CLI_F_VERIFY = 1u << 8    /* --poison --paranoid --redzone --inject
                             --target --vlen --seed --fail-fast */
 };

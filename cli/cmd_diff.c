@@ -14,6 +14,9 @@
  *      never changes the history.
  *   3. An existing file is taken as it is; only a name that is not a file
  *      is split at its last ':' into DB and run.
+ *   4. With --what-if a model is also planned under the settings not
+ *      asked for (cli_what_if_run), as plan --what-if records them in a
+ *      plan file, so two models compare those rows as two plans do.
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +27,8 @@
 #include "mplan/file.h"
 
 static const char diff_usage[] =
-    "usage: mplan diff A B [--json] [--markdown FILE] [planning flags]\n"
+    "usage: mplan diff A B [--json] [--markdown FILE] [--what-if]\n"
+    "                  [planning flags]\n"
     "What changed from A to B, and why. A and B are each a plan (plan/1),\n"
     "a baseline (baseline/1, from mplan check --update-baseline), a run of\n"
     "a report database (DB:ID, DB:-1 the latest run, DB:-2 the one before)\n"
@@ -33,7 +37,9 @@ static const char diff_usage[] =
     "shrank, appeared or vanished (or joined or left another's buffer,\n"
     "or were fused into an op or back out of it),\n"
     "whether the peak moved, the op order,\n"
-    "and how much of the change comes from sizes, order and fragmentation.\n"
+    "and how much of the change comes from sizes, order and fragmentation;\n"
+    "the other settings' lower bounds and arenas when both sides have them\n"
+    "(plans and runs made with --what-if; models with --what-if here).\n"
     "--json prints {\"mplan\": \"diff/1\"}; --markdown also writes Markdown.\n"
     "Exit status: 0 the diff was made, 2 usage or input error.\n";
 
@@ -51,6 +57,20 @@ static mp_status diff_model(const cli_opts *o, const char *path,
   one.model = path;
   mp_status st = cli_load_and_plan(&one, false, &m, &plan, err);
   if (st == MP_OK) st = mp_snapshot_of_plan(m, plan, &ro, NULL, out, err);
+  if (st == MP_OK && o->what_if) { /* invariant 4 */
+    cli_what_if wi = {0};
+    st = cli_what_if_run(&one, m, plan, &wi, err);
+    for (size_t k = 0; st == MP_OK && k < wi.n; k++) {
+      const mp_report_what_if *w = &wi.rows[k];
+      st = mp_snapshot_add_what_if(*out, w->setting, w->lower_bound_bytes,
+                                   w->arena_bytes, err);
+    }
+    cli_what_if_release(&wi);
+    if (st != MP_OK) {
+      mp_snapshot_destroy(*out);
+      *out = NULL;
+    }
+  }
   mp_plan_destroy(plan);
   mp_model_destroy(m);
   return st;
@@ -134,9 +154,10 @@ int cli_diff(int argc, char **argv) {
   int rc = 0;
   if (cli_wants_help(argc, argv)) return cli_print(diff_usage) ? 0 : 2;
   mp_buf_init(&out, NULL);
-  mp_status st = cli_parse(
-      argc, argv, 2, "diff",
-      CLI_F_PLANNING | CLI_F_JSON | CLI_F_MODELS | CLI_F_MARKDOWN, &o, &err);
+  mp_status st = cli_parse(argc, argv, 2, "diff",
+                           CLI_F_PLANNING | CLI_F_JSON | CLI_F_MODELS |
+                               CLI_F_MARKDOWN | CLI_F_WHAT_IF,
+                           &o, &err);
   if (st == MP_OK) st = diff_run_all(&o, &out, &err);
   if (st == MP_OK) {
     if (!cli_print(mp_buf_str(&out))) rc = 2;

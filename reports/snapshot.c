@@ -450,6 +450,12 @@ mp_status snap_what_if(mp_snapshot *s, const char *setting, size_t lb,
   return st;
 }
 
+mp_status mp_snapshot_add_what_if(mp_snapshot *s, const char *setting,
+                                  size_t lower_bound_bytes, size_t arena_bytes,
+                                  mp_error *err) {
+  return snap_what_if(s, setting, lower_bound_bytes, arena_bytes, err);
+}
+
 size_t mp_snapshot_what_if(const mp_snapshot *s, const mp_snap_what_if **out) {
   *out = s->what_if;
   return s->n_what_if;

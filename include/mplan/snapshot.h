@@ -176,6 +176,13 @@ typedef struct mp_snap_what_if {
 
 size_t mp_snapshot_what_if(const mp_snapshot *s, const mp_snap_what_if **out);
 
+/* Appends a what-if row to a snapshot made with mp_snapshot_of_plan (a
+ * model planned with its what-if settings, as mplan diff --what-if does);
+ * copies setting. */
+mp_status mp_snapshot_add_what_if(mp_snapshot *s, const char *setting,
+                                  size_t lower_bound_bytes, size_t arena_bytes,
+                                  mp_error *err);
+
 /* Op names by step (graphs, plans of graphs, runs); 0 steps otherwise. */
 size_t mp_snapshot_step_count(const mp_snapshot *s);
 const char *mp_snapshot_step_op(const mp_snapshot *s, size_t step);

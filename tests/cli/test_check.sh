@@ -393,5 +393,16 @@ run 0 report "$m2" --backend gpu --what-if --sqlite wi.db
 run 0 diff wi.db:1 wi.db:2 --json &&
   expect "run what-if = plan what-if" "$(py "d['what_if']" "$tmp/out")" "$(py "d['what_if']" wd.json)"
 
+# two models with --what-if: planned under the same settings here, the
+# same rows as the diff of their plans made with --what-if (searches count
+# work, so the figures repeat); without it, none.
+m1=$src/models/mobilenet_v1.json
+run 0 plan "$m1" --what-if -o we.json
+run 0 diff wa.json we.json --json && cp "$tmp/out" wf.json
+run 0 diff "$m2" "$m1" --what-if --json &&
+  expect "models what-if = plans what-if" "$(py "d['what_if']" "$tmp/out")" "$(py "d['what_if']" wf.json)"
+expect "models what-if rows" "$(py "len(d['what_if'])" wf.json)" 5
+run 0 diff "$m2" "$m1" && hasnt "$tmp/out" "what-if"
+
 echo "check/diff: $pass checks passed, $fail failed"
 [ "$fail" -eq 0 ]
