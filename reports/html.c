@@ -280,6 +280,8 @@ static void html_passes(html_ctx *c, cJSON *root) {
     rj_num(&c->ok, o, "beam_improved_segments", (double)si->beam_improved);
     rj_num(&c->ok, o, "budget_hit", si->budget_hit);
     rj_num(&c->ok, o, "time_hit", si->time_hit);
+    rj_num(&c->ok, o, "work", (double)si->work);
+    rj_num(&c->ok, o, "work_budget", (double)si->work_budget);
     rj_num(&c->ok, o, "optimal", si->exact);
     cJSON *cand = rj_arr(&c->ok, o, "candidates");
     for (size_t k = 0; c->ok && k < si->n_cand; k++) {

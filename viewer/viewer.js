@@ -824,7 +824,9 @@
         (Sc.optimal ? 'proven optimal for this graph.'
           : Sc.time_hit ? 'the wall-clock cap stopped the search: best found on this machine.'
           : Sc.budget_hit ? 'the work budget stopped the search: best found.'
-          : 'the search was cut to its states a level: best found.')));
+          : 'the search was cut to its states a level: best found.') +
+        ' Search work ' + fmtCount(Sc.work) + ' of ' + fmtCount(Sc.work_budget) +
+        ' (the same on every machine).'));
       box.appendChild(table(['order', 'peak'], Sc.candidates.map(c => [c.name, fmtBytes(c.peak)])
         .concat([['memory (used)', fmtBytes(Sc.peak)]])));
     }

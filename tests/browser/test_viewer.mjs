@@ -252,6 +252,10 @@ try {
     check(text.includes(`${s.segments} segments (${s.bound_segments} met the step bound, ` +
       `${s.exact_segments} finished by the exact search`), 'how the memory order was proven',
       text.slice(text.indexOf('Memory-aware'), text.indexOf('Memory-aware') + 200));
+    const count = (v) => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+    check(text.includes(`Search work ${count(s.work)} of ${count(s.work_budget)}`),
+      'the search work and its budget are shown',
+      text.slice(text.indexOf('Search work'), text.indexOf('Search work') + 80));
   }
   await page.mouse.move(5, 5);
   const shot = path.join(args.out, `${name}.png`);
