@@ -20,6 +20,11 @@
  *   4. With --baseline-dir, MODEL's baseline is DIR/STEM.baseline.json,
  *      STEM being MODEL's file name without its last extension; two
  *      models with one baseline file are a usage error.
+ *   5. --baseline DB, a report database (mplan report --sqlite DB), takes
+ *      for each model the latest run of a model file of the same name
+ *      planned with the same canonical options
+ *      (mp_snapshot_load_latest): the history a CI job keeps is the
+ *      baseline, for any number of models. It is only read.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,8 +49,11 @@ static const char check_usage[] =
     "arena, in any region, leaves the band baseline +-P% (default 0%: the\n"
     "exact bytes) in EITHER direction -- an unexpected saving fails too,\n"
     "so that baselines stay current. --baseline-dir DIR reads\n"
-    "DIR/STEM.baseline.json for MODEL STEM.EXT. --update-baseline writes\n"
-    "the baselines instead (all or none). Output: text, or --json; --junit\n"
+    "DIR/STEM.baseline.json for MODEL STEM.EXT. --baseline DB, a report\n"
+    "database (mplan report MODEL --sqlite DB), compares each MODEL with\n"
+    "its latest run there planned with the same options. --update-baseline\n"
+    "writes the baseline files instead (all or none). Output: text, or\n"
+    "--json; --junit\n"
     "and --markdown write a JUnit XML and a Markdown report as well.\n"
     "Exit status: 0 pass, 1 a check failed, 2 usage error, or a model or\n"
     "baseline could not be checked (missing, corrupt, other options).\n";
@@ -92,6 +100,14 @@ static const char *check_base(const char *path) {
   return slash ? slash + 1 : path;
 }
 
+/* --baseline names a report database (invariant 5). */
+static bool check_is_db(const char *path) {
+  mp_snap_source kind;
+  mp_error e;
+  return mp_snapshot_detect(path, NULL, &kind, &e) == MP_OK &&
+         kind == MP_SNAP_DATABASE;
+}
+
 /* DIR/STEM.baseline.json (invariant 4). */
 static mp_status check_baseline_path(const cli_opts *o, const char *model,
                                      char *out, size_t cap, mp_error *err) {
@@ -135,7 +151,15 @@ static mp_status check_usage_errors(const cli_opts *o, check_model *cm,
         "%s: %s needs --baseline FILE or --baseline-dir DIR", cmd,
         o->update_baseline ? "--update-baseline" : "--tolerance");
   }
-  if (o->baseline && o->n_models > 1) {
+  bool db = o->baseline && check_is_db(o->baseline);
+  if (db && o->update_baseline) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: %s is a report database: mplan report MODEL "
+                        "--sqlite %s records runs in it; --update-baseline "
+                        "writes baseline files",
+                        cmd, o->baseline, o->baseline);
+  }
+  if (o->baseline && o->n_models > 1 && !db) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: --baseline FILE takes one model (%zu given); "
                         "use --baseline-dir DIR for several",
@@ -149,7 +173,7 @@ static mp_status check_usage_errors(const cli_opts *o, check_model *cm,
   for (size_t i = 0; base && i < o->n_models; i++) {
     mp_status st = check_baseline_path(o, o->models[i], cm[i].path,
                                        sizeof cm[i].path, err);
-    for (size_t j = 0; st == MP_OK && j < i; j++) {
+    for (size_t j = 0; st == MP_OK && !db && j < i; j++) {
       if (mp_file_same(cm[i].path, cm[j].path)) {
         return mp_error_set(err, MP_ERR_BAD_INPUT,
                             "%s: '%s' and '%s' would share the baseline "
@@ -195,7 +219,13 @@ static void check_read_baseline(const cli_opts *o, check_model *c) {
     c->base_failed = true;
     return;
   }
-  st = mp_snapshot_load(c->path, NULL, &c->base, &c->base_err);
+  if (o->baseline && check_is_db(c->path)) {
+    st = mp_snapshot_load_latest(
+        c->path, check_base(mp_snapshot_info(c->now)->model_path),
+        mp_snapshot_info(c->now)->options, NULL, &c->base, &c->base_err);
+  } else {
+    st = mp_snapshot_load(c->path, NULL, &c->base, &c->base_err);
+  }
   if (st == MP_OK && !o->update_baseline) st = check_same_run(c, &c->base_err);
   if (st != MP_OK && o->update_baseline) {
     /* Replacing a broken or foreign baseline is what updating is for;

@@ -176,8 +176,16 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
     rows = wi.rows;
     n_rows = wi.n;
   }
+  mp_buf plan_opts;
+  mp_buf_init(&plan_opts, NULL);
+  if (st == MP_OK && o->sqlite) {
+    mp_run_options ro = cli_run_options(o);
+    st = mp_snapshot_options_text(&ro, mp_model_backend_name(m), &plan_opts,
+                                  err);
+  }
   mp_report_meta meta = {sha,
                          mp_buf_str(&options),
+                         o->sqlite ? mp_buf_str(&plan_opts) : NULL,
                          utc,
                          o->verified,
                          o->events,
@@ -211,6 +219,7 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
   cli_what_if_release(&wi);
   for (size_t k = 0; k < REPORT_FILES; k++) mp_buf_free(&j.bufs[k]);
   mp_buf_free(&options);
+  mp_buf_free(&plan_opts);
   return st;
 }
 

@@ -703,6 +703,16 @@ mp_status mp_snapshot_same_options(const mp_snapshot *baseline,
   return st;
 }
 
+mp_status mp_snapshot_options_text(const mp_run_options *ro,
+                                   const char *backend, mp_buf *out,
+                                   mp_error *err) {
+  char *text = snap_options_json(NULL, ro, backend);
+  if (text) mp_buf_puts(out, text);
+  cJSON_free(text);
+  return text ? mp_buf_status(out, "options", err)
+              : mp_error_set(err, MP_ERR_NOMEM, "options: out of memory");
+}
+
 /* ---- from a plan just made ----------------------------------------------- */
 
 static mp_status snap_plan_info(mp_snapshot *s, const mp_model *m,

@@ -12,6 +12,11 @@
  *      arena of every region is derived from them; a one-region run whose
  *      derived arena differs from run.arena_bytes is refused (damaged).
  *   4. Every value is bound as a parameter; no SQL is built from input.
+ *   5. The latest run of a model with given options (a baseline for mplan
+ *      check) is the one of highest id whose plan_options (schema 9) is
+ *      exactly the canonical text and whose model_path is the model's
+ *      file name or ends in '/' and it; its snapshot carries those
+ *      options.
  */
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -29,6 +34,8 @@ typedef struct sd_ctx {
   const char *path;
   int64_t run;
   mp_error *err;
+  const char *model, *options; /* mp_snapshot_load_latest: what to match */
+  int64_t version;             /* the database's schema version */
 } sd_ctx;
 
 static mp_status sd_fail(sd_ctx *c, const char *what) {
@@ -81,7 +88,7 @@ static mp_status sd_schema(sd_ctx *c) {
   } else if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
     st = sd_fail(c, "reading the schema");
   } else {
-    int64_t v = sqlite3_column_int64(s, 0);
+    int64_t v = c->version = sqlite3_column_int64(s, 0);
     if (v < 1 || v > MP_REPORT_DB_VERSION) {
       st = mp_error_set(c->err, MP_ERR_UNSUPPORTED,
                         "%s: schema version %" PRId64
@@ -331,10 +338,58 @@ static mp_status sd_steps(sd_ctx *c, size_t steps) {
   return st;
 }
 
+/* Runs of c->model (invariant 5): with c->options when `with`, else all.
+ * *id gets the latest (0: none), *n how many. */
+static mp_status sd_runs_of(sd_ctx *c, bool with, int64_t *id, int64_t *n) {
+  static const char sql[] =
+      "SELECT max(id), count(*) FROM run WHERE (model_path = ?1 OR "
+      "substr(model_path, -length(?1) - 1) = '/' || ?1)";
+  static const char sql_with[] =
+      "SELECT max(id), count(*) FROM run WHERE (model_path = ?1 OR "
+      "substr(model_path, -length(?1) - 1) = '/' || ?1) AND plan_options = ?2";
+  sqlite3_stmt *s = NULL;
+  mp_status st = sd_prepare(c, with ? sql_with : sql, &s);
+  if (st != MP_OK) return st;
+  sqlite3_bind_text(s, 1, c->model, -1, SQLITE_STATIC);
+  if (with) sqlite3_bind_text(s, 2, c->options, -1, SQLITE_STATIC);
+  if (sqlite3_step(s) == SQLITE_ROW) {
+    *id = sqlite3_column_int64(s, 0); /* NULL (no row): 0 */
+    *n = sqlite3_column_int64(s, 1);
+  } else {
+    st = sd_fail(c, "finding the model's runs");
+  }
+  sqlite3_finalize(s);
+  return st;
+}
+
+static mp_status sd_latest(sd_ctx *c) {
+  int64_t id = 0, n = 0, all = 0, none = 0;
+  mp_status st = MP_OK;
+  if (c->version >= 9) st = sd_runs_of(c, true, &id, &n);
+  if (st == MP_OK && id == 0) st = sd_runs_of(c, false, &none, &all);
+  if (st == MP_OK && id == 0 && all == 0) {
+    return mp_error_set(c->err, MP_ERR_BAD_INPUT,
+                        "%s: no run of '%s'; record one with mplan report "
+                        "MODEL --sqlite %s",
+                        c->path, c->model, c->path);
+  }
+  if (st == MP_OK && id == 0) {
+    return mp_error_set(
+        c->err, MP_ERR_BAD_INPUT,
+        "%s: no run of '%s' planned with these options (%" PRId64
+        " run%s of it with other options, or recorded before "
+        "schema version 9); record one with mplan report MODEL "
+        "--sqlite %s and the same planning flags",
+        c->path, c->model, all, all == 1 ? "" : "s", c->path);
+  }
+  c->run = id;
+  return st;
+}
+
 static mp_status sd_read(sd_ctx *c, const char *run, size_t *arena) {
   size_t steps = 0;
   mp_status st = sd_schema(c);
-  if (st == MP_OK) st = sd_resolve(c, run);
+  if (st == MP_OK) st = c->model ? sd_latest(c) : sd_resolve(c, run);
   if (st != MP_OK) return st;
   char label[64];
   snprintf(label, sizeof label, ":%" PRId64, c->run);
@@ -353,14 +408,20 @@ static mp_status sd_read(sd_ctx *c, const char *run, size_t *arena) {
   if (st == MP_OK) st = sd_patches(c);
   if (st == MP_OK) st = sd_what_if(c);
   if (st == MP_OK) st = sd_steps(c, steps);
+  if (st == MP_OK && c->options) {
+    c->s->info.options = snap_str(c->s, c->options, &ok);
+    if (!ok) {
+      st = mp_error_set(c->err, MP_ERR_NOMEM, "%s: out of memory", c->path);
+    }
+  }
   if (st == MP_OK) st = snap_finish(c->s, c->err);
   return st;
 }
 
-mp_status mp_snapshot_load_run(const char *db_path, const char *run,
-                               const mp_alloc *a, mp_snapshot **out,
-                               mp_error *err) {
-  sd_ctx c = {NULL, NULL, db_path, 0, err};
+static mp_status sd_load(sd_ctx c, const char *run, const mp_alloc *a,
+                         mp_snapshot **out) {
+  const char *db_path = c.path;
+  mp_error *err = c.err;
   size_t arena = 0;
   mp_status st = snap_create(a, "run", db_path, &c.s, err);
   if (st != MP_OK) return st;
@@ -389,4 +450,19 @@ mp_status mp_snapshot_load_run(const char *db_path, const char *run,
   }
   *out = c.s;
   return MP_OK;
+}
+
+mp_status mp_snapshot_load_run(const char *db_path, const char *run,
+                               const mp_alloc *a, mp_snapshot **out,
+                               mp_error *err) {
+  sd_ctx c = {.path = db_path, .err = err};
+  return sd_load(c, run, a, out);
+}
+
+mp_status mp_snapshot_load_latest(const char *db_path, const char *model_base,
+                                  const char *options, const mp_alloc *a,
+                                  mp_snapshot **out, mp_error *err) {
+  sd_ctx c = {
+      .path = db_path, .err = err, .model = model_base, .options = options};
+  return sd_load(c, NULL, a, out);
 }

@@ -356,8 +356,11 @@ static const char db_v8[] =
 
 /* Version 9: how the memory order's search went (one row a run planned
  * with --order memory): proven optimal or not, and the work it spent of
- * its budget, which the same model and flags repeat on any machine. */
+ * its budget, which the same model and flags repeat on any machine; and
+ * each run's canonical planning options, so that mplan check can take
+ * the latest run of a model with the same options as its baseline. */
 static const char db_v9[] =
+    "ALTER TABLE run ADD COLUMN plan_options TEXT;\n"
     "CREATE TABLE schedule (\n"
     "  run_id INTEGER PRIMARY KEY REFERENCES run(id),\n"
     "  peak_bytes INTEGER NOT NULL,\n"
@@ -650,14 +653,21 @@ static char *db_dims_json(const mp_model *m) {
   return text;
 }
 
+/* The run's columns; version 9 added plan_options. */
+#define DB_RUN_COLUMNS                                                     \
+  "INSERT INTO run (tool_version, created_utc, model_path, model_sha256, " \
+  "model_name, model_format, backend, strategy, order_name, dims, "        \
+  "options, time_unit, steps, span_first, span_last, buffers, "            \
+  "arena_bytes, lower_bound_bytes, resident_bytes, retained_bytes, "       \
+  "activation_peak_bytes, no_reuse_bytes, alignment_waste_bytes, plan_ms"
+#define DB_RUN_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+
 static mp_status db_insert_run(db_run *r) {
   static const char sql[] =
-      "INSERT INTO run (tool_version, created_utc, model_path, model_sha256, "
-      "model_name, model_format, backend, strategy, order_name, dims, "
-      "options, time_unit, steps, span_first, span_last, buffers, "
-      "arena_bytes, lower_bound_bytes, resident_bytes, retained_bytes, "
-      "activation_peak_bytes, no_reuse_bytes, alignment_waste_bytes, "
-      "plan_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+      DB_RUN_COLUMNS ", plan_options) VALUES (" DB_RUN_VALUES ",?)";
+  /* a database opened at an older version (report_db_open_version) */
+  static const char sql8[] = DB_RUN_COLUMNS ") VALUES (" DB_RUN_VALUES ")";
+  bool v9 = r->h->version >= 9;
   const mp_plan_summary *s = mp_plan_summary_of(r->plan);
   const mp_report_meta *meta = r->meta;
   char utc[32];
@@ -667,7 +677,7 @@ static mp_status db_insert_run(db_run *r) {
   if (!dims) {
     return mp_error_set(r->err, MP_ERR_NOMEM, "%s: out of memory", r->h->path);
   }
-  mp_status rc = db_prepare(r, sql, &st);
+  mp_status rc = db_prepare(r, v9 ? sql : sql8, &st);
   if (rc == MP_OK) {
     if (meta && meta->created_utc) {
       snprintf(utc, sizeof utc, "%s", meta->created_utc);
@@ -704,6 +714,7 @@ static mp_status db_insert_run(db_run *r) {
     db_size(st, k++, s->no_reuse_bytes);
     db_size(st, k++, s->alignment_waste_bytes);
     sqlite3_bind_double(st, k++, s->plan_ms);
+    if (v9) db_text(st, k++, meta ? meta->plan_options : NULL);
     rc = db_row(r, st, "inserting the run");
   }
   sqlite3_finalize(st);
@@ -1102,7 +1113,7 @@ static mp_status db_insert_schedule(db_run *r) {
   const mp_schedule_info *info = mp_model_schedule_info(r->m);
   if (!info || info->used != MP_ORDER_MEMORY) return MP_OK;
   sqlite3_stmt *s = NULL;
-  mp_status st = db_insert_search(r, info);
+  mp_status st = r->h->version >= 9 ? db_insert_search(r, info) : MP_OK;
   if (st == MP_OK) st = db_prepare(r, sql, &s);
   for (size_t k = 0; st == MP_OK && k <= info->n_cand; k++) {
     bool result = k == info->n_cand;

@@ -523,6 +523,12 @@ static void test_sqlite_schema(void) {
                    "'work_hit', 'time_hit')"),
              5);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM schedule"), 0);
+  CHECK_EQ_I(q_int(old,
+                   "SELECT count(*) FROM pragma_table_info('run') "
+                   "WHERE name = 'plan_options'"),
+             1);
+  CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run WHERE plan_options IS NULL"),
+             1);
 
   /* A newer schema is refused, and the file is left alone. */
   CHECK(q_exec(old, "INSERT INTO schema_version VALUES (10, 'x', '9.9')"));

@@ -96,6 +96,9 @@ mp_status mp_report_what_if_text(const mp_plan *plan,
 typedef struct mp_report_meta {
   const char *model_sha256; /* 64 hex digits of the model file */
   const char *options;      /* the command line as given, for the record */
+  const char *plan_options; /* the canonical planning options
+                               (mp_snapshot_options_text): SQLite
+                               run.plan_options, what mplan check matches */
   const char *created_utc;  /* "2025-01-31T12:00:00Z"; NULL: now */
   /* A verification run's events (verified: it ran; n_events 0 is clean).
    * The SQLite history stores them in verification_event, the HTML

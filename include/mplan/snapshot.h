@@ -109,6 +109,13 @@ mp_status mp_snapshot_of_plan(const mp_model *m, const mp_plan *plan,
                               const mp_run_options *ro, const mp_alloc *a,
                               mp_snapshot **out, mp_error *err);
 
+/* The canonical options text of ro for a model planned on backend (what
+ * baselines record and mp_snapshot_same_options compares; the report
+ * database keeps it as run.plan_options). Appends to out. */
+mp_status mp_snapshot_options_text(const mp_run_options *ro,
+                                   const char *backend, mp_buf *out,
+                                   mp_error *err);
+
 /* Reads a baseline/1 or plan/1 file. Every field is checked; errors name
  * the file and the element ("b.json: tensors[3].size: expected an integer
  * >= 1"). Other documents are refused naming their format. Returns an
@@ -123,6 +130,16 @@ mp_status mp_snapshot_load(const char *path, const mp_alloc *a,
 mp_status mp_snapshot_load_run(const char *db_path, const char *run,
                                const mp_alloc *a, mp_snapshot **out,
                                mp_error *err);
+
+/* The latest run of report database db_path (opened read-only) of a
+ * model file named model_base (the last component of its path) planned
+ * with the canonical options `options` (mp_snapshot_options_text), as a
+ * snapshot whose options are those; runs written before schema version 9
+ * recorded none and never match. MP_ERR_BAD_INPUT, naming the database,
+ * the model and how many runs of it there are, when no run matches. */
+mp_status mp_snapshot_load_latest(const char *db_path, const char *model_base,
+                                  const char *options, const mp_alloc *a,
+                                  mp_snapshot **out, mp_error *err);
 
 void mp_snapshot_destroy(mp_snapshot *s);
 

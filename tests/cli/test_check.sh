@@ -368,6 +368,39 @@ run 0 check "$e" --passes all --baseline empty.bl.json && has "$tmp/out" "arena 
 "$mplan" report "$e" --passes all --sqlite empty.db >/dev/null
 run 0 diff empty.db:1 empty.plan.json && has "$tmp/out" "arena                                   0 B"
 
+# ---- a report database as the baseline ------------------------------------
+# The latest run of a model file of the same name planned with the same
+# options: several models in one call, the strategy picks the run, a
+# model that grew fails against it, options without a run and a model
+# without a run are errors (exit 2), --update-baseline is refused, and the
+# database is only read.
+mkdir -p hist
+cp ci/steady.json hist/m.json
+cp ci/saved.json hist/n.json
+run 0 report hist/m.json --sqlite hist.db
+run 0 report hist/m.json --sqlite hist.db --strategy linear
+run 0 report hist/n.json --sqlite hist.db
+run 0 check hist/m.json hist/n.json --baseline hist.db &&
+  has "$tmp/out" "result: PASS: 2 passed, 0 failed, 0 errors of 2 models"
+run 0 check hist/m.json --baseline hist.db --json &&
+  expect "db baseline: the default run" "$(py "d['models'][0]['diff']['old']['source']" "$tmp/out")" "hist.db:1"
+run 0 check hist/m.json --baseline hist.db --strategy linear --json &&
+  expect "db baseline: the linear run" "$(py "d['models'][0]['diff']['old']['source']" "$tmp/out")" "hist.db:2"
+run 0 report hist/m.json --sqlite hist.db --strategy linear
+run 0 check hist/m.json --baseline hist.db --strategy linear --json &&
+  expect "db baseline: the latest linear run" "$(py "d['models'][0]['diff']['old']['source']" "$tmp/out")" "hist.db:4"
+table hist/m.json "w:0:5:32768:r" "x:0:1:4096" "y:1:2:4096" "z:2:3:16384" "o:3:5:1024"
+run 1 check hist/m.json --baseline hist.db && has "$tmp/out" "FAIL   hist/m.json"
+runs=$(sqlite3 hist.db "SELECT count(*) FROM run")
+run 2 check hist/m.json --baseline hist.db --strategy best-fit-size &&
+  has "$tmp/err" "hist.db: no run of 'm.json' planned with these options (3 runs of it with other options, or recorded before schema version 9); record one with mplan report MODEL --sqlite hist.db and the same planning flags"
+cp ci/steady.json hist/o.json
+run 2 check hist/o.json --baseline hist.db &&
+  has "$tmp/err" "hist.db: no run of 'o.json'; record one with mplan report MODEL --sqlite hist.db"
+run 2 check hist/m.json --baseline hist.db --update-baseline &&
+  has "$tmp/err" "hist.db is a report database: mplan report MODEL --sqlite hist.db records runs in it; --update-baseline writes baseline files"
+expect "the database is only read" "$(sqlite3 hist.db "SELECT count(*) FROM run")" "$runs"
+
 # ---- diff of the what-if: plans and runs made with --what-if -------------
 # Matched by setting; each figure is what that side recorded; a side
 # without --what-if has none ("only new").
