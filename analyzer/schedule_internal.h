@@ -20,4 +20,8 @@ mp_status sched_ranked(const mp_graph *g, const uint32_t *rank, uint32_t *order,
 mp_status sched_memory(const mp_graph *g, const mp_schedule_opts *o,
                        uint32_t **order, mp_schedule_info *info, mp_error *err);
 
+/* Milliseconds on the monotonic clock the memory order's wall-clock cap
+ * runs on (the pass manager shares that cap on it too). */
+double sched_now_ms(void);
+
 #endif /* MPLAN_SCHEDULE_INTERNAL_H */

@@ -871,7 +871,7 @@ static mp_status sm_offer(sm_dp *d, const uint64_t *s, const uint64_t *rdy,
   return MP_OK;
 }
 
-static double sm_now_ms(void) {
+double sched_now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
@@ -1576,7 +1576,7 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
 mp_status sched_memory(const mp_graph *g, const mp_schedule_opts *o,
                        uint32_t **order, mp_schedule_info *info,
                        mp_error *err) {
-  double t0 = sm_now_ms();
+  double t0 = sched_now_ms();
   sm_run r;
   memset(&r, 0, sizeof r);
   mp_status st = sm_build(&r.m, g, o, err);
@@ -1605,7 +1605,7 @@ mp_status sched_memory(const mp_graph *g, const mp_schedule_opts *o,
     return st;
   }
   info->used = MP_ORDER_MEMORY;
-  info->ms = sm_now_ms() - t0;
+  info->ms = sched_now_ms() - t0;
   *order = r.res;
   r.res = NULL;
   sm_run_release(&r);

@@ -150,13 +150,12 @@ static mp_status args_value(args_state *s, cli_opts *o, char *v) {
   return MP_OK;
 }
 
-/* A work budget: an integer >= 1. */
-static mp_status args_work(args_state *s, const char *flag, const char *v,
-                           uint64_t *out) {
+mp_status cli_work_value(const char *cmd, const char *flag, const char *v,
+                         uint64_t *out, mp_error *err) {
   int64_t n;
   if (!mp_parse_i64(v, &n) || n < 1) {
-    return mp_error_set(s->err, MP_ERR_BAD_INPUT,
-                        "mplan %s: %s '%s': expected an integer >= 1", s->cmd,
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "mplan %s: %s '%s': expected an integer >= 1", cmd,
                         flag, v);
   }
   *out = (uint64_t)n;
@@ -176,9 +175,13 @@ static int args_planning(args_state *s, cli_opts *o, mp_status *st) {
     if (r > 0)
       *st = args_number(s, "--order-budget-ms", v, &o->order_budget_ms);
   } else if ((r = args_match(s, "--budget-work", true, &v))) {
-    if (r > 0) *st = args_work(s, "--budget-work", v, &o->budget_work);
+    if (r > 0) {
+      *st = cli_work_value(s->cmd, "--budget-work", v, &o->budget_work, s->err);
+    }
   } else if ((r = args_match(s, "--order-work", true, &v))) {
-    if (r > 0) *st = args_work(s, "--order-work", v, &o->order_work);
+    if (r > 0) {
+      *st = cli_work_value(s->cmd, "--order-work", v, &o->order_work, s->err);
+    }
   } else if ((r = args_match(s, "--order-states", true, &v))) {
     int64_t n;
     if (r > 0 && (!mp_parse_i64(v, &n) || n < 64 || n > ((int64_t)1 << 26))) {

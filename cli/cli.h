@@ -124,6 +124,11 @@ mp_status cli_what_if_run(const cli_opts *o, const mp_model *m,
                           const mp_plan *plan, cli_what_if *w, mp_error *err);
 void cli_what_if_release(cli_what_if *w);
 
+/* A work budget (--budget-work, --order-work): an integer >= 1, else
+ * one line naming cmd, the flag and the value. */
+mp_status cli_work_value(const char *cmd, const char *flag, const char *v,
+                         uint64_t *out, mp_error *err);
+
 /* Parses argv[first..argc) for command cmd accepting the given flags.
  * Returns MP_OK, or MP_ERR_BAD_INPUT with a usage message. */
 mp_status cli_parse(int argc, char **argv, int first, const char *cmd,

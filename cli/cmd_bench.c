@@ -133,15 +133,7 @@ static mp_status bench_parse(int argc, char **argv, bench_opts *o, char **owned,
                           argv[i]);
       }
     } else if (strcmp(a, "--budget-work") == 0 && has_value) {
-      int64_t n;
-      if (!mp_parse_i64(argv[++i], &n) || n < 1) {
-        st = mp_error_set(err, MP_ERR_BAD_INPUT,
-                          "mplan bench: --budget-work '%s': expected an "
-                          "integer >= 1",
-                          argv[i]);
-      } else {
-        o->budget_work = (uint64_t)n;
-      }
+      st = cli_work_value("bench", a, argv[++i], &o->budget_work, err);
     } else if (strcmp(a, "--backend") == 0 && has_value) {
       o->backend = argv[++i];
     } else if (a[0] == '-') {

@@ -62,6 +62,7 @@ static const char check_usage[] =
 
 typedef struct check_model {
   char path[4096];   /* the baseline file */
+  bool db;           /* ... is a report database (invariant 5) */
   mp_snapshot *now;  /* NULL when the model could not be planned */
   mp_snapshot *base; /* the baseline read */
   mp_error error;    /* why the model could not be planned */
@@ -173,6 +174,7 @@ static mp_status check_usage_errors(const cli_opts *o, check_model *cm,
   for (size_t i = 0; base && i < o->n_models; i++) {
     mp_status st = check_baseline_path(o, o->models[i], cm[i].path,
                                        sizeof cm[i].path, err);
+    cm[i].db = db;
     for (size_t j = 0; st == MP_OK && !db && j < i; j++) {
       if (mp_file_same(cm[i].path, cm[j].path)) {
         return mp_error_set(err, MP_ERR_BAD_INPUT,
@@ -219,7 +221,7 @@ static void check_read_baseline(const cli_opts *o, check_model *c) {
     c->base_failed = true;
     return;
   }
-  if (o->baseline && check_is_db(c->path)) {
+  if (c->db) {
     st = mp_snapshot_load_latest(
         c->path, check_base(mp_snapshot_info(c->now)->model_path),
         mp_snapshot_info(c->now)->options, NULL, &c->base, &c->base_err);

@@ -120,8 +120,9 @@ static mp_status cli_arena(void *ud, const mp_problem *p, size_t *arena,
   mp_plan_opts po = {
       .strategy = o->strategy,
       .budget_ms = o->budget_ms / runs,
-      .budget_work = o->budget_work / runs ? o->budget_work / runs
-                                           : (o->budget_work ? 1 : 0),
+      /* a share of at least 1: 0 would mean no budget */
+      .budget_work =
+          o->budget_work && o->budget_work < runs ? 1 : o->budget_work / runs,
       .regions = regions,
       .n_regions = c->be ? mp_backend_regions(c->be, regions) : 0,
       .banks = c->be ? c->be->banks : (mp_bank_desc){0, 0}};

@@ -338,23 +338,25 @@ static mp_status sd_steps(sd_ctx *c, size_t steps) {
   return st;
 }
 
-/* Runs of c->model (invariant 5): with c->options when `with`, else all.
- * *id gets the latest (0: none), *n how many. */
-static mp_status sd_runs_of(sd_ctx *c, bool with, int64_t *id, int64_t *n) {
-  static const char sql[] =
-      "SELECT max(id), count(*) FROM run WHERE (model_path = ?1 OR "
-      "substr(model_path, -length(?1) - 1) = '/' || ?1)";
-  static const char sql_with[] =
-      "SELECT max(id), count(*) FROM run WHERE (model_path = ?1 OR "
-      "substr(model_path, -length(?1) - 1) = '/' || ?1) AND plan_options = ?2";
+/* The runs of c->model (invariant 5). */
+#define SD_RUNS_OF                                                             \
+  " FROM run WHERE (model_path = ?1 OR substr(model_path, -length(?1) - 1) = " \
+  "'/' || ?1)"
+
+/* One figure of c->model's runs: the latest id among those planned with
+ * c->options when `with` (0: none), else how many there are. */
+static mp_status sd_runs_of(sd_ctx *c, bool with, int64_t *out) {
   sqlite3_stmt *s = NULL;
-  mp_status st = sd_prepare(c, with ? sql_with : sql, &s);
+  mp_status st =
+      sd_prepare(c,
+                 with ? "SELECT max(id)" SD_RUNS_OF " AND plan_options = ?2"
+                      : "SELECT count(*)" SD_RUNS_OF,
+                 &s);
   if (st != MP_OK) return st;
   sqlite3_bind_text(s, 1, c->model, -1, SQLITE_STATIC);
   if (with) sqlite3_bind_text(s, 2, c->options, -1, SQLITE_STATIC);
   if (sqlite3_step(s) == SQLITE_ROW) {
-    *id = sqlite3_column_int64(s, 0); /* NULL (no row): 0 */
-    *n = sqlite3_column_int64(s, 1);
+    *out = sqlite3_column_int64(s, 0); /* max of no row is NULL: 0 */
   } else {
     st = sd_fail(c, "finding the model's runs");
   }
@@ -363,10 +365,10 @@ static mp_status sd_runs_of(sd_ctx *c, bool with, int64_t *id, int64_t *n) {
 }
 
 static mp_status sd_latest(sd_ctx *c) {
-  int64_t id = 0, n = 0, all = 0, none = 0;
+  int64_t id = 0, all = 0;
   mp_status st = MP_OK;
-  if (c->version >= 9) st = sd_runs_of(c, true, &id, &n);
-  if (st == MP_OK && id == 0) st = sd_runs_of(c, false, &none, &all);
+  if (c->version >= 9) st = sd_runs_of(c, true, &id);
+  if (st == MP_OK && id == 0) st = sd_runs_of(c, false, &all);
   if (st == MP_OK && id == 0 && all == 0) {
     return mp_error_set(c->err, MP_ERR_BAD_INPUT,
                         "%s: no run of '%s'; record one with mplan report "

@@ -89,6 +89,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../schedule_internal.h"
 #include "mplan/backend.h"
 #include "mplan/lifetime.h"
 #include "mplan/strmap.h"
@@ -465,16 +466,10 @@ typedef struct pm_budget {
   uint64_t spent; /* ... the measurements so far spent */
   size_t left;    /* measurements that may still come */
   double ms;      /* the wall-clock cap of the whole run; 0: none */
-  double t0;      /* pm_wall_ms when the run began */
+  double t0;      /* sched_now_ms when the run began: the search's own
+                     clock (a loaded machine's CPU time runs slower, and a
+                     cap judged on it would overrun) */
 } pm_budget;
-
-/* Wall-clock ms (the clock the search's cap is on: a loaded machine's
- * CPU time runs slower, and a cap judged on it would overrun). */
-static double pm_wall_ms(void) {
-  struct timespec t;
-  timespec_get(&t, TIME_UTC);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 /* The search budget of the next measurement, into so; counts it as
  * done. */
@@ -484,7 +479,7 @@ static void pm_budget_take(pm_budget *b, mp_schedule_opts *so) {
   so->budget_work = w ? w : 1; /* 0 would mean the default */
   so->budget_ms = 0;
   if (b->ms > 0) {
-    double ms = b->ms - (pm_wall_ms() - b->t0);
+    double ms = b->ms - (sched_now_ms() - b->t0);
     if (b->left) ms /= (double)b->left;
     so->budget_ms = ms > 1.0 ? ms : 1.0;
   }
@@ -494,7 +489,7 @@ static void pm_budget_take(pm_budget *b, mp_schedule_opts *so) {
 /* Less than a quarter of the budget is spent (invariant 10). */
 static bool pm_budget_fresh(const pm_budget *b) {
   return b->spent < b->work / 4 &&
-         (b->ms <= 0 || pm_wall_ms() - b->t0 < b->ms / 4);
+         (b->ms <= 0 || sched_now_ms() - b->t0 < b->ms / 4);
 }
 
 /* Ranks for the memory order's hint candidate (invariant 7): each op of
@@ -1177,7 +1172,7 @@ static mp_status pm_pipeline(mp_graph *g, const mp_pass_opts *o, uint64_t work,
   const mp_alloc *a = mp_graph_alloc(g);
   pm_state s = {.g = g, .owned = false};
   mp_pass_report *r = NULL;
-  pm_budget b = {.work = work, .left = 1, .ms = ms, .t0 = pm_wall_ms()};
+  pm_budget b = {.work = work, .left = 1, .ms = ms, .t0 = sched_now_ms()};
   for (int p = 0; p < MP_PASS_COUNT; p++) b.left += (o->mask >> p) & 1u;
   mp_status st = pm_report(a, o, &r, err);
   if (st == MP_OK) {
