@@ -746,6 +746,16 @@ uint64_t mp_model_tensor_offset(const mp_model *m, size_t t) {
   return m->alias.offset ? m->alias.offset[t] : 0;
 }
 
+void mp_model_tensor_steps(const mp_model *m, size_t t, int64_t *first,
+                           int64_t *last) {
+  if (!m->graph || !m->step_of) {
+    *first = *last = 0;
+    return;
+  }
+  mp_lifetime_interval(mp_graph_tensor(m->graph, t), m->step_of,
+                       (int64_t)mp_graph_op_count(m->graph), first, last);
+}
+
 /* Is member k of buffer b live at step, and its byte range. */
 static bool model_member_live(const mp_model *m, uint32_t t, int64_t step,
                               int64_t *first, uint64_t *lo, uint64_t *hi) {

@@ -3,8 +3,10 @@
  * the arena's and every region's size and alignment as macros, each
  * tensor's offset, bytes and region as macros, and static inline
  * accessors to tables of every tensor (name, kind, dtype, region,
- * offset, bytes, buffer, steps), of the regions, and of the steps (op,
- * type, and the table indices of its inputs and outputs).
+ * offset, bytes, buffer, its buffer's steps and its own, why it is in
+ * its buffer, shape), of the regions, and of the steps (op, type, the
+ * table indices of its inputs and outputs, and its attributes): enough
+ * for a runtime with kernels of its own to run the plan.
  *
  * Invariants:
  *   1. Every identifier starts with the caller's prefix (macros upper
@@ -32,10 +34,18 @@
  *      translation unit that includes the header and uses none of them
  *      compiles without an unused-variable warning, and two headers of
  *      different prefixes can be included together.
- *   6. Numbers use UINT64_C and are exact (sizes are below 2^48).
+ *   6. Numbers are exact: sizes use UINT64_C (they are below 2^48),
+ *      integers INT64_C, doubles 17 significant digits (a zero keeps
+ *      its sign; NaN and infinities come from <math.h>, included only
+ *      when an attribute holds one).
+ *   7. A step's attributes are its op's after the passes, in the op's
+ *      order, with their kinds; lists point into one array per kind.
+ *      A tensor's shape is its resolved dims; its own steps
+ *      (live_first, live_last) lie inside its buffer's.
  */
 #include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,8 +76,12 @@ typedef struct ch_entry {
   size_t buffer;
   uint64_t offset, bytes;
   const char *kind, *dtype;
-  const char *id; /* identifier (pool) */
-  int64_t tensor; /* graph tensor index, or -1 */
+  const char *id;                /* identifier (pool) */
+  int64_t tensor;                /* graph tensor index, or -1 */
+  int64_t live_first, live_last; /* the tensor's own steps */
+  const char *rule;              /* why it is in its buffer */
+  uint32_t rank;
+  const mp_dim *shape;
 } ch_entry;
 
 /* The identifier part of name (invariant 2, before uniqueness). */
@@ -195,6 +209,8 @@ static void ch_define(ch_ctx *c, const char *name, uint64_t v,
   mp_buf_puts(c->out, "\n");
 }
 
+static bool ch_needs_math(const ch_ctx *c);
+
 static void ch_head(ch_ctx *c) {
   const mp_plan_summary *s = mp_plan_summary_of(c->plan);
   mp_buf *o = c->out;
@@ -229,7 +245,8 @@ static void ch_head(ch_ctx *c) {
       " */\n",
       c->up, c->low);
   mp_buf_printf(o, "#ifndef MPLAN_%s_H\n#define MPLAN_%s_H\n\n", c->up, c->up);
-  mp_buf_puts(o, "#include <stdint.h>\n\n");
+  mp_buf_puts(o, ch_needs_math(c) ? "#include <math.h>\n#include <stdint.h>\n\n"
+                                  : "#include <stdint.h>\n\n");
   ch_define(c, "ARENA_BYTES", s->arena_bytes, "every region's bytes");
   ch_define(c, "RESIDENT_BYTES", s->resident_bytes,
             "weights, inputs, retained");
@@ -285,22 +302,33 @@ static size_t ch_entries(ch_ctx *c, ch_entry *e) {
     const uint32_t *members = NULL;
     size_t k = c->g ? mp_model_buffer_tensors(c->m, i, &members) : 0;
     if (!k) {
-      e[n++] = (ch_entry){
-          b->name, i, pl[i].offset, b->size, report_kind(c->m, i), "",
-          NULL,    -1};
+      e[n++] = (ch_entry){.name = b->name,
+                          .buffer = i,
+                          .offset = pl[i].offset,
+                          .bytes = b->size,
+                          .kind = report_kind(c->m, i),
+                          .dtype = "",
+                          .tensor = -1,
+                          .live_first = b->first,
+                          .live_last = b->last,
+                          .rule = ""};
       continue;
     }
     for (size_t j = 0; j < k; j++) {
       const mp_tensor *t = mp_graph_tensor(c->g, members[j]);
-      e[n++] =
-          (ch_entry){t->name,
-                     i,
-                     pl[i].offset + mp_model_tensor_offset(c->m, members[j]),
-                     t->bytes,
-                     mp_tensor_kind_name(t->kind),
-                     mp_dtype_name(t->dtype),
-                     NULL,
-                     members[j]};
+      ch_entry x = {
+          .name = t->name,
+          .buffer = i,
+          .offset = pl[i].offset + mp_model_tensor_offset(c->m, members[j]),
+          .bytes = t->bytes,
+          .kind = mp_tensor_kind_name(t->kind),
+          .dtype = mp_dtype_name(t->dtype),
+          .tensor = members[j],
+          .rule = mp_alias_rule_name(mp_model_tensor_rule(c->m, members[j])),
+          .rank = t->rank,
+          .shape = t->shape};
+      mp_model_tensor_steps(c->m, members[j], &x.live_first, &x.live_last);
+      e[n++] = x;
     }
   }
   return n;
@@ -322,6 +350,32 @@ static void ch_tensor_macros(ch_ctx *c, const ch_entry *e, size_t n,
     mp_buf_printf(c->out, "#define %s_%s_REGION %s_%s\n", c->up, e[k].id, c->up,
                   rid[pl[e[k].buffer].region]);
   }
+}
+
+/* Writes "  static const TYPE NAME[n] = {TEXT};" (one 0 when empty). */
+static void ch_array(mp_buf *o, const char *type, const char *name,
+                     const mp_buf *text, size_t n) {
+  mp_buf_printf(o, "  static const %s %s[%zu] = {", type, name, n ? n : 1);
+  if (n) {
+    mp_buf_append(o, text->data, text->len);
+    mp_buf_puts(o, "\n  ");
+  } else {
+    mp_buf_puts(o, "0");
+  }
+  mp_buf_puts(o, "};\n");
+}
+
+/* Writes "  static const TYPE NAME[n] = {" and the rows, a row each
+ * line (the row `empty` alone when there are none). */
+static void ch_rows(mp_buf *o, const char *type, const char *name,
+                    const mp_buf *rows, size_t n, const char *empty) {
+  mp_buf_printf(o, "  static const %s %s[%zu] = {\n", type, name, n ? n : 1);
+  if (n) {
+    mp_buf_append(o, rows->data, rows->len);
+  } else {
+    mp_buf_printf(o, "      %s,\n", empty);
+  }
+  mp_buf_puts(o, "  };\n");
 }
 
 static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
@@ -361,29 +415,54 @@ static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
       "  uint64_t offset;   /* bytes from the region's base */\n"
       "  uint64_t bytes;\n"
       "  int64_t first_step, last_step; /* its buffer's, inclusive */\n"
+      "  int64_t live_first, live_last; /* its own: the step writing it\n"
+      "                                    (0: none) to its last reader's\n"
+      "                                    (the last step: an output) */\n"
+      "  const char *rule;  /* why it is in its buffer: \"own\", \"view\",\n"
+      "                        \"in place (...)\"; \"\" without a graph */\n"
+      "  uint32_t rank;     /* dims in shape[] (0: a scalar or no graph) */\n"
+      "  const int64_t *shape;\n"
       "};\n\n",
       c->low, c->up);
-  mp_buf_printf(o,
-                "/* Every tensor the plan places, buffer by buffer. */\n"
-                "static inline const struct %s_tensor *%s_tensors(void) {\n"
-                "  static const struct %s_tensor t[%zu] = {\n",
-                c->low, c->low, c->low, n ? n : 1);
+  /* the dims of every tensor in one array, each shape a pointer into it */
+  mp_buf dims, rows;
+  mp_buf_init(&dims, o->alloc);
+  mp_buf_init(&rows, o->alloc);
+  size_t at = 0;
   for (size_t k = 0; k < n; k++) {
     const mp_buffer *b = mp_problem_buffer(c->p, e[k].buffer);
-    mp_buf_puts(o, "      {");
-    ch_str(o, e[k].name);
-    mp_buf_puts(o, ", ");
-    ch_str(o, e[k].kind);
-    mp_buf_puts(o, ", ");
-    ch_str(o, e[k].dtype);
-    mp_buf_printf(o,
-                  ", %s_%s, %zuu, UINT64_C(%" PRIu64 "), UINT64_C(%" PRIu64
-                  "), %" PRId64 ", %" PRId64 "},\n",
-                  c->up, rid[pl[e[k].buffer].region], e[k].buffer, e[k].offset,
-                  e[k].bytes, b->first, b->last);
+    if (e[k].rank) mp_buf_puts(&dims, "\n     ");
+    for (uint32_t d = 0; d < e[k].rank; d++) {
+      mp_buf_printf(&dims, " INT64_C(%" PRId64 "),", e[k].shape[d].value);
+    }
+    mp_buf_puts(&rows, "      {");
+    ch_str(&rows, e[k].name);
+    mp_buf_puts(&rows, ", ");
+    ch_str(&rows, e[k].kind);
+    mp_buf_puts(&rows, ", ");
+    ch_str(&rows, e[k].dtype);
+    mp_buf_printf(
+        &rows,
+        ", %s_%s, %zuu, UINT64_C(%" PRIu64 "), UINT64_C(%" PRIu64
+        "),\n       %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", ",
+        c->up, rid[pl[e[k].buffer].region], e[k].buffer, e[k].offset,
+        e[k].bytes, b->first, b->last, e[k].live_first, e[k].live_last);
+    ch_str(&rows, e[k].rule);
+    mp_buf_printf(&rows, ", %" PRIu32 "u, d + %zu},\n", e[k].rank, at);
+    at += e[k].rank;
   }
-  if (!n) mp_buf_puts(o, "      {0, 0, 0, 0, 0, 0, 0, 0, 0},\n");
-  mp_buf_puts(o, "  };\n  return t;\n}\n\n");
+  mp_buf_printf(o,
+                "/* Every tensor the plan places, buffer by buffer. */\n"
+                "static inline const struct %s_tensor *%s_tensors(void) {\n",
+                c->low, c->low);
+  char type[160];
+  snprintf(type, sizeof type, "struct %s_tensor", c->low);
+  ch_array(o, "int64_t", "d", &dims, at);
+  ch_rows(o, type, "t", &rows, n, "{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, d}");
+  mp_buf_puts(o, "  return t;\n}\n\n");
+  if (dims.failed || rows.failed) o->failed = true;
+  mp_buf_free(&dims);
+  mp_buf_free(&rows);
 }
 
 /* The operands of an op as table indices (PREFIX_NONE: omitted or not
@@ -404,64 +483,187 @@ static uint32_t ch_operands(const ch_ctx *c, const uint32_t *tix,
   return n;
 }
 
-/* The steps: op, type and operands (graphs; a plan file's steps have no
- * operands). tix maps a graph tensor to its table index. */
+/* A double as a C constant that reads back exactly (invariant 6):
+ * non-finite values through <math.h>, a sign kept on zero. */
+static void ch_double(mp_buf *out, double v) {
+  if (isnan(v)) {
+    mp_buf_puts(out, "(double)NAN");
+  } else if (isinf(v)) {
+    mp_buf_puts(out, v < 0 ? "-(double)INFINITY" : "(double)INFINITY");
+  } else {
+    char t[40];
+    snprintf(t, sizeof t, "%.17g", v);
+    mp_buf_puts(out, t);
+    if (!strpbrk(t, ".e")) mp_buf_puts(out, ".0");
+  }
+}
+
+static void ch_int64(mp_buf *out, int64_t v) {
+  if (v == INT64_MIN) {
+    mp_buf_puts(out, "(-INT64_C(9223372036854775807) - 1)");
+  } else {
+    mp_buf_printf(out, "INT64_C(%" PRId64 ")", v);
+  }
+}
+
+/* Does an attribute of a step hold a value only <math.h> can spell? */
+static bool ch_needs_math(const ch_ctx *c) {
+  for (size_t k = 0; c->g && k < mp_model_steps(c->m); k++) {
+    const mp_op *op = mp_graph_op(c->g, mp_model_step_op_index(c->m, k));
+    for (uint32_t a = 0; a < op->n_attrs; a++) {
+      const mp_attr *x = &op->attrs[a];
+      if (x->kind == MP_ATTR_FLOAT && !isfinite(x->f)) return true;
+      for (size_t i = 0; x->kind == MP_ATTR_FLOATS && i < x->n; i++) {
+        if (!isfinite(x->floats[i])) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/* The C tables' text of one step's attributes. */
+typedef struct ch_attr_text {
+  mp_buf rows, ints, floats;
+  size_t n, n_ints, n_floats;
+} ch_attr_text;
+
+/* A list's items on a line of their own: the integers iv, or else the
+ * doubles fv. */
+static void ch_list(mp_buf *out, const int64_t *iv, const double *fv,
+                    size_t n) {
+  if (n) mp_buf_puts(out, "\n     ");
+  for (size_t i = 0; i < n; i++) {
+    mp_buf_puts(out, " ");
+    if (iv) {
+      ch_int64(out, iv[i]);
+    } else {
+      ch_double(out, fv[i]);
+    }
+    mp_buf_puts(out, ",");
+  }
+}
+
+/* Appends op's attributes to the attribute table (invariant 7). */
+static void ch_attrs(const ch_ctx *c, const mp_op *op, ch_attr_text *a) {
+  static const char *const kinds[] = {"INT", "FLOAT", "STRING", "INTS",
+                                      "FLOATS"};
+  for (uint32_t k = 0; k < op->n_attrs; k++) {
+    const mp_attr *x = &op->attrs[k];
+    bool list = x->kind == MP_ATTR_INTS || x->kind == MP_ATTR_FLOATS;
+    mp_buf_puts(&a->rows, "      {");
+    ch_str(&a->rows, x->name);
+    mp_buf_printf(&a->rows, ", %s_ATTR_%s, %zuu, ", c->up, kinds[x->kind],
+                  list ? x->n : (size_t)0);
+    ch_int64(&a->rows, x->kind == MP_ATTR_INT ? x->i : 0);
+    mp_buf_puts(&a->rows, ", ");
+    ch_double(&a->rows, x->kind == MP_ATTR_FLOAT ? x->f : 0.0);
+    mp_buf_puts(&a->rows, ", ");
+    if (x->kind == MP_ATTR_STRING) {
+      ch_str(&a->rows, x->s ? x->s : "");
+    } else {
+      mp_buf_puts(&a->rows, "0");
+    }
+    mp_buf_printf(&a->rows, ", ai + %zu, af + %zu},\n", a->n_ints, a->n_floats);
+    if (x->kind == MP_ATTR_INTS) {
+      ch_list(&a->ints, x->ints, NULL, x->n);
+      a->n_ints += x->n;
+    }
+    if (x->kind == MP_ATTR_FLOATS) {
+      ch_list(&a->floats, NULL, x->floats, x->n);
+      a->n_floats += x->n;
+    }
+    a->n++;
+  }
+}
+
+/* The steps: op, type, operands and attributes (graphs; a plan file's
+ * steps have none). tix maps a graph tensor to its table index. */
 static void ch_steps(ch_ctx *c, const uint32_t *tix) {
   mp_buf *o = c->out;
   size_t steps = mp_model_steps(c->m);
   mp_buf io, rows;
+  ch_attr_text at_ = {0};
   mp_buf_init(&io, o->alloc);
   mp_buf_init(&rows, o->alloc);
+  mp_buf_init(&at_.rows, o->alloc);
+  mp_buf_init(&at_.ints, o->alloc);
+  mp_buf_init(&at_.floats, o->alloc);
   size_t at = 0;
   for (size_t k = 0; k < steps; k++) {
     uint32_t ni = 0, no = 0;
+    size_t a0 = at_.n;
     if (c->g) {
       const mp_op *op = mp_graph_op(c->g, mp_model_step_op_index(c->m, k));
       bool first = true;
       if (op->n_inputs + op->n_outputs) mp_buf_puts(&io, "\n      ");
       ni = ch_operands(c, tix, op->inputs, op->n_inputs, &first, &io);
       no = ch_operands(c, tix, op->outputs, op->n_outputs, &first, &io);
+      ch_attrs(c, op, &at_);
     }
     mp_buf_puts(&rows, "      {");
     ch_str(&rows, mp_model_step_op(c->m, k));
     mp_buf_puts(&rows, ", ");
     const char *type = mp_model_step_type(c->m, k);
     ch_str(&rows, type ? type : "");
-    mp_buf_printf(&rows, ", %" PRIu32 "u, %" PRIu32 "u, io + %zu, io + %zu},\n",
-                  ni, no, at, at + ni);
+    mp_buf_printf(&rows,
+                  ", %" PRIu32 "u, %" PRIu32
+                  "u, io + %zu, io + %zu, %zuu, "
+                  "a + %zu},\n",
+                  ni, no, at, at + ni, at_.n - a0, a0);
     at += ni + no;
   }
-  mp_buf_printf(o,
-                "\n/* Table index of an omitted operand. */\n"
-                "#define %s_NONE UINT32_C(0xffffffff)\n\n"
-                "struct %s_step {\n"
-                "  const char *op;\n"
-                "  const char *type; /* ONNX spelling */\n"
-                "  uint32_t n_inputs, n_outputs;\n"
-                "  const uint32_t *inputs, *outputs; /* %s_tensors() indices "
-                "*/\n"
-                "};\n\n"
-                "/* The op each step runs, in the planned order. */\n"
-                "static inline const struct %s_step *%s_steps(void) {\n"
-                "  static const uint32_t io[%zu] = {",
-                c->up, c->low, c->low, c->low, c->low, at ? at : 1);
-  if (at) {
-    mp_buf_append(o, io.data, io.len);
-    mp_buf_puts(o, "\n  ");
-  } else {
-    mp_buf_puts(o, "0");
+  mp_buf_printf(
+      o,
+      "\n/* Table index of an omitted operand. */\n"
+      "#define %s_NONE UINT32_C(0xffffffff)\n\n"
+      "/* Attribute kinds. */\n"
+      "#define %s_ATTR_INT 0u\n"
+      "#define %s_ATTR_FLOAT 1u\n"
+      "#define %s_ATTR_STRING 2u\n"
+      "#define %s_ATTR_INTS 3u\n"
+      "#define %s_ATTR_FLOATS 4u\n\n"
+      "/* An op's attribute as the model gives it, after mplan's passes\n"
+      " * (docs/ir-conventions.md: mplan.epilogue, mplan.e<k>.<a>, ...). */\n"
+      "struct %s_attr {\n"
+      "  const char *name;\n"
+      "  uint32_t kind; /* %s_ATTR_... */\n"
+      "  uint32_t n;    /* list length: INTS, FLOATS */\n"
+      "  int64_t i;     /* INT */\n"
+      "  double f;      /* FLOAT */\n"
+      "  const char *s; /* STRING */\n"
+      "  const int64_t *ints;   /* INTS */\n"
+      "  const double *floats;  /* FLOATS */\n"
+      "};\n\n"
+      "struct %s_step {\n"
+      "  const char *op;\n"
+      "  const char *type; /* ONNX spelling */\n"
+      "  uint32_t n_inputs, n_outputs;\n"
+      "  const uint32_t *inputs, *outputs; /* %s_tensors() indices */\n"
+      "  uint32_t n_attrs;\n"
+      "  const struct %s_attr *attrs;\n"
+      "};\n\n"
+      "/* The op each step runs, in the planned order. */\n"
+      "static inline const struct %s_step *%s_steps(void) {\n",
+      c->up, c->up, c->up, c->up, c->up, c->up, c->low, c->up, c->low, c->low,
+      c->low, c->low, c->low);
+  char type[160];
+  ch_array(o, "int64_t", "ai", &at_.ints, at_.n_ints);
+  ch_array(o, "double", "af", &at_.floats, at_.n_floats);
+  snprintf(type, sizeof type, "struct %s_attr", c->low);
+  ch_rows(o, type, "a", &at_.rows, at_.n, "{0, 0, 0, 0, 0, 0, ai, af}");
+  ch_array(o, "uint32_t", "io", &io, at);
+  snprintf(type, sizeof type, "struct %s_step", c->low);
+  ch_rows(o, type, "s", &rows, steps, "{0, 0, 0, 0, io, io, 0, a}");
+  mp_buf_puts(o, "  return s;\n}\n");
+  if (io.failed || rows.failed || at_.rows.failed || at_.ints.failed ||
+      at_.floats.failed) {
+    o->failed = true;
   }
-  mp_buf_printf(o, "};\n  static const struct %s_step s[%zu] = {\n", c->low,
-                steps ? steps : 1);
-  if (steps) {
-    mp_buf_append(o, rows.data, rows.len);
-  } else {
-    mp_buf_puts(o, "      {0, 0, 0, 0, io, io},\n");
-  }
-  mp_buf_puts(o, "  };\n  return s;\n}\n");
-  if (io.failed || rows.failed) o->failed = true;
   mp_buf_free(&io);
   mp_buf_free(&rows);
+  mp_buf_free(&at_.rows);
+  mp_buf_free(&at_.ints);
+  mp_buf_free(&at_.floats);
 }
 
 mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,

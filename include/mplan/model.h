@@ -138,6 +138,13 @@ size_t mp_model_buffer_tensors(const mp_model *m, size_t b,
  * Concat placed as slices of its output (the concat pass). */
 uint64_t mp_model_tensor_offset(const mp_model *m, size_t t);
 
+/* Graph tensor t's own steps under the model's order, both inclusive:
+ * from the step that writes it (0 when no op does) to its last reader's
+ * (the last step for a graph output). Its buffer's steps are the hull
+ * over the tensors the buffer holds. Graphs only. */
+void mp_model_tensor_steps(const mp_model *m, size_t t, int64_t *first,
+                           int64_t *last);
+
 /* The bytes of buffer b that hold a tensor live at step (graphs only; 0
  * otherwise): the union of its live members' byte ranges. A buffer is live
  * over the hull of its tensors' intervals and as large as its largest

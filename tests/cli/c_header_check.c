@@ -10,9 +10,11 @@
  *     to the arena;
  *   - no two tensors of different buffers share a byte of one region at a
  *     common step (tensors of one buffer share bytes by design);
+ *   - every tensor's own steps lie inside its buffer's;
  *   - every operand of a step is a tensor of the table (or PREFIX_NONE)
- *     whose steps hold that step: the op finds its inputs and output in
- *     place when it runs;
+ *     whose own steps hold that step, and an output's start there: the
+ *     op finds its inputs and output in place when it runs;
+ *   - every attribute has a known kind;
  *   - the counts agree with the tables.
  * Exit 1 with the first violation on stderr otherwise.
  */
@@ -55,7 +57,8 @@ int main(void) {
   for (size_t i = 0; i < n; i++) {
     if (t[i].region >= nr || t[i].buffer >= UP(BUFFER_COUNT) ||
         t[i].offset + t[i].bytes > r[t[i].region].bytes ||
-        t[i].first_step > t[i].last_step) {
+        t[i].first_step > t[i].last_step || t[i].live_first < t[i].first_step ||
+        t[i].live_last > t[i].last_step || t[i].live_first > t[i].live_last) {
       fprintf(stderr, "tensor %s: outside its region or steps\n", t[i].name);
       return 1;
     }
@@ -72,10 +75,14 @@ int main(void) {
       }
     }
     printf("tensor\t%zu\t%s\t%s\t%s\t%s\t%" PRIu32 "\t%" PRIu64 "\t%" PRIu64
-           "\t%" PRId64 "\t%" PRId64 "\n",
+           "\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%s\t",
            i, t[i].name, t[i].kind, t[i].dtype, r[t[i].region].name,
            t[i].buffer, t[i].offset, t[i].bytes, t[i].first_step,
-           t[i].last_step);
+           t[i].last_step, t[i].live_first, t[i].live_last, t[i].rule);
+    for (uint32_t d = 0; d < t[i].rank; d++) {
+      printf("%s%" PRId64, d ? "x" : "", t[i].shape[d]);
+    }
+    printf("\n");
   }
   for (size_t k = 0; k < nr; k++) {
     printf("region\t%zu\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", k,
@@ -86,8 +93,10 @@ int main(void) {
     printf("step\t%zu\t%s\t%s\t", k, s->op, s->type);
     for (uint32_t i = 0; i < s->n_inputs + s->n_outputs; i++) {
       uint32_t x = i < s->n_inputs ? s->inputs[i] : s->outputs[i - s->n_inputs];
-      if (x != UP(NONE) && (x >= n || t[x].first_step > (int64_t)k ||
-                            t[x].last_step < (int64_t)k)) {
+      if (x != UP(NONE) &&
+          (x >= n || t[x].live_first > (int64_t)k ||
+           t[x].live_last < (int64_t)k ||
+           (i >= s->n_inputs && t[x].live_first != (int64_t)k))) {
         fprintf(stderr, "step %zu (%s): operand %" PRIu32 " is not live\n", k,
                 s->op, x);
         return 1;
@@ -96,6 +105,39 @@ int main(void) {
              i && i != s->n_inputs ? "," : "", x == UP(NONE) ? "" : t[x].name);
     }
     printf("%s\n", s->n_outputs ? "" : "\t");
+    for (uint32_t a = 0; a < s->n_attrs; a++) {
+      const struct LOW(attr) *x = &s->attrs[a];
+      printf("attr\t%zu\t%s\t", k, x->name);
+      switch (x->kind) {
+        case UP(ATTR_INT):
+          printf("%" PRId64 "\n", x->i);
+          break;
+        case UP(ATTR_FLOAT):
+          printf("%.9g\n", x->f);
+          break;
+        case UP(ATTR_STRING):
+          printf("'%s'\n", x->s);
+          break;
+        case UP(ATTR_INTS):
+          printf("[");
+          for (uint32_t j = 0; j < x->n; j++) {
+            printf("%s%" PRId64, j ? ", " : "", x->ints[j]);
+          }
+          printf("]\n");
+          break;
+        case UP(ATTR_FLOATS):
+          printf("[");
+          for (uint32_t j = 0; j < x->n; j++) {
+            printf("%s%.9g", j ? ", " : "", x->floats[j]);
+          }
+          printf("]\n");
+          break;
+        default:
+          fprintf(stderr, "step %zu: attribute %s of kind %" PRIu32 "\n", k,
+                  x->name, x->kind);
+          return 1;
+      }
+    }
   }
   printf("arena\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
          (uint64_t)UP(ARENA_BYTES), (uint64_t)UP(RESIDENT_BYTES),

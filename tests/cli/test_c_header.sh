@@ -20,10 +20,12 @@ cache=${3:-}
 cd "$src"
 flags=(-std=c11 -Wall -Wextra -pedantic -Werror)
 
-# check NAME HEADER PLAN_JSON: compile the checker against the header with
-# both compilers, run it, and compare its tables with the plan JSON.
+# check NAME HEADER PLAN_JSON [GRAPH_JSON]: compile the checker against the
+# header with both compilers, run it, and compare its tables with the plan
+# JSON (and, for a plan made without passes, the shapes and attributes
+# with the graph's).
 check() {
-  local name=$1 hdr=$2 pj=$3
+  local name=$1 hdr=$2 pj=$3 gj=${4:-}
   local stem up low
   stem=$(basename "$hdr" .h)
   up=$(python3 -c 'import re,sys; s=re.sub(r"[^A-Za-z0-9]+","_",sys.argv[1]).strip("_").upper() or "X"; print(("P" if s[0].isdigit() else "")+s)' "$stem")
@@ -43,9 +45,9 @@ check() {
     return
   fi
   cmp -s "$tmp/tables" <("$tmp/chk_clang-19") && ok || bad "$name: gcc and clang read different tables"
-  if python3 - "$hdr" "$pj" "$tmp/tables" "$up" <<'PY'; then ok; else bad "$name: the header and the plan JSON differ"; fi
-import json, re, sys
-hdr, pj, tables, up = sys.argv[1:]
+  if python3 - "$hdr" "$pj" "$tmp/tables" "$up" "$gj" <<'PY'; then ok; else bad "$name: the header and the plan JSON differ"; fi
+import json, math, re, sys
+hdr, pj, tables, up, gj = sys.argv[1:]
 plan = json.load(open(pj, encoding="utf-8"))
 rows = [l.rstrip("\n").split("\t") for l in open(tables, encoding="utf-8")]
 tens = [r for r in rows if r[0] == "tensor"]
@@ -88,6 +90,52 @@ for s, e in zip(steps, ex if graph else []):
         fail("step %s: inputs %r, plan %r" % (s[0], s[2], e["inputs"]))
     if "outputs" in e and (s[3].split(",") if s[3] else []) != e["outputs"]:
         fail("step %s: outputs %r, plan %r" % (s[0], s[3], e["outputs"]))
+# each tensor's own steps, from the step table: written .. last read
+if graph:
+    first, last = {}, {}
+    for k, st in enumerate(steps):
+        for x in filter(None, st[2].split(",")):
+            last[x] = max(last.get(x, 0), k)
+        for x in filter(None, st[3].split(",")):
+            first[x] = k
+    for t in tens:
+        lf = first.get(t[2], 0)
+        ll = len(steps) - 1 if t[3] == "output" else max(lf, last.get(t[2], lf))
+        if (t[11], t[12]) != (str(lf), str(ll)):
+            fail("tensor %r: own steps %s..%s, the step table says %d..%d" % (t[2], t[11], t[12], lf, ll))
+# a graph tensor's bytes are its shape's elements (one byte when empty)
+size = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "c64": 8, "c128": 16, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+        "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
+for t in tens:
+    if t[4] in size:
+        dims = [int(d) for d in t[14].split("x")] if t[14] else []
+        if max(1, math.prod(dims) * size[t[4]]) != int(t[8]):
+            fail("tensor %r: shape %s of %s, %s bytes" % (t[2], t[14], t[4], t[8]))
+# without passes: shapes and attributes as the graph gives them
+if gj:
+    g = json.load(open(gj, encoding="utf-8"))
+    dimv = g.get("dims", {})
+    shape = {t["name"]: "x".join(str(d if isinstance(d, int) else dimv[d]) for d in t["shape"])
+             for t in g["tensors"]}
+    for t in tens:
+        if shape.get(t[2], t[14]) != t[14]:
+            fail("tensor %r: shape %s, the graph's %s" % (t[2], t[14], shape[t[2]]))
+    def show(v):
+        if isinstance(v, list):
+            return "[" + ", ".join(show(x) for x in v) + "]"
+        if isinstance(v, str):
+            return "'%s'" % v
+        if isinstance(v, float):
+            return "%.9g" % v
+        return str(v)
+    want_attrs = {o["name"]: [(k, show(v)) for k, v in o.get("attrs", {}).items()] for o in g["ops"]}
+    got_attrs = {}
+    for r in rows:
+        if r[0] == "attr":
+            got_attrs.setdefault(steps[int(r[1])][0], []).append((r[2], r[3]))
+    for op, want in want_attrs.items():
+        if sorted(got_attrs.get(op, [])) != sorted(want):
+            fail("op %r: attributes %r, the graph's %r" % (op, got_attrs.get(op), want))
 s = plan["summary"]
 if arena[1:] != [str(s[k]) for k in ("arena_bytes", "resident_bytes", "activation_peak_bytes", "lower_bound_bytes")]:
     fail("arena %r" % arena)
@@ -116,7 +164,7 @@ PY
 # two regions (views, in-place buffers, activations in SRAM and DRAM).
 run 0 plan models/mobilenet_v2.json --c-header "$tmp/mbv2.h" -o "$tmp/mbv2.json"
 has "$tmp/out" "wrote $tmp/mbv2.h"
-check "mobilenet_v2" "$tmp/mbv2.h" "$tmp/mbv2.json"
+check "mobilenet_v2" "$tmp/mbv2.h" "$tmp/mbv2.json" models/mobilenet_v2.json
 has "$tmp/mbv2.h" "#define MBV2_ARENA_BYTES UINT64_C(5197792)"
 has "$tmp/mbv2.h" "#define MBV2_T_B2_DW_OUT_REGION MBV2_R_ARENA"
 run 0 report models/mobilenet_v2.json --passes all --order memory --backend npu \
@@ -209,7 +257,7 @@ done
 python3 - "$tmp/mbv2.h" "$tmp/broken.h" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
-rows = re.findall(r'\{"(\w+)", "(\w+)", "(\w*)", \w+, (\d+)u, UINT64_C\((\d+)\), UINT64_C\((\d+)\), (-?\d+), (-?\d+)\}', text)
+rows = re.findall(r'\{"(\w+)", "(\w+)", "(\w*)", \w+, (\d+)u, UINT64_C\((\d+)\), UINT64_C\((\d+)\),\s+(-?\d+), (-?\d+),', text)
 t = {r[0]: r for r in rows}
 a = t["b2_expand_out"]
 for b in rows:
@@ -257,7 +305,7 @@ for p in "none --order file" "all --order memory"; do
   # shellcheck disable=SC2086
   run 0 plan "$tmp/ew.json" --passes $p --c-header "$tmp/ew.h" -o "$tmp/ew_plan.json"
   check "elementwise dag, passes $p" "$tmp/ew.h" "$tmp/ew_plan.json"
-  gcc "${flags[@]}" -DMP_HEADER="\"$tmp/ew.h\"" -DMP_UP=EW_ -DMP_LOW=ew_ tests/cli/c_header_run.c -o "$tmp/ew_run" && ok || bad "c_header_run.c does not compile"
+  gcc "${flags[@]}" -DMP_HEADER="\"$tmp/ew.h\"" -DMP_UP=EW_ -DMP_LOW=ew_ tests/cli/c_header_run.c -o "$tmp/ew_run" -lm && ok || bad "c_header_run.c does not compile"
   "$tmp/ew_run" >"$tmp/ew_out" 2>&1 && grep -q "^80 steps, [1-9][0-9]* outputs identical to the run without reuse$" "$tmp/ew_out" && ok ||
     bad "elementwise dag, passes $p: $(cat "$tmp/ew_out")"
 done
@@ -266,7 +314,7 @@ import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(len(b.get("te
 python3 - "$tmp/ew.h" "$tmp/ew_broken.h" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
-rows = re.findall(r'\{"(\w+)", "(\w+)", "f32", EW_R_ARENA, (\d+)u, UINT64_C\((\d+)\), UINT64_C\((\d+)\), (-?\d+), (-?\d+)\}', text)
+rows = re.findall(r'\{"(\w+)", "(\w+)", "f32", EW_R_ARENA, (\d+)u, UINT64_C\((\d+)\), UINT64_C\((\d+)\),\s+(-?\d+), (-?\d+),', text)
 acts = [r for r in rows if r[1] != "input"]
 for a in acts:
     b = next((b for b in acts if b[2] != a[2] and b[3] != a[3] and int(b[5]) < int(a[5]) <= int(b[6]) and int(a[5]) < int(b[6])), None)
@@ -277,10 +325,182 @@ new = '{"%s", "%s", "f32", EW_R_ARENA, %su, UINT64_C(%s)' % (a[0], a[1], a[2], b
 open(sys.argv[2], "w").write(text.replace(old, new, 1))
 print("moved %s onto %s" % (a[0], b[0]))
 PY
-gcc "${flags[@]}" -DMP_HEADER="\"$tmp/ew_broken.h\"" -DMP_UP=EW_ -DMP_LOW=ew_ tests/cli/c_header_run.c -o "$tmp/ew_broken" && ok || bad "broken header does not compile"
+gcc "${flags[@]}" -DMP_HEADER="\"$tmp/ew_broken.h\"" -DMP_UP=EW_ -DMP_LOW=ew_ tests/cli/c_header_run.c -o "$tmp/ew_broken" -lm && ok || bad "broken header does not compile"
 if "$tmp/ew_broken" >"$tmp/ew_out" 2>&1; then bad "the runtime did not notice a moved tensor"; else
   grep -q "differs from the run without reuse" "$tmp/ew_out" && ok || bad "broken run: $(cat "$tmp/ew_out")"
 fi
+
+# The same runtime on a small CNN (tests/cli/c_header_run.c's kernels:
+# Conv with groups, strides and pads, Clip, a residual Add, MaxPool, a
+# SiLU, Concat, AveragePool, Gemm, Softmax, Reshape, Transpose, MatMul
+# with a bias and a Div), driven by the header's shapes and attributes.
+# Without passes its attributes and shapes are the graph's; with every
+# pass and the memory order the header has fused epilogues
+# (mplan.epilogue with Clip bounds, a SiLU diamond Mul@0, MatMul's
+# Add,Div), views and Concat slices, and both headers give the same
+# outputs bit for bit. Changing one attribute in the header changes them;
+# a tensor's own steps cut short of its reader fail the checker.
+python3 - "$tmp/cnn.json" <<'PY'
+import json, sys
+T, O = [], []
+def t(name, shape, kind=None, dtype="f32"):
+    d = {"name": name, "dtype": dtype, "shape": shape}
+    if kind: d["kind"] = kind
+    T.append(d)
+def op(name, typ, ins, outs, **attrs):
+    d = {"name": name, "op": typ, "inputs": ins, "outputs": outs}
+    if attrs: d["attrs"] = attrs
+    O.append(d)
+t("x", [1, 8, 16, 16], "input")
+def conv(name, x, cin, cout, k, out_hw, group=1, stride=1, pad=0, bias=True):
+    t(name + "_w", [cout, cin // group, k, k], "weight")
+    ins = [x, name + "_w"]
+    if bias:
+        t(name + "_b", [cout], "weight"); ins.append(name + "_b")
+    t(name, [1, cout, out_hw, out_hw])
+    a = {"kernel_shape": [k, k], "strides": [stride, stride], "pads": [pad] * 4}
+    if group > 1: a["group"] = group
+    op(name + "_op", "Conv", ins, [name], **a)
+    return name
+conv("stem", "x", 8, 16, 3, 16, pad=1)
+t("stem_r", [1, 16, 16, 16]); op("stem_relu", "Relu", ["stem"], ["stem_r"])
+conv("dw", "stem_r", 16, 16, 3, 16, group=16, pad=1)
+t("dw_r", [1, 16, 16, 16]); op("dw_clip", "Clip", ["dw"], ["dw_r"], min=0.0, max=6.0)
+conv("pw", "dw_r", 16, 16, 1, 16, bias=False)
+t("res", [1, 16, 16, 16]); op("res_add", "Add", ["pw", "stem_r"], ["res"])
+t("mp", [1, 16, 8, 8]); op("pool", "MaxPool", ["res"], ["mp"], kernel_shape=[2, 2], strides=[2, 2])
+conv("b1", "mp", 16, 8, 1, 8)
+t("b1_r", [1, 8, 8, 8]); op("b1_relu", "Relu", ["b1"], ["b1_r"])
+conv("b2", "mp", 16, 8, 3, 8, pad=1)
+t("b2_s", [1, 8, 8, 8]); op("b2_sigmoid", "Sigmoid", ["b2"], ["b2_s"])
+t("b2_silu", [1, 8, 8, 8]); op("b2_mul", "Mul", ["b2", "b2_s"], ["b2_silu"])
+t("cat", [1, 16, 8, 8]); op("concat", "Concat", ["b1_r", "b2_silu"], ["cat"], axis=1)
+conv("down", "cat", 16, 24, 3, 4, stride=2, pad=1)
+t("down_r", [1, 24, 4, 4]); op("down_relu", "Relu", ["down"], ["down_r"])
+t("ap", [1, 24, 4, 4]); op("avg", "AveragePool", ["down_r"], ["ap"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+t("gap", [1, 24, 1, 1]); op("gap_op", "GlobalAveragePool", ["ap"], ["gap"])
+t("flat", [1, 24]); op("flatten", "Flatten", ["gap"], ["flat"], axis=1)
+t("fc_w", [10, 24], "weight"); t("fc_b", [10], "weight")
+t("logits", [1, 10]); op("fc", "Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1)
+t("probs", [1, 10], "output"); op("softmax", "Softmax", ["logits"], ["probs"], axis=1)
+t("rs_shape", [3], "weight", "i64")
+t("rs", [1, 16, 64]); op("reshape", "Reshape", ["cat", "rs_shape"], ["rs"])
+t("tr", [1, 64, 16]); op("transpose", "Transpose", ["rs"], ["tr"], perm=[0, 2, 1])
+t("mm_w", [16, 8], "weight"); t("mm_b", [8], "weight")
+t("mm", [1, 64, 8]); op("matmul", "MatMul", ["tr", "mm_w"], ["mm"])
+t("mm_y", [1, 64, 8]); op("bias", "Add", ["mm", "mm_b"], ["mm_y"])
+t("emb", [1, 64, 8], "output"); op("scale", "Div", ["mm_y", "mm_b"], ["emb"])
+json.dump({"mplan": "graph/1", "name": "header_cnn", "tensors": T, "ops": O,
+           "outputs": ["probs", "emb"]}, open(sys.argv[1], "w"), indent=1)
+PY
+for p in none all; do
+  order=file; [ "$p" = all ] && order=memory
+  run 0 plan "$tmp/cnn.json" --passes $p --order $order --c-header "$tmp/cnn_$p.h" -o "$tmp/cnn_$p.json"
+  if [ "$p" = none ]; then
+    check "cnn, passes none" "$tmp/cnn_$p.h" "$tmp/cnn_$p.json" "$tmp/cnn.json"
+  else
+    check "cnn, passes all" "$tmp/cnn_$p.h" "$tmp/cnn_$p.json"
+  fi
+  sed "s/MPLAN_CNN_$(echo $p | tr a-z A-Z)_H/MPLAN_CNN_H/; s/CNN_$(echo $p | tr a-z A-Z)_/CNN_/g; s/cnn_${p}_/cnn_/g" "$tmp/cnn_$p.h" >"$tmp/cnn_run_$p.h"
+  gcc "${flags[@]}" -DMP_HEADER="\"$tmp/cnn_run_$p.h\"" -DMP_UP=CNN_ -DMP_LOW=cnn_ tests/cli/c_header_run.c -o "$tmp/cnn_run_$p" -lm && ok || bad "cnn $p: c_header_run.c does not compile"
+  "$tmp/cnn_run_$p" "$tmp/cnn_out_$p" >"$tmp/cnn_msg" 2>&1 && grep -q "^[0-9]* steps, 2 outputs identical to the run without reuse$" "$tmp/cnn_msg" && ok ||
+    bad "cnn, passes $p: $(cat "$tmp/cnn_msg")"
+done
+has "$tmp/cnn_all.h" '"Sigmoid,Mul@0"'
+has "$tmp/cnn_all.h" '"Add,Div"'
+has "$tmp/cnn_all.h" '"in place (concat slice)"'
+has "$tmp/cnn_all.h" '"view"'
+has "$tmp/cnn_run_all.h" '{"down_op", "Conv", 3u, 1u,'
+cmp -s "$tmp/cnn_out_none" "$tmp/cnn_out_all" && ok || bad "cnn: the outputs with every pass differ from those without"
+[ "$(grep -c 'static const struct cnn_step s\[25\]' "$tmp/cnn_run_none.h")" = 1 ] &&
+  [ "$(grep -c 'static const struct cnn_step s\[16\]' "$tmp/cnn_run_all.h")" = 1 ] && ok || bad "cnn: not 25 and 16 steps"
+# down_op's strides 2 -> 1 in the header: other outputs
+python3 - "$tmp/cnn_run_all.h" "$tmp/cnn_stride.h" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r'\{"down_op", "Conv", \d+u, \d+u, io \+ \d+, io \+ \d+, \d+u, a \+ (\d+)\}', text)
+first = int(m.group(1))
+rows = re.findall(r'^      \{"[^"]*", CNN_ATTR_\w+, .*$', text, re.M)
+k = next(i for i in range(first, len(rows)) if rows[i].startswith('      {"strides"'))
+at = int(re.search(r"ai \+ (\d+)", rows[k]).group(1))
+ai = re.search(r"static const int64_t ai\[\d+\] = \{(.*?)\};", text, re.S)
+vals = re.findall(r"INT64_C\((-?\d+)\)", ai.group(1))
+assert vals[at:at + 2] == ["2", "2"], vals[at:at + 2]
+vals[at:at + 2] = ["1", "1"]
+new = "{" + ", ".join("INT64_C(%s)" % v for v in vals) + "}"
+open(sys.argv[2], "w").write(text[:ai.start(1) - 1] + new + text[ai.end(1) + 1:])
+PY
+gcc "${flags[@]}" -DMP_HEADER="\"$tmp/cnn_stride.h\"" -DMP_UP=CNN_ -DMP_LOW=cnn_ tests/cli/c_header_run.c -o "$tmp/cnn_stride" -lm && ok || bad "strided header does not compile"
+"$tmp/cnn_stride" "$tmp/cnn_out_stride" >/dev/null 2>&1 && ! cmp -s "$tmp/cnn_out_stride" "$tmp/cnn_out_all" && ok || bad "cnn: strides 1 gave the same outputs"
+# the Softmax's input 'logits' last read one step early
+python3 - "$tmp/cnn_run_all.h" "$tmp/cnn_short.h" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r'(\{"logits", [^\n]*\n\s+-?\d+, -?\d+, -?\d+, )(-?\d+)', text)
+open(sys.argv[2], "w").write(text[:m.start(2)] + str(int(m.group(2)) - 1) + text[m.end(2):])
+PY
+gcc "${flags[@]}" -DMP_HEADER="\"$tmp/cnn_short.h\"" -DMP_UP=CNN_ -DMP_LOW=cnn_ tests/cli/c_header_check.c -o "$tmp/chk_short" && ok || bad "short header does not compile"
+if "$tmp/chk_short" >/dev/null 2>"$tmp/chk_err"; then bad "the checker passed a tensor dead before its reader"; else
+  grep -q "operand .* is not live" "$tmp/chk_err" && ok || bad "short: $(cat "$tmp/chk_err")"
+fi
+
+# Attributes C spells only through <math.h> (a JSON number past the
+# double range is an infinity), and a negative zero in a list.
+cat >"$tmp/nonfinite.json" <<'JSON'
+{"mplan": "graph/1", "name": "nonfinite",
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [4], "kind": "input"},
+             {"name": "y", "dtype": "f32", "shape": [4]},
+             {"name": "z", "dtype": "f32", "shape": [4], "kind": "output"}],
+ "ops": [{"name": "clip", "op": "Clip", "inputs": ["x"], "outputs": ["y"],
+          "attrs": {"min": -1e999, "max": 1e999}},
+         {"name": "leaky", "op": "LeakyRelu", "inputs": ["y"], "outputs": ["z"],
+          "attrs": {"alpha": 0.25, "extra": [1e999, 0.5, -0.0]}}],
+ "outputs": ["z"]}
+JSON
+run 0 plan "$tmp/nonfinite.json" --c-header "$tmp/nonfinite.h" -o "$tmp/nonfinite_plan.json"
+check "non-finite attributes" "$tmp/nonfinite.h" "$tmp/nonfinite_plan.json" "$tmp/nonfinite.json"
+has "$tmp/nonfinite.h" "#include <math.h>"
+has "$tmp/nonfinite.h" '{"min", NONFINITE_ATTR_FLOAT, 0u, INT64_C(0), -(double)INFINITY, 0, ai + 0, af + 0},'
+grep -q "^attr	1	extra	\[inf, 0.5, -0\]$" "$tmp/tables" && ok || bad "non-finite: the list reads $(grep extra "$tmp/tables")"
+grep -q "math.h" "$tmp/mbv2.h" && bad "mbv2.h includes math.h" || ok
+
+# Every ONNX node test the planner takes (Debian's libonnx-testdata, with
+# every pass and the memory order): its header compiles with -pedantic
+# -Werror and re-proves its plan (tests/cli/c_header_check.c).
+if [ -d "$cache/node" ]; then
+  nodes=0 failed=0
+  for d in "$cache"/node/*/; do
+    "$mplan" plan "$d/model.onnx" --passes all --order memory --c-header "$tmp/node.h" >/dev/null 2>&1 || continue
+    nodes=$((nodes + 1))
+    if ! gcc "${flags[@]}" -DMP_HEADER="\"$tmp/node.h\"" -DMP_UP=NODE_ -DMP_LOW=node_ \
+      tests/cli/c_header_check.c -o "$tmp/node_chk" 2>"$tmp/cc_err" || ! "$tmp/node_chk" >/dev/null 2>"$tmp/chk_err"; then
+      failed=$((failed + 1))
+      [ $failed -le 3 ] && echo "    $(basename "$d"): $(head -2 "$tmp/cc_err" "$tmp/chk_err" | tr '\n' ' ')"
+    fi
+  done
+  [ $nodes -ge 870 ] && [ $failed -eq 0 ] && ok || bad "node tests: $failed of $nodes headers fail (at least 870 expected)"
+  echo "    node tests: $nodes headers re-prove their plans"
+else
+  bad "no node tests in '$cache' (ctest fetches them: fixture onnx_data)"
+fi
+
+# The README's snippet compiles against MobileNetV2's header, inside a
+# function (gcc and clang-19, -pedantic -Werror).
+run 0 plan models/mobilenet_v2.json --c-header "$tmp/mbv2_plan.h"
+python3 - README.md "$tmp/readme.c" <<'PY'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+code = re.search(r"--c-header F\.h`.*?```c\n(.*?)```", text, re.S).group(1)
+lines = [l.strip() for l in code.splitlines()]
+inc = [l for l in lines if l.startswith("#include")]
+body = [l for l in lines if not l.startswith("#include")]
+open(sys.argv[2], "w").write("\n".join(inc) + "\nint main(void) {\n" + "\n".join(body) +
+                             "\n  return input == 0;\n}\n")
+PY
+for cc in gcc clang-19; do
+  "$cc" "${flags[@]}" -I"$tmp" "$tmp/readme.c" -o "$tmp/readme" 2>"$tmp/cc_err" && "$tmp/readme" && ok ||
+    { bad "the README's snippet with $cc"; head -3 "$tmp/cc_err"; }
+done
 
 # Bad names: one line, exit 2, no file.
 run 2 plan models/mobilenet_v2.json --c-header "$tmp/plan.txt"
