@@ -518,9 +518,12 @@ static mp_status graph_resolve_tensor(mp_graph *g, mp_tensor *t,
                           "input's shape with --shape NAME=DxDx...)",
                           g->source, t->name, k);
     }
-    /* ONNX has empty tensors (an unused Resize roi is shape [0]); JSON
-     * readers refuse 0 themselves. */
-    bool empty_ok = t->origin != MP_SHAPE_GIVEN || t->kind == MP_TENSOR_WEIGHT;
+    /* ONNX has empty tensors (an unused Resize roi is shape [0], an
+     * empty axes input of ReduceSum); JSON readers refuse 0 themselves,
+     * so only an ONNX model's inputs, weights and inferred tensors may
+     * be empty here. A declared activation of 0 elements is refused. */
+    bool empty_ok = t->origin != MP_SHAPE_GIVEN ||
+                    t->kind == MP_TENSOR_WEIGHT || t->kind == MP_TENSOR_INPUT;
     if (d->value < 0 || (d->value == 0 && !empty_ok)) {
       return mp_error_set(err, MP_ERR_BAD_INPUT,
                           "%s: tensor '%s': shape[%u] is %" PRId64

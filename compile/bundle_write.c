@@ -554,8 +554,9 @@ static mp_status bw_tensors(bw *w) {
     uint64_t data_off = 0, data_len = 0;
     /* a graph input whose value is bound (--value) carries it: the plan
      * (an If's branch, shape math) holds for that value only, so a run
-     * without an inputs file feeds it (runtime/runner.c) */
-    bool bound = x->kind == MP_TENSOR_INPUT && x->value &&
+     * without an inputs file feeds it (runtime/runner.c); an empty
+     * input (ONNX allows them) has nothing to carry */
+    bool bound = x->kind == MP_TENSOR_INPUT && x->value && x->bytes &&
                  x->value->n == x->bytes / mp_kd_size(kd);
     if (x->kind == MP_TENSOR_WEIGHT || bound) {
       mp_status st = bw_weight(w, t, &data_off);
