@@ -275,6 +275,8 @@ static int args_files(args_state *s, cli_opts *o, mp_status *st) {
                          "(its name before .h prefixes every identifier)",
                          s->cmd, v);
     }
+  } else if ((r = args_match(s, "--c-header-weights", false, &v))) {
+    o->c_header_weights = true;
   } else if ((r = args_match(s, "--what-if", false, &v))) {
     o->what_if = true;
   }
@@ -435,6 +437,12 @@ mp_status cli_parse(int argc, char **argv, int first, const char *cmd,
                         "mplan %s: missing the model file (see mplan %s "
                         "--help)",
                         cmd, cmd);
+  }
+  if (o->c_header_weights && !o->c_header) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "mplan %s: --c-header-weights puts the weights into "
+                        "the header of --c-header F.h, which is missing",
+                        cmd);
   }
   return MP_OK;
 }

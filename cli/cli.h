@@ -70,6 +70,7 @@ typedef struct cli_opts {
   const char *svg;
   const char *lifetimes; /* .yaml/.yml: YAML, .json: JSON */
   const char *c_header;  /* .h: the plan as a C header */
+  bool c_header_weights; /* ... with every weight's bytes */
   /* Positional arguments with CLI_F_MODELS (model is the first). */
   const char *models[CLI_MAX_MODELS];
   size_t n_models;

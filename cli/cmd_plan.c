@@ -24,7 +24,7 @@ static const char plan_usage[] =
     "                  [--value INPUT=V]...\n"
     "                  [--html F] [--sqlite DB] [--dot F] [--svg F]\n"
     "                  [--lifetimes F.yaml|F.json] [--c-header F.h]\n"
-    "                  [--what-if]\n"
+    "                  [--c-header-weights] [--what-if]\n"
     "Plans MODEL (ONNX, graph JSON, pipeline, lifetime table or minimalloc\n"
     "CSV), proves the plan safe and prints its summary; -o writes the plan/1\n"
     "JSON, --json prints it on stdout instead of the summary. --shape binds\n"

@@ -1,7 +1,7 @@
 /*
  * cmd_report.c -- mplan report MODEL|PLAN.json [--html F] [--sqlite DB]
  *                 [--dot F] [--svg F] [--lifetimes F.yaml|F.json]
- *                 [--c-header F.h]
+ *                 [--c-header F.h [--c-header-weights]]
  * and the same report files for mplan plan (cli_write_files).
  *
  * Invariants:
@@ -18,10 +18,13 @@
  */
 #define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
+#include "mplan/bundle.h"
+#include "mplan/compile.h"
 #include "mplan/file.h"
 #include "mplan/report_db.h"
 #include "mplan/sha256.h"
@@ -30,16 +33,18 @@
 static const char report_usage[] =
     "usage: mplan report MODEL|PLAN.json [--html F] [--sqlite DB] [--dot F]\n"
     "                    [--svg F] [--lifetimes F.yaml|F.json]\n"
-    "                    [--c-header F.h] [--what-if]\n"
+    "                    [--c-header F.h [--c-header-weights]] [--what-if]\n"
     "                    [planning flags of mplan plan]\n"
     "Writes the plan's reports: --html a self-contained interactive page,\n"
     "--sqlite appends the run to a history database (created if needed),\n"
     "--dot and --svg the graph with the peak highlighted, --lifetimes the\n"
     "lifetime dump (YAML or JSON by extension), --c-header the plan as a\n"
     "C11 header (macros for the arena, regions and every tensor's offset\n"
-    "and bytes, and tables of tensors and steps; identifiers start with\n"
-    "the file's name: plan_v2.h gives PLAN_V2_ARENA_BYTES and\n"
-    "plan_v2_tensors()). --what-if adds the lower\n"
+    "and bytes, and tables of tensors with shapes and of steps with\n"
+    "attributes; identifiers start with the file's name: plan_v2.h gives\n"
+    "PLAN_V2_ARENA_BYTES and plan_v2_tensors()); --c-header-weights puts\n"
+    "every weight's bytes (as mplan compile has them) into it too.\n"
+    "--what-if adds the lower\n"
     "bound under the settings not asked for (the memory order, --passes\n"
     "all, both, all,tile, and that in the memory order) to the HTML page\n"
     "and the history (table what_if). Nothing is written unless\n"
@@ -99,6 +104,56 @@ static mp_buf *report_add(report_job *j, const char *path) {
   return b;
 }
 
+/* The weights of --c-header-weights: the bytes `mplan compile` gives
+ * each tensor that starts with data (the same seed, ONNX data and
+ * folded constants), per graph tensor in *data (NULL: none). The
+ * pointers point into the loaded bundle *b, which the caller destroys
+ * after the header, with *data and the bundle's bytes. */
+static mp_status report_weights(const cli_opts *o, const mp_model *m,
+                                const mp_plan *plan, mp_buf *bundle,
+                                mp_bundle **bp, const unsigned char ***data,
+                                mp_error *err) {
+  const mp_graph *g = mp_model_graph(m);
+  mp_bundle *b = NULL;
+  *data = NULL;
+  if (!g) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: --c-header-weights needs a graph (a model, not "
+                        "a lifetime table or a plan)",
+                        mp_model_path(m));
+  }
+  mp_compile_opts co = {.seed = o->seed};
+  mp_status st = mp_compile_model(
+      m, mp_model_problem(m), mp_plan_placements(plan), &co, NULL, bundle, err);
+  if (st == MP_OK) {
+    st = mp_bundle_load(mp_model_path(m), bundle->data, bundle->len, NULL, &b,
+                        err);
+  }
+  size_t nt = g ? mp_graph_tensor_count(g) : 0;
+  if (st == MP_OK && !(*data = calloc(nt + 1, sizeof **data))) {
+    st = mp_error_set(err, MP_ERR_NOMEM, "%s: C header weights: out of memory",
+                      mp_model_path(m));
+  }
+  for (size_t t = 0; st == MP_OK && t < nt; t++) {
+    const mp_tensor *x = mp_graph_tensor(g, t);
+    uint32_t k;
+    if (!mp_bundle_find_tensor(b, x->name, &k)) continue;
+    const mp_btensor *bt = mp_bundle_tensor(b, k);
+    if (!bt->data_bytes) continue;
+    if (bt->data_bytes != x->bytes) {
+      st = mp_error_set(err, MP_ERR_INTERNAL,
+                        "%s: tensor '%s': the bundle holds %llu bytes of it, "
+                        "the graph %zu",
+                        mp_model_path(m), x->name,
+                        (unsigned long long)bt->data_bytes, x->bytes);
+      break;
+    }
+    (*data)[t] = mp_bundle_weights(b) + bt->data_offset;
+  }
+  *bp = b;
+  return st;
+}
+
 /* One Graphviz context serves the process (see mp_graphviz_create). */
 static mp_status report_render(const cli_opts *o, const mp_model *m,
                                const mp_plan *plan, const mp_report_meta *meta,
@@ -128,7 +183,18 @@ static mp_status report_render(const cli_opts *o, const mp_model *m,
     const char *base = slash ? slash + 1 : o->c_header;
     snprintf(prefix, sizeof prefix, "%.*s", (int)(strrchr(base, '.') - base),
              base);
-    st = mp_report_c_header(m, plan, prefix, b, err);
+    mp_buf bundle;
+    mp_bundle *bd = NULL;
+    const unsigned char **data = NULL;
+    mp_buf_init(&bundle, NULL);
+    if (o->c_header_weights) {
+      st = report_weights(o, m, plan, &bundle, &bd, &data, err);
+    }
+    mp_c_header_opts co = {.data = data};
+    if (st == MP_OK) st = mp_report_c_header(m, plan, prefix, &co, b, err);
+    free(data);
+    mp_bundle_destroy(bd);
+    mp_buf_free(&bundle);
   }
   mp_graphviz_destroy(gv);
   return st;

@@ -68,6 +68,7 @@ typedef struct ch_ctx {
   unsigned *next;         /* per base: the suffix to try first */
   size_t n_next, cap_next;
   mp_strpool *pool;
+  const unsigned char *const *data; /* per graph tensor, or NULL */
 } ch_ctx;
 
 /* One entry of the tensor table. */
@@ -82,6 +83,7 @@ typedef struct ch_entry {
   const char *rule;              /* why it is in its buffer */
   uint32_t rank;
   const mp_dim *shape;
+  const unsigned char *data; /* its initial bytes, or NULL */
 } ch_entry;
 
 /* The identifier part of name (invariant 2, before uniqueness). */
@@ -326,7 +328,8 @@ static size_t ch_entries(ch_ctx *c, ch_entry *e) {
           .tensor = members[j],
           .rule = mp_alias_rule_name(mp_model_tensor_rule(c->m, members[j])),
           .rank = t->rank,
-          .shape = t->shape};
+          .shape = t->shape,
+          .data = c->data ? c->data[members[j]] : NULL};
       mp_model_tensor_steps(c->m, members[j], &x.live_first, &x.live_last);
       e[n++] = x;
     }
@@ -378,6 +381,30 @@ static void ch_rows(mp_buf *o, const char *type, const char *name,
   mp_buf_puts(o, "  };\n");
 }
 
+/* Writes "  static const uint8_t w[total] = {...};": the initial bytes
+ * of every entry that has them, in table order, 24 to a line. */
+static void ch_data(mp_buf *o, const ch_entry *e, size_t n, uint64_t total) {
+  mp_buf_printf(o, "  static const uint8_t w[%" PRIu64 "] = {", total);
+  char line[24 * 5 + 16];
+  for (size_t k = 0; k < n; k++) {
+    if (!e[k].data) continue;
+    mp_buf_puts(o, "\n      /* ");
+    ch_comment(o, e[k].name);
+    mp_buf_puts(o, " */");
+    for (uint64_t i = 0; i < e[k].bytes;) {
+      size_t len;
+      memcpy(line, "\n     ", 6);
+      len = 6;
+      for (int j = 0; j < 24 && i < e[k].bytes; j++, i++) {
+        len += (size_t)snprintf(line + len, sizeof line - len, " %u,",
+                                (unsigned)e[k].data[i]);
+      }
+      mp_buf_append(o, line, len);
+    }
+  }
+  mp_buf_puts(o, "\n  };\n");
+}
+
 static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
                       const char **rid) {
   const mp_placement *pl = mp_plan_placements(c->plan);
@@ -422,6 +449,9 @@ static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
       "                        \"in place (...)\"; \"\" without a graph */\n"
       "  uint32_t rank;     /* dims in shape[] (0: a scalar or no graph) */\n"
       "  const int64_t *shape;\n"
+      "  const uint8_t *data; /* its bytes before the first step (weights,\n"
+      "                          bound inputs) with --c-header-weights;\n"
+      "                          else NULL */\n"
       "};\n\n",
       c->low, c->up);
   /* the dims of every tensor in one array, each shape a pointer into it */
@@ -429,6 +459,7 @@ static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
   mp_buf_init(&dims, o->alloc);
   mp_buf_init(&rows, o->alloc);
   size_t at = 0;
+  uint64_t n_data = 0;
   for (size_t k = 0; k < n; k++) {
     const mp_buffer *b = mp_problem_buffer(c->p, e[k].buffer);
     if (e[k].rank) mp_buf_puts(&dims, "\n     ");
@@ -448,7 +479,13 @@ static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
         c->up, rid[pl[e[k].buffer].region], e[k].buffer, e[k].offset,
         e[k].bytes, b->first, b->last, e[k].live_first, e[k].live_last);
     ch_str(&rows, e[k].rule);
-    mp_buf_printf(&rows, ", %" PRIu32 "u, d + %zu},\n", e[k].rank, at);
+    mp_buf_printf(&rows, ", %" PRIu32 "u, d + %zu, ", e[k].rank, at);
+    if (e[k].data) {
+      mp_buf_printf(&rows, "w + %" PRIu64 "},\n", n_data);
+      n_data += e[k].bytes;
+    } else {
+      mp_buf_puts(&rows, "0},\n");
+    }
     at += e[k].rank;
   }
   mp_buf_printf(o,
@@ -458,7 +495,9 @@ static void ch_tables(ch_ctx *c, const ch_entry *e, size_t n,
   char type[160];
   snprintf(type, sizeof type, "struct %s_tensor", c->low);
   ch_array(o, "int64_t", "d", &dims, at);
-  ch_rows(o, type, "t", &rows, n, "{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, d}");
+  if (n_data) ch_data(o, e, n, n_data);
+  ch_rows(o, type, "t", &rows, n,
+          "{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, d, 0}");
   mp_buf_puts(o, "  return t;\n}\n\n");
   if (dims.failed || rows.failed) o->failed = true;
   mp_buf_free(&dims);
@@ -667,12 +706,14 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
 }
 
 mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
-                             const char *prefix, mp_buf *out, mp_error *err) {
+                             const char *prefix, const mp_c_header_opts *o,
+                             mp_buf *out, mp_error *err) {
   ch_ctx c = {.m = m,
               .plan = plan,
               .p = mp_plan_problem(plan),
               .g = mp_model_graph(m),
-              .out = out};
+              .out = out,
+              .data = o ? o->data : NULL};
   ch_prefix(&c, prefix);
   size_t nb = mp_problem_count(c.p), n = 0;
   if (c.g) {

@@ -141,16 +141,26 @@ mp_status mp_report_lifetimes_yaml(const mp_model *m, const mp_plan *plan,
 mp_status mp_report_lifetimes_json(const mp_model *m, const mp_plan *plan,
                                    mp_buf *out, mp_error *err);
 
+/* What a C header carries besides the plan. */
+typedef struct mp_c_header_opts {
+  /* Per graph tensor: the bytes it starts with (weights, bound inputs;
+   * its `bytes` long), or NULL; NULL: no tensor carries data. */
+  const unsigned char *const *data;
+} mp_c_header_opts;
+
 /* The plan as a C11 header for a runtime that brings its own kernels:
  * macros for the arena, each region (index, bytes, alignment, capacity)
  * and each tensor (index, offset in its region, bytes, region), and
  * static inline accessors PREFIX_tensors() (name, kind, dtype, region,
- * buffer, offset, bytes, steps of every tensor placed),
- * PREFIX_regions() and PREFIX_steps() (op, type and operands as indices
- * into the tensor table, for graphs). prefix names every identifier
- * (NULL: "plan"); names become identifiers as reports/c_header.c says. */
+ * buffer, offset, bytes, steps, own steps, rule, shape and, with
+ * o->data, initial bytes of every tensor placed), PREFIX_regions() and
+ * PREFIX_steps() (op, type, operands as indices into the tensor table
+ * and attributes, for graphs). prefix names every identifier (NULL:
+ * "plan"); names become identifiers as reports/c_header.c says. o may
+ * be NULL. */
 mp_status mp_report_c_header(const mp_model *m, const mp_plan *plan,
-                             const char *prefix, mp_buf *out, mp_error *err);
+                             const char *prefix, const mp_c_header_opts *o,
+                             mp_buf *out, mp_error *err);
 
 /* The graph in Graphviz DOT, built with cgraph: ops as nodes, tensors as
  * edges labelled with name, shape, dtype and bytes; tensors live at the

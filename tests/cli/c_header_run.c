@@ -12,12 +12,16 @@
  * -DMP_LOW=x_. Kernels (f32, NCHW): Relu, Neg, Abs, Sigmoid, Clip; Add,
  * Sub, Mul, Div with broadcasting; Conv (2-D, groups, strides, pads,
  * dilations), Gemm and MatMul, each with an epilogue; MaxPool,
- * AveragePool, GlobalAveragePool; Concat, Transpose, Softmax; Reshape,
- * Flatten, Squeeze, Unsqueeze and Identity as copies. Inputs and weights
- * get values seeded by their names, so two headers of one model (made
- * with other passes or orders) get the same ones; `c_header_run FILE`
- * also writes the outputs, sorted by name, to FILE for the test to
- * compare.
+ * AveragePool, GlobalAveragePool; Concat, Transpose, Softmax,
+ * ConstantOfShape; Reshape,
+ * Flatten, Squeeze, Unsqueeze and Identity as copies. A tensor whose
+ * table row carries data (--c-header-weights) starts with it; other
+ * inputs and weights get values seeded by their names, so two headers
+ * of one model (made with other passes or orders) get the same ones.
+ * `c_header_run [OUT [IN]]` writes the outputs, sorted by name, to OUT
+ * for the test to compare, and reads the graph inputs from IN, a
+ * tensors/1 file (mplan/runner.h; `mplan-runner --write-inputs` writes
+ * one).
  *
  * Each op computes its output into scratch memory and then stores it at
  * the output's offset: an op written in place over its input (the plan's
@@ -391,6 +395,16 @@ static int run_step(const step *s, float *y) {
     for (size_t i = 0; i < numel(o); i++) y[i] = unary(t, P[x][i], lo, hi);
     return 0;
   }
+  if (!strcmp(t, "ConstantOfShape")) {
+    /* ONNX's tensor attribute "value" reads as a list of one */
+    const attr *v = find(s, "value");
+    float c = 0;
+    if (v && v->n) {
+      c = v->kind == UP(ATTR_FLOATS) ? (float)v->floats[0] : (float)v->ints[0];
+    }
+    for (size_t i = 0; i < numel(o); i++) y[i] = c;
+    return 0;
+  }
   if (!strcmp(t, "Conv")) return conv(s, y);
   if (!strcmp(t, "Gemm")) return matmul(s, y, 1);
   if (!strcmp(t, "MatMul")) return matmul(s, y, 0);
@@ -434,6 +448,51 @@ static int run_all(float **ptr) {
   return 0;
 }
 
+/* Reads the graph inputs from a tensors/1 file (mplan/runner.h) into
+ * own[]: each record's data goes to the tensor of its name, which must
+ * have its bytes. */
+static int read_inputs(const char *path, float **own) {
+  FILE *f = fopen(path, "rb");
+  static unsigned char buf[1 << 24];
+  size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
+  if (f) fclose(f);
+  if (len < 16 || memcmp(buf, "MPTENSOR", 8) != 0) {
+    fprintf(stderr, "%s: not a tensors/1 file\n", path);
+    return 2;
+  }
+  uint32_t count;
+  memcpy(&count, buf + 12, 4);
+  size_t at = 16;
+  for (uint32_t r = 0; r < count; r++) {
+    uint32_t nl;
+    uint64_t bytes;
+    if (at + 4 > len) return 2;
+    memcpy(&nl, buf + at, 4);
+    if (at + 4 + nl + 8 > len) return 2;
+    const char *name = (const char *)buf + at + 4;
+    unsigned rank = buf[at + 4 + nl + 1];
+    size_t rec = 4 + nl + 8 + 8 * (size_t)rank;
+    if (at + rec + 8 > len) return 2;
+    memcpy(&bytes, buf + at + rec, 8);
+    rec += 8;
+    if (at + rec + bytes > len) return 2;
+    size_t i = 0;
+    while (i < UP(TENSOR_COUNT) &&
+           (strlen(T[i].name) != nl || memcmp(T[i].name, name, nl) != 0)) {
+      i++;
+    }
+    if (i == UP(TENSOR_COUNT) || T[i].bytes != bytes) {
+      fprintf(stderr, "%s: input '%.*s' of %" PRIu64 " bytes is no tensor\n",
+              path, (int)nl, name, bytes);
+      return 2;
+    }
+    memcpy(own[i], buf + at + rec, (size_t)bytes);
+    rec += (size_t)bytes;
+    at += rec + (8 - rec % 8) % 8;
+  }
+  return 0;
+}
+
 static int by_name(const void *a, const void *b) {
   return strcmp(T[*(const size_t *)a].name, T[*(const size_t *)b].name);
 }
@@ -456,7 +515,10 @@ int main(int argc, char **argv) {
     own[i] = malloc((size_t)T[i].bytes);
     if (!own[i]) return 2;
     memset(own[i], 0x5A, (size_t)T[i].bytes);
-    if (strcmp(T[i].kind, "input") == 0 || strcmp(T[i].kind, "weight") == 0) {
+    if (T[i].data) {
+      memcpy(own[i], T[i].data, (size_t)T[i].bytes);
+    } else if (strcmp(T[i].kind, "input") == 0 ||
+               strcmp(T[i].kind, "weight") == 0) {
       uint32_t seed = 2166136261u; /* FNV-1a of the name */
       for (const char *c = T[i].name; *c; c++) {
         seed = (seed ^ (unsigned char)*c) * 16777619u;
@@ -465,11 +527,17 @@ int main(int argc, char **argv) {
         seed = seed * 1664525u + 1013904223u;
         own[i][e] = (float)((int32_t)(seed >> 8) % 2001 - 1000) / 4096.0f;
       }
-      memcpy(planned[i], own[i], (size_t)T[i].bytes);
     }
     if (strcmp(T[i].kind, "output") == 0) outs[n_outs++] = i;
   }
-  int rc = run_all(own);
+  int rc = argc > 2 ? read_inputs(argv[2], own) : 0;
+  for (size_t i = 0; i < n; i++) {
+    if (T[i].data || strcmp(T[i].kind, "input") == 0 ||
+        strcmp(T[i].kind, "weight") == 0) {
+      memcpy(planned[i], own[i], (size_t)T[i].bytes);
+    }
+  }
+  if (!rc) rc = run_all(own);
   if (!rc) rc = run_all(planned);
   for (size_t k = 0; !rc && k < n_outs; k++) {
     size_t i = outs[k];

@@ -502,6 +502,63 @@ for cc in gcc clang-19; do
     { bad "the README's snippet with $cc"; head -3 "$tmp/cc_err"; }
 done
 
+# --c-header-weights: the header carries the bytes `mplan compile` gives
+# every weight, so a runtime needs nothing else. c_header_run.c runs the
+# CNN and BlazeFace (a real ONNX model, every pass, the memory order)
+# from their headers alone, fed the inputs mplan-runner drew, and gets
+# mplan-runner's outputs of the compiled bundle (other kernels: within
+# 1e-5 of the largest value), and bit for bit its own no-reuse run.
+runner=$(dirname "$mplan")/mplan-runner
+cat >"$tmp/cmp_outputs.py" <<'PY'
+import struct, sys
+def tensors(p):
+    d=open(p,'rb').read(); assert d[:8]==b'MPTENSOR'
+    n=struct.unpack_from('<I',d,12)[0]; at=16; out={}
+    for _ in range(n):
+        nl=struct.unpack_from('<I',d,at)[0]; name=d[at+4:at+4+nl].decode(); rank=d[at+5+nl]
+        rec=4+nl+8+8*rank; nb=struct.unpack_from('<Q',d,at+rec)[0]; rec+=8
+        out[name]=d[at+rec:at+rec+nb]; rec+=nb; at+=rec+(8-rec%8)%8
+    return out
+def dump(p):
+    d=open(p,'rb').read(); out={}; at=0
+    while at<len(d):
+        nl=d.index(b'\n',at); name,nb=d[at:nl].decode().rsplit(' ',1); nb=int(nb); out[name]=d[nl+1:nl+1+nb]; at=nl+1+nb
+    return out
+a=tensors(sys.argv[1]); b=dump(sys.argv[2])
+assert sorted(a)==sorted(b), (sorted(a), sorted(b))
+worst=0
+for k in a:
+    x=struct.unpack('%df'%(len(a[k])//4),a[k]); y=struct.unpack('%df'%(len(b[k])//4),b[k])
+    scale=max(abs(v) for v in x) or 1
+    err=max(abs(p-q) for p,q in zip(x,y))/scale; worst=max(worst,err); print(k,len(x),'max err / max |value|: %.3g'%err)
+sys.exit(0 if worst < 1e-5 else 1)
+PY
+weights_case() {
+  local name=$1 model=$2 stem=$3 up
+  up=$(echo "$stem" | tr a-z A-Z)
+  run 0 compile "$model" --passes all --order memory -o "$tmp/$stem.mpk"
+  "$runner" "$tmp/$stem.mpk" --write-inputs "$tmp/${stem}_in.t" --outputs "$tmp/${stem}_out.t" >/dev/null && ok || bad "$name: mplan-runner failed"
+  run 0 plan "$model" --passes all --order memory --c-header "$tmp/$stem.h" --c-header-weights
+  grep -q 'static const uint8_t w\[' "$tmp/$stem.h" && ok || bad "$name: no weights in the header"
+  gcc "${flags[@]}" -O1 -DMP_HEADER="\"$tmp/$stem.h\"" -DMP_UP="${up}_" -DMP_LOW="${stem}_" tests/cli/c_header_run.c -o "$tmp/${stem}_run" -lm && ok || bad "$name: c_header_run.c does not compile"
+  "$tmp/${stem}_run" "$tmp/${stem}_got" "$tmp/${stem}_in.t" >"$tmp/msg" 2>&1 && grep -q "outputs identical to the run without reuse" "$tmp/msg" && ok || bad "$name: $(cat "$tmp/msg")"
+  python3 "$tmp/cmp_outputs.py" "$tmp/${stem}_out.t" "$tmp/${stem}_got" >"$tmp/msg" 2>&1 && ok || bad "$name: outputs differ from mplan-runner's: $(cat "$tmp/msg")"
+  sed 's/^/    /' "$tmp/msg"
+}
+weights_case "cnn with weights" "$tmp/cnn.json" cnnw
+blazeface=$cache/blazeface/face_detection_front_128x128_barracuda.onnx
+if [ -f "$blazeface" ]; then
+  weights_case "blazeface with weights" "$blazeface" bfw
+else
+  bad "no BlazeFace in '$cache' (ctest fetches it: fixture onnx_data)"
+fi
+grep -q 'w + ' "$tmp/mbv2.h" && bad "mbv2.h has data without --c-header-weights" || ok
+run 2 plan models/mobilenet_v2.json --c-header-weights
+has "$tmp/err" "mplan plan: --c-header-weights puts the weights into the header of --c-header F.h, which is missing"
+run 2 plan tests/data/input.12.csv --c-header "$tmp/csvw.h" --c-header-weights
+has "$tmp/err" "--c-header-weights needs a graph"
+[ ! -e "$tmp/csvw.h" ] && ok || bad "a header was written for a CSV"
+
 # Bad names: one line, exit 2, no file.
 run 2 plan models/mobilenet_v2.json --c-header "$tmp/plan.txt"
 has "$tmp/err" "mplan plan: --c-header '$tmp/plan.txt': the name must end in .h"

@@ -234,7 +234,7 @@ static void fuzz_reports(const mp_model *m, const mp_plan *plan,
   fuzz_expect(st, &err, "passes table");
   mp_buf_free(&b);
   mp_buf_init(&b, NULL);
-  if (st == MP_OK) st = mp_report_c_header(m, plan, "fuzz", &b, &err);
+  if (st == MP_OK) st = mp_report_c_header(m, plan, "fuzz", NULL, &b, &err);
   fuzz_expect(st, &err, "C header");
   if (st == MP_OK) fuzz_c_header(&b);
   mp_buf_free(&b);
