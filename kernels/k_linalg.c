@@ -13,7 +13,10 @@
  *      singular matrix gives 0.
  *   3. DFT and STFT sum each bin directly in double (no FFT: the lengths
  *      are those of a frame or an axis), the angle of every twiddle taken
- *      from k * j mod n, so bin values do not drift with k.
+ *      from k * j mod n, so bin values do not drift with k. With a
+ *      workspace the n twiddles and the signal's windowed samples are
+ *      computed once per call (n sin/cos pairs, not n_out * len) by the
+ *      same expressions, so the bins are the same bits as without.
  */
 #include <math.h>
 #include <string.h>
@@ -85,17 +88,58 @@ void mp_k_det(int d, int64_t batches, int64_t n, const void *x, void *y,
 
 #define KL_TWO_PI 6.283185307179586476925286766559
 
+/* The angle of twiddle k * j mod n (invariant 3). */
+static double kl_angle(double sign, int64_t kj, int64_t n) {
+  return sign * KL_TWO_PI * (double)kj / (double)n;
+}
+
+/* The twiddles of a length-n transform: cos in ws[0, n), sin in
+ * ws[n, 2n). */
+static void kl_twiddles(int64_t n, bool inverse, double *ws) {
+  double sign = inverse ? 1.0 : -1.0;
+  for (int64_t m = 0; m < n; m++) {
+    double ang = kl_angle(sign, m, n);
+    ws[m] = cos(ang);
+    ws[n + m] = sin(ang);
+  }
+}
+
 /* Bins 0 .. n_out-1 of the length-n transform of one signal: sample j of
  * it is x[at + j * stride * cx] (and the next element when cx is 2: the
  * imaginary part), times win[j] (dtype dw; NULL: 1), for j < len, and 0
  * beyond; bin k goes to y[yat + 2 * k * ystride]. The caller keeps n
- * below 2^31, so k * j fits. */
+ * below 2^31, so k * j fits. ws: NULL, or the twiddles (kl_twiddles)
+ * followed by room for 2 * min(len, n) samples. */
 static void kl_dft1(int d, const void *x, size_t at, size_t stride, int64_t cx,
                     int64_t len, int dw, const void *win, int64_t n,
                     int64_t n_out, bool inverse, void *y, size_t yat,
-                    size_t ystride) {
+                    size_t ystride, double *ws) {
   int64_t m = len < n ? len : n;
   double sign = inverse ? 1.0 : -1.0, scale = inverse ? 1.0 / (double)n : 1.0;
+  if (ws) {
+    const double *tc = ws, *ts = ws + n;
+    double *sa = ws + 2 * n, *sb = sa + m;
+    for (int64_t j = 0; j < m; j++) {
+      size_t xi = at + (size_t)j * stride * (size_t)cx;
+      double w = win ? mp_k_load(win, dw, (size_t)j) : 1.0;
+      sa[j] = w * mp_k_load(x, d, xi);
+      sb[j] = cx == 2 ? w * mp_k_load(x, d, xi + 1) : 0.0;
+    }
+    for (int64_t k = 0; k < n_out; k++) {
+      double re = 0, im = 0;
+      for (int64_t j = 0, kj = 0; j < m; j++) {
+        double c = tc[kj], s = ts[kj];
+        re += sa[j] * c - sb[j] * s;
+        im += sa[j] * s + sb[j] * c;
+        kj += k; /* k * j mod n, as k < n */
+        if (kj >= n) kj -= n;
+      }
+      size_t yi = yat + (size_t)k * ystride * 2;
+      mp_k_store(y, d, yi, re * scale);
+      mp_k_store(y, d, yi + 1, im * scale);
+    }
+    return;
+  }
   for (int64_t k = 0; k < n_out; k++) {
     double re = 0, im = 0;
     for (int64_t j = 0; j < m; j++) {
@@ -103,7 +147,7 @@ static void kl_dft1(int d, const void *x, size_t at, size_t stride, int64_t cx,
       double w = win ? mp_k_load(win, dw, (size_t)j) : 1.0;
       double a = w * mp_k_load(x, d, xi);
       double b = cx == 2 ? w * mp_k_load(x, d, xi + 1) : 0.0;
-      double ang = sign * KL_TWO_PI * (double)((k * j) % n) / (double)n;
+      double ang = kl_angle(sign, (k * j) % n, n);
       double c = cos(ang), s = sin(ang);
       re += a * c - b * s;
       im += a * s + b * c;
@@ -114,25 +158,31 @@ static void kl_dft1(int d, const void *x, size_t at, size_t stride, int64_t cx,
   }
 }
 
-void mp_k_dft(const mp_kdft *p, int d, const void *x, void *y) {
+size_t mp_k_dft_workspace(int64_t n, int64_t len) {
+  return (size_t)(2 * n + 2 * (len < n ? len : n));
+}
+
+void mp_k_dft(const mp_kdft *p, int d, const void *x, void *y, double *ws) {
+  if (ws) kl_twiddles(p->n, p->inverse, ws);
   for (int64_t o = 0; o < p->outer; o++) {
     for (int64_t i = 0; i < p->inner; i++) {
       size_t at = (size_t)((o * p->len * p->inner + i) * p->cx);
       size_t yat = (size_t)((o * p->n_out * p->inner + i) * 2);
       kl_dft1(d, x, at, (size_t)p->inner, p->cx, p->len, 0, NULL, p->n,
-              p->n_out, p->inverse, y, yat, (size_t)p->inner);
+              p->n_out, p->inverse, y, yat, (size_t)p->inner, ws);
     }
   }
 }
 
 void mp_k_stft(const mp_kstft *p, int d, const void *x, int dw,
-               const void *window, void *y) {
+               const void *window, void *y, double *ws) {
+  if (ws) kl_twiddles(p->frame, false, ws);
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t f = 0; f < p->frames; f++) {
       size_t at = (size_t)((b * p->len + f * p->step) * p->cx);
       size_t yat = (size_t)((b * p->frames + f) * p->n_out * 2);
       kl_dft1(d, x, at, 1, p->cx, p->frame, dw, window, p->frame, p->n_out,
-              false, y, yat, 1);
+              false, y, yat, 1, ws);
     }
   }
 }

@@ -242,8 +242,9 @@ static void ch_head(ch_ctx *c) {
       " * base must be aligned to its %s_R_<REGION>_ALIGN. A tensor's\n"
       " * bytes are [offset, offset + bytes); its steps (which index\n"
       " * %s_steps()) are its buffer's, whose tensors (views, in-place\n"
-      " * results, Concat slices) share bytes by design. No two tensors of\n"
-      " * different buffers share a byte at a common step.\n"
+      " * results, Concat slices) share bytes by design; live_first and\n"
+      " * live_last are its own. No two tensors of different buffers share\n"
+      " * a byte at a common step.\n"
       " */\n",
       c->up, c->low);
   mp_buf_printf(o, "#ifndef MPLAN_%s_H\n#define MPLAN_%s_H\n\n", c->up, c->up);

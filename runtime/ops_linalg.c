@@ -162,15 +162,25 @@ static bool la_dft_spec(op_ctx *c, mp_kdft *p) {
   return op_out_of_place(c, y, &want);
 }
 
+/* A transform of up to this length gets its twiddle tables in the
+ * workspace (32 MiB at most); a longer one computes each twiddle where
+ * it is used, the same bits (k_linalg.c invariant 3). */
+#define LA_DFT_TABLE_MAX ((int64_t)1 << 20)
+
 static bool la_check_dft(op_ctx *c) {
   mp_kdft p;
-  return la_dft_spec(c, &p);
+  if (!la_dft_spec(c, &p)) return false;
+  if (p.n <= LA_DFT_TABLE_MAX) {
+    c->need_ws += mp_k_dft_workspace(p.n, p.len) * sizeof(double);
+  }
+  return true;
 }
 
 static bool la_run_dft(op_ctx *c) {
   mp_kdft p;
   if (!la_dft_spec(c, &p)) return false;
-  mp_k_dft(&p, op_in(c, 0)->dtype, op_pin(c, 0), op_pout(c, 0));
+  mp_k_dft(&p, op_in(c, 0)->dtype, op_pin(c, 0), op_pout(c, 0),
+           p.n <= LA_DFT_TABLE_MAX ? (double *)(void *)c->ws : NULL);
   return true;
 }
 
@@ -241,15 +251,26 @@ static bool la_stft_spec(op_ctx *c, bool run, mp_kstft *p) {
 
 static bool la_check_stft(op_ctx *c) {
   mp_kstft p;
-  return la_stft_spec(c, false, &p);
+  if (!la_stft_spec(c, false, &p)) return false;
+  /* the frame length is known when the op runs: the window's, or at
+   * most the signal's */
+  const mp_btensor *win = op_in(c, 2);
+  int64_t n = win ? win->shape.dims[0] : p.len;
+  if (n <= LA_DFT_TABLE_MAX) {
+    c->need_ws += mp_k_dft_workspace(n, n) * sizeof(double);
+  }
+  return true;
 }
 
 static bool la_run_stft(op_ctx *c) {
   mp_kstft p;
   if (!la_stft_spec(c, true, &p)) return false;
   const mp_btensor *win = op_in(c, 2);
+  int64_t room = win ? win->shape.dims[0] : p.len;
+  bool table = room <= LA_DFT_TABLE_MAX && p.frame <= room;
   mp_k_stft(&p, op_in(c, 0)->dtype, op_pin(c, 0), win ? win->dtype : 0,
-            win ? op_pin(c, 2) : NULL, op_pout(c, 0));
+            win ? op_pin(c, 2) : NULL, op_pout(c, 0),
+            table ? (double *)(void *)c->ws : NULL);
   return true;
 }
 

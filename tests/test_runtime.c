@@ -7,9 +7,11 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "mplan/compile.h"
+#include "mplan/kernels.h"
 #include "mplan/runner.h"
 
 typedef struct count_alloc {
@@ -801,9 +803,65 @@ static void test_select_ops(const char *src) {
   mp_buf_free(&bundle);
 }
 
+/* DFT and STFT with the workspace's tables give the bits of the direct
+ * sums (k_linalg.c invariant 3): real and complex signals, lengths that
+ * are and are not powers of two, zero padding, truncation, onesided,
+ * inverse, strided axes, a window. */
+static void test_dft_tables(void) {
+  static float x[2 * 3 * 67 * 2], y0[2 * 3 * 80 * 2], y1[2 * 3 * 80 * 2];
+  static double ws[4 * 80];
+  uint32_t seed = 99;
+  for (size_t i = 0; i < sizeof x / sizeof *x; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    x[i] = (float)((int32_t)(seed >> 8) % 2001 - 1000) / 100.0f;
+  }
+  static const int64_t lens[][3] = {{67, 67, 67}, {67, 64, 33}, {67, 80, 80},
+                                    {16, 16, 16}, {67, 80, 41}, {1, 1, 1}};
+  size_t runs = 0;
+  for (size_t c = 0; c < sizeof lens / sizeof *lens; c++) {
+    for (int64_t cx = 1; cx <= 2; cx++) {
+      for (int inv = 0; inv < 2; inv++) {
+        mp_kdft p = {.outer = 2,
+                     .len = lens[c][0],
+                     .inner = 3,
+                     .cx = cx,
+                     .n = lens[c][1],
+                     .n_out = lens[c][2],
+                     .inverse = inv};
+        CHECK(mp_k_dft_workspace(p.n, p.len) <= sizeof ws / sizeof *ws);
+        memset(y0, 0x5a, sizeof y0);
+        memset(y1, 0xa5, sizeof y1);
+        mp_k_dft(&p, MP_KD_F32, x, y0, NULL);
+        mp_k_dft(&p, MP_KD_F32, x, y1, ws);
+        size_t n = (size_t)(p.outer * p.inner * p.n_out * 2);
+        CHECK(memcmp(y0, y1, n * sizeof *y0) == 0);
+        runs++;
+      }
+    }
+  }
+  /* STFT: 3 frames of 16 with a step of 20 over a signal of 67, a
+   * window of 16 */
+  float win[16];
+  for (int j = 0; j < 16; j++) win[j] = 0.5f - 0.5f * cosf(0.3927f * j);
+  mp_kstft st = {.batch = 2,
+                 .len = 67,
+                 .cx = 2,
+                 .frames = 3,
+                 .step = 20,
+                 .frame = 16,
+                 .n_out = 9};
+  memset(y0, 0, sizeof y0);
+  memset(y1, 1, sizeof y1);
+  mp_k_stft(&st, MP_KD_F32, x, MP_KD_F32, win, y0, NULL);
+  mp_k_stft(&st, MP_KD_F32, x, MP_KD_F32, win, y1, ws);
+  CHECK(memcmp(y0, y1, 2 * 3 * 9 * 2 * sizeof *y0) == 0);
+  CHECK(runs == 24);
+}
+
 int main(int argc, char **argv) {
   const char *src = argc > 1 ? argv[1] : ".";
   test_kernels();
+  test_dft_tables();
   test_half(MP_KD_F16, 0x7bff, 0x7e00);
   test_half(MP_KD_BF16, 0x7f7f, 0x7fc0);
   /* spot values: 65504 is f16's largest, 2^-24 its least subnormal, 2^-133

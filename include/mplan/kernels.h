@@ -606,7 +606,10 @@ typedef struct mp_kdft {
   int64_t outer, len, inner, cx, n, n_out;
   bool inverse;
 } mp_kdft;
-void mp_k_dft(const mp_kdft *p, int d, const void *x, void *y);
+/* ws: NULL, or mp_k_dft_workspace(n, len) doubles: the twiddles and
+ * the samples are then computed once per call (the same bits). */
+size_t mp_k_dft_workspace(int64_t n, int64_t len);
+void mp_k_dft(const mp_kdft *p, int d, const void *x, void *y, double *ws);
 
 /* STFT: signal [batch, len, cx]; frame f (0 .. frames-1) is the `frame`
  * samples from f * step times the window (NULL: ones), transformed as
@@ -616,7 +619,7 @@ typedef struct mp_kstft {
   int64_t batch, len, cx, frames, step, frame, n_out;
 } mp_kstft;
 void mp_k_stft(const mp_kstft *p, int d, const void *x, int dw,
-               const void *window, void *y);
+               const void *window, void *y, double *ws);
 
 /* MelWeightMatrix y [dft_length / 2 + 1, bins] (triangular filters on the
  * mel scale, with ONNX's reference rounding of the band edges to bins).
