@@ -106,11 +106,12 @@ static mp_status args_shape(args_state *s, cli_opts *o, char *v) {
       char *x = strchr(p, 'x');
       if (x) *x = '\0';
       if (b.rank == MP_MAX_RANK || !mp_parse_i64(p, &b.dims[b.rank]) ||
-          b.dims[b.rank] < 1) {
+          b.dims[b.rank] < 0) {
         if (x) *x = 'x';
         *eq = '=';
         goto bad;
       }
+      if (x) *x = 'x'; /* the error names the whole value */
       if (!x) {
         b.rank++;
         break;
@@ -128,7 +129,7 @@ static mp_status args_shape(args_state *s, cli_opts *o, char *v) {
 bad:
   return mp_error_set(s->err, MP_ERR_BAD_INPUT,
                       "mplan %s: --shape '%s': expected INPUT=DxDx... with "
-                      "every D >= 1 (at most %d dims) or INPUT=scalar",
+                      "every D >= 0 (at most %d dims) or INPUT=scalar",
                       s->cmd, v, MP_MAX_RANK);
 }
 

@@ -611,6 +611,10 @@ static mp_status lw_pool(lw *x, int kind, bool global) {
       k[i] = lw_dim(x, in, (uint32_t)(2 + i));
       s[i] = d[i] = 1;
       pb[i] = pe[i] = 0;
+      if (k[i] == 0) {
+        return lw_unsup(x, "a global pool over the empty spatial axis %lld",
+                        (long long)(2 + i));
+      }
     }
   } else {
     if (order != 0 && (!indices || order != 1 || nd > 2))
@@ -902,6 +906,8 @@ static mp_status lw_resize(lw *x) {
     double s = (ns == (int)in->rank && ns > 0 && scales[i] > 0)
                    ? scales[i]
                    : (double)lw_dim(x, y, i) / (double)lw_dim(x, in, i);
+    /* an empty axis has nothing to sample: any scale, but not 0/0 */
+    if (!(s > 0) && lw_dim(x, in, i) == 0) s = 1;
     lw_pf(x, s);
   }
   if (lin == 2) {

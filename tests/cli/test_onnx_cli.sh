@@ -36,7 +36,17 @@ run 0 validate "$tmp/cap.json"
 # Binding errors: one line, exit 2.
 run 2 plan $dyn --shape x=1x3x8 && has "$tmp/err" "--shape x: the input has rank 4, the option gives 3 dims"
 run 2 plan $dyn --shape nope=1x3x8x8 && has "$tmp/err" "--shape nope: the graph has no input named 'nope'"
-run 2 plan $dyn --shape x=1x3x0x8 && has "$tmp/err" "expected INPUT=DxDx..."
+run 2 plan $dyn --shape x=1x3x-1x8 && has "$tmp/err" "mplan plan: --shape 'x=1x3x-1x8': expected INPUT=DxDx... with every D >= 0"
+# A dim of 0 is an empty input (ONNX has them): this Conv's window does
+# not fit it, one line and exit 2; Trilu of a [3, 0, 5] input verifies.
+run 2 plan $dyn --shape x=1x3x0x8 && has "$tmp/err" "op 'conv' (Conv): spatial dim 0: input 0 is smaller than the window 3" && lines "$tmp/err" 1
+if [ -n "$cache" ] && [ -f "$cache/node/test_tril_zero/model.onnx" ]; then
+  run 0 verify "$cache/node/test_tril_zero/model.onnx" --shape x=3x0x5 && has "$tmp/out" "verified: no event"
+  run 0 plan "$cache/node/test_tril_zero/model.onnx" --shape x=3x0x5 --json
+  [ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sorted(b['size'] for b in d['buffers'] if b['name'] in ('x','y')))" "$tmp/out")" = "[1, 1]" ] && ok || bad "an empty tensor is not a buffer of one byte"
+else
+  bad "no node tests in '$cache'"
+fi
 run 2 plan $dyn --shape x=1x3x8x8 --value x=3 && has "$tmp/err" "--value x: the input is not a scalar"
 run 2 plan $dyn --shape x=1x3x8x8 --dim Q=3 && has "$tmp/err" "the graph has no dim named 'Q'"
 run 2 plan $dyn --dim 'W<=0' && has "$tmp/err" "expected NAME=VALUE with VALUE >= 1 or NAME<=MAX"
