@@ -11,7 +11,7 @@
 #include "mplan/snapshot.h"
 
 #define CLI_MAX_DIMS 64
-#define CLI_MAX_SHAPES 64
+#define CLI_MAX_SHAPES 256
 #define CLI_MAX_MODELS 1024
 
 /* Which flags a command accepts. */

@@ -40,6 +40,16 @@ run 2 plan $dyn --shape x=1x3x-1x8 && has "$tmp/err" "mplan plan: --shape 'x=1x3
 # A dim of 0 is an empty input (ONNX has them): this Conv's window does
 # not fit it, one line and exit 2; Trilu of a [3, 0, 5] input verifies.
 run 2 plan $dyn --shape x=1x3x0x8 && has "$tmp/err" "op 'conv' (Conv): spatial dim 0: input 0 is smaller than the window 3" && lines "$tmp/err" 1
+# 41 ops on empty inputs (tests/cli/gen_empty_ops.py: reductions and
+# normalisations over 0 elements, products with an inner dim of 0, Conv
+# with no batch or no channels, pooling, LSTM over no step, integer Div
+# and Mod, ...) verify in poison mode, with and without every pass.
+python3 tests/cli/gen_empty_ops.py "$tmp/empty.onnx" "$tmp/empty_shapes.txt" >/dev/null && ok || bad "gen_empty_ops.py failed"
+read -r -a empty_shapes <"$tmp/empty_shapes.txt"
+for p in none all; do
+  run 0 verify "$tmp/empty.onnx" "${empty_shapes[@]}" --passes $p --order memory && has "$tmp/out" "verified: no event"
+done
+has "$tmp/out" "41 ops on host"
 if [ -n "$cache" ] && [ -f "$cache/node/test_tril_zero/model.onnx" ]; then
   run 0 verify "$cache/node/test_tril_zero/model.onnx" --shape x=3x0x5 && has "$tmp/out" "verified: no event"
   run 0 plan "$cache/node/test_tril_zero/model.onnx" --shape x=3x0x5 --json

@@ -390,17 +390,23 @@ def topk_ties(out):
                 int_tensor("amin", [3], amin, INT64)])
 
 
-if sys.argv[1] == "--committed":
-    root = sys.argv[2]
-    write(os.path.join(root, "tests", "data", "weight_outputs.onnx.bin"),
-          weight_outputs(None))
-    write(os.path.join(root, "tests", "bad", "onnx_utf8_name.onnx.bin"),
-          weight_outputs(None, relu_name=b"re\xfflu"))
-else:
-    weight_outputs(sys.argv[1])
-    matmulinteger_batch(sys.argv[1])
-    qlinearconv_bias(sys.argv[1])
-    weight_output_big(sys.argv[1])
-    if_big_constant(sys.argv[1])
-    gru_lbr_bidirectional(sys.argv[1])
-    topk_ties(sys.argv[1])
+def main():
+    if sys.argv[1] == "--committed":
+        root = sys.argv[2]
+        write(os.path.join(root, "tests", "data", "weight_outputs.onnx.bin"),
+              weight_outputs(None))
+        write(os.path.join(root, "tests", "bad", "onnx_utf8_name.onnx.bin"),
+              weight_outputs(None, relu_name=b"re\xfflu"))
+    else:
+        weight_outputs(sys.argv[1])
+        matmulinteger_batch(sys.argv[1])
+        qlinearconv_bias(sys.argv[1])
+        weight_output_big(sys.argv[1])
+        if_big_constant(sys.argv[1])
+        gru_lbr_bidirectional(sys.argv[1])
+        topk_ties(sys.argv[1])
+
+
+# tests/cli/gen_empty_ops.py imports the wire-format helpers
+if __name__ == "__main__":
+    main()
