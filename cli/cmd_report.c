@@ -129,7 +129,7 @@ static mp_status report_weights(const cli_opts *o, const mp_model *m,
     st = mp_bundle_load(mp_model_path(m), bundle->data, bundle->len, NULL, &b,
                         err);
   }
-  size_t nt = g ? mp_graph_tensor_count(g) : 0;
+  size_t nt = mp_graph_tensor_count(g);
   if (st == MP_OK && !(*data = calloc(nt + 1, sizeof **data))) {
     st = mp_error_set(err, MP_ERR_NOMEM, "%s: C header weights: out of memory",
                       mp_model_path(m));
