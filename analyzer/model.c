@@ -168,8 +168,21 @@ static mp_status model_bind_shape(mp_model *m, const mp_shape_binding *b,
     }
     dims[k].value = b->dims[k];
   }
-  return mp_graph_set_shape(m->graph, t, x->dtype, x->rank, dims,
-                            MP_SHAPE_GIVEN, err);
+  st = mp_graph_set_shape(m->graph, t, x->dtype, x->rank, dims, MP_SHAPE_GIVEN,
+                          err);
+  /* an empty input's value is known: it has no element (a ReduceSum's
+   * empty axes are then a constant, as an initializer's would be) */
+  bool empty = false;
+  for (uint32_t k = 0; k < b->rank; k++) empty = empty || b->dims[k] == 0;
+  if (st == MP_OK && empty) {
+    static const int64_t none_i = 0;
+    static const double none_f = 0;
+    bool fl = x->dtype == MP_DTYPE_F32 || x->dtype == MP_DTYPE_F64 ||
+              x->dtype == MP_DTYPE_F16 || x->dtype == MP_DTYPE_BF16;
+    st = mp_graph_set_value(m->graph, t, fl ? NULL : &none_i,
+                            fl ? &none_f : NULL, 0, err);
+  }
+  return st;
 }
 
 static mp_status model_bind_value(mp_model *m, const mp_value_binding *b,
