@@ -386,6 +386,12 @@ static void ch_rows(mp_buf *o, const char *type, const char *name,
  * of every entry that has them, in table order, 24 to a line. */
 static void ch_data(mp_buf *o, const ch_entry *e, size_t n, uint64_t total) {
   mp_buf_printf(o, "  static const uint8_t w[%" PRIu64 "] = {", total);
+  /* " 0," .. " 255,": a weight can be hundreds of MB of text */
+  char text[256][6];
+  uint8_t tlen[256];
+  for (int v = 0; v < 256; v++) {
+    tlen[v] = (uint8_t)snprintf(text[v], sizeof text[v], " %d,", v);
+  }
   char line[24 * 5 + 16];
   for (size_t k = 0; k < n; k++) {
     if (!e[k].data) continue;
@@ -393,12 +399,11 @@ static void ch_data(mp_buf *o, const ch_entry *e, size_t n, uint64_t total) {
     ch_comment(o, e[k].name);
     mp_buf_puts(o, " */");
     for (uint64_t i = 0; i < e[k].bytes;) {
-      size_t len;
+      size_t len = 6;
       memcpy(line, "\n     ", 6);
-      len = 6;
       for (int j = 0; j < 24 && i < e[k].bytes; j++, i++) {
-        len += (size_t)snprintf(line + len, sizeof line - len, " %u,",
-                                (unsigned)e[k].data[i]);
+        memcpy(line + len, text[e[k].data[i]], tlen[e[k].data[i]]);
+        len += tlen[e[k].data[i]];
       }
       mp_buf_append(o, line, len);
     }
