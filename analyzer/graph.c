@@ -763,3 +763,74 @@ char *mp_graph_shape_str(const mp_graph *g, const mp_tensor *t, char *buf,
   if (len < cap) snprintf(buf + len, cap - len, "]");
   return buf;
 }
+
+/* ---- control flow ------------------------------------------------------ */
+
+mp_status mp_graph_loop_of(const mp_graph *g, const uint32_t *step_of,
+                           const mp_alloc *a, uint32_t *loop_of,
+                           mp_error *err) {
+  size_t n = mp_graph_op_count(g);
+  for (size_t o = 0; o < n; o++) loop_of[o] = 0;
+  uint8_t *mark = mp_calloc(a, n + 1, sizeof *mark);
+  uint32_t *stack = mp_calloc(a, n + 1, sizeof *stack);
+  int64_t *entered = mp_calloc(a, n + 1, sizeof *entered);
+  if (!mark || !stack || !entered) {
+    mp_free(a, mark);
+    mp_free(a, stack);
+    mp_free(a, entered);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", g->source);
+  }
+  for (size_t o = 0; o < n; o++) entered[o] = -1;
+  for (size_t l = 0; l < n; l++) {
+    const mp_op *op = mp_graph_op(g, l);
+    if (strcmp(op->type, "Loop") != 0 && strcmp(op->type, "Scan") != 0)
+      continue;
+    int64_t k = -1;
+    for (uint32_t j = 0; j < op->n_attrs; j++) {
+      if (strcmp(op->attrs[j].name, "mplan.enter_input") == 0)
+        k = op->attrs[j].i;
+    }
+    if (k < 0 || k >= op->n_inputs || op->inputs[k] < 0) continue;
+    int32_t e = mp_graph_tensor(g, (size_t)op->inputs[k])->producer;
+    if (e < 0) continue;
+    /* bit 1: depends on e; bit 2: l depends on it */
+    memset(mark, 0, n);
+    size_t top = 0;
+    stack[top++] = (uint32_t)e;
+    mark[e] |= 1;
+    while (top) {
+      const mp_op *u = mp_graph_op(g, stack[--top]);
+      for (uint32_t i = 0; i < u->n_outputs; i++) {
+        const mp_tensor *t = mp_graph_tensor(g, (size_t)u->outputs[i]);
+        for (uint32_t c = 0; c < t->n_consumers; c++) {
+          if (mark[t->consumers[c]] & 1) continue;
+          mark[t->consumers[c]] |= 1;
+          stack[top++] = t->consumers[c];
+        }
+      }
+    }
+    stack[top++] = (uint32_t)l;
+    mark[l] |= 2;
+    while (top) {
+      const mp_op *u = mp_graph_op(g, stack[--top]);
+      for (uint32_t i = 0; i < u->n_inputs; i++) {
+        if (u->inputs[i] < 0) continue;
+        int32_t pr = mp_graph_tensor(g, (size_t)u->inputs[i])->producer;
+        if (pr < 0 || (mark[pr] & 2)) continue;
+        mark[pr] |= 2;
+        stack[top++] = (uint32_t)pr;
+      }
+    }
+    for (size_t o = 0; o < n; o++) {
+      if (mark[o] != 3 || o == (size_t)e || o == l) continue;
+      if ((int64_t)step_of[e] > entered[o]) {
+        entered[o] = step_of[e];
+        loop_of[o] = step_of[l] + 1;
+      }
+    }
+  }
+  mp_free(a, mark);
+  mp_free(a, stack);
+  mp_free(a, entered);
+  return MP_OK;
+}

@@ -461,76 +461,10 @@ static void bw_lifetimes(bw *w) {
   }
 }
 
-/* The ops a Loop or Scan runs again on every iteration: those that depend
- * on its enter op and that it depends on (an op of its body that does not
- * read what the enter op writes computes the same value every time, and
- * keeps it: the plan holds every body tensor until the node). An op in
- * nested bodies belongs to the innermost: the one entered last. loop_of
- * gets 1 + the step of that node, or 0. */
+/* The ops a Loop or Scan runs again on every iteration
+ * (mp_graph_loop_of): loop_of gets 1 + the step of that node, or 0. */
 static mp_status bw_loops(bw *w) {
-  size_t n = mp_graph_op_count(w->g);
-  uint8_t *mark = mp_calloc(w->a, n + 1, sizeof *mark);
-  uint32_t *stack = mp_calloc(w->a, n + 1, sizeof *stack);
-  int64_t *entered = mp_calloc(w->a, n + 1, sizeof *entered);
-  if (!mark || !stack || !entered) {
-    mp_free(w->a, mark);
-    mp_free(w->a, stack);
-    mp_free(w->a, entered);
-    return mp_error_set(w->err, MP_ERR_NOMEM, "out of memory");
-  }
-  for (size_t o = 0; o < n; o++) entered[o] = -1;
-  for (size_t l = 0; l < n; l++) {
-    const mp_op *op = mp_graph_op(w->g, l);
-    if (strcmp(op->type, "Loop") != 0 && strcmp(op->type, "Scan") != 0)
-      continue;
-    int64_t k = -1;
-    for (uint32_t a = 0; a < op->n_attrs; a++) {
-      if (strcmp(op->attrs[a].name, "mplan.enter_input") == 0)
-        k = op->attrs[a].i;
-    }
-    if (k < 0 || k >= op->n_inputs || op->inputs[k] < 0) continue;
-    int32_t e = mp_graph_tensor(w->g, (size_t)op->inputs[k])->producer;
-    if (e < 0) continue;
-    /* bit 1: depends on e; bit 2: l depends on it */
-    memset(mark, 0, n);
-    size_t top = 0;
-    stack[top++] = (uint32_t)e;
-    mark[e] |= 1;
-    while (top) {
-      const mp_op *u = mp_graph_op(w->g, stack[--top]);
-      for (uint32_t i = 0; i < u->n_outputs; i++) {
-        const mp_tensor *t = mp_graph_tensor(w->g, (size_t)u->outputs[i]);
-        for (uint32_t c = 0; c < t->n_consumers; c++) {
-          if (mark[t->consumers[c]] & 1) continue;
-          mark[t->consumers[c]] |= 1;
-          stack[top++] = t->consumers[c];
-        }
-      }
-    }
-    stack[top++] = (uint32_t)l;
-    mark[l] |= 2;
-    while (top) {
-      const mp_op *u = mp_graph_op(w->g, stack[--top]);
-      for (uint32_t i = 0; i < u->n_inputs; i++) {
-        if (u->inputs[i] < 0) continue;
-        int32_t pr = mp_graph_tensor(w->g, (size_t)u->inputs[i])->producer;
-        if (pr < 0 || (mark[pr] & 2)) continue;
-        mark[pr] |= 2;
-        stack[top++] = (uint32_t)pr;
-      }
-    }
-    for (size_t o = 0; o < n; o++) {
-      if (mark[o] != 3 || o == (size_t)e || o == l) continue;
-      if ((int64_t)w->step_of[e] > entered[o]) {
-        entered[o] = w->step_of[e];
-        w->loop_of[o] = w->step_of[l] + 1;
-      }
-    }
-  }
-  mp_free(w->a, mark);
-  mp_free(w->a, stack);
-  mp_free(w->a, entered);
-  return MP_OK;
+  return mp_graph_loop_of(w->g, w->step_of, w->a, w->loop_of, w->err);
 }
 
 static mp_status bw_tensors(bw *w) {

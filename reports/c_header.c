@@ -633,10 +633,26 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
   mp_buf_init(&at_.rows, o->alloc);
   mp_buf_init(&at_.ints, o->alloc);
   mp_buf_init(&at_.floats, o->alloc);
+  /* per op: 1 + the step of the Loop or Scan that repeats it, or 0 */
+  size_t nops = c->g ? mp_graph_op_count(c->g) : 0;
+  uint32_t *step_of = mp_calloc(o->alloc, nops + 1, sizeof *step_of);
+  uint32_t *loop_of = mp_calloc(o->alloc, nops + 1, sizeof *loop_of);
+  mp_error lerr;
+  if (!step_of || !loop_of) {
+    o->failed = true;
+  } else if (c->g) {
+    for (size_t k = 0; k < steps; k++) {
+      step_of[mp_model_step_op_index(c->m, k)] = (uint32_t)k;
+    }
+    if (mp_graph_loop_of(c->g, step_of, o->alloc, loop_of, &lerr) != MP_OK) {
+      o->failed = true;
+    }
+  }
   size_t at = 0;
   for (size_t k = 0; k < steps; k++) {
     uint32_t ni = 0, no = 0;
     size_t a0 = at_.n;
+    int64_t loop = -1;
     if (c->g) {
       const mp_op *op = mp_graph_op(c->g, mp_model_step_op_index(c->m, k));
       bool first = true;
@@ -644,6 +660,8 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
       ni = ch_operands(c, tix, op->inputs, op->n_inputs, &first, &io);
       no = ch_operands(c, tix, op->outputs, op->n_outputs, &first, &io);
       ch_attrs(c, op, &at_);
+      uint32_t l = loop_of ? loop_of[mp_model_step_op_index(c->m, k)] : 0;
+      loop = (int64_t)l - 1;
     }
     mp_buf_puts(&rows, "      {");
     ch_str(&rows, mp_model_step_op(c->m, k));
@@ -653,8 +671,8 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
     mp_buf_printf(&rows,
                   ", %" PRIu32 "u, %" PRIu32
                   "u, io + %zu, io + %zu, %zuu, "
-                  "a + %zu},\n",
-                  ni, no, at, at + ni, at_.n - a0, a0);
+                  "a + %zu, %" PRId64 "},\n",
+                  ni, no, at, at + ni, at_.n - a0, a0, loop);
     at += ni + no;
   }
   mp_buf_printf(
@@ -686,6 +704,9 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
       "  const uint32_t *inputs, *outputs; /* %s_tensors() indices */\n"
       "  uint32_t n_attrs;\n"
       "  const struct %s_attr *attrs;\n"
+      "  int64_t loop; /* the step of the innermost Loop or Scan that runs\n"
+      "                   it again each iteration (docs/ir-conventions.md);\n"
+      "                   -1: it runs once */\n"
       "};\n\n"
       "/* The op each step runs, in the planned order. */\n"
       "static inline const struct %s_step *%s_steps(void) {\n",
@@ -698,12 +719,14 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
   ch_rows(o, type, "a", &at_.rows, at_.n, "{0, 0, 0, 0, 0, 0, ai, af}");
   ch_array(o, "uint32_t", "io", &io, at);
   snprintf(type, sizeof type, "struct %s_step", c->low);
-  ch_rows(o, type, "s", &rows, steps, "{0, 0, 0, 0, io, io, 0, a}");
+  ch_rows(o, type, "s", &rows, steps, "{0, 0, 0, 0, io, io, 0, a, -1}");
   mp_buf_puts(o, "  return s;\n}\n");
   if (io.failed || rows.failed || at_.rows.failed || at_.ints.failed ||
       at_.floats.failed) {
     o->failed = true;
   }
+  mp_free(o->alloc, step_of);
+  mp_free(o->alloc, loop_of);
   mp_buf_free(&io);
   mp_buf_free(&rows);
   mp_buf_free(&at_.rows);

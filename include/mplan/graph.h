@@ -267,4 +267,14 @@ const char *mp_graph_warning(const mp_graph *g, size_t i);
 char *mp_graph_shape_str(const mp_graph *g, const mp_tensor *t, char *buf,
                          size_t cap);
 
+/* The ops a Loop or Scan runs again on every iteration: those that depend
+ * on its enter op (mplan.enter_input, docs/ir-conventions.md) and that it
+ * depends on. A body op that reads nothing the enter op writes computes
+ * the same value every time and keeps it (the plan holds every body
+ * tensor until the node); an op of nested bodies belongs to the
+ * innermost, the one entered last. loop_of[op] gets 1 + the step
+ * (step_of[node]) of that node, or 0. */
+mp_status mp_graph_loop_of(const mp_graph *g, const uint32_t *step_of,
+                           const mp_alloc *a, uint32_t *loop_of, mp_error *err);
+
 #endif /* MPLAN_GRAPH_H */

@@ -15,6 +15,7 @@
  *     whose own steps hold that step, and an output's start there: the
  *     op finds its inputs and output in place when it runs;
  *   - every attribute has a known kind;
+ *   - a step's loop is -1 or a later step that runs a Loop or Scan;
  *   - the counts agree with the tables.
  * Exit 1 with the first violation on stderr otherwise.
  */
@@ -104,7 +105,14 @@ int main(void) {
       printf("%s%s%s", i == s->n_inputs ? "\t" : "",
              i && i != s->n_inputs ? "," : "", x == UP(NONE) ? "" : t[x].name);
     }
-    printf("%s\n", s->n_outputs ? "" : "\t");
+    if (s->loop != -1 && (s->loop <= (int64_t)k || s->loop >= (int64_t)ns ||
+                          (strcmp(steps[s->loop].type, "Loop") != 0 &&
+                           strcmp(steps[s->loop].type, "Scan") != 0))) {
+      fprintf(stderr, "step %zu (%s): loop %" PRId64 " is no later Loop\n", k,
+              s->op, s->loop);
+      return 1;
+    }
+    printf("%s\t%" PRId64 "\n", s->n_outputs ? "" : "\t", s->loop);
     for (uint32_t a = 0; a < s->n_attrs; a++) {
       const struct LOW(attr) *x = &s->attrs[a];
       printf("attr\t%zu\t%s\t", k, x->name);

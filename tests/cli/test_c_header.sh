@@ -418,7 +418,7 @@ cmp -s "$tmp/cnn_out_none" "$tmp/cnn_out_all" && ok || bad "cnn: the outputs wit
 python3 - "$tmp/cnn_run_all.h" "$tmp/cnn_stride.h" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
-m = re.search(r'\{"down_op", "Conv", \d+u, \d+u, io \+ \d+, io \+ \d+, \d+u, a \+ (\d+)\}', text)
+m = re.search(r'\{"down_op", "Conv", \d+u, \d+u, io \+ \d+, io \+ \d+, \d+u, a \+ (\d+), -?\d+\}', text)
 first = int(m.group(1))
 rows = re.findall(r'^      \{"[^"]*", CNN_ATTR_\w+, .*$', text, re.M)
 k = next(i for i in range(first, len(rows)) if rows[i].startswith('      {"strides"'))
@@ -463,6 +463,28 @@ has "$tmp/nonfinite.h" "#include <math.h>"
 has "$tmp/nonfinite.h" '{"min", NONFINITE_ATTR_FLOAT, 0u, INT64_C(0), -(double)INFINITY, 0, ai + 0, af + 0},'
 grep -q "^attr	1	extra	\[inf, 0.5, -0\]$" "$tmp/tables" && ok || bad "non-finite: the list reads $(grep extra "$tmp/tables")"
 grep -q "math.h" "$tmp/mbv2.h" && bad "mbv2.h includes math.h" || ok
+
+# Control flow: an If and a Loop (tests/data/control.onnx.bin). Each step
+# names the Loop that runs it again (the body's ops), or -1.
+run 0 plan tests/data/control.onnx.bin --c-header "$tmp/control.h" -o "$tmp/control.json"
+check "control flow" "$tmp/control.h" "$tmp/control.json"
+python3 - "$tmp/tables" <<'PY' && ok || bad "control flow: the loop fields"
+import sys
+steps = [l.rstrip("\n").split("\t")[2:] for l in open(sys.argv[1]) if l.startswith("step\t")]
+at = {s[0]: k for k, s in enumerate(steps)}
+for s in steps:
+    want = at["loop"] if s[0].startswith("loop/body/") else -1
+    if int(s[4]) != want:
+        print("   ", s[0], "loop", s[4], "want", want)
+        sys.exit(1)
+sys.exit(0 if sum(s[0].startswith("loop/body/") for s in steps) == 3 else 1)
+PY
+# ... and the checker refuses a body op whose loop is not a Loop's step
+sed 's/\({"loop\/body\/b_add", .*\), [0-9][0-9]*},$/\1, 10},/' "$tmp/control.h" >"$tmp/control_bad.h"
+gcc "${flags[@]}" -DMP_HEADER="\"$tmp/control_bad.h\"" -DMP_UP=CONTROL_ -DMP_LOW=control_ tests/cli/c_header_check.c -o "$tmp/chk_loop" && ok || bad "control_bad.h does not compile"
+if "$tmp/chk_loop" >/dev/null 2>"$tmp/chk_err"; then bad "the checker passed a loop field naming a Relu"; else
+  grep -q "loop 10 is no later Loop" "$tmp/chk_err" && ok || bad "loop: $(cat "$tmp/chk_err")"
+fi
 
 # Every ONNX node test the planner takes (Debian's libonnx-testdata, with
 # every pass and the memory order): its header compiles with -pedantic
