@@ -41,6 +41,11 @@ size_t mp_dtype_size(mp_dtype t) {
   return (unsigned)t < MP_DTYPE_COUNT ? dtype_table[t].size : 0;
 }
 
+bool mp_dtype_is_float(mp_dtype t) {
+  return t == MP_DTYPE_F32 || t == MP_DTYPE_F64 || t == MP_DTYPE_F16 ||
+         t == MP_DTYPE_BF16;
+}
+
 const char *mp_dtype_name(mp_dtype t) {
   return (unsigned)t < MP_DTYPE_COUNT ? dtype_table[t].name : "?";
 }

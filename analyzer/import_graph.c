@@ -117,8 +117,7 @@ static mp_status gin_data(gin *in, const cJSON *data, const char *where,
                         "(one per element, at most %d) on a weight",
                         in->file, where, n, MP_VALUE_MAX);
   }
-  bool fl = d->dtype == MP_DTYPE_F32 || d->dtype == MP_DTYPE_F64 ||
-            d->dtype == MP_DTYPE_F16 || d->dtype == MP_DTYPE_BF16;
+  bool fl = mp_dtype_is_float(d->dtype);
   int64_t *iv = fl ? NULL : mp_calloc(in->a, n + 1, sizeof *iv);
   double *fv = fl ? mp_calloc(in->a, n + 1, sizeof *fv) : NULL;
   if (!iv && !fv) {

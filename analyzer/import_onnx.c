@@ -89,8 +89,7 @@ bool mp_onnx_dtype(int32_t t, mp_dtype *out) {
 }
 
 static bool ox_is_float(mp_dtype t) {
-  return t == MP_DTYPE_F32 || t == MP_DTYPE_F64 || t == MP_DTYPE_F16 ||
-         t == MP_DTYPE_BF16;
+  return mp_dtype_is_float(t);
 }
 
 static double ox_half(uint16_t h) {

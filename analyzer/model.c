@@ -177,8 +177,7 @@ static mp_status model_bind_shape(mp_model *m, const mp_shape_binding *b,
   if (st == MP_OK && empty) {
     static const int64_t none_i = 0;
     static const double none_f = 0;
-    bool fl = x->dtype == MP_DTYPE_F32 || x->dtype == MP_DTYPE_F64 ||
-              x->dtype == MP_DTYPE_F16 || x->dtype == MP_DTYPE_BF16;
+    bool fl = mp_dtype_is_float(x->dtype);
     st = mp_graph_set_value(m->graph, t, fl ? NULL : &none_i,
                             fl ? &none_f : NULL, 0, err);
   }
@@ -199,8 +198,7 @@ static mp_status model_bind_value(mp_model *m, const mp_value_binding *b,
                           m->path, b->name);
     }
   }
-  bool fl = x->dtype == MP_DTYPE_F32 || x->dtype == MP_DTYPE_F64 ||
-            x->dtype == MP_DTYPE_F16 || x->dtype == MP_DTYPE_BF16;
+  bool fl = mp_dtype_is_float(x->dtype);
   int64_t iv = (int64_t)b->value;
   if (!fl && (double)iv != b->value) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
@@ -757,6 +755,10 @@ size_t mp_model_buffer_tensors(const mp_model *m, size_t b,
 
 uint64_t mp_model_tensor_offset(const mp_model *m, size_t t) {
   return m->alias.offset ? m->alias.offset[t] : 0;
+}
+
+const uint32_t *mp_model_step_of(const mp_model *m) {
+  return m->graph ? m->step_of : NULL;
 }
 
 void mp_model_tensor_steps(const mp_model *m, size_t t, int64_t *first,

@@ -410,8 +410,7 @@ mp_status sh_broadcast(sh_ctx *c, uint32_t ra, const int64_t *a, uint32_t rb,
 }
 
 bool sh_is_float(mp_dtype t) {
-  return t == MP_DTYPE_F32 || t == MP_DTYPE_F64 || t == MP_DTYPE_F16 ||
-         t == MP_DTYPE_BF16;
+  return mp_dtype_is_float(t);
 }
 
 /* ---- the driver ---------------------------------------------------------- */

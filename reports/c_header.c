@@ -635,18 +635,12 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
   mp_buf_init(&at_.floats, o->alloc);
   /* per op: 1 + the step of the Loop or Scan that repeats it, or 0 */
   size_t nops = c->g ? mp_graph_op_count(c->g) : 0;
-  uint32_t *step_of = mp_calloc(o->alloc, nops + 1, sizeof *step_of);
+  const uint32_t *step_of = mp_model_step_of(c->m);
   uint32_t *loop_of = mp_calloc(o->alloc, nops + 1, sizeof *loop_of);
   mp_error lerr;
-  if (!step_of || !loop_of) {
+  if (!loop_of || (step_of && mp_graph_loop_of(c->g, step_of, o->alloc, loop_of,
+                                               &lerr) != MP_OK)) {
     o->failed = true;
-  } else if (c->g) {
-    for (size_t k = 0; k < steps; k++) {
-      step_of[mp_model_step_op_index(c->m, k)] = (uint32_t)k;
-    }
-    if (mp_graph_loop_of(c->g, step_of, o->alloc, loop_of, &lerr) != MP_OK) {
-      o->failed = true;
-    }
   }
   size_t at = 0;
   for (size_t k = 0; k < steps; k++) {
@@ -725,7 +719,6 @@ static void ch_steps(ch_ctx *c, const uint32_t *tix) {
       at_.floats.failed) {
     o->failed = true;
   }
-  mp_free(o->alloc, step_of);
   mp_free(o->alloc, loop_of);
   mp_buf_free(&io);
   mp_buf_free(&rows);

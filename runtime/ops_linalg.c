@@ -249,13 +249,18 @@ static bool la_stft_spec(op_ctx *c, bool run, mp_kstft *p) {
   return true;
 }
 
+/* The longest frame STFT may take: the window's length, or (frame_length
+ * is read only when the op runs) the signal's; la_stft_spec keeps the
+ * frame within it. */
+static int64_t la_stft_frame_max(op_ctx *c, const mp_kstft *p) {
+  const mp_btensor *win = op_in(c, 2);
+  return win ? win->shape.dims[0] : p->len;
+}
+
 static bool la_check_stft(op_ctx *c) {
   mp_kstft p;
   if (!la_stft_spec(c, false, &p)) return false;
-  /* the frame length is known when the op runs: the window's, or at
-   * most the signal's */
-  const mp_btensor *win = op_in(c, 2);
-  int64_t n = win ? win->shape.dims[0] : p.len;
+  int64_t n = la_stft_frame_max(c, &p);
   if (n <= LA_DFT_TABLE_MAX) {
     c->need_ws += mp_k_dft_workspace(n, n) * sizeof(double);
   }
@@ -266,8 +271,7 @@ static bool la_run_stft(op_ctx *c) {
   mp_kstft p;
   if (!la_stft_spec(c, true, &p)) return false;
   const mp_btensor *win = op_in(c, 2);
-  int64_t room = win ? win->shape.dims[0] : p.len;
-  bool table = room <= LA_DFT_TABLE_MAX && p.frame <= room;
+  bool table = la_stft_frame_max(c, &p) <= LA_DFT_TABLE_MAX;
   mp_k_stft(&p, op_in(c, 0)->dtype, op_pin(c, 0), win ? win->dtype : 0,
             win ? op_pin(c, 2) : NULL, op_pout(c, 0),
             table ? (double *)(void *)c->ws : NULL);

@@ -38,6 +38,8 @@ typedef enum mp_dtype {
 /* Bytes per element (0 for strings), the canonical name ("f32"), and its
  * parser. */
 size_t mp_dtype_size(mp_dtype t);
+/* f32, f64, f16 or bf16: values read and kept as doubles. */
+bool mp_dtype_is_float(mp_dtype t);
 const char *mp_dtype_name(mp_dtype t);
 bool mp_dtype_parse(const char *name, mp_dtype *out);
 

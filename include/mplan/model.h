@@ -121,6 +121,9 @@ const char *mp_model_step_type(const mp_model *m, size_t step);
 /* Op index of step k (graphs only). */
 uint32_t mp_model_step_op_index(const mp_model *m, size_t step);
 
+/* The inverse: per graph op, its step (borrowed; NULL without a graph). */
+const uint32_t *mp_model_step_of(const mp_model *m);
+
 /* The buffer that holds graph tensor t (graphs only). Without the views
  * and inplace passes every tensor has a buffer of its own (buffer t);
  * with them several tensors share one (docs/ir-conventions.md), so code
