@@ -659,6 +659,52 @@ int64_t mp_graph_opset(const mp_graph *g) {
   return g->opset;
 }
 
+const mp_attr *mp_op_attr(const mp_op *op, const char *name) {
+  for (uint32_t k = 0; k < op->n_attrs; k++) {
+    if (strcmp(op->attrs[k].name, name) == 0) return &op->attrs[k];
+  }
+  return NULL;
+}
+
+uint32_t mp_op_legacy_pad(const mp_op *op, int64_t opset, uint32_t ra,
+                          const int64_t *a, uint32_t rb, const int64_t *b) {
+  static const char *const axis_ops[] = {"Add",   "Sub",     "Mul", "Div",
+                                         "Pow",   "And",     "Or",  "Xor",
+                                         "Equal", "Greater", "Less"};
+  if (opset <= 0 || opset >= 7 || op->n_inputs < 2) return 0;
+  if (strcmp(op->type, "PRelu") == 0) {
+    return ra >= 3 && rb == 1 && b[0] > 1 && b[0] == a[1] ? ra - 2 : 0;
+  }
+  const mp_attr *bc = mp_op_attr(op, "broadcast");
+  const mp_attr *ax = mp_op_attr(op, "axis");
+  if (!bc || bc->kind != MP_ATTR_INT || bc->i != 1 || !ax ||
+      ax->kind != MP_ATTR_INT) {
+    return 0;
+  }
+  bool known = false;
+  for (size_t k = 0; k < sizeof axis_ops / sizeof *axis_ops; k++) {
+    known |= strcmp(op->type, axis_ops[k]) == 0;
+  }
+  int64_t at = ax->i < 0 ? ax->i + (int64_t)ra : ax->i;
+  if (!known || at < 0 || at + (int64_t)rb > (int64_t)ra) return 0;
+  return (uint32_t)((int64_t)ra - at - (int64_t)rb);
+}
+
+uint32_t mp_graph_legacy_pad(const mp_graph *g, const mp_op *op) {
+  if (g->opset <= 0 || g->opset >= 7 || op->n_inputs < 2 || op->inputs[0] < 0 ||
+      op->inputs[1] < 0) {
+    return 0;
+  }
+  const mp_tensor *x = &g->tensors[op->inputs[0]];
+  const mp_tensor *s = &g->tensors[op->inputs[1]];
+  int64_t a[MP_MAX_RANK], b[MP_MAX_RANK];
+  for (uint32_t k = 0; k < x->rank; k++)
+    a[k] = mp_graph_dim_of(g, &x->shape[k]);
+  for (uint32_t k = 0; k < s->rank; k++)
+    b[k] = mp_graph_dim_of(g, &s->shape[k]);
+  return mp_op_legacy_pad(op, g->opset, x->rank, a, s->rank, b);
+}
+
 mp_status mp_graph_warn(mp_graph *g, mp_error *err, const char *fmt, ...) {
   char text[MP_ERROR_MAX];
   va_list ap;

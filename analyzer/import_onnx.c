@@ -26,6 +26,10 @@
  *   7. A graph output that is an initializer or a Constant's output keeps
  *      its name as an activation, written by an Identity op from the
  *      weight, which gets a name the graph does not use.
+ *   8. Attributes that older opsets named or typed otherwise are written
+ *      as the current ones (ox_legacy_attrs), so no later stage looks at
+ *      the opset for them. Broadcasting before opset 7 (broadcast, axis)
+ *      stays as written: mp_op_legacy_pad reads it.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -629,9 +633,71 @@ static mp_status ox_attr_one(ox *x, const Onnx__AttributeProto *at, size_t k,
   return MP_OK;
 }
 
+/* Attributes as the opsets before ONNX renamed or retyped them, written
+ * as the current ones (invariant 8): Concat's axis (1 when absent before
+ * opset 4), Pad's paddings (pads from opset 2), Cast's to (a type name
+ * before opset 6), Upsample's height_scale and width_scale (scales from
+ * opset 7; its "bilinear" became "linear"). The attribute table has room
+ * for one more; room, spare doubles of s->floats, takes the scales. */
+static void ox_legacy_attrs(ox *x, const Onnx__NodeProto *n, ox_attrs *s,
+                            double *room, size_t spare) {
+  static const char *const types[] = {
+      "UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",  "INT16",
+      "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16", "DOUBLE",
+      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+  int64_t opset = mp_graph_opset(x->g);
+  if (opset <= 0 || opset >= 6) return;
+  const char *t = n->op_type;
+  bool has_axis = false;
+  for (uint32_t k = 0; k < s->n; k++) {
+    mp_attr *o = &s->at[k];
+    has_axis |= strcmp(o->name, "axis") == 0;
+    if (strcmp(t, "Pad") == 0 && opset < 2 &&
+        strcmp(o->name, "paddings") == 0) {
+      o->name = "pads";
+    }
+    if (strcmp(t, "Cast") == 0 && strcmp(o->name, "to") == 0 &&
+        o->kind == MP_ATTR_STRING) {
+      for (size_t j = 1; j < sizeof types / sizeof *types; j++) {
+        if (strcmp(o->s, types[j]) == 0) {
+          *o = (mp_attr){.name = "to", .kind = MP_ATTR_INT, .i = (int64_t)j};
+          break;
+        }
+      }
+    }
+  }
+  if (strcmp(t, "Concat") == 0 && opset < 4 && !has_axis) {
+    s->at[s->n++] = (mp_attr){.name = "axis", .kind = MP_ATTR_INT, .i = 1};
+  }
+  if (strcmp(t, "Upsample") == 0 && opset < 7 && spare >= 4) {
+    /* NCHW: scales 1, 1, height_scale, width_scale; no default */
+    room[0] = room[1] = 1;
+    room[2] = room[3] = NAN;
+    mp_attr *hs = NULL;
+    for (uint32_t k = 0; k < s->n; k++) {
+      mp_attr *o = &s->at[k];
+      bool h = strcmp(o->name, "height_scale") == 0;
+      if ((h || strcmp(o->name, "width_scale") == 0) &&
+          o->kind == MP_ATTR_FLOAT) {
+        room[h ? 2 : 3] = o->f;
+        if (h) hs = o;
+      }
+      if (strcmp(o->name, "mode") == 0 && o->kind == MP_ATTR_STRING &&
+          strcmp(o->s, "bilinear") == 0) {
+        o->s = "linear";
+      }
+    }
+    if (hs && !isnan(room[3])) {
+      *hs = (mp_attr){
+          .name = "scales", .kind = MP_ATTR_FLOATS, .floats = room, .n = 4};
+    }
+  }
+}
+
 /* Converts a node's attributes into s (owned arrays; release with
  * ox_attrs_free). */
-static mp_status ox_attrs_of(ox *x, const Onnx__NodeProto *n, ox_attrs *s) {
+static mp_status ox_attrs_of(ox *x, const Onnx__NodeProto *n, bool std_domain,
+                             ox_attrs *s) {
   size_t total = 0, used = 0, na = n->n_attribute;
   memset(s, 0, sizeof *s);
   for (size_t k = 0; k < na; k++) {
@@ -651,6 +717,7 @@ static mp_status ox_attrs_of(ox *x, const Onnx__NodeProto *n, ox_attrs *s) {
     mp_status st = ox_attr_one(x, n->attribute[k], k, s, &used);
     if (st != MP_OK) return st;
   }
+  if (std_domain) ox_legacy_attrs(x, n, s, s->floats + used, total + 1 - used);
   return MP_OK;
 }
 
@@ -734,7 +801,7 @@ static mp_status ox_node(ox *x, const Onnx__NodeProto *n, const char *scope,
                       "%s: node '%s' (%s): every output name is empty", x->file,
                       name, type);
   }
-  if (st == MP_OK) st = ox_attrs_of(x, n, &s);
+  if (st == MP_OK) st = ox_attrs_of(x, n, std_domain, &s);
   /* If, Loop and Scan always go through their subgraphs, which name a
    * missing one (an attribute of type GRAPH may hold none). */
   if (st == MP_OK && std_domain &&

@@ -315,10 +315,7 @@ void sh_set_floats(sh_ctx *c, uint32_t k, const double *v, size_t n) {
 }
 
 static const mp_attr *sh_attr(const sh_ctx *c, const char *name) {
-  for (uint32_t k = 0; k < c->op->n_attrs; k++) {
-    if (strcmp(c->op->attrs[k].name, name) == 0) return &c->op->attrs[k];
-  }
-  return NULL;
+  return mp_op_attr(c->op, name);
 }
 
 bool sh_has_attr(const sh_ctx *c, const char *name) {

@@ -6,6 +6,9 @@
  * Invariants:
  *   1. Outputs broadcast all (non-optional) operands; the dtype is the first
  *      operand's, bool for comparisons and logic, the "to" type for Cast.
+ *      A binary op of opset < 7 with broadcast=1 and an axis, and PRelu's
+ *      per-channel slope, read input 1 with the unit dims appended that
+ *      mp_op_legacy_pad gives, values included.
  *   2. Values are evaluated only when every operand has values and the
  *      result is small (shape math); integer arithmetic is checked and a
  *      result that would overflow or divide by zero is simply not kept.
@@ -137,8 +140,28 @@ static mp_status ew_broadcast(sh_ctx *c, uint32_t first, uint32_t last,
   return MP_OK;
 }
 
+/* Input 1 as ONNX read it before opset 7 (mp_op_legacy_pad): c's facts
+ * copied into in2 with unit dims appended to input 1's, in the context
+ * *c2. false when op follows numpy's rules. */
+static bool ew_legacy(const sh_ctx *c, sh_ctx *c2, sh_fact in2[2]) {
+  const sh_fact *a = sh_in(c, 0), *b = sh_in(c, 1);
+  if (c->n_in != 2 || !a || !b) return false;
+  uint32_t pad =
+      mp_op_legacy_pad(c->op, c->opset, a->rank, a->d, b->rank, b->d);
+  if (!pad || b->rank + pad > MP_MAX_RANK) return false;
+  in2[0] = *a;
+  in2[1] = *b;
+  for (uint32_t k = 0; k < pad; k++) in2[1].d[in2[1].rank++] = 1;
+  *c2 = *c;
+  c2->in = in2;
+  return true;
+}
+
 mp_status sh_binary(sh_ctx *c) {
   if (c->n_in < 2) return sh_fail(c, "expects two inputs");
+  sh_fact in2[2];
+  sh_ctx c2;
+  if (ew_legacy(c, &c2, in2)) c = &c2;
   mp_status st = ew_broadcast(c, 0, 1, c->in[0].dt);
   if (st == MP_OK) ew_values(c, 0, 1, true, sh_is_float(c->in[0].dt));
   return st;
@@ -146,6 +169,9 @@ mp_status sh_binary(sh_ctx *c) {
 
 mp_status sh_compare(sh_ctx *c) {
   if (c->n_in < 2) return sh_fail(c, "expects two inputs");
+  sh_fact in2[2];
+  sh_ctx c2;
+  if (ew_legacy(c, &c2, in2)) c = &c2;
   mp_status st = ew_broadcast(c, 0, 1, MP_DTYPE_BOOL);
   if (st == MP_OK) ew_values(c, 0, 1, true, false);
   return st;
@@ -162,6 +188,9 @@ mp_status sh_variadic(sh_ctx *c) {
 
 mp_status sh_prelu(sh_ctx *c) {
   if (c->n_in < 2) return sh_fail(c, "expects two inputs");
+  sh_fact in2[2];
+  sh_ctx c2;
+  if (ew_legacy(c, &c2, in2)) c = &c2;
   return ew_broadcast(c, 0, 1, c->in[0].dt);
 }
 

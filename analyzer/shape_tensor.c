@@ -525,6 +525,12 @@ mp_status sh_tile(sh_ctx *c) {
   const sh_fact *x = sh_in(c, 0);
   size_t n;
   if (!x) return sh_fail(c, "input 0 is missing");
+  if (c->opset > 0 && c->opset < 6) {
+    return sh_fail(c,
+                   "Tile of opset %" PRId64
+                   " (the tiles and axis inputs of Tile-1) is not supported",
+                   c->opset);
+  }
   const int64_t *rep = sh_ints(c, 1, &n);
   if (!rep) return MP_ERR_UNSUPPORTED;
   if (n != x->rank) return sh_fail(c, "%zu repeats for rank %u", n, x->rank);

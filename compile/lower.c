@@ -110,10 +110,7 @@ static void lw_in(lw *x, int32_t t) {
 }
 
 static const mp_attr *lw_attr(const lw *x, const char *name) {
-  for (uint32_t i = 0; i < x->op->n_attrs; i++) {
-    if (strcmp(x->op->attrs[i].name, name) == 0) return &x->op->attrs[i];
-  }
-  return NULL;
+  return mp_op_attr(x->op, name);
 }
 
 static int64_t lw_int(const lw *x, const char *name, int64_t def) {
@@ -773,10 +770,22 @@ static mp_status lw_binary_op(lw *x, int b) {
                       pro, x->op->type);
     }
   }
+  /* Input 1 aligned from an axis on, as before opset 7: 3 in the place of
+   * the prologue's input, then the unit dims appended to its dims. */
+  uint32_t pad = mp_graph_legacy_pad(x->g, x->op);
+  if (pad && (up || act)) {
+    return lw_unsup(x,
+                    "an operand aligned from an axis (before opset 7) with a "
+                    "prologue is not supported");
+  }
   x->o->kernel = MP_BOP_BINARY;
   lw_p(x, b);
   lw_p(x, act);
   if (up) lw_p(x, up);
+  if (pad) {
+    lw_p(x, 3);
+    lw_p(x, pad);
+  }
   lw_copy_inputs(x);
   return MP_OK;
 }
@@ -1656,6 +1665,12 @@ static mp_status lw_misc(lw *x, const char *t) {
     if (train ? x->op->n_outputs != 1 && x->op->n_outputs != 3
               : x->op->n_outputs != 1) {
       return lw_unsup(x, "the training outputs of opset < 14");
+    }
+    if (lw_int(x, "spatial", 1) == 0) {
+      return lw_unsup(
+          x,
+          "spatial=0 (statistics per activation, before opset 9) is not "
+          "supported");
     }
     x->o->kernel = MP_BOP_BATCHNORM;
     lw_copy_inputs(x);

@@ -263,6 +263,11 @@ static void ch_head(ch_ctx *c) {
   mp_buf_printf(o, "#define %s_STEP_COUNT %zuu%s\n", c->up,
                 mp_model_steps(c->m),
                 mp_model_steps(c->m) ? "" : " /* no op order */");
+  const mp_graph *g = mp_model_graph(c->m);
+  int64_t opset = g ? mp_graph_opset(g) : 0;
+  mp_buf_printf(o, "#define %s_OPSET %" PRId64 "%s\n", c->up, opset,
+                opset ? " /* the ONNX opset the ops follow */"
+                      : " /* no ONNX opset: the newest rules */");
 }
 
 /* Fills c->align (room for every region, all 1): the largest alignment

@@ -1025,18 +1025,36 @@ static bool op_up_shapes(const mp_kshape *y, const mp_kshape *other,
   return true;
 }
 
+/* b's shape with pad unit dims appended (parameter 3: input 1 aligned
+ * with input 0 from an axis on, as ONNX before opset 7 read it). */
+static void op_pad_shape(const mp_btensor *b, int64_t pad, mp_kshape *s) {
+  *s = b->shape;
+  for (int64_t k = 0; k < pad; k++) s->dims[s->rank++] = 1;
+}
+
 static bool op_check_binary(op_ctx *c) {
   op_rd r = op_reader(c);
   int64_t op = rd_range(&r, 0, MP_KB_COUNT - 1);
-  (void)rd_range(&r, 0, 2); /* fused activation: none, Relu, Relu6 */
-  /* optional: 1 + the input a Resize prologue replicates */
-  int64_t up = r.at < r.n ? rd_range(&r, 1, 2) : 0;
+  int64_t act = rd_range(&r, 0, 2); /* fused activation: none, Relu, Relu6 */
+  /* optional: 1 + the input a Resize prologue replicates, or 3 and the
+   * unit dims to append to input 1's (opset < 7) */
+  int64_t up = r.at < r.n ? rd_range(&r, 1, 3) : 0;
+  int64_t pad = up == 3 ? rd_range(&r, 1, MP_K_MAX_RANK - 1) : 0;
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   if (c->op->n_in != 2 || c->op->n_out != 1 || !op_in(c, 0) || !op_in(c, 1)) {
     return op_fail(c, "needs two inputs and one output");
   }
   const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
   if (!up) return op_check_bin2(c, op, a, b, y);
+  if (pad) {
+    mp_btensor aligned = *b;
+    if (act || b->shape.rank + pad > a->shape.rank) {
+      return op_fail(c, "'%s' cannot be aligned with '%s' by %d unit dims",
+                     b->name, a->name, (int)pad);
+    }
+    op_pad_shape(b, pad, &aligned.shape);
+    return op_check_bin2(c, op, a, &aligned, y);
+  }
   const mp_btensor *v = up == 1 ? a : b, *o = up == 1 ? b : a;
   mp_kshape ys, os, vs;
   if (op == MP_KB_PRELU ||
@@ -1068,6 +1086,10 @@ static bool op_run_binary(op_ctx *c) {
   mp_kbcast bc;
   if (!up) {
     (void)mp_k_bcast_init(&bc, &y->shape, &a->shape, &b->shape, NULL);
+  } else if (up == 3) {
+    mp_kshape aligned;
+    op_pad_shape(b, rd_i(&r), &aligned);
+    (void)mp_k_bcast_init(&bc, &y->shape, &a->shape, &aligned, NULL);
   } else {
     mp_kshape ys, os, vs;
     (void)op_up_shapes(&y->shape, up == 1 ? &b->shape : &a->shape,

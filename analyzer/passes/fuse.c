@@ -220,7 +220,7 @@ static int fuse_refuse(pass_ctx *c, const uint32_t *pos, uint32_t head,
                        uint32_t r, int32_t v, const pass_ew **ew_out) {
   const mp_graph *g = c->g;
   const mp_op *rop = mp_graph_op(g, r);
-  const pass_ew *ew = pass_ew_op(rop);
+  const pass_ew *ew = pass_ew_op(g, rop);
   *ew_out = ew;
   if (!ew || c->rw->ops[r].dead || rop->n_outputs != 1 ||
       rw_has_mplan_attr(rop) || fuse_has_unknown_activation(rop) ||

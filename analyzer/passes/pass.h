@@ -145,7 +145,10 @@ const pass_ew *pass_ew_find(const char *type);
 
 /* The entry of op, or NULL when this op is not elementwise although its
  * type may be: BatchNormalization in training mode reduces its input
- * over the batch first. */
-const pass_ew *pass_ew_op(const mp_op *op);
+ * over the batch first (and with spatial=0, before opset 9, its operands
+ * are per activation, not per channel), and an op of opset < 7 may align input
+ * 1 with input 0 from an axis on (mp_graph_legacy_pad), not broadcast as the
+ * passes assume. */
+const pass_ew *pass_ew_op(const mp_graph *g, const mp_op *op);
 
 #endif /* MPLAN_PASSES_PASS_H */

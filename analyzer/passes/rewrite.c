@@ -130,13 +130,6 @@ const mp_attr *rw_attr(const rw_op *op, const char *name) {
   return NULL;
 }
 
-const mp_attr *mp_op_attr(const mp_op *op, const char *name) {
-  for (uint32_t k = 0; k < op->n_attrs; k++) {
-    if (strcmp(op->attrs[k].name, name) == 0) return &op->attrs[k];
-  }
-  return NULL;
-}
-
 bool rw_has_mplan_attr(const mp_op *op) {
   for (uint32_t k = 0; k < op->n_attrs; k++) {
     if (strncmp(op->attrs[k].name, "mplan.", 6) == 0) return true;

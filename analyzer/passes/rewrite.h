@@ -97,8 +97,6 @@ int32_t rw_resolve(const rw_graph *rw, int32_t t);
 
 /* Attribute lookup on an op of the rewrite (NULL when absent). */
 const mp_attr *rw_attr(const rw_op *op, const char *name);
-/* Attribute lookup on a source op (NULL when absent). */
-const mp_attr *mp_op_attr(const mp_op *op, const char *name);
 /* true when the op carries an attribute whose name starts "mplan.". */
 bool rw_has_mplan_attr(const mp_op *op);
 

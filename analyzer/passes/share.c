@@ -743,7 +743,7 @@ static mp_alias_rule share_pick(share_ctx *s, uint32_t o, uint32_t *k_out,
                ? MP_ALIAS_ELEMENTWISE
                : MP_ALIAS_OWN;
   }
-  const pass_ew *ew = pass_ew_op(op);
+  const pass_ew *ew = pass_ew_op(g, op);
   if (ew) {
     /* A variadic op copies x0 into y first: only x0's bytes can be y's. */
     uint32_t n = ew->kind == PASS_EW_VARIADIC ? 1 : op->n_inputs;

@@ -307,7 +307,7 @@ static tl_kind tl_classify(tl_ctx *z, uint32_t o) {
     }
     return TL_WINDOW;
   }
-  const pass_ew *ew = pass_ew_op(op);
+  const pass_ew *ew = pass_ew_op(z->g, op);
   if (!ew || ew->kind == PASS_EW_VARIADIC) return TL_NONE;
   bool any = false;
   for (uint32_t k = 0; k < op->n_inputs; k++) {

@@ -70,11 +70,14 @@ const pass_ew *pass_ew_find(const char *type) {
   return NULL;
 }
 
-const pass_ew *pass_ew_op(const mp_op *op) {
+const pass_ew *pass_ew_op(const mp_graph *g, const mp_op *op) {
   const pass_ew *ew = pass_ew_find(op->type);
+  if (mp_graph_legacy_pad(g, op)) return NULL;
   const mp_attr *tm = mp_op_attr(op, "training_mode");
-  if (ew && ew->kind == PASS_EW_BATCHNORM && tm && tm->kind == MP_ATTR_INT &&
-      tm->i != 0) {
+  const mp_attr *sp = mp_op_attr(op, "spatial");
+  if (ew && ew->kind == PASS_EW_BATCHNORM &&
+      ((tm && tm->kind == MP_ATTR_INT && tm->i != 0) ||
+       (sp && sp->kind == MP_ATTR_INT && sp->i == 0))) {
     return NULL;
   }
   return ew;

@@ -92,7 +92,10 @@ typedef enum mp_bt_kind {
  *       extra 0, alpha the entry whose input value is the operand)
  *   UNARY: op (mp_kunary), alpha, beta
  *   BINARY: op (mp_kbinary), activation applied to the result (0 none,
- *       1 Relu, 2 Relu6: the graphs' fused_activation)
+ *       1 Relu, 2 Relu6: the graphs' fused_activation); optionally 1 + the
+ *       input a Resize prologue replicates, or 3 and the unit dims
+ *       appended to input 1's before broadcasting (ONNX before opset 7:
+ *       input 1 aligned from an axis on, PRelu's slope per channel)
  *   VARIADIC: op (Sum/Max/Min/Mean)
  *   WHERE, CAST, VIEW: none
  *   BATCHNORM: epsilon; in training mode then momentum (outputs: y, and

@@ -257,6 +257,21 @@ int64_t mp_graph_dim_of(const mp_graph *g, const mp_dim *d);
 void mp_graph_set_opset(mp_graph *g, int64_t opset);
 int64_t mp_graph_opset(const mp_graph *g);
 
+/* Op's attribute of that name, or NULL. */
+const mp_attr *mp_op_attr(const mp_op *op, const char *name);
+
+/* Before opset 7, ONNX had no numpy broadcasting: a binary op with
+ * broadcast=1 and an axis aligned input 1 with input 0's dims from that
+ * axis on (Add(x[N,C,H,W], b[C]), axis=1, adds per channel), and PRelu's
+ * slope of C > 1 values applied per channel (axis 1) of an x of rank >= 3.
+ * The number of unit dims to append to input 1's dims (a of rank ra, b
+ * of rank rb) so that numpy broadcasting reads it that way; 0 when op
+ * follows numpy's rules (opset 0, unknown, follows the newest). */
+uint32_t mp_op_legacy_pad(const mp_op *op, int64_t opset, uint32_t ra,
+                          const int64_t *a, uint32_t rb, const int64_t *b);
+/* The same for an op of g, from its inputs' resolved dims. */
+uint32_t mp_graph_legacy_pad(const mp_graph *g, const mp_op *op);
+
 /* Warnings collected while importing and inferring (the library never
  * prints; the command line shows them). Copies the formatted text; fails
  * only when memory runs out. */

@@ -892,3 +892,18 @@ save("tests/data/momentum_mode.onnx.bin",
                                    mode="heavyball", norm_coefficient=0.0)],
                  "momentum_mode", [vi("m", F, [2]), vi("gm", F, [2]), vi("vm", F, [2])],
                  [vi("m_new", F, [2]), vi("vm_new", F, [2])]))
+# Tile of opset 1, whose inputs were tiles and axis (repeats from opset 6):
+# refused in one line, not read as repeats.
+save("tests/bad/onnx_tile1.onnx.bin",
+     model([helper.make_node("Tile", ["x", "tiles", "axis"], ["y"], name="tile")],
+           [vi("x", F, [2, 3])], [vi("y", F)],
+           [numpy_helper.from_array(np.array(2, np.int64), "tiles"),
+            numpy_helper.from_array(np.array(1, np.int64), "axis")], opset=1))
+# BatchNormalization with spatial=0 (opset 7: statistics per activation):
+# it plans; compile refuses it in one line (tests/cli/test_onnx_cli.sh).
+save("tests/data/bn_spatial0.onnx.bin",
+     model([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
+                             name="bn", spatial=0)],
+           [vi("x", F, [1, 2, 2, 2])], [vi("y", F)],
+           [numpy_helper.from_array(np.ones((2, 2, 2), np.float32), n) for n in "sbmv"],
+           opset=7))

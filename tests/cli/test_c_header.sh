@@ -166,6 +166,7 @@ run 0 plan models/mobilenet_v2.json --c-header "$tmp/mbv2.h" -o "$tmp/mbv2.json"
 has "$tmp/out" "wrote $tmp/mbv2.h"
 check "mobilenet_v2" "$tmp/mbv2.h" "$tmp/mbv2.json" models/mobilenet_v2.json
 has "$tmp/mbv2.h" "#define MBV2_ARENA_BYTES UINT64_C(5197792)"
+has "$tmp/mbv2.h" "#define MBV2_OPSET 0 /* no ONNX opset: the newest rules */"
 has "$tmp/mbv2.h" "#define MBV2_T_B2_DW_OUT_REGION MBV2_R_ARENA"
 run 0 report models/mobilenet_v2.json --passes all --order memory --backend npu \
   --c-header "$tmp/mbv2_npu.h" --lifetimes "$tmp/lt.json"
@@ -468,6 +469,7 @@ grep -q "math.h" "$tmp/mbv2.h" && bad "mbv2.h includes math.h" || ok
 # names the Loop that runs it again (the body's ops), or -1.
 run 0 plan tests/data/control.onnx.bin --c-header "$tmp/control.h" -o "$tmp/control.json"
 check "control flow" "$tmp/control.h" "$tmp/control.json"
+has "$tmp/control.h" "#define CONTROL_OPSET 13 /* the ONNX opset the ops follow */"
 python3 - "$tmp/tables" <<'PY' && ok || bad "control flow: the loop fields"
 import sys
 steps = [l.rstrip("\n").split("\t")[2:] for l in open(sys.argv[1]) if l.startswith("step\t")]

@@ -117,6 +117,12 @@ done
 run 2 compile tests/data/momentum_mode.onnx.bin -o "$tmp/mm.mpk" && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'heavy' (ai.onnx.preview.training::Momentum): mode 'heavyball' is neither standard nor nesterov" &&
   [ ! -e "$tmp/mm.mpk" ] && ok || bad "momentum_mode: a bundle was written"
+# BatchNormalization per activation (spatial=0, before opset 9) plans but
+# does not compile: one line, no bundle.
+run 0 plan tests/data/bn_spatial0.onnx.bin --passes all
+run 2 compile tests/data/bn_spatial0.onnx.bin -o "$tmp/bn.mpk" && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'bn' (BatchNormalization): spatial=0 (statistics per activation, before opset 9) is not supported" &&
+  [ ! -e "$tmp/bn.mpk" ] && ok || bad "bn_spatial0: a bundle was written"
 # Random ops that plan but cannot run: one line, no bundle.
 run 2 compile tests/data/random_bern_int.onnx.bin -o "$tmp/rb.mpk" && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'b' (Bernoulli): its input 'x' is i32, not a float tensor"

@@ -134,11 +134,11 @@ def weight_outputs(out, relu_name="relu"):
         write(os.path.join(data, "output_%d.pb" % i), tensor(name, dims, v))
 
 
-def write_case(out, name, graph, inputs, outputs):
+def write_case(out, name, graph, inputs, outputs, opset=13):
     """A node test in the upstream layout: NAME/model.onnx and its
     test_data_set_0 (serialized TensorProtos)."""
     d = os.path.join(out, name)
-    write(os.path.join(d, "model.onnx"), model(graph))
+    write(os.path.join(d, "model.onnx"), model(graph, opset))
     data = os.path.join(d, "test_data_set_0")
     for i, t in enumerate(inputs):
         write(os.path.join(data, "input_%d.pb" % i), t)
@@ -390,6 +390,83 @@ def topk_ties(out):
                 int_tensor("amin", [3], amin, INT64)])
 
 
+def legacy_broadcast_opset6(out):
+    """Broadcasting as ONNX had it before opset 7, after a 1x1 Conv of
+    output [1, 3, 3, 3]: Add(c, b[3], broadcast=1, axis=1) adds per
+    channel, PRelu's slope of 3 values is per channel, and Mul(p,
+    m[3, 3], broadcast=1, axis=1) aligns m with (C, H). numpy's rules
+    would align each with the last axes instead, which give other values
+    here; the fuse pass must not take them as epilogues either."""
+    xd, wd, yd = [1, 2, 3, 3], [3, 2, 1, 1], [1, 3, 3, 3]
+    x = [0.25 * i - 2.0 for i in range(18)]
+    w = [1.0, -0.5, -1.0, 0.25, 0.5, 2.0]
+    b = [0.125, -0.25, 0.5]
+    slope = [0.5, -2.0, 0.25]
+    m = [1.0, 2.0, -1.0, 0.5, 4.0, -2.0, 3.0, -0.25, 1.5]
+    y, z = [], []
+    for c in range(3):
+        for p in range(9):
+            v = w[2 * c] * x[p] + w[2 * c + 1] * x[9 + p] + b[c]
+            v = v if v >= 0 else slope[c] * v
+            y.append(v)
+            z.append(v * m[3 * c + p // 3])
+    bc_axis1 = (ld(5, ld(1, "broadcast") + vint(3, 1) + vint(20, 2)) +
+                ld(5, ld(1, "axis") + vint(3, 1) + vint(20, 2)))
+    graph = (ld(1, node("Conv", ["x", "w"], ["c"], "conv")) +
+             ld(1, node("Add", ["c", "b"], ["a"], "bias", bc_axis1)) +
+             ld(1, node("PRelu", ["a", "slope"], ["y"], "prelu")) +
+             ld(1, node("Mul", ["y", "m"], ["z"], "scale", bc_axis1)) +
+             ld(2, "legacy_broadcast_opset6") + ld(5, tensor("w", wd, w)) +
+             ld(5, tensor("b", [3], b)) + ld(5, tensor("slope", [3], slope)) +
+             ld(5, tensor("m", [3, 3], m)) +
+             ld(11, value_info("x", xd)) + ld(12, value_info("y", yd)) +
+             ld(12, value_info("z", yd)))
+    write_case(out, "test_legacy_broadcast_opset6", graph,
+               [tensor("x", xd, x)], [tensor("y", yd, y), tensor("z", yd, z)],
+               opset=6)
+
+
+def legacy_attrs_opset1(out):
+    """Attributes as opset 1 wrote them: Pad's paddings (pads from opset
+    2), a Concat without an axis (1 before opset 4; 0 is no default at
+    all later), Cast's to as a type name (an enum from opset 6), and
+    Upsample's height_scale and width_scale (scales from opset 7)."""
+    xd, qd, cd = [2, 3], [2, 2], [2, 6]
+    x = [float(v) for v in (-3, 0, 4, 7, -1, 2)]
+    q = [float(v) for v in (5, -6, 8, 9)]
+    c = []
+    for r in range(2):
+        c += [2.0] + x[3 * r:3 * r + 3] + q[2 * r:2 * r + 2]
+    paddings = (ld(5, ld(1, "paddings") + b"".join(
+        vint(8, v) for v in (0, 1, 0, 0)) + vint(20, 7)) +
+        ld(5, ld(1, "value") + key(2, 5) + struct.pack("<f", 2.0) +
+           vint(20, 1)))
+    to = ld(5, ld(1, "to") + ld(4, "INT32") + vint(20, 3))
+    ud, vd = [1, 1, 2, 2], [1, 1, 4, 6]
+    u = [1.0, -2.0, 3.5, 4.0]
+    v = [u[2 * (i // 2) + j // 3] for i in range(4) for j in range(6)]
+    scale = lambda n, f: ld(5, ld(1, n) + key(2, 5) + struct.pack("<f", f) +
+                            vint(20, 1))
+    nearest = ld(5, ld(1, "mode") + ld(4, "nearest") + vint(20, 3))
+    graph = (ld(1, node("Pad", ["x"], ["p"], "pad", paddings)) +
+             ld(1, node("Concat", ["p", "q"], ["c"], "concat")) +
+             ld(1, node("Cast", ["c"], ["y"], "cast", to)) +
+             ld(1, node("Upsample", ["u"], ["v"], "upsample",
+                        scale("height_scale", 2.0) +
+                        scale("width_scale", 3.0) + nearest)) +
+             ld(2, "legacy_attrs_opset1") +
+             ld(11, value_info("x", xd)) + ld(11, value_info("q", qd)) +
+             ld(11, value_info("u", ud)) +
+             ld(12, value_info("c", cd)) +
+             ld(12, value_info("y", cd, INT32)) +
+             ld(12, value_info("v", vd)))
+    write_case(out, "test_legacy_attrs_opset1", graph,
+               [tensor("x", xd, x), tensor("q", qd, q), tensor("u", ud, u)],
+               [tensor("c", cd, c),
+                int_tensor("y", cd, [int(e) for e in c], INT32),
+                tensor("v", vd, v)], opset=1)
+
+
 def main():
     if sys.argv[1] == "--committed":
         root = sys.argv[2]
@@ -405,6 +482,8 @@ def main():
         if_big_constant(sys.argv[1])
         gru_lbr_bidirectional(sys.argv[1])
         topk_ties(sys.argv[1])
+        legacy_broadcast_opset6(sys.argv[1])
+        legacy_attrs_opset1(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers
