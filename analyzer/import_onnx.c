@@ -14,7 +14,8 @@
  * Invariants:
  *   1. A weight's shape comes from its TensorProto dims, and its data, when
  *      present, holds exactly dims x dtype elements (raw_data bytes or
- *      typed fields); data kept in an external file is refused.
+ *      typed fields, or an external file inside the model's folder, read
+ *      only for small values: mp_onnx_external checks it holds them).
  *   2. Constant nodes are not ops: their outputs are weights.
  *   3. Negative dims, dim products that overflow, unknown element types and
  *      non-tensor graph inputs are input errors naming the tensor.
@@ -36,8 +37,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mplan/file.h"
 #include "mplan/onnx.h"
 #include "onnx.pb-c.h"
+#include "onnx_external.h"
 
 typedef struct ox {
   const char *file;
@@ -264,16 +267,31 @@ static mp_status ox_tensor_data(ox *x, const Onnx__TensorProto *tp,
                                 mp_dtype dt, size_t elems) {
   bool raw = tp->has_raw_data;
   size_t need = 0;
-  if ((tp->has_data_location &&
-       tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
-      tp->n_external_data) {
-    return mp_error_set(x->err, MP_ERR_UNSUPPORTED,
-                        "%s: %s '%s' keeps its data in an external file; "
-                        "external data is not supported (re-save the model "
-                        "with its weights inside)",
-                        x->file, what, name);
-  }
-  if (raw && dt != MP_DTYPE_STRING) {
+  const uint8_t *bytes = tp->raw_data.data;
+  uint8_t *ext = NULL; /* small external data, read for its values */
+  if (mp_onnx_is_external(tp)) {
+    char path[4096];
+    uint64_t off;
+    (void)mp_size_mul(elems, mp_dtype_size(dt), &need); /* checked above */
+    mp_status st = mp_onnx_external(x->file, tp, name, need, path, sizeof path,
+                                    &off, x->err);
+    if (st != MP_OK || elems > MP_VALUE_MAX || dt == MP_DTYPE_C64 ||
+        dt == MP_DTYPE_C128) {
+      return st;
+    }
+    ext = mp_malloc(x->a, need + 1);
+    if (!ext) {
+      return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
+    }
+    mp_error fe;
+    if (mp_file_read_range(path, off, need, ext, &fe) != MP_OK) {
+      mp_free(x->a, ext);
+      return mp_error_set(x->err, fe.status, "%s: %s '%s': external data %s",
+                          x->file, what, name, fe.msg);
+    }
+    bytes = ext;
+    raw = true;
+  } else if (raw && dt != MP_DTYPE_STRING) {
     (void)mp_size_mul(elems, mp_dtype_size(dt), &need); /* checked above */
     if (tp->raw_data.len != need) {
       return mp_error_set(x->err, MP_ERR_BAD_INPUT,
@@ -294,14 +312,14 @@ static mp_status ox_tensor_data(ox *x, const Onnx__TensorProto *tp,
   int64_t *iv = fl ? NULL : mp_calloc(x->a, elems + 1, sizeof *iv);
   double *fv = fl ? mp_calloc(x->a, elems + 1, sizeof *fv) : NULL;
   if (!iv && !fv) {
+    mp_free(x->a, ext);
     return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
   }
   int64_t i0 = 0;
   double f0 = 0;
   for (size_t k = 0; k < elems; k++) {
     if (raw) {
-      ox_raw_elem(tp->raw_data.data, dt, k, fl ? &i0 : &iv[k],
-                  fl ? &fv[k] : &f0);
+      ox_raw_elem(bytes, dt, k, fl ? &i0 : &iv[k], fl ? &fv[k] : &f0);
     } else {
       ox_typed_elem(tp, dt, k, fl ? &i0 : &iv[k], fl ? &fv[k] : &f0);
     }
@@ -309,6 +327,7 @@ static mp_status ox_tensor_data(ox *x, const Onnx__TensorProto *tp,
   mp_status st = mp_graph_set_value(x->g, t, iv, fv, elems, x->err);
   mp_free(x->a, iv);
   mp_free(x->a, fv);
+  mp_free(x->a, ext);
   return st;
 }
 

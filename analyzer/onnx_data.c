@@ -6,16 +6,21 @@
  *
  * Invariants:
  *   1. Every returned blob holds exactly dims x dtype-size bytes, from
- *      raw_data or converted from the typed field; anything else (external
- *      data, strings, a count that disagrees with the dims) is an error
- *      naming the tensor.
+ *      raw_data, converted from the typed field, or read from an external
+ *      file inside the model's folder (mp_onnx_external); anything else
+ *      (strings, a count that disagrees with the dims, an external file
+ *      too short) is an error naming the tensor.
  *   2. Allocation goes through the caller's mp_alloc (protobuf-c too).
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "mplan/file.h"
 #include "mplan/onnx.h"
 #include "onnx.pb-c.h"
+#include "onnx_external.h"
 
 typedef struct od_entry {
   char *name;
@@ -46,6 +51,87 @@ static void od_pb_free(void *ud, void *p) {
   mp_free(((od_pb *)ud)->a, p);
 }
 
+bool mp_onnx_is_external(const Onnx__TensorProto *tp) {
+  return tp->n_external_data ||
+         (tp->has_data_location &&
+          tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL);
+}
+
+/* A decimal entry value: false when it is not one. */
+static bool od_u64(const char *s, uint64_t *v) {
+  if (!s || *s < '0' || *s > '9') return false;
+  char *end;
+  errno = 0;
+  unsigned long long u = strtoull(s, &end, 10);
+  if (*end || errno) return false;
+  *v = u;
+  return true;
+}
+
+/* true when location is relative and no component of it is "..". */
+static bool od_inside(const char *loc) {
+  if (!loc[0] || loc[0] == '/') return false;
+  for (const char *p = loc; *p;) {
+    size_t n = strcspn(p, "/");
+    if (n == 2 && p[0] == '.' && p[1] == '.') return false;
+    p += n;
+    while (*p == '/') p++;
+  }
+  return true;
+}
+
+mp_status mp_onnx_external(const char *file, const Onnx__TensorProto *tp,
+                           const char *name, size_t need, char *path,
+                           size_t cap, uint64_t *offset, mp_error *err) {
+  const char *loc = NULL, *off = NULL, *len = NULL;
+  for (size_t k = 0; k < tp->n_external_data; k++) {
+    const Onnx__StringStringEntryProto *e = tp->external_data[k];
+    if (!e || !e->key) continue;
+    if (strcmp(e->key, "location") == 0) loc = e->value;
+    if (strcmp(e->key, "offset") == 0) off = e->value;
+    if (strcmp(e->key, "length") == 0) len = e->value;
+  }
+  uint64_t o = 0, l = need;
+  if (!loc) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: tensor '%s': external data without a location",
+                        file, name);
+  }
+  if (!od_inside(loc)) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: tensor '%s': external data location '%s' is not "
+                        "a relative path inside the model's folder",
+                        file, name, loc);
+  }
+  if ((off && !od_u64(off, &o)) || (len && !od_u64(len, &l))) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: tensor '%s': external data offset '%s' or length "
+                        "'%s' is not a number",
+                        file, name, off ? off : "", len ? len : "");
+  }
+  if (l != need) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: tensor '%s': external data length %llu, where "
+                        "its dims and dtype need %zu bytes",
+                        file, name, (unsigned long long)l, need);
+  }
+  const char *slash = strrchr(file, '/');
+  int dir = slash ? (int)(slash - file) : 1;
+  int n = snprintf(path, cap, "%.*s/%s", dir, slash ? file : ".", loc);
+  if (n < 0 || (size_t)n >= cap) {
+    return mp_error_set(err, MP_ERR_BAD_INPUT,
+                        "%s: tensor '%s': external data location is too long",
+                        file, name);
+  }
+  mp_error fe;
+  if (mp_file_read_range(path, o, need, NULL, &fe) != MP_OK) {
+    return mp_error_set(err, fe.status, "%s: tensor '%s': external data %s",
+                        file, name, fe.msg);
+  }
+  *offset = o;
+  return MP_OK;
+}
+
 /* Raw bytes of tp (invariant 1). Returns owned bytes. */
 static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
                           const char *name, const mp_alloc *a, mp_dtype *dt,
@@ -56,12 +142,10 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
                         "%s: tensor '%s': element type %d has no fixed size",
                         file, name, (int)tp->data_type);
   }
-  if (tp->n_dims > MP_MAX_RANK || tp->n_external_data ||
-      (tp->has_data_location &&
-       tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
+  if (tp->n_dims > MP_MAX_RANK) {
     return mp_error_set(err, MP_ERR_UNSUPPORTED,
-                        "%s: tensor '%s': rank above %d or external data", file,
-                        name, MP_MAX_RANK);
+                        "%s: tensor '%s': rank above %d", file, name,
+                        MP_MAX_RANK);
   }
   size_t n = 1, es = mp_dtype_size(*dt), bytes;
   for (size_t k = 0; k < tp->n_dims; k++) {
@@ -75,6 +159,29 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
   if (!mp_size_mul(n, es, &bytes)) {
     return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: tensor '%s': too large",
                         file, name);
+  }
+  if (mp_onnx_is_external(tp)) {
+    /* the bytes of another file, checked to be there before allocating */
+    char path[4096];
+    uint64_t off;
+    mp_status st =
+        mp_onnx_external(file, tp, name, bytes, path, sizeof path, &off, err);
+    unsigned char *p = st == MP_OK ? mp_malloc(a, bytes + 1) : NULL;
+    if (st == MP_OK && !p) {
+      st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
+    }
+    mp_error fe;
+    if (st == MP_OK && mp_file_read_range(path, off, bytes, p, &fe) != MP_OK) {
+      st = mp_error_set(err, fe.status, "%s: tensor '%s': external data %s",
+                        file, name, fe.msg);
+    }
+    if (st != MP_OK) {
+      mp_free(a, p);
+      return st;
+    }
+    *out = p;
+    *len = bytes;
+    return MP_OK;
   }
   /* The values the file holds, checked before anything is allocated: a
    * small file declaring a huge tensor is refused, not allocated. */

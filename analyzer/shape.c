@@ -116,6 +116,7 @@ static const sh_entry sh_table[] = {
     {"Hardmax", sh_unary},
     {"Identity", sh_unary},
     {"If", sh_if},
+    {"ImageScaler", sh_unary},
     {"InstanceNormalization", sh_same_as_first},
     {"IsInf", sh_isx},
     {"IsNaN", sh_isx},

@@ -66,6 +66,35 @@ mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
   return MP_OK;
 }
 
+mp_status mp_file_read_range(const char *path, uint64_t offset, size_t len,
+                             void *buf, mp_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    return mp_error_set(err, MP_ERR_IO, "%s: cannot open: %s", path,
+                        strerror(errno));
+  }
+  struct stat sb;
+  mp_status st = MP_OK;
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    st = mp_error_set(err, MP_ERR_BAD_INPUT, "%s: not a regular file", path);
+  } else if ((uint64_t)sb.st_size < offset ||
+             (uint64_t)sb.st_size - offset < (uint64_t)len) {
+    st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                      "%s: ends at byte %llu, before the %zu bytes at "
+                      "offset %llu do",
+                      path, (unsigned long long)sb.st_size, len,
+                      (unsigned long long)offset);
+  } else if (buf && len &&
+             (offset > (uint64_t)INT64_MAX ||
+              fseeko(f, (off_t)offset, SEEK_SET) != 0 ||
+              fread(buf, 1, len, f) != len)) {
+    st = mp_error_set(err, MP_ERR_IO, "%s: read error at offset %llu", path,
+                      (unsigned long long)offset);
+  }
+  fclose(f);
+  return st;
+}
+
 /* A target as mplan writes it: the file a symbolic link names (the link
  * stays), a regular file replaced by rename, or something else (a device,
  * a pipe) written in place. */

@@ -1282,6 +1282,20 @@ static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
     lw_pf(x, lw_float(x, "bias", 1.0));
     return MP_OK;
   }
+  if (strcmp(t, "ImageScaler") == 0) {
+    const mp_attr *b = lw_attr(x, "bias");
+    const mp_tensor *in = lw_t(x, 0);
+    if (b && (b->kind != MP_ATTR_FLOATS || !in || in->rank < 2 ||
+              (int64_t)b->n != lw_dim(x, in, 1))) {
+      return lw_unsup(x, "a bias that is not one float per channel");
+    }
+    x->o->kernel = MP_BOP_IMAGE_SCALER;
+    lw_in(x, x->op->inputs[0]);
+    lw_pf(x, lw_float(x, "scale", 1.0));
+    lw_p(x, b ? (int64_t)b->n : 0);
+    for (uint32_t k = 0; b && k < b->n; k++) lw_pf(x, b->floats[k]);
+    return MP_OK;
+  }
   if (strcmp(t, "MeanVarianceNormalization") == 0) {
     int64_t axes[MP_MAX_RANK], def[] = {0, 2, 3};
     int n = lw_ints(x, "axes", axes, MP_MAX_RANK);

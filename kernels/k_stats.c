@@ -60,6 +60,18 @@ void mp_k_lrn(int d, int64_t n, int64_t c, int64_t rest, int64_t size,
   }
 }
 
+void mp_k_image_scaler(int d, int64_t n, int64_t c, int64_t rest, double scale,
+                       const double *bias, const void *x, void *y) {
+  for (int64_t b = 0; b < n; b++) {
+    for (int64_t ch = 0; ch < c; ch++) {
+      for (int64_t i = 0; i < rest; i++) {
+        size_t at = (size_t)((b * c + ch) * rest + i);
+        mp_k_store(y, d, at, mp_k_load(x, d, at) * scale + bias[ch]);
+      }
+    }
+  }
+}
+
 void mp_k_mvn(int d, const mp_kshape *xs, uint32_t mask, const void *x, void *y,
               double *ws) {
   /* ws: the mean and the mean square of each kept index, by the reduced

@@ -1,6 +1,6 @@
 /*
  * ops_stats.c -- check and run of the ops of kernels/k_stats.c:
- * InstanceNormalization, LRN, MeanVarianceNormalization,
+ * InstanceNormalization, LRN, ImageScaler, MeanVarianceNormalization,
  * NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
  *
  * Invariants (those of ops.c, and):
@@ -76,6 +76,35 @@ static bool st_run_lrn(op_ctx *c) {
   op_split3(&x->shape, 1, false, &n, &ch, &rest);
   mp_k_lrn(x->dtype, n, ch, rest, size, alpha, beta, bias, op_pin(c, 0),
            op_pout(c, 0));
+  return true;
+}
+
+/* ImageScaler: the biases go to the workspace as doubles (C of them). */
+static bool st_check_image_scaler(op_ctx *c) {
+  op_rd r = op_reader(c);
+  const mp_btensor *x = op_in(c, 0);
+  if (c->op->n_in != 1 || c->op->n_out != 1) return op_fail(c, "bad arity");
+  if (!st_float_in(c, x, 2)) return false;
+  (void)rd_f(&r);
+  int64_t nb = rd_range(&r, 0, x->shape.dims[1]);
+  for (int64_t k = 0; k < nb; k++) (void)rd_f(&r);
+  if (r.bad || r.at != r.n || (nb && nb != x->shape.dims[1])) {
+    return op_fail(c, "bad parameters (one bias per channel, or none)");
+  }
+  c->need_ws += (size_t)x->shape.dims[1] * sizeof(double);
+  return st_out(c, op_out(c, 0), &x->shape, x->dtype);
+}
+
+static bool st_run_image_scaler(op_ctx *c) {
+  op_rd r = op_reader(c);
+  double scale = rd_f(&r), *bias = (double *)(void *)c->ws;
+  int64_t nb = rd_i(&r);
+  const mp_btensor *x = op_in(c, 0);
+  int64_t n, ch, rest;
+  op_split3(&x->shape, 1, false, &n, &ch, &rest);
+  for (int64_t k = 0; k < ch; k++) bias[k] = nb ? rd_f(&r) : 0;
+  mp_k_image_scaler(x->dtype, n, ch, rest, scale, bias, op_pin(c, 0),
+                    op_pout(c, 0));
   return true;
 }
 
@@ -178,6 +207,8 @@ bool op_stats_dispatch(op_ctx *c, bool run, bool *handled) {
       return run ? st_run_lrn(c) : st_check_lrn(c);
     case MP_BOP_MVN:
       return run ? st_run_mvn(c) : st_check_mvn(c);
+    case MP_BOP_IMAGE_SCALER:
+      return run ? st_run_image_scaler(c) : st_check_image_scaler(c);
     case MP_BOP_NLL_LOSS:
       return run ? st_run_loss(c, false) : st_check_loss(c, false);
     case MP_BOP_SCE_LOSS:

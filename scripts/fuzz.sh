@@ -7,7 +7,9 @@
 # usage: scripts/fuzz.sh [SECONDS] [JOBS]    (default 600 s, 1 job)
 #
 # Builds build-fuzz/ with clang-19 (-DMPLAN_FUZZ=ON -DMPLAN_SANITIZE=ON),
-# seeds from the ONNX node tests (build/onnx-cache/node, if fetched), the
+# seeds from the ONNX node tests and the other model tests of
+# libonnx-testdata (build/onnx-cache/node and backend, if fetched), the
+# generated ones of build/onnx-extra (old opsets among them), the
 # committed test models and tests/fuzz/corpus/, keeps the corpus it grows
 # in build-fuzz/fuzz-corpus and writes any finding to
 # build-fuzz/fuzz-findings/. A finding's file, copied into
@@ -22,7 +24,8 @@ cmake -S "$src" -B "$out" -DCMAKE_C_COMPILER=clang-19 -DMPLAN_FUZZ=ON \
 cmake --build "$out" -j"$(nproc)" --target fuzz_model >/dev/null
 seeds=$out/fuzz-seeds
 mkdir -p "$seeds" "$out/fuzz-corpus" "$out/fuzz-findings"
-for d in "$src"/build/onnx-cache/node/*/; do
+for d in "$src"/build/onnx-cache/node/*/ "$src"/build/onnx-cache/backend/*/ \
+  "$src"/build/onnx-extra/*/; do
   [ -f "$d/model.onnx" ] || continue
   [ "$(stat -c %s "$d/model.onnx")" -le 65536 ] || continue
   cp "$d/model.onnx" "$seeds/$(basename "$d").onnx"

@@ -123,6 +123,7 @@ typedef enum mp_bt_kind {
  *   TOPK: axis, largest (outputs: values, indices; k from their shape)
  *   FPCLASS: nan, detect_negative, detect_positive
  *   INSTANCENORM: epsilon             LRN: size, alpha, beta, bias
+ *   IMAGE_SCALER: scale, the bias count B (0 or C), B biases
  *   MVN: axes mask
  *   NLL_LOSS, SCE_LOSS: reduction (mp_kloss), has_ignore, ignore_index
  *   EINSUM: n_in, n_labels, per operand rank and its labels, the output's
@@ -251,6 +252,7 @@ typedef enum mp_bop {
   MP_BOP_TFIDF,
   MP_BOP_OPTIM,
   MP_BOP_RANDOM,
+  MP_BOP_IMAGE_SCALER,
   MP_BOP_COUNT
 } mp_bop;
 

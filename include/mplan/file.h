@@ -17,6 +17,13 @@
 mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
                        size_t *len, mp_error *err);
 
+/* Reads len bytes of the regular file path from byte offset into buf:
+ * all of them, or an error naming the file (one that is not a regular
+ * file, or ends before offset + len). buf may be NULL to check only.
+ * Not bounded by MP_FILE_MAX: ONNX external data outgrows it. */
+mp_status mp_file_read_range(const char *path, uint64_t offset, size_t len,
+                             void *buf, mp_error *err);
+
 /* Writes len bytes to path atomically (temporary file + rename). */
 mp_status mp_file_write(const char *path, const void *data, size_t len,
                         mp_error *err);

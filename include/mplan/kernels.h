@@ -653,6 +653,10 @@ void mp_k_instancenorm(int d, int64_t n, int64_t c, int64_t rest, const void *x,
 void mp_k_lrn(int d, int64_t n, int64_t c, int64_t rest, int64_t size,
               double alpha, double beta, double bias, const void *x, void *y);
 
+/* ImageScaler (opsets 1 to 9) of [n, c, rest]: x * scale + bias[c]. */
+void mp_k_image_scaler(int d, int64_t n, int64_t c, int64_t rest, double scale,
+                       const double *bias, const void *x, void *y);
+
 /* MeanVarianceNormalization over the axes in mask, as ONNX's function
  * body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9). ws holds 2 doubles
  * per kept index. */

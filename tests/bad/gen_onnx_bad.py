@@ -59,7 +59,7 @@ save("tests/bad/onnx_overflow.onnx.bin", model([relu], [xo], [y]))
 # An initializer whose dims product overflows.
 big = TensorProto(name="w", data_type=F, dims=[1 << 40, 1 << 40], raw_data=b"")
 save("tests/bad/onnx_overflow_init.onnx.bin", model([conv], [x], [y], [big]))
-# Weights kept in an external file.
+# Weights kept in an external file that is not there.
 ext = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
 ext.ClearField("raw_data")
 ext.data_location = TensorProto.EXTERNAL

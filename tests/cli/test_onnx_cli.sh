@@ -117,6 +117,27 @@ done
 run 2 compile tests/data/momentum_mode.onnx.bin -o "$tmp/mm.mpk" && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'heavy' (ai.onnx.preview.training::Momentum): mode 'heavyball' is neither standard nor nesterov" &&
   [ ! -e "$tmp/mm.mpk" ] && ok || bad "momentum_mode: a bundle was written"
+# External data (weights in data/w.bin beside the model; its values run in
+# test_onnx_extra_run): the location is resolved from the model's folder,
+# whatever the working folder; a location outside that folder, a missing
+# or short file and a wrong length are refused in one line, no output.
+python3 tests/data/gen_onnx_extra.py "$tmp/ext" >/dev/null &&
+  python3 tests/data/gen_onnx_extra.py --external-bad "$tmp/ext" && ok ||
+  bad "gen_onnx_extra.py (external data) failed"
+run 0 verify "$tmp/ext/test_external_data/model.onnx" --passes all --poison &&
+  has "$tmp/out" "verified: no event"
+(cd "$tmp/ext/test_external_data/data" && "$mplan" compile ../model.onnx -o "$tmp/ext.mpk" >/dev/null) &&
+  [ -s "$tmp/ext.mpk" ] && ok || bad "external data: compile from another folder"
+for v in "escape|tensor 'w': external data location '../w.bin' is not a relative path inside the model's folder" \
+  "absolute|tensor 'w': external data location '/etc/hostname' is not a relative path inside the model's folder" \
+  "missing|tensor 'w': external data $tmp/ext/test_external_data_missing/data/none.bin: cannot open" \
+  "short|tensor 'w': external data $tmp/ext/test_external_data_short/data/w.bin: ends at byte 60, before the 48 bytes at offset 16 do" \
+  "length|tensor 'b': external data length 12, where its dims and dtype need 16 bytes"; do
+  m=$tmp/ext/test_external_data_${v%%|*}/model.onnx
+  run 2 plan "$m" -o "$tmp/ext_bad.json" && lines "$tmp/err" 1 &&
+    has "$tmp/err" "${v#*|}" && [ ! -e "$tmp/ext_bad.json" ] && ok ||
+    bad "external data ${v%%|*}: $(cat "$tmp/err")"
+done
 # BatchNormalization per activation (spatial=0, before opset 9) plans but
 # does not compile: one line, no bundle.
 run 0 plan tests/data/bn_spatial0.onnx.bin --passes all

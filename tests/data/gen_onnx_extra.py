@@ -429,8 +429,9 @@ def legacy_broadcast_opset6(out):
 def legacy_attrs_opset1(out):
     """Attributes as opset 1 wrote them: Pad's paddings (pads from opset
     2), a Concat without an axis (1 before opset 4; 0 is no default at
-    all later), Cast's to as a type name (an enum from opset 6), and
-    Upsample's height_scale and width_scale (scales from opset 7)."""
+    all later), Cast's to as a type name (an enum from opset 6),
+    Upsample's height_scale and width_scale (scales from opset 7); and
+    ImageScaler (opsets 1 to 9), a bias per channel."""
     xd, qd, cd = [2, 3], [2, 2], [2, 6]
     x = [float(v) for v in (-3, 0, 4, 7, -1, 2)]
     q = [float(v) for v in (5, -6, 8, 9)]
@@ -448,27 +449,87 @@ def legacy_attrs_opset1(out):
     scale = lambda n, f: ld(5, ld(1, n) + key(2, 5) + struct.pack("<f", f) +
                             vint(20, 1))
     nearest = ld(5, ld(1, "mode") + ld(4, "nearest") + vint(20, 3))
+    bias = [0.5, -1.0, 2.0, 0.25, -3.0, 1.0]
+    sc = [e * 0.5 + bias[i % 6] for i, e in enumerate(c)]
+    scaler = (scale("scale", 0.5) +
+              ld(5, ld(1, "bias") + b"".join(
+                  key(7, 5) + struct.pack("<f", v) for v in bias) +
+                 vint(20, 6)))
     graph = (ld(1, node("Pad", ["x"], ["p"], "pad", paddings)) +
              ld(1, node("Concat", ["p", "q"], ["c"], "concat")) +
              ld(1, node("Cast", ["c"], ["y"], "cast", to)) +
              ld(1, node("Upsample", ["u"], ["v"], "upsample",
                         scale("height_scale", 2.0) +
                         scale("width_scale", 3.0) + nearest)) +
+             ld(1, node("ImageScaler", ["c"], ["s"], "scaler", scaler)) +
              ld(2, "legacy_attrs_opset1") +
              ld(11, value_info("x", xd)) + ld(11, value_info("q", qd)) +
              ld(11, value_info("u", ud)) +
              ld(12, value_info("c", cd)) +
              ld(12, value_info("y", cd, INT32)) +
-             ld(12, value_info("v", vd)))
+             ld(12, value_info("v", vd)) + ld(12, value_info("s", cd)))
     write_case(out, "test_legacy_attrs_opset1", graph,
                [tensor("x", xd, x), tensor("q", qd, q), tensor("u", ud, u)],
                [tensor("c", cd, c),
                 int_tensor("y", cd, [int(e) for e in c], INT32),
-                tensor("v", vd, v)], opset=1)
+                tensor("v", vd, v), tensor("s", cd, sc)], opset=1)
+
+
+def ext_tensor(name, dims, elem, location, offset, length=None):
+    """A TensorProto whose data is in the file location (relative to the
+    model's folder) at offset: external_data entries and data_location
+    EXTERNAL."""
+    entry = lambda k, v: ld(13, ld(1, k) + ld(2, v))
+    out = b"".join(vint(1, d) for d in dims) + vint(2, elem) + ld(8, name)
+    out += entry("location", location) + entry("offset", str(offset))
+    if length is not None:
+        out += entry("length", str(length))
+    return out + vint(14, 1)
+
+
+def external_data(out, variant=None):
+    """Weights in another file (data/w.bin beside the model), as large
+    models are saved: y = Reshape(x @ w + b, shape), w [3, 4] after 16
+    bytes of something else, b [4], and the Reshape's shape [4, 2] (int64,
+    with no length entry: its dims give it), whose values shape inference
+    reads from that file. A variant breaks one thing for the bad-input tests."""
+    xd, wd, yd = [2, 3], [3, 4], [4, 2]
+    x = [0.5 * i - 1.0 for i in range(6)]
+    w = [0.25 * i - 1.5 for i in range(12)]
+    b = [1.0, -2.0, 0.5, 4.0]
+    z = [sum(x[3 * r + k] * w[4 * k + j] for k in range(3)) + b[j]
+         for r in range(2) for j in range(4)]
+    blob = (b"\x7f" * 16 + struct.pack("<12f", *w) + struct.pack("<4f", *b) +
+            struct.pack("<2q", 4, 2))
+    loc, w_off, b_len = "data/w.bin", 16, 16
+    if variant == "escape":
+        loc = "../w.bin"
+    elif variant == "absolute":
+        loc = "/etc/hostname"
+    elif variant == "missing":
+        loc = "data/none.bin"
+    elif variant == "short":
+        blob = blob[:60]
+    elif variant == "length":
+        b_len = 12
+    graph = (ld(1, node("MatMul", ["x", "w"], ["m"], "matmul")) +
+             ld(1, node("Add", ["m", "b"], ["z"], "bias")) +
+             ld(1, node("Reshape", ["z", "shape"], ["y"], "reshape")) +
+             ld(2, "external_data") +
+             ld(5, ext_tensor("w", wd, FLOAT, loc, w_off, 48)) +
+             ld(5, ext_tensor("b", [4], FLOAT, loc, 64, b_len)) +
+             ld(5, ext_tensor("shape", [2], INT64, loc, 80)) +
+             ld(11, value_info("x", xd)) + ld(12, value_info("y", yd)))
+    name = "test_external_data" + ("_" + variant if variant else "")
+    write_case(out, name, graph, [tensor("x", xd, x)], [tensor("y", yd, z)])
+    write(os.path.join(out, name, "data", "w.bin"), blob)
 
 
 def main():
-    if sys.argv[1] == "--committed":
+    if sys.argv[1] == "--external-bad":
+        for v in ("escape", "absolute", "missing", "short", "length"):
+            external_data(sys.argv[2], v)
+    elif sys.argv[1] == "--committed":
         root = sys.argv[2]
         write(os.path.join(root, "tests", "data", "weight_outputs.onnx.bin"),
               weight_outputs(None))
@@ -484,6 +545,7 @@ def main():
         topk_ties(sys.argv[1])
         legacy_broadcast_opset6(sys.argv[1])
         legacy_attrs_opset1(sys.argv[1])
+        external_data(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers
