@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mplan/file.h"
 #include "mplan/onnx.h"
 #include "onnx.pb-c.h"
 #include "onnx_external.h"
@@ -270,26 +269,18 @@ static mp_status ox_tensor_data(ox *x, const Onnx__TensorProto *tp,
   const uint8_t *bytes = tp->raw_data.data;
   uint8_t *ext = NULL; /* small external data, read for its values */
   if (mp_onnx_is_external(tp)) {
-    char path[4096];
-    uint64_t off;
     (void)mp_size_mul(elems, mp_dtype_size(dt), &need); /* checked above */
-    mp_status st = mp_onnx_external(x->file, tp, name, need, path, sizeof path,
-                                    &off, x->err);
-    if (st != MP_OK || elems > MP_VALUE_MAX || dt == MP_DTYPE_C64 ||
-        dt == MP_DTYPE_C128) {
-      return st;
+    if (elems > MP_VALUE_MAX || dt == MP_DTYPE_C64 || dt == MP_DTYPE_C128) {
+      char path[4096];
+      uint64_t off; /* checked, not read: no value is kept */
+      return mp_onnx_external(x->file, tp, name, need, path, sizeof path, &off,
+                              x->err);
     }
-    ext = mp_malloc(x->a, need + 1);
-    if (!ext) {
-      return mp_error_set(x->err, MP_ERR_NOMEM, "%s: out of memory", x->file);
-    }
-    mp_error fe;
-    if (mp_file_read_range(path, off, need, ext, &fe) != MP_OK) {
-      mp_free(x->a, ext);
-      return mp_error_set(x->err, fe.status, "%s: %s '%s': external data %s",
-                          x->file, what, name, fe.msg);
-    }
-    bytes = ext;
+    void *got = NULL;
+    mp_status st =
+        mp_onnx_external_read(x->file, tp, name, need, x->a, &got, x->err);
+    if (st != MP_OK) return st;
+    bytes = ext = got;
     raw = true;
   } else if (raw && dt != MP_DTYPE_STRING) {
     (void)mp_size_mul(elems, mp_dtype_size(dt), &need); /* checked above */

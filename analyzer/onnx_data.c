@@ -132,6 +132,30 @@ mp_status mp_onnx_external(const char *file, const Onnx__TensorProto *tp,
   return MP_OK;
 }
 
+mp_status mp_onnx_external_read(const char *file, const Onnx__TensorProto *tp,
+                                const char *name, size_t need,
+                                const mp_alloc *a, void **out, mp_error *err) {
+  char path[4096];
+  uint64_t off;
+  mp_status st =
+      mp_onnx_external(file, tp, name, need, path, sizeof path, &off, err);
+  unsigned char *p = st == MP_OK ? mp_malloc(a, need + 1) : NULL;
+  if (st == MP_OK && !p) {
+    st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
+  }
+  mp_error fe;
+  if (st == MP_OK && mp_file_read_range(path, off, need, p, &fe) != MP_OK) {
+    st = mp_error_set(err, fe.status, "%s: tensor '%s': external data %s", file,
+                      name, fe.msg);
+  }
+  if (st != MP_OK) {
+    mp_free(a, p);
+    return st;
+  }
+  *out = p;
+  return MP_OK;
+}
+
 /* Raw bytes of tp (invariant 1). Returns owned bytes. */
 static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
                           const char *name, const mp_alloc *a, mp_dtype *dt,
@@ -162,26 +186,8 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
   }
   if (mp_onnx_is_external(tp)) {
     /* the bytes of another file, checked to be there before allocating */
-    char path[4096];
-    uint64_t off;
-    mp_status st =
-        mp_onnx_external(file, tp, name, bytes, path, sizeof path, &off, err);
-    unsigned char *p = st == MP_OK ? mp_malloc(a, bytes + 1) : NULL;
-    if (st == MP_OK && !p) {
-      st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
-    }
-    mp_error fe;
-    if (st == MP_OK && mp_file_read_range(path, off, bytes, p, &fe) != MP_OK) {
-      st = mp_error_set(err, fe.status, "%s: tensor '%s': external data %s",
-                        file, name, fe.msg);
-    }
-    if (st != MP_OK) {
-      mp_free(a, p);
-      return st;
-    }
-    *out = p;
     *len = bytes;
-    return MP_OK;
+    return mp_onnx_external_read(file, tp, name, bytes, a, out, err);
   }
   /* The values the file holds, checked before anything is allocated: a
    * small file declaring a huge tensor is refused, not allocated. */

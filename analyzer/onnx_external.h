@@ -22,4 +22,10 @@ mp_status mp_onnx_external(const char *file, const Onnx__TensorProto *tp,
                            const char *name, size_t need, char *path,
                            size_t cap, uint64_t *offset, mp_error *err);
 
+/* mp_onnx_external, then the need bytes themselves into *out (owned:
+ * release with mp_free(a, ...); one byte more, so never NULL). */
+mp_status mp_onnx_external_read(const char *file, const Onnx__TensorProto *tp,
+                                const char *name, size_t need,
+                                const mp_alloc *a, void **out, mp_error *err);
+
 #endif /* MPLAN_ONNX_EXTERNAL_H */
