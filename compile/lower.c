@@ -499,6 +499,28 @@ static mp_status lw_window(lw *x, const mp_tensor *in, const mp_tensor *w,
     return lw_unsup(x, "pads has %d values for %lld spatial dims", np,
                     (long long)nd);
   }
+  /* A graph JSON declares the shapes, so nothing checked these yet: the
+   * kernel is W's, and every number is one a window can have (below
+   * 2^31, none of the products below overflows). */
+  const int64_t lim = (int64_t)1 << 31;
+  for (int64_t i = 0; i < nd; i++) {
+    if (w && k[i] != lw_dim(x, w, (uint32_t)(2 + i))) {
+      return lw_unsup(x, "kernel_shape[%lld] is %lld, W's dim %lld is %lld",
+                      (long long)i, (long long)k[i], (long long)(2 + i),
+                      (long long)lw_dim(x, w, (uint32_t)(2 + i)));
+    }
+    if (k[i] < 1 || k[i] >= lim || s[i] < 1 || s[i] >= lim || d[i] < 1 ||
+        d[i] >= lim || pb[i] < 0 || pb[i] >= lim || pe[i] < 0 || pe[i] >= lim ||
+        op[i] < 0 || op[i] >= lim) {
+      return lw_unsup(x,
+                      "spatial dim %lld: kernel %lld, stride %lld, dilation "
+                      "%lld, pads %lld and %lld, output padding %lld (each "
+                      "below 2^31; kernel, stride and dilation at least 1)",
+                      (long long)i, (long long)k[i], (long long)s[i],
+                      (long long)d[i], (long long)pb[i], (long long)pe[i],
+                      (long long)op[i]);
+    }
+  }
   bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
   bool out_shape = lw_attr(x, "output_shape") != NULL;
   if (same || (transpose && out_shape && np < 0)) {
