@@ -315,24 +315,48 @@ mp_status sh_rnn(sh_ctx *c) {
 static mp_status nn_scaled(sh_ctx *c, const sh_fact *x, uint32_t scales_in,
                            uint32_t sizes_in) {
   double s[MP_VALUE_MAX];
-  size_t n = 0;
+  size_t n = 0, na = 0;
   int64_t d[MP_MAX_RANK];
+  memcpy(d, x->d, x->rank * sizeof *d);
+  /* Resize-18's axes: the scales or sizes are those of these axes, the
+   * other axes keep their dims */
+  uint32_t at[MP_MAX_RANK];
+  const int64_t *axes = sh_attr_ints(c, "axes", &na);
+  if (!axes) na = x->rank;
+  if (na > x->rank) return sh_fail(c, "%zu axes for rank %u", na, x->rank);
+  for (uint32_t k = 0; k < na; k++) {
+    if (!axes) {
+      at[k] = k;
+      continue;
+    }
+    mp_status st = sh_axis(c, axes[k], x->rank, &at[k]);
+    if (st != MP_OK) return st;
+    for (uint32_t j = 0; j < k; j++) {
+      if (at[j] == at[k]) return sh_fail(c, "axis %u is repeated", at[k]);
+    }
+  }
   const int64_t *sz = sizes_in ? sh_ints(c, sizes_in, &n) : NULL;
-  if (sz && n == x->rank) {
-    sh_set(c, 0, x->dt, x->rank, sz);
+  if (sz && n == na) {
+    const char *p = sh_attr_s(c, "keep_aspect_ratio_policy", "stretch");
+    if (strcmp(p, "stretch") != 0) {
+      return sh_fail(c, "keep_aspect_ratio_policy '%s' is not supported", p);
+    }
+    for (uint32_t k = 0; k < na; k++) d[at[k]] = sz[k];
+    sh_set(c, 0, x->dt, x->rank, d);
     return MP_OK;
   }
   if (sh_in(c, sizes_in) && sizes_in && !sz && sh_elems(sh_in(c, sizes_in))) {
     return MP_ERR_UNSUPPORTED; /* sizes given but not known */
   }
   if (!sh_doubles(c, scales_in, s, &n)) return MP_ERR_UNSUPPORTED;
-  if (n != x->rank) {
-    return sh_fail(c, "%zu scales for an input of rank %u", n, x->rank);
+  if (n != na) {
+    return sh_fail(c, "%zu scales for %zu axes of an input of rank %u", n, na,
+                   x->rank);
   }
-  for (uint32_t j = 0; j < x->rank; j++) {
-    double v = floor((double)x->d[j] * s[j] + 1e-9);
-    if (!(v >= 0 && v < 9e18)) return sh_fail(c, "scale %u is invalid", j);
-    d[j] = (int64_t)v;
+  for (uint32_t k = 0; k < na; k++) {
+    double v = floor((double)x->d[at[k]] * s[k] + 1e-9);
+    if (!(v >= 0 && v < 9e18)) return sh_fail(c, "scale %u is invalid", k);
+    d[at[k]] = (int64_t)v;
   }
   sh_set(c, 0, x->dt, x->rank, d);
   return MP_OK;

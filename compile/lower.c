@@ -233,6 +233,7 @@ static const lw_name lw_unary[] = {{"Relu", MP_KU_RELU},
                                    {"ThresholdedRelu", MP_KU_THRESHOLDEDRELU},
                                    {"Celu", MP_KU_CELU},
                                    {"Shrink", MP_KU_SHRINK},
+                                   {"Mish", MP_KU_MISH},
                                    {NULL, 0}};
 
 static const lw_name lw_binary[] = {{"Add", MP_KB_ADD},
@@ -251,6 +252,9 @@ static const lw_name lw_binary[] = {{"Add", MP_KB_ADD},
                                     {"Xor", MP_KB_XOR},
                                     {"Mod", MP_KB_MOD},
                                     {"BitShift", MP_KB_SHL},
+                                    {"BitwiseAnd", MP_KB_BITAND},
+                                    {"BitwiseOr", MP_KB_BITOR},
+                                    {"BitwiseXor", MP_KB_BITXOR},
                                     {NULL, 0}};
 
 static int lw_find(const lw_name *t, const char *type) {
@@ -874,9 +878,27 @@ static mp_status lw_pad(lw *x) {
   int64_t pads[2 * MP_MAX_RANK];
   int np = x->op->n_inputs >= 2 ? lw_const_ints(x, 1, pads, 2 * MP_MAX_RANK)
                                 : lw_ints(x, "pads", pads, 2 * MP_MAX_RANK);
-  if (np != 2 * (int)in->rank || (x->op->n_inputs > 3 && lw_t(x, 3))) {
-    return lw_unsup(x,
-                    "pads must be a constant for every axis (no axes input)");
+  if (x->op->n_inputs > 3 && lw_t(x, 3)) {
+    /* Pad-18's axes: the pads given are those axes' (begins, then ends),
+     * the others' are 0 */
+    int64_t axes[MP_MAX_RANK], full[2 * MP_MAX_RANK] = {0};
+    int na = lw_const_ints(x, 3, axes, MP_MAX_RANK);
+    if (na < 0 || np != 2 * na) {
+      return lw_unsup(x, "pads and axes must be constants, two pads an axis");
+    }
+    for (int k = 0; k < na; k++) {
+      int64_t a = lw_axis(axes[k], in->rank);
+      if (a < 0 || a >= (int64_t)in->rank) {
+        return lw_unsup(x, "axis %lld", (long long)axes[k]);
+      }
+      full[a] = pads[k];
+      full[in->rank + a] = pads[na + k];
+    }
+    memcpy(pads, full, 2 * in->rank * sizeof *full);
+    np = 2 * (int)in->rank;
+  }
+  if (np != 2 * (int)in->rank) {
+    return lw_unsup(x, "pads must be a constant for every axis");
   }
   double v = lw_float(x, "value", 0);
   if (x->op->n_inputs >= 3 && lw_t(x, 2)) {
@@ -890,6 +912,7 @@ static mp_status lw_pad(lw *x) {
   int m = strcmp(mode, "constant") == 0  ? MP_KPAD_CONSTANT
           : strcmp(mode, "reflect") == 0 ? MP_KPAD_REFLECT
           : strcmp(mode, "edge") == 0    ? MP_KPAD_EDGE
+          : strcmp(mode, "wrap") == 0    ? MP_KPAD_WRAP
                                          : -1;
   if (m < 0) return lw_unsup(x, "mode '%s'", mode);
   x->o->kernel = MP_BOP_PAD;
@@ -912,11 +935,11 @@ static mp_status lw_resize(lw *x) {
   int c = mp_k_coord_named(ct), n = mp_k_nearest_named(nm);
   bool crop = c == MP_KC_TF_CROP_AND_RESIZE;
   if (lin < 0 || c < 0 || n < 0 || lw_int(x, "antialias", 0) ||
-      lw_attr(x, "axes") || (crop && !lw_t(x, 1))) {
+      (crop && (!lw_t(x, 1) || lw_attr(x, "axes")))) {
     return lw_unsup(x,
                     "mode '%s', coordinate_transformation_mode '%s' "
-                    "(antialias and axes are not supported; "
-                    "tf_crop_and_resize needs its roi)",
+                    "(antialias is not supported; tf_crop_and_resize needs "
+                    "its roi, and no axes)",
                     mode, ct);
   }
   if (!in || y->rank != in->rank) {
@@ -927,6 +950,23 @@ static mp_status lw_resize(lw *x) {
   int ns = lw_t(x, (uint32_t)sidx)
                ? lw_const_floats(x, (uint32_t)sidx, scales, MP_MAX_RANK)
                : -2;
+  /* Resize-18's axes: the scales given are those axes'; the others are 1
+   * (the shape rule checked the axes) */
+  int64_t axes[MP_MAX_RANK];
+  int na = lw_ints(x, "axes", axes, MP_MAX_RANK);
+  if (na >= 0) {
+    double full[MP_MAX_RANK];
+    for (uint32_t i = 0; i < in->rank; i++) full[i] = 1;
+    for (int k = 0; k < na; k++) {
+      int64_t a = lw_axis(axes[k], in->rank);
+      if (a < 0 || a >= (int64_t)in->rank) {
+        return lw_unsup(x, "axis %lld", (long long)axes[k]);
+      }
+      if (ns == na) full[a] = scales[k];
+    }
+    memcpy(scales, full, in->rank * sizeof *full);
+    ns = ns == na ? (int)in->rank : -2; /* sizes: y's dims over x's */
+  }
   x->o->kernel = MP_BOP_RESIZE;
   lw_in(x, x->op->inputs[0]);
   if (crop) lw_in(x, x->op->inputs[1]); /* the roi, read when it runs */
@@ -1293,6 +1333,15 @@ static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
     x->o->kernel = MP_BOP_INSTANCENORM;
     lw_copy_inputs(x);
     lw_pf(x, lw_float(x, "epsilon", 1e-5));
+    return MP_OK;
+  }
+  if (strcmp(t, "GroupNormalization") == 0) {
+    /* opset 18 scales per group; 21 per channel (18 is deprecated) */
+    x->o->kernel = MP_BOP_GROUPNORM;
+    lw_copy_inputs(x);
+    lw_pf(x, lw_float(x, "epsilon", 1e-5));
+    lw_p(x, lw_int(x, "num_groups", 0));
+    lw_p(x, mp_graph_opset(x->g) <= 0 || mp_graph_opset(x->g) >= 21);
     return MP_OK;
   }
   if (strcmp(t, "LRN") == 0) {
@@ -1750,6 +1799,12 @@ static mp_status lw_misc(lw *x, const char *t) {
     return MP_OK;
   }
   if (strcmp(t, "QuantizeLinear") == 0 || strcmp(t, "DequantizeLinear") == 0) {
+    if (lw_int(x, "block_size", 0) != 0) {
+      return lw_unsup(x,
+                      "block_size %lld (blocked quantization, opset 21) is "
+                      "not supported",
+                      (long long)lw_int(x, "block_size", 0));
+    }
     x->o->kernel = t[0] == 'Q' ? MP_BOP_QUANTIZE : MP_BOP_DEQUANTIZE;
     lw_copy_inputs(x);
     lw_p(x, rank ? lw_axis(lw_int(x, "axis", 1), rank) : 0);

@@ -92,6 +92,8 @@ static double ku_f(mp_kunary op, const mp_kunary_params *p, double x) {
       return x > 30 ? x : log1p(exp(x));
     case MP_KU_SOFTSIGN:
       return x / (1 + fabs(x));
+    case MP_KU_MISH:
+      return x * tanh(x > 30 ? x : log1p(exp(x)));
     case MP_KU_THRESHOLDEDRELU:
       return x > p->alpha ? x : 0;
     case MP_KU_SHRINK:
@@ -231,6 +233,12 @@ static int64_t kb_i(mp_kbinary op, int64_t a, int64_t b, bool is_unsigned) {
       return ub >= 64 ? 0 : (int64_t)(ua << ub);
     case MP_KB_SHR:
       return ub >= 64 ? 0 : (int64_t)(ua >> ub);
+    case MP_KB_BITAND:
+      return (int64_t)(ua & ub);
+    case MP_KB_BITOR:
+      return (int64_t)(ua | ub);
+    case MP_KB_BITXOR:
+      return (int64_t)(ua ^ ub);
     case MP_KB_ADD:
       return (int64_t)(ua + ub);
     case MP_KB_SUB:

@@ -89,6 +89,7 @@ static int64_t kp_src(int64_t o, int64_t pad, int64_t n, mp_kpad_mode mode) {
   if (i >= 0 && i < n) return i;
   if (mode == MP_KPAD_CONSTANT) return -1;
   if (mode == MP_KPAD_EDGE) return i < 0 ? 0 : n - 1;
+  if (mode == MP_KPAD_WRAP) return (i % n + n) % n;
   if (n == 1) return 0;
   /* Reflect without repeating the edge: period 2(n-1). */
   int64_t period = 2 * (n - 1);

@@ -153,6 +153,9 @@ static double kr_step(mp_kreduce op, double acc, double v) {
 }
 
 static double kr_final(mp_kreduce op, double acc, int64_t count, int d) {
+  /* a bool max (min) over nothing is false (true): the dtype's least
+   * (greatest) value, as -inf (inf) is for the numbers */
+  if (d == MP_KD_BOOL && count == 0) return op == MP_KR_MIN;
   switch (op) {
     case MP_KR_MEAN: {
       double v = count ? acc / (double)count : 0;

@@ -1,7 +1,7 @@
 /*
- * k_stats.c -- kernels built on per-slice statistics: InstanceNormalization,
- * LRN, MeanVarianceNormalization, NegativeLogLikelihoodLoss and
- * SoftmaxCrossEntropyLoss.
+ * k_stats.c -- kernels built on per-slice statistics: Group- and
+ * InstanceNormalization, LRN, ImageScaler, MeanVarianceNormalization,
+ * NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
  *
  * Invariants:
  *   1. Statistics (means, variances, sums of squares, exponential sums and
@@ -15,28 +15,40 @@
 
 #include "mplan/kernels.h"
 
-void mp_k_instancenorm(int d, int64_t n, int64_t c, int64_t rest, const void *x,
-                       const void *scale, const void *bias, double eps,
-                       void *y) {
+void mp_k_groupnorm(int d, int64_t n, int64_t c, int64_t rest, int64_t groups,
+                    bool per_channel, const void *x, const void *scale,
+                    const void *bias, double eps, void *y) {
+  if (groups <= 0) return; /* no channel (an empty axis 1) */
+  int64_t cg = c / groups, len = cg * rest;
   for (int64_t b = 0; b < n; b++) {
-    for (int64_t ch = 0; ch < c; ch++) {
-      size_t base = (size_t)((b * c + ch) * rest);
+    for (int64_t g = 0; g < groups; g++) {
+      size_t base = (size_t)((b * c + g * cg) * rest);
       double s = 0, ss = 0;
-      for (int64_t i = 0; i < rest; i++) s += mp_k_load(x, d, base + (size_t)i);
-      double mu = s / (double)rest;
-      for (int64_t i = 0; i < rest; i++) {
+      for (int64_t i = 0; i < len; i++) s += mp_k_load(x, d, base + (size_t)i);
+      double mu = s / (double)len;
+      for (int64_t i = 0; i < len; i++) {
         double v = mp_k_load(x, d, base + (size_t)i) - mu;
         ss += v * v;
       }
-      double a =
-          mp_k_load(scale, d, (size_t)ch) / sqrt(ss / (double)rest + eps);
-      double off = mp_k_load(bias, d, (size_t)ch);
-      for (int64_t i = 0; i < rest; i++) {
-        double v = mp_k_load(x, d, base + (size_t)i);
-        mp_k_store(y, d, base + (size_t)i, (v - mu) * a + off);
+      double den = sqrt(ss / (double)len + eps);
+      for (int64_t k = 0; k < cg; k++) {
+        size_t at = per_channel ? (size_t)(g * cg + k) : (size_t)g;
+        size_t cb = base + (size_t)(k * rest);
+        double a = mp_k_load(scale, d, at) / den;
+        double off = mp_k_load(bias, d, at);
+        for (int64_t i = 0; i < rest; i++) {
+          double v = mp_k_load(x, d, cb + (size_t)i);
+          mp_k_store(y, d, cb + (size_t)i, (v - mu) * a + off);
+        }
       }
     }
   }
+}
+
+void mp_k_instancenorm(int d, int64_t n, int64_t c, int64_t rest, const void *x,
+                       const void *scale, const void *bias, double eps,
+                       void *y) {
+  mp_k_groupnorm(d, n, c, rest, c, true, x, scale, bias, eps, y);
 }
 
 void mp_k_lrn(int d, int64_t n, int64_t c, int64_t rest, int64_t size,

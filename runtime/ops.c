@@ -956,6 +956,10 @@ static bool op_check_bin2(op_ctx *c, int64_t op, const mp_btensor *a,
                    a->name, mp_kd_name(a->dtype), b->name,
                    mp_kd_name(b->dtype));
   }
+  if (op >= MP_KB_SHL && mp_kd_is_float(a->dtype)) {
+    return op_fail(c, "bit operations need integers, not %s",
+                   mp_kd_name(a->dtype));
+  }
   int want = op_is_compare(op) ? MP_KD_BOOL : a->dtype;
   if (y->dtype != want)
     return op_fail(c, "output dtype %s, expected %s", mp_kd_name(y->dtype),
@@ -1626,10 +1630,11 @@ static bool op_check_reduce(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0),
                    *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
-  if (!x || !y || y->dtype != x->dtype || x->dtype == MP_KD_BOOL) {
+  /* bool: ReduceMax and ReduceMin only (opset 20) */
+  if (!x || !y || y->dtype != x->dtype ||
+      (x->dtype == MP_KD_BOOL && op != MP_KR_MAX && op != MP_KR_MIN)) {
     return op_fail(c, "bad arity or dtype");
   }
-  (void)op;
   if (mask >> x->shape.rank) return op_fail(c, "axes beyond the rank");
   int64_t n = 1;
   for (uint32_t i = 0; i < x->shape.rank; i++) {
@@ -1857,15 +1862,15 @@ static bool op_check_pad(op_ctx *c) {
     return op_fail(c, "bad arity, dtype or rank");
   }
   op_rd r = op_reader(c);
-  int64_t mode = rd_range(&r, 0, 2);
+  int64_t mode = rd_range(&r, 0, MP_KPAD_WRAP);
   for (uint32_t i = 0; i < x->shape.rank; i++) {
     int64_t pb = rd_range(&r, -INT32_MAX, INT32_MAX);
     int64_t in = x->shape.dims[i], out = y->shape.dims[i];
     int64_t pe = out - in - pb;
     if (pe < -INT32_MAX || pe > INT32_MAX) return op_fail(c, "bad pads");
-    /* Reflect and edge copy an element of the axis: it needs one. */
+    /* Reflect, edge and wrap copy an element of the axis: it needs one. */
     if (out > 0 && in == 0 && mode != MP_KPAD_CONSTANT) {
-      return op_fail(c, "axis %u: reflect/edge of an empty axis", i);
+      return op_fail(c, "axis %u: reflect/edge/wrap of an empty axis", i);
     }
   }
   (void)rd_f(&r);

@@ -1,6 +1,7 @@
 /*
  * ops_stats.c -- check and run of the ops of kernels/k_stats.c:
- * InstanceNormalization, LRN, ImageScaler, MeanVarianceNormalization,
+ * Instance- and GroupNormalization, LRN, ImageScaler,
+ * MeanVarianceNormalization,
  * NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
  *
  * Invariants (those of ops.c, and):
@@ -27,32 +28,52 @@ static bool st_float_in(op_ctx *c, const mp_btensor *x, uint32_t min_rank) {
   return true;
 }
 
-/* ---- InstanceNormalization, LRN, MeanVarianceNormalization --------------- */
+/* ---- Instance- and GroupNormalization, LRN, MeanVarianceNormalization --- */
 
-static bool st_check_instancenorm(op_ctx *c) {
+/* INSTANCENORM: epsilon; GROUPNORM: epsilon, groups, per_channel. The
+ * groups (C for an InstanceNormalization) and whether scale and B are
+ * per channel, or false for bad parameters. */
+static bool st_norm_params(op_ctx *c, const mp_btensor *x, double *eps,
+                           int64_t *groups, bool *per_channel) {
   op_rd r = op_reader(c);
-  (void)rd_f(&r);
-  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  bool group = c->op->kernel == MP_BOP_GROUPNORM;
+  *eps = rd_f(&r);
+  *groups = group ? rd_range(&r, 1, x->shape.dims[1] > 0 ? x->shape.dims[1] : 1)
+                  : x->shape.dims[1];
+  *per_channel = group ? rd_range(&r, 0, 1) != 0 : true;
+  return !r.bad && r.at == r.n;
+}
+
+static bool st_check_norm(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0), *s = op_in(c, 1), *b = op_in(c, 2);
   if (c->op->n_in != 3 || c->op->n_out != 1 || !s || !b)
     return op_fail(c, "needs X, scale and B");
   if (!st_float_in(c, x, 2)) return false;
-  mp_kshape ch = {1, {x->shape.dims[1]}};
+  double eps;
+  int64_t groups;
+  bool per_channel;
+  if (!st_norm_params(c, x, &eps, &groups, &per_channel) ||
+      (groups > 0 && x->shape.dims[1] % groups != 0)) {
+    return op_fail(c, "bad parameters (the groups must divide C)");
+  }
+  mp_kshape ch = {1, {per_channel ? x->shape.dims[1] : groups}};
   if (s->dtype != x->dtype || b->dtype != x->dtype ||
       !op_expect_shape(c, s, &ch) || !op_expect_shape(c, b, &ch)) {
-    return op_fail(c, "scale and B must be [C] of the input's dtype");
+    return op_fail(c, "scale and B must be [%s] of the input's dtype",
+                   per_channel ? "C" : "num_groups");
   }
   return st_out(c, op_out(c, 0), &x->shape, x->dtype);
 }
 
-static bool st_run_instancenorm(op_ctx *c) {
-  op_rd r = op_reader(c);
-  double eps = rd_f(&r);
+static bool st_run_norm(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0);
-  int64_t n, ch, rest;
+  double eps;
+  int64_t n, ch, rest, groups;
+  bool per_channel;
+  (void)st_norm_params(c, x, &eps, &groups, &per_channel);
   op_split3(&x->shape, 1, false, &n, &ch, &rest);
-  mp_k_instancenorm(x->dtype, n, ch, rest, op_pin(c, 0), op_pin(c, 1),
-                    op_pin(c, 2), eps, op_pout(c, 0));
+  mp_k_groupnorm(x->dtype, n, ch, rest, groups, per_channel, op_pin(c, 0),
+                 op_pin(c, 1), op_pin(c, 2), eps, op_pout(c, 0));
   return true;
 }
 
@@ -202,7 +223,8 @@ bool op_stats_dispatch(op_ctx *c, bool run, bool *handled) {
   *handled = true;
   switch (c->op->kernel) {
     case MP_BOP_INSTANCENORM:
-      return run ? st_run_instancenorm(c) : st_check_instancenorm(c);
+    case MP_BOP_GROUPNORM:
+      return run ? st_run_norm(c) : st_check_norm(c);
     case MP_BOP_LRN:
       return run ? st_run_lrn(c) : st_check_lrn(c);
     case MP_BOP_MVN:

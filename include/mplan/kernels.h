@@ -140,6 +140,7 @@ typedef enum mp_kunary {
   MP_KU_THRESHOLDEDRELU,
   MP_KU_CELU,
   MP_KU_SHRINK, /* alpha = lambd, beta = bias */
+  MP_KU_MISH,   /* opset 18: x tanh(softplus(x)) */
   MP_KU_COUNT
 } mp_kunary;
 
@@ -170,10 +171,13 @@ typedef enum mp_kbinary {
   MP_KB_AND,
   MP_KB_OR,
   MP_KB_XOR,
-  MP_KB_MOD,  /* Python-style (sign of the divisor) */
-  MP_KB_FMOD, /* C fmod (sign of the dividend) */
-  MP_KB_SHL,  /* BitShift LEFT: unsigned, 0 from a shift of the width on */
-  MP_KB_SHR,  /* BitShift RIGHT */
+  MP_KB_MOD,    /* Python-style (sign of the divisor) */
+  MP_KB_FMOD,   /* C fmod (sign of the dividend) */
+  MP_KB_SHL,    /* BitShift LEFT: unsigned, 0 from a shift of the width on */
+  MP_KB_SHR,    /* BitShift RIGHT */
+  MP_KB_BITAND, /* BitwiseAnd, Or, Xor (opset 18): integers only */
+  MP_KB_BITOR,
+  MP_KB_BITXOR,
   MP_KB_COUNT
 } mp_kbinary;
 
@@ -647,6 +651,14 @@ void mp_k_instancenorm(int d, int64_t n, int64_t c, int64_t rest, const void *x,
                        const void *scale, const void *bias, double eps,
                        void *y);
 
+/* GroupNormalization of [n, c, rest] in groups of c / groups channels:
+ * per (n, group) mean and variance; scale and bias per channel (opset 21)
+ * or per group (opset 18). groups == c with per-channel scale is
+ * InstanceNormalization, bit for bit. */
+void mp_k_groupnorm(int d, int64_t n, int64_t c, int64_t rest, int64_t groups,
+                    bool per_channel, const void *x, const void *scale,
+                    const void *bias, double eps, void *y);
+
 /* LRN across channels of [n, c, rest]: x / (bias + alpha / size * the sum
  * of squares over channels c - floor((size-1)/2) .. c + ceil((size-1)/2))
  * ^ beta. */
@@ -779,7 +791,8 @@ void mp_k_fpclass(int d, bool nan, bool neg, bool pos, const void *x,
 typedef enum mp_kpad_mode {
   MP_KPAD_CONSTANT = 0,
   MP_KPAD_REFLECT,
-  MP_KPAD_EDGE
+  MP_KPAD_EDGE,
+  MP_KPAD_WRAP /* opset 19: the axis repeated, x[(o - pad) mod n] */
 } mp_kpad_mode;
 
 /* Pad: pads[d] (begin) may be negative (a crop); value is the constant

@@ -35,6 +35,7 @@ outputs are exact in float32.
 
 usage: gen_onnx_extra.py OUT_DIR | --committed REPO_ROOT
 """
+import math
 import os
 import struct
 import sys
@@ -79,8 +80,8 @@ def value_info(name, dims, elem=FLOAT):
     return ld(1, name) + ld(2, ld(1, tensor_type))
 
 
-UINT8, INT8, INT32, INT64 = 2, 3, 6, 7
-PACK = {UINT8: "B", INT8: "b", INT32: "i", INT64: "q", FLOAT: "f"}
+UINT8, INT8, INT32, INT64, BOOL = 2, 3, 6, 7, 9
+PACK = {UINT8: "B", INT8: "b", INT32: "i", INT64: "q", FLOAT: "f", BOOL: "?"}
 
 
 def int_tensor(name, dims, values, elem):
@@ -525,6 +526,120 @@ def external_data(out, variant=None):
     write(os.path.join(out, name, "data", "w.bin"), blob)
 
 
+def group_norm(x, n, c, rest, groups, scale, bias, per_channel):
+    """GroupNormalization of a flat [n, c, rest] list, epsilon 1e-5."""
+    y, cg = [], c // groups
+    for b in range(n):
+        for g in range(groups):
+            part = x[(b * c + g * cg) * rest:(b * c + (g + 1) * cg) * rest]
+            mu = sum(part) / len(part)
+            den = math.sqrt(sum((v - mu) ** 2 for v in part) / len(part) +
+                            1e-5)
+            for i, v in enumerate(part):
+                k = g * cg + i // rest if per_channel else g
+                y.append((v - mu) / den * scale[k] + bias[k])
+    return y
+
+
+def newer_opsets(out):
+    """What opsets 18 to 21 changed, in one opset-21 model: ReduceMean's
+    axes as an input, Split's num_outputs, GroupNormalization with scale
+    and bias per channel (21), Pad with axes in wrap mode, Resize with
+    axes, Mish, BitwiseAnd, ReduceMax of bool (20) and AveragePool with
+    dilations (19); and an opset-18 model whose GroupNormalization scales
+    per group."""
+    ints = lambda n, v: ld(5, ld(1, n) + b"".join(vint(8, e) for e in v) +
+                           vint(20, 7))
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    text = lambda n, v: ld(5, ld(1, n) + ld(4, v) + vint(20, 3))
+    x = [0.25 * i - 2.5 for i in range(24)]  # [2, 3, 4]
+    r = [sum(x[b * 12 + k * 4 + j] for k in range(3)) / 3
+         for b in range(2) for j in range(4)]
+    s0 = [x[i] for i in range(24) if i % 4 < 2]
+    s1 = [x[i] for i in range(24) if i % 4 >= 2]
+    g = [math.sin(i) * 2 for i in range(24)]  # [2, 4, 3]
+    gs, gb = [1.5, -0.5, 2.0, 0.5], [0.25, 1.0, -1.0, 0.0]
+    gn = group_norm(g, 2, 4, 3, 2, gs, gb, True)
+    p = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]  # [2, 3]
+    pw = [p[3 * row + (j - 1) % 3] for row in range(2) for j in range(6)]
+    u = [1.0, -2.0, 3.5, 4.0]  # [1, 1, 2, 2]
+    uo = [u[2 * (i // 2) + j // 3] for i in range(4) for j in range(6)]
+    m = [-3.0, -0.5, 0.0, 1.5, 40.0]
+    mish = [v * math.tanh(v if v > 30 else math.log1p(math.exp(v))) for v in m]
+    ia, ib = [1, 6, 12, -1], [3, 5, 10, 7]
+    band = [a & b for a, b in zip(ia, ib)]
+    q = [False, False, True, False]
+    a = [math.cos(i) for i in range(25)]  # [1, 1, 5, 5]
+    ap = [sum(a[(2 * 0 + i + di) * 5 + j + dj] for di in (0, 2)
+              for dj in (0, 2)) / 4 for i in range(3) for j in range(3)]
+    graph = (ld(1, node("ReduceMean", ["x", "axes"], ["r"], "mean")) +
+             ld(1, node("Split", ["x"], ["s0", "s1"], "split",
+                        one("axis", 2) + one("num_outputs", 2))) +
+             ld(1, node("GroupNormalization", ["g", "gs", "gb"], ["gn"],
+                        "gn", one("num_groups", 2))) +
+             ld(1, node("Pad", ["p", "pads", "", "pad_axes"], ["pw"], "pad",
+                        text("mode", "wrap"))) +
+             ld(1, node("Resize", ["u", "", "scales"], ["uo"], "resize",
+                        ints("axes", [2, 3]))) +
+             ld(1, node("Mish", ["m"], ["mish"], "mish")) +
+             ld(1, node("BitwiseAnd", ["ia", "ib"], ["band"], "band")) +
+             ld(1, node("ReduceMax", ["q"], ["qmax"], "any",
+                        one("keepdims", 0))) +
+             ld(1, node("AveragePool", ["a"], ["ap"], "pool",
+                        ints("kernel_shape", [2, 2]) +
+                        ints("dilations", [2, 2]))) +
+             ld(2, "newer_opsets") +
+             ld(5, int_tensor("axes", [1], [1], INT64)) +
+             ld(5, tensor("gs", [4], gs)) + ld(5, tensor("gb", [4], gb)) +
+             ld(5, int_tensor("pads", [2], [1, 2], INT64)) +
+             ld(5, int_tensor("pad_axes", [1], [1], INT64)) +
+             ld(5, tensor("scales", [2], [2.0, 3.0])) +
+             ld(11, value_info("x", [2, 3, 4])) +
+             ld(11, value_info("g", [2, 4, 3])) +
+             ld(11, value_info("p", [2, 3])) +
+             ld(11, value_info("u", [1, 1, 2, 2])) +
+             ld(11, value_info("m", [5])) +
+             ld(11, value_info("ia", [4], INT32)) +
+             ld(11, value_info("ib", [4], INT32)) +
+             ld(11, value_info("q", [2, 2], BOOL)) +
+             ld(11, value_info("a", [1, 1, 5, 5])) +
+             ld(12, value_info("r", [2, 1, 4])) +
+             ld(12, value_info("s0", [2, 3, 2])) +
+             ld(12, value_info("s1", [2, 3, 2])) +
+             ld(12, value_info("gn", [2, 4, 3])) +
+             ld(12, value_info("pw", [2, 6])) +
+             ld(12, value_info("uo", [1, 1, 4, 6])) +
+             ld(12, value_info("mish", [5])) +
+             ld(12, value_info("band", [4], INT32)) +
+             ld(12, value_info("qmax", [], BOOL)) +
+             ld(12, value_info("ap", [1, 1, 3, 3])))
+    write_case(out, "test_newer_opsets", graph,
+               [tensor("x", [2, 3, 4], x), tensor("g", [2, 4, 3], g),
+                tensor("p", [2, 3], p), tensor("u", [1, 1, 2, 2], u),
+                tensor("m", [5], m), int_tensor("ia", [4], ia, INT32),
+                int_tensor("ib", [4], ib, INT32),
+                int_tensor("q", [2, 2], q, BOOL),
+                tensor("a", [1, 1, 5, 5], a)],
+               [tensor("r", [2, 1, 4], r), tensor("s0", [2, 3, 2], s0),
+                tensor("s1", [2, 3, 2], s1), tensor("gn", [2, 4, 3], gn),
+                tensor("pw", [2, 6], pw), tensor("uo", [1, 1, 4, 6], uo),
+                tensor("mish", [5], mish),
+                int_tensor("band", [4], band, INT32),
+                int_tensor("qmax", [], [any(q)], BOOL),
+                tensor("ap", [1, 1, 3, 3], ap)], opset=21)
+    gs18, gb18 = [1.5, -0.5], [0.25, 1.0]
+    graph = (ld(1, node("GroupNormalization", ["g", "gs", "gb"], ["gn"],
+                        "gn", one("num_groups", 2))) +
+             ld(2, "group_norm_18") + ld(5, tensor("gs", [2], gs18)) +
+             ld(5, tensor("gb", [2], gb18)) +
+             ld(11, value_info("g", [2, 4, 3])) +
+             ld(12, value_info("gn", [2, 4, 3])))
+    write_case(out, "test_group_norm_18", graph, [tensor("g", [2, 4, 3], g)],
+               [tensor("gn", [2, 4, 3],
+                       group_norm(g, 2, 4, 3, 2, gs18, gb18, False))],
+               opset=18)
+
+
 def main():
     if sys.argv[1] == "--external-bad":
         for v in ("escape", "absolute", "missing", "short", "length"):
@@ -546,6 +661,7 @@ def main():
         legacy_broadcast_opset6(sys.argv[1])
         legacy_attrs_opset1(sys.argv[1])
         external_data(sys.argv[1])
+        newer_opsets(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers
