@@ -45,12 +45,6 @@ void mp_k_groupnorm(int d, int64_t n, int64_t c, int64_t rest, int64_t groups,
   }
 }
 
-void mp_k_instancenorm(int d, int64_t n, int64_t c, int64_t rest, const void *x,
-                       const void *scale, const void *bias, double eps,
-                       void *y) {
-  mp_k_groupnorm(d, n, c, rest, c, true, x, scale, bias, eps, y);
-}
-
 void mp_k_lrn(int d, int64_t n, int64_t c, int64_t rest, int64_t size,
               double alpha, double beta, double bias, const void *x, void *y) {
   int64_t lo = (size - 1) / 2, hi = size - 1 - lo; /* floor, ceil */

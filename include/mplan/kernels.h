@@ -646,15 +646,10 @@ void mp_k_pow_mixed(const mp_kbcast *bc, int da, const void *a, int db,
 
 /* ---- statistics (k_stats.c): f32 or f64 (d), in double ------------------ */
 
-/* InstanceNormalization of [n, c, rest]: per (n, c) mean and variance. */
-void mp_k_instancenorm(int d, int64_t n, int64_t c, int64_t rest, const void *x,
-                       const void *scale, const void *bias, double eps,
-                       void *y);
-
 /* GroupNormalization of [n, c, rest] in groups of c / groups channels:
  * per (n, group) mean and variance; scale and bias per channel (opset 21)
- * or per group (opset 18). groups == c with per-channel scale is
- * InstanceNormalization, bit for bit. */
+ * or per group (opset 18). groups == c with scale and bias per channel is
+ * InstanceNormalization. */
 void mp_k_groupnorm(int d, int64_t n, int64_t c, int64_t rest, int64_t groups,
                     bool per_channel, const void *x, const void *scale,
                     const void *bias, double eps, void *y);
