@@ -654,8 +654,15 @@ static mp_status lw_pool(lw *x, int kind, bool global) {
   for (int a = 0; a < 5; a++) {
     for (int i = 0; i < 3; i++) lw_p(x, i < nd ? arr[a][i] : fill[a]);
   }
-  lw_p(x, lw_int(x, "count_include_pad", 0));
+  lw_p(x, kind == MP_BOP_LPPOOL ? 0 : lw_int(x, "count_include_pad", 0));
   if (indices) lw_p(x, order);
+  if (kind == MP_BOP_LPPOOL) {
+    /* p: an int from opset 2, a float in opset 1 */
+    const mp_attr *pa = lw_attr(x, "p");
+    double pv = !pa ? 2 : pa->kind == MP_ATTR_INT ? (double)pa->i : pa->f;
+    if (!(pv > 0) || !isfinite(pv)) return lw_unsup(x, "p %g", pv);
+    lw_pf(x, pv);
+  }
   return MP_OK;
 }
 
@@ -1353,6 +1360,18 @@ static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
     lw_pf(x, lw_float(x, "bias", 1.0));
     return MP_OK;
   }
+  if (strcmp(t, "LpNormalization") == 0) {
+    int64_t p = lw_int(x, "p", 2), a = lw_axis(lw_int(x, "axis", -1), rank);
+    if ((p != 1 && p != 2) || a < 0 || a >= (int64_t)rank) {
+      return lw_unsup(x, "p %lld on axis %lld (p 1 or 2 on an axis)",
+                      (long long)p, (long long)lw_int(x, "axis", -1));
+    }
+    x->o->kernel = MP_BOP_LPNORM;
+    lw_in(x, x->op->inputs[0]);
+    lw_p(x, a);
+    lw_p(x, p);
+    return MP_OK;
+  }
   if (strcmp(t, "ImageScaler") == 0) {
     const mp_attr *b = lw_attr(x, "bias");
     const mp_tensor *in = lw_t(x, 0);
@@ -1962,6 +1981,8 @@ static mp_status lw_dispatch(lw *x) {
   if (strcmp(t, "GlobalAveragePool") == 0)
     return lw_pool(x, MP_BOP_AVGPOOL, true);
   if (strcmp(t, "GlobalMaxPool") == 0) return lw_pool(x, MP_BOP_MAXPOOL, true);
+  if (strcmp(t, "LpPool") == 0) return lw_pool(x, MP_BOP_LPPOOL, false);
+  if (strcmp(t, "GlobalLpPool") == 0) return lw_pool(x, MP_BOP_LPPOOL, true);
   if (lw_attr(x, "mplan.epilogue") || (lw_attr(x, "mplan.prologue") && b < 0) ||
       lw_attr(x, "mplan.horizontal")) {
     return lw_unsup(x,

@@ -60,7 +60,7 @@ static void kp_window(const mp_kpool *p, int d, const void *xc,
             w->at[2] = i2;
           }
         } else {
-          w->sum += v;
+          w->sum += p->lp > 0 ? pow(fabs(v), p->lp) : v;
         }
       }
     }
@@ -95,6 +95,8 @@ static void kp_run(const mp_kpool *p, int d, const void *x, void *y, bool max,
           if (max) {
             v = w.best;
             if (idx) idx[at] = kp_index(p, &w, pl, col_major);
+          } else if (p->lp > 0) {
+            v = pow(w.sum, 1 / p->lp);
           } else {
             int64_t cnt = p->count_include_pad ? w.padded : w.inside;
             v = cnt ? w.sum / (double)cnt : 0;
@@ -104,6 +106,10 @@ static void kp_run(const mp_kpool *p, int d, const void *x, void *y, bool max,
           mp_k_store(y, d, at, v);
         }
   }
+}
+
+void mp_k_lppool(const mp_kpool *p, int d, const void *x, void *y) {
+  kp_run(p, d, x, y, false, NULL, false);
 }
 
 void mp_k_maxpool(const mp_kpool *p, int d, const void *x, void *y) {

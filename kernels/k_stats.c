@@ -66,6 +66,26 @@ void mp_k_lrn(int d, int64_t n, int64_t c, int64_t rest, int64_t size,
   }
 }
 
+void mp_k_lpnorm(int d, int64_t outer, int64_t len, int64_t inner, int p,
+                 const void *x, void *y) {
+  for (int64_t o = 0; o < outer; o++) {
+    for (int64_t i = 0; i < inner; i++) {
+      size_t base = (size_t)(o * len * inner + i);
+      double s = 0;
+      for (int64_t k = 0; k < len; k++) {
+        double v = mp_k_load(x, d, base + (size_t)(k * inner));
+        s += p == 1 ? fabs(v) : v * v;
+      }
+      double norm = p == 1 ? s : sqrt(s);
+      for (int64_t k = 0; k < len; k++) {
+        size_t at = base + (size_t)(k * inner);
+        double v = mp_k_load(x, d, at);
+        mp_k_store(y, d, at, norm != 0 ? v / norm : v);
+      }
+    }
+  }
+}
+
 void mp_k_image_scaler(int d, int64_t n, int64_t c, int64_t rest, double scale,
                        const double *bias, const void *x, void *y) {
   for (int64_t b = 0; b < n; b++) {

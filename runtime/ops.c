@@ -1555,8 +1555,12 @@ static bool op_check_pool(op_ctx *c, bool max) {
   op_poolp p;
   rd_pool(&r, &p);
   bool with_idx = op_pool_indices(c, max);
+  bool lp = c->op->kernel == MP_BOP_LPPOOL;
   int64_t order = with_idx ? rd_range(&r, 0, 1) : 0;
-  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  double pn = lp ? rd_f(&r) : 1;
+  if (r.bad || r.at != r.n || !(pn > 0) || !isfinite(pn) || (lp && p.cip)) {
+    return op_fail(c, "bad parameters");
+  }
   const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
   if (!x || !y || c->op->n_in != 1 || (c->op->n_out != 1 && !with_idx)) {
     return op_fail(c,
@@ -1573,8 +1577,8 @@ static bool op_check_pool(op_ctx *c, bool max) {
     if (!op_expect_shape(c, ix, &y->shape)) return false;
   }
   bool ok = max ? (x->dtype != MP_KD_BOOL)
-                : (x->dtype == MP_KD_F32 || x->dtype == MP_KD_I8 ||
-                   x->dtype == MP_KD_F64);
+                : (x->dtype == MP_KD_F32 || x->dtype == MP_KD_F64 ||
+                   (x->dtype == MP_KD_I8 && !lp));
   if (!ok || y->dtype != x->dtype)
     return op_fail(c, "unsupported dtype %s", mp_kd_name(x->dtype));
   uint32_t rank = (uint32_t)p.nd + 2;
@@ -1617,6 +1621,9 @@ static bool op_run_pool(op_ctx *c, bool max) {
                      rd_i(&r) != 0);
   } else if (max) {
     OP_K(maxpool)(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
+  } else if (c->op->kernel == MP_BOP_LPPOOL) {
+    k.lp = rd_f(&r); /* the scalar kernel */
+    mp_k_lppool(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
   } else {
     OP_K(avgpool)(&k, x->dtype, op_pin(c, 0), op_pout(c, 0));
   }
@@ -2451,6 +2458,7 @@ static bool op_dispatch(op_ctx *c, bool run) {
     case MP_BOP_MAXPOOL:
       return run ? op_run_pool(c, true) : op_check_pool(c, true);
     case MP_BOP_AVGPOOL:
+    case MP_BOP_LPPOOL:
       return run ? op_run_pool(c, false) : op_check_pool(c, false);
     case MP_BOP_REDUCE:
       return run ? op_run_reduce(c) : op_check_reduce(c);

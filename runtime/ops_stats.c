@@ -100,6 +100,27 @@ static bool st_run_lrn(op_ctx *c) {
   return true;
 }
 
+static bool st_check_lpnorm(op_ctx *c) {
+  op_rd r = op_reader(c);
+  const mp_btensor *x = op_in(c, 0);
+  if (c->op->n_in != 1 || c->op->n_out != 1) return op_fail(c, "bad arity");
+  if (!st_float_in(c, x, 1)) return false;
+  (void)rd_range(&r, 0, x->shape.rank - 1);
+  (void)rd_range(&r, 1, 2);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  return st_out(c, op_out(c, 0), &x->shape, x->dtype);
+}
+
+static bool st_run_lpnorm(op_ctx *c) {
+  op_rd r = op_reader(c);
+  int64_t axis = rd_i(&r), p = rd_i(&r);
+  const mp_btensor *x = op_in(c, 0);
+  int64_t outer, len, inner;
+  op_split3(&x->shape, axis, false, &outer, &len, &inner);
+  mp_k_lpnorm(x->dtype, outer, len, inner, (int)p, op_pin(c, 0), op_pout(c, 0));
+  return true;
+}
+
 /* ImageScaler: the biases go to the workspace as doubles (C of them). */
 static bool st_check_image_scaler(op_ctx *c) {
   op_rd r = op_reader(c);
@@ -229,6 +250,8 @@ bool op_stats_dispatch(op_ctx *c, bool run, bool *handled) {
       return run ? st_run_lrn(c) : st_check_lrn(c);
     case MP_BOP_MVN:
       return run ? st_run_mvn(c) : st_check_mvn(c);
+    case MP_BOP_LPNORM:
+      return run ? st_run_lpnorm(c) : st_check_lpnorm(c);
     case MP_BOP_IMAGE_SCALER:
       return run ? st_run_image_scaler(c) : st_check_image_scaler(c);
     case MP_BOP_NLL_LOSS:

@@ -126,6 +126,8 @@ typedef enum mp_bt_kind {
  *   IMAGE_SCALER: scale, the bias count B (0 or C), B biases
  *   GROUPNORM: epsilon, num_groups, scale and B per channel (1, opset 21)
  *       or per group (0, opset 18)
+ *   LPPOOL: AVGPOOL's parameters (count_include_pad 0), then p (a double)
+ *   LPNORM: axis, p (1 or 2)
  *   MVN: axes mask
  *   NLL_LOSS, SCE_LOSS: reduction (mp_kloss), has_ignore, ignore_index
  *   EINSUM: n_in, n_labels, per operand rank and its labels, the output's
@@ -256,6 +258,8 @@ typedef enum mp_bop {
   MP_BOP_RANDOM,
   MP_BOP_IMAGE_SCALER,
   MP_BOP_GROUPNORM,
+  MP_BOP_LPPOOL,
+  MP_BOP_LPNORM,
   MP_BOP_COUNT
 } mp_bop;
 

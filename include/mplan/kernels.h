@@ -390,12 +390,16 @@ typedef struct mp_kpool {
   int64_t n, c;
   int64_t in[3], out[3], k[3], stride[3], dil[3], pad[3], pad_end[3];
   bool count_include_pad;
+  double lp; /* LpPool's p (mp_k_lppool), else 0 */
 } mp_kpool;
 
 /* MaxPool on any ordered dtype; AveragePool on f32 and i8 (rounded half
  * away from zero). Windows are clipped to the input. */
 void mp_k_maxpool(const mp_kpool *p, int d, const void *x, void *y);
 void mp_k_avgpool(const mp_kpool *p, int d, const void *x, void *y);
+/* LpPool (f32, f64): (sum over the window's elements inside the input of
+ * |x|^lp)^(1/lp). */
+void mp_k_lppool(const mp_kpool *p, int d, const void *x, void *y);
 /* MaxPool with ONNX's Indices output: idx receives, per output element,
  * the flat index into the whole input x of the first element holding the
  * window's maximum (n and c included: plane * H * W + position), the
@@ -645,6 +649,12 @@ void mp_k_pow_mixed(const mp_kbcast *bc, int da, const void *a, int db,
                     const void *b, int dy, void *y);
 
 /* ---- statistics (k_stats.c): f32 or f64 (d), in double ------------------ */
+
+/* LpNormalization of [outer, len, inner] along the middle axis: x / (sum
+ * of |x|^p)^(1/p), p 1 or 2; a slice whose norm is 0 is copied (as ONNX
+ * Runtime does, where ONNX's reference divides by 0). */
+void mp_k_lpnorm(int d, int64_t outer, int64_t len, int64_t inner, int p,
+                 const void *x, void *y);
 
 /* GroupNormalization of [n, c, rest] in groups of c / groups channels:
  * per (n, group) mean and variance; scale and bias per channel (opset 21)

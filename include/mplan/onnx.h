@@ -19,10 +19,11 @@
  * 17, and what 18 to 21 changed (axes inputs of the reductions and Pad,
  * Resize's axes, Split's num_outputs, GroupNormalization per group and
  * per channel, Pad's wrap, bool ReduceMax/Min, AveragePool's dilations,
- * Mish, the Bitwise ops, QuantizeLinear's output_dtype; blocked
- * quantization, antialias and keep_aspect_ratio_policy are refused in one
- * line; tests/data/gen_onnx_extra.py's newer_opsets). A newer model loads
- * with a warning. */
+ * LpPool's ceil_mode, Mish, the Bitwise ops, QuantizeLinear's
+ * output_dtype; blocked quantization, antialias and
+ * keep_aspect_ratio_policy are refused in one line;
+ * tests/data/gen_onnx_extra.py's newer_opsets). A newer model loads with a
+ * warning. */
 #define MP_ONNX_OPSET_MAX 21
 
 /* Parses data[0..len) (the bytes of file) into a linked graph. Borrows

@@ -545,9 +545,10 @@ def newer_opsets(out):
     """What opsets 18 to 21 changed, in one opset-21 model: ReduceMean's
     axes as an input, Split's num_outputs, GroupNormalization with scale
     and bias per channel (21), Pad with axes in wrap mode, Resize with
-    axes, Mish, BitwiseAnd, ReduceMax of bool (20) and AveragePool with
-    dilations (19); and an opset-18 model whose GroupNormalization scales
-    per group."""
+    axes, Mish, BitwiseAnd, ReduceMax of bool (20), AveragePool with
+    dilations (19), LpPool with ceil_mode (18), GlobalLpPool and
+    LpNormalization (a slice of norm 0 is copied, as ONNX Runtime does);
+    and an opset-18 model whose GroupNormalization scales per group."""
     ints = lambda n, v: ld(5, ld(1, n) + b"".join(vint(8, e) for e in v) +
                            vint(20, 7))
     one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
@@ -572,6 +573,13 @@ def newer_opsets(out):
     a = [math.cos(i) for i in range(25)]  # [1, 1, 5, 5]
     ap = [sum(a[(2 * 0 + i + di) * 5 + j + dj] for di in (0, 2)
               for dj in (0, 2)) / 4 for i in range(3) for j in range(3)]
+    lp = [sum(abs(a[r * 5 + q]) ** 3 for r in range(2 * i, min(2 * i + 2, 5))
+              for q in range(2 * j, min(2 * j + 2, 5))) ** (1 / 3)
+          for i in range(3) for j in range(3)]
+    glp = [math.sqrt(sum(v * v for v in a))]
+    z = [0.0, 0.0, 0.0, 3.0, -4.0, 0.0]  # [2, 3]
+    zn2 = z[:3] + [v / 5 for v in z[3:]]
+    zn1 = z[:3] + [v / 7 for v in z[3:]]
     graph = (ld(1, node("ReduceMean", ["x", "axes"], ["r"], "mean")) +
              ld(1, node("Split", ["x"], ["s0", "s1"], "split",
                         one("axis", 2) + one("num_outputs", 2))) +
@@ -588,6 +596,15 @@ def newer_opsets(out):
              ld(1, node("AveragePool", ["a"], ["ap"], "pool",
                         ints("kernel_shape", [2, 2]) +
                         ints("dilations", [2, 2]))) +
+             ld(1, node("LpPool", ["a"], ["lp"], "lppool",
+                        ints("kernel_shape", [2, 2]) +
+                        ints("strides", [2, 2]) + one("p", 3) +
+                        one("ceil_mode", 1))) +
+             ld(1, node("GlobalLpPool", ["a"], ["glp"], "glppool")) +
+             ld(1, node("LpNormalization", ["z"], ["zn2"], "l2",
+                        one("axis", 1))) +
+             ld(1, node("LpNormalization", ["z"], ["zn1"], "l1",
+                        one("p", 1))) +
              ld(2, "newer_opsets") +
              ld(5, int_tensor("axes", [1], [1], INT64)) +
              ld(5, tensor("gs", [4], gs)) + ld(5, tensor("gb", [4], gb)) +
@@ -603,6 +620,7 @@ def newer_opsets(out):
              ld(11, value_info("ib", [4], INT32)) +
              ld(11, value_info("q", [2, 2], BOOL)) +
              ld(11, value_info("a", [1, 1, 5, 5])) +
+             ld(11, value_info("z", [2, 3])) +
              ld(12, value_info("r", [2, 1, 4])) +
              ld(12, value_info("s0", [2, 3, 2])) +
              ld(12, value_info("s1", [2, 3, 2])) +
@@ -612,21 +630,27 @@ def newer_opsets(out):
              ld(12, value_info("mish", [5])) +
              ld(12, value_info("band", [4], INT32)) +
              ld(12, value_info("qmax", [], BOOL)) +
-             ld(12, value_info("ap", [1, 1, 3, 3])))
+             ld(12, value_info("ap", [1, 1, 3, 3])) +
+             ld(12, value_info("lp", [1, 1, 3, 3])) +
+             ld(12, value_info("glp", [1, 1, 1, 1])) +
+             ld(12, value_info("zn2", [2, 3])) +
+             ld(12, value_info("zn1", [2, 3])))
     write_case(out, "test_newer_opsets", graph,
                [tensor("x", [2, 3, 4], x), tensor("g", [2, 4, 3], g),
                 tensor("p", [2, 3], p), tensor("u", [1, 1, 2, 2], u),
                 tensor("m", [5], m), int_tensor("ia", [4], ia, INT32),
                 int_tensor("ib", [4], ib, INT32),
                 int_tensor("q", [2, 2], q, BOOL),
-                tensor("a", [1, 1, 5, 5], a)],
+                tensor("a", [1, 1, 5, 5], a), tensor("z", [2, 3], z)],
                [tensor("r", [2, 1, 4], r), tensor("s0", [2, 3, 2], s0),
                 tensor("s1", [2, 3, 2], s1), tensor("gn", [2, 4, 3], gn),
                 tensor("pw", [2, 6], pw), tensor("uo", [1, 1, 4, 6], uo),
                 tensor("mish", [5], mish),
                 int_tensor("band", [4], band, INT32),
                 int_tensor("qmax", [], [any(q)], BOOL),
-                tensor("ap", [1, 1, 3, 3], ap)], opset=21)
+                tensor("ap", [1, 1, 3, 3], ap), tensor("lp", [1, 1, 3, 3], lp),
+                tensor("glp", [1, 1, 1, 1], glp), tensor("zn2", [2, 3], zn2),
+                tensor("zn1", [2, 3], zn1)], opset=21)
     gs18, gb18 = [1.5, -0.5], [0.25, 1.0]
     graph = (ld(1, node("GroupNormalization", ["g", "gs", "gb"], ["gn"],
                         "gn", one("num_groups", 2))) +
