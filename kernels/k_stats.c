@@ -80,7 +80,7 @@ void mp_k_lpnorm(int d, int64_t outer, int64_t len, int64_t inner, int p,
       for (int64_t k = 0; k < len; k++) {
         size_t at = base + (size_t)(k * inner);
         double v = mp_k_load(x, d, at);
-        mp_k_store(y, d, at, norm != 0 ? v / norm : v);
+        mp_k_store(y, d, at, norm != 0 ? v / norm : 0);
       }
     }
   }

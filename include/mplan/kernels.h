@@ -651,7 +651,7 @@ void mp_k_pow_mixed(const mp_kbcast *bc, int da, const void *a, int db,
 /* ---- statistics (k_stats.c): f32 or f64 (d), in double ------------------ */
 
 /* LpNormalization of [outer, len, inner] along the middle axis: x / (sum
- * of |x|^p)^(1/p), p 1 or 2; a slice whose norm is 0 is copied (as ONNX
+ * of |x|^p)^(1/p), p 1 or 2; a slice whose norm is 0 gives zeros (as ONNX
  * Runtime does, where ONNX's reference divides by 0). */
 void mp_k_lpnorm(int d, int64_t outer, int64_t len, int64_t inner, int p,
                  const void *x, void *y);

@@ -547,7 +547,7 @@ def newer_opsets(out):
     and bias per channel (21), Pad with axes in wrap mode, Resize with
     axes, Mish, BitwiseAnd, ReduceMax of bool (20), AveragePool with
     dilations (19), LpPool with ceil_mode (18), GlobalLpPool and
-    LpNormalization (a slice of norm 0 is copied, as ONNX Runtime does);
+    LpNormalization (a slice of norm 0 gives zeros, as ONNX Runtime does);
     and an opset-18 model whose GroupNormalization scales per group."""
     ints = lambda n, v: ld(5, ld(1, n) + b"".join(vint(8, e) for e in v) +
                            vint(20, 7))
