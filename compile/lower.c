@@ -234,6 +234,7 @@ static const lw_name lw_unary[] = {{"Relu", MP_KU_RELU},
                                    {"Celu", MP_KU_CELU},
                                    {"Shrink", MP_KU_SHRINK},
                                    {"Mish", MP_KU_MISH},
+                                   {"BitwiseNot", MP_KU_BITNOT},
                                    {NULL, 0}};
 
 static const lw_name lw_binary[] = {{"Add", MP_KB_ADD},

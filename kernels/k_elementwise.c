@@ -134,6 +134,9 @@ static bool ku_int(mp_kunary op, const mp_kunary_params *p, int64_t x,
     case MP_KU_NOT:
       *y = x == 0;
       return true;
+    case MP_KU_BITNOT:
+      *y = (int64_t)~(uint64_t)x; /* stored truncated to the width */
+      return true;
     case MP_KU_CLIP: {
       double v = (double)x;
       *y = v < p->alpha  ? (int64_t)p->alpha

@@ -913,6 +913,10 @@ static bool op_check_unary(op_ctx *c) {
   if (u == MP_KU_NOT && x->dtype != MP_KD_BOOL) {
     return op_fail(c, "Not of %s (bool only)", mp_kd_name(x->dtype));
   }
+  if (u == MP_KU_BITNOT &&
+      (mp_kd_is_float(x->dtype) || x->dtype == MP_KD_BOOL)) {
+    return op_fail(c, "BitwiseNot of %s (integers only)", mp_kd_name(x->dtype));
+  }
   int want = x->dtype;
   if (y->dtype != want)
     return op_fail(c, "output dtype %s, expected %s", mp_kd_name(y->dtype),

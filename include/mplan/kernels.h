@@ -141,6 +141,7 @@ typedef enum mp_kunary {
   MP_KU_CELU,
   MP_KU_SHRINK, /* alpha = lambd, beta = bias */
   MP_KU_MISH,   /* opset 18: x tanh(softplus(x)) */
+  MP_KU_BITNOT, /* BitwiseNot (opset 18): integers only */
   MP_KU_COUNT
 } mp_kunary;
 

@@ -545,7 +545,7 @@ def newer_opsets(out):
     """What opsets 18 to 21 changed, in one opset-21 model: ReduceMean's
     axes as an input, Split's num_outputs, GroupNormalization with scale
     and bias per channel (21), Pad with axes in wrap mode, Resize with
-    axes, Mish, BitwiseAnd, ReduceMax of bool (20), AveragePool with
+    axes, Mish, BitwiseAnd and BitwiseNot, ReduceMax of bool (20), AveragePool with
     dilations (19), LpPool with ceil_mode (18), GlobalLpPool and
     LpNormalization (a slice of norm 0 gives zeros, as ONNX Runtime does);
     and an opset-18 model whose GroupNormalization scales per group."""
@@ -569,6 +569,9 @@ def newer_opsets(out):
     mish = [v * math.tanh(v if v > 30 else math.log1p(math.exp(v))) for v in m]
     ia, ib = [1, 6, 12, -1], [3, 5, 10, 7]
     band = [a & b for a, b in zip(ia, ib)]
+    bnot = [~a for a in ia]
+    ub = [0, 5, 255]
+    unot = [255 - v for v in ub]
     q = [False, False, True, False]
     a = [math.cos(i) for i in range(25)]  # [1, 1, 5, 5]
     ap = [sum(a[(2 * 0 + i + di) * 5 + j + dj] for di in (0, 2)
@@ -591,6 +594,8 @@ def newer_opsets(out):
                         ints("axes", [2, 3]))) +
              ld(1, node("Mish", ["m"], ["mish"], "mish")) +
              ld(1, node("BitwiseAnd", ["ia", "ib"], ["band"], "band")) +
+             ld(1, node("BitwiseNot", ["ia"], ["bnot"], "bnot")) +
+             ld(1, node("BitwiseNot", ["ub"], ["unot"], "unot")) +
              ld(1, node("ReduceMax", ["q"], ["qmax"], "any",
                         one("keepdims", 0))) +
              ld(1, node("AveragePool", ["a"], ["ap"], "pool",
@@ -621,6 +626,7 @@ def newer_opsets(out):
              ld(11, value_info("q", [2, 2], BOOL)) +
              ld(11, value_info("a", [1, 1, 5, 5])) +
              ld(11, value_info("z", [2, 3])) +
+             ld(11, value_info("ub", [3], UINT8)) +
              ld(12, value_info("r", [2, 1, 4])) +
              ld(12, value_info("s0", [2, 3, 2])) +
              ld(12, value_info("s1", [2, 3, 2])) +
@@ -634,14 +640,17 @@ def newer_opsets(out):
              ld(12, value_info("lp", [1, 1, 3, 3])) +
              ld(12, value_info("glp", [1, 1, 1, 1])) +
              ld(12, value_info("zn2", [2, 3])) +
-             ld(12, value_info("zn1", [2, 3])))
+             ld(12, value_info("zn1", [2, 3])) +
+             ld(12, value_info("bnot", [4], INT32)) +
+             ld(12, value_info("unot", [3], UINT8)))
     write_case(out, "test_newer_opsets", graph,
                [tensor("x", [2, 3, 4], x), tensor("g", [2, 4, 3], g),
                 tensor("p", [2, 3], p), tensor("u", [1, 1, 2, 2], u),
                 tensor("m", [5], m), int_tensor("ia", [4], ia, INT32),
                 int_tensor("ib", [4], ib, INT32),
                 int_tensor("q", [2, 2], q, BOOL),
-                tensor("a", [1, 1, 5, 5], a), tensor("z", [2, 3], z)],
+                tensor("a", [1, 1, 5, 5], a), tensor("z", [2, 3], z),
+                int_tensor("ub", [3], ub, UINT8)],
                [tensor("r", [2, 1, 4], r), tensor("s0", [2, 3, 2], s0),
                 tensor("s1", [2, 3, 2], s1), tensor("gn", [2, 4, 3], gn),
                 tensor("pw", [2, 6], pw), tensor("uo", [1, 1, 4, 6], uo),
@@ -650,7 +659,9 @@ def newer_opsets(out):
                 int_tensor("qmax", [], [any(q)], BOOL),
                 tensor("ap", [1, 1, 3, 3], ap), tensor("lp", [1, 1, 3, 3], lp),
                 tensor("glp", [1, 1, 1, 1], glp), tensor("zn2", [2, 3], zn2),
-                tensor("zn1", [2, 3], zn1)], opset=21)
+                tensor("zn1", [2, 3], zn1),
+                int_tensor("bnot", [4], bnot, INT32),
+                int_tensor("unot", [3], unot, UINT8)], opset=21)
     gs18, gb18 = [1.5, -0.5], [0.25, 1.0]
     graph = (ld(1, node("GroupNormalization", ["g", "gs", "gb"], ["gn"],
                         "gn", one("num_groups", 2))) +
