@@ -271,14 +271,12 @@ static mp_status ox_tensor_data(ox *x, const Onnx__TensorProto *tp,
   if (mp_onnx_is_external(tp)) {
     (void)mp_size_mul(elems, mp_dtype_size(dt), &need); /* checked above */
     if (elems > MP_VALUE_MAX || dt == MP_DTYPE_C64 || dt == MP_DTYPE_C128) {
-      char path[4096];
-      uint64_t off; /* checked, not read: no value is kept */
-      return mp_onnx_external(x->file, tp, name, need, path, sizeof path, &off,
-                              x->err);
+      /* checked, not read: no value is kept */
+      return mp_onnx_external(x->file, tp, name, need, x->a, NULL, x->err);
     }
     void *got = NULL;
     mp_status st =
-        mp_onnx_external_read(x->file, tp, name, need, x->a, &got, x->err);
+        mp_onnx_external(x->file, tp, name, need, x->a, &got, x->err);
     if (st != MP_OK) return st;
     bytes = ext = got;
     raw = true;

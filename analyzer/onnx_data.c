@@ -81,8 +81,8 @@ static bool od_inside(const char *loc) {
 }
 
 mp_status mp_onnx_external(const char *file, const Onnx__TensorProto *tp,
-                           const char *name, size_t need, char *path,
-                           size_t cap, uint64_t *offset, mp_error *err) {
+                           const char *name, size_t need, const mp_alloc *a,
+                           void **out, mp_error *err) {
   const char *loc = NULL, *off = NULL, *len = NULL;
   for (size_t k = 0; k < tp->n_external_data; k++) {
     const Onnx__StringStringEntryProto *e = tp->external_data[k];
@@ -115,44 +115,20 @@ mp_status mp_onnx_external(const char *file, const Onnx__TensorProto *tp,
                         "its dims and dtype need %zu bytes",
                         file, name, (unsigned long long)l, need);
   }
+  char path[4096];
   const char *slash = strrchr(file, '/');
   int dir = slash ? (int)(slash - file) : 1;
-  int n = snprintf(path, cap, "%.*s/%s", dir, slash ? file : ".", loc);
-  if (n < 0 || (size_t)n >= cap) {
+  int n = snprintf(path, sizeof path, "%.*s/%s", dir, slash ? file : ".", loc);
+  if (n < 0 || (size_t)n >= sizeof path) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: tensor '%s': external data location is too long",
                         file, name);
   }
   mp_error fe;
-  if (mp_file_read_range(path, o, need, NULL, &fe) != MP_OK) {
+  if (mp_file_read_range(path, o, need, a, out, &fe) != MP_OK) {
     return mp_error_set(err, fe.status, "%s: tensor '%s': external data %s",
                         file, name, fe.msg);
   }
-  *offset = o;
-  return MP_OK;
-}
-
-mp_status mp_onnx_external_read(const char *file, const Onnx__TensorProto *tp,
-                                const char *name, size_t need,
-                                const mp_alloc *a, void **out, mp_error *err) {
-  char path[4096];
-  uint64_t off;
-  mp_status st =
-      mp_onnx_external(file, tp, name, need, path, sizeof path, &off, err);
-  unsigned char *p = st == MP_OK ? mp_malloc(a, need + 1) : NULL;
-  if (st == MP_OK && !p) {
-    st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
-  }
-  mp_error fe;
-  if (st == MP_OK && mp_file_read_range(path, off, need, p, &fe) != MP_OK) {
-    st = mp_error_set(err, fe.status, "%s: tensor '%s': external data %s", file,
-                      name, fe.msg);
-  }
-  if (st != MP_OK) {
-    mp_free(a, p);
-    return st;
-  }
-  *out = p;
   return MP_OK;
 }
 
@@ -187,7 +163,7 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
   if (mp_onnx_is_external(tp)) {
     /* the bytes of another file, checked to be there before allocating */
     *len = bytes;
-    return mp_onnx_external_read(file, tp, name, bytes, a, out, err);
+    return mp_onnx_external(file, tp, name, bytes, a, out, err);
   }
   /* The values the file holds, checked before anything is allocated: a
    * small file declaring a huge tensor is refused, not allocated. */

@@ -67,7 +67,7 @@ mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
 }
 
 mp_status mp_file_read_range(const char *path, uint64_t offset, size_t len,
-                             void *buf, mp_error *err) {
+                             const mp_alloc *a, void **out, mp_error *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     return mp_error_set(err, MP_ERR_IO, "%s: cannot open: %s", path,
@@ -75,6 +75,7 @@ mp_status mp_file_read_range(const char *path, uint64_t offset, size_t len,
   }
   struct stat sb;
   mp_status st = MP_OK;
+  unsigned char *buf = NULL;
   if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
     st = mp_error_set(err, MP_ERR_BAD_INPUT, "%s: not a regular file", path);
   } else if ((uint64_t)sb.st_size < offset ||
@@ -84,7 +85,9 @@ mp_status mp_file_read_range(const char *path, uint64_t offset, size_t len,
                       "offset %llu do",
                       path, (unsigned long long)sb.st_size, len,
                       (unsigned long long)offset);
-  } else if (buf && len &&
+  } else if (out && !(buf = mp_malloc(a, len + 1))) {
+    st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", path);
+  } else if (out && len &&
              (offset > (uint64_t)INT64_MAX ||
               fseeko(f, (off_t)offset, SEEK_SET) != 0 ||
               fread(buf, 1, len, f) != len)) {
@@ -92,6 +95,11 @@ mp_status mp_file_read_range(const char *path, uint64_t offset, size_t len,
                       (unsigned long long)offset);
   }
   fclose(f);
+  if (st != MP_OK) {
+    mp_free(a, buf);
+  } else if (out) {
+    *out = buf;
+  }
   return st;
 }
 

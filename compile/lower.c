@@ -187,6 +187,19 @@ static int64_t lw_axis(int64_t a, uint32_t rank) {
   return a < 0 ? a + (int64_t)rank : a;
 }
 
+/* axes[0..n) of an attribute or input resolved in place to [0, rank); an
+ * error names the first that is out of range. */
+static mp_status lw_axes(lw *x, int64_t *axes, int n, uint32_t rank) {
+  for (int k = 0; k < n; k++) {
+    int64_t a = lw_axis(axes[k], rank);
+    if (a < 0 || a >= (int64_t)rank) {
+      return lw_unsup(x, "axis %lld", (long long)axes[k]);
+    }
+    axes[k] = a;
+  }
+  return MP_OK;
+}
+
 /* ---- unary and binary tables ----------------------------------------------
  */
 
@@ -894,13 +907,11 @@ static mp_status lw_pad(lw *x) {
     if (na < 0 || np != 2 * na) {
       return lw_unsup(x, "pads and axes must be constants, two pads an axis");
     }
+    mp_status st = lw_axes(x, axes, na, in->rank);
+    if (st != MP_OK) return st;
     for (int k = 0; k < na; k++) {
-      int64_t a = lw_axis(axes[k], in->rank);
-      if (a < 0 || a >= (int64_t)in->rank) {
-        return lw_unsup(x, "axis %lld", (long long)axes[k]);
-      }
-      full[a] = pads[k];
-      full[in->rank + a] = pads[na + k];
+      full[axes[k]] = pads[k];
+      full[in->rank + axes[k]] = pads[na + k];
     }
     memcpy(pads, full, 2 * in->rank * sizeof *full);
     np = 2 * (int)in->rank;
@@ -965,13 +976,9 @@ static mp_status lw_resize(lw *x) {
   if (na >= 0) {
     double full[MP_MAX_RANK];
     for (uint32_t i = 0; i < in->rank; i++) full[i] = 1;
-    for (int k = 0; k < na; k++) {
-      int64_t a = lw_axis(axes[k], in->rank);
-      if (a < 0 || a >= (int64_t)in->rank) {
-        return lw_unsup(x, "axis %lld", (long long)axes[k]);
-      }
-      if (ns == na) full[a] = scales[k];
-    }
+    mp_status st = lw_axes(x, axes, na, in->rank);
+    if (st != MP_OK) return st;
+    for (int k = 0; ns == na && k < na; k++) full[axes[k]] = scales[k];
     memcpy(scales, full, in->rank * sizeof *full);
     ns = ns == na ? (int)in->rank : -2; /* sizes: y's dims over x's */
   }
@@ -1394,13 +1401,10 @@ static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
       n = 3;
       memcpy(axes, def, sizeof def);
     }
+    mp_status st = lw_axes(x, axes, n, rank);
+    if (st != MP_OK) return st;
     int64_t mask = 0;
-    for (int i = 0; i < n; i++) {
-      int64_t a = lw_axis(axes[i], rank);
-      if (a < 0 || a >= (int64_t)rank)
-        return lw_unsup(x, "axis %lld", (long long)axes[i]);
-      mask |= (int64_t)1 << a;
-    }
+    for (int i = 0; i < n; i++) mask |= (int64_t)1 << axes[i];
     x->o->kernel = MP_BOP_MVN;
     lw_in(x, x->op->inputs[0]);
     lw_p(x, mask);

@@ -28,6 +28,17 @@ static bool st_float_in(op_ctx *c, const mp_btensor *x, uint32_t min_rank) {
   return true;
 }
 
+/* The input of an op of one float input (rank min_rank or more) and one
+ * output, or NULL when it has failed. */
+static const mp_btensor *st_one_in(op_ctx *c, uint32_t min_rank) {
+  const mp_btensor *x = op_in(c, 0);
+  if (c->op->n_in != 1 || c->op->n_out != 1) {
+    (void)op_fail(c, "bad arity");
+    return NULL;
+  }
+  return st_float_in(c, x, min_rank) ? x : NULL;
+}
+
 /* ---- Instance- and GroupNormalization, LRN, MeanVarianceNormalization --- */
 
 /* INSTANCENORM: epsilon; GROUPNORM: epsilon, groups, per_channel. The
@@ -82,10 +93,8 @@ static bool st_check_lrn(op_ctx *c) {
   (void)rd_range(&r, 1, 1 << 20);
   for (int k = 0; k < 3; k++) (void)rd_f(&r);
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
-  const mp_btensor *x = op_in(c, 0);
-  if (c->op->n_in != 1 || c->op->n_out != 1) return op_fail(c, "bad arity");
-  if (!st_float_in(c, x, 2)) return false;
-  return st_out(c, op_out(c, 0), &x->shape, x->dtype);
+  const mp_btensor *x = st_one_in(c, 2);
+  return x && st_out(c, op_out(c, 0), &x->shape, x->dtype);
 }
 
 static bool st_run_lrn(op_ctx *c) {
@@ -102,9 +111,8 @@ static bool st_run_lrn(op_ctx *c) {
 
 static bool st_check_lpnorm(op_ctx *c) {
   op_rd r = op_reader(c);
-  const mp_btensor *x = op_in(c, 0);
-  if (c->op->n_in != 1 || c->op->n_out != 1) return op_fail(c, "bad arity");
-  if (!st_float_in(c, x, 1)) return false;
+  const mp_btensor *x = st_one_in(c, 1);
+  if (!x) return false;
   (void)rd_range(&r, 0, x->shape.rank - 1);
   (void)rd_range(&r, 1, 2);
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
@@ -124,9 +132,8 @@ static bool st_run_lpnorm(op_ctx *c) {
 /* ImageScaler: the biases go to the workspace as doubles (C of them). */
 static bool st_check_image_scaler(op_ctx *c) {
   op_rd r = op_reader(c);
-  const mp_btensor *x = op_in(c, 0);
-  if (c->op->n_in != 1 || c->op->n_out != 1) return op_fail(c, "bad arity");
-  if (!st_float_in(c, x, 2)) return false;
+  const mp_btensor *x = st_one_in(c, 2);
+  if (!x) return false;
   (void)rd_f(&r);
   int64_t nb = rd_range(&r, 0, x->shape.dims[1]);
   for (int64_t k = 0; k < nb; k++) (void)rd_f(&r);
@@ -152,9 +159,8 @@ static bool st_run_image_scaler(op_ctx *c) {
 
 static bool st_check_mvn(op_ctx *c) {
   op_rd r = op_reader(c);
-  const mp_btensor *x = op_in(c, 0);
-  if (c->op->n_in != 1 || c->op->n_out != 1) return op_fail(c, "bad arity");
-  if (!st_float_in(c, x, 1)) return false;
+  const mp_btensor *x = st_one_in(c, 1);
+  if (!x) return false;
   int64_t mask = rd_range(&r, 0, ((int64_t)1 << x->shape.rank) - 1);
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   int64_t kept = 1;

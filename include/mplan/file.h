@@ -17,12 +17,14 @@
 mp_status mp_file_read(const char *path, const mp_alloc *a, char **data,
                        size_t *len, mp_error *err);
 
-/* Reads len bytes of the regular file path from byte offset into buf:
- * all of them, or an error naming the file (one that is not a regular
- * file, or ends before offset + len). buf may be NULL to check only.
- * Not bounded by MP_FILE_MAX: ONNX external data outgrows it. */
+/* Reads len bytes of the regular file path from byte offset into *out
+ * (owned, len + 1 bytes allocated with a: release with mp_free(a, ...)),
+ * allocated only once the file is known to hold them: all of them, or an
+ * error naming the file (one that is not a regular file, or ends before
+ * offset + len). With out NULL it only checks. Not bounded by
+ * MP_FILE_MAX: ONNX external data outgrows it. */
 mp_status mp_file_read_range(const char *path, uint64_t offset, size_t len,
-                             void *buf, mp_error *err);
+                             const mp_alloc *a, void **out, mp_error *err);
 
 /* Writes len bytes to path atomically (temporary file + rename). */
 mp_status mp_file_write(const char *path, const void *data, size_t len,
