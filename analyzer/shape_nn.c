@@ -289,6 +289,47 @@ mp_status sh_layernorm(sh_ctx *c) {
   return MP_OK;
 }
 
+/* Attention (opset 23): Y [batch, q_seq, q_heads x v_head] for 3-D
+ * inputs, [batch, q_heads, q_seq, v_head] for 4-D; present_key and
+ * present_value [batch, kv_heads, past + kv_seq, head or v_head];
+ * qk_matmul_output [batch, q_heads, q_seq, past + kv_seq]. */
+mp_status sh_attention(sh_ctx *c) {
+  const sh_fact *q = sh_in(c, 0), *k = sh_in(c, 1), *v = sh_in(c, 2),
+                *pk = sh_in(c, 4);
+  if (!q || !k || !v || (q->rank != 3 && q->rank != 4) || k->rank != q->rank ||
+      v->rank != q->rank) {
+    return sh_fail(c, "needs Q, K and V, all of rank 3 or all of rank 4");
+  }
+  bool three = q->rank == 3;
+  int64_t qh = q->d[1], kvh = k->d[1], vh, seq_q = q->d[2], seq_kv = k->d[2];
+  if (three) {
+    qh = sh_attr_i(c, "q_num_heads", 0), kvh = sh_attr_i(c, "kv_num_heads", 0);
+    if (qh < 1 || kvh < 1 || q->d[2] % qh || v->d[2] % kvh) {
+      return sh_fail(c,
+                     "3-D inputs need q_num_heads and kv_num_heads that "
+                     "divide the hidden sizes (q_num_heads %lld of Q's "
+                     "%lld, kv_num_heads %lld of V's %lld)",
+                     (long long)qh, (long long)q->d[2], (long long)kvh,
+                     (long long)v->d[2]);
+    }
+    seq_q = q->d[1], seq_kv = k->d[1];
+    vh = v->d[2] / kvh;
+  } else {
+    vh = v->d[3];
+  }
+  int64_t past = pk && pk->rank == 4 ? pk->d[2] : 0;
+  int64_t head = three ? q->d[2] / qh : q->d[3];
+  int64_t y3[3] = {q->d[0], seq_q, qh * vh}, y4[4] = {q->d[0], qh, seq_q, vh};
+  int64_t pkd[4] = {q->d[0], kvh, past + seq_kv, head};
+  int64_t pvd[4] = {q->d[0], kvh, past + seq_kv, vh};
+  int64_t qkd[4] = {q->d[0], qh, seq_q, past + seq_kv};
+  sh_set(c, 0, q->dt, q->rank, three ? y3 : y4);
+  sh_set(c, 1, q->dt, 4, pkd);
+  sh_set(c, 2, q->dt, 4, pvd);
+  sh_set(c, 3, q->dt, 4, qkd);
+  return MP_OK;
+}
+
 mp_status sh_rnn(sh_ctx *c) {
   const sh_fact *x = sh_in(c, 0), *r = sh_in(c, 2);
   if (!x || x->rank != 3 || !r || r->rank != 3) {

@@ -131,6 +131,7 @@ mp_status sh_gemm(sh_ctx *c);
 mp_status sh_matmul(sh_ctx *c);
 mp_status sh_batchnorm(sh_ctx *c);
 mp_status sh_layernorm(sh_ctx *c);
+mp_status sh_attention(sh_ctx *c);
 mp_status sh_rnn(sh_ctx *c);
 mp_status sh_resize(sh_ctx *c);
 mp_status sh_upsample(sh_ctx *c);

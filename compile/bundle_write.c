@@ -323,7 +323,9 @@ static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
     }
   } else if ((strcmp(type, "BatchNormalization") == 0 &&
               (slot == 1 || slot == 4)) ||
-             (strcmp(type, "LayerNormalization") == 0 && slot == 1)) {
+             ((strcmp(type, "LayerNormalization") == 0 ||
+               strcmp(type, "RMSNormalization") == 0) &&
+              slot == 1)) {
     lo = 0.5;
     hi = 1.5;
   } else if (strcmp(type, "BatchNormalization") == 0 ||

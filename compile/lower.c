@@ -1341,6 +1341,38 @@ static mp_status lw_einsum(lw *x) {
 
 static mp_status lw_select(lw *x, const char *t);
 
+/* Attention (opset 23). The scores go to qk_matmul_output before the
+ * mask (mode 0, refused with a softcap: ONNX's text and its reference
+ * disagree on where the softcap falls) or after the softmax (mode 3); the
+ * masked modes 1 and 2 are refused for the same reason. */
+static mp_status lw_attention(lw *x, uint32_t rank) {
+  bool qk = x->op->n_outputs > 3;
+  int64_t mode = lw_int(x, "qk_matmul_output_mode", 0);
+  double softcap = lw_float(x, "softcap", 0), scale = lw_float(x, "scale", 0);
+  if (qk && (mode == 1 || mode == 2 || mode < 0 || mode > 3 ||
+             (mode == 0 && softcap > 0))) {
+    return lw_unsup(x,
+                    "qk_matmul_output_mode %lld%s (0 without a softcap, or "
+                    "3)",
+                    (long long)mode, softcap > 0 ? " with a softcap" : "");
+  }
+  if (lw_attr(x, "scale") && !(scale != 0 && isfinite(scale))) {
+    return lw_unsup(x, "scale %g", scale);
+  }
+  if (!(softcap >= 0 && isfinite(softcap))) {
+    return lw_unsup(x, "softcap %g", softcap);
+  }
+  x->o->kernel = MP_BOP_ATTENTION;
+  lw_copy_inputs(x);
+  lw_p(x, rank == 3 ? lw_int(x, "q_num_heads", 0) : 0);
+  lw_p(x, rank == 3 ? lw_int(x, "kv_num_heads", 0) : 0);
+  lw_p(x, lw_int(x, "is_causal", 0) != 0);
+  lw_pf(x, scale);
+  lw_pf(x, softcap);
+  lw_p(x, qk ? mode : 0);
+  return MP_OK;
+}
+
 /* The normalisations and losses of runtime/ops_stats.c, the window fills,
  * Einsum, Det and ReverseSequence. */
 static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
@@ -1380,6 +1412,22 @@ static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
     lw_p(x, p);
     return MP_OK;
   }
+  if (strcmp(t, "RMSNormalization") == 0) {
+    x->o->kernel = MP_BOP_RMSNORM;
+    lw_copy_inputs(x);
+    lw_p(x, lw_axis(lw_int(x, "axis", -1), rank));
+    lw_pf(x, lw_float(x, "epsilon", 1e-5));
+    return MP_OK;
+  }
+  if (strcmp(t, "RotaryEmbedding") == 0) {
+    x->o->kernel = MP_BOP_ROTARY;
+    lw_copy_inputs(x);
+    lw_p(x, lw_int(x, "interleaved", 0) != 0);
+    lw_p(x, rank == 3 ? lw_int(x, "num_heads", 0) : 0);
+    lw_p(x, lw_int(x, "rotary_embedding_dim", 0));
+    return MP_OK;
+  }
+  if (strcmp(t, "Attention") == 0) return lw_attention(x, rank);
   if (strcmp(t, "ImageScaler") == 0) {
     const mp_attr *b = lw_attr(x, "bias");
     const mp_tensor *in = lw_t(x, 0);
@@ -1828,6 +1876,22 @@ static mp_status lw_misc(lw *x, const char *t) {
                       "block_size %lld (blocked quantization, opset 21) is "
                       "not supported",
                       (long long)lw_int(x, "block_size", 0));
+    }
+    /* opset 23's precision: the dtype the division runs in; the
+     * kernel's is the scale's own (ONNX codes 1 f32, 10 f16, 11 f64, 16
+     * bf16) */
+    const mp_tensor *sc = lw_t(x, 1);
+    int64_t pr = lw_int(x, "precision", 0);
+    mp_dtype sd = sc ? sc->dtype : MP_DTYPE_F32;
+    int64_t own = sd == MP_DTYPE_F64    ? 11
+                  : sd == MP_DTYPE_F16  ? 10
+                  : sd == MP_DTYPE_BF16 ? 16
+                                        : 1;
+    if (pr != 0 && pr != own) {
+      return lw_unsup(x,
+                      "precision %lld (the scale's own dtype, %s, is "
+                      "supported)",
+                      (long long)pr, mp_dtype_name(sd));
     }
     x->o->kernel = t[0] == 'Q' ? MP_BOP_QUANTIZE : MP_BOP_DEQUANTIZE;
     lw_copy_inputs(x);

@@ -180,6 +180,10 @@ bool op_index_dispatch(op_ctx *c, bool run, bool *handled);
 /* The same for the ops of ops_stats.c (normalisations and losses). */
 bool op_stats_dispatch(op_ctx *c, bool run, bool *handled);
 
+/* The same for RMSNormalization, RotaryEmbedding and Attention
+ * (ops_attn.c). */
+bool op_attn_dispatch(op_ctx *c, bool run, bool *handled);
+
 /* The same for Einsum and Det (ops_linalg.c). */
 bool op_linalg_dispatch(op_ctx *c, bool run, bool *handled);
 

@@ -2505,6 +2505,7 @@ static bool op_dispatch(op_ctx *c, bool run) {
       bool ok = op_index_dispatch(c, run, &handled);
       if (!handled) ok = op_stats_dispatch(c, run, &handled);
       if (!handled) ok = op_linalg_dispatch(c, run, &handled);
+      if (!handled) ok = op_attn_dispatch(c, run, &handled);
       if (!handled) ok = op_select_dispatch(c, run, &handled);
       if (!handled) ok = op_loop_dispatch(c, run, &handled);
       if (!handled) ok = op_train_dispatch(c, run, &handled);

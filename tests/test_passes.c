@@ -137,6 +137,20 @@ static void test_inplace_row(void) {
   mp_model_destroy(m);
 }
 
+/* Rule 7 for opset 23's row ops: RMSNormalization and RotaryEmbedding
+ * write over their inputs; 8,192 -> 4,608 B. */
+static void test_inplace_row_rope(void) {
+  mp_model *m = load("tests/data/passes/rows_rope.json", P(INPLACE), 0);
+  if (!m) return;
+  CHECK(rule_of(m, "n") == MP_ALIAS_ROW);
+  CHECK(rule_of(m, "r") == MP_ALIAS_ROW);
+  CHECK(buf_of(m, "q") == buf_of(m, "n"));
+  CHECK(buf_of(m, "n") == buf_of(m, "r"));
+  const mp_pass_row *row = row_of(m, MP_PASS_INPLACE);
+  CHECK(row && row->lb_before == 8192 && row->lb_after == 4608);
+  mp_model_destroy(m);
+}
+
 /* Diamonds: SiLU, a decomposed HardSwish and a decomposed GELU after
  * Convs become one fused op each, the closing Mul reading the head's
  * value (Mul@0); a Sigmoid closed by a Sub (not commutative) is left. */
@@ -1160,6 +1174,7 @@ int main(int argc, char **argv) {
   test_fuse();
   test_fuse_diamond();
   test_inplace_row();
+  test_inplace_row_rope();
   test_fuse_cap();
   test_fuse_resnet();
   test_inplace();

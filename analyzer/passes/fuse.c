@@ -126,6 +126,8 @@ static bool fuse_is_reduction(const char *type) {
                                     "LogSoftmax",
                                     "Hardmax",
                                     "LayerNormalization",
+                                    "RMSNormalization",
+                                    "Attention",
                                     "InstanceNormalization",
                                     "GroupNormalization",
                                     "LpNormalization",

@@ -124,11 +124,13 @@ bool share_is_view(const char *type);
  *     x = input 0 has y's dims, bytes and layout tag, and 2a and 2b hold.
  *     The kernel reads element i before it writes it, and the runtime
  *     accepts y at x's offset (its rule MP_ALIAS_ELEMENTWISE).
- *  7. ROW -- o is Softmax, LogSoftmax or LayerNormalization (one output)
- *     without mplan.* attributes; x = input 0 has y's dtype, dims and
- *     layout tag, and 2a and 2b hold. Every kernel reads a whole row
- *     before it writes any of it (kernels/k_norm.c and kv_norm.c,
- *     invariant 2), and the runtime accepts y at x's offset.
+ *  7. ROW -- o is Softmax, LogSoftmax, LayerNormalization (one output),
+ *     RMSNormalization or RotaryEmbedding without mplan.* attributes; x =
+ *     input 0 has y's dtype, dims and layout tag, and 2a and 2b hold.
+ *     Every kernel reads a whole row (RotaryEmbedding: the pair of
+ *     elements it rotates) before it writes any of it (kernels/k_norm.c
+ *     and kv_norm.c invariant 2, k_attn.c invariant 3), and the runtime
+ *     accepts y at x's offset.
  */
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);
 

@@ -128,6 +128,14 @@ typedef enum mp_bt_kind {
  *       or per group (0, opset 18)
  *   LPPOOL: AVGPOOL's parameters (count_include_pad 0), then p (a double)
  *   LPNORM: axis, p (1 or 2)
+ *   RMSNORM: axis, epsilon (inputs: x, scale)
+ *   ROTARY: interleaved, num_heads (a 3-D input; 0 for 4-D), the rotated
+ *       dims (0: all) (inputs: x, cos_cache, sin_cache, position_ids)
+ *   ATTENTION: q_num_heads, kv_num_heads (0 for 4-D inputs), is_causal,
+ *       scale (a double; 0: 1/sqrt(head size)), softcap (a double),
+ *       qk_matmul_output_mode (0 or 3) (inputs: Q, K, V, attn_mask,
+ *       past_key, past_value; outputs: Y, present_key, present_value,
+ *       qk_matmul_output) (runtime/ops_attn.c)
  *   MVN: axes mask
  *   NLL_LOSS, SCE_LOSS: reduction (mp_kloss), has_ignore, ignore_index
  *   EINSUM: n_in, n_labels, per operand rank and its labels, the output's
@@ -260,6 +268,9 @@ typedef enum mp_bop {
   MP_BOP_GROUPNORM,
   MP_BOP_LPPOOL,
   MP_BOP_LPNORM,
+  MP_BOP_RMSNORM,
+  MP_BOP_ROTARY,
+  MP_BOP_ATTENTION,
   MP_BOP_COUNT
 } mp_bop;
 

@@ -649,6 +649,60 @@ void mp_k_reverse_sequence(size_t es, bool time_major, int64_t t, int64_t b,
 void mp_k_pow_mixed(const mp_kbcast *bc, int da, const void *a, int db,
                     const void *b, int dy, void *y);
 
+/* ---- transformer ops of opset 23 (k_attn.c): f32 or f64 (d) ------------- */
+
+/* RMSNormalization of `outer` rows of `inner` elements: x / sqrt(mean of
+ * x^2 + eps) * scale[i]. In place allowed. */
+void mp_k_rmsnorm(int d, int64_t outer, int64_t inner, const void *x,
+                  const void *scale, double eps, void *y);
+
+/* RotaryEmbedding: element (b, s, h, e) of x and y at b sb + s ss + h sh +
+ * e; the first rot (even) of each head's `head` elements rotated in pairs
+ * (e, e + rot/2), or (2i, 2i + 1) when interleaved, by the cos and sin of
+ * row pos[b seq + s] of [rows, rot/2] caches (pos checked), or of row (b,
+ * s) of [batch, seq, rot/2] caches when pos is NULL; the rest copied. In
+ * place allowed. */
+typedef struct mp_krope {
+  int64_t batch, seq, heads, head, rot;
+  int64_t sb, ss, sh;
+  bool interleaved;
+} mp_krope;
+
+void mp_k_rotary(int d, const mp_krope *p, const void *x, const void *cos_c,
+                 const void *sin_c, const int64_t *pos, void *y);
+
+#define MP_KATTN_MASK_NONE 0
+#define MP_KATTN_MASK_BOOL 1  /* true: the key is attended */
+#define MP_KATTN_MASK_FLOAT 2 /* added to the scores (x's dtype) */
+
+/* Attention: per batch b, query head h (key/value head h / (q_heads /
+ * kv_heads)) and query i, the scores q.k_j * scale over the past rows then
+ * the new ones (j < past + kv_seq), softcap c > 0: c tanh(s / c), plus the
+ * mask (and -inf where causal and j > i + past, or j >= mask_len), a
+ * softmax, and y the weighted sum of the value rows. Element strides (b,
+ * h, row) of q, k, v and y (the last dim contiguous); past_k/past_v
+ * [batch, kv_heads, past, head or v_head]; the mask's strides over (b, h,
+ * i, j) are 0 on broadcast dims. qk (or NULL): [batch, q_heads, q_seq,
+ * past + kv_seq], the scaled (and softcapped) scores (qk_mode 0) or the
+ * softmax (3). row: past + kv_seq doubles of scratch. */
+typedef struct mp_kattn {
+  int64_t batch, q_heads, kv_heads, q_seq, kv_seq, past, head, v_head;
+  int64_t q_st[3], k_st[3], v_st[3], y_st[3];
+  int64_t m_st[4], mask_len;
+  int mask_kind, qk_mode;
+  bool causal;
+  double scale, softcap;
+} mp_kattn;
+
+void mp_k_attention(int d, const mp_kattn *p, const void *q, const void *k,
+                    const void *v, const void *mask, const void *past_k,
+                    const void *past_v, void *y, void *qk, double *row);
+
+/* present_key (value false) or present_value: [batch, kv_heads, past +
+ * kv_seq, dim], the past rows then the new ones of x (strides of p). */
+void mp_k_attention_present(int d, const mp_kattn *p, bool value,
+                            const void *past, const void *x, void *out);
+
 /* ---- statistics (k_stats.c): f32 or f64 (d), in double ------------------ */
 
 /* LpNormalization of [outer, len, inner] along the middle axis: x / (sum

@@ -22,9 +22,12 @@
  * LpPool's ceil_mode, Mish, the Bitwise ops, QuantizeLinear's
  * output_dtype; blocked quantization, antialias and
  * keep_aspect_ratio_policy are refused in one line;
- * tests/data/gen_onnx_extra.py's newer_opsets). A newer model loads with a
- * warning. */
-#define MP_ONNX_OPSET_MAX 21
+ * tests/data/gen_onnx_extra.py's newer_opsets), 22 (bfloat16 for more
+ * ops: types only) and 23 (Attention, RMSNormalization, RotaryEmbedding;
+ * QuantizeLinear's precision; the 4-bit float and integer types are
+ * refused as every unknown dtype is; gen_onnx_extra.py's opset23). A newer
+ * model loads with a warning. */
+#define MP_ONNX_OPSET_MAX 23
 
 /* Parses data[0..len) (the bytes of file) into a linked graph. Borrows
  * data; copies what it keeps. Returns an owned graph (release with

@@ -907,3 +907,26 @@ save("tests/data/bn_spatial0.onnx.bin",
            [vi("x", F, [1, 2, 2, 2])], [vi("y", F)],
            [numpy_helper.from_array(np.ones((2, 2, 2), np.float32), n) for n in "sbmv"],
            opset=7))
+# Opset 23's Attention with 3-D inputs whose q_num_heads does not divide
+# Q's hidden size: planning refuses it in one line.
+save("tests/bad/onnx_attention_heads.onnx.bin",
+     model([helper.make_node("Attention", ["q", "k", "v"], ["y"], name="att",
+                             q_num_heads=3, kv_num_heads=2)],
+           [vi("q", F, [1, 4, 8]), vi("k", F, [1, 5, 8]), vi("v", F, [1, 5, 8])],
+           [vi("y", F)], opset=23))
+# Attention's qk_matmul_output_mode 1 (the masked scores), where ONNX's
+# text and reference disagree: it plans; compile refuses it in one line.
+# RotaryEmbedding whose position ids come from the input: a run with an id
+# outside the cache fails the op in one line (tests/cli/test_onnx_cli.sh).
+save("tests/data/opset23_refused.onnx.bin",
+     model([helper.make_node("Attention", ["q", "k", "v"], ["y", "", "", "qk"],
+                             name="att", qk_matmul_output_mode=1)],
+           [vi("q", F, [1, 2, 3, 4]), vi("k", F, [1, 2, 5, 4]),
+            vi("v", F, [1, 2, 5, 4])], [vi("y", F), vi("qk", F)], opset=23))
+save("tests/data/rope_positions.onnx.bin",
+     model([helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"],
+                             name="rope")],
+           [vi("x", F, [1, 2, 3, 4]), vi("pos", TensorProto.INT64, [1, 3])],
+           [vi("y", F)],
+           [numpy_helper.from_array(np.ones((2, 2), np.float32), n)
+            for n in ("cos", "sin")], opset=23))

@@ -67,7 +67,7 @@ run 2 plan $dyn --shape x=1x3x8x8 --dim Q=3 && has "$tmp/err" "the graph has no 
 run 2 plan $dyn --dim 'W<=0' && has "$tmp/err" "expected NAME=VALUE with VALUE >= 1 or NAME<=MAX"
 run 2 plan tests/data/opset_new.onnx.bin --shape x=1x3x8x8 --strategy nope
 # Newer opset: one warning line, then a plan.
-run 0 plan tests/data/opset_new.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/opset_new.onnx.bin: opset 99 is newer than the newest this mplan knows (21)" && lines "$tmp/err" 1
+run 0 plan tests/data/opset_new.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/opset_new.onnx.bin: opset 99 is newer than the newest this mplan knows (23)" && lines "$tmp/err" 1
 # Output shapes that depend on the data (inputs whose values are not
 # known): each op planned at its bound with one warning (shape.c
 # invariant 7): NonZero of a [2,5,3] mask holds at most 30 indices of 3
@@ -144,6 +144,16 @@ run 0 plan tests/data/bn_spatial0.onnx.bin --passes all
 run 2 compile tests/data/bn_spatial0.onnx.bin -o "$tmp/bn.mpk" && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'bn' (BatchNormalization): spatial=0 (statistics per activation, before opset 9) is not supported" &&
   [ ! -e "$tmp/bn.mpk" ] && ok || bad "bn_spatial0: a bundle was written"
+# Opset 23: an Attention whose masked scores go out (qk_matmul_output_mode
+# 1) plans but does not compile; a RotaryEmbedding fed a position id
+# outside its cache fails the run in one line naming the id.
+run 0 plan tests/data/opset23_refused.onnx.bin
+run 2 compile tests/data/opset23_refused.onnx.bin -o "$tmp/a23.mpk" && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'att' (Attention): qk_matmul_output_mode 1 (0 without a softcap, or 3)" &&
+  [ ! -e "$tmp/a23.mpk" ] && ok || bad "opset23_refused: a bundle was written"
+run 2 verify tests/data/rope_positions.onnx.bin && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'rope' (RotaryEmbedding) at step 0: position id" &&
+  has "$tmp/err" "of 'pos' is out of range [0, 2)"
 # Random ops that plan but cannot run: one line, no bundle.
 run 2 compile tests/data/random_bern_int.onnx.bin -o "$tmp/rb.mpk" && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'b' (Bernoulli): its input 'x' is i32, not a float tensor"

@@ -675,6 +675,232 @@ def newer_opsets(out):
                opset=18)
 
 
+def rms_norm(x, outer, inner, scale, eps=1e-5):
+    """RMSNormalization of `outer` rows of `inner` values."""
+    y = []
+    for r in range(outer):
+        row = x[r * inner:(r + 1) * inner]
+        inv = 1 / math.sqrt(sum(v * v for v in row) / inner + eps)
+        y += [v * inv * scale[i] for i, v in enumerate(row)]
+    return y
+
+
+def rotary(x, dims, heads, rot, interleaved, cos, sin, pos):
+    """RotaryEmbedding of a flat x: dims [B, H, S, D] (4-D) or [B, S,
+    H x D] (3-D, `heads` heads); cos and sin rows of rot / 2 values,
+    row pos[b S + s] (or b S + s when pos is None)."""
+    if len(dims) == 4:
+        b_n, h_n, s_n, d = dims
+        sb, sh, ss = h_n * s_n * d, s_n * d, d
+    else:
+        b_n, s_n, hidden = dims
+        h_n, d = heads, hidden // heads
+        sb, sh, ss = s_n * hidden, d, hidden
+    half, y = rot // 2, list(x)
+    for b in range(b_n):
+        for s in range(s_n):
+            row = pos[b * s_n + s] if pos else b * s_n + s
+            for h in range(h_n):
+                at = b * sb + s * ss + h * sh
+                for i in range(half):
+                    i1 = at + (2 * i if interleaved else i)
+                    i2 = at + (2 * i + 1 if interleaved else i + half)
+                    c, n = cos[row * half + i], sin[row * half + i]
+                    y[i1] = c * x[i1] - n * x[i2]
+                    y[i2] = n * x[i1] + c * x[i2]
+    return y
+
+
+def attention(q, k, v, dims, heads=(0, 0), mask=None, mask_dims=None,
+              past=None, causal=False, scale=None, softcap=0.0):
+    """Attention of flat Q, K, V of dims (Q's, K's, V's): 3-D with heads
+    (q_heads, kv_heads), or 4-D. past: (past_key, past_value, length).
+    mask: flat bool or float values of mask_dims (right-aligned on [B,
+    q_heads, q_seq, total], its last dim up to total). Returns Y (Q's
+    layout), present_key, present_value (flat [B, kv_heads, total, dim])
+    and the scaled scores and the probabilities ([B, q_heads, q_seq,
+    total])."""
+    def rows(t, tdims, nh):
+        """t as [b][h][s] -> list of the head's values"""
+        if len(tdims) == 3:
+            b_n, s_n, hid = tdims
+            d = hid // nh
+            return [[[t[b * s_n * hid + s * hid + h * d:][:d]
+                      for s in range(s_n)] for h in range(nh)]
+                    for b in range(b_n)]
+        b_n, nh, s_n, d = tdims
+        return [[[t[((b * nh + h) * s_n + s) * d:][:d] for s in range(s_n)]
+                 for h in range(nh)] for b in range(b_n)]
+    qd, kd, vd = dims
+    three = len(qd) == 3
+    qh, kvh = heads if three else (qd[1], kd[1])
+    Q, K, V = rows(q, qd, qh), rows(k, kd, kvh), rows(v, vd, kvh)
+    b_n, sq = len(Q), len(Q[0][0])
+    plen = past[2] if past else 0
+    if past:
+        pk = rows(past[0], [b_n, kvh, plen, len(K[0][0][0])], kvh)
+        pv = rows(past[1], [b_n, kvh, plen, len(V[0][0][0])], kvh)
+        K = [[pk[b][h] + K[b][h] for h in range(kvh)] for b in range(b_n)]
+        V = [[pv[b][h] + V[b][h] for h in range(kvh)] for b in range(b_n)]
+    total, dh = len(K[0][0]), len(Q[0][0][0])
+    if scale is None:
+        scale = 1 / math.sqrt(dh)
+    full = [b_n, qh, sq, total]
+
+    def bias(idx):
+        if causal and idx[3] > idx[2] + plen:
+            return -math.inf
+        if mask is None:
+            return 0.0
+        if idx[3] >= mask_dims[-1]:
+            return -math.inf
+        at, stride = 0, 1
+        for ax in range(3, 3 - len(mask_dims), -1):
+            n = mask_dims[ax - 4 + len(mask_dims)]
+            at += (idx[ax] if n == full[ax] or ax == 3 else 0) * stride
+            stride *= n
+        m = mask[at]
+        if isinstance(m, bool):
+            return 0.0 if m else -math.inf
+        return m
+    y4, qk, probs = [], [], []
+    for b in range(b_n):
+        for h in range(qh):
+            kvi = h // (qh // kvh)
+            for i in range(sq):
+                sc = []
+                for j in range(total):
+                    s = sum(a * c for a, c in zip(Q[b][h][i], K[b][kvi][j]))
+                    s *= scale
+                    if softcap > 0:
+                        s = softcap * math.tanh(s / softcap)
+                    sc.append(s)
+                qk += sc
+                w = [s + bias([b, h, i, j]) for j, s in enumerate(sc)]
+                mx = max(w)
+                e = [math.exp(t - mx) for t in w]
+                p = [t / sum(e) for t in e]
+                probs += p
+                y4.append([sum(p[j] * V[b][kvi][j][c] for j in range(total))
+                           for c in range(len(V[0][0][0]))])
+    dv = len(y4[0])
+    if three:  # [b][h][i] -> [b, i, h x dv]
+        y = [y4[(b * qh + h) * sq + i][c] for b in range(b_n)
+             for i in range(sq) for h in range(qh) for c in range(dv)]
+    else:
+        y = [t for r in y4 for t in r]
+    pres_k = [t for b in range(b_n) for h in range(kvh) for r in K[b][h]
+              for t in r]
+    pres_v = [t for b in range(b_n) for h in range(kvh) for r in V[b][h]
+              for t in r]
+    return y, pres_k, pres_v, qk, probs
+
+
+def opset23(out):
+    """The transformer ops of opset 23 in one model: RMSNormalization
+    (the last axis; axis 1 with a [3, 4] scale and epsilon 1e-3),
+    RotaryEmbedding (4-D with position ids and a partial rotary dim; 3-D
+    interleaved with num_heads and caches per position), Attention (4-D
+    with a float mask broadcast over the heads and the scaled scores out;
+    3-D grouped-query with a past cache, is_causal and the present
+    caches; a bool mask, a softcap and the probabilities out). Every
+    input a float: the integer and bool
+    operands are initializers, so the ONNX Runtime comparison
+    (tests/ort/test_ort.sh) can feed the runner's seeded inputs."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    flt = lambda n, v: ld(5, ld(1, n) + key(2, 5) + struct.pack("<f", v) +
+                          vint(20, 1))
+    vals = lambda n, seed: [f32(math.sin(seed + 0.7 * i)) for i in range(n)]
+    ins = {"x": [2, 3, 4], "xr": [1, 2, 3, 6], "xr3": [2, 3, 8],
+           "q4": [1, 2, 3, 4], "k4": [1, 2, 5, 4], "v4": [1, 2, 5, 3],
+           "q3": [2, 3, 8], "k3": [2, 3, 4], "v3": [2, 3, 6],
+           "pk": [2, 2, 2, 2], "pv": [2, 2, 2, 3],
+           "qm": [1, 1, 2, 4], "km": [1, 1, 5, 4], "vm": [1, 1, 5, 4]}
+    data = {}
+    for seed, (name, dims) in enumerate(ins.items()):
+        data[name] = vals(math.prod(dims), seed)
+    rs = [f32(0.5 + 0.25 * i) for i in range(4)]
+    rs2 = [f32(1.5 - 0.125 * i) for i in range(12)]
+    cos_a = [f32(math.cos(0.3 * i)) for i in range(10)]  # [5, 2]
+    sin_a = [f32(math.sin(0.3 * i)) for i in range(10)]
+    pos = [4, 0, 2]
+    cos_b = [f32(math.cos(0.2 * i + 0.1)) for i in range(12)]  # [2, 3, 2]
+    sin_b = [f32(math.sin(0.2 * i + 0.1)) for i in range(12)]
+    mf = [f32(-0.5 * (i % 4)) for i in range(15)]  # [1, 3, 5]
+    mb = [True, False, True, False, True, False, True, True, True, False]
+    d = data
+    y_rms = rms_norm(d["x"], 6, 4, rs)
+    y_rms2 = rms_norm(d["x"], 2, 12, rs2, eps=f32(1e-3))
+    y_rope4 = rotary(d["xr"], [1, 2, 3, 6], 0, 4, False, cos_a, sin_a, pos)
+    y_rope3 = rotary(d["xr3"], [2, 3, 8], 2, 4, True, cos_b, sin_b, None)
+    att4 = attention(d["q4"], d["k4"], d["v4"],
+                     ([1, 2, 3, 4], [1, 2, 5, 4], [1, 2, 5, 3]), mask=mf,
+                     mask_dims=[1, 3, 5], scale=f32(0.3))
+    att3 = attention(d["q3"], d["k3"], d["v3"],
+                     ([2, 3, 8], [2, 3, 4], [2, 3, 6]), heads=(4, 2),
+                     past=(d["pk"], d["pv"], 2), causal=True)
+    attm = attention(d["qm"], d["km"], d["vm"],
+                     ([1, 1, 2, 4], [1, 1, 5, 4], [1, 1, 5, 4]), mask=mb,
+                     mask_dims=[2, 5], softcap=2.0)
+    outs = [("y_rms", [2, 3, 4], y_rms), ("y_rms2", [2, 3, 4], y_rms2),
+            ("y_rope4", [1, 2, 3, 6], y_rope4),
+            ("y_rope3", [2, 3, 8], y_rope3),
+            ("y_att4", [1, 2, 3, 3], att4[0]), ("qk4", [1, 2, 3, 5], att4[3]),
+            ("y_att3", [2, 3, 12], att3[0]),
+            ("present_k", [2, 2, 5, 2], att3[1]),
+            ("present_v", [2, 2, 5, 3], att3[2]),
+            ("y_attm", [1, 1, 2, 4], attm[0]),
+            ("probs", [1, 1, 2, 5], attm[4])]
+    graph = (ld(1, node("RMSNormalization", ["x", "rs"], ["y_rms"], "rms")) +
+             ld(1, node("RMSNormalization", ["x", "rs2"], ["y_rms2"], "rms2",
+                        one("axis", 1) + flt("epsilon", 1e-3))) +
+             ld(1, node("RotaryEmbedding", ["xr", "cos_a", "sin_a", "pos"],
+                        ["y_rope4"], "rope4",
+                        one("rotary_embedding_dim", 4))) +
+             ld(1, node("RotaryEmbedding", ["xr3", "cos_b", "sin_b"],
+                        ["y_rope3"], "rope3",
+                        one("interleaved", 1) + one("num_heads", 2))) +
+             ld(1, node("Attention", ["q4", "k4", "v4", "mf"],
+                        ["y_att4", "", "", "qk4"], "att4",
+                        flt("scale", 0.3))) +
+             ld(1, node("Attention", ["q3", "k3", "v3", "", "pk", "pv"],
+                        ["y_att3", "present_k", "present_v"], "att3",
+                        one("is_causal", 1) + one("q_num_heads", 4) +
+                        one("kv_num_heads", 2))) +
+             ld(1, node("Attention", ["qm", "km", "vm", "mb"],
+                        ["y_attm", "", "", "probs"], "attm",
+                        flt("softcap", 2.0) +
+                        one("qk_matmul_output_mode", 3))) +
+             ld(2, "opset23") +
+             ld(5, tensor("rs", [4], rs)) + ld(5, tensor("rs2", [3, 4], rs2)) +
+             ld(5, tensor("cos_a", [5, 2], cos_a)) +
+             ld(5, tensor("sin_a", [5, 2], sin_a)) +
+             ld(5, int_tensor("pos", [1, 3], pos, INT64)) +
+             ld(5, tensor("cos_b", [2, 3, 2], cos_b)) +
+             ld(5, tensor("sin_b", [2, 3, 2], sin_b)) +
+             ld(5, tensor("mf", [1, 3, 5], mf)) +
+             ld(5, int_tensor("mb", [2, 5], mb, BOOL)) +
+             b"".join(ld(11, value_info(n, dims)) for n, dims in ins.items()) +
+             b"".join(ld(12, value_info(n, dims)) for n, dims, _ in outs))
+    write_case(out, "test_opset23", graph,
+               [tensor(n, dims, data[n]) for n, dims in ins.items()],
+               [tensor(n, dims, v) for n, dims, v in outs], opset=23)
+    # A mask shorter than the keys: ONNX pads it (the keys after it are
+    # masked); ONNX Runtime 1.30 refuses it, so it is a case of its own.
+    ms = [True, False, True, False, False, True, True, True]  # [2, 4]
+    att = attention(d["qm"], d["km"], d["vm"],
+                    ([1, 1, 2, 4], [1, 1, 5, 4], [1, 1, 5, 4]), mask=ms,
+                    mask_dims=[2, 4])
+    graph = (ld(1, node("Attention", ["qm", "km", "vm", "ms"], ["y"], "att")) +
+             ld(2, "attention_short_mask") +
+             ld(5, int_tensor("ms", [2, 4], ms, BOOL)) +
+             b"".join(ld(11, value_info(n, ins[n])) for n in ("qm", "km", "vm")) +
+             ld(12, value_info("y", [1, 1, 2, 4])))
+    write_case(out, "test_attention_short_mask", graph,
+               [tensor(n, ins[n], d[n]) for n in ("qm", "km", "vm")],
+               [tensor("y", [1, 1, 2, 4], att[0])], opset=23)
+
+
 def main():
     if sys.argv[1] == "--external-bad":
         for v in ("escape", "absolute", "missing", "short", "length"):
@@ -697,6 +923,7 @@ def main():
         legacy_attrs_opset1(sys.argv[1])
         external_data(sys.argv[1])
         newer_opsets(sys.argv[1])
+        opset23(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

@@ -107,6 +107,15 @@ check loop_ort_dfs "$src/tests/data/loop_ort.onnx.bin" --order dfs --passes all
 # TfIdfVectorizer (tests/data/tfidf_ort.onnx.bin): 1- to 3-grams with
 # skips, TF, IDF and TFIDF with weights, permuted columns, int64 rows
 check tfidf_ort "$src/tests/data/tfidf_ort.onnx.bin"
+# Opset 23's RMSNormalization, RotaryEmbedding and Attention (grouped
+# query, a past cache, is_causal, bool and float masks, a softcap, the
+# scores and probabilities out): tests/data/gen_onnx_extra.py's opset23,
+# written here (its integer and bool operands are initializers, so the
+# runner's seeded inputs are all floats); with every pass too (the
+# RMSNormalizations and RotaryEmbeddings may write over their inputs)
+python3 "$src/tests/data/gen_onnx_extra.py" "$tmp/extra" >/dev/null
+check opset23 "$tmp/extra/test_opset23/model.onnx"
+check opset23_passes "$tmp/extra/test_opset23/model.onnx" --passes all --order memory
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
