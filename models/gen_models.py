@@ -173,7 +173,82 @@ def resnet50():
     g.write("resnet50.json")
 
 
+def decoder():
+    """A Llama-style decoder of opset 23's ops, f32: 2 blocks of
+    RMSNormalization, Q/K/V projections (8 query heads and 2 key/value
+    heads of 32), RotaryEmbedding, causal grouped-query Attention, the
+    output projection and a residual Add, then RMSNormalization, a SwiGLU
+    MLP (688) and a residual Add; a final RMSNormalization and an LM head
+    (512). 128 positions of 256 (hidden states in, logits out)."""
+    seq, d, heads, kv, hd, ff, vocab = 128, 256, 8, 2, 32, 688, 512
+    g = Graph("decoder_2x256",
+              "A Llama-style decoder, f32: 2 blocks (RMSNormalization, "
+              "Q/K/V projections, RotaryEmbedding, causal grouped-query "
+              "Attention with 8 query and 2 key/value heads of 32, output "
+              "projection, residual; RMSNormalization, SwiGLU MLP of 688, "
+              "residual), final RMSNormalization and an LM head of 512, "
+              "over 128 positions of 256. Attention's scores live one row "
+              "at a time in its scratch, never as a [8, 128, 128] tensor.")
+
+    def f32(name, shape, kind=None):
+        return g.tensor(name, shape, dtype="f32", kind=kind)
+
+    def act(name, width):
+        return f32(name, ["N", seq, width])
+
+    def matmul(name, x, cin, cout):
+        w = f32(name + "_w", [cin, cout], kind="weight")
+        y = act(name + "_out", cout)
+        g.op(name, "MatMul", [x, w], [y])
+        return y
+
+    def rms(name, x):
+        s = f32(name + "_scale", [d], kind="weight")
+        y = act(name + "_out", d)
+        g.op(name, "RMSNormalization", [x, s], [y], {"epsilon": 1e-6})
+        return y
+
+    def binary(name, op, a, b, width):
+        y = act(name + "_out", width)
+        g.op(name, op, [a, b], [y])
+        return y
+
+    x = f32("hidden", ["N", seq, d], kind="input")
+    cos = f32("rope_cos", ["N", seq, hd // 2], kind="weight")
+    sin = f32("rope_sin", ["N", seq, hd // 2], kind="weight")
+    for b in range(2):
+        p = "l%d_" % b
+        n = rms(p + "attn_norm", x)
+        q = matmul(p + "q", n, d, heads * hd)
+        k = matmul(p + "k", n, d, kv * hd)
+        v = matmul(p + "v", n, d, kv * hd)
+        qr, kr = act(p + "q_rope", heads * hd), act(p + "k_rope", kv * hd)
+        g.op(p + "q_rope", "RotaryEmbedding", [q, cos, sin], [qr],
+             {"num_heads": heads})
+        g.op(p + "k_rope", "RotaryEmbedding", [k, cos, sin], [kr],
+             {"num_heads": kv})
+        a = act(p + "attn_out", heads * hd)
+        g.op(p + "attn", "Attention", [qr, kr, v], [a],
+             {"q_num_heads": heads, "kv_num_heads": kv, "is_causal": 1})
+        o = matmul(p + "o", a, heads * hd, d)
+        x = binary(p + "attn_res", "Add", x, o, d)
+        n = rms(p + "mlp_norm", x)
+        gate = matmul(p + "gate", n, d, ff)
+        up = matmul(p + "up", n, d, ff)
+        sg = act(p + "gate_sig", ff)
+        g.op(p + "gate_sig", "Sigmoid", [gate], [sg])
+        silu = binary(p + "silu", "Mul", gate, sg, ff)
+        h = binary(p + "swiglu", "Mul", silu, up, ff)
+        dn = matmul(p + "down", h, ff, d)
+        x = binary(p + "mlp_res", "Add", x, dn, d)
+    n = rms("final_norm", x)
+    logits = matmul("lm_head", n, d, vocab)
+    g.doc["outputs"].append(logits)
+    g.write("decoder.json")
+
+
 if __name__ == "__main__":
     mobilenet_v1()
     mobilenet_v2()
     resnet50()
+    decoder()

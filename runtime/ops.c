@@ -2576,6 +2576,9 @@ static bool op_vec(op_ctx *c) {
       return dx == MP_KD_F32 || dx == MP_KD_I8;
     case MP_BOP_BATCHNORM:
     case MP_BOP_LAYERNORM:
+    case MP_BOP_RMSNORM:
+    case MP_BOP_ROTARY:
+    case MP_BOP_ATTENTION:
       return dx == MP_KD_F32;
     case MP_BOP_MAXPOOL:
     case MP_BOP_AVGPOOL:

@@ -14,10 +14,15 @@
  *      in [0, the cache's rows), else the op fails naming the value.
  *   4. RMSNormalization and RotaryEmbedding may write over their input
  *      (at the same offset); Attention's outputs share no input's bytes.
+ *   5. On riscv64 with V, f32 runs the RVV kernels (kernels/rvv/kv_attn.c;
+ *      ops.c's op_vec says so), other dtypes the scalar ones.
  */
 #include <math.h>
 
 #include "op_ctx.h"
+#ifdef MPLAN_RVV
+#include "mplan/kernels_rvv.h"
+#endif
 
 static bool at_float(const mp_btensor *t, int d) {
   return t && t->dtype == d && mp_kd_is_float(d);
@@ -68,6 +73,13 @@ static bool at_run_rmsnorm(op_ctx *c) {
   double eps = rd_f(&r);
   const mp_btensor *x = op_in(c, 0);
   op_split3(&x->shape, axis, true, &outer, &mid, &inner);
+#ifdef MPLAN_RVV
+  if (x->dtype == MP_KD_F32) {
+    mp_kv_rmsnorm_f32(outer, mid, op_pin(c, 0), op_pin(c, 1), eps,
+                      op_pout(c, 0));
+    return true;
+  }
+#endif
   mp_k_rmsnorm(x->dtype, outer, mid, op_pin(c, 0), op_pin(c, 1), eps,
                op_pout(c, 0));
   return true;
@@ -145,6 +157,13 @@ static bool at_run_rotary(op_ctx *c) {
                      (long long)ids[i], pos->name, (long long)rows);
     }
   }
+#ifdef MPLAN_RVV
+  if (op_in(c, 0)->dtype == MP_KD_F32) {
+    mp_kv_rotary_f32(&p, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
+                     pos ? ids : NULL, op_pout(c, 0));
+    return true;
+  }
+#endif
   mp_k_rotary(op_in(c, 0)->dtype, &p, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
               pos ? ids : NULL, op_pout(c, 0));
   return true;
@@ -307,9 +326,19 @@ static bool at_run_attention(op_ctx *c) {
   mp_kattn p;
   if (!at_attn(c, &p)) return false;
   int d = op_in(c, 0)->dtype;
-  mp_k_attention(d, &p, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2), op_pin(c, 3),
-                 op_pin(c, 4), op_pin(c, 5), op_pout(c, 0),
-                 c->op->n_out > 3 ? op_pout(c, 3) : NULL, (double *)c->ws);
+#ifdef MPLAN_RVV
+  if (d == MP_KD_F32) {
+    mp_kv_attention_f32(&p, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
+                        op_pin(c, 3), op_pin(c, 4), op_pin(c, 5), op_pout(c, 0),
+                        c->op->n_out > 3 ? op_pout(c, 3) : NULL,
+                        (double *)c->ws);
+  } else
+#endif
+  {
+    mp_k_attention(d, &p, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
+                   op_pin(c, 3), op_pin(c, 4), op_pin(c, 5), op_pout(c, 0),
+                   c->op->n_out > 3 ? op_pout(c, 3) : NULL, (double *)c->ws);
+  }
   if (c->op->n_out > 1) {
     mp_k_attention_present(d, &p, false, op_pin(c, 4), op_pin(c, 1),
                            op_pout(c, 1));

@@ -58,6 +58,16 @@ void mp_kv_softmax_f32(int64_t outer, int64_t axis, int64_t inner,
 void mp_kv_softmax_i8(int64_t outer, int64_t axis, int64_t inner,
                       const int8_t *x, int8_t *y);
 
+/* The transformer ops of opset 23 (kv_attn.c), f32: the scalar kernels'
+ * contracts (mp_k_rmsnorm, mp_k_rotary, mp_k_attention with d f32). */
+void mp_kv_rmsnorm_f32(int64_t outer, int64_t inner, const float *x,
+                       const float *scale, double eps, float *y);
+void mp_kv_rotary_f32(const mp_krope *p, const float *x, const float *cos_c,
+                      const float *sin_c, const int64_t *pos, float *y);
+void mp_kv_attention_f32(const mp_kattn *p, const float *q, const float *k,
+                         const float *v, const void *mask, const float *past_k,
+                         const float *past_v, float *y, float *qk, double *row);
+
 /* MaxPool on f32 and int8, AveragePool on f32. */
 bool mp_kv_pool_vector(bool max, int d);
 void mp_kv_maxpool(const mp_kpool *p, int d, const void *x, void *y);

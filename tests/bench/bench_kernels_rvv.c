@@ -6,7 +6,8 @@
  *
  *   bench_kernels_rvv --markers        the marker addresses (hex)
  *   bench_kernels_rvv KERNEL IMPL      KERNEL conv3x3 | dw3x3 | conv1x1 |
- *                                      gemm | empty; IMPL scalar (the
+ *                                      gemm | rmsnorm | attention |
+ *                                      empty; IMPL scalar (the
  *                                      scalar kernel as built, scalar
  *                                      code) | autovec (the same source
  *                                      auto-vectorised by clang) | rvv
@@ -115,6 +116,47 @@ static int bench_gemm(bench_impl impl) {
   return 0;
 }
 
+/* RMSNormalization of 64 rows of 256 (autovec: the scalar kernel). */
+static int bench_rmsnorm(bench_impl impl) {
+  float *x = bench_data(64 * 256, 1), *g = bench_data(256, 2);
+  float *y = bench_data(64 * 256, 3);
+  bench_begin();
+  if (impl == B_RVV) {
+    mp_kv_rmsnorm_f32(64, 256, x, g, 1e-5, y);
+  } else {
+    mp_k_rmsnorm(MP_KD_F32, 64, 256, x, g, 1e-5, y);
+  }
+  bench_end();
+  printf("rmsnorm %s y[7] = %.6g\n", bench_impl_names[impl], y[7]);
+  return 0;
+}
+
+/* Attention, 4-D: 4 heads, 16 queries on 64 keys, head size 32, causal
+ * (autovec: the scalar kernel). */
+static int bench_attention(bench_impl impl) {
+  mp_kattn p = {1,   4,    4,     16,  64,
+                0,   32,   32,    {0}, {0},
+                {0}, {0},  {0},   0,   MP_KATTN_MASK_NONE,
+                0,   true, 0.125, 0};
+  int64_t *st[4] = {p.q_st, p.k_st, p.v_st, p.y_st}, rows[4] = {16, 64, 64, 16};
+  for (int k = 0; k < 4; k++) {
+    st[k][0] = 4 * rows[k] * 32, st[k][1] = rows[k] * 32, st[k][2] = 32;
+  }
+  float *q = bench_data(4 * 16 * 32, 1), *k = bench_data(4 * 64 * 32, 2);
+  float *v = bench_data(4 * 64 * 32, 3), *y = bench_data(4 * 16 * 32, 4);
+  double *row = malloc(64 * sizeof *row);
+  if (!row) exit(2);
+  bench_begin();
+  if (impl == B_RVV) {
+    mp_kv_attention_f32(&p, q, k, v, NULL, NULL, NULL, y, NULL, row);
+  } else {
+    mp_k_attention(MP_KD_F32, &p, q, k, v, NULL, NULL, NULL, y, NULL, row);
+  }
+  bench_end();
+  printf("attention %s y[7] = %.6g\n", bench_impl_names[impl], y[7]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--markers") == 0) {
     printf("%lx %lx\n", (unsigned long)(uintptr_t)bench_begin,
@@ -135,6 +177,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(argv[1], "gemm") == 0) return bench_gemm(impl);
+  if (strcmp(argv[1], "rmsnorm") == 0) return bench_rmsnorm(impl);
+  if (strcmp(argv[1], "attention") == 0) return bench_attention(impl);
   for (size_t i = 0; i < sizeof bench_shapes / sizeof *bench_shapes; i++) {
     if (strcmp(argv[1], bench_shapes[i].name) == 0) {
       return bench_conv(&bench_shapes[i], impl);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Dynamic instruction counts of the f32 Conv (3x3, depthwise 3x3, 1x1)
-# and Gemm kernels, scalar vs RVV, at VLEN 128, 256 and 512: the riscv64
+# Dynamic instruction counts of the f32 Conv (3x3, depthwise 3x3, 1x1),
+# Gemm, RMSNormalization and Attention kernels, scalar vs RVV, at VLEN 128, 256 and 512: the riscv64
 # benchmark binary (bench_kernels_rvv) runs one kernel between two marker
 # functions under `qemu-riscv64 -singlestep -d nochain,exec`, which logs
 # one line per executed instruction; the lines from the first marker's
@@ -36,7 +36,7 @@ status=0
 printf '| %-8s | %-30s | %4s | %10s | %10s | %10s | %8s | %8s |\n' kernel \
   shape VLEN scalar autovec rvv "scalar/rvv" "autovec/rvv"
 printf '|----------|--------------------------------|------|------------|------------|------------|----------|----------|\n'
-kernels="conv3x3 dw3x3 conv1x1 gemm"
+kernels="conv3x3 dw3x3 conv1x1 gemm rmsnorm attention"
 vlens="128 256 512"
 if [ "$check" = --check ]; then
   kernels="conv3x3 gemm"
@@ -48,14 +48,20 @@ for k in $kernels; do
   dw3x3) shape="32x24x24 depthwise 3x3, pad 1" ;;
   conv1x1) shape="32x24x24 -> 32, 1x1" ;;
   gemm) shape="48x64 * 64x64 + bias row" ;;
+  rmsnorm) shape="64 rows of 256" ;;
+  attention) shape="4 heads, 16 q x 64 k, head 32" ;;
   esac
   for v in $vlens; do
     s=$(($(count "$v" "$k" scalar) - base))
     a=0
-    [ "$check" = --check ] || a=$(($(count "$v" "$k" autovec) - base))
+    case $k in # the opset 23 kernels have no auto-vectorised build
+    rmsnorm | attention) a=- ;;
+    *) [ "$check" = --check ] || a=$(($(count "$v" "$k" autovec) - base)) ;;
+    esac
     r=$(($(count "$v" "$k" rvv) - base))
     ratio=$(awk -v s="$s" -v r="$r" 'BEGIN { printf "%.1fx", s / r }')
-    aratio=$(awk -v s="$a" -v r="$r" 'BEGIN { printf "%.1fx", s / r }')
+    aratio=-
+    [ "$a" = - ] || aratio=$(awk -v s="$a" -v r="$r" 'BEGIN { printf "%.1fx", s / r }')
     [ "$check" = --check ] && a=- && aratio=-
     printf '| %-8s | %-30s | %4s | %10s | %10s | %10s | %8s | %8s |\n' "$k" \
       "$shape" "$v" "$s" "$a" "$r" "$ratio" "$aratio"

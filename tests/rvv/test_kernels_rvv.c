@@ -648,6 +648,121 @@ static void test_quant(void) {
   }
 }
 
+/* ---- opset 23: RMSNormalization, RotaryEmbedding, Attention --------------
+ */
+
+static void test_rmsnorm_rotary(void) {
+  size_t sz[8], nsz = sizes(__riscv_vsetvlmax_e32m2(), sz);
+  for (size_t s = 0; s < nsz; s++) {
+    int64_t n = (int64_t)sz[s], rows = 3, tot = rows * n;
+    float *x = xalloc((size_t)tot * 4), *y1 = xalloc((size_t)tot * 4),
+          *y2 = xalloc((size_t)tot * 4), *g = xalloc((size_t)n * 4);
+    fill_f32(x, (size_t)tot);
+    fill_f32(g, (size_t)n);
+    char what[64];
+    snprintf(what, sizeof what, "rmsnorm inner %lld", (long long)n);
+    mp_k_rmsnorm(MP_KD_F32, rows, n, x, g, 1e-5, y1);
+    mp_kv_rmsnorm_f32(rows, n, x, g, 1e-5, y2);
+    CHECK(same_f32(what, y2, y1, (size_t)tot, TOL_F, TOL_F));
+    mp_kv_rmsnorm_f32(rows, n, x, g, 1e-5, x); /* in place */
+    CHECK(same_bytes(what, x, y2, (size_t)tot * 4));
+    free(x), free(y1), free(y2), free(g);
+    /* RotaryEmbedding: pairs n per head, two more elements not rotated,
+     * 4-D [1, 2, 3, head] with position ids or 3-D [2, 3, 2 x head]
+     * with caches per position; halves or interleaved */
+    for (int layout = 0; layout < 4; layout++) {
+      bool four = layout < 2, inter = layout % 2;
+      mp_krope p = {four ? 1 : 2, 3, 2, 2 * n + 2, 2 * n, 0, 0, 0, inter};
+      p.sh = four ? p.seq * p.head : p.head;
+      p.ss = four ? p.head : p.heads * p.head;
+      p.sb = p.heads * p.seq * p.head;
+      size_t all = (size_t)(p.batch * p.sb), rows_c = 7;
+      size_t nc = four ? rows_c * (size_t)n : (size_t)(p.batch * p.seq * n);
+      float *xr = xalloc(all * 4), *r1 = xalloc(all * 4), *r2 = xalloc(all * 4),
+            *co = xalloc(nc * 4), *si = xalloc(nc * 4);
+      int64_t pos[3] = {6, 0, 3};
+      fill_f32(xr, all);
+      fill_f32(co, nc);
+      fill_f32(si, nc);
+      snprintf(what, sizeof what, "rotary %s%s half %lld", four ? "4-D" : "3-D",
+               inter ? " interleaved" : "", (long long)n);
+      mp_k_rotary(MP_KD_F32, &p, xr, co, si, four ? pos : NULL, r1);
+      mp_kv_rotary_f32(&p, xr, co, si, four ? pos : NULL, r2);
+      CHECK(same_f32(what, r2, r1, all, TOL_F, TOL_F));
+      mp_kv_rotary_f32(&p, xr, co, si, four ? pos : NULL, xr); /* in place */
+      CHECK(same_bytes(what, xr, r2, all * 4));
+      free(xr), free(r1), free(r2), free(co), free(si);
+    }
+  }
+}
+
+/* One Attention case: head and v_head d, total keys t (past p of them),
+ * 4 query heads on kv heads kvh, 3-D or 4-D, the mask kind, causal,
+ * softcap, qk mode. */
+static void attn_case(int64_t d, int64_t t, int64_t past, int64_t kvh,
+                      bool three, int mask, bool causal, double cap, int mode) {
+  mp_kattn p = {2,   4,   kvh, 3, t - past, past, d,      d + 1, {0}, {0},
+                {0}, {0}, {0}, 0, mask,     mode, causal, 0.37,  cap};
+  int64_t dims[4][3] = {{p.q_heads, p.q_seq, p.head},
+                        {p.kv_heads, p.kv_seq, p.head},
+                        {p.kv_heads, p.kv_seq, p.v_head},
+                        {p.q_heads, p.q_seq, p.v_head}};
+  int64_t *st[4] = {p.q_st, p.k_st, p.v_st, p.y_st};
+  size_t n[4];
+  for (int k = 0; k < 4; k++) {
+    st[k][0] = dims[k][0] * dims[k][1] * dims[k][2];
+    st[k][1] = three ? dims[k][2] : dims[k][1] * dims[k][2];
+    st[k][2] = three ? dims[k][0] * dims[k][2] : dims[k][2];
+    n[k] = (size_t)(p.batch * st[k][0]);
+  }
+  /* a [q_seq, total] mask broadcast over batch and heads */
+  p.mask_len = t;
+  p.m_st[2] = t, p.m_st[3] = 1;
+  size_t nq = (size_t)(p.batch * p.q_heads * p.q_seq * t);
+  float *q = xalloc(n[0] * 4), *k = xalloc(n[1] * 4), *v = xalloc(n[2] * 4),
+        *y1 = xalloc(n[3] * 4), *y2 = xalloc(n[3] * 4),
+        *pk = xalloc((size_t)(p.batch * kvh * past * d + 1) * 4),
+        *pv = xalloc((size_t)(p.batch * kvh * past * (d + 1) + 1) * 4),
+        *mf = xalloc((size_t)(p.q_seq * t) * 4), *qk1 = xalloc(nq * 4),
+        *qk2 = xalloc(nq * 4);
+  unsigned char *mb = xalloc((size_t)(p.q_seq * t));
+  double *row = xalloc((size_t)t * 8);
+  fill_f32(q, n[0]);
+  fill_f32(k, n[1]);
+  fill_f32(v, n[2]);
+  fill_f32(pk, (size_t)(p.batch * kvh * past * d));
+  fill_f32(pv, (size_t)(p.batch * kvh * past * (d + 1)));
+  fill_f32(mf, (size_t)(p.q_seq * t));
+  for (int64_t i = 0; i < p.q_seq * t; i++) mb[i] = i % 3 != 1;
+  const void *m = mask == MP_KATTN_MASK_BOOL    ? (const void *)mb
+                  : mask == MP_KATTN_MASK_FLOAT ? (const void *)mf
+                                                : NULL;
+  char what[96];
+  snprintf(what, sizeof what,
+           "attention head %lld total %lld past %lld kvh %lld %s mask %d "
+           "causal %d softcap %g mode %d",
+           (long long)d, (long long)t, (long long)past, (long long)kvh,
+           three ? "3-D" : "4-D", mask, causal, cap, mode);
+  mp_k_attention(MP_KD_F32, &p, q, k, v, m, pk, pv, y1, qk1, row);
+  mp_kv_attention_f32(&p, q, k, v, m, pk, pv, y2, qk2, row);
+  CHECK(same_f32(what, y2, y1, n[3], TOL_F, TOL_F));
+  CHECK(same_f32(what, qk2, qk1, nq, TOL_F, TOL_F));
+  free(q), free(k), free(v), free(y1), free(y2), free(pk), free(pv);
+  free(mf), free(qk1), free(qk2), free(mb), free(row);
+}
+
+static void test_attention(void) {
+  size_t sz[8], nsz = sizes(__riscv_vsetvlmax_e32m2(), sz);
+  for (size_t s = 0; s + 1 < nsz; s++) { /* not the 1000-wide head */
+    int64_t d = (int64_t)sz[s];
+    attn_case(d, 5, 0, 4, false, MP_KATTN_MASK_NONE, false, 0, 0);
+    attn_case(d, 7, 2, 2, true, MP_KATTN_MASK_BOOL, true, 0, 3);
+    attn_case(d, (int64_t)sz[s] + 2, 1, 1, false, MP_KATTN_MASK_FLOAT, false,
+              1.5, 3);
+    attn_case(d, 4, 0, 2, true, MP_KATTN_MASK_FLOAT, true, 0, 0);
+  }
+}
+
 int main(int argc, char **argv) {
   unsigned want = argc > 1 ? (unsigned)atoi(argv[1]) : 0;
   printf("rvv kernels at VLEN %u\n", mp_kv_vlen());
@@ -657,6 +772,8 @@ int main(int argc, char **argv) {
   test_unary();
   test_binary();
   test_norm();
+  test_rmsnorm_rotary();
+  test_attention();
   test_pool();
   test_move();
   test_quant();
