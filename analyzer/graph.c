@@ -666,6 +666,19 @@ const mp_attr *mp_op_attr(const mp_op *op, const char *name) {
   return NULL;
 }
 
+double mp_resize_aspect_scale(const int64_t *dims, const uint32_t *at,
+                              const int64_t *sizes, size_t n, bool largest) {
+  double best = 0;
+  bool any = false;
+  for (size_t k = 0; k < n; k++) {
+    if (dims[at[k]] == 0) continue;
+    double s = (double)sizes[k] / (double)dims[at[k]];
+    if (!any || (largest ? s > best : s < best)) best = s;
+    any = true;
+  }
+  return any ? best : 1;
+}
+
 uint32_t mp_op_legacy_pad(const mp_op *op, int64_t opset, uint32_t ra,
                           const int64_t *a, uint32_t rb, const int64_t *b) {
   static const char *const axis_ops[] = {"Add",   "Sub",     "Mul", "Div",

@@ -379,10 +379,23 @@ static mp_status nn_scaled(sh_ctx *c, const sh_fact *x, uint32_t scales_in,
   const int64_t *sz = sizes_in ? sh_ints(c, sizes_in, &n) : NULL;
   if (sz && n == na) {
     const char *p = sh_attr_s(c, "keep_aspect_ratio_policy", "stretch");
-    if (strcmp(p, "stretch") != 0) {
-      return sh_fail(c, "keep_aspect_ratio_policy '%s' is not supported", p);
+    bool smaller = strcmp(p, "not_smaller") == 0;
+    if (strcmp(p, "stretch") != 0 && !smaller && strcmp(p, "not_larger") != 0) {
+      return sh_fail(c, "keep_aspect_ratio_policy '%s' is not known", p);
     }
-    for (uint32_t k = 0; k < na; k++) d[at[k]] = sz[k];
+    if (strcmp(p, "stretch") == 0) {
+      for (uint32_t k = 0; k < na; k++) d[at[k]] = sz[k];
+    } else {
+      /* opset 18: one scale for the axes, the smallest (not_larger) or
+       * largest (not_smaller) of sizes / dims; each axis
+       * round_half_up(scale x dim) */
+      double sc = mp_resize_aspect_scale(x->d, at, sz, na, smaller);
+      for (uint32_t k = 0; k < na; k++) {
+        double v = floor(sc * (double)x->d[at[k]] + 0.5);
+        if (!(v >= 0 && v < 9e18)) return sh_fail(c, "size %u is invalid", k);
+        d[at[k]] = (int64_t)v;
+      }
+    }
     sh_set(c, 0, x->dt, x->rank, d);
     return MP_OK;
   }

@@ -953,13 +953,15 @@ static mp_status lw_resize(lw *x) {
                                            : -1;
   int c = mp_k_coord_named(ct), n = mp_k_nearest_named(nm);
   bool crop = c == MP_KC_TF_CROP_AND_RESIZE;
-  if (lin < 0 || c < 0 || n < 0 || lw_int(x, "antialias", 0) ||
-      (crop && (!lw_t(x, 1) || lw_attr(x, "axes")))) {
+  /* antialias stretches linear and cubic filters; nearest ignores it */
+  bool aa = lin > 0 && lw_int(x, "antialias", 0) != 0;
+  if (lin < 0 || c < 0 || n < 0 ||
+      (crop && (aa || !lw_t(x, 1) || lw_attr(x, "axes")))) {
     return lw_unsup(x,
-                    "mode '%s', coordinate_transformation_mode '%s' "
-                    "(antialias is not supported; tf_crop_and_resize needs "
-                    "its roi, and no axes)",
-                    mode, ct);
+                    "mode '%s', coordinate_transformation_mode '%s'%s "
+                    "(tf_crop_and_resize needs its roi, no axes and no "
+                    "antialias)",
+                    mode, ct, aa ? " with antialias" : "");
   }
   if (!in || y->rank != in->rank) {
     return lw_unsup(x, "output rank %u is not the input's", y->rank);
@@ -982,18 +984,45 @@ static mp_status lw_resize(lw *x) {
     memcpy(scales, full, in->rank * sizeof *full);
     ns = ns == na ? (int)in->rank : -2; /* sizes: y's dims over x's */
   }
+  /* keep_aspect_ratio_policy (opset 18, with sizes): the resized axes
+   * share one scale (mp_resize_aspect_scale, as the shape rule) */
+  const char *pol = lw_str(x, "keep_aspect_ratio_policy", "stretch");
+  double aspect = 0;
+  bool resized[MP_MAX_RANK] = {false};
+  if (strcmp(pol, "stretch") != 0 && ns != (int)in->rank) {
+    int64_t sz[MP_MAX_RANK], dims[MP_MAX_RANK];
+    uint32_t at[MP_MAX_RANK];
+    int nsz = lw_t(x, 3) ? lw_const_ints(x, 3, sz, MP_MAX_RANK) : -1;
+    int nax = na >= 0 ? na : (int)in->rank;
+    if (nsz != nax) {
+      return lw_unsup(x, "keep_aspect_ratio_policy '%s' without constant sizes",
+                      pol);
+    }
+    for (uint32_t i = 0; i < in->rank; i++) dims[i] = lw_dim(x, in, i);
+    for (int k = 0; k < nax; k++) {
+      at[k] = na >= 0 ? (uint32_t)axes[k] : (uint32_t)k;
+      resized[at[k]] = true;
+    }
+    aspect = mp_resize_aspect_scale(dims, at, sz, (size_t)nax,
+                                    strcmp(pol, "not_smaller") == 0);
+  }
   x->o->kernel = MP_BOP_RESIZE;
   lw_in(x, x->op->inputs[0]);
   if (crop) lw_in(x, x->op->inputs[1]); /* the roi, read when it runs */
-  lw_p(x, lin);
+  lw_p(x, aa ? lin + 2 : lin);
   lw_p(x, c);
   lw_p(x, n);
   for (uint32_t i = 0; i < in->rank; i++) {
     double s = (ns == (int)in->rank && ns > 0 && scales[i] > 0)
                    ? scales[i]
                    : (double)lw_dim(x, y, i) / (double)lw_dim(x, in, i);
+    if (aspect > 0 && resized[i]) s = aspect;
     /* an empty axis has nothing to sample: any scale, but not 0/0 */
     if (!(s > 0) && lw_dim(x, in, i) == 0) s = 1;
+    if (aa && s < 1.0 / MP_K_RESIZE_MIN_INV) {
+      return lw_unsup(x, "antialias at scale %g on axis %u (1/%d at least)", s,
+                      i, MP_K_RESIZE_MIN_INV);
+    }
     lw_pf(x, s);
   }
   if (lin == 2) {

@@ -143,6 +143,12 @@ static double kr_coord(const mp_kresize *p, uint32_t d, int64_t o) {
                          (double)o * (b - a) * (in - 1) / (double)(n - 1)
                    : 0.5 * (a + b) * (in - 1);
     }
+    case MP_KC_HALF_PIXEL_SYMMETRIC: {
+      /* the input's centre on the output's: out / (in x scale) is the
+       * part of the scaled length the output keeps */
+      double adj = (double)p->out.dims[d] / (s * in);
+      return in / 2 * (1 - adj) + (o + 0.5) / s - 0.5;
+    }
     default:
       return (o + 0.5) / s - 0.5;
   }
@@ -174,8 +180,9 @@ int64_t mp_k_resize_nearest_src(const mp_kresize *p, uint32_t d, int64_t o) {
 
 int mp_k_coord_named(const char *name) {
   static const char *const names[] = {
-      "half_pixel",         "asymmetric",           "align_corners",
-      "pytorch_half_pixel", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+      "half_pixel",          "asymmetric",           "align_corners",
+      "pytorch_half_pixel",  "tf_half_pixel_for_nn", "tf_crop_and_resize",
+      "half_pixel_symmetric"};
   for (int k = 0; k < (int)(sizeof names / sizeof *names); k++) {
     if (strcmp(name, names[k]) == 0) return k;
   }
@@ -227,15 +234,60 @@ static int kr_cubic_taps(const mp_kresize *p, uint32_t a, int64_t o,
   return n;
 }
 
-/* One output element of a cubic resize: the product of the axes' taps. */
+/* The cubic convolution kernel of coefficient a at distance x. */
+static double kr_cubic_kernel(double x, double a) {
+  x = fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  return x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a : 0;
+}
+
+/* One axis of an antialiased resize (ONNX's reference): the filter
+ * (triangle, or the cubic kernel) stretched by 1 / s where the scale s is
+ * below 1, over the taps around the position x (f = ceil(x) - 1, t = x -
+ * f in (0, 1], taps f + start .. f + 1 - start), normalised to sum 1,
+ * then without the taps outside when exclude_outside (renormalised);
+ * indices clamped to the edge, zero weights left out. */
+static int kr_antialias_taps(const mp_kresize *p, uint32_t a, int64_t o,
+                             int64_t *at, double *w) {
+  double s = p->scale[a] < 1 ? p->scale[a] : 1, x = kr_coord(p, a, o);
+  double f = ceil(x) - 1, t = x - f, c[MP_K_RESIZE_TAPS], sum = 0;
+  int64_t start = (int64_t)floor((p->cubic ? -2 : -1) / s) + 1;
+  int64_t n = 2 - 2 * start, nd = p->in.dims[a];
+  if (n > MP_K_RESIZE_TAPS) return 0; /* the runtime refuses such scales */
+  for (int64_t k = 0; k < n; k++) {
+    double arg = ((double)(start + k) - t) * s;
+    c[k] = p->cubic ? kr_cubic_kernel(arg, p->cubic_a)
+                    : (fabs(arg) < 1 ? 1 - fabs(arg) : 0);
+    sum += c[k];
+  }
+  double kept = 0;
+  for (int64_t k = 0; k < n; k++) {
+    c[k] = sum != 0 ? c[k] / sum : 0;
+    double idx = f + (double)(start + k);
+    if (p->exclude_outside && (idx < 0 || idx >= (double)nd)) c[k] = 0;
+    kept += c[k];
+  }
+  int m = 0;
+  for (int64_t k = 0; k < n; k++) {
+    if (c[k] == 0) continue;
+    double idx = f + (double)(start + k);
+    at[m] = !(idx >= 0) ? 0 : idx >= (double)nd ? nd - 1 : (int64_t)idx;
+    w[m++] = p->exclude_outside && kept != 0 ? c[k] / kept : c[k];
+  }
+  return m;
+}
+
+/* One output element of a cubic or antialiased resize: the product of
+ * the axes' taps. */
 static double kr_cubic(const mp_kresize *p, int d, const void *x,
                        const int64_t *xst, const int64_t *idx) {
   uint32_t r = p->in.rank;
-  int64_t at[MP_K_MAX_RANK][4];
-  double w[MP_K_MAX_RANK][4];
+  int64_t at[MP_K_MAX_RANK][MP_K_RESIZE_TAPS];
+  double w[MP_K_MAX_RANK][MP_K_RESIZE_TAPS];
   int n[MP_K_MAX_RANK], k[MP_K_MAX_RANK] = {0};
   for (uint32_t a = 0; a < r; a++) {
-    n[a] = kr_cubic_taps(p, a, idx[a], at[a], w[a]);
+    n[a] = p->antialias ? kr_antialias_taps(p, a, idx[a], at[a], w[a])
+                        : kr_cubic_taps(p, a, idx[a], at[a], w[a]);
     if (n[a] == 0) return 0;
   }
   double acc = 0;
@@ -276,7 +328,7 @@ void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y) {
   for (int64_t i = 0; i < n; i++) {
     if (kr_outside(p, idx)) {
       mp_k_store(y, d, (size_t)i, p->extrapolation);
-    } else if (p->cubic) {
+    } else if (p->cubic || (p->linear && p->antialias)) {
       mp_k_store(y, d, (size_t)i, kr_cubic(p, d, x, xst, idx));
     } else if (!p->linear) {
       int64_t off = 0;

@@ -1939,9 +1939,10 @@ static bool op_check_resize(op_ctx *c) {
     return op_fail(c, "bad arity, dtype or rank");
   }
   op_rd r = op_reader(c);
-  int64_t lin = rd_range(&r, 0, 2); /* nearest, linear, cubic */
+  /* nearest, linear, cubic, then linear and cubic antialiased */
+  int64_t lin = rd_range(&r, 0, 4);
   bool crop =
-      rd_range(&r, 0, MP_KC_TF_CROP_AND_RESIZE) == MP_KC_TF_CROP_AND_RESIZE;
+      rd_range(&r, 0, MP_KC_HALF_PIXEL_SYMMETRIC) == MP_KC_TF_CROP_AND_RESIZE;
   (void)rd_range(&r, 0, MP_KN_CEIL);
   const mp_btensor *roi = op_in(c, 1);
   if (c->op->n_in != (crop ? 2u : 1u) ||
@@ -1954,11 +1955,15 @@ static bool op_check_resize(op_ctx *c) {
   for (uint32_t i = 0; i < x->shape.rank; i++) {
     double s = rd_f(&r);
     if (!(s > 0) || s > 1e9) return op_fail(c, "axis %u: bad scale", i);
+    if (lin >= 3 && s < 1.0 / MP_K_RESIZE_MIN_INV) {
+      return op_fail(c, "axis %u: antialiased scale %g is below 1/%d", i, s,
+                     MP_K_RESIZE_MIN_INV);
+    }
     if (y->shape.dims[i] > 0 && x->shape.dims[i] == 0) {
       return op_fail(c, "axis %u: resize of an empty axis", i);
     }
   }
-  if (lin == 2) {
+  if (lin == 2 || lin == 4) {
     double a = rd_f(&r);
     (void)rd_range(&r, 0, 1);
     if (!(a >= -10 && a <= 10)) return op_fail(c, "bad cubic_coeff_a");
@@ -1977,8 +1982,9 @@ static bool op_run_resize(op_ctx *c) {
   memset(&k, 0, sizeof k);
   k.in = x->shape;
   k.out = y->shape;
-  k.linear = c->op->params[0] == 1;
-  k.cubic = c->op->params[0] == 2;
+  k.linear = c->op->params[0] == 1 || c->op->params[0] == 3;
+  k.cubic = c->op->params[0] == 2 || c->op->params[0] == 4;
+  k.antialias = c->op->params[0] >= 3;
   k.coord = (mp_kcoord)c->op->params[1];
   k.nearest = (mp_knearest)c->op->params[2];
   uint32_t rk = x->shape.rank;

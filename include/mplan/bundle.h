@@ -107,7 +107,8 @@ typedef enum mp_bt_kind {
  *   REDUCE: op (mp_kreduce), axes mask
  *   CONCAT, SPLIT, GATHER: axis      TRANSPOSE: perm[rank]
  *   SLICE: start[rank], step[rank]    PAD: mode, pad_begin[rank], value
- *   RESIZE: linear, coord, nearest, scale[rank], then for cubic a and
+ *   RESIZE: mode (0 nearest, 1 linear, 2 cubic, 3 and 4 linear and
+ *       cubic antialiased), coord, nearest, scale[rank], then for cubic a and
  *       exclude_outside, then for tf_crop_and_resize extrapolation_value
  *       (and the roi as a second input)
  *   QUANTIZE, DEQUANTIZE: axis        FILL: values (one per element, or

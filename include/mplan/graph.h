@@ -260,6 +260,13 @@ int64_t mp_graph_opset(const mp_graph *g);
 /* Op's attribute of that name, or NULL. */
 const mp_attr *mp_op_attr(const mp_op *op, const char *name);
 
+/* Resize's keep_aspect_ratio_policy (opset 18) not_larger (largest
+ * false) or not_smaller: the one scale of the axes at[0..n), the least
+ * (or greatest) of sizes[k] / dims[at[k]] over the axes whose dim is not
+ * 0 (1 when none is). Shape inference and the compiler share it. */
+double mp_resize_aspect_scale(const int64_t *dims, const uint32_t *at,
+                              const int64_t *sizes, size_t n, bool largest);
+
 /* Before opset 7, ONNX had no numpy broadcasting: a binary op with
  * broadcast=1 and an axis aligned input 1 with input 0's dims from that
  * axis on (Add(x[N,C,H,W], b[C]), axis=1, adds per channel), and PRelu's

@@ -868,10 +868,13 @@ typedef enum mp_kcoord {
   MP_KC_ALIGN_CORNERS,
   MP_KC_PYTORCH_HALF_PIXEL,
   MP_KC_TF_HALF_PIXEL_FOR_NN,
-  MP_KC_TF_CROP_AND_RESIZE /* roi (start per axis, then end per axis, as
-                              fractions of in - 1); a position outside
-                              [0, in - 1] on any axis writes
-                              extrapolation */
+  MP_KC_TF_CROP_AND_RESIZE,  /* roi (start per axis, then end per axis, as
+                                fractions of in - 1); a position outside
+                                [0, in - 1] on any axis writes
+                                extrapolation */
+  MP_KC_HALF_PIXEL_SYMMETRIC /* opset 19: half_pixel, shifted so that the
+                                centre of the input maps to the centre of
+                                the output when out != in x scale */
 } mp_kcoord;
 
 typedef enum mp_knearest {
@@ -894,7 +897,17 @@ typedef struct mp_kresize {
   mp_knearest nearest;
   double roi[2 * MP_K_MAX_RANK]; /* tf_crop_and_resize only */
   double extrapolation;
+  bool antialias; /* opset 18, linear and cubic: on an axis whose scale is
+                     below 1 the filter is stretched by 1 / scale (its
+                     taps span 2 / scale, cubic 4 / scale, inputs) and its
+                     weights normalised to sum 1; scale >= 1 /
+                     MP_K_RESIZE_MIN_INV (the runtime checks) */
 } mp_kresize;
+
+/* The smallest antialiased scale is 1 / this: at most 2 x 32 + 2 linear
+ * or 4 x 32 + 2 cubic taps per axis. */
+#define MP_K_RESIZE_MIN_INV 32
+#define MP_K_RESIZE_TAPS (4 * MP_K_RESIZE_MIN_INV + 2)
 
 /* Nearest works on any dtype (es bytes); linear and cubic on floats. */
 void mp_k_resize(const mp_kresize *p, int d, const void *x, void *y);

@@ -20,8 +20,8 @@
  * Resize's axes, Split's num_outputs, GroupNormalization per group and
  * per channel, Pad's wrap, bool ReduceMax/Min, AveragePool's dilations,
  * LpPool's ceil_mode, Mish, the Bitwise ops, QuantizeLinear's
- * output_dtype; blocked quantization, antialias and
- * keep_aspect_ratio_policy are refused in one line;
+ * output_dtype, Resize's antialias, keep_aspect_ratio_policy and
+ * half_pixel_symmetric; blocked quantization is refused in one line;
  * tests/data/gen_onnx_extra.py's newer_opsets), 22 (bfloat16 for more
  * ops: types only) and 23 (Attention, RMSNormalization, RotaryEmbedding;
  * QuantizeLinear's precision; the 4-bit float and integer types are

@@ -930,3 +930,18 @@ save("tests/data/rope_positions.onnx.bin",
            [vi("y", F)],
            [numpy_helper.from_array(np.ones((2, 2), np.float32), n)
             for n in ("cos", "sin")], opset=23))
+# Resize with an antialiased scale below 1/32: it plans; compile refuses
+# it in one line (tests/cli/test_onnx_cli.sh). A keep_aspect_ratio_policy
+# ONNX does not name: planning refuses it.
+save("tests/data/resize_aa_tiny.onnx.bin",
+     model([helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs",
+                             mode="linear", antialias=1)],
+           [vi("x", F, [1, 1, 128, 4])], [vi("y", F)],
+           [numpy_helper.from_array(np.array([1, 1, 1 / 64, 1], np.float32), "s")],
+           opset=18))
+save("tests/bad/onnx_resize_policy.onnx.bin",
+     model([helper.make_node("Resize", ["x", "", "", "sz"], ["y"], name="rs",
+                             keep_aspect_ratio_policy="bogus")],
+           [vi("x", F, [1, 1, 4, 4])], [vi("y", F)],
+           [numpy_helper.from_array(np.array([1, 1, 8, 8], np.int64), "sz")],
+           opset=18))

@@ -154,6 +154,11 @@ run 2 compile tests/data/opset23_refused.onnx.bin -o "$tmp/a23.mpk" && lines "$t
 run 2 verify tests/data/rope_positions.onnx.bin && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'rope' (RotaryEmbedding) at step 0: position id" &&
   has "$tmp/err" "of 'pos' is out of range [0, 2)"
+# An antialiased Resize at 1/64 plans but does not compile (1/32 at least).
+run 0 plan tests/data/resize_aa_tiny.onnx.bin
+run 2 compile tests/data/resize_aa_tiny.onnx.bin -o "$tmp/aa.mpk" && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'rs' (Resize): antialias at scale 0.015625 on axis 2 (1/32 at least)" &&
+  [ ! -e "$tmp/aa.mpk" ] && ok || bad "resize_aa_tiny: a bundle was written"
 # Random ops that plan but cannot run: one line, no bundle.
 run 2 compile tests/data/random_bern_int.onnx.bin -o "$tmp/rb.mpk" && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'b' (Bernoulli): its input 'x' is i32, not a float tensor"

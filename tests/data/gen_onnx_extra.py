@@ -35,6 +35,7 @@ outputs are exact in float32.
 
 usage: gen_onnx_extra.py OUT_DIR | --committed REPO_ROOT
 """
+import itertools
 import math
 import os
 import struct
@@ -901,6 +902,121 @@ def opset23(out):
                [tensor("y", [1, 1, 2, 4], att[0])], opset=23)
 
 
+def resize_ref(x, dims, out_dims, scales, mode, coord, antialias=False,
+               cubic_a=-0.75, exclude=False):
+    """Resize of a flat x (ONNX's definitions, per axis, the output the
+    product of the axes' taps): nearest (round_prefer_floor), linear,
+    cubic; half_pixel or half_pixel_symmetric; antialias stretching the
+    linear and cubic filters on axes whose scale is below 1."""
+    def position(ax, o):
+        s, n = scales[ax], dims[ax]
+        if coord == "half_pixel_symmetric":
+            adj = out_dims[ax] / (s * n)
+            return n / 2 * (1 - adj) + (o + 0.5) / s - 0.5
+        return (o + 0.5) / s - 0.5
+
+    def kernel(v):
+        v = abs(v)
+        if mode == "linear":
+            return max(0.0, 1 - v)
+        a = cubic_a
+        if v <= 1:
+            return (a + 2) * v ** 3 - (a + 3) * v ** 2 + 1
+        return a * v ** 3 - 5 * a * v ** 2 + 8 * a * v - 4 * a if v < 2 else 0
+
+    def taps(ax, o):
+        xo, n = position(ax, o), dims[ax]
+        clamp = lambda i: min(max(i, 0), n - 1)
+        if mode == "nearest":
+            r = (math.floor(xo) if xo == math.floor(xo) + 0.5
+                 else math.floor(xo + 0.5))
+            return [(clamp(r), 1.0)]
+        if mode == "linear" and not antialias:
+            c = min(max(xo, 0), n - 1)
+            lo = math.floor(c)
+            return [(lo, 1 - (c - lo)), (clamp(lo + 1), c - lo)]
+        sc = min(scales[ax], 1.0) if antialias else 1.0
+        f = math.ceil(xo) - 1
+        t = xo - f
+        start = math.floor((-2 if mode == "cubic" else -1) / sc) + 1
+        ks = range(start, 2 - start)
+        w = [kernel((k - t) * sc) for k in ks]
+        w = [v / sum(w) for v in w]
+        if exclude:
+            w = [v if 0 <= f + k < n else 0.0 for v, k in zip(w, ks)]
+            w = [v / sum(w) for v in w]
+        return [(clamp(f + k), v) for k, v in zip(ks, w)]
+    strides = [math.prod(dims[i + 1:]) for i in range(len(dims))]
+    out = []
+    for idx in itertools.product(*[range(n) for n in out_dims]):
+        acc = [(0, 1.0)]
+        for ax, o in enumerate(idx):
+            acc = [(at + i * strides[ax], wa * wb) for at, wa in acc
+                   for i, wb in taps(ax, o)]
+        out.append(sum(wt * x[at] for at, wt in acc))
+    return out
+
+
+def resize_opset19(out):
+    """Resize's options of opsets 18 and 19: antialias (linear and cubic,
+    downscaling by scales and by sizes, cubic with exclude_outside),
+    half_pixel_symmetric (non-integer output lengths) and
+    keep_aspect_ratio_policy not_larger and not_smaller (sizes with
+    axes)."""
+    ints = lambda n, v: ld(5, ld(1, n) + b"".join(vint(8, e) for e in v) +
+                           vint(20, 7))
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    text = lambda n, v: ld(5, ld(1, n) + ld(4, v) + vint(20, 3))
+    x = [f32(math.sin(0.9 * i) + 0.1 * (i % 5)) for i in range(64)]  # 8x8
+    u = [f32(math.cos(0.6 * i)) for i in range(24)]  # [1, 1, 4, 6]
+    cases = [  # name, input, dims, out dims, scales, mode, coord, attrs...
+        ("aa_lin", "x", [1, 1, 8, 8], [1, 1, 4, 3], [1, 1, 0.6, 0.4],
+         "linear", "half_pixel", dict(antialias=True)),
+        ("aa_cub", "x", [1, 1, 8, 8], [1, 1, 3, 5], [1, 1, 3 / 8, 5 / 8],
+         "cubic", "half_pixel", dict(antialias=True)),
+        ("aa_cub_ex", "x", [1, 1, 8, 8], [1, 1, 4, 6], [1, 1, 0.5, 0.75],
+         "cubic", "half_pixel", dict(antialias=True, exclude=True)),
+        ("sym", "u", [1, 1, 4, 6], [1, 1, 6, 13], [1, 1, 1.7, 2.3],
+         "linear", "half_pixel_symmetric", {}),
+        ("not_larger", "u", [1, 1, 4, 6], [1, 1, 5, 8], [1, 1, 4 / 3, 4 / 3],
+         "nearest", "half_pixel", {}),
+        ("not_smaller", "u", [1, 1, 4, 6], [1, 1, 8, 12], [1, 1, 2, 2],
+         "linear", "half_pixel", {}),
+    ]
+    nodes, inits, outs = b"", b"", []
+    data = {"x": x, "u": u}
+    for name, src, dims, od, sc, mode, coord, kw in cases:
+        attrs = text("mode", mode) + text("coordinate_transformation_mode",
+                                          coord)
+        if kw.get("antialias"):
+            attrs += one("antialias", 1)
+        if kw.get("exclude"):
+            attrs += one("exclude_outside", 1)
+        if name == "aa_lin" or name == "sym":
+            inputs = [src, "", name + "_scales"]
+            inits += ld(5, tensor(name + "_scales", [4], sc))
+        elif name.startswith("not_"):
+            inputs = [src, "", "", name + "_sizes"]
+            attrs += ints("axes", [2, 3]) + text("keep_aspect_ratio_policy",
+                                                 name)
+            inits += ld(5, int_tensor(name + "_sizes", [2], [8, 8], INT64))
+        else:
+            inputs = [src, "", "", name + "_sizes"]
+            inits += ld(5, int_tensor(name + "_sizes", [4], od, INT64))
+        nodes += ld(1, node("Resize", inputs, [name], name, attrs))
+        y = resize_ref(data[src], dims, od, sc, mode, coord,
+                       kw.get("antialias", False), exclude=kw.get("exclude",
+                                                                  False))
+        outs.append((name, od, y))
+    graph = (nodes + ld(2, "resize_opset19") + inits +
+             ld(11, value_info("x", [1, 1, 8, 8])) +
+             ld(11, value_info("u", [1, 1, 4, 6])) +
+             b"".join(ld(12, value_info(n, d)) for n, d, _ in outs))
+    write_case(out, "test_resize_opset19", graph,
+               [tensor("x", [1, 1, 8, 8], x), tensor("u", [1, 1, 4, 6], u)],
+               [tensor(n, d, v) for n, d, v in outs], opset=19)
+
+
 def main():
     if sys.argv[1] == "--external-bad":
         for v in ("escape", "absolute", "missing", "short", "length"):
@@ -924,6 +1040,7 @@ def main():
         external_data(sys.argv[1])
         newer_opsets(sys.argv[1])
         opset23(sys.argv[1])
+        resize_opset19(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

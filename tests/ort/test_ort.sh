@@ -116,6 +116,10 @@ check tfidf_ort "$src/tests/data/tfidf_ort.onnx.bin"
 python3 "$src/tests/data/gen_onnx_extra.py" "$tmp/extra" >/dev/null
 check opset23 "$tmp/extra/test_opset23/model.onnx"
 check opset23_passes "$tmp/extra/test_opset23/model.onnx" --passes all --order memory
+# Resize of opsets 18 and 19: antialias (linear, cubic, exclude_outside),
+# half_pixel_symmetric, keep_aspect_ratio_policy (gen_onnx_extra.py's
+# resize_opset19)
+check resize19 "$tmp/extra/test_resize_opset19/model.onnx"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
