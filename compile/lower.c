@@ -248,6 +248,7 @@ static const lw_name lw_unary[] = {{"Relu", MP_KU_RELU},
                                    {"Shrink", MP_KU_SHRINK},
                                    {"Mish", MP_KU_MISH},
                                    {"BitwiseNot", MP_KU_BITNOT},
+                                   {"Swish", MP_KU_SWISH},
                                    {NULL, 0}};
 
 static const lw_name lw_binary[] = {{"Add", MP_KB_ADD},
@@ -297,6 +298,7 @@ static void lw_unary_params(const lw *x, int u, const char *pre, double *alpha,
     case MP_KU_ELU:
     case MP_KU_THRESHOLDEDRELU:
     case MP_KU_CELU:
+    case MP_KU_SWISH:
       *alpha = lw_float(x, a, 1.0);
       break;
     case MP_KU_SHRINK: {
@@ -1457,6 +1459,22 @@ static mp_status lw_stats(lw *x, const char *t, uint32_t rank) {
     return MP_OK;
   }
   if (strcmp(t, "Attention") == 0) return lw_attention(x, rank);
+  if (strcmp(t, "TensorScatter") == 0) {
+    const char *m = lw_str(x, "mode", "linear");
+    int64_t a = lw_axis(lw_int(x, "axis", -2), rank);
+    if ((strcmp(m, "linear") != 0 && strcmp(m, "circular") != 0) || a < 1 ||
+        a >= (int64_t)rank) {
+      return lw_unsup(x,
+                      "mode '%s' on axis %lld (linear or circular, on an "
+                      "axis after the batch)",
+                      m, (long long)lw_int(x, "axis", -2));
+    }
+    x->o->kernel = MP_BOP_TENSOR_SCATTER;
+    lw_copy_inputs(x);
+    lw_p(x, a);
+    lw_p(x, m[0] == 'c');
+    return MP_OK;
+  }
   if (strcmp(t, "ImageScaler") == 0) {
     const mp_attr *b = lw_attr(x, "bias");
     const mp_tensor *in = lw_t(x, 0);

@@ -13,6 +13,7 @@
  *      Attention writes out of place; its scratch is one row of scores.
  */
 #include <math.h>
+#include <string.h>
 
 #include "mplan/kernels.h"
 
@@ -75,7 +76,9 @@ static size_t at_kv(const mp_kattn *p, const int64_t *st, int64_t b,
 /* The bias the mask and causality add to score (i, j) of (b, h). */
 static double attn_bias(int d, const mp_kattn *p, const void *mask, int64_t b,
                         int64_t h, int64_t i, int64_t j) {
-  if (p->causal && j > i + p->past) return -INFINITY;
+  if (p->nonpad && j >= p->nonpad[b]) return -INFINITY;
+  int64_t off = p->nonpad && !p->past ? p->nonpad[b] - p->q_seq : p->past;
+  if (p->causal && j > i + off) return -INFINITY;
   if (p->mask_kind == MP_KATTN_MASK_NONE) return 0;
   if (j >= p->mask_len) return -INFINITY; /* a mask shorter than the keys */
   size_t m = (size_t)(b * p->m_st[0] + h * p->m_st[1] + i * p->m_st[2] +
@@ -131,6 +134,25 @@ void mp_k_attention(int d, const mp_kattn *p, const void *q, const void *k,
           }
           mp_k_store(y, d, ya + (size_t)e, acc);
         }
+      }
+    }
+  }
+}
+
+void mp_k_tensor_scatter(size_t es, int64_t batch, int64_t pre, int64_t rows,
+                         int64_t seq, int64_t inner, bool circular,
+                         const int64_t *w, const void *past, const void *update,
+                         void *y) {
+  size_t row = (size_t)inner * es;
+  if (y != past) memmove(y, past, (size_t)(batch * pre * rows) * row);
+  for (int64_t b = 0; b < batch; b++) {
+    int64_t at = w ? w[b] : 0;
+    for (int64_t q = 0; q < pre; q++) {
+      for (int64_t s = 0; s < seq; s++) {
+        int64_t r = circular ? (at + s) % rows : at + s;
+        memcpy((char *)y + (size_t)((b * pre + q) * rows + r) * row,
+               (const char *)update + (size_t)((b * pre + q) * seq + s) * row,
+               row);
       }
     }
   }

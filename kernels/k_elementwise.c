@@ -94,6 +94,8 @@ static double ku_f(mp_kunary op, const mp_kunary_params *p, double x) {
       return x / (1 + fabs(x));
     case MP_KU_MISH:
       return x * tanh(x > 30 ? x : log1p(exp(x)));
+    case MP_KU_SWISH:
+      return x / (1 + exp(-p->alpha * x));
     case MP_KU_THRESHOLDEDRELU:
       return x > p->alpha ? x : 0;
     case MP_KU_SHRINK:

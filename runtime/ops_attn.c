@@ -1,6 +1,7 @@
 /*
- * ops_attn.c -- check and run of the transformer ops of opset 23
- * (kernels/k_attn.c): RMSNormalization, RotaryEmbedding and Attention.
+ * ops_attn.c -- check and run of the transformer ops of opsets 23 and 24
+ * (kernels/k_attn.c): RMSNormalization, RotaryEmbedding, Attention and
+ * TensorScatter.
  *
  * Invariants (those of ops.c, and):
  *   1. Float tensors (f32 or f64; f16 and bf16 through f32, ops.c
@@ -10,10 +11,14 @@
  *      checked: the heads divide the hidden sizes, the past and present
  *      caches, the mask's broadcast dims and the outputs all have the
  *      shapes the kernel reads and writes.
- *   3. Position ids are checked when the op runs, before the kernel: each
- *      in [0, the cache's rows), else the op fails naming the value.
- *   4. RMSNormalization and RotaryEmbedding may write over their input
- *      (at the same offset); Attention's outputs share no input's bytes.
+ *   3. Values read as indices are checked when the op runs, before the
+ *      kernel, else the op fails naming the value: position ids in [0,
+ *      the cache's rows), nonpad_kv_seqlen in [0, past + kv_seq],
+ *      TensorScatter's write indices where the update fits (linear) or
+ *      inside the cache (circular).
+ *   4. RMSNormalization, RotaryEmbedding and TensorScatter may write over
+ *      their input (at the same offset); Attention's outputs share no
+ *      input's bytes.
  *   5. On riscv64 with V, f32 runs the RVV kernels (kernels/rvv/kv_attn.c;
  *      ops.c's op_vec says so), other dtypes the scalar ones.
  */
@@ -221,7 +226,7 @@ static bool at_attn(op_ctx *c, mp_kattn *p) {
   op_rd r = op_reader(c);
   const mp_btensor *q = op_in(c, 0), *k = op_in(c, 1), *v = op_in(c, 2);
   const mp_btensor *pk = op_in(c, 4), *pv = op_in(c, 5);
-  if (c->op->n_in < 3 || c->op->n_in > 6 || c->op->n_out < 1 ||
+  if (c->op->n_in < 3 || c->op->n_in > 7 || c->op->n_out < 1 ||
       c->op->n_out > 4 || !q || !k || !v) {
     return op_fail(c, "needs Q, K and V, and one to four outputs");
   }
@@ -292,6 +297,12 @@ static bool at_attn(op_ctx *c, mp_kattn *p) {
   }
   if (!at_mask(c, op_in(c, 3), p, d)) return false;
   int64_t total = p->past + p->kv_seq;
+  const mp_btensor *np = op_in(c, 6);
+  mp_kshape wn = {1, {p->batch}};
+  if (np && (np->dtype != MP_KD_I64 || !op_expect_shape(c, np, &wn))) {
+    return op_fail(c, "nonpad_kv_seqlen must be int64 [batch]");
+  }
+  p->nonpad = NULL; /* the run points it at the checked values */
   mp_kshape wy = {rank, {p->batch, p->q_seq, p->q_heads * p->v_head}};
   if (!three) {
     mp_kshape w4 = {4, {p->batch, p->q_heads, p->q_seq, p->v_head}};
@@ -326,6 +337,18 @@ static bool at_run_attention(op_ctx *c) {
   mp_kattn p;
   if (!at_attn(c, &p)) return false;
   int d = op_in(c, 0)->dtype;
+  const mp_btensor *np = op_in(c, 6);
+  if (np) { /* invariant 3 */
+    const int64_t *n = op_pin(c, 6);
+    for (int64_t b = 0; b < p.batch; b++) {
+      if (n[b] < 0 || n[b] > p.past + p.kv_seq) {
+        return op_fail(c, "nonpad_kv_seqlen %lld of '%s' is outside [0, %lld]",
+                       (long long)n[b], np->name,
+                       (long long)(p.past + p.kv_seq));
+      }
+    }
+    p.nonpad = n;
+  }
 #ifdef MPLAN_RVV
   if (d == MP_KD_F32) {
     mp_kv_attention_f32(&p, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
@@ -350,6 +373,73 @@ static bool at_run_attention(op_ctx *c) {
   return true;
 }
 
+/* ---- TensorScatter --------------------------------------------------------
+ */
+
+/* [batch, pre, rows, inner] of the past cache and the update's seq along
+ * the axis; false with why set. */
+static bool at_scatter(op_ctx *c, int64_t *v, bool *circular) {
+  op_rd r = op_reader(c);
+  const mp_btensor *x = op_in(c, 0), *u = op_in(c, 1), *w = op_in(c, 2);
+  if (c->op->n_in < 2 || c->op->n_in > 3 || c->op->n_out != 1 || !x || !u) {
+    return op_fail(c, "needs past_cache and update, and one output");
+  }
+  uint32_t rank = x->shape.rank;
+  int64_t axis = rd_range(&r, 1, rank > 1 ? rank - 1 : 1);
+  *circular = rd_range(&r, 0, 1) != 0;
+  if (r.bad || r.at != r.n || rank < 2) return op_fail(c, "bad parameters");
+  if (u->dtype != x->dtype || u->shape.rank != rank) {
+    return op_fail(c, "update '%s' is not a %s of rank %u", u->name,
+                   mp_kd_name(x->dtype), rank);
+  }
+  v[0] = x->shape.dims[0], v[1] = v[4] = 1;
+  for (uint32_t i = 0; i < rank; i++) {
+    int64_t a = x->shape.dims[i], b = u->shape.dims[i];
+    if ((int64_t)i == axis ? b > a : b != a) {
+      return op_fail(c, "update '%s' dim %u is %lld against the cache's %lld",
+                     u->name, i, (long long)b, (long long)a);
+    }
+    if (i > 0 && (int64_t)i < axis) v[1] *= a;
+    if ((int64_t)i > axis) v[4] *= a;
+  }
+  v[2] = x->shape.dims[axis], v[3] = u->shape.dims[axis];
+  mp_kshape wb = {1, {v[0]}};
+  if (w && (w->dtype != MP_KD_I64 || !op_expect_shape(c, w, &wb))) {
+    return op_fail(c, "write_indices must be int64 [batch]");
+  }
+  const mp_btensor *y = op_out(c, 0);
+  if (op_aliases(u, y))
+    return op_fail(c, "the output shares the update's bytes");
+  return at_same_out(c, x, y);
+}
+
+static bool at_check_scatter(op_ctx *c) {
+  int64_t v[5];
+  bool circular;
+  return at_scatter(c, v, &circular);
+}
+
+static bool at_run_scatter(op_ctx *c) {
+  int64_t v[5];
+  bool circular;
+  if (!at_scatter(c, v, &circular)) return false;
+  const mp_btensor *x = op_in(c, 0), *w = op_in(c, 2);
+  const int64_t *at = w ? op_pin(c, 2) : NULL;
+  for (int64_t b = 0; at && b < v[0]; b++) { /* invariant 3 */
+    if (at[b] < 0 ||
+        (circular ? at[b] >= v[2] && v[3] > 0 : at[b] > v[2] - v[3])) {
+      return op_fail(c,
+                     "write index %lld of '%s' does not fit %lld rows of "
+                     "%lld (%s)",
+                     (long long)at[b], w->name, (long long)v[3],
+                     (long long)v[2], circular ? "circular" : "linear");
+    }
+  }
+  mp_k_tensor_scatter(mp_kd_size(x->dtype), v[0], v[1], v[2], v[3], v[4],
+                      circular, at, op_pin(c, 0), op_pin(c, 1), op_pout(c, 0));
+  return true;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 bool op_attn_dispatch(op_ctx *c, bool run, bool *handled) {
@@ -361,6 +451,8 @@ bool op_attn_dispatch(op_ctx *c, bool run, bool *handled) {
       return run ? at_run_rotary(c) : at_check_rotary(c);
     case MP_BOP_ATTENTION:
       return run ? at_run_attention(c) : at_check_attention(c);
+    case MP_BOP_TENSOR_SCATTER:
+      return run ? at_run_scatter(c) : at_check_scatter(c);
     default:
       *handled = false;
       return false;

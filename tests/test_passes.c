@@ -151,6 +151,18 @@ static void test_inplace_row_rope(void) {
   mp_model_destroy(m);
 }
 
+/* Rule 7 for opset 24's TensorScatter: the present KV cache in the past
+ * cache's bytes; 16,384 -> 8,704 B. */
+static void test_inplace_kv_scatter(void) {
+  mp_model *m = load("tests/data/passes/kv_scatter.json", P(INPLACE), 0);
+  if (!m) return;
+  CHECK(rule_of(m, "present") == MP_ALIAS_ROW);
+  CHECK(buf_of(m, "present") == buf_of(m, "cache"));
+  const mp_pass_row *row = row_of(m, MP_PASS_INPLACE);
+  CHECK(row && row->lb_before == 16384 && row->lb_after == 8704);
+  mp_model_destroy(m);
+}
+
 /* Diamonds: SiLU, a decomposed HardSwish and a decomposed GELU after
  * Convs become one fused op each, the closing Mul reading the head's
  * value (Mul@0); a Sigmoid closed by a Sub (not commutative) is left. */
@@ -1175,6 +1187,7 @@ int main(int argc, char **argv) {
   test_fuse_diamond();
   test_inplace_row();
   test_inplace_row_rope();
+  test_inplace_kv_scatter();
   test_fuse_cap();
   test_fuse_resnet();
   test_inplace();

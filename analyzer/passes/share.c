@@ -537,7 +537,7 @@ static bool share_cast_ok(share_ctx *s, uint32_t o, const mp_op *op,
 static bool share_row_ok(share_ctx *s, uint32_t o, const mp_op *op, int32_t y) {
   static const char *const row[] = {"Softmax", "LogSoftmax",
                                     "LayerNormalization", "RMSNormalization",
-                                    "RotaryEmbedding"};
+                                    "RotaryEmbedding", "TensorScatter"};
   bool known = false;
   for (size_t i = 0; i < sizeof row / sizeof *row; i++) {
     known = known || strcmp(op->type, row[i]) == 0;

@@ -125,11 +125,13 @@ bool share_is_view(const char *type);
  *     The kernel reads element i before it writes it, and the runtime
  *     accepts y at x's offset (its rule MP_ALIAS_ELEMENTWISE).
  *  7. ROW -- o is Softmax, LogSoftmax, LayerNormalization (one output),
- *     RMSNormalization or RotaryEmbedding without mplan.* attributes; x =
- *     input 0 has y's dtype, dims and layout tag, and 2a and 2b hold.
- *     Every kernel reads a whole row (RotaryEmbedding: the pair of
- *     elements it rotates) before it writes any of it (kernels/k_norm.c
- *     and kv_norm.c invariant 2, k_attn.c invariant 3), and the runtime
+ *     RMSNormalization, RotaryEmbedding or TensorScatter without mplan.*
+ *     attributes; x = input 0 has y's dtype, dims and layout tag, and 2a
+ *     and 2b hold. Every kernel reads a whole row (RotaryEmbedding: the
+ *     pair of elements it rotates) before it writes any of it
+ *     (kernels/k_norm.c and kv_norm.c invariant 2, k_attn.c invariant 3);
+ *     TensorScatter's element is the past cache's own or an update's (the
+ *     KV cache updated in place, as opset 24 meant it), and the runtime
  *     accepts y at x's offset.
  */
 mp_alias_rule share_rule(share_ctx *s, uint32_t o, uint32_t *k_out);

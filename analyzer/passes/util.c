@@ -47,6 +47,7 @@ static const pass_ew pass_ew_table[] = {
     {"Softplus", PASS_EW_UNARY, false, 3},
     {"Softsign", PASS_EW_UNARY, false, 3},
     {"Mish", PASS_EW_UNARY, false, 3},
+    {"Swish", PASS_EW_UNARY, false, 3},
     {"Sin", PASS_EW_UNARY, false, 3},
     {"Cos", PASS_EW_UNARY, false, 3},
     /* binary (and n-ary Sum) with an operand broadcast to the output */

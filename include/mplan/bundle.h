@@ -136,7 +136,10 @@ typedef enum mp_bt_kind {
  *       scale (a double; 0: 1/sqrt(head size)), softcap (a double),
  *       qk_matmul_output_mode (0 or 3) (inputs: Q, K, V, attn_mask,
  *       past_key, past_value; outputs: Y, present_key, present_value,
- *       qk_matmul_output) (runtime/ops_attn.c)
+ *       qk_matmul_output; opset 24: nonpad_kv_seqlen, a 7th input)
+ *       (runtime/ops_attn.c)
+ *   TENSOR_SCATTER: axis (>= 1), circular (inputs: past_cache, update,
+ *       write_indices)
  *   MVN: axes mask
  *   NLL_LOSS, SCE_LOSS: reduction (mp_kloss), has_ignore, ignore_index
  *   EINSUM: n_in, n_labels, per operand rank and its labels, the output's
@@ -272,6 +275,7 @@ typedef enum mp_bop {
   MP_BOP_RMSNORM,
   MP_BOP_ROTARY,
   MP_BOP_ATTENTION,
+  MP_BOP_TENSOR_SCATTER,
   MP_BOP_COUNT
 } mp_bop;
 

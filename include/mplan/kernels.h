@@ -142,6 +142,7 @@ typedef enum mp_kunary {
   MP_KU_SHRINK, /* alpha = lambd, beta = bias */
   MP_KU_MISH,   /* opset 18: x tanh(softplus(x)) */
   MP_KU_BITNOT, /* BitwiseNot (opset 18): integers only */
+  MP_KU_SWISH,  /* opset 24: x sigmoid(alpha x) */
   MP_KU_COUNT
 } mp_kunary;
 
@@ -692,11 +693,25 @@ typedef struct mp_kattn {
   int mask_kind, qk_mode;
   bool causal;
   double scale, softcap;
+  /* opset 24's nonpad_kv_seqlen (or NULL): batch b attends its first
+   * nonpad[b] keys (checked: 0..past + kv_seq); without a past cache its
+   * causal cut is bottom-right aligned, j > i + nonpad[b] - q_seq */
+  const int64_t *nonpad;
 } mp_kattn;
 
 void mp_k_attention(int d, const mp_kattn *p, const void *q, const void *k,
                     const void *v, const void *mask, const void *past_k,
                     const void *past_v, void *y, void *qk, double *row);
+
+/* TensorScatter (opset 24): y = past, then update's rows written at rows
+ * (w[b] + s) of y's axis (mod rows when circular), for past viewed as
+ * [batch, pre, rows, inner] and update as [batch, pre, seq, inner], es
+ * bytes an element; w (or NULL: zeros) checked: linear w[b] + seq <=
+ * rows, circular w[b] < rows. y may be past (in place). */
+void mp_k_tensor_scatter(size_t es, int64_t batch, int64_t pre, int64_t rows,
+                         int64_t seq, int64_t inner, bool circular,
+                         const int64_t *w, const void *past, const void *update,
+                         void *y);
 
 /* present_key (value false) or present_value: [batch, kv_heads, past +
  * kv_seq, dim], the past rows then the new ones of x (strides of p). */

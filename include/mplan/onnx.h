@@ -25,9 +25,10 @@
  * tests/data/gen_onnx_extra.py's newer_opsets), 22 (bfloat16 for more
  * ops: types only) and 23 (Attention, RMSNormalization, RotaryEmbedding;
  * QuantizeLinear's precision; the 4-bit float and integer types are
- * refused as every unknown dtype is; gen_onnx_extra.py's opset23). A newer
- * model loads with a warning. */
-#define MP_ONNX_OPSET_MAX 23
+ * refused as every unknown dtype is; gen_onnx_extra.py's opset23) and 24
+ * (Swish, TensorScatter, Attention's nonpad_kv_seqlen; FLOAT8E8M0 is
+ * refused; opset24). A newer model loads with a warning. */
+#define MP_ONNX_OPSET_MAX 24
 
 /* Parses data[0..len) (the bytes of file) into a linked graph. Borrows
  * data; copies what it keeps. Returns an owned graph (release with

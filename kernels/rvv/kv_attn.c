@@ -125,7 +125,9 @@ static const float *at_row(const mp_kattn *p, const int64_t *st,
 
 static double at_bias(const mp_kattn *p, const void *mask, int64_t b, int64_t h,
                       int64_t i, int64_t j) {
-  if (p->causal && j > i + p->past) return -INFINITY;
+  if (p->nonpad && j >= p->nonpad[b]) return -INFINITY;
+  int64_t off = p->nonpad && !p->past ? p->nonpad[b] - p->q_seq : p->past;
+  if (p->causal && j > i + off) return -INFINITY;
   if (p->mask_kind == MP_KATTN_MASK_NONE) return 0;
   if (j >= p->mask_len) return -INFINITY;
   int64_t m = b * p->m_st[0] + h * p->m_st[1] + i * p->m_st[2] + j * p->m_st[3];

@@ -945,3 +945,10 @@ save("tests/bad/onnx_resize_policy.onnx.bin",
            [vi("x", F, [1, 1, 4, 4])], [vi("y", F)],
            [numpy_helper.from_array(np.array([1, 1, 8, 8], np.int64), "sz")],
            opset=18))
+# TensorScatter whose write index comes from the input: a run whose index
+# leaves no room for the update fails the op in one line.
+save("tests/data/scatter_index.onnx.bin",
+     model([helper.make_node("TensorScatter", ["cache", "upd", "w"], ["y"],
+                             name="scatter")],
+           [vi("cache", F, [1, 4, 2]), vi("upd", F, [1, 3, 2]),
+            vi("w", TensorProto.INT64, [1])], [vi("y", F)], opset=24))

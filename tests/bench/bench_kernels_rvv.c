@@ -137,7 +137,7 @@ static int bench_attention(bench_impl impl) {
   mp_kattn p = {1,   4,    4,     16,  64,
                 0,   32,   32,    {0}, {0},
                 {0}, {0},  {0},   0,   MP_KATTN_MASK_NONE,
-                0,   true, 0.125, 0};
+                0,   true, 0.125, 0,   NULL};
   int64_t *st[4] = {p.q_st, p.k_st, p.v_st, p.y_st}, rows[4] = {16, 64, 64, 16};
   for (int k = 0; k < 4; k++) {
     st[k][0] = 4 * rows[k] * 32, st[k][1] = rows[k] * 32, st[k][2] = 32;

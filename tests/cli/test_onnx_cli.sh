@@ -67,7 +67,7 @@ run 2 plan $dyn --shape x=1x3x8x8 --dim Q=3 && has "$tmp/err" "the graph has no 
 run 2 plan $dyn --dim 'W<=0' && has "$tmp/err" "expected NAME=VALUE with VALUE >= 1 or NAME<=MAX"
 run 2 plan tests/data/opset_new.onnx.bin --shape x=1x3x8x8 --strategy nope
 # Newer opset: one warning line, then a plan.
-run 0 plan tests/data/opset_new.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/opset_new.onnx.bin: opset 99 is newer than the newest this mplan knows (23)" && lines "$tmp/err" 1
+run 0 plan tests/data/opset_new.onnx.bin && has "$tmp/err" "mplan: warning: tests/data/opset_new.onnx.bin: opset 99 is newer than the newest this mplan knows (24)" && lines "$tmp/err" 1
 # Output shapes that depend on the data (inputs whose values are not
 # known): each op planned at its bound with one warning (shape.c
 # invariant 7): NonZero of a [2,5,3] mask holds at most 30 indices of 3
@@ -154,6 +154,11 @@ run 2 compile tests/data/opset23_refused.onnx.bin -o "$tmp/a23.mpk" && lines "$t
 run 2 verify tests/data/rope_positions.onnx.bin && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'rope' (RotaryEmbedding) at step 0: position id" &&
   has "$tmp/err" "of 'pos' is out of range [0, 2)"
+# Opset 24: a TensorScatter fed a write index that leaves no room for its
+# update fails the run in one line naming the index.
+run 2 verify tests/data/scatter_index.onnx.bin --value w=3 && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'scatter' (TensorScatter) at step 0: write index 3 of 'w' does not fit 3 rows of 4 (linear)"
+run 0 verify tests/data/scatter_index.onnx.bin --value w=1
 # An antialiased Resize at 1/64 plans but does not compile (1/32 at least).
 run 0 plan tests/data/resize_aa_tiny.onnx.bin
 run 2 compile tests/data/resize_aa_tiny.onnx.bin -o "$tmp/aa.mpk" && lines "$tmp/err" 1 &&

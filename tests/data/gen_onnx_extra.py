@@ -713,14 +713,15 @@ def rotary(x, dims, heads, rot, interleaved, cos, sin, pos):
 
 
 def attention(q, k, v, dims, heads=(0, 0), mask=None, mask_dims=None,
-              past=None, causal=False, scale=None, softcap=0.0):
+              past=None, causal=False, scale=None, softcap=0.0, nonpad=None):
     """Attention of flat Q, K, V of dims (Q's, K's, V's): 3-D with heads
     (q_heads, kv_heads), or 4-D. past: (past_key, past_value, length).
     mask: flat bool or float values of mask_dims (right-aligned on [B,
     q_heads, q_seq, total], its last dim up to total). Returns Y (Q's
     layout), present_key, present_value (flat [B, kv_heads, total, dim])
     and the scaled scores and the probabilities ([B, q_heads, q_seq,
-    total])."""
+    total]). nonpad: opset 24's nonpad_kv_seqlen (keys per batch; the
+    causal cut bottom-right aligned when there is no past)."""
     def rows(t, tdims, nh):
         """t as [b][h][s] -> list of the head's values"""
         if len(tdims) == 3:
@@ -749,7 +750,10 @@ def attention(q, k, v, dims, heads=(0, 0), mask=None, mask_dims=None,
     full = [b_n, qh, sq, total]
 
     def bias(idx):
-        if causal and idx[3] > idx[2] + plen:
+        if nonpad and idx[3] >= nonpad[idx[0]]:
+            return -math.inf
+        off = nonpad[idx[0]] - sq if nonpad and not past else plen
+        if causal and idx[3] > idx[2] + off:
             return -math.inf
         if mask is None:
             return 0.0
@@ -902,6 +906,68 @@ def opset23(out):
                [tensor("y", [1, 1, 2, 4], att[0])], opset=23)
 
 
+def opset24(out):
+    """Opset 24: Swish (alpha 1 and 0.5), TensorScatter (a KV cache
+    updated in place: linear with write indices per batch, circular
+    wrapping past the end) and Attention's nonpad_kv_seqlen (4-D, causal
+    without a past cache: the causal cut bottom-right aligned per batch).
+    The integer operands are initializers (ONNX Runtime comparison)."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    flt = lambda n, v: ld(5, ld(1, n) + key(2, 5) + struct.pack("<f", v) +
+                          vint(20, 1))
+    text = lambda n, v: ld(5, ld(1, n) + ld(4, v) + vint(20, 3))
+    vals = lambda n, seed: [f32(math.sin(seed + 0.9 * i)) for i in range(n)]
+    sw = vals(12, 0)
+    sw1 = [v / (1 + math.exp(-v)) for v in sw]
+    sw5 = [v / (1 + math.exp(-0.5 * v)) for v in sw]
+    cache, upd = vals(2 * 2 * 5 * 3, 1), vals(2 * 2 * 2 * 3, 2)  # [2,2,5,3]
+
+    def scatter(w, circular):
+        y = list(cache)
+        for b in range(2):
+            for h in range(2):
+                for t in range(2):
+                    r = (w[b] + t) % 5 if circular else w[b] + t
+                    at = ((b * 2 + h) * 5 + r) * 3
+                    src = ((b * 2 + h) * 2 + t) * 3
+                    y[at:at + 3] = upd[src:src + 3]
+        return y
+    q, k, v = vals(2 * 2 * 3 * 4, 3), vals(2 * 2 * 6 * 4, 4), vals(96, 5)
+    nonpad = [5, 6]
+    att = attention(q, k, v, ([2, 2, 3, 4], [2, 2, 6, 4], [2, 2, 6, 4]),
+                    causal=True, nonpad=nonpad)
+    outs = [("sw1", [12], sw1), ("sw5", [12], sw5),
+            ("lin", [2, 2, 5, 3], scatter([1, 3], False)),
+            ("circ", [2, 2, 5, 3], scatter([4, 2], True)),
+            ("y", [2, 2, 3, 4], att[0])]
+    graph = (ld(1, node("Swish", ["sw"], ["sw1"], "swish1")) +
+             ld(1, node("Swish", ["sw"], ["sw5"], "swish5",
+                        flt("alpha", 0.5))) +
+             ld(1, node("TensorScatter", ["cache", "upd", "w_lin"], ["lin"],
+                        "scatter_lin")) +
+             ld(1, node("TensorScatter", ["cache", "upd", "w_circ"], ["circ"],
+                        "scatter_circ", text("mode", "circular") +
+                        one("axis", 2))) +
+             ld(1, node("Attention", ["q", "k", "v", "", "", "", "nonpad"],
+                        ["y"], "att", one("is_causal", 1))) +
+             ld(2, "opset24") +
+             ld(5, int_tensor("w_lin", [2], [1, 3], INT64)) +
+             ld(5, int_tensor("w_circ", [2], [4, 2], INT64)) +
+             ld(5, int_tensor("nonpad", [2], nonpad, INT64)) +
+             ld(11, value_info("sw", [12])) +
+             ld(11, value_info("cache", [2, 2, 5, 3])) +
+             ld(11, value_info("upd", [2, 2, 2, 3])) +
+             ld(11, value_info("q", [2, 2, 3, 4])) +
+             ld(11, value_info("k", [2, 2, 6, 4])) +
+             ld(11, value_info("v", [2, 2, 6, 4])) +
+             b"".join(ld(12, value_info(n, d)) for n, d, _ in outs))
+    write_case(out, "test_opset24", graph,
+               [tensor("sw", [12], sw), tensor("cache", [2, 2, 5, 3], cache),
+                tensor("upd", [2, 2, 2, 3], upd), tensor("q", [2, 2, 3, 4], q),
+                tensor("k", [2, 2, 6, 4], k), tensor("v", [2, 2, 6, 4], v)],
+               [tensor(n, d, x) for n, d, x in outs], opset=24)
+
+
 def resize_ref(x, dims, out_dims, scales, mode, coord, antialias=False,
                cubic_a=-0.75, exclude=False):
     """Resize of a flat x (ONNX's definitions, per axis, the output the
@@ -1041,6 +1107,7 @@ def main():
         newer_opsets(sys.argv[1])
         opset23(sys.argv[1])
         resize_opset19(sys.argv[1])
+        opset24(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

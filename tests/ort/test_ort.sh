@@ -120,6 +120,11 @@ check opset23_passes "$tmp/extra/test_opset23/model.onnx" --passes all --order m
 # half_pixel_symmetric, keep_aspect_ratio_policy (gen_onnx_extra.py's
 # resize_opset19)
 check resize19 "$tmp/extra/test_resize_opset19/model.onnx"
+# Opset 24: Swish, TensorScatter (linear and circular), Attention's
+# nonpad_kv_seqlen (gen_onnx_extra.py's opset24); with every pass too
+# (the KV cache updated in place)
+check opset24 "$tmp/extra/test_opset24/model.onnx"
+check opset24_passes "$tmp/extra/test_opset24/model.onnx" --passes all --order memory
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}

@@ -700,9 +700,15 @@ static void test_rmsnorm_rotary(void) {
  * 4 query heads on kv heads kvh, 3-D or 4-D, the mask kind, causal,
  * softcap, qk mode. */
 static void attn_case(int64_t d, int64_t t, int64_t past, int64_t kvh,
-                      bool three, int mask, bool causal, double cap, int mode) {
-  mp_kattn p = {2,   4,   kvh, 3, t - past, past, d,      d + 1, {0}, {0},
-                {0}, {0}, {0}, 0, mask,     mode, causal, 0.37,  cap};
+                      bool three, int mask, bool causal, double cap, int mode,
+                      bool pad) {
+  /* pad: opset 24's nonpad_kv_seqlen, all keys but one, then all */
+  static int64_t nonpad[2];
+  nonpad[0] = t - 1, nonpad[1] = t;
+  mp_kattn p = {2,    4,      kvh,   3,   t - past,
+                past, d,      d + 1, {0}, {0},
+                {0},  {0},    {0},   0,   mask,
+                mode, causal, 0.37,  cap, pad ? nonpad : NULL};
   int64_t dims[4][3] = {{p.q_heads, p.q_seq, p.head},
                         {p.kv_heads, p.kv_seq, p.head},
                         {p.kv_heads, p.kv_seq, p.v_head},
@@ -740,9 +746,9 @@ static void attn_case(int64_t d, int64_t t, int64_t past, int64_t kvh,
   char what[96];
   snprintf(what, sizeof what,
            "attention head %lld total %lld past %lld kvh %lld %s mask %d "
-           "causal %d softcap %g mode %d",
+           "causal %d softcap %g mode %d nonpad %d",
            (long long)d, (long long)t, (long long)past, (long long)kvh,
-           three ? "3-D" : "4-D", mask, causal, cap, mode);
+           three ? "3-D" : "4-D", mask, causal, cap, mode, pad);
   mp_k_attention(MP_KD_F32, &p, q, k, v, m, pk, pv, y1, qk1, row);
   mp_kv_attention_f32(&p, q, k, v, m, pk, pv, y2, qk2, row);
   CHECK(same_f32(what, y2, y1, n[3], TOL_F, TOL_F));
@@ -755,11 +761,13 @@ static void test_attention(void) {
   size_t sz[8], nsz = sizes(__riscv_vsetvlmax_e32m2(), sz);
   for (size_t s = 0; s + 1 < nsz; s++) { /* not the 1000-wide head */
     int64_t d = (int64_t)sz[s];
-    attn_case(d, 5, 0, 4, false, MP_KATTN_MASK_NONE, false, 0, 0);
-    attn_case(d, 7, 2, 2, true, MP_KATTN_MASK_BOOL, true, 0, 3);
+    attn_case(d, 5, 0, 4, false, MP_KATTN_MASK_NONE, false, 0, 0, false);
+    attn_case(d, 7, 2, 2, true, MP_KATTN_MASK_BOOL, true, 0, 3, false);
     attn_case(d, (int64_t)sz[s] + 2, 1, 1, false, MP_KATTN_MASK_FLOAT, false,
-              1.5, 3);
-    attn_case(d, 4, 0, 2, true, MP_KATTN_MASK_FLOAT, true, 0, 0);
+              1.5, 3, false);
+    attn_case(d, 4, 0, 2, true, MP_KATTN_MASK_FLOAT, true, 0, 0, false);
+    attn_case(d, 6, 0, 2, false, MP_KATTN_MASK_NONE, true, 0, 3, true);
+    attn_case(d, 6, 2, 4, true, MP_KATTN_MASK_BOOL, true, 0, 0, true);
   }
 }
 
