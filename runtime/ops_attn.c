@@ -407,10 +407,7 @@ static bool at_scatter(op_ctx *c, int64_t *v, bool *circular) {
   if (w && (w->dtype != MP_KD_I64 || !op_expect_shape(c, w, &wb))) {
     return op_fail(c, "write_indices must be int64 [batch]");
   }
-  const mp_btensor *y = op_out(c, 0);
-  if (op_aliases(u, y))
-    return op_fail(c, "the output shares the update's bytes");
-  return at_same_out(c, x, y);
+  return at_same_out(c, x, op_out(c, 0));
 }
 
 static bool at_check_scatter(op_ctx *c) {
