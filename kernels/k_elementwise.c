@@ -94,8 +94,10 @@ static double ku_f(mp_kunary op, const mp_kunary_params *p, double x) {
       return x / (1 + fabs(x));
     case MP_KU_MISH:
       return x * tanh(x > 30 ? x : log1p(exp(x)));
-    case MP_KU_SWISH:
-      return x / (1 + exp(-p->alpha * x));
+    case MP_KU_SWISH: { /* x sigmoid(alpha x), the sigmoid as above */
+      double z = p->alpha * x;
+      return x * (z >= 0 ? 1 / (1 + exp(-z)) : exp(z) / (1 + exp(z)));
+    }
     case MP_KU_THRESHOLDEDRELU:
       return x > p->alpha ? x : 0;
     case MP_KU_SHRINK:

@@ -34,7 +34,7 @@ void mp_kv_gemm_i8(const mp_kgemm *p, const int8_t *a, const int8_t *b,
                    const int32_t *c, int8_t *y);
 
 /* Unary: f32 Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid,
- * Tanh, Exp, Neg, Abs, Identity; int8 Relu and Clip. */
+ * Swish, Tanh, Exp, Neg, Abs, Identity; int8 Relu and Clip. */
 bool mp_kv_unary_vector(mp_kunary op, int d);
 void mp_kv_unary(mp_kunary op, const mp_kunary_params *p, int d, const void *x,
                  void *y, size_t n);

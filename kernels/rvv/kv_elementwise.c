@@ -43,6 +43,7 @@ bool mp_kv_unary_vector(mp_kunary op, int d) {
     case MP_KU_HARDSIGMOID:
     case MP_KU_HARDSWISH:
     case MP_KU_SIGMOID:
+    case MP_KU_SWISH:
     case MP_KU_TANH:
     case MP_KU_EXP:
     case MP_KU_NEG:
@@ -52,6 +53,17 @@ bool mp_kv_unary_vector(mp_kunary op, int d) {
     default:
       return false;
   }
+}
+
+/* x >= 0: 1 / (1 + e^-x); else e^x / (1 + e^x) (the scalar kernel's). */
+static vfloat64m4_t kv_sigmoid(vfloat64m4_t x, size_t vl) {
+  vfloat64m4_t e =
+      kv_exp_f64m4(__riscv_vfneg_v_f64m4(__riscv_vfabs_v_f64m4(x, vl), vl), vl);
+  vfloat64m4_t den = __riscv_vfadd_vf_f64m4(e, 1.0, vl);
+  vfloat64m4_t pos = __riscv_vfrdiv_vf_f64m4(den, 1.0, vl);
+  vfloat64m4_t neg = __riscv_vfdiv_vv_f64m4(e, den, vl);
+  return __riscv_vmerge_vvm_f64m4(neg, pos,
+                                  __riscv_vmfge_vf_f64m4_b16(x, 0, vl), vl);
 }
 
 static vfloat64m4_t kv_clamp01(vfloat64m4_t v, size_t vl) {
@@ -109,15 +121,11 @@ static vfloat64m4_t kv_unary_f64(mp_kunary op, const mp_kunary_params *p,
     }
     case MP_KU_EXP:
       return kv_exp_f64m4(x, vl);
-    case MP_KU_SIGMOID: { /* x >= 0: 1 / (1 + e^-x); else e^x / (1 + e^x) */
-      vfloat64m4_t e = kv_exp_f64m4(
-          __riscv_vfneg_v_f64m4(__riscv_vfabs_v_f64m4(x, vl), vl), vl);
-      vfloat64m4_t den = __riscv_vfadd_vf_f64m4(e, 1.0, vl);
-      vfloat64m4_t pos = __riscv_vfrdiv_vf_f64m4(den, 1.0, vl);
-      vfloat64m4_t neg = __riscv_vfdiv_vv_f64m4(e, den, vl);
-      return __riscv_vmerge_vvm_f64m4(neg, pos,
-                                      __riscv_vmfge_vf_f64m4_b16(x, 0, vl), vl);
-    }
+    case MP_KU_SIGMOID:
+      return kv_sigmoid(x, vl);
+    case MP_KU_SWISH: /* x sigmoid(alpha x) */
+      return __riscv_vfmul_vv_f64m4(
+          x, kv_sigmoid(__riscv_vfmul_vf_f64m4(x, p->alpha, vl), vl), vl);
     case MP_KU_TANH:
       return kv_tanh(x, vl);
     case MP_KU_NEG:
