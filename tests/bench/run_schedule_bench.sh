@@ -138,7 +138,7 @@ row() { # LABEL MODEL ARGS...
     "$(lb "$@" --passes all,tile --order file)" \
     "$(lb "$@" --passes all,tile --order memory)"
 }
-for m in mobilenet_v1 mobilenet_v2 resnet50; do
+for m in mobilenet_v1 mobilenet_v2 resnet50 decoder; do
   row "$m.json" "$src/models/$m.json"
 done
 row randwire_1.json "$out/randwire_1.json"
