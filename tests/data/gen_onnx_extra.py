@@ -81,8 +81,9 @@ def value_info(name, dims, elem=FLOAT):
     return ld(1, name) + ld(2, ld(1, tensor_type))
 
 
-UINT8, INT8, INT32, INT64, BOOL = 2, 3, 6, 7, 9
-PACK = {UINT8: "B", INT8: "b", INT32: "i", INT64: "q", FLOAT: "f", BOOL: "?"}
+UINT8, INT8, INT32, INT64, BOOL, FLOAT16 = 2, 3, 6, 7, 9, 10
+PACK = {UINT8: "B", INT8: "b", INT32: "i", INT64: "q", FLOAT: "f", BOOL: "?",
+        FLOAT16: "e"}
 
 
 def int_tensor(name, dims, values, elem):
@@ -890,6 +891,35 @@ def opset23(out):
     write_case(out, "test_opset23", graph,
                [tensor(n, dims, data[n]) for n, dims in ins.items()],
                [tensor(n, dims, v) for n, dims, v in outs], opset=23)
+    # f16: Attention (GQA, causal) and RMSNormalization computed through
+    # f32 copies (runtime/ops.c invariant 5); the expected values from the
+    # f16-rounded inputs, rounded to f16
+    h16 = lambda v: struct.unpack("<e", struct.pack("<e", v))[0]
+    hq, hk, hv = ([h16(t) for t in d[n]] for n in ("q3", "k3", "v3"))
+    hx, hs = [h16(t) for t in d["x"]], [h16(t) for t in rs]
+    ha = attention(hq, hk, hv, ([2, 3, 8], [2, 3, 4], [2, 3, 6]),
+                   heads=(4, 2), causal=True)
+    hr = rms_norm(hx, 6, 4, hs)
+    graph = (ld(1, node("Attention", ["q", "k", "v"], ["y"], "att",
+                        one("is_causal", 1) + one("q_num_heads", 4) +
+                        one("kv_num_heads", 2))) +
+             ld(1, node("RMSNormalization", ["x", "s"], ["n"], "rms")) +
+             ld(2, "opset23_f16") +
+             ld(5, int_tensor("s", [4], hs, FLOAT16)) +
+             ld(11, value_info("q", [2, 3, 8], FLOAT16)) +
+             ld(11, value_info("k", [2, 3, 4], FLOAT16)) +
+             ld(11, value_info("v", [2, 3, 6], FLOAT16)) +
+             ld(11, value_info("x", [2, 3, 4], FLOAT16)) +
+             ld(12, value_info("y", [2, 3, 12], FLOAT16)) +
+             ld(12, value_info("n", [2, 3, 4], FLOAT16)))
+    write_case(out, "test_opset23_f16", graph,
+               [int_tensor("q", [2, 3, 8], hq, FLOAT16),
+                int_tensor("k", [2, 3, 4], hk, FLOAT16),
+                int_tensor("v", [2, 3, 6], hv, FLOAT16),
+                int_tensor("x", [2, 3, 4], hx, FLOAT16)],
+               [int_tensor("y", [2, 3, 12], [h16(t) for t in ha[0]], FLOAT16),
+                int_tensor("n", [2, 3, 4], [h16(t) for t in hr], FLOAT16)],
+               opset=23)
     # A mask shorter than the keys: ONNX pads it (the keys after it are
     # masked); ONNX Runtime 1.30 refuses it, so it is a case of its own.
     ms = [True, False, True, False, False, True, True, True]  # [2, 4]
