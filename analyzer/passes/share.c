@@ -535,9 +535,9 @@ static bool share_cast_ok(share_ctx *s, uint32_t o, const mp_op *op,
 /* Rule 7: a row-wise op over input 0 (Softmax, LogSoftmax,
  * LayerNormalization with one output, RMSNormalization, RotaryEmbedding). */
 static bool share_row_ok(share_ctx *s, uint32_t o, const mp_op *op, int32_t y) {
-  static const char *const row[] = {"Softmax", "LogSoftmax",
-                                    "LayerNormalization", "RMSNormalization",
-                                    "RotaryEmbedding", "TensorScatter"};
+  static const char *const row[] = {
+      "Softmax",          "LogSoftmax",      "LayerNormalization",
+      "RMSNormalization", "RotaryEmbedding", "TensorScatter"};
   bool known = false;
   for (size_t i = 0; i < sizeof row / sizeof *row; i++) {
     known = known || strcmp(op->type, row[i]) == 0;
