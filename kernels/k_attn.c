@@ -1,16 +1,22 @@
 /*
- * k_attn.c -- the transformer ops of opset 23: RMSNormalization,
- * RotaryEmbedding and Attention, on f32 or f64 tensors (d).
+ * k_attn.c -- the transformer ops of opsets 23 and 24: RMSNormalization,
+ * RotaryEmbedding, Attention and TensorScatter, on f32 or f64 tensors (d;
+ * TensorScatter moves elements of any size).
  *
  * Invariants:
  *   1. Sums (squares, dot products, the softmax's exponentials and the
  *      weighted values) accumulate in double in a fixed order; every
  *      output element is rounded once to its dtype.
- *   2. Indices arrive checked: RotaryEmbedding's position ids are in
- *      [0, the cache's rows) (runtime/ops_attn.c fails the op otherwise).
- *   3. RMSNormalization and RotaryEmbedding may run in place (y == x):
- *      each reads a row (or a pair of elements) before writing it.
- *      Attention writes out of place; its scratch is one row of scores.
+ *   2. Indices arrive checked (runtime/ops_attn.c fails the op otherwise):
+ *      RotaryEmbedding's position ids are in [0, the cache's rows),
+ *      Attention's nonpad_kv_seqlen in [0, past + kv_seq], TensorScatter's
+ *      write indices leave room for the update (linear) or lie in the
+ *      cache (circular).
+ *   3. RMSNormalization, RotaryEmbedding and TensorScatter may run in
+ *      place (y == x): the first two read a row (or a pair of elements)
+ *      before writing it; TensorScatter then only writes the update's
+ *      rows. Attention writes out of place; its scratch is one row of
+ *      scores.
  */
 #include <math.h>
 #include <string.h>

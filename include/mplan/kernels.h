@@ -650,7 +650,7 @@ void mp_k_reverse_sequence(size_t es, bool time_major, int64_t t, int64_t b,
 void mp_k_pow_mixed(const mp_kbcast *bc, int da, const void *a, int db,
                     const void *b, int dy, void *y);
 
-/* ---- transformer ops of opset 23 (k_attn.c): f32 or f64 (d) ------------- */
+/* ---- transformer ops of opsets 23 and 24 (k_attn.c): f32 or f64 (d) ----- */
 
 /* RMSNormalization of `outer` rows of `inner` elements: x / sqrt(mean of
  * x^2 + eps) * scale[i]. In place allowed. */

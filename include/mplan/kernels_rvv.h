@@ -58,7 +58,7 @@ void mp_kv_softmax_f32(int64_t outer, int64_t axis, int64_t inner,
 void mp_kv_softmax_i8(int64_t outer, int64_t axis, int64_t inner,
                       const int8_t *x, int8_t *y);
 
-/* The transformer ops of opset 23 (kv_attn.c), f32: the scalar kernels'
+/* The transformer ops of opsets 23 and 24 (kv_attn.c), f32: the scalar kernels'
  * contracts (mp_k_rmsnorm, mp_k_rotary, mp_k_attention with d f32). */
 void mp_kv_rmsnorm_f32(int64_t outer, int64_t inner, const float *x,
                        const float *scale, double eps, float *y);
