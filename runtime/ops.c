@@ -1481,10 +1481,13 @@ static bool op_check_layernorm(op_ctx *c) {
   }
   for (uint32_t k = 1; k < c->op->n_in; k++) {
     const mp_btensor *v = op_in(c, k);
-    if (v && (v->dtype != MP_KD_F32 || op_count(v) != mid)) {
-      return op_fail(c, "scale/bias '%s' is not f32 of %lld elements", v->name,
-                     (long long)mid);
+    if (v &&
+        (v->dtype != MP_KD_F32 || (op_count(v) != mid && op_count(v) != 1))) {
+      return op_fail(c, "scale/bias '%s' is not f32 of %lld elements (or one)",
+                     v->name, (long long)mid);
     }
+    /* one value for every element: repeated into the workspace */
+    if (v && op_count(v) != mid) c->need_ws += (size_t)mid * sizeof(float);
     if (op_aliases(v, y)) return op_fail(c, "output shares a parameter");
   }
   if (!op_in(c, 1)) return op_fail(c, "missing scale");
@@ -1507,7 +1510,16 @@ static bool op_run_layernorm(op_ctx *c) {
   double eps = rd_f(&r);
   const mp_btensor *x = op_in(c, 0);
   op_split3(&x->shape, axis, true, &outer, &mid, &inner);
-  OP_K(layernorm_f32)(outer, mid, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2), eps,
+  const float *par[2] = {op_pin(c, 1), op_pin(c, 2)};
+  float *ws = (float *)(void *)c->ws;
+  for (uint32_t k = 0; k < 2; k++) { /* a broadcast scale or bias */
+    const mp_btensor *v = op_in(c, 1 + k);
+    if (!v || op_count(v) == mid) continue;
+    for (int64_t i = 0; i < mid; i++) ws[i] = par[k][0];
+    par[k] = ws;
+    ws += mid;
+  }
+  OP_K(layernorm_f32)(outer, mid, op_pin(c, 0), par[0], par[1], eps,
                       op_pout(c, 0), c->op->n_out > 1 ? op_pout(c, 1) : NULL,
                       c->op->n_out > 2 ? op_pout(c, 2) : NULL);
   return true;

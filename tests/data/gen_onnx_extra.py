@@ -805,7 +805,8 @@ def attention(q, k, v, dims, heads=(0, 0), mask=None, mask_dims=None,
 def opset23(out):
     """The transformer ops of opset 23 in one model: RMSNormalization
     (the last axis; axis 1 with a [3, 4] scale and epsilon 1e-3; one
-    scale broadcast),
+    scale broadcast; and opset 17's LayerNormalization with one scale and
+    one bias),
     RotaryEmbedding (4-D with position ids and a partial rotary dim; 3-D
     interleaved with num_heads and caches per position), Attention (4-D
     with a float mask broadcast over the heads and the scaled scores out;
@@ -839,6 +840,12 @@ def opset23(out):
     y_rms = rms_norm(d["x"], 6, 4, rs)
     y_rms2 = rms_norm(d["x"], 2, 12, rs2, eps=f32(1e-3))
     y_rms3 = rms_norm(d["x"], 6, 4, [f32(1.25)] * 4)
+    y_ln1 = []  # LayerNormalization with one scale and one bias
+    for r in range(6):
+        row = d["x"][4 * r:4 * r + 4]
+        mu = sum(row) / 4
+        inv = 1 / math.sqrt(sum((v - mu) ** 2 for v in row) / 4 + 1e-5)
+        y_ln1 += [(v - mu) * inv * 0.75 - 0.5 for v in row]
     y_rope4 = rotary(d["xr"], [1, 2, 3, 6], 0, 4, False, cos_a, sin_a, pos)
     y_rope3 = rotary(d["xr3"], [2, 3, 8], 2, 4, True, cos_b, sin_b, None)
     att4 = attention(d["q4"], d["k4"], d["v4"],
@@ -851,7 +858,7 @@ def opset23(out):
                      ([1, 1, 2, 4], [1, 1, 5, 4], [1, 1, 5, 4]), mask=mb,
                      mask_dims=[2, 5], softcap=2.0)
     outs = [("y_rms", [2, 3, 4], y_rms), ("y_rms2", [2, 3, 4], y_rms2),
-            ("y_rms3", [2, 3, 4], y_rms3),
+            ("y_rms3", [2, 3, 4], y_rms3), ("y_ln1", [2, 3, 4], y_ln1),
             ("y_rope4", [1, 2, 3, 6], y_rope4),
             ("y_rope3", [2, 3, 8], y_rope3),
             ("y_att4", [1, 2, 3, 3], att4[0]), ("qk4", [1, 2, 3, 5], att4[3]),
@@ -865,6 +872,8 @@ def opset23(out):
                         one("axis", 1) + flt("epsilon", 1e-3))) +
              ld(1, node("RMSNormalization", ["x", "rs3"], ["y_rms3"],
                         "rms3")) +
+             ld(1, node("LayerNormalization", ["x", "ls1", "lb1"], ["y_ln1"],
+                        "ln1")) +
              ld(1, node("RotaryEmbedding", ["xr", "cos_a", "sin_a", "pos"],
                         ["y_rope4"], "rope4",
                         one("rotary_embedding_dim", 4))) +
@@ -885,6 +894,8 @@ def opset23(out):
              ld(2, "opset23") +
              ld(5, tensor("rs", [4], rs)) + ld(5, tensor("rs2", [3, 4], rs2)) +
              ld(5, tensor("rs3", [1], [1.25])) +
+             ld(5, tensor("ls1", [1], [0.75])) +
+             ld(5, tensor("lb1", [1], [-0.5])) +
              ld(5, tensor("cos_a", [5, 2], cos_a)) +
              ld(5, tensor("sin_a", [5, 2], sin_a)) +
              ld(5, int_tensor("pos", [1, 3], pos, INT64)) +
