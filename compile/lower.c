@@ -737,6 +737,15 @@ static mp_status lw_roi_align(lw *x) {
  * ------------------------------------------------------------------ */
 
 static mp_status lw_gemm(lw *x, bool gemm) {
+  if (!gemm && lw_int(x, "mplan.attention", 0)) {
+    /* the attention pass's MatMul: Q, Kt, V, scale, mask, a row at a
+     * time (docs/ir-conventions.md) */
+    const char *so = lw_str(x, "mplan.attention.scale", "");
+    x->o->kernel = MP_BOP_ATTN_ROWS;
+    lw_copy_inputs(x);
+    lw_p(x, strcmp(so, "Mul") == 0 ? 1 : strcmp(so, "Div") == 0 ? 2 : 0);
+    return MP_OK;
+  }
   int64_t h = lw_int(x, "mplan.horizontal", 0);
   x->o->kernel = gemm ? MP_BOP_GEMM : MP_BOP_MATMUL;
   if (gemm) {

@@ -878,7 +878,8 @@ const char *mp_bop_name(int kernel) {
                                       "rmsnorm",
                                       "rotary",
                                       "attention",
-                                      "tensor-scatter"};
+                                      "tensor-scatter",
+                                      "attention-rows"};
   /* one name per kernel: a kernel added without its name fails here */
   _Static_assert(sizeof names / sizeof *names == MP_BOP_COUNT,
                  "mp_bop_name: a name per mp_bop");

@@ -1394,6 +1394,127 @@ static bool op_run_softmax(op_ctx *c) {
   return true;
 }
 
+/* ---- ATTN_ROWS: the attention pass's MatMul (analyzer/passes/attention.c) -
+ * Q [B..., S, D], Kt [B..., D, T], V [B..., T, Dv], an optional
+ * one-element scale (Mul or Div) and an optional mask broadcast to [B...,
+ * S, T]; each query row runs the ops the pass absorbed, with their own
+ * f32 kernels on one row (MatMul's gemm of one row, the binary kernel,
+ * Softmax's), so the output is the unfused graph's, bit for bit; the row
+ * of scores is the workspace. */
+
+typedef struct op_attnr {
+  int64_t lead, s, d, t, dv;
+  uint32_t r;
+  int64_t mst[MP_K_MAX_RANK]; /* the mask's strides over [B..., S, T] */
+} op_attnr;
+
+static bool op_attn_rows_shape(op_ctx *c, op_attnr *a) {
+  op_rd r = op_reader(c);
+  int64_t so = rd_range(&r, 0, 2);
+  const mp_btensor *q = op_in(c, 0), *kt = op_in(c, 1), *v = op_in(c, 2),
+                   *sc = op_in(c, 3), *m = op_in(c, 4);
+  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (c->op->n_in != 5 || c->op->n_out != 1 || !q || !kt || !v || !sc != !so) {
+    return op_fail(c, "needs Q, Kt, V, the scale its op names, a mask");
+  }
+  const mp_btensor *y = op_out(c, 0);
+  uint32_t rk = q->shape.rank;
+  if (q->dtype != MP_KD_F32 || kt->dtype != MP_KD_F32 ||
+      v->dtype != MP_KD_F32 || y->dtype != MP_KD_F32 || rk < 2 ||
+      kt->shape.rank != rk || v->shape.rank != rk) {
+    return op_fail(c, "Q, Kt, V and the output must be f32 of one rank");
+  }
+  a->r = rk;
+  a->lead = 1;
+  for (uint32_t i = 0; i + 2 < rk; i++) {
+    if (kt->shape.dims[i] != q->shape.dims[i] ||
+        v->shape.dims[i] != q->shape.dims[i]) {
+      return op_fail(c, "Q, Kt and V differ in their leading dims");
+    }
+    a->lead *= q->shape.dims[i];
+  }
+  a->s = q->shape.dims[rk - 2], a->d = q->shape.dims[rk - 1];
+  a->t = kt->shape.dims[rk - 1], a->dv = v->shape.dims[rk - 1];
+  if (kt->shape.dims[rk - 2] != a->d || v->shape.dims[rk - 2] != a->t) {
+    return op_fail(c, "Q, Kt and V do not chain");
+  }
+  if (sc && (sc->dtype != MP_KD_F32 || op_count(sc) != 1)) {
+    return op_fail(c, "the scale '%s' is not one f32", sc->name);
+  }
+  mp_kshape want = q->shape;
+  want.dims[rk - 1] = a->dv;
+  if (!op_out_of_place(c, y, &want)) return false;
+  for (uint32_t i = 0; i < rk; i++) a->mst[i] = 0;
+  if (m) {
+    if (m->dtype != MP_KD_F32 || m->shape.rank > rk) {
+      return op_fail(c, "the mask '%s' is not f32 of rank <= %u", m->name, rk);
+    }
+    int64_t stride = 1;
+    for (uint32_t j = m->shape.rank; j-- > 0;) {
+      uint32_t ax = rk - m->shape.rank + j;
+      int64_t n = m->shape.dims[j], full = ax == rk - 1   ? a->t
+                                           : ax == rk - 2 ? a->s
+                                                          : q->shape.dims[ax];
+      if (n != 1 && n != full) {
+        return op_fail(c, "the mask '%s' does not broadcast to the scores",
+                       m->name);
+      }
+      a->mst[ax] = n == 1 ? 0 : stride;
+      stride *= n;
+    }
+  }
+  c->need_ws = (size_t)a->t * sizeof(float);
+  return true;
+}
+
+static bool op_check_attn_rows(op_ctx *c) {
+  op_attnr a;
+  return op_attn_rows_shape(c, &a);
+}
+
+static bool op_run_attn_rows(op_ctx *c) {
+  op_attnr a;
+  if (!op_attn_rows_shape(c, &a)) return false;
+  int64_t so = c->op->params[0];
+  const float *q = op_pin(c, 0), *kt = op_pin(c, 1), *v = op_pin(c, 2);
+  const float *sc = op_pin(c, 3), *m = op_pin(c, 4);
+  float *y = op_pout(c, 0), *row = (float *)(void *)c->ws;
+  mp_kshape rs = {1, {a.t}}, one = {1, {1}};
+  mp_kbcast by_one, by_row;
+  (void)mp_k_bcast_init(&by_one, &rs, &rs, &one, NULL);
+  /* the mask's row: its last dim, or one value */
+  mp_kshape ms = {1, {a.mst[a.r - 1] ? a.t : 1}};
+  (void)mp_k_bcast_init(&by_row, &rs, &rs, &ms, NULL);
+  op_gemmp g;
+  memset(&g, 0, sizeof g);
+  g.alpha = 1;
+  int64_t idx[MP_K_MAX_RANK] = {0};
+  for (int64_t b = 0; b < a.lead; b++) {
+    int64_t moff = 0;
+    for (uint32_t i = 0; i + 2 < a.r; i++) moff += idx[i] * a.mst[i];
+    for (int64_t i = 0; i < a.s; i++) {
+      op_gemm_one(&g, false, 1, a.t, a.d, q + (b * a.s + i) * a.d,
+                  kt + b * a.d * a.t, NULL, NULL, row, NULL);
+      if (so) {
+        OP_K(binary)(so == 2 ? MP_KB_DIV : MP_KB_MUL, &by_one, MP_KD_F32, row,
+                     sc, MP_KD_F32, row, false);
+      }
+      if (m) {
+        OP_K(binary)(MP_KB_ADD, &by_row, MP_KD_F32, row,
+                     m + moff + i * a.mst[a.r - 2], MP_KD_F32, row, false);
+      }
+      OP_K(softmax_f32)(1, a.t, 1, row, row, false);
+      op_gemm_one(&g, false, 1, a.dv, a.t, row, v + b * a.t * a.dv, NULL, NULL,
+                  y + (b * a.s + i) * a.dv, NULL);
+    }
+    for (uint32_t i = a.r > 2 ? a.r - 2 : 0; i-- > 0;) {
+      if (++idx[i] < op_in(c, 0)->shape.dims[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return true;
+}
+
 /* Training mode (a second parameter, the momentum): the batch's mean and
  * variance normalise x, and the optional outputs 1 and 2 are the
  * running mean and variance, momentum x input + (1 - momentum) x the
@@ -2518,6 +2639,8 @@ static bool op_dispatch(op_ctx *c, bool run) {
       return run ? op_run_copy(c) : op_check_copy(c);
     case MP_BOP_RNN:
       return run ? op_run_rnn(c) : op_check_rnn(c);
+    case MP_BOP_ATTN_ROWS:
+      return run ? op_run_attn_rows(c) : op_check_attn_rows(c);
     default: {
       bool handled = false;
       bool ok = op_index_dispatch(c, run, &handled);
@@ -2597,6 +2720,7 @@ static bool op_vec(op_ctx *c) {
     case MP_BOP_RMSNORM:
     case MP_BOP_ROTARY:
     case MP_BOP_ATTENTION:
+    case MP_BOP_ATTN_ROWS: /* gemm, binary, softmax: each has its RVV kernel */
       return dx == MP_KD_F32;
     case MP_BOP_MAXPOOL:
     case MP_BOP_AVGPOOL:

@@ -163,6 +163,33 @@ static void test_inplace_kv_scatter(void) {
   mp_model_destroy(m);
 }
 
+/* The attention pass: MatMul(Q, Kt), Mul by the scale, Add of the mask,
+ * Softmax and MatMul(P, V) become the second MatMul with mplan.attention;
+ * the four [1, 4, 64, 64] intermediates are gone: 147,456 -> 65,536 B.
+ * A Softmax between MatMuls by weights (rows_f32.json) is left alone. */
+static void test_attention(void) {
+  mp_model *m = load("tests/data/passes/attn_decomposed.json", P(ATTENTION), 0);
+  if (!m) return;
+  const mp_op *op = op_named(m, "context");
+  CHECK(op && attr(op, "mplan.attention") && op->n_inputs == 5);
+  const mp_attr *so = attr(op, "mplan.attention.scale");
+  CHECK(so && so->kind == MP_ATTR_STRING && strcmp(so->s, "Mul") == 0);
+  CHECK(!op_named(m, "scores") && !op_named(m, "softmax"));
+  CHECK(!has_tensor(m, "s") && !has_tensor(m, "s_scaled") &&
+        !has_tensor(m, "s_masked") && !has_tensor(m, "p"));
+  const mp_pass_row *row = row_of(m, MP_PASS_ATTENTION);
+  CHECK(row && row->lb_before == 147456 && row->lb_after == 65536 &&
+        row->ops_before == 10 && row->ops_after == 6);
+  const mp_fusion *f = fusion_of(m, "context");
+  CHECK(f && f->steps == 4 && f->saved_bytes == 2u * 65536 * 4 && f->at_peak);
+  CHECK(f && strcmp(f->absorbed, "MatMul,Mul,Add,Softmax") == 0);
+  mp_model_destroy(m);
+  m = load("tests/data/passes/rows_f32.json", P(ATTENTION), 0);
+  if (!m) return;
+  CHECK(op_named(m, "softmax") && !attr(op_named(m, "v"), "mplan.attention"));
+  mp_model_destroy(m);
+}
+
 /* Diamonds: SiLU, a decomposed HardSwish and a decomposed GELU after
  * Convs become one fused op each, the closing Mul reading the head's
  * value (Mul@0); a Sigmoid closed by a Sub (not commutative) is left. */
@@ -925,9 +952,9 @@ static void test_parse(void) {
   CHECK(mp_passes_parse("inplace,fold", &mask, &err) == MP_OK &&
         mask == (P(INPLACE) | P(FOLD)));
   CHECK(mp_passes_parse("fold,bogus", &mask, &err) == MP_ERR_BAD_INPUT);
-  CHECK_HAS(
-      err.msg,
-      "unknown pass 'bogus' (known: fold, eliminate, tile, accumulate, fuse");
+  CHECK_HAS(err.msg,
+            "unknown pass 'bogus' (known: fold, eliminate, tile, accumulate, "
+            "attention, fuse");
   CHECK(mp_passes_parse("fold,fold", &mask, &err) == MP_ERR_BAD_INPUT);
   CHECK_HAS(err.msg, "pass 'fold' is listed twice");
   CHECK(mp_passes_parse("", &mask, &err) == MP_ERR_BAD_INPUT);
@@ -1188,6 +1215,7 @@ int main(int argc, char **argv) {
   test_inplace_row();
   test_inplace_row_rope();
   test_inplace_kv_scatter();
+  test_attention();
   test_fuse_cap();
   test_fuse_resnet();
   test_inplace();

@@ -46,7 +46,8 @@
 static bool ab_head(const mp_op *op) {
   return (strcmp(op->type, "MatMul") == 0 || strcmp(op->type, "Conv") == 0) &&
          !mp_op_attr(op, "mplan.prologue") &&
-         !mp_op_attr(op, "mplan.horizontal");
+         !mp_op_attr(op, "mplan.horizontal") &&
+         !mp_op_attr(op, "mplan.attention");
 }
 
 /* The prologue kind if input k of head may be absorbed (rules 1, 3, 4,

@@ -137,6 +137,10 @@ static const pm_pass pm_passes[MP_PASS_COUNT] = {
      "an integer one in the order its inputs are made (kept if the lower "
      "bound does not rise)",
      pass_accumulate, true, true},
+    {MP_PASS_ATTENTION, "attention",
+     "MatMul, [Mul|Div], [Add mask], Softmax, MatMul become one op that "
+     "computes a query row at a time (mplan.attention): no score tensor",
+     pass_attention, true, false},
     {MP_PASS_FUSE, "fuse",
      "Conv/Gemm/MatMul + elementwise chain (mplan.epilogue), register "
      "capped",

@@ -60,6 +60,7 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err);
 mp_status pass_hfuse(pass_ctx *c, mp_error *err);
 mp_status pass_absorb(pass_ctx *c, mp_error *err);
 mp_status pass_accumulate(pass_ctx *c, mp_error *err);
+mp_status pass_attention(pass_ctx *c, mp_error *err);
 mp_status pass_views(pass_ctx *c, mp_error *err);
 mp_status pass_concat(pass_ctx *c, mp_error *err);
 mp_status pass_inplace(pass_ctx *c, mp_error *err);

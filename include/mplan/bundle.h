@@ -140,6 +140,9 @@ typedef enum mp_bt_kind {
  *       (runtime/ops_attn.c)
  *   TENSOR_SCATTER: axis (>= 1), circular (inputs: past_cache, update,
  *       write_indices)
+ *   ATTN_ROWS: the scale's op (0 none, 1 Mul, 2 Div) (inputs: Q, Kt, V,
+ *       scale, mask: the attention pass's MatMul, a query row at a time
+ *       with the f32 kernels of MatMul, Mul/Div, Add and Softmax)
  *   MVN: axes mask
  *   NLL_LOSS, SCE_LOSS: reduction (mp_kloss), has_ignore, ignore_index
  *   EINSUM: n_in, n_labels, per operand rank and its labels, the output's
@@ -276,6 +279,7 @@ typedef enum mp_bop {
   MP_BOP_ROTARY,
   MP_BOP_ATTENTION,
   MP_BOP_TENSOR_SCATTER,
+  MP_BOP_ATTN_ROWS,
   MP_BOP_COUNT
 } mp_bop;
 

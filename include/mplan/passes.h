@@ -20,6 +20,10 @@
  *   accumulate a Sum of two or more inputs becomes a chain of Adds in
  *              input order (bit-exact), each runnable as soon as its
  *              input exists; kept only if the lower bound does not rise
+ *   attention  MatMul, [Mul|Div by one value], [Add of a mask], Softmax
+ *              over the keys and MatMul become one op computing a query
+ *              row at a time (mplan.attention): the scores and
+ *              probabilities no longer exist (bit-exact)
  *   fuse       vertical fusion: Conv, ConvTranspose, Gemm or MatMul with
  *              the chain of elementwise ops after it (mplan.epilogue)
  *   hfuse      horizontal fusion: sibling MatMul/Gemm ops reading the
@@ -51,6 +55,7 @@ typedef enum mp_pass_id {
   MP_PASS_ELIMINATE,
   MP_PASS_TILE,
   MP_PASS_ACCUMULATE,
+  MP_PASS_ATTENTION,
   MP_PASS_FUSE,
   MP_PASS_HFUSE,
   MP_PASS_ABSORB,

@@ -15,7 +15,7 @@ cd "$src"
 mv2=models/mobilenet_v2.json
 # The table: every pass, before -> after; inplace moves the peak.
 run 0 plan $mv2 --passes all --order memory -o "$tmp/p.json" &&
-  has "$tmp/out" "passes      fold, eliminate, accumulate, fuse, hfuse, absorb, views, concat, inplace" &&
+  has "$tmp/out" "passes      fold, eliminate, accumulate, attention, fuse, hfuse, absorb, views, concat, inplace" &&
   has "$tmp/out" "lower bound before -> after" &&
   has "$tmp/out" "1,505,280 -> 1,404,928 (-6.7%)" &&
   has "$tmp/out" "depthwise Conv 17, fused epilogue 10" &&
@@ -23,7 +23,7 @@ run 0 plan $mv2 --passes all --order memory -o "$tmp/p.json" &&
   has "$tmp/out" "schedule    memory:" &&
   has "$tmp/out" "order memory"
 run 0 validate "$tmp/p.json" && has "$tmp/out" ": valid: 134 buffers"
-[ "$(py "$tmp/p.json" "(d['summary']['lower_bound_bytes'], len(d['passes']['rows']), d['passes']['rows'][-1]['peak_moved'], len(d['schedule']['candidates']), d['summary']['order'])")" = "(1404928, 9, True, 6, 'memory')" ] && ok || bad "plan JSON: passes or schedule fields wrong"
+[ "$(py "$tmp/p.json" "(d['summary']['lower_bound_bytes'], len(d['passes']['rows']), d['passes']['rows'][-1]['peak_moved'], len(d['schedule']['candidates']), d['summary']['order'])")" = "(1404928, 10, True, 6, 'memory')" ] && ok || bad "plan JSON: passes or schedule fields wrong"
 # A shared buffer names every tensor it holds; fused ops say what they absorbed.
 [ "$(py "$tmp/p.json" "[b['tensors'] for b in d['buffers'] if b['name']=='b2_expand_out'][0]")" = "['b2_expand_out', 'b2_dw_out']" ] && ok || bad "b2_expand_out does not list b2_dw_out"
 [ "$(py "$tmp/p.json" "[e.get('epilogue') for e in d['execution'] if e['op']=='b3_project'][0]")" = "Add" ] && ok || bad "b3_project is not fused with its Add"
@@ -166,7 +166,7 @@ run 0 plan tests/data/passes/branches.json --order memory &&
 run 0 plan tests/data/passes/branches.json --order memory --order-budget-ms 5000
 
 # Errors: one line, exit 2.
-run 2 plan $mv2 --passes bogus && has "$tmp/err" "mplan plan: --passes 'bogus': unknown pass 'bogus' (known: fold, eliminate, tile, accumulate, fuse, hfuse, absorb, views, concat, inplace; or all, none)" && lines "$tmp/err" 1
+run 2 plan $mv2 --passes bogus && has "$tmp/err" "mplan plan: --passes 'bogus': unknown pass 'bogus' (known: fold, eliminate, tile, accumulate, attention, fuse, hfuse, absorb, views, concat, inplace; or all, none)" && lines "$tmp/err" 1
 run 2 plan $mv2 --passes fold,fold && has "$tmp/err" "pass 'fold' is listed twice" && lines "$tmp/err" 1
 run 2 plan $mv2 --order sideways && has "$tmp/err" "expected auto, file, topo, dfs, rpo or memory" && lines "$tmp/err" 1
 run 2 plan $mv2 --order-budget-ms -3 && has "$tmp/err" "expected a number >= 0"
@@ -177,7 +177,7 @@ run 0 plan $mv2 --passes none --json && [ "$(py "$tmp/out" "('passes' in d, d['s
 
 # Reports: SQLite rows, DOT clusters and in-place labels.
 run 0 report $mv2 --passes all --order memory --sqlite "$tmp/h.db" --dot "$tmp/g.dot"
-[ "$(sqlite3 "$tmp/h.db" "SELECT count(*), sum(peak_moved) FROM pass")" = "9|1" ] && ok || bad "SQLite pass rows"
+[ "$(sqlite3 "$tmp/h.db" "SELECT count(*), sum(peak_moved) FROM pass")" = "10|1" ] && ok || bad "SQLite pass rows"
 [ "$(sqlite3 "$tmp/h.db" "SELECT count(*) FROM fusion WHERE absorbed = 'Add'")" = 10 ] && ok || bad "SQLite fusion rows"
 [ "$(sqlite3 "$tmp/h.db" "SELECT count(*) FROM tensor_buffer WHERE rule = 'in place (depthwise)'")" = 17 ] && ok || bad "SQLite tensor_buffer rows"
 [ "$(sqlite3 "$tmp/h.db" "SELECT name FROM schedule_candidate WHERE chosen = 1")" = memory ] && ok || bad "SQLite schedule rows"

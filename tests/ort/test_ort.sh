@@ -38,6 +38,9 @@ check blazeface "$cache/blazeface/face_detection_front_128x128_barracuda.onnx"
 # Beyond the two the issue names: the PP-OCRv4 recognizer and detector.
 check rec "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --shape x=1x3x48x320
 check det "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" --shape x=1x3x320x320
+# every pass: the attention pass makes two of its SVTR attention blocks
+# (MatMul, Softmax, MatMul) ops that run a query row at a time
+check rec_passes "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --shape x=1x3x48x320 --passes all --order memory
 # Silero VAD: If (sr == 16000) picks a branch at plan time (--value), the
 # runner feeds the bound sr (ONNX Runtime takes the same branch only
 # then), the weights are Constants inside the If's branches, and an LSTM.
