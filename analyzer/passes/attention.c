@@ -185,10 +185,9 @@ static mp_status at_try(pass_ctx *c, uint32_t sm_i, mp_error *err) {
   killed[n_killed++] = (uint32_t)at;
   inter[n_inter++] = t; /* the scores */
   int32_t q = op->inputs[0], kt = op->inputs[1], v = mm2->inputs[1];
-  if (at_weight(g, q) || at_weight(g, kt) || at_weight(g, v) ||
-      !at_f32(g, q) || !at_f32(g, kt) || !at_f32(g, v) ||
-      !at_f32(g, mm2->outputs[0]) || (mask >= 0 && mask == t) ||
-      !at_shapes(g, q, kt, v, mask, scale)) {
+  if (at_weight(g, q) || at_weight(g, kt) || at_weight(g, v) || !at_f32(g, q) ||
+      !at_f32(g, kt) || !at_f32(g, v) || !at_f32(g, mm2->outputs[0]) ||
+      (mask >= 0 && mask == t) || !at_shapes(g, q, kt, v, mask, scale)) {
     return MP_OK;
   }
   /* invariant 1: the second MatMul becomes the fused op */
