@@ -34,7 +34,9 @@
  * Invariants:
  *   1. The fused op is the second MatMul (its name, position and output);
  *      the ops it absorbs are killed. Every input it reads existed when
- *      the second MatMul ran, so no order constraint is added.
+ *      the second MatMul ran, so no order constraint is added. A chain
+ *      whose head is an earlier chain's fused op (attention applied to an
+ *      attention's output) keeps its ops.
  *   2. The fusion record lists the absorbed ops and the intermediates:
  *      saved_bytes = 2 x size(scores) x ops absorbed.
  */
@@ -189,6 +191,12 @@ static mp_status at_try(pass_ctx *c, uint32_t sm_i, mp_error *err) {
       !at_f32(g, kt) || !at_f32(g, v) || !at_f32(g, mm2->outputs[0]) ||
       (mask >= 0 && mask == t) || !at_shapes(g, q, kt, v, mask, scale)) {
     return MP_OK;
+  }
+  /* a chain whose head is an earlier chain's fused op stays (invariant 1
+   * would kill it) */
+  for (uint32_t k = 0; k < n_killed; k++) {
+    const rw_op *o = &c->rw->ops[killed[k]];
+    if (o->dead || rw_attr(o, "mplan.attention")) return MP_OK;
   }
   /* invariant 1: the second MatMul becomes the fused op */
   int32_t in[5] = {q, kt, v, scale, mask};
