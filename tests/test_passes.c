@@ -188,6 +188,11 @@ static void test_attention(void) {
   if (!m) return;
   CHECK(op_named(m, "softmax") && !attr(op_named(m, "v"), "mplan.attention"));
   mp_model_destroy(m);
+  m = load("tests/data/passes/attn_chained.json", P(ATTENTION), 0);
+  if (!m) return;
+  CHECK(attr(op_named(m, "o"), "mplan.attention") && op_named(m, "sm2") &&
+        !attr(op_named(m, "y"), "mplan.attention"));
+  mp_model_destroy(m);
 }
 
 /* Diamonds: SiLU, a decomposed HardSwish and a decomposed GELU after
