@@ -39,6 +39,9 @@
  *      attention's output) keeps its ops.
  *   2. The fusion record lists the absorbed ops and the intermediates:
  *      saved_bytes = 2 x size(scores) x ops absorbed.
+ *   3. Q and Kt are read by the fused op, so they live to the second
+ *      MatMul's step, not the first's: the pass is guarded (manager.c),
+ *      its rewrite dropped if the lower bound rises.
  */
 #include <string.h>
 

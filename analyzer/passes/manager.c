@@ -139,8 +139,10 @@ static const pm_pass pm_passes[MP_PASS_COUNT] = {
      pass_accumulate, true, true},
     {MP_PASS_ATTENTION, "attention",
      "MatMul, [Mul|Div], [Add mask], Softmax, MatMul become one op that "
-     "computes a query row at a time (mplan.attention): no score tensor",
-     pass_attention, true, false},
+     "computes a query row at a time (mplan.attention): no score tensor "
+     "(kept if the lower bound does not rise: Q and Kt now live to the "
+     "second MatMul)",
+     pass_attention, true, true},
     {MP_PASS_FUSE, "fuse",
      "Conv/Gemm/MatMul + elementwise chain (mplan.epilogue), register "
      "capped",
