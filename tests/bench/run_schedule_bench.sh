@@ -9,9 +9,10 @@
 #     1000000000 each, about a minute here; the same result on any machine);
 #     then the same networks cut into one graph per stage or cell, with
 #     the memory order alone (1b) and with every pass (1c).
-#  2. The real ONNX models of the ONNX issue (scripts/fetch_models.sh) and
-#     the bundled models: the lower bound with passes none vs all (and
-#     all,tile), and file vs memory order.
+#  2. The real ONNX models of the ONNX issue (scripts/fetch_models.sh), the
+#     bundled models and decomposed attention at 128, 512 and 2048
+#     positions (gen_attention.py): the lower bound with passes none vs all
+#     (and all,tile), and file vs memory order.
 #
 # usage: run_schedule_bench.sh BUILD_DIR SOURCE_DIR [ONNX_CACHE] [N]
 #   N graphs of each kind (default 10), seeds 1..N.
@@ -140,6 +141,12 @@ row() { # LABEL MODEL ARGS...
 }
 for m in mobilenet_v1 mobilenet_v2 resnet50 decoder; do
   row "$m.json" "$src/models/$m.json"
+done
+# decomposed attention (gen_attention.py), 8 heads of 64: the attention
+# pass removes its [1, 8, S, S] scores and probabilities
+for seq in 128 512 2048; do
+  python3 "$src/tests/bench/gen_attention.py" "$out/attention_$seq.json" 8 "$seq" 64
+  row "attention 8x${seq}x64" "$out/attention_$seq.json"
 done
 row randwire_1.json "$out/randwire_1.json"
 row darts_1.json "$out/darts_1.json"
