@@ -79,9 +79,8 @@ static size_t at_kv(const mp_kattn *p, const int64_t *st, int64_t b,
   return (size_t)(b * st[0] + kvh * st[1] + (j - p->past) * st[2]);
 }
 
-/* The bias the mask and causality add to score (i, j) of (b, h). */
-static double attn_bias(int d, const mp_kattn *p, const void *mask, int64_t b,
-                        int64_t h, int64_t i, int64_t j) {
+double mp_k_attention_bias(int d, const mp_kattn *p, const void *mask,
+                           int64_t b, int64_t h, int64_t i, int64_t j) {
   if (p->nonpad && j >= p->nonpad[b]) return -INFINITY;
   int64_t off = p->nonpad && !p->past ? p->nonpad[b] - p->q_seq : p->past;
   if (p->causal && j > i + off) return -INFINITY;
@@ -118,7 +117,7 @@ void mp_k_attention(int d, const mp_kattn *p, const void *q, const void *k,
           s *= p->scale;
           if (p->softcap > 0) s = p->softcap * tanh(s / p->softcap);
           if (qk && p->qk_mode == 0) mp_k_store(qk, d, qka + (size_t)j, s);
-          row[j] = s + attn_bias(d, p, mask, b, h, i, j);
+          row[j] = s + mp_k_attention_bias(d, p, mask, b, h, i, j);
           if (row[j] > mx) mx = row[j];
         }
         double sum = 0;

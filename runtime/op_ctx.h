@@ -121,6 +121,25 @@ static inline bool op_out_of_place(op_ctx *c, const mp_btensor *y,
   return true;
 }
 
+/* A parameter tensor v (a normalisation's scale or bias) of n elements,
+ * or of one that broadcasts: the workspace bytes its repetition takes
+ * (the check reserves them), and the values a kernel reads -- v's own,
+ * or its one value repeated n times (dtype d) at *ws, *ws moved past
+ * them (the run). */
+static inline size_t op_repeat_bytes(const mp_btensor *v, int64_t n, int d) {
+  return v && op_count(v) != n ? (size_t)n * mp_kd_size(d) : 0;
+}
+
+static inline const void *op_repeat_one(const mp_btensor *v, const void *p,
+                                        int64_t n, int d, unsigned char **ws) {
+  if (!v || op_count(v) == n) return p;
+  double x = mp_k_load(p, d, 0);
+  unsigned char *out = *ws;
+  for (int64_t i = 0; i < n; i++) mp_k_store(out, d, (size_t)i, x);
+  *ws += op_repeat_bytes(v, n, d);
+  return out;
+}
+
 /* ---- parameters ---------------------------------------------------------- */
 
 typedef struct op_rd {

@@ -1608,7 +1608,7 @@ static bool op_check_layernorm(op_ctx *c) {
                      v->name, (long long)mid);
     }
     /* one value for every element: repeated into the workspace */
-    if (v && op_count(v) != mid) c->need_ws += (size_t)mid * sizeof(float);
+    c->need_ws += op_repeat_bytes(v, mid, MP_KD_F32);
     if (op_aliases(v, y)) return op_fail(c, "output shares a parameter");
   }
   if (!op_in(c, 1)) return op_fail(c, "missing scale");
@@ -1631,14 +1631,11 @@ static bool op_run_layernorm(op_ctx *c) {
   double eps = rd_f(&r);
   const mp_btensor *x = op_in(c, 0);
   op_split3(&x->shape, axis, true, &outer, &mid, &inner);
-  const float *par[2] = {op_pin(c, 1), op_pin(c, 2)};
-  float *ws = (float *)(void *)c->ws;
-  for (uint32_t k = 0; k < 2; k++) { /* a broadcast scale or bias */
-    const mp_btensor *v = op_in(c, 1 + k);
-    if (!v || op_count(v) == mid) continue;
-    for (int64_t i = 0; i < mid; i++) ws[i] = par[k][0];
-    par[k] = ws;
-    ws += mid;
+  unsigned char *ws = c->ws; /* a broadcast scale or bias, repeated */
+  const float *par[2];
+  for (uint32_t k = 0; k < 2; k++) {
+    par[k] =
+        op_repeat_one(op_in(c, 1 + k), op_pin(c, 1 + k), mid, MP_KD_F32, &ws);
   }
   OP_K(layernorm_f32)(outer, mid, op_pin(c, 0), par[0], par[1], eps,
                       op_pout(c, 0), c->op->n_out > 1 ? op_pout(c, 1) : NULL,

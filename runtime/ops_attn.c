@@ -70,7 +70,7 @@ static bool at_check_rmsnorm(op_ctx *c) {
                    mp_kd_name(x->dtype), (long long)mid);
   }
   /* one scale for every element: repeated into the workspace */
-  if (op_count(s) != mid) c->need_ws = (size_t)mid * mp_kd_size(x->dtype);
+  c->need_ws = op_repeat_bytes(s, mid, x->dtype);
   return at_same_out(c, x, op_out(c, 0));
 }
 
@@ -80,12 +80,9 @@ static bool at_run_rmsnorm(op_ctx *c) {
   double eps = rd_f(&r);
   const mp_btensor *x = op_in(c, 0);
   op_split3(&x->shape, axis, true, &outer, &mid, &inner);
-  const void *scale = op_pin(c, 1);
-  if (op_count(op_in(c, 1)) != mid) {
-    double v = mp_k_load(scale, x->dtype, 0);
-    for (int64_t i = 0; i < mid; i++) mp_k_store(c->ws, x->dtype, (size_t)i, v);
-    scale = c->ws;
-  }
+  unsigned char *ws = c->ws;
+  const void *scale =
+      op_repeat_one(op_in(c, 1), op_pin(c, 1), mid, x->dtype, &ws);
 #ifdef MPLAN_RVV
   if (x->dtype == MP_KD_F32) {
     mp_kv_rmsnorm_f32(outer, mid, op_pin(c, 0), scale, eps, op_pout(c, 0));

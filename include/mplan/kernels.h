@@ -699,6 +699,12 @@ typedef struct mp_kattn {
   const int64_t *nonpad;
 } mp_kattn;
 
+/* What nonpad_kv_seqlen, causality and the mask add to score (i, j) of
+ * batch b, query head h: 0, -inf, or the float mask's value (dtype d);
+ * shared by the scalar and the RVV kernel. */
+double mp_k_attention_bias(int d, const mp_kattn *p, const void *mask,
+                           int64_t b, int64_t h, int64_t i, int64_t j);
+
 void mp_k_attention(int d, const mp_kattn *p, const void *q, const void *k,
                     const void *v, const void *mask, const void *past_k,
                     const void *past_v, void *y, void *qk, double *row);

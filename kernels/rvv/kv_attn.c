@@ -18,8 +18,9 @@
  *   2. RotaryEmbedding computes each rotated pair as the scalar kernel
  *      does, a vector of pairs at a time (strided for interleaved pairs);
  *      a chunk is loaded whole before it is stored, so y may equal x.
- *   3. The mask, the causal cut, the softcap and qk_matmul_output are the
- *      scalar kernel's code per score (O(total) per query, against the
+ *   3. The mask, the causal cut and nonpad_kv_seqlen are the scalar
+ *      kernel's own function (mp_k_attention_bias); the softcap and
+ *      qk_matmul_output are its code per score (O(total) per query, against the
  *      O(total x head) of the products).
  */
 #include <math.h>
@@ -123,20 +124,6 @@ static const float *at_row(const mp_kattn *p, const int64_t *st,
   return x + b * st[0] + kvh * st[1] + (j - p->past) * st[2];
 }
 
-static double at_bias(const mp_kattn *p, const void *mask, int64_t b, int64_t h,
-                      int64_t i, int64_t j) {
-  if (p->nonpad && j >= p->nonpad[b]) return -INFINITY;
-  int64_t off = p->nonpad && !p->past ? p->nonpad[b] - p->q_seq : p->past;
-  if (p->causal && j > i + off) return -INFINITY;
-  if (p->mask_kind == MP_KATTN_MASK_NONE) return 0;
-  if (j >= p->mask_len) return -INFINITY;
-  int64_t m = b * p->m_st[0] + h * p->m_st[1] + i * p->m_st[2] + j * p->m_st[3];
-  if (p->mask_kind == MP_KATTN_MASK_BOOL) {
-    return ((const unsigned char *)mask)[m] ? 0 : -INFINITY;
-  }
-  return ((const float *)mask)[m];
-}
-
 /* row[0..n) = exp(row - mx) / their sum, in double. */
 static void at_softmax(double *row, int64_t n, double mx) {
   vfloat64m1_t acc = __riscv_vfmv_s_f_f64m1(0.0, 1);
@@ -177,7 +164,7 @@ void mp_kv_attention_f32(const mp_kattn *p, const float *q, const float *k,
           double s = at_dot(qr, kr, p->head) * p->scale;
           if (p->softcap > 0) s = p->softcap * tanh(s / p->softcap);
           if (qko && p->qk_mode == 0) qko[j] = (float)s;
-          row[j] = s + at_bias(p, mask, b, h, i, j);
+          row[j] = s + mp_k_attention_bias(MP_KD_F32, p, mask, b, h, i, j);
           if (row[j] > mx) mx = row[j];
         }
         at_softmax(row, total, mx);
