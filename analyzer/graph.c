@@ -494,7 +494,7 @@ static mp_status graph_resolve_tensor(mp_graph *g, mp_tensor *t,
                         "could not derive it)",
                         g->source, t->name);
   }
-  if (mp_dtype_size(t->dtype) == 0) {
+  if (mp_dtype_bits(t->dtype) == 0) {
     return mp_error_set(err, MP_ERR_UNSUPPORTED,
                         "%s: tensor '%s': dtype %s has no fixed size and "
                         "cannot be planned",
@@ -532,11 +532,15 @@ static mp_status graph_resolve_tensor(mp_graph *g, mp_tensor *t,
     }
     if (!mp_i64_mul(elems, d->value, &elems)) goto overflow;
   }
-  if (!mp_i64_mul(elems, (int64_t)mp_dtype_size(t->dtype), &bytes) ||
-      (uint64_t)bytes > SIZE_MAX) {
+  /* elems x bits stays below 2^63 for bytes to fit 64 bits and for the
+   * 4-bit types' rounding up to be exact */
+  size_t nbytes = 0;
+  if (!mp_i64_mul(elems, (int64_t)mp_dtype_bits(t->dtype), &bytes) ||
+      (uint64_t)bytes / 8 > SIZE_MAX ||
+      !mp_dtype_bytes(t->dtype, (size_t)elems, &nbytes)) {
     goto overflow;
   }
-  t->bytes = (size_t)bytes;
+  t->bytes = nbytes;
   return MP_OK;
 overflow: {
   char shape[256];

@@ -87,9 +87,12 @@ bool mp_onnx_dtype(int32_t t, mp_dtype *out) {
       [7] = MP_DTYPE_I64,   [8] = MP_DTYPE_STRING, [9] = MP_DTYPE_BOOL,
       [10] = MP_DTYPE_F16,  [11] = MP_DTYPE_F64,   [12] = MP_DTYPE_U32,
       [13] = MP_DTYPE_U64,  [14] = MP_DTYPE_C64,   [15] = MP_DTYPE_C128,
-      [16] = MP_DTYPE_BF16,
+      [16] = MP_DTYPE_BF16, [21] = MP_DTYPE_U4,    [22] = MP_DTYPE_I4,
   };
-  if (t < 1 || (size_t)t >= sizeof map / sizeof *map) return false;
+  if (t < 1 || (size_t)t >= sizeof map / sizeof *map ||
+      (t != 1 && map[t] == 0)) {
+    return false; /* 17-20: the FLOAT8 types */
+  }
   *out = (mp_dtype)map[t];
   return true;
 }
@@ -115,8 +118,19 @@ static double ox_bf16(uint16_t h) {
 
 /* Element k of little-endian raw data of dtype t, as an integer or a
  * double (the host is little-endian, as ONNX raw_data is). */
+/* Element k of 4-bit data packed two to a byte, the first in the low
+ * nibble; int4 sign-extended. */
+static int64_t ox_nibble(uint8_t byte, mp_dtype t, size_t k) {
+  int v = k % 2 ? byte >> 4 : byte & 0xf;
+  return t == MP_DTYPE_I4 && v >= 8 ? v - 16 : v;
+}
+
 static void ox_raw_elem(const uint8_t *raw, mp_dtype t, size_t k, int64_t *i,
                         double *f) {
+  if (mp_dtype_bits(t) == 4) {
+    *i = ox_nibble(raw[k / 2], t, k);
+    return;
+  }
   size_t sz = mp_dtype_size(t);
   const uint8_t *p = raw + k * sz;
   union {
@@ -196,8 +210,18 @@ static size_t ox_typed_count(const Onnx__TensorProto *tp, mp_dtype t) {
   }
 }
 
+/* How many entries of the typed field n elements of dtype t take: the
+ * 4-bit types pack two to each int32_data entry, as raw_data does. */
+static size_t ox_typed_need(mp_dtype t, size_t n) {
+  return mp_dtype_bits(t) == 4 ? n / 2 + n % 2 : n;
+}
+
 static void ox_typed_elem(const Onnx__TensorProto *tp, mp_dtype t, size_t k,
                           int64_t *i, double *f) {
+  if (mp_dtype_bits(t) == 4) {
+    *i = ox_nibble((uint8_t)tp->int32_data[k / 2], t, k);
+    return;
+  }
   switch (t) {
     case MP_DTYPE_F32:
       *f = tp->float_data[k];
@@ -269,7 +293,7 @@ static mp_status ox_tensor_data(ox *x, const Onnx__TensorProto *tp,
   const uint8_t *bytes = tp->raw_data.data;
   uint8_t *ext = NULL; /* small external data, read for its values */
   if (mp_onnx_is_external(tp)) {
-    (void)mp_size_mul(elems, mp_dtype_size(dt), &need); /* checked above */
+    (void)mp_dtype_bytes(dt, elems, &need); /* checked above */
     if (elems > MP_VALUE_MAX || dt == MP_DTYPE_C64 || dt == MP_DTYPE_C128) {
       /* checked, not read: no value is kept */
       return mp_onnx_external(x->file, tp, name, need, x->a, NULL, x->err);
@@ -281,17 +305,19 @@ static mp_status ox_tensor_data(ox *x, const Onnx__TensorProto *tp,
     bytes = ext = got;
     raw = true;
   } else if (raw && dt != MP_DTYPE_STRING) {
-    (void)mp_size_mul(elems, mp_dtype_size(dt), &need); /* checked above */
+    (void)mp_dtype_bytes(dt, elems, &need); /* checked above */
     if (tp->raw_data.len != need) {
       return mp_error_set(x->err, MP_ERR_BAD_INPUT,
                           "%s: %s '%s': raw_data has %zu bytes where its dims "
                           "and dtype need %zu",
                           x->file, what, name, tp->raw_data.len, need);
     }
-  } else if (ox_typed_count(tp, dt) != elems) {
-    return mp_error_set(x->err, MP_ERR_BAD_INPUT,
-                        "%s: %s '%s' has %zu values where its dims need %zu",
-                        x->file, what, name, ox_typed_count(tp, dt), elems);
+  } else if (ox_typed_count(tp, dt) != ox_typed_need(dt, elems)) {
+    return mp_error_set(
+        x->err, MP_ERR_BAD_INPUT,
+        "%s: %s '%s' has %zu values where its dims need %zu%s", x->file, what,
+        name, ox_typed_count(tp, dt), ox_typed_need(dt, elems),
+        mp_dtype_bits(dt) == 4 ? " (4-bit, two per value)" : "");
   }
   if (elems > MP_VALUE_MAX || dt == MP_DTYPE_STRING || dt == MP_DTYPE_C64 ||
       dt == MP_DTYPE_C128) {
@@ -524,8 +550,10 @@ static uint32_t ox_attr_tensor(const Onnx__AttributeProto *at, mp_attr *out,
   }
   if (elems > 64 || dt == MP_DTYPE_C64 || dt == MP_DTYPE_C128) return 0;
   bool raw = tp->has_raw_data;
-  if (raw ? tp->raw_data.len != elems * mp_dtype_size(dt)
-          : ox_typed_count(tp, dt) != elems) {
+  size_t need = 0;
+  if (!mp_dtype_bytes(dt, elems, &need) ||
+      (raw ? tp->raw_data.len != need
+           : ox_typed_count(tp, dt) != ox_typed_need(dt, elems))) {
     return 0;
   }
   bool fl = ox_is_float(dt);

@@ -156,7 +156,7 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
     dims[k] = tp->dims[k];
   }
   *rank = (uint32_t)tp->n_dims;
-  if (!mp_size_mul(n, es, &bytes)) {
+  if (!mp_dtype_bytes(*dt, n, &bytes)) {
     return mp_error_set(err, MP_ERR_BAD_INPUT, "%s: tensor '%s': too large",
                         file, name);
   }
@@ -168,8 +168,9 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
   /* The values the file holds, checked before anything is allocated: a
    * small file declaring a huge tensor is refused, not allocated. */
   size_t have;
+  bool nib = mp_dtype_bits(*dt) == 4; /* two to a byte, raw or int32_data */
   if (tp->has_raw_data) {
-    have = tp->raw_data.len / (es ? es : 1);
+    have = nib ? tp->raw_data.len * 2 : tp->raw_data.len / (es ? es : 1);
   } else {
     switch (*dt) {
       case MP_DTYPE_F32:
@@ -191,10 +192,11 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
         have = tp->n_int32_data;
         break;
     }
+    if (nib) have *= 2;
     if (n == 0) have = 0;
   }
   if ((tp->has_raw_data && tp->raw_data.len != bytes) ||
-      (!tp->has_raw_data && have != n)) {
+      (!tp->has_raw_data && have != (nib ? bytes * 2 : n))) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: tensor '%s' holds %zu values where its dims need "
                         "%zu",
@@ -204,6 +206,8 @@ static mp_status od_bytes(const char *file, const Onnx__TensorProto *tp,
   if (!p) return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", file);
   if (tp->has_raw_data) {
     if (bytes) memcpy(p, tp->raw_data.data, bytes);
+  } else if (nib) {
+    for (size_t k = 0; k < bytes; k++) p[k] = (unsigned char)tp->int32_data[k];
   } else {
     for (size_t k = 0; k < n; k++) {
       unsigned char *q = p + k * es;

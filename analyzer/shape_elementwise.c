@@ -13,6 +13,7 @@
  *      result is small (shape math); integer arithmetic is checked and a
  *      result that would overflow or divide by zero is simply not kept.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -293,6 +294,12 @@ static void ew_convert(sh_ctx *c, const sh_fact *x, mp_dtype to) {
       o->f[e] = v;
     } else if (to == MP_DTYPE_BOOL) {
       o->i[e] = v != 0;
+    } else if (mp_dtype_bits(to) == 4) {
+      /* rounded half to even, then saturated (mp_k_cast) */
+      double lo = to == MP_DTYPE_I4 ? -8 : 0, hi = to == MP_DTYPE_I4 ? 7 : 15;
+      if (v != v) return;
+      v = x->v->i ? v : nearbyint(v);
+      o->i[e] = (int64_t)(v < lo ? lo : v > hi ? hi : v);
     } else if (x->v->i) {
       o->i[e] = x->v->i[e];
     } else if (!(v > -9.2e18 && v < 9.2e18)) {
@@ -334,17 +341,84 @@ mp_status sh_dropout(sh_ctx *c) {
   return MP_OK;
 }
 
+/* Blocked quantization (opset 21's block_size): the scale and the zero
+ * point have x's rank and dims, but ceil(x_axis / block_size) along axis,
+ * each value covering a run of block_size elements there. */
+static mp_status ew_quant_params(sh_ctx *c, const sh_fact *x) {
+  int64_t block = sh_attr_i(c, "block_size", 0);
+  const sh_fact *s = sh_in(c, 1), *zp = sh_in(c, 2);
+  if (!s) return sh_fail(c, "input 1 (scale) is missing");
+  if (zp && (zp->rank != s->rank ||
+             memcmp(zp->d, s->d, s->rank * sizeof *s->d) != 0)) {
+    return sh_fail(c, "the zero point's shape is not the scale's");
+  }
+  if (block == 0) return MP_OK;
+  int64_t axis = sh_attr_i(c, "axis", 1);
+  if (block < 0) {
+    return sh_fail(c, "block_size %" PRId64 " is negative", block);
+  }
+  if (axis < -(int64_t)x->rank || axis >= (int64_t)x->rank) {
+    return sh_fail(c, "axis %" PRId64 " is out of range for rank %u", axis,
+                   x->rank);
+  }
+  if (axis < 0) axis += x->rank;
+  if (s->rank != x->rank) {
+    return sh_fail(c,
+                   "block_size %" PRId64
+                   ": the scale has rank %u, the input "
+                   "%u (blocked scales have the input's rank)",
+                   block, s->rank, x->rank);
+  }
+  for (uint32_t k = 0; k < x->rank; k++) {
+    int64_t want = k == (uint32_t)axis
+                       ? x->d[k] / block + (x->d[k] % block != 0)
+                       : x->d[k];
+    if (s->d[k] != want) {
+      return sh_fail(c,
+                     "block_size %" PRId64 ": the scale's dim %u is %" PRId64
+                     " where the input's %" PRId64 " needs %" PRId64,
+                     block, k, s->d[k], x->d[k], want);
+    }
+  }
+  return MP_OK;
+}
+
 mp_status sh_quantize(sh_ctx *c) {
   const sh_fact *x = sh_in(c, 0), *zp = sh_in(c, 2);
   if (!x) return sh_fail(c, "input 0 is missing");
-  sh_set(c, 0, zp ? zp->dt : MP_DTYPE_U8, x->rank, x->d);
+  mp_status st = ew_quant_params(c, x);
+  if (st != MP_OK) return st;
+  /* the zero point's type, else opset 21's output_dtype, else uint8 */
+  mp_dtype dt = MP_DTYPE_U8;
+  int64_t od = sh_attr_i(c, "output_dtype", 0);
+  if (zp) {
+    if (od != 0 && (!mp_onnx_dtype((int32_t)od, &dt) || dt != zp->dt)) {
+      return sh_fail(c, "output_dtype %" PRId64 " is not the zero point's %s",
+                     od, mp_dtype_name(zp->dt));
+    }
+    dt = zp->dt;
+  } else if (od != 0 && !mp_onnx_dtype((int32_t)od, &dt)) {
+    return sh_fail(c, "output_dtype %" PRId64 " is not a known element type",
+                   od);
+  }
+  sh_set(c, 0, dt, x->rank, x->d);
   return MP_OK;
 }
 
 mp_status sh_dequantize(sh_ctx *c) {
   const sh_fact *x = sh_in(c, 0);
   if (!x) return sh_fail(c, "input 0 is missing");
-  sh_set(c, 0, MP_DTYPE_F32, x->rank, x->d);
+  mp_status st = ew_quant_params(c, x);
+  if (st != MP_OK) return st;
+  /* the scale's type (opset 19 on), else opset 23's output_dtype */
+  const sh_fact *s = sh_in(c, 1);
+  mp_dtype dt = sh_is_float(s->dt) ? s->dt : MP_DTYPE_F32;
+  int64_t od = sh_attr_i(c, "output_dtype", 0);
+  if (od != 0 && (!mp_onnx_dtype((int32_t)od, &dt) || dt != s->dt)) {
+    return sh_fail(c, "output_dtype %" PRId64 " is not the scale's %s", od,
+                   mp_dtype_name(s->dt));
+  }
+  sh_set(c, 0, dt, x->rank, x->d);
   return MP_OK;
 }
 

@@ -366,10 +366,20 @@ static const char *bw_data_name(const bw *w, size_t t) {
   return x->name;
 }
 
+/* Tensor x's element count (its bytes are not a multiple of it for the
+ * 4-bit types). */
+static size_t bw_elems(const bw *w, const mp_tensor *x) {
+  size_t n = 1;
+  for (uint32_t i = 0; i < x->rank; i++) {
+    n *= (size_t)mp_graph_dim_of(w->g, &x->shape[i]); /* sized: bytes fit */
+  }
+  return n;
+}
+
 static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
   const mp_tensor *x = mp_graph_tensor(w->g, t);
   int kd = lw_kdtype(x->dtype);
-  size_t n = x->bytes / mp_kd_size(kd);
+  size_t n = bw_elems(w, x);
   /* a failed buffer stops growing: stop padding it too */
   while (w->weights.len % MP_BUNDLE_WEIGHT_ALIGN && !w->weights.failed) {
     bw_u8(&w->weights, 0);
@@ -427,7 +437,11 @@ static mp_status bw_weight(bw *w, size_t t, uint64_t *off) {
         mp_k_store(dst, kd, i, x->value->f[i]);
       } else {
         uint64_t u = (uint64_t)x->value->i[i];
-        memcpy(dst + i * mp_kd_size(kd), &u, mp_kd_size(kd));
+        if (mp_kd_bits(kd) == 4) {
+          mp_k_store_nibble(dst, kd, i, x->value->i[i]);
+        } else {
+          memcpy(dst + i * mp_kd_size(kd), &u, mp_kd_size(kd));
+        }
       }
     }
   } else if (w->o->onnx && x->kind == MP_TENSOR_WEIGHT) {
@@ -493,7 +507,7 @@ static mp_status bw_tensors(bw *w) {
      * without an inputs file feeds it (runtime/runner.c); an empty
      * input (ONNX allows them) has nothing to carry */
     bool bound = x->kind == MP_TENSOR_INPUT && x->value && x->bytes &&
-                 x->value->n == x->bytes / mp_kd_size(kd);
+                 x->value->n == bw_elems(w, x);
     if (x->kind == MP_TENSOR_WEIGHT || bound) {
       mp_status st = bw_weight(w, t, &data_off);
       if (st != MP_OK) return st;

@@ -58,6 +58,10 @@ int lw_kdtype(mp_dtype d) {
       return MP_KD_F16;
     case MP_DTYPE_BF16:
       return MP_KD_BF16;
+    case MP_DTYPE_I4:
+      return MP_KD_I4;
+    case MP_DTYPE_U4:
+      return MP_KD_U4;
     default:
       return 0;
   }
@@ -393,7 +397,8 @@ static mp_status lw_tail(lw *x, uint32_t full) {
       return lw_unsup(x, "mplan.prologue '%s' has no input index", pro);
     pro_input = (uint32_t)atoi(colon + 1);
     if (strncmp(pro, "DequantizeLinear:", 17) == 0) {
-      pro_kind = 1;
+      /* blocked (mplan.p.block, absorb rule 3): kind 3 and the block */
+      pro_kind = lw_int(x, "mplan.p.block", 0) > 0 ? 3 : 1;
     } else if (strncmp(pro, "Cast:", 5) == 0) {
       pro_kind = 2;
     } else {
@@ -416,7 +421,7 @@ static mp_status lw_tail(lw *x, uint32_t full) {
     }
   }
   uint32_t n = x->op->n_inputs, own = full;
-  if (pro_kind == 1) {
+  if (pro_kind == 1 || pro_kind == 3) {
     /* scale and an optional zero point follow everything else */
     pro_n = n >= full + fixed + 2 ? 2 : 1;
     if (n < fixed + pro_n + 2) return lw_unsup(x, "too few inputs");
@@ -439,6 +444,7 @@ static mp_status lw_tail(lw *x, uint32_t full) {
   lw_p(x, pro_kind);
   lw_p(x, pro_input);
   lw_p(x, lw_int(x, "mplan.p.axis", 1));
+  if (pro_kind == 3) lw_p(x, lw_int(x, "mplan.p.block", 0));
   lw_p(x, n_epi);
   uint32_t at = own;
   for (int k = 0; k < n_epi; k++) {
@@ -480,7 +486,7 @@ static mp_status lw_tail(lw *x, uint32_t full) {
     for (uint32_t j = 0; j < extra; j++) lw_in(x, x->op->inputs[at + j]);
     at += extra;
   }
-  if (pro_kind == 1) {
+  if (pro_kind == 1 || pro_kind == 3) {
     lw_in(x, x->op->inputs[at]);
     lw_in(x, pro_n == 2 ? x->op->inputs[at + 1] : -1);
   }
@@ -1927,12 +1933,6 @@ static mp_status lw_misc(lw *x, const char *t) {
     return MP_OK;
   }
   if (strcmp(t, "QuantizeLinear") == 0 || strcmp(t, "DequantizeLinear") == 0) {
-    if (lw_int(x, "block_size", 0) != 0) {
-      return lw_unsup(x,
-                      "block_size %lld (blocked quantization, opset 21) is "
-                      "not supported",
-                      (long long)lw_int(x, "block_size", 0));
-    }
     /* opset 23's precision: the dtype the division runs in; the
      * kernel's is the scale's own (ONNX codes 1 f32, 10 f16, 11 f64, 16
      * bf16) */
@@ -1952,6 +1952,9 @@ static mp_status lw_misc(lw *x, const char *t) {
     x->o->kernel = t[0] == 'Q' ? MP_BOP_QUANTIZE : MP_BOP_DEQUANTIZE;
     lw_copy_inputs(x);
     lw_p(x, rank ? lw_axis(lw_int(x, "axis", 1), rank) : 0);
+    /* opset 21's block_size, a second parameter only when blocked
+     * (checked against the scale's shape by shape inference) */
+    if (lw_int(x, "block_size", 0) > 0) lw_p(x, lw_int(x, "block_size", 0));
     return MP_OK;
   }
   if (strcmp(t, "LSTM") == 0) return lw_rnn(x, MP_KCELL_LSTM);
@@ -2179,6 +2182,42 @@ static mp_status lw_dispatch(lw *x) {
   return lw_misc(x, t);
 }
 
+/* The 4-bit types run in the ops ONNX defines them for that compute or
+ * move elements: Cast, QuantizeLinear, DequantizeLinear, Transpose, the
+ * views and the If's copy (a Constant is a weight). The other kernels
+ * address whole bytes. */
+static mp_status lw_nibbles(lw *x) {
+  static const int ok[] = {MP_BOP_CAST,      MP_BOP_QUANTIZE, MP_BOP_DEQUANTIZE,
+                           MP_BOP_TRANSPOSE, MP_BOP_VIEW,     MP_BOP_COPY};
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+    if (x->o->kernel == ok[i]) return MP_OK;
+  }
+  const mp_op *op = x->op;
+  /* a MatMul's DequantizeLinear prologue reads its input and zero point
+   * (the last input) by element (runtime/ops.c, op_run_gemm_panels) */
+  const char *pro =
+      x->o->kernel == MP_BOP_MATMUL ? lw_str(x, "mplan.prologue", NULL) : NULL;
+  int32_t pro_in = -1, pro_zp = -1;
+  if (pro && strncmp(pro, "DequantizeLinear:", 17) == 0 && op->n_inputs >= 3) {
+    pro_in = op->inputs[atoi(pro + 17) & 1];
+    pro_zp = op->inputs[op->n_inputs - 1];
+  }
+  for (uint32_t k = 0; k < op->n_inputs + op->n_outputs; k++) {
+    int32_t t =
+        k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
+    if (t < 0 || (k < op->n_inputs && (t == pro_in || t == pro_zp))) continue;
+    const mp_tensor *y = mp_graph_tensor(x->g, (size_t)t);
+    if (mp_dtype_bits(y->dtype) == 4) {
+      return lw_unsup(x,
+                      "'%s' is %s: the runtime computes 4-bit tensors in "
+                      "Cast, QuantizeLinear, DequantizeLinear, Transpose "
+                      "and the reshaping ops only",
+                      y->name, mp_dtype_name(y->dtype));
+    }
+  }
+  return MP_OK;
+}
+
 mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
                    mp_error *err) {
   lw x = {g, op, out, err, false};
@@ -2208,6 +2247,7 @@ mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
                         mp_graph_source(g), op->name, op->type);
   }
   mp_status st = lw_dispatch(&x);
+  if (st == MP_OK) st = lw_nibbles(&x);
   if (st == MP_OK && x.overflow) {
     st = lw_unsup(&x, "more than %d parameters or inputs", LW_MAX_PARAMS);
   }

@@ -386,12 +386,17 @@ void mp_k_where(const mp_kbcast *bc, int d, const void *cond, const void *a,
 void mp_k_cast(int dx, const void *x, int dy, void *y, size_t n) {
   bool xi = !mp_kd_is_float(dx), yi = !mp_kd_is_float(dy);
   for (size_t i = 0; i < n; i++) {
-    if (xi && yi && dy != MP_KD_BOOL) {
+    if (xi && mp_kd_bits(dy) == 4) {
+      /* integers saturate into 4 bits, as ONNX's reference Cast does
+       * (ONNX Runtime 1.30 wraps them to the low 4 bits instead) */
+      mp_k_store_nibble(y, dy, i, mp_k_load_i(x, dx, i));
+    } else if (xi && yi && dy != MP_KD_BOOL) {
       k_store_i(y, dy, i, mp_k_load_i(x, dx, i));
     } else {
       mp_k_store(y, dy, i, mp_k_load(x, dx, i));
     }
   }
+  mp_k_nibble_pad(y, dy, n);
 }
 
 void mp_k_pow_mixed(const mp_kbcast *bc, int da, const void *a, int db,

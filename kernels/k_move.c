@@ -16,6 +16,11 @@
 
 void mp_k_transpose(size_t es, const mp_kshape *xs, const uint32_t *perm,
                     const void *x, void *y) {
+  mp_k_transpose_dtype(0, es, xs, perm, x, y);
+}
+
+void mp_k_transpose_dtype(int d4, size_t es, const mp_kshape *xs,
+                          const uint32_t *perm, const void *x, void *y) {
   int64_t xst[MP_K_MAX_RANK], st[MP_K_MAX_RANK], dims[MP_K_MAX_RANK];
   int64_t idx[MP_K_MAX_RANK] = {0};
   mp_kshape_strides(xs, xst);
@@ -27,7 +32,11 @@ void mp_k_transpose(size_t es, const mp_kshape *xs, const uint32_t *perm,
   const char *px = x;
   char *py = y;
   for (int64_t i = 0; i < n; i++) {
-    memcpy(py + (size_t)i * es, px + (size_t)off * es, es);
+    if (d4) { /* 4-bit elements: nibble by nibble */
+      mp_k_store_nibble(y, d4, (size_t)i, mp_k_load_i(x, d4, (size_t)off));
+    } else {
+      memcpy(py + (size_t)i * es, px + (size_t)off * es, es);
+    }
     for (uint32_t d = xs->rank; d-- > 0;) {
       off += st[d];
       if (++idx[d] < dims[d]) break;
@@ -35,6 +44,7 @@ void mp_k_transpose(size_t es, const mp_kshape *xs, const uint32_t *perm,
       idx[d] = 0;
     }
   }
+  if (d4) mp_k_nibble_pad(y, d4, (size_t)n);
 }
 
 void mp_k_copy_block(size_t es, int64_t outer, int64_t inner, const void *src,

@@ -1,11 +1,14 @@
 /*
- * k_quant.c -- QuantizeLinear and DequantizeLinear (int8, uint8, int32).
+ * k_quant.c -- QuantizeLinear and DequantizeLinear (int8, uint8, int4,
+ * uint4; int32 dequantized).
  *
  * Invariants:
  *   1. Quantization rounds half to even (ONNX) and saturates to the
  *      output type; a zero point absent is 0.
  *   2. Per-axis parameters index by the channel of the [outer, ch, inner]
- *      view; per-tensor parameters (n_scale 1) apply everywhere.
+ *      view; per-tensor parameters (n_scale 1) apply everywhere; blocked
+ *      parameters (opset 21) are [outer, ceil(ch / block), inner], one
+ *      for each run of block channels, the last run possibly shorter.
  *   3. DynamicQuantizeLinear computes its range, scale and zero point in
  *      f32 as the ONNX reference does, then quantizes as QuantizeLinear.
  */
@@ -13,15 +16,25 @@
 
 #include "mplan/kernels.h"
 
-void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
-                   const float *scale, int n_scale, const void *zp, int dy,
-                   void *y) {
+/* The parameter element (o, c, i) uses (invariant 2): the only one, the
+ * channel's, or its block's at (o, c / block, i). */
+static size_t kq_param(int64_t outer_i, int64_t ch, int64_t inner,
+                       int64_t block, int n_scale, int64_t c, int64_t i) {
+  if (n_scale == 1) return 0;
+  if (block == 0) return (size_t)c;
+  int64_t nb = ch / block + (ch % block != 0);
+  return (size_t)((outer_i * nb + c / block) * inner + i);
+}
+
+static void kq_quantize(int64_t outer, int64_t ch, int64_t inner, int64_t block,
+                        const float *x, const float *scale, int n_scale,
+                        const void *zp, int dy, void *y) {
   for (int64_t o = 0; o < outer; o++) {
     for (int64_t c = 0; c < ch; c++) {
-      size_t q = n_scale == 1 ? 0 : (size_t)c;
-      double z = zp ? mp_k_load(zp, dy, q) : 0;
       for (int64_t i = 0; i < inner; i++) {
+        size_t q = kq_param(o, ch, inner, block, n_scale, c, i);
         size_t at = (size_t)((o * ch + c) * inner + i);
+        double z = zp ? mp_k_load(zp, dy, q) : 0;
         /* the division in f32, as ONNX and ONNX Runtime do: a quotient
          * that f32 rounds to .5 must round to even from there */
         float d = x[at] / scale[q];
@@ -30,21 +43,64 @@ void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
       }
     }
   }
+  mp_k_nibble_pad(y, dy, (size_t)(outer * ch * inner));
+}
+
+static void kq_dequantize(int64_t outer, int64_t ch, int64_t inner,
+                          int64_t block, int dx, const void *x,
+                          const float *scale, int n_scale, const void *zp,
+                          float *y) {
+  for (int64_t o = 0; o < outer; o++) {
+    for (int64_t c = 0; c < ch; c++) {
+      for (int64_t i = 0; i < inner; i++) {
+        size_t q = kq_param(o, ch, inner, block, n_scale, c, i);
+        size_t at = (size_t)((o * ch + c) * inner + i);
+        int64_t z = zp ? mp_k_load_i(zp, dx, q) : 0;
+        y[at] = (float)((double)(mp_k_load_i(x, dx, at) - z) * scale[q]);
+      }
+    }
+  }
+}
+
+void mp_k_dequantize_cols(int64_t rows, int64_t cols, int64_t c0, int64_t nc,
+                          int axis, int64_t block, int dx, const void *x,
+                          const float *scale, int n_scale, const void *zp,
+                          float *y) {
+  /* the [outer, ch, inner] view of invariant 2: [1, rows, cols] for axis
+   * 0, [rows, cols, 1] for axis 1 */
+  for (int64_t r = 0; r < rows; r++) {
+    for (int64_t j = c0; j < c0 + nc; j++) {
+      size_t q = axis == 0 ? kq_param(0, rows, cols, block, n_scale, r, j)
+                           : kq_param(r, cols, 1, block, n_scale, j, 0);
+      int64_t z = zp ? mp_k_load_i(zp, dx, q) : 0;
+      int64_t v = mp_k_load_i(x, dx, (size_t)(r * cols + j));
+      y[r * nc + (j - c0)] = (float)((double)(v - z) * scale[q]);
+    }
+  }
+}
+
+void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
+                   const float *scale, int n_scale, const void *zp, int dy,
+                   void *y) {
+  kq_quantize(outer, ch, inner, 0, x, scale, n_scale, zp, dy, y);
 }
 
 void mp_k_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
                      const void *x, const float *scale, int n_scale,
                      const void *zp, float *y) {
-  for (int64_t o = 0; o < outer; o++) {
-    for (int64_t c = 0; c < ch; c++) {
-      size_t q = n_scale == 1 ? 0 : (size_t)c;
-      int64_t z = zp ? mp_k_load_i(zp, dx, q) : 0;
-      for (int64_t i = 0; i < inner; i++) {
-        size_t at = (size_t)((o * ch + c) * inner + i);
-        y[at] = (float)((double)(mp_k_load_i(x, dx, at) - z) * scale[q]);
-      }
-    }
-  }
+  kq_dequantize(outer, ch, inner, 0, dx, x, scale, n_scale, zp, y);
+}
+
+void mp_k_quantize_blocked(int64_t outer, int64_t ch, int64_t inner,
+                           int64_t block, const float *x, const float *scale,
+                           const void *zp, int dy, void *y) {
+  kq_quantize(outer, ch, inner, block, x, scale, 0, zp, dy, y);
+}
+
+void mp_k_dequantize_blocked(int64_t outer, int64_t ch, int64_t inner,
+                             int64_t block, int dx, const void *x,
+                             const float *scale, const void *zp, float *y) {
+  kq_dequantize(outer, ch, inner, block, dx, x, scale, 0, zp, y);
 }
 
 void mp_k_dynamic_quantize(size_t n, const float *x, uint8_t *y, float *scale,

@@ -16,19 +16,53 @@
 
 static const struct {
   const char *name;
-  size_t size;
+  unsigned bits;
 } kd_info[MP_KD_COUNT] = {
-    [MP_KD_F32] = {"f32", 4},   [MP_KD_F64] = {"f64", 8},
-    [MP_KD_I8] = {"i8", 1},     [MP_KD_U8] = {"u8", 1},
-    [MP_KD_I16] = {"i16", 2},   [MP_KD_U16] = {"u16", 2},
-    [MP_KD_I32] = {"i32", 4},   [MP_KD_U32] = {"u32", 4},
-    [MP_KD_I64] = {"i64", 8},   [MP_KD_U64] = {"u64", 8},
-    [MP_KD_BOOL] = {"bool", 1}, [MP_KD_F16] = {"f16", 2},
-    [MP_KD_BF16] = {"bf16", 2},
+    [MP_KD_F32] = {"f32", 32},   [MP_KD_F64] = {"f64", 64},
+    [MP_KD_I8] = {"i8", 8},      [MP_KD_U8] = {"u8", 8},
+    [MP_KD_I16] = {"i16", 16},   [MP_KD_U16] = {"u16", 16},
+    [MP_KD_I32] = {"i32", 32},   [MP_KD_U32] = {"u32", 32},
+    [MP_KD_I64] = {"i64", 64},   [MP_KD_U64] = {"u64", 64},
+    [MP_KD_BOOL] = {"bool", 8},  [MP_KD_F16] = {"f16", 16},
+    [MP_KD_BF16] = {"bf16", 16}, [MP_KD_I4] = {"i4", 4},
+    [MP_KD_U4] = {"u4", 4},
 };
 
+unsigned mp_kd_bits(int code) {
+  return code > 0 && code < MP_KD_COUNT ? kd_info[code].bits : 0;
+}
+
 size_t mp_kd_size(int code) {
-  return code > 0 && code < MP_KD_COUNT ? kd_info[code].size : 0;
+  return mp_kd_bits(code) % 8 ? 0 : mp_kd_bits(code) / 8;
+}
+
+uint64_t mp_kd_bytes(int code, uint64_t n) {
+  return mp_kd_bits(code) == 4 ? n / 2 + n % 2 : n * mp_kd_size(code);
+}
+
+/* Element k of 4-bit data: byte k / 2, low nibble first; int4
+ * sign-extended. */
+static int64_t k_nibble_load(const void *p, int d, size_t k) {
+  unsigned char b = ((const unsigned char *)p)[k / 2];
+  int v = k % 2 ? b >> 4 : b & 0xf;
+  return d == MP_KD_I4 && v >= 8 ? v - 16 : v;
+}
+
+/* Stores v (in the type's range) into element k's nibble, leaving the
+ * other nibble of its byte as it was. */
+static void k_nibble_store(void *p, size_t k, int64_t v) {
+  unsigned char *b = (unsigned char *)p + k / 2;
+  unsigned n = (unsigned)v & 0xfu;
+  *b = (unsigned char)(k % 2 ? (*b & 0x0fu) | n << 4 : (*b & 0xf0u) | n);
+}
+
+void mp_k_nibble_pad(void *p, int d, size_t n) {
+  if (mp_kd_bits(d) == 4 && n % 2) ((unsigned char *)p)[n / 2] &= 0x0fu;
+}
+
+void mp_k_store_nibble(void *p, int d, size_t k, int64_t v) {
+  int64_t lo = d == MP_KD_I4 ? -8 : 0, hi = d == MP_KD_I4 ? 7 : 15;
+  k_nibble_store(p, k, v < lo ? lo : v > hi ? hi : v);
 }
 
 const char *mp_kd_name(int code) {
@@ -102,6 +136,7 @@ static uint16_t k_half_store(double v, const k_half_fmt *f) {
 }
 
 int64_t mp_k_load_i(const void *p, int d, size_t k) {
+  if (mp_kd_bits(d) == 4) return k_nibble_load(p, d, k);
   const unsigned char *b = (const unsigned char *)p + k * mp_kd_size(d);
   k_scalar u;
   memset(&u, 0, sizeof u); /* an unknown code (size 0) reads as zero */
@@ -172,6 +207,12 @@ static double k_sat(double v, double lo, double hi) {
 }
 
 void mp_k_store(void *p, int d, size_t k, double v) {
+  if (mp_kd_bits(d) == 4) {
+    /* rounded half to even, then saturated; NaN stores 0 */
+    mp_k_store_nibble(p, d, k,
+                      v != v ? 0 : (int64_t)k_sat(nearbyint(v), -8, 15));
+    return;
+  }
   unsigned char *b = (unsigned char *)p + k * mp_kd_size(d);
   k_scalar u;
   switch (d) {

@@ -173,22 +173,40 @@ def resnet50():
     g.write("resnet50.json")
 
 
-def decoder():
+def decoder(int4=False):
     """A Llama-style decoder of opset 23's ops, f32: 2 blocks of
     RMSNormalization, Q/K/V projections (8 query heads and 2 key/value
     heads of 32), RotaryEmbedding, causal grouped-query Attention, the
     output projection and a residual Add, then RMSNormalization, a SwiGLU
     MLP (688) and a residual Add; a final RMSNormalization and an LM head
-    (512). 128 positions of 256 (hidden states in, logits out)."""
+    (512). 128 positions of 256 (hidden states in, logits out). With
+    int4, every projection's weight is int4, quantized in blocks of 32
+    along its input axis with int4 zero points (opset 21), and
+    DequantizeLinear'd before its MatMul, as weight-only quantized
+    language models ship (the down projection's 688 rows end in a short
+    block of 16)."""
     seq, d, heads, kv, hd, ff, vocab = 128, 256, 8, 2, 32, 688, 512
-    g = Graph("decoder_2x256",
-              "A Llama-style decoder, f32: 2 blocks (RMSNormalization, "
-              "Q/K/V projections, RotaryEmbedding, causal grouped-query "
-              "Attention with 8 query and 2 key/value heads of 32, output "
-              "projection, residual; RMSNormalization, SwiGLU MLP of 688, "
-              "residual), final RMSNormalization and an LM head of 512, "
-              "over 128 positions of 256. Attention's scores live one row "
-              "at a time in its scratch, never as a [8, 128, 128] tensor.")
+    if int4:
+        g = Graph("decoder_int4_2x256",
+                  "decoder.json with weight-only int4 projections: each "
+                  "weight int4, blocks of 32 along its input axis with an "
+                  "f32 scale and an int4 zero point each, DequantizeLinear'd "
+                  "(opset 21) before its MatMul. Unrewritten, each "
+                  "dequantized f32 weight is an arena activation; the "
+                  "absorb pass folds every DequantizeLinear into its "
+                  "MatMul, whose runtime widens the weight a panel of "
+                  "columns at a time. Weights total 8x less than "
+                  "decoder.json's projections.")
+    else:
+        g = Graph("decoder_2x256",
+                  "A Llama-style decoder, f32: 2 blocks (RMSNormalization, "
+                  "Q/K/V projections, RotaryEmbedding, causal grouped-query "
+                  "Attention with 8 query and 2 key/value heads of 32, "
+                  "output projection, residual; RMSNormalization, SwiGLU MLP "
+                  "of 688, residual), final RMSNormalization and an LM head "
+                  "of 512, over 128 positions of 256. Attention's scores "
+                  "live one row at a time in its scratch, never as a "
+                  "[8, 128, 128] tensor.")
 
     def f32(name, shape, kind=None):
         return g.tensor(name, shape, dtype="f32", kind=kind)
@@ -197,7 +215,17 @@ def decoder():
         return f32(name, ["N", seq, width])
 
     def matmul(name, x, cin, cout):
-        w = f32(name + "_w", [cin, cout], kind="weight")
+        if int4:
+            blocks = (cin + 31) // 32
+            q = g.tensor(name + "_wq", [cin, cout], dtype="i4", kind="weight")
+            s = f32(name + "_ws", [blocks, cout], kind="weight")
+            z = g.tensor(name + "_wz", [blocks, cout], dtype="i4",
+                         kind="weight")
+            w = f32(name + "_w", [cin, cout])
+            g.op(name + "_dq", "DequantizeLinear", [q, s, z], [w],
+                 {"axis": 0, "block_size": 32})
+        else:
+            w = f32(name + "_w", [cin, cout], kind="weight")
         y = act(name + "_out", cout)
         g.op(name, "MatMul", [x, w], [y])
         return y
@@ -244,7 +272,7 @@ def decoder():
     n = rms("final_norm", x)
     logits = matmul("lm_head", n, d, vocab)
     g.doc["outputs"].append(logits)
-    g.write("decoder.json")
+    g.write("decoder_int4.json" if int4 else "decoder.json")
 
 
 if __name__ == "__main__":
@@ -252,3 +280,4 @@ if __name__ == "__main__":
     mobilenet_v2()
     resnet50()
     decoder()
+    decoder(int4=True)

@@ -437,14 +437,14 @@ static mp_status bl_tensor(bl *x, const unsigned char *p, size_t i) {
     return bl_bad(x, "tensor '%s': buffer %u does not exist", t->name,
                   t->buffer);
   }
-  size_t es = mp_kd_size(t->dtype);
-  if (!es || kind >= MP_BT_KIND_COUNT || t->shape.rank > MP_K_MAX_RANK ||
-      p[27] || bl_u32(p + 28) || bl_u64(p + 120)) {
+  if (!mp_kd_bits(t->dtype) || kind >= MP_BT_KIND_COUNT ||
+      t->shape.rank > MP_K_MAX_RANK || p[27] || bl_u32(p + 28) ||
+      bl_u64(p + 120)) {
     return bl_bad(x, "tensor '%s': bad dtype %d, kind %u, rank %u or flags",
                   t->name, t->dtype, kind, t->shape.rank);
   }
   t->kind = (mp_bt_kind)kind;
-  size_t bytes = es;
+  size_t bytes = 1; /* elements, then bytes */
   for (uint32_t d = 0; d < t->shape.rank; d++) {
     int64_t v = (int64_t)bl_u64(p + 56 + 8 * d);
     if (v < 0 || v > (int64_t)MP_BUNDLE_MAX_REGION ||
@@ -454,6 +454,7 @@ static mp_status bl_tensor(bl *x, const unsigned char *p, size_t i) {
     }
     t->shape.dims[d] = v;
   }
+  bytes = (size_t)mp_kd_bytes(t->dtype, bytes); /* below 2^62 elements */
   if (bytes != t->bytes) {
     return bl_bad(x,
                   "tensor '%s': %llu bytes where its shape and dtype "
@@ -469,6 +470,7 @@ static mp_status bl_tensor(bl *x, const unsigned char *p, size_t i) {
                   (unsigned long long)t->offset, u->name,
                   (unsigned long long)u->size);
   }
+  size_t es = mp_kd_size(t->dtype) ? mp_kd_size(t->dtype) : 1; /* 4-bit */
   if ((u->offset + t->offset) % es) {
     return bl_bad(x,
                   "tensor '%s': offset %llu is not aligned to its %zu-byte "

@@ -573,7 +573,8 @@ static void rt_inject_oob(mp_rt *rt, size_t step) {
   uint32_t t = op->out[0];
   const mp_btensor *x = mp_bundle_tensor(rt->b, t);
   unsigned char *p = rt->ptr[t] + x->bytes;
-  for (size_t i = 0; i < mp_kd_size(x->dtype); i++) p[i] = (unsigned char)~p[i];
+  size_t es = mp_kd_size(x->dtype) ? mp_kd_size(x->dtype) : 1; /* 4-bit */
+  for (size_t i = 0; i < es; i++) p[i] = (unsigned char)~p[i];
 }
 
 static void rt_check_live(mp_rt *rt, int32_t step) {

@@ -56,9 +56,10 @@ typedef struct op_epi {
 } op_epi;
 
 typedef struct op_tail {
-  int pro_kind; /* 0 none, 1 DequantizeLinear, 2 Cast */
+  int pro_kind; /* 0 none, 1 DequantizeLinear, 2 Cast, 3 DequantizeLinear
+                   blocked (pro_block) */
   uint32_t pro_input;
-  int64_t pro_axis;
+  int64_t pro_axis, pro_block;
   uint32_t n_epi;
   op_epi epi[OP_MAX_EPI];
   uint32_t extras; /* inputs taken by the epilogue */
@@ -67,9 +68,10 @@ typedef struct op_tail {
 
 static void rd_tail(op_rd *r, op_tail *t) {
   memset(t, 0, sizeof *t);
-  t->pro_kind = (int)rd_range(r, 0, 2);
+  t->pro_kind = (int)rd_range(r, 0, 3);
   t->pro_input = (uint32_t)rd_range(r, 0, 2);
   t->pro_axis = rd_range(r, -MP_K_MAX_RANK, MP_K_MAX_RANK - 1);
+  if (t->pro_kind == 3) t->pro_block = rd_range(r, 1, INT32_MAX);
   t->n_epi = (uint32_t)rd_range(r, 0, OP_MAX_EPI);
   for (uint32_t k = 0; k < t->n_epi && !r->bad; k++) {
     op_epi *e = &t->epi[k];
@@ -85,7 +87,7 @@ static void rd_tail(op_rd *r, op_tail *t) {
  * and a DequantizeLinear prologue's two trailing slots (scale, zero
  * point; the zero point may be omitted). */
 static uint32_t op_own(const op_ctx *c, const op_tail *t) {
-  uint32_t tail = t->extras + (t->pro_kind == 1 ? 2 : 0);
+  uint32_t tail = t->extras + (t->pro_kind == 1 || t->pro_kind == 3 ? 2 : 0);
   return c->op->n_in > tail ? c->op->n_in - tail : 0;
 }
 
@@ -96,14 +98,88 @@ static int op_in_dtype(const op_ctx *c, const op_tail *t, uint32_t k) {
   return x ? x->dtype : 0;
 }
 
+/* The scale s and zero point z (or NULL) of a QuantizeLinear or
+ * DequantizeLinear of x, quantized type qd: one value, one per channel of
+ * axis, or (block > 0) x's shape with ceil(dim / block) along axis; z has
+ * s's shape and type qd. axis is checked in [0, rank) when it is used. */
+static bool op_quant_params(op_ctx *c, const mp_btensor *x, const mp_btensor *s,
+                            const mp_btensor *z, int qd, int64_t axis,
+                            int64_t block) {
+  int64_t ns = op_count(s);
+  if ((ns != 1 || block) && (axis < 0 || axis >= x->shape.rank)) {
+    return op_fail(c, "bad axis %lld", (long long)axis);
+  }
+  if (block) {
+    if (block < 1 || s->shape.rank != x->shape.rank) {
+      return op_fail(c, "block_size %lld or the scale's rank does not fit",
+                     (long long)block);
+    }
+    for (uint32_t d = 0; d < x->shape.rank; d++) {
+      int64_t n = x->shape.dims[d];
+      int64_t want = (int64_t)d == axis ? n / block + (n % block != 0) : n;
+      if (s->shape.dims[d] != want) {
+        return op_fail(c, "blocked scale's dim %u is %lld, not %lld", d,
+                       (long long)s->shape.dims[d], (long long)want);
+      }
+    }
+  } else if (ns != 1 && (s->shape.rank != 1 || ns != x->shape.dims[axis])) {
+    return op_fail(
+        c, "scale '%s' is neither a scalar nor per channel of axis %lld",
+        s->name, (long long)axis);
+  }
+  if (z && (z->dtype != qd || (block ? !op_same_shape(&z->shape, &s->shape)
+                                     : op_count(z) != ns))) {
+    return op_fail(c, "zero point '%s' does not match the scale and the type",
+                   z->name);
+  }
+  return true;
+}
+
+/* A MatMul whose DequantizeLinear prologue reads its weight (input 1, a
+ * matrix) widens it a panel of columns at a time (op_run_gemm_panels):
+ * the columns of each panel, so that the panel holds at most
+ * OP_PANEL_BYTES of f32 (one column at least). */
+#define OP_PANEL_BYTES 65536
+
+/* With an epilogue operand in y's buffer, the product goes to the
+ * workspace whole (op_head_out) and the epilogue reads the operand from y
+ * before the result is copied over it. */
+static bool op_panels(const op_ctx *c, const op_tail *t, uint32_t own) {
+  if (c->op->kernel != MP_BOP_MATMUL ||
+      (t->pro_kind != 1 && t->pro_kind != 3) || t->pro_input != 1 || own != 2 ||
+      c->op->n_out != 1) {
+    return false;
+  }
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1);
+  return a && b && a->shape.rank >= 2 && b->shape.rank == 2;
+}
+
+static int64_t op_panel_cols(const mp_btensor *b) {
+  int64_t k = b->shape.dims[0], n = b->shape.dims[1];
+  int64_t nc = k > 0 ? OP_PANEL_BYTES / 4 / k : n;
+  return nc < 1 ? 1 : nc > n ? n : nc;
+}
+
+/* Rows per block when an epilogue operand lives in y's buffer: at most
+ * OP_PANEL_BYTES of f32 rows of n, one at least. */
+static int64_t op_panel_rows(int64_t n, int64_t m) {
+  int64_t rb = n > 0 ? OP_PANEL_BYTES / 4 / n : m;
+  return rb < 1 ? 1 : rb > m ? m : rb;
+}
+
+static bool op_epi_aliased(const op_ctx *c, const op_tail *t, uint32_t own,
+                           const mp_btensor *y);
+
 static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
   if (!t->pro_kind) return true;
   const mp_btensor *x = op_in(c, t->pro_input);
   if (!x || t->pro_input >= own) {
     return op_fail(c, "prologue input %u is missing", t->pro_input);
   }
-  if (t->pro_kind == 1) {
-    if (x->dtype != MP_KD_I8 && x->dtype != MP_KD_U8 && x->dtype != MP_KD_I32) {
+  if (t->pro_kind == 1 || t->pro_kind == 3) {
+    int d = x->dtype;
+    if (d != MP_KD_I8 && d != MP_KD_U8 && d != MP_KD_I4 && d != MP_KD_U4 &&
+        d != MP_KD_I32) {
       return op_fail(c,
                      "prologue DequantizeLinear: input '%s' is %s, not "
                      "an integer type",
@@ -115,22 +191,27 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
       return op_fail(c, "prologue DequantizeLinear: no f32 scale input");
     }
     int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
-    int64_t ns = op_count(s);
-    if (ns != 1 && (axis < 0 || axis >= x->shape.rank ||
-                    ns != x->shape.dims[axis] || s->shape.rank != 1)) {
-      return op_fail(c,
-                     "prologue DequantizeLinear: scale '%s' is neither a "
-                     "scalar nor one value per channel of axis %lld",
-                     s->name, (long long)t->pro_axis);
-    }
-    if (z && (z->dtype != x->dtype || op_count(z) != ns)) {
-      return op_fail(c,
-                     "prologue DequantizeLinear: zero point '%s' does not "
-                     "match the scale and the input type",
-                     z->name);
-    }
+    if (!op_quant_params(c, x, s, z, d, axis, t->pro_block)) return false;
   } else if (x->dtype == MP_KD_F32) {
     return op_fail(c, "prologue Cast: input '%s' is already f32", x->name);
+  } else if (mp_kd_bits(x->dtype) == 4) {
+    return op_fail(c, "prologue Cast: input '%s' is 4-bit", x->name);
+  }
+  if (op_panels(c, t, own)) {
+    /* a panel of the weight and the product's panel of each row; with
+     * an epilogue operand in y's buffer, of a block of rows, the block
+     * and a row twice (op_run_gemm_panels) */
+    const mp_btensor *a = op_in(c, 0);
+    int64_t nc = op_panel_cols(x), m = a->shape.dims[a->shape.rank - 2];
+    int64_t n = x->shape.dims[1];
+    bool aliased = op_epi_aliased(c, t, own, op_out(c, 0));
+    int64_t rb = aliased ? op_panel_rows(n, m) : m;
+    c->need_ws +=
+        (size_t)(x->shape.dims[0] * nc) * 4 + 64 + (size_t)(rb * nc) * 4 + 64;
+    if (aliased) {
+      c->need_ws += (size_t)(rb * n) * 4 + 64 + 2 * ((size_t)n * 4 + 64);
+    }
+    return true;
   }
   size_t need = (size_t)op_count(x) * 4;
   c->need_ws += need + 64;
@@ -174,7 +255,7 @@ static uint32_t op_tap(const op_tail *t) {
 
 /* true when an epilogue operand lives in y's buffer (in place over it:
  * op_check_epilogue allows only the same offset and size). */
-static bool op_epi_aliased(op_ctx *c, const op_tail *t, uint32_t own,
+static bool op_epi_aliased(const op_ctx *c, const op_tail *t, uint32_t own,
                            const mp_btensor *y) {
   uint32_t at = own;
   for (uint32_t k = 0; k < t->n_epi; k++) {
@@ -400,15 +481,21 @@ static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
   int64_t ns = op_count(s),
           axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
   int64_t outer = 1, ch = 1, inner = op_count(x);
-  if (ns != 1) {
+  if (ns != 1 || t->pro_kind == 3) {
     outer = 1;
     for (int64_t i = 0; i < axis; i++) outer *= x->shape.dims[i];
     ch = x->shape.dims[axis];
     inner = op_div(op_count(x), outer * ch);
   }
-  OP_K(dequantize)(outer, ch, inner, x->dtype, op_pin(c, k),
-                   op_pin(c, own + t->extras), (int)ns,
-                   op_pin(c, own + t->extras + 1), w);
+  if (t->pro_kind == 3) {
+    mp_k_dequantize_blocked(outer, ch, inner, t->pro_block, x->dtype,
+                            op_pin(c, k), op_pin(c, own + t->extras),
+                            op_pin(c, own + t->extras + 1), w);
+  } else {
+    OP_K(dequantize)(outer, ch, inner, x->dtype, op_pin(c, k),
+                     op_pin(c, own + t->extras), (int)ns,
+                     op_pin(c, own + t->extras + 1), w);
+  }
   return w;
 }
 
@@ -750,7 +837,9 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
     if (op_aliases(a, y) || op_aliases(b, y) || op_aliases(cc, y)) {
       return op_fail(c, "output '%s' shares an input's buffer", y->name);
     }
-    bool rows = op_gemm_rowwise(&p, a, b);
+    /* an epilogue operand in y's buffer: row by row (with a dequantized
+     * weight's panels too: op_run_gemm_panels) */
+    bool rows = op_gemm_rowwise(&p, a, b) || op_panels(c, &t, own);
     if (!p.horiz && !op_check_epilogue(c, &t, own, y, rows ? n : 0)) {
       return false;
     }
@@ -812,6 +901,78 @@ static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
+/* y = A W where W's DequantizeLinear prologue widens it a panel of
+ * columns at a time into the workspace (op_panels): each panel of the
+ * product is computed alone, every element the same sum in the same order
+ * as in the whole product (op_gemm_one), and copied into its columns of
+ * y. When an epilogue operand lives in y's buffer (aliased), the rows go
+ * in blocks of op_panel_rows: a block's product is assembled panel by
+ * panel in the workspace, then each of its rows is written over the
+ * operand's row with the epilogue reading a saved copy (op_gemm_rows'
+ * way), so the workspace holds a panel of W, a block of rows and a row. */
+static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
+                               const op_gemmp *p, const float *pa,
+                               const mp_btensor *y, char *py, bool aliased) {
+  const mp_btensor *a = op_in(c, 0), *w = op_in(c, 1);
+  const mp_btensor *s = op_in(c, own + t->extras);
+  int64_t k = w->shape.dims[0], n = w->shape.dims[1], nc = op_panel_cols(w);
+  int64_t m = a->shape.dims[a->shape.rank - 2];
+  int64_t rb = aliased ? op_panel_rows(n, m) : m;
+  int64_t per = m > 0 ? (m + rb - 1) / rb : 0; /* row blocks per batch */
+  uint32_t br = a->shape.rank - 2;             /* A's leading dims, y's too */
+  int64_t batches = 1;                         /* (K may be 0) */
+  for (uint32_t d = 0; d < br; d++) batches *= a->shape.dims[d];
+  int axis = (int)(t->pro_axis < 0 ? t->pro_axis + 2 : t->pro_axis);
+  size_t wbytes = ((size_t)(k * nc) * 4 + 63) / 64 * 64;
+  size_t ybytes = ((size_t)(rb * nc) * 4 + 63) / 64 * 64;
+  size_t bbytes = ((size_t)(rb * n) * 4 + 63) / 64 * 64;
+  size_t row = (size_t)n * 4, rbytes = (row + 63) / 64 * 64;
+  float *wp = (float *)(void *)c->ws;
+  float *yp = (float *)(void *)(c->ws + wbytes);
+  char *blk = (char *)c->ws + wbytes + ybytes;
+  char *saved = blk + bbytes, *kept = saved + rbytes;
+  c->ws += wbytes + ybytes + (aliased ? bbytes + 2 * rbytes : 0);
+  int64_t idx[MP_K_MAX_RANK] = {0};
+  /* not aliased: each panel once, for every batch; aliased: the panels
+   * again for each block of rows */
+  int64_t blocks = aliased ? batches * per : 1;
+  for (int64_t bk = 0; bk < blocks; bk++) {
+    int64_t b0 = aliased ? bk / per : 0, b1 = aliased ? b0 + 1 : batches;
+    int64_t r0 = aliased ? bk % per * rb : 0;
+    int64_t nr = m - r0 < rb ? m - r0 : rb;
+    for (int64_t c0 = 0; c0 < n; c0 += nc) {
+      int64_t cols = n - c0 < nc ? n - c0 : nc;
+      mp_k_dequantize_cols(
+          k, n, c0, cols, axis, t->pro_kind == 3 ? t->pro_block : 0, w->dtype,
+          op_pin(c, 1), op_pin(c, own + t->extras), (int)op_count(s),
+          op_pin(c, own + t->extras + 1), wp);
+      for (int64_t b = b0; b < b1; b++) {
+        op_gemm_one(p, false, nr, cols, k, pa + (b * m + r0) * k, wp, NULL,
+                    NULL, yp, NULL);
+        for (int64_t r = 0; r < nr; r++) {
+          char *to = aliased ? blk + (size_t)(r * n + c0) * 4
+                             : py + (size_t)((b * m + r0 + r) * n + c0) * 4;
+          memcpy(to, yp + r * cols, (size_t)cols * 4);
+        }
+      }
+    }
+    if (!aliased) break;
+    /* the block's rows over the operand's, the epilogue reading a copy */
+    int64_t rest = b0;
+    for (uint32_t d = br; d-- > 0;) {
+      idx[d] = rest % a->shape.dims[d];
+      rest /= a->shape.dims[d];
+    }
+    for (int64_t r = 0; r < nr; r++) {
+      char *yr = py + (size_t)((b0 * m + r0 + r) * n) * 4;
+      memcpy(saved, yr, row);
+      memcpy(yr, blk + (size_t)(r * n) * 4, row);
+      idx[br] = r0 + r;
+      op_epi_tile(c, t, own, y, br + 1, idx, yr, row, kept, saved);
+    }
+  }
+}
+
 static bool op_run_gemm(op_ctx *c, bool gemm) {
   op_rd r = op_reader(c);
   op_gemmp p;
@@ -828,6 +989,13 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
   const void *pa = op_run_prologue(c, &t, own, 0);
   for (uint32_t h = 0; h < nh; h++) {
     const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
+    if (!p.horiz && op_panels(c, &t, own)) {
+      bool aliased = op_epi_aliased(c, &t, own, y);
+      char *py = op_pout(c, h);
+      op_run_gemm_panels(c, &t, own, &p, (const float *)pa, y, py, aliased);
+      if (!aliased) op_run_epilogue(c, &t, own, y, py);
+      continue;
+    }
     uint32_t ci = p.horiz ? 1 + nh + h : 2;
     const mp_btensor *ct = gemm && own > 1 + nh ? op_in(c, ci) : NULL;
     const void *pb =
@@ -2057,8 +2225,13 @@ static bool op_run_transpose(op_ctx *c) {
   uint32_t perm[MP_K_MAX_RANK];
   for (uint32_t i = 0; i < x->shape.rank; i++)
     perm[i] = (uint32_t)c->op->params[i];
-  OP_K(transpose)(mp_kd_size(x->dtype), &x->shape, perm, op_pin(c, 0),
-                  op_pout(c, 0));
+  if (mp_kd_bits(x->dtype) == 4) { /* nibble by nibble, on every target */
+    mp_k_transpose_dtype(x->dtype, 0, &x->shape, perm, op_pin(c, 0),
+                         op_pout(c, 0));
+  } else {
+    OP_K(transpose)(mp_kd_size(x->dtype), &x->shape, perm, op_pin(c, 0),
+                    op_pout(c, 0));
+  }
   return true;
 }
 
@@ -2141,31 +2314,29 @@ static bool op_run_resize(op_ctx *c) {
   return true;
 }
 
-/* QuantizeLinear / DequantizeLinear: x, scale, [zero point]. */
+/* QuantizeLinear / DequantizeLinear: x, scale, [zero point]; parameters
+ * axis and, when blocked (opset 21), block_size. */
 static bool op_check_quant(op_ctx *c, bool quant) {
   const mp_btensor *x = op_in(c, 0), *s = op_in(c, 1), *z = op_in(c, 2);
   const mp_btensor *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
-  if (!x || !s || !y || c->op->n_in > 3 || c->op->n_params != 1) {
+  if (!x || !s || !y || c->op->n_in > 3 || c->op->n_params < 1 ||
+      c->op->n_params > 2) {
     return op_fail(c, "bad arity");
   }
   int64_t axis = c->op->params[0];
-  if (op_count(s) != 1 && (axis < 0 || axis >= x->shape.rank)) {
+  int64_t block = c->op->n_params == 2 ? c->op->params[1] : 0;
+  if ((op_count(s) != 1 || block) && (axis < 0 || axis >= x->shape.rank)) {
     return op_fail(c, "bad axis");
   }
   int qd = quant ? y->dtype : x->dtype;
   int fd = quant ? x->dtype : y->dtype;
+  bool narrow =
+      qd == MP_KD_I8 || qd == MP_KD_U8 || qd == MP_KD_I4 || qd == MP_KD_U4;
   if (fd != MP_KD_F32 || s->dtype != MP_KD_F32 ||
-      (qd != MP_KD_I8 && qd != MP_KD_U8 && (quant || qd != MP_KD_I32))) {
+      (!narrow && (quant || qd != MP_KD_I32))) {
     return op_fail(c, "unsupported dtypes");
   }
-  int64_t ns = op_count(s);
-  if (ns != 1 &&
-      (s->shape.rank != 1 || !x->shape.rank || ns != x->shape.dims[axis])) {
-    return op_fail(c, "scale is neither a scalar nor per channel");
-  }
-  if (z && (z->dtype != qd || op_count(z) != ns)) {
-    return op_fail(c, "zero point does not match");
-  }
+  if (!op_quant_params(c, x, s, z, qd, axis, block)) return false;
   if (op_aliases(x, y)) return op_fail(c, "does not run in place");
   return op_expect_shape(c, y, &x->shape);
 }
@@ -2173,13 +2344,20 @@ static bool op_check_quant(op_ctx *c, bool quant) {
 static bool op_run_quant(op_ctx *c, bool quant) {
   const mp_btensor *x = op_in(c, 0), *s = op_in(c, 1), *y = op_out(c, 0);
   int64_t ns = op_count(s), outer = 1, ch = 1, inner = op_count(x);
-  if (ns != 1) {
+  int64_t block = c->op->n_params == 2 ? c->op->params[1] : 0;
+  if (ns != 1 || block) {
     int64_t axis = c->op->params[0];
     for (int64_t i = 0; i < axis; i++) outer *= x->shape.dims[i];
     ch = x->shape.dims[axis];
     inner = op_div(op_count(x), outer * ch);
   }
-  if (quant) {
+  if (block && quant) { /* scalar kernels on every target */
+    mp_k_quantize_blocked(outer, ch, inner, block, op_pin(c, 0), op_pin(c, 1),
+                          op_pin(c, 2), y->dtype, op_pout(c, 0));
+  } else if (block) {
+    mp_k_dequantize_blocked(outer, ch, inner, block, x->dtype, op_pin(c, 0),
+                            op_pin(c, 1), op_pin(c, 2), op_pout(c, 0));
+  } else if (quant) {
     OP_K(quantize)(outer, ch, inner, op_pin(c, 0), op_pin(c, 1), (int)ns,
                    op_pin(c, 2), y->dtype, op_pout(c, 0));
   } else {
@@ -2659,10 +2837,14 @@ static bool op_dispatch(op_ctx *c, bool run) {
 #ifdef MPLAN_RVV
 /* The fused prologue and epilogue steps have vector kernels too. */
 static bool op_vec_tail(const op_ctx *c, const op_tail *t, int dtype) {
-  if (t->pro_kind == 2) return false; /* Cast */
+  if (t->pro_kind == 2 || t->pro_kind == 3) return false; /* Cast, blocked */
   if (t->pro_kind == 1) {
+    /* the panels of op_run_gemm_panels dequantize on the scalar kernel */
     const mp_btensor *x = op_in(c, t->pro_input);
-    if (!x || !mp_kv_dequantize_vector(x->dtype)) return false;
+    if (!x || !mp_kv_dequantize_vector(x->dtype) ||
+        op_panels(c, t, op_own(c, t))) {
+      return false;
+    }
   }
   for (uint32_t k = 0; k < t->n_epi; k++) {
     int cls = t->epi[k].code & 0xf00, op = t->epi[k].code & 0xff;
@@ -2728,10 +2910,10 @@ static bool op_vec(op_ctx *c) {
     case MP_BOP_PAD:
       return c->op->n_params > 0 && c->op->params[0] == MP_KPAD_CONSTANT &&
              mp_kv_move_vector(mp_kd_size(dx));
-    case MP_BOP_QUANTIZE:
-      return dy == MP_KD_I8 || dy == MP_KD_U8;
+    case MP_BOP_QUANTIZE: /* not blocked */
+      return c->op->n_params == 1 && (dy == MP_KD_I8 || dy == MP_KD_U8);
     case MP_BOP_DEQUANTIZE:
-      return mp_kv_dequantize_vector(dx);
+      return c->op->n_params == 1 && mp_kv_dequantize_vector(dx);
     default:
       return false;
   }
@@ -2868,9 +3050,49 @@ bool mp_rt_op_vector(const mp_bundle *b, size_t step) {
 #endif
 }
 
+/* 4-bit tensors only where a kernel addresses them by element (Cast,
+ * QuantizeLinear, DequantizeLinear, Transpose, a MatMul's
+ * DequantizeLinear prologue and its zero point) or by whole tensors (the
+ * views and copies): every other kernel computes addresses in bytes. */
+static bool op_check_nibbles(op_ctx *c) {
+  uint32_t pro = UINT32_MAX, zp = UINT32_MAX;
+  if (c->op->kernel == MP_BOP_MATMUL) {
+    op_rd r = op_reader(c);
+    op_gemmp p;
+    op_tail t;
+    rd_gemm(&r, &p, false);
+    rd_tail(&r, &t);
+    if (!r.bad && (t.pro_kind == 1 || t.pro_kind == 3)) {
+      pro = t.pro_input;
+      zp = op_own(c, &t) + t.extras + 1;
+    }
+  }
+  switch (c->op->kernel) {
+    case MP_BOP_CAST:
+    case MP_BOP_QUANTIZE:
+    case MP_BOP_DEQUANTIZE:
+    case MP_BOP_TRANSPOSE:
+    case MP_BOP_VIEW:
+    case MP_BOP_COPY:
+      return true;
+    default:
+      break;
+  }
+  for (uint32_t k = 0; k < c->op->n_in + c->op->n_out; k++) {
+    const mp_btensor *t =
+        k < c->op->n_in ? op_in(c, k) : op_out(c, k - c->op->n_in);
+    if (t && mp_kd_bits(t->dtype) == 4 && k != pro && k != zp) {
+      return op_fail(c, "'%s' is %s, which this kernel does not address",
+                     t->name, mp_kd_name(t->dtype));
+    }
+  }
+  return true;
+}
+
 bool mp_rt_op_check(const mp_bundle *b, size_t step, size_t *workspace,
                     char *why, size_t cap) {
   op_ctx c = {b, mp_bundle_op(b, step), step, why, cap, NULL, NULL, 0, NULL, 0};
+  if (!op_check_nibbles(&c)) return false;
   if (!op_dispatch(&c, false)) {
     /* The refusal stands unless the f32 kernel takes the op; why keeps
      * the op's own reason, or the f32 check's when that one ran. */

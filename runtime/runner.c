@@ -99,7 +99,7 @@ mp_status mp_tensors_parse(const char *source, const void *data, size_t len,
     r[i].dtype = p[at];
     r[i].shape.rank = p[at + 1];
     at += 8;
-    if (!mp_kd_size(r[i].dtype) || r[i].shape.rank > MP_K_MAX_RANK) {
+    if (!mp_kd_bits(r[i].dtype) || r[i].shape.rank > MP_K_MAX_RANK) {
       mp_free(a, r);
       return mp_error_set(err, MP_ERR_BAD_INPUT,
                           "%s: tensor %zu: bad dtype or rank", source, i);
@@ -364,6 +364,9 @@ void mp_seed_fill(int d, void *p, size_t n, uint64_t seed, uint64_t index) {
       case MP_KD_BOOL:
         v = (double)(r >> 63);
         break;
+      case MP_KD_I4:
+        v = (double)(int)(r >> 60) - 8;
+        break;
       default:
         v = (double)(r >> 60);
         break;
@@ -424,8 +427,8 @@ static mp_status rn_inputs(const char *source, const mp_bundle *b, mp_rt *rt,
         st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory", source);
         continue;
       }
-      mp_seed_fill(t->dtype, tmp, (size_t)(t->bytes / mp_kd_size(t->dtype)),
-                   o->seed, i);
+      mp_seed_fill(t->dtype, tmp, (size_t)mp_kshape_count(&t->shape), o->seed,
+                   i);
       src = tmp;
     }
     st = mp_rt_set_input(rt, i, src, (size_t)t->bytes, err);

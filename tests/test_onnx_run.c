@@ -345,15 +345,18 @@ static verdict compare(const char *dir, const Onnx__GraphProto *gp, out_fn get,
       bool same = x.shape.rank == rank && x.bytes == n;
       for (uint32_t d = 0; same && d < rank; d++)
         same = x.shape.dims[d] == dims[d];
-      if (!same || mp_kd_size(x.dtype) != mp_dtype_size(dt)) {
+      if (!same || mp_kd_bits(x.dtype) != mp_dtype_bits(dt)) {
         snprintf(why, cap, "output '%s': shape or dtype differs",
                  gp->output[k]->name);
         v = FAIL;
       } else if (random_test(dir) != RND_NONE) {
         if (!random_values(dir, random_test(dir), k, &x, get, ud, why, cap))
           v = FAIL;
-      } else if (!close_enough(x.data, bytes, x.dtype, n / mp_kd_size(x.dtype),
-                               why, cap)) {
+      } else if (!close_enough(x.data, bytes, x.dtype,
+                               (size_t)mp_kshape_count(&x.shape), why, cap)) {
+        char what[160];
+        snprintf(what, sizeof what, "%s", why);
+        snprintf(why, cap, "output '%s': %s", gp->output[k]->name, what);
         v = FAIL;
       }
     }

@@ -16,11 +16,14 @@
  *   2. The head is a MatMul or Conv with no mplan.prologue and no
  *      mplan.horizontal (one prologue per op, on a single product); or,
  *      for a Resize, an Add, Sub, Mul or Div with no mplan.* attribute.
- *   3. DequantizeLinear: per tensor (a one-element scale, no block_size),
- *      so that no attribute is needed to apply it; its scale and zero
- *      point (when given) follow all other inputs of the head, in that
- *      order. Conv's omitted bias is written as -1 first, so positions
- *      stay fixed.
+ *   3. DequantizeLinear: per tensor (a one-element scale, no block_size);
+ *      or, into a MatMul's weight (input 1, a matrix), also per axis or
+ *      blocked (opset 21), written as mplan.p.axis and mplan.p.block on
+ *      the head: the runtime widens that weight a panel of columns at a
+ *      time (runtime/ops.c, op_run_gemm_panels), so the f32 weight never
+ *      exists whole. Its scale and zero point (when given) follow all
+ *      other inputs of the head, in that order. Conv's omitted bias is
+ *      written as -1 first, so positions stay fixed.
  *   4. Cast: widening (the element grows) to the head's output dtype, so
  *      the target type is the head's own.
  *   5. Only the product's operands (input 0 or 1) qualify. When both
@@ -37,6 +40,9 @@
  *      f_d > 1 costs the runtime one more broadcast dim: rank + those axes
  *      <= MP_K_MAX_RANK; and no axis is longer than 2^20 (each index
  *      is checked).
+ *   7. The absorbed op reads a 4-bit tensor only as a DequantizeLinear
+ *      into a MatMul's weight (rule 3's panels): the heads' kernels
+ *      address their other inputs in whole bytes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -69,15 +75,18 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
   if (d->n_outputs != 1 || d->n_inputs < 1 || d->inputs[0] < 0) return NULL;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
+  bool panels = strcmp(h->type, "MatMul") == 0 && k == 1 && x->rank == 2 &&
+                yt->dtype == MP_DTYPE_F32;
+  if (mp_dtype_size(x->dtype) == 0 && !panels) return NULL; /* rule 7 */
   if (strcmp(d->type, "DequantizeLinear") == 0) {
     if (d->n_inputs < 2 || d->inputs[1] < 0) return NULL;
     const mp_tensor *scale = mp_graph_tensor(g, (size_t)d->inputs[1]);
-    if (scale->bytes != mp_dtype_size(scale->dtype) ||
-        pass_attr_int(d, "block_size", 0) != 0) {
-      return NULL;
-    }
+    bool one = scale->bytes == mp_dtype_size(scale->dtype) &&
+               pass_attr_int(d, "block_size", 0) == 0;
+    if (!one && !(panels && scale->dtype == MP_DTYPE_F32)) return NULL;
     return "DequantizeLinear";
   }
+  if (mp_dtype_size(x->dtype) == 0) return NULL; /* a 4-bit Cast: rule 7 */
   if (strcmp(d->type, "Cast") == 0) {
     const mp_tensor *out = mp_graph_tensor(g, (size_t)h->outputs[0]);
     if (mp_dtype_size(yt->dtype) > mp_dtype_size(x->dtype) &&
@@ -111,6 +120,22 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, uint32_t k,
   mp_attr a = {.name = "mplan.prologue", .kind = MP_ATTR_STRING, .s = value};
   mp_status st = rw_set_inputs(c->rw, head, in, own + extra, err);
   if (st == MP_OK) st = rw_set_attr(c->rw, head, &a, err);
+  const mp_tensor *scale = dq ? mp_graph_tensor(g, (size_t)d->inputs[1]) : NULL;
+  if (st == MP_OK && scale &&
+      (scale->bytes != mp_dtype_size(scale->dtype) ||
+       pass_attr_int(d, "block_size", 0) != 0)) {
+    /* rule 3: per axis or blocked (the shape rule checked the scale) */
+    const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
+    int64_t axis = pass_attr_int(d, "axis", 1);
+    mp_attr ax = {.name = "mplan.p.axis",
+                  .kind = MP_ATTR_INT,
+                  .i = axis < 0 ? axis + (int64_t)x->rank : axis};
+    mp_attr bl = {.name = "mplan.p.block",
+                  .kind = MP_ATTR_INT,
+                  .i = pass_attr_int(d, "block_size", 0)};
+    st = rw_set_attr(c->rw, head, &ax, err);
+    if (st == MP_OK && bl.i > 0) st = rw_set_attr(c->rw, head, &bl, err);
+  }
   if (st != MP_OK) return st;
   rw_kill(c->rw, (uint32_t)yt->producer);
   size_t saved = 0;

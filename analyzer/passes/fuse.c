@@ -61,7 +61,8 @@
  * epilogue input is always at the same place.
  *
  * Invariants:
- *   1. A group's head is a source op with no mplan.* attribute; an op is
+ *   1. A group's head is a source op with no mplan.* attribute but a
+ *      DequantizeLinear or Cast prologue (mplan.prologue, mplan.p.*); an op is
  *      absorbed by at most one group (its chained value has one reader,
  *      and a killed op is never offered again).
  *   2. The fused op's output is the tail's output (same name, shape and
@@ -110,13 +111,40 @@ static uint32_t fuse_lmul(uint32_t vlen) {
   return vlen ? (FUSE_LOOP_BITS + vlen - 1) / vlen : 1;
 }
 
+/* The trailing inputs of head's DequantizeLinear prologue (scale and an
+ * optional zero point, after every other input: absorb rule 3), or 0. */
+static uint32_t fuse_prologue_tail(const mp_op *op) {
+  const mp_attr *a = mp_op_attr(op, "mplan.prologue");
+  if (!a || a->kind != MP_ATTR_STRING || !a->s ||
+      strncmp(a->s, "DequantizeLinear:", 17) != 0) {
+    return 0;
+  }
+  uint32_t own = strcmp(op->type, "MatMul") == 0 ? 2 : 3;
+  return op->n_inputs > own ? op->n_inputs - own : 0;
+}
+
+/* Rule 1; a head may carry the DequantizeLinear or Cast prologue that the
+ * absorb pass gave it (the manager runs fuse again after absorb:
+ * invariant 12), and nothing else of mplan's. */
 static bool fuse_is_head(const mp_op *op) {
   static const char *const heads[] = {"Conv", "ConvTranspose", "Gemm",
                                       "MatMul"};
   for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
-    if (strcmp(op->type, heads[i]) == 0) {
-      return op->n_outputs == 1 && !rw_has_mplan_attr(op);
+    if (strcmp(op->type, heads[i]) != 0) continue;
+    if (op->n_outputs != 1) return false;
+    for (uint32_t k = 0; k < op->n_attrs; k++) {
+      const mp_attr *a = &op->attrs[k];
+      if (strncmp(a->name, "mplan.", 6) != 0) continue;
+      bool pro = strcmp(a->name, "mplan.prologue") == 0 &&
+                 a->kind == MP_ATTR_STRING && a->s &&
+                 (strncmp(a->s, "DequantizeLinear:", 17) == 0 ||
+                  strncmp(a->s, "Cast:", 5) == 0);
+      if (!pro && strcmp(a->name, "mplan.p.axis") != 0 &&
+          strcmp(a->name, "mplan.p.block") != 0) {
+        return false;
+      }
     }
+    return true;
   }
   return false;
 }
@@ -376,13 +404,16 @@ static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
 }
 
 /* The head's inputs, padded to its full count, then each absorbed op's
- * inputs other than the chained value. */
+ * inputs other than the chained value, then a DequantizeLinear prologue's
+ * scale and zero point (docs/ir-conventions.md: they follow the epilogue's
+ * inputs). */
 static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
                              mp_error *err) {
   const mp_op *head = mp_graph_op(c->g, grp->head);
-  uint32_t own = head->n_inputs;
+  uint32_t tail = fuse_prologue_tail(head);
+  uint32_t own = head->n_inputs - tail;
   if (strcmp(head->type, "MatMul") != 0 && own < 3) own = 3;
-  uint32_t n = own;
+  uint32_t n = own + tail;
   for (size_t k = 0; k < grp->n_ops; k++) {
     n += mp_graph_op(c->g, (size_t)grp->ops[k])->n_inputs - 1;
     n -= grp->tapped[k] >= 0;
@@ -407,6 +438,9 @@ static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
       }
       in[at++] = r->inputs[j];
     }
+  }
+  for (uint32_t k = 0; k < tail; k++) {
+    in[at++] = head->inputs[head->n_inputs - tail + k];
   }
   return rw_set_inputs(c->rw, grp->head, in, at, err);
 }

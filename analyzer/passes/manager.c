@@ -74,6 +74,13 @@
  *      Only while less than a quarter of the budget is spent: where the
  *      searches are long, the seeds' measurements would take the work of
  *      the passes after them.
+ *  12. fuse runs before absorb, so its chains follow the order of a graph
+ *      whose dequantized weights are still tensors: in a weight-only
+ *      quantized decoder that order runs each up projection before the
+ *      SiLU its Mul needs, and the chain stops there. When absorb gave a
+ *      head a DequantizeLinear or Cast prologue, fuse runs again (a second
+ *      fuse row), on the absorbed graph and its order; such a head may
+ *      take an epilogue then (fuse.c rule 1).
  *  11. The tile pass trades recomputed rows for memory, and the passes
  *      after it can undo its gain: a fusion or an absorbed Resize across
  *      the cut it chose no longer applies once a Concat writes the cut
@@ -1172,6 +1179,20 @@ static mp_status pm_concat_rounds(pm_state *s, const mp_pass_opts *o,
  * the final state (owned: a graph of its own), *rep its report. With
  * tile_row, a row for tile that changes nothing stands where tile would
  * run (the run without tile of invariant 11). */
+/* Invariant 12: the absorb pass gave a MatMul or Conv a DequantizeLinear
+ * or Cast prologue since fusion f0. */
+static bool pm_new_prologue_heads(const mp_pass_report *r, size_t f0) {
+  for (size_t f = f0; f < r->n_fusions; f++) {
+    const mp_fusion *x = &r->fusions[f];
+    if (x->kind == MP_FUSION_PROLOGUE && x->absorbed &&
+        (strcmp(x->absorbed, "DequantizeLinear") == 0 ||
+         strcmp(x->absorbed, "Cast") == 0)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 static mp_status pm_pipeline(mp_graph *g, const mp_pass_opts *o, uint64_t work,
                              double ms, bool tile_row, pm_state *out,
                              mp_pass_report **rep, mp_error *err) {
@@ -1196,11 +1217,18 @@ static mp_status pm_pipeline(mp_graph *g, const mp_pass_opts *o, uint64_t work,
       continue;
     }
     if (!(o->mask & (1u << p))) continue;
+    size_t fusions_before = r->n_fusions;
     if (p == MP_PASS_CONCAT) {
       st = pm_concat_rounds(&s, o, &b, r, err);
       p = MP_PASS_INPLACE; /* run by the rounds when asked for */
     } else {
       st = pm_run_one(&s, &pm_passes[p], o, NULL, &b, r, err);
+    }
+    if (st == MP_OK && p == MP_PASS_ABSORB &&
+        (o->mask & (1u << MP_PASS_FUSE)) &&
+        pm_new_prologue_heads(r, fusions_before)) {
+      /* invariant 12 */
+      st = pm_run_one(&s, &pm_passes[MP_PASS_FUSE], o, NULL, &b, r, err);
     }
   }
   if (st != MP_OK) {

@@ -601,8 +601,8 @@ size_t share_concat(share_ctx *s, uint32_t o, size_t align, int64_t *slot) {
   int32_t y = op->outputs[0];
   const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
   if ((yt->kind != MP_TENSOR_ACTIVATION && yt->kind != MP_TENSOR_OUTPUT) ||
-      yt->pinned || yt->rank == 0) {
-    return 0;
+      yt->pinned || yt->rank == 0 || mp_dtype_size(yt->dtype) == 0) {
+    return 0; /* 4-bit elements: a slice may start inside a byte */
   }
   int64_t axis = pass_attr_int(op, "axis", 0);
   if (axis < 0) axis += yt->rank;

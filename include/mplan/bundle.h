@@ -86,8 +86,9 @@ typedef enum mp_bt_kind {
  *       pad_begin[3], pad_end[3], output_padding[3], then the head tail
  *   GEMM: trans_a, trans_b, alpha, beta, shift, horizontal, head tail
  *   MATMUL: shift, horizontal, head tail
- *     head tail: prologue kind (0 none, 1 DequantizeLinear, 2 Cast),
- *       prologue input, prologue axis, epilogue count E, then E entries
+ *     head tail: prologue kind (0 none, 1 DequantizeLinear, 2 Cast, 3
+ *       DequantizeLinear blocked), prologue input, prologue axis, for
+ *       kind 3 the block size, epilogue count E, then E entries
  *       of 4: code (MP_BEPI_* | op), extra inputs, alpha, beta (TAP:
  *       extra 0, alpha the entry whose input value is the operand)
  *   UNARY: op (mp_kunary), alpha, beta
@@ -111,7 +112,8 @@ typedef enum mp_bt_kind {
  *       cubic antialiased), coord, nearest, scale[rank], then for cubic a and
  *       exclude_outside, then for tf_crop_and_resize extrapolation_value
  *       (and the roi as a second input)
- *   QUANTIZE, DEQUANTIZE: axis        FILL: values (one per element, or
+ *   QUANTIZE, DEQUANTIZE: axis, and block_size when blocked
+ *                                     FILL: values (one per element, or
  *       one repeated), as the output dtype's value in a double or i64
  *   ARG: is_min, axis, keepdims, select_last_index
  *   GATHER_ELEMENTS: axis             SCATTER_ELEMENTS: axis, reduction

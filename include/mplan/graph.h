@@ -32,12 +32,22 @@ typedef enum mp_dtype {
   MP_DTYPE_C64,    /* two f32 */
   MP_DTYPE_C128,   /* two f64 */
   MP_DTYPE_STRING, /* no fixed size: such a tensor cannot be planned */
+  MP_DTYPE_I4,     /* 4-bit, two per byte, the first in the low nibble */
+  MP_DTYPE_U4,
   MP_DTYPE_COUNT
 } mp_dtype;
 
-/* Bytes per element (0 for strings), the canonical name ("f32"), and its
- * parser. */
+/* Bytes per element (0 for strings and the 4-bit types), the canonical
+ * name ("f32"), and its parser. */
 size_t mp_dtype_size(mp_dtype t);
+
+/* Bits per element: 8 x the size, 4 for int4/uint4, 0 for strings. */
+unsigned mp_dtype_bits(mp_dtype t);
+
+/* The bytes n elements of t take, ceil(n x bits / 8): the 4-bit types
+ * pack two per byte, the first in the low nibble, as ONNX stores them.
+ * false on overflow or a type without a size. */
+bool mp_dtype_bytes(mp_dtype t, size_t n, size_t *out);
 /* f32, f64, f16 or bf16: values read and kept as doubles. */
 bool mp_dtype_is_float(mp_dtype t);
 const char *mp_dtype_name(mp_dtype t);

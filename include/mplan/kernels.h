@@ -47,11 +47,18 @@ typedef enum mp_kdtype {
   MP_KD_BOOL = 11,
   MP_KD_F16 = 12,  /* IEEE 754 binary16 */
   MP_KD_BF16 = 13, /* bfloat16: the upper half of an f32 */
+  MP_KD_I4 = 14,   /* 4-bit, two per byte, element 2j in byte j's low nibble */
+  MP_KD_U4 = 15,
   MP_KD_COUNT
 } mp_kdtype;
 
-/* Bytes per element (0 for an unknown code) and a short name ("f32"). */
+/* Bytes per element (0 for an unknown code and for the 4-bit types) and a
+ * short name ("f32"). */
 size_t mp_kd_size(int code);
+/* Bits per element (0 for an unknown code), and the bytes n elements take
+ * (rounded up: a 4-bit tensor of n elements is ceil(n / 2) bytes). */
+unsigned mp_kd_bits(int code);
+uint64_t mp_kd_bytes(int code, uint64_t n);
 const char *mp_kd_name(int code);
 bool mp_kd_is_float(int code);
 
@@ -59,11 +66,20 @@ bool mp_kd_is_float(int code);
  * element k with the ONNX Cast conversion (float->int truncates toward
  * zero; out-of-range is saturated, as the host's behaviour for it is
  * undefined; bool is v != 0; f16 and bf16 round to nearest even from the
- * double, once, overflowing to infinity). f16 and bf16 are float dtypes:
+ * double, once, overflowing to infinity; int4 and uint4 round half to even
+ * and saturate, as ONNX's Cast to 4 bits does, and a store rewrites only
+ * its own nibble). f16 and bf16 are float dtypes:
  * every kernel that computes through these (in double) takes them. */
 double mp_k_load(const void *p, int d, size_t k);
 void mp_k_store(void *p, int d, size_t k, double v);
 int64_t mp_k_load_i(const void *p, int d, size_t k);
+/* An integer into element k of a 4-bit tensor (d MP_KD_I4 or MP_KD_U4),
+ * saturated to the type's range; the byte's other nibble is kept. */
+void mp_k_store_nibble(void *p, int d, size_t k, int64_t v);
+/* After n elements of a 4-bit tensor are written: an odd n leaves the
+ * last byte's high nibble as padding, set to 0 (ONNX's packing), so that
+ * a tensor's bytes depend on its values only. Other dtypes: nothing. */
+void mp_k_nibble_pad(void *p, int d, size_t n);
 /* -1, 0, 1: element i of a against element j of b, both of dtype d:
  * integers exactly (u64 unsigned), floats as double (-0 equals +0; NaN
  * compares equal to everything, so it never replaces a candidate). */
@@ -435,6 +451,10 @@ void mp_k_reduce(mp_kreduce op, int d, const mp_kshape *xs, uint32_t mask,
 /* Transpose: y[i] = x[perm-ordered index]. */
 void mp_k_transpose(size_t es, const mp_kshape *xs, const uint32_t *perm,
                     const void *x, void *y);
+/* The same for a 4-bit dtype d4 (MP_KD_I4 or MP_KD_U4; es ignored), or
+ * for es-byte elements when d4 is 0. */
+void mp_k_transpose_dtype(int d4, size_t es, const mp_kshape *xs,
+                          const uint32_t *perm, const void *x, void *y);
 
 /* Concat / Split along axis: x viewed as [outer, len, inner]; the piece
  * of length len_i is copied to/from offset off_i along the axis of a
@@ -946,7 +966,7 @@ int64_t mp_k_resize_nearest_src(const mp_kresize *p, uint32_t d, int64_t o);
 
 /* QuantizeLinear: y = saturate(round_half_even(x / scale) + zp), per
  * tensor (n_scale 1) or per channel of axis (x viewed as [outer, ch,
- * inner]). y dtype i8 or u8; zp of y's dtype or NULL. */
+ * inner]). y dtype i8, u8, i4 or u4; zp of y's dtype or NULL. */
 void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
                    const float *scale, int n_scale, const void *zp, int dy,
                    void *y);
@@ -964,9 +984,30 @@ void mp_k_dynamic_quantize(size_t n, const float *x, uint8_t *y, float *scale,
 void mp_k_requantize(int64_t n, const int32_t *acc, int32_t bias, float mult,
                      int32_t zp, int dy, void *y);
 
-/* DequantizeLinear: y = (x - zp) * scale; x i8, u8 or i32. */
+/* DequantizeLinear: y = (x - zp) * scale; x i8, u8, i4, u4 or i32. */
 void mp_k_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
                      const void *x, const float *scale, int n_scale,
                      const void *zp, float *y);
+
+/* Blocked quantization (opset 21's block_size): as above with the scale
+ * and zero point of shape [outer, ceil(ch / block), inner], element (o,
+ * c, i) using (o, c / block, i). */
+void mp_k_quantize_blocked(int64_t outer, int64_t ch, int64_t inner,
+                           int64_t block, const float *x, const float *scale,
+                           const void *zp, int dy, void *y);
+void mp_k_dequantize_blocked(int64_t outer, int64_t ch, int64_t inner,
+                             int64_t block, int dx, const void *x,
+                             const float *scale, const void *zp, float *y);
+
+/* Columns [c0, c0 + nc) of a matrix x [rows, cols] dequantized into y
+ * [rows, nc], each element as mp_k_dequantize computes it: parameters per
+ * tensor (n_scale 1), per axis (block 0: one per row for axis 0, one per
+ * column for axis 1) or blocked along axis (block > 0, n_scale ignored).
+ * A MatMul's DequantizeLinear prologue widens its weight a panel at a
+ * time with it. */
+void mp_k_dequantize_cols(int64_t rows, int64_t cols, int64_t c0, int64_t nc,
+                          int axis, int64_t block, int dx, const void *x,
+                          const float *scale, int n_scale, const void *zp,
+                          float *y);
 
 #endif /* MPLAN_KERNELS_H */

@@ -154,6 +154,35 @@ run 2 compile tests/data/opset23_refused.onnx.bin -o "$tmp/a23.mpk" && lines "$t
 run 2 verify tests/data/rope_positions.onnx.bin && lines "$tmp/err" 1 &&
   has "$tmp/err" "op 'rope' (RotaryEmbedding) at step 0: position id" &&
   has "$tmp/err" "of 'pos' is out of range [0, 2)"
+# Opset 21's 4-bit types: sizes are ceil(n / 2) bytes (gen_onnx_extra.py's
+# int4_blocked: wq [4,5] int4 10 B, wz [2,5] 5 B, uq [7] uint4 4 B, the
+# scalar uz 1 B); an Add of int4 tensors plans but does not compile.
+python3 "$src/tests/data/gen_onnx_extra.py" "$tmp/extra" >/dev/null
+run 0 plan "$tmp/extra/test_int4_blocked/model.onnx" --json
+python3 - "$tmp/out" <<'PY' && ok || bad "int4 sizes"
+import json, sys
+b = {x["name"]: (x["dtype"], x["size"]) for x in json.load(open(sys.argv[1]))["buffers"]}
+want = {"wq": ("i4", 10), "wz": ("i4", 5), "uq": ("u4", 4), "uz": ("u4", 1),
+        "xq": ("i4", 15), "ws": ("f32", 40)}
+got = {k: b.get(k) for k in want}
+sys.exit(0 if got == want else "int4 sizes: %s, want %s" % (got, want))
+PY
+# the same in graph JSON ("i4": 15 elements are 8 B), and a 4-bit tensor
+# of 2^62 elements refused in one line
+printf '%s\n' '{"mplan": "graph/1", "name": "g4", "tensors": [' \
+  '{"name": "a", "dtype": "i4", "shape": [3, 5], "kind": "input"},' \
+  '{"name": "b", "dtype": "u4", "shape": [3, 5], "kind": "output"}],' \
+  '"ops": [{"name": "t", "op": "Cast", "inputs": ["a"], "outputs": ["b"], "attrs": {"to": 21}}]}' >"$tmp/g4.json"
+run 0 plan "$tmp/g4.json" --json
+[ "$(py "$tmp/out" "[(b['name'], b['size']) for b in d['buffers']]")" = "[('a', 8), ('b', 8)]" ] &&
+  ok || bad "graph JSON i4/u4 sizes"
+sed 's/\[3, 5\], "kind": "input"/[4503599627370496, 1024], "kind": "input"/' "$tmp/g4.json" >"$tmp/g4big.json"
+run 2 plan "$tmp/g4big.json" && lines "$tmp/err" 1 &&
+  has "$tmp/err" "input 'a' has shape [4503599627370496,1024], beyond the 2^48 elements"
+run 0 plan tests/data/int4_add.onnx.bin
+run 2 compile tests/data/int4_add.onnx.bin -o "$tmp/i4.mpk" && lines "$tmp/err" 1 &&
+  has "$tmp/err" "op 'add' (Add): 'x4' is i4: the runtime computes 4-bit tensors in Cast, QuantizeLinear, DequantizeLinear, Transpose and the reshaping ops only" &&
+  [ ! -e "$tmp/i4.mpk" ] && ok || bad "int4_add: a bundle was written"
 # Opset 24: a TensorScatter fed a write index that leaves no room for its
 # update fails the run in one line naming the index.
 run 2 verify tests/data/scatter_index.onnx.bin --value w=3 && lines "$tmp/err" 1 &&

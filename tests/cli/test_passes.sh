@@ -108,6 +108,35 @@ run 0 validate "$tmp/us.json"
 [ "$(py "$tmp/us.json" "(d['peak']['idle_bytes'], [r['pass'] for r in d['passes']['rows']][-2:])")" = "(0, ['concat', 'inplace'])" ] && ok || bad "unet_skip: refined rows or idle bytes"
 run 0 plan $us --passes views,concat --order memory && has "$tmp/out" "lower bound 18,432 B"
 run 0 verify $us --passes all --order memory --poison --redzone 16 && has "$tmp/out" "verified: no event"
+# Absorb rule 3: 4-bit weights, blocked (int4, block 32 along the input
+# axis) and per output channel (uint4), DequantizeLinear'd into MatMuls.
+# Unrewritten, each f32 weight (128 x 256 x 4 = 131,072 B) is an arena
+# activation: dn_w + r (8,192) + d (4,096) = 143,360 B at 'down'.
+# Absorbed, the weights stay 4-bit and the peak is r and y: 8,192 + 4,096
+# = 12,288 B (fuse folds Relu and the residual Add into the MatMuls);
+# the runtime's panel of weight columns is workspace (69,760 B at 'up',
+# printed by compile). saved_bytes 2 x 2 x 131,072.
+d4=tests/data/passes/dq4_mlp.json
+run 0 plan $d4 --passes none && has "$tmp/out" "lower bound 143,360 B"
+run 0 plan $d4 --passes all --order memory -o "$tmp/d4.json" &&
+  has "$tmp/out" "lower bound 12,288 B" &&
+  has "$tmp/out" "143,360 -> 12,288 (-91.4%)" && has "$tmp/out" "DequantizeLinear 2"
+[ "$(py "$tmp/d4.json" "sorted((e['op'], e['inputs']) for e in d['execution'])")" = "[('down', ['r', 'w_dn', 'x', 's_dn', 'z_dn']), ('up', ['x', 'w_up', 's_up', 'z_up'])]" ] && ok || bad "dq4_mlp: absorbed inputs"
+run 0 compile $d4 --passes all --order memory -o "$tmp/d4.mpk" &&
+  has "$tmp/out" "workspace 69,760 B (68.12 KiB) for the reference kernels (op 'up')"
+# The weight-only int4 decoder (models/decoder_int4.json): fuse runs
+# before absorb, on an order that runs each up projection before the SiLU
+# its Mul needs; once absorb gave the MatMuls their prologues, fuse runs
+# again (manager.c invariant 12) and fuses those Muls, and the lower bound
+# is decoder.json's own, 614,400 B, from 1,671,168 B; the runtime then
+# writes the residual projections over their sums a block of rows at a
+# time, within a 150,912 B workspace.
+di=models/decoder_int4.json
+run 0 plan $di --passes all --order memory -o "$tmp/di.json" &&
+  has "$tmp/out" "lower bound 614,400 B"
+[ "$(py "$tmp/di.json" "([r['pass'] for r in d['passes']['rows']].count('fuse'), d['passes']['rows'][0]['lower_bound_before'])")" = "(2, 1671168)" ] && ok || bad "decoder_int4: fuse twice, from 1,671,168 B"
+run 0 compile $di --passes all --order memory -o "$tmp/di.mpk" &&
+  has "$tmp/out" "workspace 150,912 B (147.38 KiB) for the reference kernels (op 'l1_o')"
 # Rule 6: each node's Add writes its slice in place over its pooling
 # branch's result, which moves into the slice (the figures are derived in
 # the file's description); the runtime agrees bit for bit, and an

@@ -1130,6 +1130,157 @@ def resize_opset19(out):
                [tensor(n, d, v) for n, d, v in outs], opset=19)
 
 
+UINT4, INT4 = 21, 22
+
+
+def nibble_tensor(name, dims, values, elem):
+    """A 4-bit TensorProto: raw_data two to a byte, the first in the low
+    nibble (ceil(n / 2) bytes, the last high nibble 0 when n is odd)."""
+    raw = bytearray((len(values) + 1) // 2)
+    for k, v in enumerate(values):
+        raw[k // 2] |= (v & 15) << (4 * (k % 2))
+    out = b"".join(vint(1, d) for d in dims)
+    return out + vint(2, elem) + ld(8, name) + ld(9, bytes(raw))
+
+
+def nibble_int32_tensor(name, dims, values, elem):
+    """The same values in int32_data, one packed byte per entry."""
+    raw = [0] * ((len(values) + 1) // 2)
+    for k, v in enumerate(values):
+        raw[k // 2] |= (v & 15) << (4 * (k % 2))
+    out = b"".join(vint(1, d) for d in dims)
+    return out + vint(2, elem) + ld(8, name) + ld(5, b"".join(varint(b) for b in raw))
+
+
+def q4(v, signed):
+    """Round half to even, then saturate to int4 or uint4."""
+    lo, hi = (-8, 7) if signed else (0, 15)
+    r = round(v)  # Python rounds half to even
+    return max(lo, min(hi, r))
+
+
+def int4_blocked(out, name="test_int4_blocked"):
+    """Opset 21's 4-bit types and blocked quantization in one model:
+    DequantizeLinear of an int4 weight blocked along axis 0 (block 3 over
+    4 rows: the last block is short) with an int4 zero point; of a uint4
+    weight of 7 elements (odd: the last byte's high nibble is padding),
+    its zero point in int32_data; QuantizeLinear of the input to int4
+    blocked along axis 1 (block 4 over 10) and back; the quantized tensor
+    transposed nibble by nibble; Cast of floats to int4 (round half to
+    even, saturate) and of int32 to uint4 (saturate), and back, as ONNX's
+    reference Cast does. The
+    _ort variant leaves the int4 output out: onnxruntime-node cannot hand
+    a 4-bit output back to JavaScript. There x is a weight, so that ONNX
+    Runtime quantizes the ties and the saturating values too; but the
+    Casts read values in range and off the ties: ONNX Runtime 1.30 casts
+    to 4 bits rounding half away from zero and wrapping (7.5 -> -8,
+    int32 -20 -> uint4 12) where the reference rounds half to even and
+    saturates. uq_rt, uint4 of 7 elements, ends in a padding nibble, which
+    the kernels write as 0."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    ort = name.endswith("_ort")
+    x = [f32(9 * math.sin(0.7 * i + 0.3)) for i in range(30)]
+    x[:6] = [2.5, 3.5, -2.5, -0.5, 7.5, -8.5]
+    wq = [((7 * i + 3) % 16) - 8 for i in range(20)]       # int4 [4, 5]
+    ws = [f32(0.05 * (j + 1)) for j in range(10)]           # [2, 5]
+    wz = [(j % 5) - 2 for j in range(10)]                   # int4 [2, 5]
+    w_dq = [f32((wq[r * 5 + c] - wz[(r // 3) * 5 + c]) * ws[(r // 3) * 5 + c])
+            for r in range(4) for c in range(5)]
+    uq = [(5 * i + 1) % 16 for i in range(7)]               # uint4 [7]
+    us, uz = f32(0.25), 9
+    u_dq = [f32((v - uz) * us) for v in uq]
+    qs = [0.5, 1.0, 2.0, 0.25, 1.5, 0.75, 1.0, 0.5, 3.0]    # [3, 3]
+    qz = [0, 1, -1, 2, 0, -2, 3, 0, 1]                      # int4 [3, 3]
+    # saturate(round(x / scale) + zero point): the zero point after rounding
+    xq = [max(-8, min(7, round(f32(x[r * 10 + c] / qs[r * 3 + c // 4])) +
+                      qz[r * 3 + c // 4]))
+          for r in range(3) for c in range(10)]
+    x_rt = [f32((xq[r * 10 + c] - qz[r * 3 + c // 4]) * qs[r * 3 + c // 4])
+            for r in range(3) for c in range(10)]
+    xt = [xq[r * 10 + c] for c in range(10) for r in range(3)]  # [10, 3]
+    xt_dq = [f32(v * 0.125) for v in xt]
+    xk = [f32(0.7 * v) for v in x[6:]] + [6.9, -7.2, 0.49, -0.49, 1.51, -1.49] \
+        if ort else x
+    xc = [float(q4(v, True)) for v in xk]
+    iv = [0, 3, 7, 8, 15, 1, 2, 9] if ort else [-20, -8, -1, 0, 7, 15, 16, 100]
+    ic = [max(0, min(15, v)) for v in iv]
+    outs = [("w_dq", [4, 5], w_dq, FLOAT), ("u_dq", [7], u_dq, FLOAT),
+            ("x_rt", [3, 10], x_rt, FLOAT), ("xt_dq", [10, 3], xt_dq, FLOAT),
+            ("xc_f", [3, 10], xc, FLOAT), ("ic_i", [8], ic, INT32),
+            ("xq", [3, 10], xq, INT4),
+            ("uq_rt", [7], [max(0, min(15, round(f32(v / us)) + uz)) for v in u_dq],
+             UINT4)]
+    if ort:
+        outs = outs[:-2]
+    graph = (ld(1, node("DequantizeLinear", ["wq", "ws", "wz"], ["w_dq"], "dq_w",
+                        one("axis", 0) + one("block_size", 3))) +
+             ld(1, node("DequantizeLinear", ["uq", "us", "uz"], ["u_dq"], "dq_u")) +
+             ld(1, node("QuantizeLinear", ["x", "qs", "qz"], ["xq"], "q_x",
+                        one("axis", 1) + one("block_size", 4))) +
+             ld(1, node("DequantizeLinear", ["xq", "qs", "qz"], ["x_rt"], "dq_x",
+                        one("axis", 1) + one("block_size", 4))) +
+             ld(1, node("Transpose", ["xq"], ["xt"], "t_x",
+                        ld(5, ld(1, "perm") + vint(8, 1) + vint(8, 0) +
+                           vint(20, 7)))) +
+             ld(1, node("DequantizeLinear", ["xt", "ts"], ["xt_dq"], "dq_t")) +
+             (b"" if ort else
+              ld(1, node("QuantizeLinear", ["u_dq", "us", "uz"], ["uq_rt"], "q_u"))) +
+             ld(1, node("Cast", ["xk"], ["xc"], "c_x", one("to", INT4))) +
+             ld(1, node("Cast", ["xc"], ["xc_f"], "c_xf", one("to", FLOAT))) +
+             ld(1, node("Cast", ["iv"], ["icu"], "c_i", one("to", UINT4))) +
+             ld(1, node("Cast", ["icu"], ["ic_i"], "c_ii", one("to", INT32))) +
+             ld(2, name[5:]) +
+             ld(5, nibble_tensor("wq", [4, 5], wq, INT4)) +
+             ld(5, tensor("ws", [2, 5], ws)) +
+             ld(5, nibble_tensor("wz", [2, 5], wz, INT4)) +
+             ld(5, nibble_tensor("uq", [7], uq, UINT4)) +
+             ld(5, tensor("us", [], [us])) +
+             ld(5, nibble_int32_tensor("uz", [], [uz], UINT4)) +
+             ld(5, tensor("qs", [3, 3], qs)) +
+             ld(5, nibble_tensor("qz", [3, 3], qz, INT4)) +
+             ld(5, tensor("ts", [], [0.125])) +
+             ld(5, int_tensor("iv", [8], iv, INT32)) +
+             ld(5, tensor("xk", [3, 10], xk)) +
+             # ONNX Runtime gets these x (ties, saturation) as a weight
+             (ld(5, tensor("x", [3, 10], x)) if ort else
+              ld(11, value_info("x", [3, 10]))) +
+             b"".join(ld(12, value_info(n, d, e)) for n, d, _, e in outs))
+    write_case(out, name, graph, [] if ort else [tensor("x", [3, 10], x)],
+               [nibble_tensor(n, d, v, e) if e in (INT4, UINT4) else
+                int_tensor(n, d, v, e) if e == INT32 else tensor(n, d, v)
+                for n, d, v, e in outs], opset=21)
+
+
+def int4_bad(which):
+    """Committed 4-bit and blocked-quantization models (--committed):
+    "raw": an int4 weight of 5 elements with 2 bytes of raw_data (it
+    needs 3); "block": a blocked DequantizeLinear whose scale has 3 rows
+    where block_size 3 over 4 rows needs 2; "add": an Add of two int4
+    tensors, which plans (ONNX defines no 4-bit Add, but sizes are
+    sizes) and does not compile."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    if which == "raw":
+        raw = ld(5, b"".join(vint(1, d) for d in [5]) + vint(2, INT4) +
+                 ld(8, "w4") + ld(9, bytes([0x21, 0x43])))
+        graph = (ld(1, node("DequantizeLinear", ["w4", "s"], ["y"], "dq")) +
+                 ld(2, "int4_raw") + raw + ld(5, tensor("s", [], [0.5])) +
+                 ld(12, value_info("y", [5])))
+    elif which == "block":
+        graph = (ld(1, node("DequantizeLinear", ["w4", "s"], ["y"], "dq",
+                            one("axis", 0) + one("block_size", 3))) +
+                 ld(2, "int4_block") +
+                 ld(5, nibble_tensor("w4", [4, 2], list(range(8)), INT4)) +
+                 ld(5, tensor("s", [3, 2], [0.5] * 6)) +
+                 ld(12, value_info("y", [4, 2])))
+    else:
+        graph = (ld(1, node("Cast", ["x"], ["x4"], "c", one("to", INT4))) +
+                 ld(1, node("Add", ["x4", "x4"], ["y4"], "add")) +
+                 ld(1, node("Cast", ["y4"], ["y"], "back", one("to", FLOAT))) +
+                 ld(2, "int4_add") + ld(11, value_info("x", [3])) +
+                 ld(12, value_info("y", [3])))
+    return model(graph, 21)
+
+
 def main():
     if sys.argv[1] == "--external-bad":
         for v in ("escape", "absolute", "missing", "short", "length"):
@@ -1140,6 +1291,12 @@ def main():
               weight_outputs(None))
         write(os.path.join(root, "tests", "bad", "onnx_utf8_name.onnx.bin"),
               weight_outputs(None, relu_name=b"re\xfflu"))
+        write(os.path.join(root, "tests", "bad", "onnx_int4_raw.onnx.bin"),
+              int4_bad("raw"))
+        write(os.path.join(root, "tests", "bad", "onnx_block_scale.onnx.bin"),
+              int4_bad("block"))
+        write(os.path.join(root, "tests", "data", "int4_add.onnx.bin"),
+              int4_bad("add"))
     else:
         weight_outputs(sys.argv[1])
         matmulinteger_batch(sys.argv[1])
@@ -1155,6 +1312,8 @@ def main():
         opset23(sys.argv[1])
         resize_opset19(sys.argv[1])
         opset24(sys.argv[1])
+        int4_blocked(sys.argv[1])
+        int4_blocked(sys.argv[1], "test_int4_blocked_ort")
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

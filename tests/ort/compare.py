@@ -11,6 +11,16 @@ import sys
 
 FMT = {1: 'f', 2: 'd', 3: 'b', 4: 'B', 7: 'i', 9: 'q', 11: 'B', 12: 'e'}
 SIZE = {1: 4, 2: 8, 3: 1, 4: 1, 7: 4, 9: 8, 11: 1, 12: 2}
+NIBBLES = {14: True, 15: False}  # int4 (signed), uint4: two per byte
+
+
+def nibbles(data, n, signed):
+    """n 4-bit values packed two to a byte, the first in the low nibble."""
+    out = []
+    for k in range(n):
+        v = data[k // 2] >> 4 if k % 2 else data[k // 2] & 15
+        out.append(v - 16 if signed and v >= 8 else v)
+    return tuple(out)
 
 
 def read(path):
@@ -29,7 +39,13 @@ def read(path):
         at += 8 * rank
         nbytes = struct.unpack_from('<Q', b, at)[0]
         at += 8
-        vals = struct.unpack_from('<%d%s' % (nbytes // SIZE[dtype], FMT[dtype]), b, at)
+        if dtype in NIBBLES:
+            count = 1
+            for d in dims:
+                count *= d
+            vals = nibbles(b[at:at + nbytes], count, NIBBLES[dtype])
+        else:
+            vals = struct.unpack_from('<%d%s' % (nbytes // SIZE[dtype], FMT[dtype]), b, at)
         at += nbytes + (8 - (4 + nl + 8 + 8 * rank + 8 + nbytes) % 8) % 8
         out[name] = (dims, vals)
     return out

@@ -12,11 +12,12 @@ const [ortDir, modelPath, inPath, outPath] = process.argv.slice(2);
 const ort = require(path.resolve(ortDir, 'node_modules', 'onnxruntime-node'));
 
 // mp_kdtype codes (include/mplan/kernels.h) <-> ONNX Runtime type names.
+// int4 and uint4 travel packed, two to a byte (the first in the low nibble).
 const types = {1: 'float32', 2: 'float64', 3: 'int8', 4: 'uint8', 7: 'int32', 9: 'int64',
-               11: 'bool', 12: 'float16'};
+               11: 'bool', 12: 'float16', 14: 'int4', 15: 'uint4'};
 const arrays = {float32: Float32Array, float64: Float64Array, int8: Int8Array,
                 uint8: Uint8Array, int32: Int32Array, int64: BigInt64Array,
-                bool: Uint8Array, float16: Uint16Array};
+                bool: Uint8Array, float16: Uint16Array, int4: Int8Array, uint4: Uint8Array};
 
 function readTensors(buf) {
   if (buf.toString('latin1', 0, 8) !== 'MPTENSOR') throw new Error('not tensors/1');

@@ -28,7 +28,8 @@ check() { # LABEL MODEL [planning flags]
   "$runner" "$tmp/$label.mpk" --seed 1 --poison --write-inputs "$tmp/$label.in" \
     --outputs "$tmp/$label.ours" --events "$tmp/$label.events"
   node "$src/tests/ort/run_ort.js" "$ort" "$model" "$tmp/$label.in" "$tmp/$label.ort"
-  python3 "$src/tests/ort/compare.py" "$tmp/$label.ours" "$tmp/$label.ort" 1e-4 1e-3 "$label" || status=1
+  python3 "$src/tests/ort/compare.py" "$tmp/$label.ours" "$tmp/$label.ort" \
+    "${ATOL:-1e-4}" "${RTOL:-1e-3}" "$label" || status=1
 }
 check cls "$cache/ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx" --shape x=1x3x48x192
 # every pass: its depthwise Convs, fused with BatchNormalization and
@@ -137,6 +138,10 @@ check resize19 "$tmp/extra/test_resize_opset19/model.onnx"
 # (the KV cache updated in place)
 check opset24 "$tmp/extra/test_opset24/model.onnx"
 check opset24_passes "$tmp/extra/test_opset24/model.onnx" --passes all --order memory
+# Opset 21's int4/uint4 and blocked quantization (gen_onnx_extra.py's
+# int4_blocked, its _ort variant): exactly equal, with every pass too
+ATOL=0 RTOL=0 check int4 "$tmp/extra/test_int4_blocked_ort/model.onnx"
+ATOL=0 RTOL=0 check int4_passes "$tmp/extra/test_int4_blocked_ort/model.onnx" --passes all --order memory
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
