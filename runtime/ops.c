@@ -942,7 +942,7 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
     int64_t nr = m - r0 < rb ? m - r0 : rb;
     for (int64_t c0 = 0; c0 < n; c0 += nc) {
       int64_t cols = n - c0 < nc ? n - c0 : nc;
-      mp_k_dequantize_cols(
+      OP_K(dequantize_cols)(
           k, n, c0, cols, axis, t->pro_kind == 3 ? t->pro_block : 0, w->dtype,
           op_pin(c, 1), op_pin(c, own + t->extras), (int)op_count(s),
           op_pin(c, own + t->extras + 1), wp);
@@ -2837,12 +2837,15 @@ static bool op_dispatch(op_ctx *c, bool run) {
 #ifdef MPLAN_RVV
 /* The fused prologue and epilogue steps have vector kernels too. */
 static bool op_vec_tail(const op_ctx *c, const op_tail *t, int dtype) {
-  if (t->pro_kind == 2 || t->pro_kind == 3) return false; /* Cast, blocked */
-  if (t->pro_kind == 1) {
-    /* the panels of op_run_gemm_panels dequantize on the scalar kernel */
+  if (t->pro_kind == 2) return false; /* Cast */
+  if (t->pro_kind == 1 || t->pro_kind == 3) {
+    /* a MatMul's weight dequantized in panels (op_run_gemm_panels), or
+     * whole (blocked: on the scalar kernel) */
     const mp_btensor *x = op_in(c, t->pro_input);
-    if (!x || !mp_kv_dequantize_vector(x->dtype) ||
-        op_panels(c, t, op_own(c, t))) {
+    bool panels = op_panels(c, t, op_own(c, t));
+    if (!x ||
+        (panels ? !mp_kv_dequantize_cols_vector(x->dtype)
+                : t->pro_kind == 3 || !mp_kv_dequantize_vector(x->dtype))) {
       return false;
     }
   }

@@ -86,6 +86,13 @@ void mp_kv_pad(size_t es, const mp_kshape *xs, const mp_kshape *ys,
 
 /* Quantize f32 to int8/uint8; dequantize int8/uint8 (int32 is scalar). */
 bool mp_kv_dequantize_vector(int dx);
+/* A matrix's columns dequantized (a MatMul's weight panel): int8, uint8,
+ * int4, uint4, every parameter layout (int32 is scalar). */
+bool mp_kv_dequantize_cols_vector(int dx);
+void mp_kv_dequantize_cols(int64_t rows, int64_t cols, int64_t c0, int64_t nc,
+                           int axis, int64_t block, int dx, const void *x,
+                           const float *scale, int n_scale, const void *zp,
+                           float *y);
 void mp_kv_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
                     const float *scale, int n_scale, const void *zp, int dy,
                     void *y);

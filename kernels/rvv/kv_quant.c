@@ -1,7 +1,9 @@
 /*
  * kv_quant.c -- RVV QuantizeLinear (f32 to int8/uint8) and
- * DequantizeLinear (int8/uint8 to f32), with the scalar kernels'
- * signatures (mplan/kernels_rvv.h).
+ * DequantizeLinear (int8/uint8 to f32; and of a matrix's columns, the
+ * panels a MatMul widens its dequantized weight in, from int8, uint8,
+ * int4 or uint4), with the scalar kernels' signatures
+ * (mplan/kernels_rvv.h).
  *
  * LMUL: the f32/int32 side at m4, narrowed to int16 m2 and int8/uint8 m1
  * (or widened the other way): one chain keeps 4 + 2 + 1 registers live,
@@ -17,6 +19,14 @@
  *      for 8-bit types) and multiplies in f32, which rounds like the
  *      scalar double product rounded to f32 (the difference is exact in
  *      f32). int32 input goes to the scalar kernel.
+ *   3. The columns kernel reads 8-bit and 4-bit elements alike by an
+ *      indexed load of their bytes (byte e / 2 and a shift of 4 for the
+ *      odd element of a 4-bit pair, int4 sign-extended by (v ^ 8) - 8),
+ *      indices relative to the row's first element so they stay small;
+ *      the parameters are gathered by the same indices the scalar kernel
+ *      computes. v - z is exact in int32 and in f32 (|v - z| < 2^9), and
+ *      one f32 multiply rounds as the scalar double product rounded to
+ *      f32 does (invariant 2): the same bits.
  */
 #include <riscv_vector.h>
 
@@ -89,6 +99,86 @@ void mp_kv_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
                               __riscv_vfmul_vf_f32m4(f, scale[q], vl), vl);
         i += vl;
       }
+    }
+  }
+}
+
+bool mp_kv_dequantize_cols_vector(int dx) {
+  return dx == MP_KD_I8 || dx == MP_KD_U8 || dx == MP_KD_I4 || dx == MP_KD_U4;
+}
+
+/* Elements e0 + idx[i] of x (dtype dx, 8 or 4 bits) as int32 (invariant
+ * 3); idx small (within a row or a parameter tensor). */
+static vint32m4_t kv_elems(const void *x, int dx, size_t e0, vuint32m4_t idx,
+                           size_t vl) {
+  const uint8_t *b = (const uint8_t *)x;
+  if (dx == MP_KD_I8 || dx == MP_KD_U8) {
+    vuint8m1_t v = __riscv_vluxei32_v_u8m1(b + e0, idx, vl);
+    return dx == MP_KD_I8 ? __riscv_vsext_vf4_i32m4(
+                                __riscv_vreinterpret_v_u8m1_i8m1(v), vl)
+                          : __riscv_vreinterpret_v_u32m4_i32m4(
+                                __riscv_vzext_vf4_u32m4(v, vl));
+  }
+  vuint32m4_t e = __riscv_vadd_vx_u32m4(idx, (uint32_t)(e0 & 1), vl);
+  vuint8m1_t by =
+      __riscv_vluxei32_v_u8m1(b + e0 / 2, __riscv_vsrl_vx_u32m4(e, 1, vl), vl);
+  vuint32m4_t sh =
+      __riscv_vsll_vx_u32m4(__riscv_vand_vx_u32m4(e, 1, vl), 2, vl);
+  vuint32m4_t nib = __riscv_vand_vx_u32m4(
+      __riscv_vsrl_vv_u32m4(__riscv_vzext_vf4_u32m4(by, vl), sh, vl), 0xf, vl);
+  vint32m4_t v = __riscv_vreinterpret_v_u32m4_i32m4(nib);
+  if (dx == MP_KD_I4) {
+    v = __riscv_vsub_vx_i32m4(__riscv_vxor_vx_i32m4(v, 8, vl), 8, vl);
+  }
+  return v;
+}
+
+void mp_kv_dequantize_cols(int64_t rows, int64_t cols, int64_t c0, int64_t nc,
+                           int axis, int64_t block, int dx, const void *x,
+                           const float *scale, int n_scale, const void *zp,
+                           float *y) {
+  if (!mp_kv_dequantize_cols_vector(dx)) {
+    mp_k_dequantize_cols(rows, cols, c0, nc, axis, block, dx, x, scale, n_scale,
+                         zp, y);
+    return;
+  }
+  int64_t nb = block ? cols / block + (cols % block != 0) : 0;
+  for (int64_t r = 0; r < rows; r++) {
+    for (int64_t j = 0; j < nc;) {
+      size_t vl = __riscv_vsetvl_e32m4((size_t)(nc - j));
+      vuint32m4_t id = __riscv_vid_v_u32m4(vl);
+      vint32m4_t v = kv_elems(x, dx, (size_t)(r * cols + c0 + j), id, vl);
+      /* the parameters of invariant 2 of k_quant.c: one; the row's
+       * (axis 0) or the columns' (axis 1); blocked, the rows' block's
+       * row of them (axis 0) or the row's, one per block of columns */
+      vfloat32m4_t s;
+      vint32m4_t z;
+      if (n_scale == 1 || (axis == 0 && !block)) {
+        size_t q = n_scale == 1 ? 0 : (size_t)r;
+        s = __riscv_vfmv_v_f_f32m4(scale[q], vl);
+        z = __riscv_vmv_v_x_i32m4(zp ? (int32_t)mp_k_load_i(zp, dx, q) : 0, vl);
+      } else {
+        vuint32m4_t q;
+        size_t q0;
+        if (axis == 0 || !block) { /* contiguous along the columns */
+          q0 = axis == 0 ? (size_t)((r / block) * cols + c0 + j)
+                         : (size_t)(c0 + j);
+          q = id;
+        } else {
+          q0 = (size_t)(r * nb);
+          q = __riscv_vdivu_vx_u32m4(
+              __riscv_vadd_vx_u32m4(id, (uint32_t)(c0 + j), vl),
+              (uint32_t)block, vl);
+        }
+        s = __riscv_vluxei32_v_f32m4(scale + q0,
+                                     __riscv_vsll_vx_u32m4(q, 2, vl), vl);
+        z = zp ? kv_elems(zp, dx, q0, q, vl) : __riscv_vmv_v_x_i32m4(0, vl);
+      }
+      vfloat32m4_t f =
+          __riscv_vfcvt_f_x_v_f32m4(__riscv_vsub_vv_i32m4(v, z, vl), vl);
+      __riscv_vse32_v_f32m4(y + r * nc + j, __riscv_vfmul_vv_f32m4(f, s, vl),
+                            vl);
+      j += (int64_t)vl;
     }
   }
 }

@@ -7,7 +7,7 @@
  *   bench_kernels_rvv --markers        the marker addresses (hex)
  *   bench_kernels_rvv KERNEL IMPL      KERNEL conv3x3 | dw3x3 | conv1x1 |
  *                                      gemm | rmsnorm | attention |
- *                                      empty; IMPL scalar (the
+ *                                      dq4cols | empty; IMPL scalar (the
  *                                      scalar kernel as built, scalar
  *                                      code) | autovec (the same source
  *                                      auto-vectorised by clang) | rvv
@@ -157,6 +157,26 @@ static int bench_attention(bench_impl impl) {
   return 0;
 }
 
+/* A MatMul weight's panel dequantized: 64 columns of an int4 [256, 256]
+ * weight blocked by 32 along its rows, with int4 zero points (autovec:
+ * the scalar kernel). */
+static int bench_dq4cols(bench_impl impl) {
+  uint8_t *x = malloc(256 * 256 / 2), *zp = malloc(8 * 256 / 2);
+  float *s = bench_data(8 * 256, 1), *y = bench_data(256 * 64, 2);
+  if (!x || !zp) exit(2);
+  for (int i = 0; i < 256 * 256 / 2; i++) x[i] = (uint8_t)(i * 37 + 11);
+  for (int i = 0; i < 8 * 256 / 2; i++) zp[i] = (uint8_t)(i * 13 + 5);
+  bench_begin();
+  if (impl == B_RVV) {
+    mp_kv_dequantize_cols(256, 256, 64, 64, 0, 32, MP_KD_I4, x, s, 2, zp, y);
+  } else {
+    mp_k_dequantize_cols(256, 256, 64, 64, 0, 32, MP_KD_I4, x, s, 2, zp, y);
+  }
+  bench_end();
+  printf("dq4cols %s y[7] = %.6g\n", bench_impl_names[impl], y[7]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--markers") == 0) {
     printf("%lx %lx\n", (unsigned long)(uintptr_t)bench_begin,
@@ -179,6 +199,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "gemm") == 0) return bench_gemm(impl);
   if (strcmp(argv[1], "rmsnorm") == 0) return bench_rmsnorm(impl);
   if (strcmp(argv[1], "attention") == 0) return bench_attention(impl);
+  if (strcmp(argv[1], "dq4cols") == 0) return bench_dq4cols(impl);
   for (size_t i = 0; i < sizeof bench_shapes / sizeof *bench_shapes; i++) {
     if (strcmp(argv[1], bench_shapes[i].name) == 0) {
       return bench_conv(&bench_shapes[i], impl);

@@ -36,7 +36,7 @@ status=0
 printf '| %-8s | %-30s | %4s | %10s | %10s | %10s | %8s | %8s |\n' kernel \
   shape VLEN scalar autovec rvv "scalar/rvv" "autovec/rvv"
 printf '|----------|--------------------------------|------|------------|------------|------------|----------|----------|\n'
-kernels="conv3x3 dw3x3 conv1x1 gemm rmsnorm attention"
+kernels="conv3x3 dw3x3 conv1x1 gemm rmsnorm attention dq4cols"
 vlens="128 256 512"
 if [ "$check" = --check ]; then
   kernels="conv3x3 gemm"
@@ -50,12 +50,13 @@ for k in $kernels; do
   gemm) shape="48x64 * 64x64 + bias row" ;;
   rmsnorm) shape="64 rows of 256" ;;
   attention) shape="4 heads, 16 q x 64 k, head 32" ;;
+  dq4cols) shape="int4 256x256 /32 rows, 64 cols" ;;
   esac
   for v in $vlens; do
     s=$(($(count "$v" "$k" scalar) - base))
     a=0
     case $k in # the opset 23 kernels have no auto-vectorised build
-    rmsnorm | attention) a=- ;;
+    rmsnorm | attention | dq4cols) a=- ;;
     *) [ "$check" = --check ] || a=$(($(count "$v" "$k" autovec) - base)) ;;
     esac
     r=$(($(count "$v" "$k" rvv) - base))
