@@ -348,8 +348,14 @@ static mp_status ew_quant_params(sh_ctx *c, const sh_fact *x) {
   int64_t block = sh_attr_i(c, "block_size", 0);
   const sh_fact *s = sh_in(c, 1), *zp = sh_in(c, 2);
   if (!s) return sh_fail(c, "input 1 (scale) is missing");
-  if (zp && (zp->rank != s->rank ||
-             memcmp(zp->d, s->d, s->rank * sizeof *s->d) != 0)) {
+  /* blocked: the zero point has the scale's shape; otherwise its count
+   * (exporters write a scalar scale with a [1] zero point, and the
+   * runtime reads both as one value) */
+  bool same = zp && zp->rank == s->rank &&
+              memcmp(zp->d, s->d, s->rank * sizeof *s->d) == 0;
+  if (zp && !same &&
+      (block != 0 ||
+       sh_dims_elems(zp->rank, zp->d) != sh_dims_elems(s->rank, s->d))) {
     return sh_fail(c, "the zero point's shape is not the scale's");
   }
   if (block == 0) return MP_OK;

@@ -1198,7 +1198,10 @@ def int4_blocked(out, name="test_int4_blocked"):
     x_rt = [f32((xq[r * 10 + c] - qz[r * 3 + c // 4]) * qs[r * 3 + c // 4])
             for r in range(3) for c in range(10)]
     xt = [xq[r * 10 + c] for c in range(10) for r in range(3)]  # [10, 3]
-    xt_dq = [f32(v * 0.125) for v in xt]
+    # the host variant's zero point is a [1] for a scalar scale, as some
+    # exporters write it: one value all the same
+    tz = 0 if ort else 1
+    xt_dq = [f32((v - tz) * 0.125) for v in xt]
     xk = [f32(0.7 * v) for v in x[6:]] + [6.9, -7.2, 0.49, -0.49, 1.51, -1.49] \
         if ort else x
     xc = [float(q4(v, True)) for v in xk]
@@ -1222,7 +1225,8 @@ def int4_blocked(out, name="test_int4_blocked"):
              ld(1, node("Transpose", ["xq"], ["xt"], "t_x",
                         ld(5, ld(1, "perm") + vint(8, 1) + vint(8, 0) +
                            vint(20, 7)))) +
-             ld(1, node("DequantizeLinear", ["xt", "ts"], ["xt_dq"], "dq_t")) +
+             ld(1, node("DequantizeLinear", ["xt", "ts"] + ([] if ort else ["tz"]),
+                        ["xt_dq"], "dq_t")) +
              (b"" if ort else
               ld(1, node("QuantizeLinear", ["u_dq", "us", "uz"], ["uq_rt"], "q_u"))) +
              ld(1, node("Cast", ["xk"], ["xc"], "c_x", one("to", INT4))) +
@@ -1239,6 +1243,7 @@ def int4_blocked(out, name="test_int4_blocked"):
              ld(5, tensor("qs", [3, 3], qs)) +
              ld(5, nibble_tensor("qz", [3, 3], qz, INT4)) +
              ld(5, tensor("ts", [], [0.125])) +
+             (b"" if ort else ld(5, nibble_tensor("tz", [1], [1], INT4))) +
              ld(5, int_tensor("iv", [8], iv, INT32)) +
              ld(5, tensor("xk", [3, 10], xk)) +
              # ONNX Runtime gets these x (ties, saturation) as a weight
