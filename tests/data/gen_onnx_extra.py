@@ -1286,6 +1286,24 @@ def int4_bad(which):
     return model(graph, 21)
 
 
+def dq_output_dtype(out):
+    """Opset 23's output_dtype on DequantizeLinear: an f16 output from an
+    f32 scale (ONNX Runtime 1.30 fails this node: "Tensor type mismatch"),
+    per channel, with a zero point. Every value is exact in f16."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    q, s, z = [-3, 0, 5, 127, -128, 9], [0.5, 0.25, 2.0], [1, 0, -2]
+    y = [(q[i] - z[i % 3]) * s[i % 3] for i in range(6)]
+    graph = (ld(1, node("DequantizeLinear", ["q", "s", "z"], ["y"], "dq",
+                        one("axis", 1) + one("output_dtype", FLOAT16))) +
+             ld(2, "dq_output_dtype") +
+             ld(5, tensor("s", [3], s)) + ld(5, int_tensor("z", [3], z, INT8)) +
+             ld(11, value_info("q", [2, 3], INT8)) +
+             ld(12, value_info("y", [2, 3], FLOAT16)))
+    write_case(out, "test_dq_output_dtype", graph,
+               [int_tensor("q", [2, 3], q, INT8)],
+               [int_tensor("y", [2, 3], y, FLOAT16)], opset=23)
+
+
 def main():
     if sys.argv[1] == "--external-bad":
         for v in ("escape", "absolute", "missing", "short", "length"):
@@ -1319,6 +1337,7 @@ def main():
         opset24(sys.argv[1])
         int4_blocked(sys.argv[1])
         int4_blocked(sys.argv[1], "test_int4_blocked_ort")
+        dq_output_dtype(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers
