@@ -141,9 +141,8 @@ static bool op_quant_params(op_ctx *c, const mp_btensor *x, const mp_btensor *s,
  * OP_PANEL_BYTES of f32 (one column at least). */
 #define OP_PANEL_BYTES 65536
 
-/* With an epilogue operand in y's buffer, the product goes to the
- * workspace whole (op_head_out) and the epilogue reads the operand from y
- * before the result is copied over it. */
+/* A MatMul with such a prologue, A of rank 2 or more and W a matrix (an
+ * epilogue operand in y's buffer too: the rows then go in blocks). */
 static bool op_panels(const op_ctx *c, const op_tail *t, uint32_t own) {
   if (c->op->kernel != MP_BOP_MATMUL ||
       (t->pro_kind != 1 && t->pro_kind != 3) || t->pro_input != 1 || own != 2 ||
@@ -2325,9 +2324,6 @@ static bool op_check_quant(op_ctx *c, bool quant) {
   }
   int64_t axis = c->op->params[0];
   int64_t block = c->op->n_params == 2 ? c->op->params[1] : 0;
-  if ((op_count(s) != 1 || block) && (axis < 0 || axis >= x->shape.rank)) {
-    return op_fail(c, "bad axis");
-  }
   int qd = quant ? y->dtype : x->dtype;
   int fd = quant ? x->dtype : y->dtype;
   bool narrow =
