@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mplan/kernels.h"
 #include "mplan/onnx.h"
 #include "onnx.pb-c.h"
 #include "onnx_external.h"
@@ -121,8 +122,7 @@ static double ox_bf16(uint16_t h) {
 /* Element k of 4-bit data packed two to a byte, the first in the low
  * nibble; int4 sign-extended. */
 static int64_t ox_nibble(uint8_t byte, mp_dtype t, size_t k) {
-  int v = k % 2 ? byte >> 4 : byte & 0xf;
-  return t == MP_DTYPE_I4 && v >= 8 ? v - 16 : v;
+  return mp_k_load_i(&byte, t == MP_DTYPE_I4 ? MP_KD_I4 : MP_KD_U4, k % 2);
 }
 
 static void ox_raw_elem(const uint8_t *raw, mp_dtype t, size_t k, int64_t *i,

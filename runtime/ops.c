@@ -135,6 +135,32 @@ static bool op_quant_params(op_ctx *c, const mp_btensor *x, const mp_btensor *s,
   return true;
 }
 
+/* x as [outer, ch, inner] around axis for parameters per channel or
+ * blocked (ns values, block > 0), else [1, 1, all] (op_quant_params
+ * checked axis then). */
+static void op_quant_view(const mp_btensor *x, int64_t ns, int64_t axis,
+                          int64_t block, int64_t *v) {
+  v[0] = 1, v[1] = 1, v[2] = op_count(x);
+  if (ns == 1 && !block) return;
+  for (int64_t i = 0; i < axis; i++) v[0] *= x->shape.dims[i];
+  v[1] = x->shape.dims[axis];
+  v[2] = op_div(op_count(x), v[0] * v[1]);
+}
+
+/* DequantizeLinear of x (at px) by scale s (at ps) and zero point pz into
+ * f32 y: blocked on the scalar kernel on every target. */
+static void op_dequantize(const mp_btensor *x, const void *px,
+                          const mp_btensor *s, const void *ps, const void *pz,
+                          int64_t axis, int64_t block, float *y) {
+  int64_t v[3], ns = op_count(s);
+  op_quant_view(x, ns, axis, block, v);
+  if (block) {
+    mp_k_dequantize_blocked(v[0], v[1], v[2], block, x->dtype, px, ps, pz, y);
+  } else {
+    OP_K(dequantize)(v[0], v[1], v[2], x->dtype, px, ps, (int)ns, pz, y);
+  }
+}
+
 /* A MatMul whose DequantizeLinear prologue reads its weight (input 1, a
  * matrix) widens it a panel of columns at a time (op_run_gemm_panels):
  * the columns of each panel, so that the panel holds at most
@@ -476,25 +502,10 @@ static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
     mp_k_cast(x->dtype, op_pin(c, k), MP_KD_F32, w, (size_t)op_count(x));
     return w;
   }
-  const mp_btensor *s = op_in(c, own + t->extras);
-  int64_t ns = op_count(s),
-          axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
-  int64_t outer = 1, ch = 1, inner = op_count(x);
-  if (ns != 1 || t->pro_kind == 3) {
-    outer = 1;
-    for (int64_t i = 0; i < axis; i++) outer *= x->shape.dims[i];
-    ch = x->shape.dims[axis];
-    inner = op_div(op_count(x), outer * ch);
-  }
-  if (t->pro_kind == 3) {
-    mp_k_dequantize_blocked(outer, ch, inner, t->pro_block, x->dtype,
-                            op_pin(c, k), op_pin(c, own + t->extras),
-                            op_pin(c, own + t->extras + 1), w);
-  } else {
-    OP_K(dequantize)(outer, ch, inner, x->dtype, op_pin(c, k),
-                     op_pin(c, own + t->extras), (int)ns,
-                     op_pin(c, own + t->extras + 1), w);
-  }
+  int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
+  op_dequantize(x, op_pin(c, k), op_in(c, own + t->extras),
+                op_pin(c, own + t->extras), op_pin(c, own + t->extras + 1),
+                axis, t->pro_block, w);
   return w;
 }
 
@@ -2339,26 +2350,20 @@ static bool op_check_quant(op_ctx *c, bool quant) {
 
 static bool op_run_quant(op_ctx *c, bool quant) {
   const mp_btensor *x = op_in(c, 0), *s = op_in(c, 1), *y = op_out(c, 0);
-  int64_t ns = op_count(s), outer = 1, ch = 1, inner = op_count(x);
+  int64_t axis = c->op->params[0], ns = op_count(s), v[3];
   int64_t block = c->op->n_params == 2 ? c->op->params[1] : 0;
-  if (ns != 1 || block) {
-    int64_t axis = c->op->params[0];
-    for (int64_t i = 0; i < axis; i++) outer *= x->shape.dims[i];
-    ch = x->shape.dims[axis];
-    inner = op_div(op_count(x), outer * ch);
+  if (!quant) {
+    op_dequantize(x, op_pin(c, 0), s, op_pin(c, 1), op_pin(c, 2), axis, block,
+                  op_pout(c, 0));
+    return true;
   }
-  if (block && quant) { /* scalar kernels on every target */
-    mp_k_quantize_blocked(outer, ch, inner, block, op_pin(c, 0), op_pin(c, 1),
+  op_quant_view(x, ns, axis, block, v);
+  if (block) { /* the scalar kernel on every target */
+    mp_k_quantize_blocked(v[0], v[1], v[2], block, op_pin(c, 0), op_pin(c, 1),
                           op_pin(c, 2), y->dtype, op_pout(c, 0));
-  } else if (block) {
-    mp_k_dequantize_blocked(outer, ch, inner, block, x->dtype, op_pin(c, 0),
-                            op_pin(c, 1), op_pin(c, 2), op_pout(c, 0));
-  } else if (quant) {
-    OP_K(quantize)(outer, ch, inner, op_pin(c, 0), op_pin(c, 1), (int)ns,
-                   op_pin(c, 2), y->dtype, op_pout(c, 0));
   } else {
-    OP_K(dequantize)(outer, ch, inner, x->dtype, op_pin(c, 0), op_pin(c, 1),
-                     (int)ns, op_pin(c, 2), op_pout(c, 0));
+    OP_K(quantize)(v[0], v[1], v[2], op_pin(c, 0), op_pin(c, 1), (int)ns,
+                   op_pin(c, 2), y->dtype, op_pout(c, 0));
   }
   return true;
 }

@@ -257,22 +257,12 @@ run 0 "$mplan" compile --help && has "$tmp/out" "mplan compile MODEL -o BUNDLE.m
 python3 "$src/tests/data/gen_onnx_extra.py" "$tmp/extra" >/dev/null
 run 0 "$mplan" compile "$tmp/extra/test_int4_blocked/model.onnx" -o "$tmp/i4.mpk"
 run 0 "$runner" "$tmp/i4.mpk" --seed 5 --poison --outputs "$tmp/i4.mpt"
-python3 - "$tmp/i4.mpt" <<'PY' && ok || bad "int4 outputs: padding nibble or size"
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-n, at, seen = struct.unpack_from("<I", b, 12)[0], 16, {}
-for _ in range(n):
-    nl = struct.unpack_from("<I", b, at)[0]
-    name = b[at + 4:at + 4 + nl].decode()
-    at += 4 + nl
-    dtype, rank = b[at], b[at + 1]
-    dims = struct.unpack_from("<%dq" % rank, b, at + 8)
-    nbytes = struct.unpack_from("<Q", b, at + 8 + 8 * rank)[0]
-    at += 16 + 8 * rank
-    seen[name] = (dtype, dims, b[at:at + nbytes])
-    at += nbytes + (8 - (4 + nl + 16 + 8 * rank + nbytes) % 8) % 8
-dt, dims, data = seen["uq_rt"]
-sys.exit(0 if (dt, dims, len(data)) == (15, (7,), 4) and data[3] >> 4 == 0
+python3 - "$src/tests/ort" "$tmp/i4.mpt" <<'PY' && ok || bad "int4 outputs: padding nibble or size"
+import sys
+sys.path.insert(0, sys.argv[1])
+from compare import read_raw
+dt, dims, data = read_raw(sys.argv[2])["uq_rt"]
+sys.exit(0 if (dt, dims, len(data)) == (15, [7], 4) and data[3] >> 4 == 0
          else "uq_rt: %r" % ((dt, dims, data.hex()),))
 PY
 echo "runtime cli: $pass passed, $fail failed"

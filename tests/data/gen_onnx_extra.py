@@ -1133,23 +1133,26 @@ def resize_opset19(out):
 UINT4, INT4 = 21, 22
 
 
-def nibble_tensor(name, dims, values, elem):
-    """A 4-bit TensorProto: raw_data two to a byte, the first in the low
-    nibble (ceil(n / 2) bytes, the last high nibble 0 when n is odd)."""
+def pack4(values):
+    """4-bit values two to a byte, the first in the low nibble (ceil(n /
+    2) bytes, the last high nibble 0 when n is odd)."""
     raw = bytearray((len(values) + 1) // 2)
     for k, v in enumerate(values):
         raw[k // 2] |= (v & 15) << (4 * (k % 2))
+    return bytes(raw)
+
+
+def nibble_tensor(name, dims, values, elem):
+    """A 4-bit TensorProto with its values in raw_data (pack4)."""
     out = b"".join(vint(1, d) for d in dims)
-    return out + vint(2, elem) + ld(8, name) + ld(9, bytes(raw))
+    return out + vint(2, elem) + ld(8, name) + ld(9, pack4(values))
 
 
 def nibble_int32_tensor(name, dims, values, elem):
     """The same values in int32_data, one packed byte per entry."""
-    raw = [0] * ((len(values) + 1) // 2)
-    for k, v in enumerate(values):
-        raw[k // 2] |= (v & 15) << (4 * (k % 2))
     out = b"".join(vint(1, d) for d in dims)
-    return out + vint(2, elem) + ld(8, name) + ld(5, b"".join(varint(b) for b in raw))
+    return out + vint(2, elem) + ld(8, name) + ld(
+        5, b"".join(varint(b) for b in pack4(values)))
 
 
 def q4(v, signed):

@@ -23,7 +23,8 @@ def nibbles(data, n, signed):
     return tuple(out)
 
 
-def read(path):
+def read_raw(path):
+    """name -> (dtype code, dims, data bytes) of a tensors/1 file."""
     b = open(path, 'rb').read()
     assert b[:8] == b'MPTENSOR', path
     n = struct.unpack_from('<I', b, 12)[0]
@@ -39,14 +40,22 @@ def read(path):
         at += 8 * rank
         nbytes = struct.unpack_from('<Q', b, at)[0]
         at += 8
+        out[name] = (dtype, dims, b[at:at + nbytes])
+        at += nbytes + (8 - (4 + nl + 8 + 8 * rank + 8 + nbytes) % 8) % 8
+    return out
+
+
+def read(path):
+    """name -> (dims, values) of a tensors/1 file."""
+    out = {}
+    for name, (dtype, dims, data) in read_raw(path).items():
         if dtype in NIBBLES:
             count = 1
             for d in dims:
                 count *= d
-            vals = nibbles(b[at:at + nbytes], count, NIBBLES[dtype])
+            vals = nibbles(data, count, NIBBLES[dtype])
         else:
-            vals = struct.unpack_from('<%d%s' % (nbytes // SIZE[dtype], FMT[dtype]), b, at)
-        at += nbytes + (8 - (4 + nl + 8 + 8 * rank + 8 + nbytes) % 8) % 8
+            vals = struct.unpack('<%d%s' % (len(data) // SIZE[dtype], FMT[dtype]), data)
         out[name] = (dims, vals)
     return out
 
