@@ -26,6 +26,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower.h"
@@ -258,11 +259,37 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
   return true;
 }
 
+/* Input slot of a head with a DequantizeLinear or Cast prologue
+ * (mplan.prologue "<kind>:<k>") that the absorbed op brought in: its
+ * input k, and a DequantizeLinear's scale and zero point, the last inputs
+ * (the zero point, when given, is the integer one). */
+static bool bw_prologue_role(const bw *w, const mp_op *op, uint32_t slot,
+                             const char **type, uint32_t *at_slot) {
+  const char *pro = bw_attr_s(op, "mplan.prologue");
+  bool dq = pro && strncmp(pro, "DequantizeLinear:", 17) == 0;
+  bool cast = pro && strncmp(pro, "Cast:", 5) == 0;
+  if (!dq && !cast) return false;
+  if ((uint32_t)atoi(pro + (dq ? 17 : 5)) == slot) {
+    *type = dq ? "DequantizeLinear" : "Cast";
+    *at_slot = 0;
+    return true;
+  }
+  if (!dq || op->n_inputs < 2) return false;
+  int32_t last = op->inputs[op->n_inputs - 1];
+  bool zp = last >= 0 &&
+            !mp_dtype_is_float(mp_graph_tensor(w->g, (size_t)last)->dtype);
+  uint32_t scale = op->n_inputs - (zp ? 2 : 1);
+  if (slot < scale) return false;
+  *type = "DequantizeLinear";
+  *at_slot = slot == scale ? 1 : 2;
+  return true;
+}
+
 /* The role of a weight: the first op reading it and the input slot, the
  * slot it had before a horizontal fusion ([A, B1..BN, C1..CN]: every B
  * is a B, every C a C) or the absorbed op and slot it came from in a
- * vertical one, so that a fused graph gets the weights of the unfused
- * one. */
+ * vertical one or a prologue, so that a fused graph gets the weights of
+ * the unfused one. */
 static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
   *type = "";
   *slot = 0;
@@ -274,7 +301,9 @@ static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
         int64_t n = h ? h->i : 0;
         *type = op->type;
         *slot = n > 0 && i > 0 ? (i <= n ? 1 : 2) : i;
-        (void)bw_epilogue_role(op, i, type, slot);
+        if (!bw_prologue_role(w, op, i, type, slot)) {
+          (void)bw_epilogue_role(op, i, type, slot);
+        }
         return;
       }
     }
@@ -332,6 +361,12 @@ static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
              strcmp(type, "LayerNormalization") == 0) {
     lo = -0.1;
     hi = 0.1;
+  } else if (strcmp(type, "DequantizeLinear") == 0 && slot != 1 &&
+             !mp_kd_is_float(kd)) {
+    return; /* quantized values and zero points: the whole type's range */
+  } else if (strcmp(type, "DequantizeLinear") == 0 && slot == 1) {
+    lo = 0.002; /* scales: positive, a product's weights of about 0.1 */
+    hi = 0.02;
   } else if (!mp_kd_is_float(kd)) {
     lo = 0;
     hi = 1;

@@ -2193,10 +2193,12 @@ static mp_status lw_nibbles(lw *x) {
     if (x->o->kernel == ok[i]) return MP_OK;
   }
   const mp_op *op = x->op;
-  /* a MatMul's DequantizeLinear prologue reads its input and zero point
-   * (the last input) by element (runtime/ops.c, op_run_gemm_panels) */
-  const char *pro =
-      x->o->kernel == MP_BOP_MATMUL ? lw_str(x, "mplan.prologue", NULL) : NULL;
+  /* a MatMul's or a Conv's DequantizeLinear prologue reads its input and
+   * zero point (the last input) by element (runtime/ops.c,
+   * op_run_gemm_panels and op_conv_weights) */
+  const char *pro = x->o->kernel == MP_BOP_MATMUL || x->o->kernel == MP_BOP_CONV
+                        ? lw_str(x, "mplan.prologue", NULL)
+                        : NULL;
   int32_t pro_in = -1, pro_zp = -1;
   if (pro && strncmp(pro, "DequantizeLinear:", 17) == 0 && op->n_inputs >= 3) {
     pro_in = op->inputs[atoi(pro + 17) & 1];

@@ -11,6 +11,9 @@
  *      for each run of block channels, the last run possibly shorter.
  *   3. DynamicQuantizeLinear computes its range, scale and zero point in
  *      f32 as the ONNX reference does, then quantizes as QuantizeLinear.
+ *   4. A run of elements dequantized alone (mp_k_dequantize_range) gets
+ *      the bits the whole tensor's dequantization gives them: each element
+ *      is the same expression of its own parameters.
  */
 #include <math.h>
 
@@ -46,18 +49,21 @@ static void kq_quantize(int64_t outer, int64_t ch, int64_t inner, int64_t block,
   mp_k_nibble_pad(y, dy, (size_t)(outer * ch * inner));
 }
 
-static void kq_dequantize(int64_t outer, int64_t ch, int64_t inner,
-                          int64_t block, int dx, const void *x,
-                          const float *scale, int n_scale, const void *zp,
-                          float *y) {
-  for (int64_t o = 0; o < outer; o++) {
-    for (int64_t c = 0; c < ch; c++) {
-      for (int64_t i = 0; i < inner; i++) {
-        size_t q = kq_param(o, ch, inner, block, n_scale, c, i);
-        size_t at = (size_t)((o * ch + c) * inner + i);
-        int64_t z = zp ? mp_k_load_i(zp, dx, q) : 0;
-        y[at] = (float)((double)(mp_k_load_i(x, dx, at) - z) * scale[q]);
-      }
+/* Elements [e0, e0 + n) of the [outer, ch, inner] view into y[0..n): the
+ * whole tensor, or a run of it (a Conv's output channels, invariant 4). */
+static void kq_dequantize(int64_t ch, int64_t inner, int64_t block, int dx,
+                          const void *x, const float *scale, int n_scale,
+                          const void *zp, int64_t e0, int64_t n, float *y) {
+  if (n <= 0 || ch <= 0 || inner <= 0) return;
+  int64_t i = e0 % inner, c = e0 / inner % ch, o = e0 / inner / ch;
+  for (int64_t j = 0; j < n; j++) {
+    size_t q = kq_param(o, ch, inner, block, n_scale, c, i);
+    int64_t z = zp ? mp_k_load_i(zp, dx, q) : 0;
+    y[j] =
+        (float)((double)(mp_k_load_i(x, dx, (size_t)(e0 + j)) - z) * scale[q]);
+    if (++i == inner) {
+      i = 0;
+      if (++c == ch) c = 0, o++;
     }
   }
 }
@@ -88,7 +94,8 @@ void mp_k_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
 void mp_k_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
                      const void *x, const float *scale, int n_scale,
                      const void *zp, float *y) {
-  kq_dequantize(outer, ch, inner, 0, dx, x, scale, n_scale, zp, y);
+  kq_dequantize(ch, inner, 0, dx, x, scale, n_scale, zp, 0, outer * ch * inner,
+                y);
 }
 
 void mp_k_quantize_blocked(int64_t outer, int64_t ch, int64_t inner,
@@ -100,7 +107,14 @@ void mp_k_quantize_blocked(int64_t outer, int64_t ch, int64_t inner,
 void mp_k_dequantize_blocked(int64_t outer, int64_t ch, int64_t inner,
                              int64_t block, int dx, const void *x,
                              const float *scale, const void *zp, float *y) {
-  kq_dequantize(outer, ch, inner, block, dx, x, scale, 0, zp, y);
+  kq_dequantize(ch, inner, block, dx, x, scale, 0, zp, 0, outer * ch * inner,
+                y);
+}
+
+void mp_k_dequantize_range(int64_t ch, int64_t inner, int64_t block, int dx,
+                           const void *x, const float *scale, int n_scale,
+                           const void *zp, int64_t e0, int64_t n, float *y) {
+  kq_dequantize(ch, inner, block, dx, x, scale, n_scale, zp, e0, n, y);
 }
 
 void mp_k_dynamic_quantize(size_t n, const float *x, uint8_t *y, float *scale,

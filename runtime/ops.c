@@ -185,6 +185,22 @@ static int64_t op_panel_cols(const mp_btensor *b) {
   return nc < 1 ? 1 : nc > n ? n : nc;
 }
 
+/* A Conv whose DequantizeLinear prologue reads its weight W [M, C/group,
+ * k...] widens it a panel of output channels at a time (op_conv_weights):
+ * at most OP_PANEL_BYTES of f32 (one channel at least), never across a
+ * group's boundary, each panel convolved alone by the kernel's own
+ * per-channel loop, so every output element is the same sum. */
+static bool op_conv_panels(const op_ctx *c, const op_tail *t) {
+  return c->op->kernel == MP_BOP_CONV &&
+         (t->pro_kind == 1 || t->pro_kind == 3) && t->pro_input == 1;
+}
+
+static int64_t op_conv_panel_ch(const mp_btensor *w) {
+  int64_t m = w->shape.dims[0], per = m > 0 ? op_count(w) / m : 0;
+  int64_t nb = per > 0 ? OP_PANEL_BYTES / 4 / per : m;
+  return nb < 1 ? 1 : nb > m ? m : nb;
+}
+
 /* Rows per block when an epilogue operand lives in y's buffer: at most
  * OP_PANEL_BYTES of f32 rows of n, one at least. */
 static int64_t op_panel_rows(int64_t n, int64_t m) {
@@ -239,6 +255,9 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
     return true;
   }
   size_t need = (size_t)op_count(x) * 4;
+  if (op_conv_panels(c, t) && x->shape.rank >= 1 && x->shape.dims[0] > 0) {
+    need = (size_t)(op_count(x) / x->shape.dims[0] * op_conv_panel_ch(x)) * 4;
+  }
   c->need_ws += need + 64;
   return true;
 }
@@ -509,6 +528,37 @@ static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
   return w;
 }
 
+/* Output channels [o0, o0 + nb) of a Conv's weight (input 1) under its
+ * DequantizeLinear prologue, widened into buf (op_conv_panels). A panel
+ * of whole bytes under one scale or a run of axis 0's goes to the vector
+ * kernel as a tensor of its own; any other run to the kernel that
+ * indexes the whole tensor's parameters. */
+static const float *op_conv_weights(op_ctx *c, const op_tail *t, uint32_t own,
+                                    int64_t o0, int64_t nb, float *buf) {
+  const mp_btensor *w = op_in(c, 1), *s = op_in(c, own + t->extras);
+  const char *pw = op_pin(c, 1), *ps = op_pin(c, own + t->extras);
+  const char *pz = op_pin(c, own + t->extras + 1);
+  int64_t per = op_count(w) / w->shape.dims[0], ns = op_count(s);
+  int64_t axis = t->pro_axis < 0 ? t->pro_axis + w->shape.rank : t->pro_axis;
+  int64_t block = t->pro_kind == 3 ? t->pro_block : 0;
+  size_t es = mp_kd_size(w->dtype);
+  if (es && !block && (ns == 1 || axis == 0)) {
+    bool one = ns == 1;
+    OP_K(dequantize)(1, one ? 1 : nb, one ? nb * per : per, w->dtype,
+                     pw + (size_t)(o0 * per) * es,
+                     (const float *)(const void *)ps + (one ? 0 : o0),
+                     one ? 1 : (int)nb,
+                     pz ? pz + (one ? 0 : (size_t)o0 * es) : NULL, buf);
+    return buf;
+  }
+  int64_t v[3];
+  op_quant_view(w, ns, axis, block, v);
+  mp_k_dequantize_range(v[1], v[2], block, w->dtype, pw,
+                        (const float *)(const void *)ps, (int)ns, pz, o0 * per,
+                        nb * per, buf);
+  return buf;
+}
+
 /* ---- Conv and ConvTranspose --------------------------------------------- */
 
 typedef struct op_convp {
@@ -647,7 +697,7 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
  * reading the copy. The workspace holds one plane, not the whole output. */
 static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
                                const mp_kconv *k, const void *px,
-                               const void *pw, const void *pb,
+                               const void *pw, float *wbuf, const void *pb,
                                const mp_btensor *y, void *out) {
   bool f32 = y->dtype == MP_KD_F32;
   size_t es = mp_kd_size(y->dtype), xes = f32 ? 4 : 1;
@@ -669,7 +719,9 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
       char *yp = (char *)out + (size_t)((bi * k->m + oc) * pout) * es;
       const char *xp =
           (const char *)px + (size_t)((bi * k->c + oc / mg * cg) * pin) * xes;
-      const char *wp = (const char *)pw + (size_t)(oc * cg * ks) * xes;
+      const char *wp =
+          pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
+             : (const char *)op_conv_weights(c, t, own, oc, 1, wbuf);
       memcpy(saved, yp, bytes);
       if (f32) {
         OP_K(conv_f32)(&one, (const float *)(const void *)xp,
@@ -687,6 +739,30 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
+/* A Conv under op_conv_panels: each panel of output channels (within one
+ * group) widened, then convolved alone for every batch, its outputs
+ * written into their channels of y. */
+static void op_run_conv_panels(op_ctx *c, const op_tail *t, uint32_t own,
+                               const mp_kconv *k, const void *px, float *wbuf,
+                               const void *pb, void *py) {
+  int64_t pout = k->out[0] * k->out[1] * k->out[2];
+  int64_t pin = k->in[0] * k->in[1] * k->in[2];
+  int64_t cg = k->c / k->group, mg = k->m / k->group;
+  int64_t nb = op_conv_panel_ch(op_in(c, 1));
+  mp_kconv one = *k;
+  one.n = 1, one.group = 1, one.c = cg;
+  for (int64_t o0 = 0; o0 < k->m; o0 += one.m) {
+    int64_t left = mg - o0 % mg;
+    one.m = nb < left ? nb : left;
+    const float *w = op_conv_weights(c, t, own, o0, one.m, wbuf);
+    for (int64_t bi = 0; bi < k->n; bi++) {
+      const float *x = (const float *)px + (bi * k->c + o0 / mg * cg) * pin;
+      OP_K(conv_f32)(&one, x, w, pb ? (const float *)pb + o0 : NULL,
+                     (float *)py + (bi * k->m + o0) * pout, c->ws);
+    }
+  }
+}
+
 static bool op_run_conv(op_ctx *c, bool transpose) {
   op_rd r = op_reader(c);
   op_convp p;
@@ -699,15 +775,27 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   mp_kconv k;
   op_kconv(&p, &x->shape, &y->shape, m, &k);
   const void *px = op_run_prologue(c, &t, own, 0);
-  const void *pw = op_run_prologue(c, &t, own, 1);
+  bool panels = op_conv_panels(c, &t);
+  const void *pw = panels ? NULL : op_run_prologue(c, &t, own, 1);
+  float *wbuf = NULL;
+  if (panels) {
+    const mp_btensor *w = op_in(c, 1);
+    wbuf = (float *)(void *)c->ws;
+    c->ws +=
+        ((size_t)(op_count(w) / w->shape.dims[0] * op_conv_panel_ch(w)) * 4 +
+         63) /
+        64 * 64;
+  }
   const void *pb = own == 3 ? op_pin(c, 2) : NULL;
   void *out = op_pout(c, 0);
   if (!transpose && op_epi_aliased(c, &t, own, y)) {
-    op_run_conv_planes(c, &t, own, &k, px, pw, pb, y, out);
+    op_run_conv_planes(c, &t, own, &k, px, pw, wbuf, pb, y, out);
     return true;
   }
   void *py = op_head_out(c, &t, own, y, out);
-  if (transpose) {
+  if (panels) {
+    op_run_conv_panels(c, &t, own, &k, px, wbuf, pb, py);
+  } else if (transpose) {
     mp_k_conv_transpose_f32(&k, px, pw, pb, py);
   } else if (y->dtype == MP_KD_F32) {
     OP_K(conv_f32)(&k, px, pw, pb, py, c->ws);
@@ -3055,16 +3143,21 @@ bool mp_rt_op_vector(const mp_bundle *b, size_t step) {
 }
 
 /* 4-bit tensors only where a kernel addresses them by element (Cast,
- * QuantizeLinear, DequantizeLinear, Transpose, a MatMul's
+ * QuantizeLinear, DequantizeLinear, Transpose, a MatMul's or a Conv's
  * DequantizeLinear prologue and its zero point) or by whole tensors (the
  * views and copies): every other kernel computes addresses in bytes. */
 static bool op_check_nibbles(op_ctx *c) {
   uint32_t pro = UINT32_MAX, zp = UINT32_MAX;
-  if (c->op->kernel == MP_BOP_MATMUL) {
+  if (c->op->kernel == MP_BOP_MATMUL || c->op->kernel == MP_BOP_CONV) {
     op_rd r = op_reader(c);
     op_gemmp p;
+    op_convp q;
     op_tail t;
-    rd_gemm(&r, &p, false);
+    if (c->op->kernel == MP_BOP_MATMUL) {
+      rd_gemm(&r, &p, false);
+    } else {
+      rd_conv(&r, &q);
+    }
     rd_tail(&r, &t);
     if (!r.bad && (t.pro_kind == 1 || t.pro_kind == 3)) {
       pro = t.pro_input;

@@ -561,6 +561,64 @@ static void test_dynamic_quantize(void) {
   CHECK(sc == 0.0f && zp == 0 && y[0] == 0 && y[2] == 0);
 }
 
+/* mp_k_dequantize_range (a Conv weight's panel of output channels): every
+ * run [e0, e0 + n) of a [4, 5, 3] tensor, per tensor, per axis (each
+ * axis), blocked along each axis (block 2, the last block short), with
+ * and without zero points, for int8, uint8, int4, uint4 (runs that start
+ * and end inside a byte) and int32, gives the bytes of the same elements
+ * of the whole tensor's dequantization. */
+static void test_dequantize_range(void) {
+  enum { N = 60 };
+  static const int dts[] = {MP_KD_I8, MP_KD_U8, MP_KD_I4, MP_KD_U4, MP_KD_I32};
+  static const int64_t dims[3] = {4, 5, 3};
+  int32_t xq[N], zq[N];
+  float sc[N], whole[N], run[N];
+  uint32_t seed = 12345;
+  for (int i = 0; i < N; i++) {
+    seed = seed * 1103515245u + 12345u;
+    xq[i] = (int32_t)(seed >> 8);
+    zq[i] = (int32_t)(seed >> 3);
+    sc[i] = (float)((seed >> 16) % 97 + 1) / 64.0f;
+  }
+  int checked = 0, wrong = 0;
+  for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+    for (int axis = 0; axis < 3; axis++) {
+      int64_t outer = 1, inner = 1;
+      for (int i = 0; i < axis; i++) outer *= dims[i];
+      for (int i = axis + 1; i < 3; i++) inner *= dims[i];
+      for (int cfg = 0; cfg < 3; cfg++) { /* per tensor, per axis, blocked */
+        if (cfg == 0 && axis > 0) continue;
+        int64_t ch = cfg == 0 ? 1 : dims[axis], block = cfg == 2 ? 2 : 0;
+        int64_t in = cfg == 0 ? N : inner, out = cfg == 0 ? 1 : outer;
+        int ns = cfg == 0 ? 1 : (int)ch;
+        for (int z = 0; z < 2; z++) {
+          const void *pz = z ? zq : NULL;
+          if (block) {
+            mp_k_dequantize_blocked(out, ch, in, block, dts[d], xq, sc, pz,
+                                    whole);
+          } else {
+            mp_k_dequantize(out, ch, in, dts[d], xq, sc, ns, pz, whole);
+          }
+          for (int64_t e0 = 0; e0 < N; e0++) {
+            for (int64_t n = 1; e0 + n <= N; n += 4) {
+              memset(run, 0xa5, sizeof run);
+              mp_k_dequantize_range(ch, in, block, dts[d], xq, sc, ns, pz, e0,
+                                    n, run);
+              checked++;
+              if (memcmp(run, whole + e0, (size_t)n * 4) != 0 ||
+                  memcmp(run + n, &(uint32_t){0xa5a5a5a5u}, 4) != 0) {
+                wrong++;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK_EQ_I(wrong, 0);
+  CHECK(checked > 10000);
+}
+
 /* Weights given as graph JSON data reach the kernels exactly. */
 static void test_data_weights(const char *src) {
   mp_buf bundle = bundle_of(src, "tests/data/data_weights.json");
@@ -878,6 +936,7 @@ int main(int argc, char **argv) {
   test_conv_integer();
   test_grid_far();
   test_dynamic_quantize();
+  test_dequantize_range();
   test_loader(src);
   test_fuzz(src, "tests/data/tiny_net.json", 2000);
   /* epilogue entries that read an earlier value (MP_BEPI_TAP) */

@@ -17,11 +17,13 @@
  *      mplan.horizontal (one prologue per op, on a single product); or,
  *      for a Resize, an Add, Sub, Mul or Div with no mplan.* attribute.
  *   3. DequantizeLinear: per tensor (a one-element scale, no block_size);
- *      or, into a MatMul's weight (input 1, a matrix), also per axis or
- *      blocked (opset 21), written as mplan.p.axis and mplan.p.block on
- *      the head: the runtime widens that weight a panel of columns at a
- *      time (runtime/ops.c, op_run_gemm_panels), so the f32 weight never
- *      exists whole. Its scale and zero point (when given) follow all
+ *      or, into a MatMul's weight (input 1, a matrix) or a Conv's weight
+ *      (input 1), also per axis or blocked (opset 21), written as
+ *      mplan.p.axis and mplan.p.block on the head: the runtime widens that
+ *      weight a panel at a time, of columns for a MatMul
+ *      (runtime/ops.c, op_run_gemm_panels), of output channels for a Conv
+ *      (op_run_conv_panels), so the f32 weight never exists whole; both
+ *      need an f32 scale. Its scale and zero point (when given) follow all
  *      other inputs of the head, in that order. Conv's omitted bias is
  *      written as -1 first, so positions stay fixed.
  *   4. Cast: widening (the element grows) to the head's output dtype, so
@@ -41,8 +43,8 @@
  *      <= MP_K_MAX_RANK; and no axis is longer than 2^20 (each index
  *      is checked).
  *   7. The absorbed op reads a 4-bit tensor only as a DequantizeLinear
- *      into a MatMul's weight (rule 3's panels): the heads' kernels
- *      address their other inputs in whole bytes.
+ *      into a MatMul's or a Conv's weight (rule 3's panels): the heads'
+ *      kernels address their other inputs in whole bytes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -75,8 +77,9 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
   if (d->n_outputs != 1 || d->n_inputs < 1 || d->inputs[0] < 0) return NULL;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
-  bool panels = strcmp(h->type, "MatMul") == 0 && k == 1 && x->rank == 2 &&
-                yt->dtype == MP_DTYPE_F32;
+  bool panels = k == 1 && yt->dtype == MP_DTYPE_F32 &&
+                ((strcmp(h->type, "MatMul") == 0 && x->rank == 2) ||
+                 (strcmp(h->type, "Conv") == 0 && x->rank >= 3));
   if (mp_dtype_size(x->dtype) == 0 && !panels) return NULL; /* rule 7 */
   if (strcmp(d->type, "DequantizeLinear") == 0) {
     if (d->n_inputs < 2 || d->inputs[1] < 0) return NULL;

@@ -477,16 +477,23 @@ static bool share_view_ok(share_ctx *s, const mp_op *op, int32_t y) {
   return true;
 }
 
-/* Rule 3: depthwise, one channel per group, batch 1, output no larger. */
-/* An mplan.* attribute other than a fused epilogue's (mplan.epilogue and
- * its entries' mplan.eK.*: the epilogue runs over the output after the
- * head, element by element). */
+/* Rule 3: depthwise, one channel per group, batch 1, output no larger; a
+ * DequantizeLinear prologue on the weight is allowed (the runtime widens
+ * the weight a channel at a time, runtime/ops.c op_conv_weights). */
+/* An mplan.* attribute other than a fused epilogue's and a
+ * DequantizeLinear prologue on the weight (input 1) with its parameters:
+ * the weight's widening reads neither x nor y. */
 static bool share_other_mplan_attr(const mp_op *op) {
+  const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
+  bool wpro = pro && pro->kind == MP_ATTR_STRING &&
+              strcmp(pro->s, "DequantizeLinear:1") == 0;
   for (uint32_t k = 0; k < op->n_attrs; k++) {
     const char *n = op->attrs[k].name;
     bool entry = strncmp(n, "mplan.e", 7) == 0 && n[7] >= '0' && n[7] <= '9';
+    bool pro_attr = wpro && (strcmp(n, "mplan.prologue") == 0 ||
+                             strncmp(n, "mplan.p.", 8) == 0);
     if (strncmp(n, "mplan.", 6) == 0 && strcmp(n, "mplan.epilogue") != 0 &&
-        !entry) {
+        !entry && !pro_attr) {
       return true;
     }
   }

@@ -999,6 +999,15 @@ void mp_k_dequantize_blocked(int64_t outer, int64_t ch, int64_t inner,
                              int64_t block, int dx, const void *x,
                              const float *scale, const void *zp, float *y);
 
+/* Elements [e0, e0 + n) of x (the [outer, ch, inner] view above;
+ * block 0 per tensor or per axis by n_scale, else blocked) into y[0..n),
+ * each as the whole tensor's dequantization computes it. A Conv's
+ * DequantizeLinear prologue widens its weight a few output channels at a
+ * time with it. */
+void mp_k_dequantize_range(int64_t ch, int64_t inner, int64_t block, int dx,
+                           const void *x, const float *scale, int n_scale,
+                           const void *zp, int64_t e0, int64_t n, float *y);
+
 /* Columns [c0, c0 + nc) of a matrix x [rows, cols] dequantized into y
  * [rows, nc], each element as mp_k_dequantize computes it: parameters per
  * tensor (n_scale 1), per axis (block 0: one per row for axis 0, one per

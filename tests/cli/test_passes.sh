@@ -124,6 +124,23 @@ run 0 plan $d4 --passes all --order memory -o "$tmp/d4.json" &&
 [ "$(py "$tmp/d4.json" "sorted((e['op'], e['inputs']) for e in d['execution'])")" = "[('down', ['r', 'w_dn', 'x', 's_dn', 'z_dn']), ('up', ['x', 'w_up', 's_up', 'z_up'])]" ] && ok || bad "dq4_mlp: absorbed inputs"
 run 0 compile $d4 --passes all --order memory -o "$tmp/d4.mpk" &&
   has "$tmp/out" "workspace 69,760 B (68.12 KiB) for the reference kernels (op 'up')"
+# Absorb rule 3 into Convs: dq_cnn's five Conv weights are quantized per
+# output channel (int8, uint8, uint4), per tensor (uint8, a grouped Conv)
+# and blocked along the input channels (int4). Unrewritten, c3's f32
+# weight (64 x 64 x 9 x 4 = 147,456 B) is live with h2 and h3 (65,536
+# each) and a (8,192): 286,720 B at 'c3'. Absorbed, the peak is two
+# activations and a: 139,264 B; the depthwise Conv still runs in place
+# (its prologue reads only the weight); the runtime widens a panel of at
+# most 64 KiB of output channels, never across a group (c2: 56 of 288
+# weights each, 64,512 B, + the kernel's 1,024 B plane + 64).
+dc=tests/data/passes/dq_cnn.json
+run 0 plan $dc --passes none --order memory && has "$tmp/out" "lower bound 286,720 B"
+run 0 plan $dc --passes all --order memory -o "$tmp/dc.json" &&
+  has "$tmp/out" "286,720 -> 139,264 (-51.4%)" &&
+  has "$tmp/out" "DequantizeLinear 5" && has "$tmp/out" "depthwise Conv 1, fused epilogue 1"
+[ "$(py "$tmp/dc.json" "sorted(e['op'] for e in d['execution'])")" = "['act0', 'c1', 'c2', 'c3', 'dw', 'pw']" ] && ok || bad "dq_cnn: the DequantizeLinear ops are not all absorbed"
+run 0 compile $dc --passes all --order memory -o "$tmp/dc.mpk" &&
+  has "$tmp/out" "workspace 65,600 B (64.06 KiB) for the reference kernels (op 'c2')"
 # The weight-only int4 decoder (models/decoder_int4.json): fuse runs
 # before absorb, on an order that runs each up projection before the SiLU
 # its Mul needs; once absorb gave the MatMuls their prologues, fuse runs

@@ -1259,6 +1259,108 @@ def int4_blocked(out, name="test_int4_blocked"):
                 for n, d, v, e in outs], opset=21)
 
 
+def conv_ref(x, xd, w, wd, b, pads, stride, group):
+    """Conv of x [1, C, H, W] by w [M, C / group, kh, kw] (flat lists),
+    summed in float64 then rounded to f32."""
+    _, c, h, wi = xd
+    m, cg, kh, kw = wd
+    oh = (h + 2 * pads - kh) // stride + 1
+    ow = (wi + 2 * pads - kw) // stride + 1
+    mg = m // group
+    y = []
+    for oc in range(m):
+        g = oc // mg
+        for i in range(oh):
+            for j in range(ow):
+                acc = b[oc] if b else 0.0
+                for ic in range(cg):
+                    for a in range(kh):
+                        for e in range(kw):
+                            r, q = i * stride - pads + a, j * stride - pads + e
+                            if 0 <= r < h and 0 <= q < wi:
+                                acc += (x[((g * cg + ic) * h + r) * wi + q] *
+                                        w[((oc * cg + ic) * kh + a) * kw + e])
+                y.append(f32(acc))
+    return y, [1, m, oh, ow]
+
+
+def conv_dq(out, name="test_conv_dq"):
+    """Conv weights DequantizeLinear'd as QDQ exporters write them, which
+    the absorb pass folds into the Convs (each weight then widened a panel
+    of output channels at a time): int8 per output channel with a bias;
+    a depthwise uint4 weight per channel (9 weights a channel, so a
+    channel's run starts inside a byte); int4 blocked along the input
+    channels (block 3 over 8: the last block short); uint8 per tensor
+    into a grouped, strided Conv. Every f32 weight is over the fold
+    pass's 256 B, so it stays a DequantizeLinear for absorb to take. Each
+    quantized value is at least its zero point and x is positive, so no
+    output is a near cancellation that the order of f32 sums decides."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    ints = lambda n, vs: ld(5, ld(1, n) + b"".join(vint(8, v) for v in vs) +
+                            vint(20, 7))
+    x = [f32(0.6 + 0.5 * math.sin(0.37 * i + 0.1)) for i in range(100)]
+    z1 = [9 * k - 128 for k in range(8)]                           # int8 [8]
+    w1 = [z1[i // 36] + (37 * i + 11) % (128 - z1[i // 36])
+          for i in range(288)]                                     # int8 [8,4,3,3]
+    s1 = [f32(0.002 * (k + 1)) for k in range(8)]
+    b1 = [f32(0.1 * k - 0.2) for k in range(8)]
+    w1f = [f32((w1[i] - z1[i // 36]) * s1[i // 36]) for i in range(288)]
+    h1, d1 = conv_ref(x, [1, 4, 5, 5], w1f, [8, 4, 3, 3], b1, 1, 1, 1)
+    r1 = [max(0.0, v) for v in h1]
+    z2 = [k % 4 for k in range(8)]                                 # uint4 [8]
+    w2 = [z2[i // 9] + (5 * i + 3) % (16 - z2[i // 9])
+          for i in range(72)]                                      # uint4 [8,1,3,3]
+    s2 = [f32(0.03 * (k + 2)) for k in range(8)]
+    w2f = [f32((w2[i] - z2[i // 9]) * s2[i // 9]) for i in range(72)]
+    h2, d2 = conv_ref(r1, d1, w2f, [8, 1, 3, 3], None, 1, 1, 8)
+    s3 = [f32(0.05 * (k % 7 + 1)) for k in range(36)]              # [12,3,1,1]
+    z3 = [(k % 3) - 8 for k in range(36)]
+    zb = lambda i: z3[(i // 8) * 3 + (i % 8) // 3]
+    w3 = [zb(i) + (11 * i + 2) % (8 - zb(i)) for i in range(96)]  # int4 [12,8,1,1]
+    w3f = [f32((w3[i] - z3[(i // 8) * 3 + (i % 8) // 3]) *
+               s3[(i // 8) * 3 + (i % 8) // 3]) for i in range(96)]
+    y3, d3 = conv_ref(h2, d2, w3f, [12, 8, 1, 1], None, 0, 1, 1)
+    s4, z4 = f32(0.004), 31
+    w4 = [z4 + (29 * i + 7) % (256 - z4) for i in range(72)]      # uint8 [4,2,3,3]
+    w4f = [f32((v - z4) * s4) for v in w4]
+    y4, d4 = conv_ref(x, [1, 4, 5, 5], w4f, [4, 2, 3, 3], None, 1, 2, 2)
+    k33 = ints("kernel_shape", [3, 3])
+    pad1 = ints("pads", [1, 1, 1, 1])
+    graph = (ld(1, node("DequantizeLinear", ["w1", "s1", "z1"], ["w1f"], "dq1",
+                        one("axis", 0))) +
+             ld(1, node("Conv", ["x", "w1f", "b1"], ["h1"], "c1", k33 + pad1)) +
+             ld(1, node("Relu", ["h1"], ["r1"], "r1")) +
+             ld(1, node("DequantizeLinear", ["w2", "s2", "z2"], ["w2f"], "dq2",
+                        one("axis", 0))) +
+             ld(1, node("Conv", ["r1", "w2f"], ["h2"], "c2",
+                        k33 + pad1 + one("group", 8))) +
+             ld(1, node("DequantizeLinear", ["w3", "s3", "z3"], ["w3f"], "dq3",
+                        one("axis", 1) + one("block_size", 3))) +
+             ld(1, node("Conv", ["h2", "w3f"], ["y3"], "c3",
+                        ints("kernel_shape", [1, 1]))) +
+             ld(1, node("DequantizeLinear", ["w4", "s4", "z4"], ["w4f"], "dq4")) +
+             ld(1, node("Conv", ["x", "w4f"], ["y4"], "c4",
+                        k33 + pad1 + one("group", 2) + ints("strides", [2, 2]))) +
+             ld(2, name[5:]) +
+             ld(5, int_tensor("w1", [8, 4, 3, 3], w1, INT8)) +
+             ld(5, tensor("s1", [8], s1)) +
+             ld(5, int_tensor("z1", [8], z1, INT8)) +
+             ld(5, tensor("b1", [8], b1)) +
+             ld(5, nibble_tensor("w2", [8, 1, 3, 3], w2, UINT4)) +
+             ld(5, tensor("s2", [8], s2)) +
+             ld(5, nibble_tensor("z2", [8], z2, UINT4)) +
+             ld(5, nibble_tensor("w3", [12, 8, 1, 1], w3, INT4)) +
+             ld(5, tensor("s3", [12, 3, 1, 1], s3)) +
+             ld(5, nibble_tensor("z3", [12, 3, 1, 1], z3, INT4)) +
+             ld(5, int_tensor("w4", [4, 2, 3, 3], w4, UINT8)) +
+             ld(5, tensor("s4", [], [s4])) +
+             ld(5, int_tensor("z4", [], [z4], UINT8)) +
+             ld(11, value_info("x", [1, 4, 5, 5])) +
+             ld(12, value_info("y3", d3)) + ld(12, value_info("y4", d4)))
+    write_case(out, name, graph, [tensor("x", [1, 4, 5, 5], x)],
+               [tensor("y3", d3, y3), tensor("y4", d4, y4)], opset=21)
+
+
 def int4_bad(which):
     """Committed 4-bit and blocked-quantization models (--committed):
     "raw": an int4 weight of 5 elements with 2 bytes of raw_data (it
@@ -1341,6 +1443,7 @@ def main():
         int4_blocked(sys.argv[1])
         int4_blocked(sys.argv[1], "test_int4_blocked_ort")
         dq_output_dtype(sys.argv[1])
+        conv_dq(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

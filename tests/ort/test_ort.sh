@@ -139,6 +139,13 @@ check opset24_passes "$tmp/extra/test_opset24/model.onnx" --passes all --order m
 # int4_blocked, its _ort variant): exactly equal, with every pass too
 ATOL=0 RTOL=0 check int4 "$tmp/extra/test_int4_blocked_ort/model.onnx"
 ATOL=0 RTOL=0 check int4_passes "$tmp/extra/test_int4_blocked_ort/model.onnx" --passes all --order memory
+# Conv weights DequantizeLinear'd per output channel (int8, uint4
+# depthwise), blocked along the input channels (int4) and per tensor
+# (uint8, grouped and strided) (gen_onnx_extra.py's conv_dq); with every
+# pass, the absorb pass folds each into its Conv, which widens the weight
+# a panel of output channels at a time
+check conv_dq "$tmp/extra/test_conv_dq/model.onnx"
+check conv_dq_passes "$tmp/extra/test_conv_dq/model.onnx" --passes all --order memory
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
