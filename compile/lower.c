@@ -2193,12 +2193,14 @@ static mp_status lw_nibbles(lw *x) {
     if (x->o->kernel == ok[i]) return MP_OK;
   }
   const mp_op *op = x->op;
-  /* a MatMul's or a Conv's DequantizeLinear prologue reads its input and
-   * zero point (the last input) by element (runtime/ops.c,
-   * op_run_gemm_panels and op_conv_weights) */
-  const char *pro = x->o->kernel == MP_BOP_MATMUL || x->o->kernel == MP_BOP_CONV
-                        ? lw_str(x, "mplan.prologue", NULL)
-                        : NULL;
+  /* a MatMul's, a Gemm's or a Conv's DequantizeLinear prologue reads its
+   * input and zero point (the last input) by element (runtime/ops.c,
+   * op_run_gemm_panels and op_weight_rows) */
+  int kn = x->o->kernel;
+  const char *pro =
+      kn == MP_BOP_MATMUL || kn == MP_BOP_GEMM || kn == MP_BOP_CONV
+          ? lw_str(x, "mplan.prologue", NULL)
+          : NULL;
   int32_t pro_in = -1, pro_zp = -1;
   if (pro && strncmp(pro, "DequantizeLinear:", 17) == 0 && op->n_inputs >= 3) {
     pro_in = op->inputs[atoi(pro + 17) & 1];

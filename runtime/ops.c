@@ -161,32 +161,54 @@ static void op_dequantize(const mp_btensor *x, const void *px,
   }
 }
 
-/* A MatMul whose DequantizeLinear prologue reads its weight (input 1, a
- * matrix) widens it a panel of columns at a time (op_run_gemm_panels):
- * the columns of each panel, so that the panel holds at most
- * OP_PANEL_BYTES of f32 (one column at least). */
+/* A MatMul or Gemm whose DequantizeLinear prologue reads its weight
+ * (input 1, a matrix) widens it a panel of the output's columns at a time
+ * (op_run_gemm_panels): the columns of each panel, so that the panel
+ * holds at most OP_PANEL_BYTES of f32 (one column at least). */
 #define OP_PANEL_BYTES 65536
 
-/* A MatMul with such a prologue, A of rank 2 or more and W a matrix (an
- * epilogue operand in y's buffer too: the rows then go in blocks). */
-static bool op_panels(const op_ctx *c, const op_tail *t, uint32_t own) {
-  if (c->op->kernel != MP_BOP_MATMUL ||
-      (t->pro_kind != 1 && t->pro_kind != 3) || t->pro_input != 1 || own != 2 ||
-      c->op->n_out != 1) {
+typedef struct op_gemmp {
+  int64_t ta, tb, shift, horiz;
+  double alpha, beta;
+} op_gemmp;
+
+static void rd_gemm(op_rd *r, op_gemmp *p, bool gemm);
+
+/* A MatMul with such a prologue, A of rank 2 or more and W a matrix, or a
+ * Gemm with such a prologue and A not transposed (an epilogue operand in
+ * y's buffer too: the rows then go in blocks). *tb: W is [N, K] (Gemm's
+ * transB), so a panel is a run of W's rows. */
+static bool op_panels(const op_ctx *c, const op_tail *t, uint32_t own,
+                      bool *tb) {
+  bool gemm = c->op->kernel == MP_BOP_GEMM;
+  if ((c->op->kernel != MP_BOP_MATMUL && !gemm) ||
+      (t->pro_kind != 1 && t->pro_kind != 3) || t->pro_input != 1 ||
+      own != (gemm ? 3u : 2u) || c->op->n_out != 1) {
     return false;
   }
   const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1);
-  return a && b && a->shape.rank >= 2 && b->shape.rank == 2;
+  if (!a || !b || a->shape.rank < 2 || b->shape.rank != 2) return false;
+  if (!gemm) {
+    *tb = false;
+    return true;
+  }
+  op_rd r = op_reader(c);
+  op_gemmp p;
+  rd_gemm(&r, &p, true);
+  *tb = p.tb != 0;
+  return !r.bad && !p.ta && a->shape.rank == 2;
 }
 
-static int64_t op_panel_cols(const mp_btensor *b) {
-  int64_t k = b->shape.dims[0], n = b->shape.dims[1];
-  int64_t nc = k > 0 ? OP_PANEL_BYTES / 4 / k : n;
-  return nc < 1 ? 1 : nc > n ? n : nc;
+/* The panel's K and N of weight b (op_panels' tb) and its columns. */
+static int64_t op_panel_cols(const mp_btensor *b, bool tb, int64_t *k,
+                             int64_t *n) {
+  *k = b->shape.dims[tb ? 1 : 0], *n = b->shape.dims[tb ? 0 : 1];
+  int64_t nc = *k > 0 ? OP_PANEL_BYTES / 4 / *k : *n;
+  return nc < 1 ? 1 : nc > *n ? *n : nc;
 }
 
 /* A Conv whose DequantizeLinear prologue reads its weight W [M, C/group,
- * k...] widens it a panel of output channels at a time (op_conv_weights):
+ * k...] widens it a panel of output channels at a time (op_weight_rows):
  * at most OP_PANEL_BYTES of f32 (one channel at least), never across a
  * group's boundary, each panel convolved alone by the kernel's own
  * per-channel loop, so every output element is the same sum. */
@@ -238,17 +260,17 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
   } else if (mp_kd_bits(x->dtype) == 4) {
     return op_fail(c, "prologue Cast: input '%s' is 4-bit", x->name);
   }
-  if (op_panels(c, t, own)) {
+  bool tb;
+  if (op_panels(c, t, own, &tb)) {
     /* a panel of the weight and the product's panel of each row; with
      * an epilogue operand in y's buffer, of a block of rows, the block
      * and a row twice (op_run_gemm_panels) */
     const mp_btensor *a = op_in(c, 0);
-    int64_t nc = op_panel_cols(x), m = a->shape.dims[a->shape.rank - 2];
-    int64_t n = x->shape.dims[1];
+    int64_t k, n, nc = op_panel_cols(x, tb, &k, &n);
+    int64_t m = a->shape.dims[a->shape.rank - 2];
     bool aliased = op_epi_aliased(c, t, own, op_out(c, 0));
     int64_t rb = aliased ? op_panel_rows(n, m) : m;
-    c->need_ws +=
-        (size_t)(x->shape.dims[0] * nc) * 4 + 64 + (size_t)(rb * nc) * 4 + 64;
+    c->need_ws += (size_t)(k * nc) * 4 + 64 + (size_t)(rb * nc) * 4 + 64;
     if (aliased) {
       c->need_ws += (size_t)(rb * n) * 4 + 64 + 2 * ((size_t)n * 4 + 64);
     }
@@ -528,13 +550,24 @@ static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
   return w;
 }
 
-/* Output channels [o0, o0 + nb) of a Conv's weight (input 1) under its
- * DequantizeLinear prologue, widened into buf (op_conv_panels). A panel
- * of whole bytes under one scale or a run of axis 0's goes to the vector
- * kernel as a tensor of its own; any other run to the kernel that
- * indexes the whole tensor's parameters. */
-static const float *op_conv_weights(op_ctx *c, const op_tail *t, uint32_t own,
-                                    int64_t o0, int64_t nb, float *buf) {
+/* Whether op_weight_rows hands its runs to the vector kernel: whole bytes
+ * under one scale or one per row (axis 0). */
+static bool op_weight_rows_whole(const op_ctx *c, const op_tail *t,
+                                 uint32_t own) {
+  const mp_btensor *w = op_in(c, 1), *s = op_in(c, own + t->extras);
+  int64_t axis = t->pro_axis < 0 ? t->pro_axis + w->shape.rank : t->pro_axis;
+  return mp_kd_size(w->dtype) && t->pro_kind != 3 &&
+         (op_count(s) == 1 || axis == 0);
+}
+
+/* Rows [o0, o0 + nb) of a weight (input 1) under its DequantizeLinear
+ * prologue, widened into buf: a Conv's output channels (op_conv_panels),
+ * a transposed Gemm weight's output columns (op_run_gemm_panels). A run
+ * of op_weight_rows_whole goes to the vector kernel as a tensor of its
+ * own; any other to the kernel that indexes the whole tensor's
+ * parameters. */
+static const float *op_weight_rows(op_ctx *c, const op_tail *t, uint32_t own,
+                                   int64_t o0, int64_t nb, float *buf) {
   const mp_btensor *w = op_in(c, 1), *s = op_in(c, own + t->extras);
   const char *pw = op_pin(c, 1), *ps = op_pin(c, own + t->extras);
   const char *pz = op_pin(c, own + t->extras + 1);
@@ -542,7 +575,7 @@ static const float *op_conv_weights(op_ctx *c, const op_tail *t, uint32_t own,
   int64_t axis = t->pro_axis < 0 ? t->pro_axis + w->shape.rank : t->pro_axis;
   int64_t block = t->pro_kind == 3 ? t->pro_block : 0;
   size_t es = mp_kd_size(w->dtype);
-  if (es && !block && (ns == 1 || axis == 0)) {
+  if (op_weight_rows_whole(c, t, own)) {
     bool one = ns == 1;
     OP_K(dequantize)(1, one ? 1 : nb, one ? nb * per : per, w->dtype,
                      pw + (size_t)(o0 * per) * es,
@@ -721,7 +754,7 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
           (const char *)px + (size_t)((bi * k->c + oc / mg * cg) * pin) * xes;
       const char *wp =
           pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
-             : (const char *)op_conv_weights(c, t, own, oc, 1, wbuf);
+             : (const char *)op_weight_rows(c, t, own, oc, 1, wbuf);
       memcpy(saved, yp, bytes);
       if (f32) {
         OP_K(conv_f32)(&one, (const float *)(const void *)xp,
@@ -754,7 +787,7 @@ static void op_run_conv_panels(op_ctx *c, const op_tail *t, uint32_t own,
   for (int64_t o0 = 0; o0 < k->m; o0 += one.m) {
     int64_t left = mg - o0 % mg;
     one.m = nb < left ? nb : left;
-    const float *w = op_conv_weights(c, t, own, o0, one.m, wbuf);
+    const float *w = op_weight_rows(c, t, own, o0, one.m, wbuf);
     for (int64_t bi = 0; bi < k->n; bi++) {
       const float *x = (const float *)px + (bi * k->c + o0 / mg * cg) * pin;
       OP_K(conv_f32)(&one, x, w, pb ? (const float *)pb + o0 : NULL,
@@ -808,11 +841,6 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
 }
 
 /* ---- Gemm and MatMul ----------------------------------------------------- */
-
-typedef struct op_gemmp {
-  int64_t ta, tb, shift, horiz;
-  double alpha, beta;
-} op_gemmp;
 
 static void rd_gemm(op_rd *r, op_gemmp *p, bool gemm) {
   memset(p, 0, sizeof *p);
@@ -937,7 +965,8 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
     }
     /* an epilogue operand in y's buffer: row by row (with a dequantized
      * weight's panels too: op_run_gemm_panels) */
-    bool rows = op_gemm_rowwise(&p, a, b) || op_panels(c, &t, own);
+    bool tb;
+    bool rows = op_gemm_rowwise(&p, a, b) || op_panels(c, &t, own, &tb);
     if (!p.horiz && !op_check_epilogue(c, &t, own, y, rows ? n : 0)) {
       return false;
     }
@@ -949,19 +978,26 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
  * (when not NULL: {first, count}) only those rows of y, A not transposed:
  * each element is the same sum in the same order (the kernels' invariant
  * 1), so a row computed alone has the same bits. */
+/* The row and column strides of Gemm's C (ct, NULL for none) broadcast
+ * to [m, n]. */
+static void op_gemm_cstrides(const mp_btensor *ct, int64_t m, int64_t n,
+                             int64_t *rs, int64_t *cs) {
+  *rs = *cs = 0;
+  if (!ct) return;
+  mp_kshape mn = {2, {m, n}};
+  mp_kbcast bc;
+  (void)mp_k_bcast_init(&bc, &mn, &ct->shape, NULL, NULL);
+  *rs = bc.sa[0];
+  *cs = bc.sa[1];
+}
+
 static void op_gemm_one(const op_gemmp *p, bool i8, int64_t m, int64_t n,
                         int64_t k, const void *a, const void *b,
                         const mp_btensor *ct, const void *pc, void *y,
                         const int64_t *rows) {
   mp_kgemm g = {m,        n,       k, p->ta != 0, p->tb != 0,
                 p->alpha, p->beta, 0, 0,          (int)p->shift};
-  if (ct) {
-    mp_kshape mn = {2, {m, n}};
-    mp_kbcast bc;
-    (void)mp_k_bcast_init(&bc, &mn, &ct->shape, NULL, NULL);
-    g.c_rs = bc.sa[0];
-    g.c_cs = bc.sa[1];
-  }
+  op_gemm_cstrides(ct, m, n, &g.c_rs, &g.c_cs);
   size_t es = i8 ? 1 : 4;
   if (rows) {
     g.m = rows[1];
@@ -999,22 +1035,27 @@ static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
-/* y = A W where W's DequantizeLinear prologue widens it a panel of
- * columns at a time into the workspace (op_panels): each panel of the
- * product is computed alone, every element the same sum in the same order
- * as in the whole product (op_gemm_one), and copied into its columns of
- * y. When an epilogue operand lives in y's buffer (aliased), the rows go
+/* y = A W (a Gemm's alpha A W + beta C, W perhaps transposed: tb) where
+ * W's DequantizeLinear prologue widens it a panel of the output's columns
+ * at a time into the workspace (op_panels): each panel of the product is
+ * computed alone, every element the same sum in the same order as in the
+ * whole product (the kernels' invariant 1), and copied into its columns
+ * of y. When an epilogue operand lives in y's buffer (aliased), the rows go
  * in blocks of op_panel_rows: a block's product is assembled panel by
  * panel in the workspace, then each of its rows is written over the
  * operand's row with the epilogue reading a saved copy (op_gemm_rows'
  * way), so the workspace holds a panel of W, a block of rows and a row. */
 static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
-                               const op_gemmp *p, const float *pa,
+                               const op_gemmp *p, bool tb, const float *pa,
                                const mp_btensor *y, char *py, bool aliased) {
   const mp_btensor *a = op_in(c, 0), *w = op_in(c, 1);
   const mp_btensor *s = op_in(c, own + t->extras);
-  int64_t k = w->shape.dims[0], n = w->shape.dims[1], nc = op_panel_cols(w);
+  const mp_btensor *ct = own == 3 ? op_in(c, 2) : NULL;
+  const float *pc = ct ? (const float *)op_pin(c, 2) : NULL;
+  int64_t k, n, nc = op_panel_cols(w, tb, &k, &n);
   int64_t m = a->shape.dims[a->shape.rank - 2];
+  mp_kgemm g = {0, 0, k, false, tb, p->alpha, p->beta, 0, 0, 0};
+  op_gemm_cstrides(ct, m, n, &g.c_rs, &g.c_cs);
   int64_t rb = aliased ? op_panel_rows(n, m) : m;
   int64_t per = m > 0 ? (m + rb - 1) / rb : 0; /* row blocks per batch */
   uint32_t br = a->shape.rank - 2;             /* A's leading dims, y's too */
@@ -1040,13 +1081,18 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
     int64_t nr = m - r0 < rb ? m - r0 : rb;
     for (int64_t c0 = 0; c0 < n; c0 += nc) {
       int64_t cols = n - c0 < nc ? n - c0 : nc;
-      OP_K(dequantize_cols)(
-          k, n, c0, cols, axis, t->pro_kind == 3 ? t->pro_block : 0, w->dtype,
-          op_pin(c, 1), op_pin(c, own + t->extras), (int)op_count(s),
-          op_pin(c, own + t->extras + 1), wp);
+      if (tb) {
+        (void)op_weight_rows(c, t, own, c0, cols, wp);
+      } else {
+        OP_K(dequantize_cols)(
+            k, n, c0, cols, axis, t->pro_kind == 3 ? t->pro_block : 0, w->dtype,
+            op_pin(c, 1), op_pin(c, own + t->extras), (int)op_count(s),
+            op_pin(c, own + t->extras + 1), wp);
+      }
+      g.m = nr, g.n = cols;
       for (int64_t b = b0; b < b1; b++) {
-        op_gemm_one(p, false, nr, cols, k, pa + (b * m + r0) * k, wp, NULL,
-                    NULL, yp, NULL);
+        OP_K(gemm_f32)(&g, pa + (b * m + r0) * k, wp,
+                       pc ? pc + r0 * g.c_rs + c0 * g.c_cs : NULL, yp);
         for (int64_t r = 0; r < nr; r++) {
           char *to = aliased ? blk + (size_t)(r * n + c0) * 4
                              : py + (size_t)((b * m + r0 + r) * n + c0) * 4;
@@ -1087,10 +1133,11 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
   const void *pa = op_run_prologue(c, &t, own, 0);
   for (uint32_t h = 0; h < nh; h++) {
     const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
-    if (!p.horiz && op_panels(c, &t, own)) {
+    bool tb;
+    if (!p.horiz && op_panels(c, &t, own, &tb)) {
       bool aliased = op_epi_aliased(c, &t, own, y);
       char *py = op_pout(c, h);
-      op_run_gemm_panels(c, &t, own, &p, (const float *)pa, y, py, aliased);
+      op_run_gemm_panels(c, &t, own, &p, tb, (const float *)pa, y, py, aliased);
       if (!aliased) op_run_epilogue(c, &t, own, y, py);
       continue;
     }
@@ -2928,13 +2975,20 @@ static bool op_dispatch(op_ctx *c, bool run) {
 static bool op_vec_tail(const op_ctx *c, const op_tail *t, int dtype) {
   if (t->pro_kind == 2) return false; /* Cast */
   if (t->pro_kind == 1 || t->pro_kind == 3) {
-    /* a MatMul's weight dequantized in panels (op_run_gemm_panels), or
-     * whole (blocked: on the scalar kernel) */
+    /* a MatMul's or Gemm's weight dequantized in panels of columns
+     * (op_run_gemm_panels), a Conv's or a transposed Gemm weight's in
+     * panels of rows (op_weight_rows: runs of whole bytes under one scale
+     * or one a row on the vector kernel), or whole (blocked: on the
+     * scalar kernel) */
     const mp_btensor *x = op_in(c, t->pro_input);
-    bool panels = op_panels(c, t, op_own(c, t));
+    uint32_t own = op_own(c, t);
+    bool tb = false, panels = op_panels(c, t, own, &tb);
+    bool rows = (panels && tb) || op_conv_panels(c, t);
     if (!x ||
-        (panels ? !mp_kv_dequantize_cols_vector(x->dtype)
-                : t->pro_kind == 3 || !mp_kv_dequantize_vector(x->dtype))) {
+        (rows ? !op_weight_rows_whole(c, t, own) ||
+                    !mp_kv_dequantize_vector(x->dtype)
+         : panels ? !mp_kv_dequantize_cols_vector(x->dtype)
+                  : t->pro_kind == 3 || !mp_kv_dequantize_vector(x->dtype))) {
       return false;
     }
   }
@@ -3143,18 +3197,19 @@ bool mp_rt_op_vector(const mp_bundle *b, size_t step) {
 }
 
 /* 4-bit tensors only where a kernel addresses them by element (Cast,
- * QuantizeLinear, DequantizeLinear, Transpose, a MatMul's or a Conv's
- * DequantizeLinear prologue and its zero point) or by whole tensors (the
+ * QuantizeLinear, DequantizeLinear, Transpose, a MatMul's, a Gemm's or a
+ * Conv's DequantizeLinear prologue and its zero point) or by whole tensors (the
  * views and copies): every other kernel computes addresses in bytes. */
 static bool op_check_nibbles(op_ctx *c) {
   uint32_t pro = UINT32_MAX, zp = UINT32_MAX;
-  if (c->op->kernel == MP_BOP_MATMUL || c->op->kernel == MP_BOP_CONV) {
+  if (c->op->kernel == MP_BOP_MATMUL || c->op->kernel == MP_BOP_GEMM ||
+      c->op->kernel == MP_BOP_CONV) {
     op_rd r = op_reader(c);
     op_gemmp p;
     op_convp q;
     op_tail t;
-    if (c->op->kernel == MP_BOP_MATMUL) {
-      rd_gemm(&r, &p, false);
+    if (c->op->kernel != MP_BOP_CONV) {
+      rd_gemm(&r, &p, c->op->kernel == MP_BOP_GEMM);
     } else {
       rd_conv(&r, &q);
     }

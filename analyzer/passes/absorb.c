@@ -4,8 +4,9 @@
  * the op reads the producer's input at its input i and applies the
  * producer on the fly; the intermediate no longer exists.
  *
- *   - DequantizeLinear or a widening Cast into a MatMul or a Conv: the
- *     head reads the narrow tensor and widens it in its accumulation loop.
+ *   - DequantizeLinear or a widening Cast into a MatMul, a Gemm or a
+ *     Conv: the head reads the narrow tensor and widens it in its
+ *     accumulation loop.
  *   - A nearest Resize by whole factors into an elementwise Add, Sub, Mul
  *     or Div (a feature pyramid's upsample-and-add): the op reads the small
  *     tensor replicated, element o of axis d from o / f_d.
@@ -13,19 +14,20 @@
  * Rules:
  *   1. The intermediate is an activation (no graph output) with one
  *      reader, the head, which reads it once.
- *   2. The head is a MatMul or Conv with no mplan.prologue and no
+ *   2. The head is a MatMul, Gemm or Conv with no mplan.prologue and no
  *      mplan.horizontal (one prologue per op, on a single product); or,
  *      for a Resize, an Add, Sub, Mul or Div with no mplan.* attribute.
  *   3. DequantizeLinear: per tensor (a one-element scale, no block_size);
- *      or, into a MatMul's weight (input 1, a matrix) or a Conv's weight
- *      (input 1), also per axis or blocked (opset 21), written as
- *      mplan.p.axis and mplan.p.block on the head: the runtime widens that
- *      weight a panel at a time, of columns for a MatMul
- *      (runtime/ops.c, op_run_gemm_panels), of output channels for a Conv
- *      (op_run_conv_panels), so the f32 weight never exists whole; both
+ *      or, into a MatMul's weight (input 1, a matrix), a Gemm's (input 1,
+ *      A not transposed) or a Conv's weight (input 1), also per axis or
+ *      blocked (opset 21), written as mplan.p.axis and mplan.p.block on
+ *      the head: the runtime widens that weight a panel at a time, of the
+ *      output's columns for a MatMul or a Gemm (runtime/ops.c,
+ *      op_run_gemm_panels), of output channels for a Conv
+ *      (op_run_conv_panels), so the f32 weight never exists whole; all
  *      need an f32 scale. Its scale and zero point (when given) follow all
- *      other inputs of the head, in that order. Conv's omitted bias is
- *      written as -1 first, so positions stay fixed.
+ *      other inputs of the head, in that order. A Conv's omitted bias or a
+ *      Gemm's omitted C is written as -1 first, so positions stay fixed.
  *   4. Cast: widening (the element grows) to the head's output dtype, so
  *      the target type is the head's own.
  *   5. Only the product's operands (input 0 or 1) qualify. When both
@@ -43,8 +45,8 @@
  *      <= MP_K_MAX_RANK; and no axis is longer than 2^20 (each index
  *      is checked).
  *   7. The absorbed op reads a 4-bit tensor only as a DequantizeLinear
- *      into a MatMul's or a Conv's weight (rule 3's panels): the heads'
- *      kernels address their other inputs in whole bytes.
+ *      into a MatMul's, a Gemm's or a Conv's weight (rule 3's panels): the
+ *      heads' kernels address their other inputs in whole bytes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -52,7 +54,8 @@
 #include "pass.h"
 
 static bool ab_head(const mp_op *op) {
-  return (strcmp(op->type, "MatMul") == 0 || strcmp(op->type, "Conv") == 0) &&
+  return (strcmp(op->type, "MatMul") == 0 || strcmp(op->type, "Conv") == 0 ||
+          strcmp(op->type, "Gemm") == 0) &&
          !mp_op_attr(op, "mplan.prologue") &&
          !mp_op_attr(op, "mplan.horizontal") &&
          !mp_op_attr(op, "mplan.attention");
@@ -79,6 +82,8 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
   bool panels = k == 1 && yt->dtype == MP_DTYPE_F32 &&
                 ((strcmp(h->type, "MatMul") == 0 && x->rank == 2) ||
+                 (strcmp(h->type, "Gemm") == 0 && x->rank == 2 &&
+                  pass_attr_int(h, "transA", 0) == 0) ||
                  (strcmp(h->type, "Conv") == 0 && x->rank >= 3));
   if (mp_dtype_size(x->dtype) == 0 && !panels) return NULL; /* rule 7 */
   if (strcmp(d->type, "DequantizeLinear") == 0) {
@@ -109,7 +114,10 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, uint32_t k,
   const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
   bool dq = strcmp(kind, "DequantizeLinear") == 0;
   uint32_t own = h->n_inputs;
-  if (strcmp(h->type, "Conv") == 0 && own < 3) own = 3;
+  if ((strcmp(h->type, "Conv") == 0 || strcmp(h->type, "Gemm") == 0) &&
+      own < 3) {
+    own = 3;
+  }
   uint32_t extra = dq ? (d->n_inputs >= 3 && d->inputs[2] >= 0 ? 2 : 1) : 0;
   int32_t *in = rw_alloc(c->rw, own + extra, sizeof *in, err);
   if (!in) return MP_ERR_NOMEM;

@@ -479,7 +479,7 @@ static bool share_view_ok(share_ctx *s, const mp_op *op, int32_t y) {
 
 /* Rule 3: depthwise, one channel per group, batch 1, output no larger; a
  * DequantizeLinear prologue on the weight is allowed (the runtime widens
- * the weight a channel at a time, runtime/ops.c op_conv_weights). */
+ * the weight a channel at a time, runtime/ops.c op_weight_rows). */
 /* An mplan.* attribute other than a fused epilogue's and a
  * DequantizeLinear prologue on the weight (input 1) with its parameters:
  * the weight's widening reads neither x nor y. */

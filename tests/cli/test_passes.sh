@@ -141,6 +141,20 @@ run 0 plan $dc --passes all --order memory -o "$tmp/dc.json" &&
 [ "$(py "$tmp/dc.json" "sorted(e['op'] for e in d['execution'])")" = "['act0', 'c1', 'c2', 'c3', 'dw', 'pw']" ] && ok || bad "dq_cnn: the DequantizeLinear ops are not all absorbed"
 run 0 compile $dc --passes all --order memory -o "$tmp/dc.mpk" &&
   has "$tmp/out" "workspace 65,600 B (64.06 KiB) for the reference kernels (op 'c2')"
+# The same into Gemms (dq_fc: quantized nn.Linear layers, an int8 weight
+# per output channel transposed, uint4 blocked along K with alpha, beta
+# and C, uint8 per tensor, int4 blocked along K transposed with a
+# residual Add written over its operand). Unrewritten, fc1's f32 weight
+# (512 x 256 x 4 = 524,288 B) is live with x and h1 (4,096 and 8,192 B):
+# 532,480 B. Absorbed: 10,240 B; the workspace holds fc1's panel of 64
+# rows of 256 (65,536 B) and the product's panel of 4 x 64, 66,688 B.
+df=tests/data/passes/dq_fc.json
+run 0 plan $df --passes none --order memory && has "$tmp/out" "lower bound 532,480 B"
+run 0 plan $df --passes all --order memory -o "$tmp/df.json" &&
+  has "$tmp/out" "532,480 -> 10,240 (-98.1%)" && has "$tmp/out" "DequantizeLinear 4"
+[ "$(py "$tmp/df.json" "[(e['op'], e['outputs']) for e in d['execution']]")" = "[('fc1', ['r1']), ('fc2', ['h2']), ('sk', ['s']), ('fc3', ['y'])]" ] && ok || bad "dq_fc: Gemms with their prologues and epilogues"
+run 0 compile $df --passes all --order memory -o "$tmp/df.mpk" &&
+  has "$tmp/out" "workspace 66,688 B (65.12 KiB) for the reference kernels (op 'fc1')"
 # The weight-only int4 decoder (models/decoder_int4.json): fuse runs
 # before absorb, on an order that runs each up projection before the SiLU
 # its Mul needs; once absorb gave the MatMuls their prologues, fuse runs

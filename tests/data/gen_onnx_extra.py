@@ -1361,6 +1361,60 @@ def conv_dq(out, name="test_conv_dq"):
                [tensor("y3", d3, y3), tensor("y4", d4, y4)], opset=21)
 
 
+def gemm_dq(out, name="test_gemm_dq"):
+    """Gemm weights DequantizeLinear'd as exporters write a quantized
+    nn.Linear, which the absorb pass folds into the Gemms (each weight then
+    widened a panel of output columns at a time): int8 per output channel
+    of a transposed weight [N, K] with a bias; uint4 blocked along K
+    (block 4 over 10: the last block short) with alpha, beta and a C of
+    one row. Positive values, as in conv_dq, so no output is a near
+    cancellation."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    onef = lambda n, v: ld(5, ld(1, n) + key(2, 5) + struct.pack("<f", v) +
+                           vint(20, 1))
+    x = [f32(0.6 + 0.5 * math.sin(0.41 * i + 0.2)) for i in range(30)]  # [3,10]
+    z1 = [7 * k - 128 for k in range(12)]                            # int8 [12]
+    w1 = [z1[i // 10] + (23 * i + 5) % (128 - z1[i // 10])
+          for i in range(120)]                                       # int8 [12,10]
+    s1 = [f32(0.003 * (k + 1)) for k in range(12)]
+    b1 = [f32(0.05 * k) for k in range(12)]
+    h = [f32(b1[j] + sum(x[r * 10 + q] *
+                         f32((w1[j * 10 + q] - z1[j]) * s1[j])
+                         for q in range(10)))
+         for r in range(3) for j in range(12)]                      # [3,12]
+    s2 = [f32(0.02 * (k % 5 + 1)) for k in range(27)]                # [3,9]
+    z2 = [k % 3 for k in range(27)]                                  # uint4 [3,9]
+    zb = lambda i: z2[(i // 9) // 4 * 9 + i % 9]
+    w2 = [zb(i) + (5 * i + 1) % (16 - zb(i)) for i in range(108)]    # uint4 [12,9]
+    c2 = [f32(0.1 * j) for j in range(9)]                            # [1,9]
+    y = [f32(0.5 * f32(sum(h[r * 12 + q] *
+                           f32((w2[q * 9 + j] - zb(q * 9 + j)) *
+                               s2[(q // 4) * 9 + j])
+                           for q in range(12))) + 2.0 * c2[j])
+         for r in range(3) for j in range(9)]
+    graph = (ld(1, node("DequantizeLinear", ["w1", "s1", "z1"], ["w1f"], "dq1",
+                        one("axis", 0))) +
+             ld(1, node("Gemm", ["x", "w1f", "b1"], ["h"], "g1",
+                        one("transB", 1))) +
+             ld(1, node("DequantizeLinear", ["w2", "s2", "z2"], ["w2f"], "dq2",
+                        one("axis", 0) + one("block_size", 4))) +
+             ld(1, node("Gemm", ["h", "w2f", "c2"], ["y"], "g2",
+                        onef("alpha", 0.5) + onef("beta", 2.0))) +
+             ld(2, name[5:]) +
+             ld(5, int_tensor("w1", [12, 10], w1, INT8)) +
+             ld(5, tensor("s1", [12], s1)) +
+             ld(5, int_tensor("z1", [12], z1, INT8)) +
+             ld(5, tensor("b1", [12], b1)) +
+             ld(5, nibble_tensor("w2", [12, 9], w2, UINT4)) +
+             ld(5, tensor("s2", [3, 9], s2)) +
+             ld(5, nibble_tensor("z2", [3, 9], z2, UINT4)) +
+             ld(5, tensor("c2", [1, 9], c2)) +
+             ld(11, value_info("x", [3, 10])) +
+             ld(12, value_info("y", [3, 9])))
+    write_case(out, name, graph, [tensor("x", [3, 10], x)],
+               [tensor("y", [3, 9], y)], opset=21)
+
+
 def int4_bad(which):
     """Committed 4-bit and blocked-quantization models (--committed):
     "raw": an int4 weight of 5 elements with 2 bytes of raw_data (it
@@ -1444,6 +1498,7 @@ def main():
         int4_blocked(sys.argv[1], "test_int4_blocked_ort")
         dq_output_dtype(sys.argv[1])
         conv_dq(sys.argv[1])
+        gemm_dq(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

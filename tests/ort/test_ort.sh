@@ -143,9 +143,13 @@ ATOL=0 RTOL=0 check int4_passes "$tmp/extra/test_int4_blocked_ort/model.onnx" --
 # depthwise), blocked along the input channels (int4) and per tensor
 # (uint8, grouped and strided) (gen_onnx_extra.py's conv_dq); with every
 # pass, the absorb pass folds each into its Conv, which widens the weight
-# a panel of output channels at a time
+# a panel of output channels at a time; and Gemm weights (gemm_dq: int8
+# per channel of a transposed weight, uint4 blocked along K with alpha,
+# beta and C), widened a panel of output columns at a time
 check conv_dq "$tmp/extra/test_conv_dq/model.onnx"
 check conv_dq_passes "$tmp/extra/test_conv_dq/model.onnx" --passes all --order memory
+check gemm_dq "$tmp/extra/test_gemm_dq/model.onnx"
+check gemm_dq_passes "$tmp/extra/test_gemm_dq/model.onnx" --passes all --order memory
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
