@@ -17,17 +17,19 @@
  *   2. The head is a MatMul, Gemm or Conv with no mplan.prologue and no
  *      mplan.horizontal (one prologue per op, on a single product); or,
  *      for a Resize, an Add, Sub, Mul or Div with no mplan.* attribute.
- *   3. DequantizeLinear: per tensor (a one-element scale, no block_size);
+ *   3. DequantizeLinear to f32 with an f32 scale (an f16 DequantizeLinear
+ *      rounds its result to f16, which the head's f32 widening would not):
+ *      per tensor (a one-element scale, no block_size);
  *      or, into a MatMul's weight (input 1, a matrix), a Gemm's (input 1,
  *      A not transposed) or a Conv's weight (input 1), also per axis or
  *      blocked (opset 21), written as mplan.p.axis and mplan.p.block on
  *      the head: the runtime widens that weight a panel at a time, of the
  *      output's columns for a MatMul or a Gemm (runtime/ops.c,
  *      op_run_gemm_panels), of output channels for a Conv
- *      (op_run_conv_panels), so the f32 weight never exists whole; all
- *      need an f32 scale. Its scale and zero point (when given) follow all
- *      other inputs of the head, in that order. A Conv's omitted bias or a
- *      Gemm's omitted C is written as -1 first, so positions stay fixed.
+ *      (op_run_conv_panels), so the f32 weight never exists whole. Its
+ *      scale and zero point (when given) follow all other inputs of the
+ *      head, in that order. A Conv's omitted bias or a Gemm's omitted C is
+ *      written as -1 first, so positions stay fixed.
  *   4. Cast: widening (the element grows) to the head's output dtype, so
  *      the target type is the head's own.
  *   5. Only the product's operands (input 0 or 1) qualify. When both
@@ -91,7 +93,12 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
     const mp_tensor *scale = mp_graph_tensor(g, (size_t)d->inputs[1]);
     bool one = scale->bytes == mp_dtype_size(scale->dtype) &&
                pass_attr_int(d, "block_size", 0) == 0;
-    if (!one && !(panels && scale->dtype == MP_DTYPE_F32)) return NULL;
+    /* rule 3: the head widens to f32 with an f32 scale (an f16 result
+     * would round where the head's f32 does not) */
+    if (yt->dtype != MP_DTYPE_F32 || scale->dtype != MP_DTYPE_F32 ||
+        (!one && !panels)) {
+      return NULL;
+    }
     return "DequantizeLinear";
   }
   if (mp_dtype_size(x->dtype) == 0) return NULL; /* a 4-bit Cast: rule 7 */
