@@ -13,7 +13,13 @@ usage: rnd_graph.py SEED OUT.json [HW [DTYPE]]
 HW (even; 6 by default) sets the spatial size: at 72 a plane (5,184
 elements) is over the runtime's epilogue tile of 4,096, so tapped
 epilogues run row by row. DTYPE f32 (i8 by default) also draws a
-BatchNormalization after some Convs and HardSwish and GELU written out.
+BatchNormalization after some Convs and HardSwish and GELU written out;
+f32q as f32 with most Conv weights quantized, DequantizeLinear'd as QDQ
+exporters write them (int8, uint8, int4 or uint4; per tensor, per output
+channel or blocked along the input channels; with or without a zero
+point), and now and then an activation quantized and dequantized before
+its Conv: the absorb pass folds them into the Convs (or the fold pass
+folds the small ones), which must not change a bit.
 """
 import json
 import random
@@ -21,6 +27,7 @@ import sys
 
 HW = 6
 DT = "i8"
+QUANT = False
 
 
 class Builder:
@@ -36,6 +43,8 @@ class Builder:
         # A fourth for f32 graphs (a BatchNormalization after a Conv, and
         # HardSwish and GELU written out as elementwise ops).
         self.rng4 = random.Random(seed + 3000003)
+        # A fifth for f32q's quantized weights and activations.
+        self.rng5 = random.Random(seed + 4000003)
         self.tensors = [self.act("x", 4, kind="input")]
         self.ops = []
         self.live = [("x", 4)]  # (name, channels), oldest first
@@ -56,6 +65,55 @@ class Builder:
         self.tensors.append({"name": name, "dtype": DT, "shape": shape,
                              "kind": "weight"})
         return name
+
+    def param(self, name, dtype, shape):
+        self.tensors.append({"name": name, "dtype": dtype, "shape": shape,
+                             "kind": "weight"})
+        return name
+
+    def conv_weight(self, shape):
+        """A Conv weight: f32q now and then a quantized weight and its
+        DequantizeLinear (per tensor, per output channel or blocked along
+        the input channels, block 2)."""
+        r5 = self.rng5
+        if not QUANT or r5.random() < 0.3:
+            return self.weight(shape)
+        k = self.weights
+        self.weights += 1
+        qd = r5.choice(["i8", "u8", "i4", "u4"])
+        wq = self.param("q%d" % k, qd, shape)
+        how = r5.choice(["tensor", "channel", "block"])
+        attrs = {}
+        if how == "tensor":
+            ps = []
+        elif how == "channel":
+            ps, attrs = [shape[0]], {"axis": 0}
+        else:
+            ps = [shape[0], (shape[1] + 1) // 2] + shape[2:]
+            attrs = {"axis": 1, "block_size": 2}
+        ins = [wq, self.param("s%d" % k, "f32", ps)]
+        if r5.random() < 0.7:
+            ins.append(self.param("z%d" % k, qd, ps))
+        name = "dq%d" % k
+        self.tensors.append({"name": name, "dtype": "f32", "shape": shape})
+        o = {"name": "op" + name, "op": "DequantizeLinear", "inputs": ins,
+             "outputs": [name]}
+        if attrs:
+            o["attrs"] = attrs
+        self.ops.append(o)
+        return name
+
+    def qdq(self, i, src, ch):
+        """f32q: src quantized to int8 or uint8 per tensor and back."""
+        qd = self.rng5.choice(["i8", "u8"])
+        s = self.param("as%d" % i, "f32", [])
+        z = self.param("az%d" % i, qd, [])
+        q, d = "t%dq" % i, "t%dr" % i
+        self.tensors.append(dict(self.act(q, ch), dtype=qd))
+        self.ops.append({"name": "op" + q, "op": "QuantizeLinear",
+                         "inputs": [src, s, z], "outputs": [q]})
+        self.raw(d, "DequantizeLinear", [q, s, z], ch)
+        return d
 
     def emit(self, i, op, inputs, ch, attrs=None):
         name = "t%d" % i
@@ -122,7 +180,11 @@ class Builder:
         same = [a for a, c in self.live if c == ch and a != src]
         if kind in ("conv", "cat"):
             co = r.choice([2, 4, 6])
-            w = self.weight([co, ch, 1, 1])
+            if QUANT:
+                co *= 4  # weights over the fold pass's 256 B, mostly
+            w = self.conv_weight([co, ch, 1, 1])
+            if QUANT and self.rng5.random() < 0.25:
+                src = self.qdq(i, src, ch)
             if DT == "f32" and self.rng4.random() < 0.5:
                 self.conv_f32(i, src, w, co)
             elif self.rng2.random() < 0.3:
@@ -134,7 +196,7 @@ class Builder:
             else:
                 self.emit(i, "Conv", [src, w], co, {"kernel_shape": [1, 1]})
         elif kind == "dw":
-            self.emit(i, "Conv", [src, self.weight([ch, 1, 3, 3])], ch,
+            self.emit(i, "Conv", [src, self.conv_weight([ch, 1, 3, 3])], ch,
                       {"kernel_shape": [3, 3], "group": ch,
                        "pads": [1, 1, 1, 1]})
         elif kind == "pool":
@@ -202,4 +264,6 @@ if __name__ == "__main__":
         HW = int(sys.argv[3])  # read at call time by act(), raw(), step()
     if len(sys.argv) > 4:
         DT = sys.argv[4]
+    if DT == "f32q":
+        DT, QUANT = "f32", True
     gen(int(sys.argv[1]), sys.argv[2])

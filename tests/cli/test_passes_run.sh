@@ -164,9 +164,12 @@ fi
 # concat pass and the runtime's slice checks must get right.
 # Then f32 graphs (BatchNormalization after some Convs, SiLU, HardSwish
 # and GELU written out: diamonds with BN in front), 6x6 and at 72x72,
-# where a tapped epilogue runs row by row.
+# where a tapped epilogue runs row by row; and f32q graphs, whose Conv
+# weights are mostly quantized (every dtype and layout the absorb pass
+# takes into a Conv) and whose Convs now and then read an activation
+# quantized and dequantized.
 for spec in $(seq 1 40) $(seq 101 112 | sed 's/$/:6:f32/') \
-  $(seq 201 206 | sed 's/$/:72:f32/'); do
+  $(seq 201 206 | sed 's/$/:72:f32/') $(seq 301 324 | sed 's/$/:6:f32q/'); do
   IFS=: read -r s hw dt <<<"$spec"
   python3 "$src/tests/cli/rnd_graph.py" "$s" "$tmp/rg.json" ${hw:-6} ${dt:-i8}
   outputs "$tmp/rg.json" rg.none --passes none || continue
