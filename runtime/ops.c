@@ -174,6 +174,13 @@ typedef struct op_gemmp {
 
 static void rd_gemm(op_rd *r, op_gemmp *p, bool gemm);
 
+typedef struct op_convp {
+  int64_t nd, group, shift;
+  int64_t k[3], s[3], d[3], pb[3], pe[3], op[3];
+} op_convp;
+
+static void rd_conv(op_rd *r, op_convp *p);
+
 /* A MatMul with such a prologue, A of rank 2 or more and W a matrix, or a
  * Gemm with such a prologue and A not transposed (an epilogue operand in
  * y's buffer too: the rows then go in blocks). *tb: W is [N, K] (Gemm's
@@ -221,6 +228,31 @@ static int64_t op_conv_panel_ch(const mp_btensor *w) {
   int64_t m = w->shape.dims[0], per = m > 0 ? op_count(w) / m : 0;
   int64_t nb = per > 0 ? OP_PANEL_BYTES / 4 / per : m;
   return nb < 1 ? 1 : nb > m ? m : nb;
+}
+
+/* A grouped Conv (group > 1: a depthwise one among them) whose prologue
+ * widens its input X (input 0) widens it a panel of whole groups of one
+ * batch at a time (op_run_conv_xgroups): each group's output channels
+ * read its input channels only. The groups of a panel, at most
+ * OP_PANEL_BYTES of f32 (one group at least); 0 when X is widened whole
+ * (group 1: every output channel reads every input channel). *per: one
+ * group's elements of a batch. */
+static int64_t op_conv_xgroups(const op_ctx *c, const op_tail *t,
+                               int64_t *per) {
+  if (c->op->kernel != MP_BOP_CONV || !t->pro_kind || t->pro_input != 0) {
+    return 0;
+  }
+  op_rd r = op_reader(c);
+  op_convp p;
+  rd_conv(&r, &p);
+  const mp_btensor *x = op_in(c, 0);
+  if (r.bad || p.group <= 1 || !x || x->shape.rank < 3 ||
+      x->shape.dims[0] < 1 || x->shape.dims[1] % p.group) {
+    return 0;
+  }
+  *per = op_count(x) / x->shape.dims[0] / p.group;
+  int64_t gb = *per > 0 ? OP_PANEL_BYTES / 4 / *per : p.group;
+  return gb < 1 ? 1 : gb > p.group ? p.group : gb;
 }
 
 /* Rows per block when an epilogue operand lives in y's buffer: at most
@@ -277,8 +309,11 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
     return true;
   }
   size_t need = (size_t)op_count(x) * 4;
+  int64_t per, xg = op_conv_xgroups(c, t, &per);
   if (op_conv_panels(c, t) && x->shape.rank >= 1 && x->shape.dims[0] > 0) {
     need = (size_t)(op_count(x) / x->shape.dims[0] * op_conv_panel_ch(x)) * 4;
+  } else if (xg) {
+    need = (size_t)(xg * per) * 4;
   }
   c->need_ws += need + 64;
   return true;
@@ -550,54 +585,65 @@ static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
   return w;
 }
 
-/* Whether op_weight_rows hands its runs to the vector kernel: whole bytes
- * under one scale or one per row (axis 0). */
-static bool op_weight_rows_whole(const op_ctx *c, const op_tail *t,
-                                 uint32_t own) {
-  const mp_btensor *w = op_in(c, 1), *s = op_in(c, own + t->extras);
-  int64_t axis = t->pro_axis < 0 ? t->pro_axis + w->shape.rank : t->pro_axis;
-  return mp_kd_size(w->dtype) && t->pro_kind != 3 &&
+/* Whether op_widen_range hands a DequantizeLinear's runs of whole rows
+ * (dim 0) to the vector kernel: whole bytes under one scale or one per
+ * row (axis 0). */
+static bool op_widen_whole(const op_ctx *c, const op_tail *t, uint32_t own) {
+  const mp_btensor *x = op_in(c, t->pro_input), *s = op_in(c, own + t->extras);
+  int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
+  return mp_kd_size(x->dtype) && t->pro_kind != 3 &&
          (op_count(s) == 1 || axis == 0);
 }
 
-/* Rows [o0, o0 + nb) of a weight (input 1) under its DequantizeLinear
- * prologue, widened into buf: a Conv's output channels (op_conv_panels),
- * a transposed Gemm weight's output columns (op_run_gemm_panels). A run
- * of op_weight_rows_whole goes to the vector kernel as a tensor of its
- * own; any other to the kernel that indexes the whole tensor's
- * parameters. */
-static const float *op_weight_rows(op_ctx *c, const op_tail *t, uint32_t own,
-                                   int64_t o0, int64_t nb, float *buf) {
-  const mp_btensor *w = op_in(c, 1), *s = op_in(c, own + t->extras);
-  const char *pw = op_pin(c, 1), *ps = op_pin(c, own + t->extras);
+/* Elements [e0, e0 + n) of the prologue's input widened into buf: a
+ * Conv's output channels of its weight (op_conv_panels) or groups of its
+ * input (op_conv_xgroups), a transposed Gemm weight's output columns
+ * (op_run_gemm_panels). A Cast converts the run; a DequantizeLinear's
+ * run of op_widen_whole (per tensor, or whole rows per row) goes to the
+ * vector kernel as a tensor of its own, any other to the kernel that
+ * indexes the whole tensor's parameters. */
+static const float *op_widen_range(op_ctx *c, const op_tail *t, uint32_t own,
+                                   int64_t e0, int64_t n, float *buf) {
+  const mp_btensor *x = op_in(c, t->pro_input);
+  const char *px = op_pin(c, t->pro_input);
+  size_t es = mp_kd_size(x->dtype);
+  if (t->pro_kind == 2) {
+    mp_k_cast(x->dtype, px + (size_t)e0 * es, MP_KD_F32, buf, (size_t)n);
+    return buf;
+  }
+  const mp_btensor *s = op_in(c, own + t->extras);
+  const char *ps = op_pin(c, own + t->extras);
   const char *pz = op_pin(c, own + t->extras + 1);
-  int64_t per = op_count(w) / w->shape.dims[0], ns = op_count(s);
-  int64_t axis = t->pro_axis < 0 ? t->pro_axis + w->shape.rank : t->pro_axis;
+  int64_t per = x->shape.rank ? op_count(x) / x->shape.dims[0] : 1;
+  int64_t ns = op_count(s);
+  int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
   int64_t block = t->pro_kind == 3 ? t->pro_block : 0;
-  size_t es = mp_kd_size(w->dtype);
-  if (op_weight_rows_whole(c, t, own)) {
-    bool one = ns == 1;
-    OP_K(dequantize)(1, one ? 1 : nb, one ? nb * per : per, w->dtype,
-                     pw + (size_t)(o0 * per) * es,
-                     (const float *)(const void *)ps + (one ? 0 : o0),
-                     one ? 1 : (int)nb,
-                     pz ? pz + (one ? 0 : (size_t)o0 * es) : NULL, buf);
+  bool one = ns == 1;
+  if (op_widen_whole(c, t, own) && (one || (e0 % per == 0 && n % per == 0))) {
+    int64_t r0 = one ? 0 : e0 / per, nr = one ? 1 : n / per;
+    OP_K(dequantize)(1, nr, one ? n : per, x->dtype, px + (size_t)e0 * es,
+                     (const float *)(const void *)ps + r0, (int)nr,
+                     pz ? pz + (size_t)r0 * es : NULL, buf);
     return buf;
   }
   int64_t v[3];
-  op_quant_view(w, ns, axis, block, v);
-  mp_k_dequantize_range(v[1], v[2], block, w->dtype, pw,
-                        (const float *)(const void *)ps, (int)ns, pz, o0 * per,
-                        nb * per, buf);
+  op_quant_view(x, ns, axis, block, v);
+  mp_k_dequantize_range(v[1], v[2], block, x->dtype, px,
+                        (const float *)(const void *)ps, (int)ns, pz, e0, n,
+                        buf);
   return buf;
 }
 
-/* ---- Conv and ConvTranspose --------------------------------------------- */
+/* Rows [o0, o0 + nb) of the weight (input 1): a Conv's output channels,
+ * a transposed Gemm weight's output columns. */
+static const float *op_weight_rows(op_ctx *c, const op_tail *t, uint32_t own,
+                                   int64_t o0, int64_t nb, float *buf) {
+  const mp_btensor *w = op_in(c, 1);
+  int64_t per = op_count(w) / w->shape.dims[0];
+  return op_widen_range(c, t, own, o0 * per, nb * per, buf);
+}
 
-typedef struct op_convp {
-  int64_t nd, group, shift;
-  int64_t k[3], s[3], d[3], pb[3], pe[3], op[3];
-} op_convp;
+/* ---- Conv and ConvTranspose --------------------------------------------- */
 
 static void rd_conv(op_rd *r, op_convp *p) {
   p->nd = rd_range(r, 1, 3);
@@ -729,7 +775,7 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
  * so the same bits) into y's plane, and the epilogue runs over the plane
  * reading the copy. The workspace holds one plane, not the whole output. */
 static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
-                               const mp_kconv *k, const void *px,
+                               const mp_kconv *k, const void *px, float *xbuf,
                                const void *pw, float *wbuf, const void *pb,
                                const mp_btensor *y, void *out) {
   bool f32 = y->dtype == MP_KD_F32;
@@ -750,8 +796,12 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
   for (int64_t bi = 0; bi < k->n; bi++) {
     for (int64_t oc = 0; oc < k->m; oc++) {
       char *yp = (char *)out + (size_t)((bi * k->m + oc) * pout) * es;
-      const char *xp =
-          (const char *)px + (size_t)((bi * k->c + oc / mg * cg) * pin) * xes;
+      int64_t x0 = (bi * k->c + oc / mg * cg) * pin;
+      const char *xp = (const char *)px + (size_t)x0 * xes;
+      if (!px) { /* op_conv_xgroups: the group's input, once per group */
+        if (oc % mg == 0) (void)op_widen_range(c, t, own, x0, cg * pin, xbuf);
+        xp = (const char *)xbuf;
+      }
       const char *wp =
           pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
              : (const char *)op_weight_rows(c, t, own, oc, 1, wbuf);
@@ -796,6 +846,29 @@ static void op_run_conv_panels(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
+/* A grouped Conv under op_conv_xgroups: for each batch, each panel of
+ * groups' input widened, then convolved alone into its output channels. */
+static void op_run_conv_xgroups(op_ctx *c, const op_tail *t, uint32_t own,
+                                const mp_kconv *k, int64_t xg, float *xbuf,
+                                const void *pw, const void *pb, void *py) {
+  int64_t pout = k->out[0] * k->out[1] * k->out[2];
+  int64_t pin = k->in[0] * k->in[1] * k->in[2];
+  int64_t ks = k->k[0] * k->k[1] * k->k[2];
+  int64_t cg = k->c / k->group, mg = k->m / k->group;
+  mp_kconv one = *k;
+  one.n = 1;
+  for (int64_t bi = 0; bi < k->n; bi++) {
+    for (int64_t g0 = 0; g0 < k->group; g0 += one.group) {
+      one.group = xg < k->group - g0 ? xg : k->group - g0;
+      one.c = one.group * cg, one.m = one.group * mg;
+      op_widen_range(c, t, own, (bi * k->c + g0 * cg) * pin, one.c * pin, xbuf);
+      OP_K(conv_f32)(&one, xbuf, (const float *)pw + g0 * mg * cg * ks,
+                     pb ? (const float *)pb + g0 * mg : NULL,
+                     (float *)py + (bi * k->m + g0 * mg) * pout, c->ws);
+    }
+  }
+}
+
 static bool op_run_conv(op_ctx *c, bool transpose) {
   op_rd r = op_reader(c);
   op_convp p;
@@ -807,7 +880,15 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   int64_t m = y->shape.dims[1];
   mp_kconv k;
   op_kconv(&p, &x->shape, &y->shape, m, &k);
-  const void *px = op_run_prologue(c, &t, own, 0);
+  int64_t per, xg = transpose ? 0 : op_conv_xgroups(c, &t, &per);
+  float *xbuf = NULL;
+  const void *px = NULL;
+  if (xg) {
+    xbuf = (float *)(void *)c->ws;
+    c->ws += ((size_t)(xg * per) * 4 + 63) / 64 * 64;
+  } else {
+    px = op_run_prologue(c, &t, own, 0);
+  }
   bool panels = op_conv_panels(c, &t);
   const void *pw = panels ? NULL : op_run_prologue(c, &t, own, 1);
   float *wbuf = NULL;
@@ -822,12 +903,14 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   const void *pb = own == 3 ? op_pin(c, 2) : NULL;
   void *out = op_pout(c, 0);
   if (!transpose && op_epi_aliased(c, &t, own, y)) {
-    op_run_conv_planes(c, &t, own, &k, px, pw, wbuf, pb, y, out);
+    op_run_conv_planes(c, &t, own, &k, px, xbuf, pw, wbuf, pb, y, out);
     return true;
   }
   void *py = op_head_out(c, &t, own, y, out);
   if (panels) {
     op_run_conv_panels(c, &t, own, &k, px, wbuf, pb, py);
+  } else if (xg) {
+    op_run_conv_xgroups(c, &t, own, &k, xg, xbuf, pw, pb, py);
   } else if (transpose) {
     mp_k_conv_transpose_f32(&k, px, pw, pb, py);
   } else if (y->dtype == MP_KD_F32) {
@@ -2985,8 +3068,7 @@ static bool op_vec_tail(const op_ctx *c, const op_tail *t, int dtype) {
     bool tb = false, panels = op_panels(c, t, own, &tb);
     bool rows = (panels && tb) || op_conv_panels(c, t);
     if (!x ||
-        (rows ? !op_weight_rows_whole(c, t, own) ||
-                    !mp_kv_dequantize_vector(x->dtype)
+        (rows ? !op_widen_whole(c, t, own) || !mp_kv_dequantize_vector(x->dtype)
          : panels ? !mp_kv_dequantize_cols_vector(x->dtype)
                   : t->pro_kind == 3 || !mp_kv_dequantize_vector(x->dtype))) {
       return false;

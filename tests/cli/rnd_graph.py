@@ -18,7 +18,7 @@ f32q as f32 with most Conv weights quantized, DequantizeLinear'd as QDQ
 exporters write them (int8, uint8, int4 or uint4; per tensor, per output
 channel or blocked along the input channels; with or without a zero
 point), and now and then an activation quantized and dequantized before
-its Conv: the absorb pass folds them into the Convs (or the fold pass
+its Conv (1x1 or depthwise): the absorb pass folds them into the Convs (or the fold pass
 folds the small ones), which must not change a bit.
 """
 import json
@@ -196,7 +196,10 @@ class Builder:
             else:
                 self.emit(i, "Conv", [src, w], co, {"kernel_shape": [1, 1]})
         elif kind == "dw":
-            self.emit(i, "Conv", [src, self.conv_weight([ch, 1, 3, 3])], ch,
+            w = self.conv_weight([ch, 1, 3, 3])
+            if QUANT and self.rng5.random() < 0.4:
+                src = self.qdq(i, src, ch)
+            self.emit(i, "Conv", [src, w], ch,
                       {"kernel_shape": [3, 3], "group": ch,
                        "pads": [1, 1, 1, 1]})
         elif kind == "pool":

@@ -155,6 +155,19 @@ run 0 plan $df --passes all --order memory -o "$tmp/df.json" &&
 [ "$(py "$tmp/df.json" "[(e['op'], e['outputs']) for e in d['execution']]")" = "[('fc1', ['r1']), ('fc2', ['h2']), ('sk', ['s']), ('fc3', ['y'])]" ] && ok || bad "dq_fc: Gemms with their prologues and epilogues"
 run 0 compile $df --passes all --order memory -o "$tmp/df.mpk" &&
   has "$tmp/out" "workspace 66,688 B (65.12 KiB) for the reference kernels (op 'fc1')"
+# Activations quantized and dequantized before grouped Convs (qdq_dw:
+# [1, 16, 64, 64], 262,144 B in f32): absorbed, each Conv reads the
+# quantized input, and the fused residual Add writes over its operand:
+# 786,432 -> 327,680 B. The runtime widens a depthwise or grouped Conv's
+# input a panel of whole groups at a time (4 of 16 channels, 65,536 B)
+# instead of whole: dw2's workspace is that panel, its plane of
+# accumulators and the saved plane of the operand, 98,432 B.
+qd=tests/data/passes/qdq_dw.json
+run 0 plan $qd --passes none --order memory && has "$tmp/out" "lower bound 786,432 B"
+run 0 plan $qd --passes all --order memory &&
+  has "$tmp/out" "lower bound 327,680 B" && has "$tmp/out" "DequantizeLinear 3"
+run 0 compile $qd --passes all --order memory -o "$tmp/qd.mpk" &&
+  has "$tmp/out" "workspace 98,432 B (96.12 KiB) for the reference kernels (op 'dw2')"
 # The weight-only int4 decoder (models/decoder_int4.json): fuse runs
 # before absorb, on an order that runs each up projection before the SiLU
 # its Mul needs; once absorb gave the MatMuls their prologues, fuse runs
