@@ -614,7 +614,9 @@ static const float *op_widen_range(op_ctx *c, const op_tail *t, uint32_t own,
   const mp_btensor *s = op_in(c, own + t->extras);
   const char *ps = op_pin(c, own + t->extras);
   const char *pz = op_pin(c, own + t->extras + 1);
-  int64_t per = x->shape.rank ? op_count(x) / x->shape.dims[0] : 1;
+  int64_t per = x->shape.rank && x->shape.dims[0] > 0
+                    ? op_count(x) / x->shape.dims[0]
+                    : 1;
   int64_t ns = op_count(s);
   int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
   int64_t block = t->pro_kind == 3 ? t->pro_block : 0;
@@ -1057,10 +1059,6 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
   return true;
 }
 
-/* One 2-D product y = a b (+ c) of the (batch) matrices, or with rows
- * (when not NULL: {first, count}) only those rows of y, A not transposed:
- * each element is the same sum in the same order (the kernels' invariant
- * 1), so a row computed alone has the same bits. */
 /* The row and column strides of Gemm's C (ct, NULL for none) broadcast
  * to [m, n]. */
 static void op_gemm_cstrides(const mp_btensor *ct, int64_t m, int64_t n,
@@ -1074,6 +1072,10 @@ static void op_gemm_cstrides(const mp_btensor *ct, int64_t m, int64_t n,
   *cs = bc.sa[1];
 }
 
+/* One 2-D product y = a b (+ c) of the (batch) matrices, or with rows
+ * (when not NULL: {first, count}) only those rows of y, A not transposed:
+ * each element is the same sum in the same order (the kernels' invariant
+ * 1), so a row computed alone has the same bits. */
 static void op_gemm_one(const op_gemmp *p, bool i8, int64_t m, int64_t n,
                         int64_t k, const void *a, const void *b,
                         const mp_btensor *ct, const void *pc, void *y,
