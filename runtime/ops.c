@@ -255,6 +255,37 @@ static int64_t op_conv_xgroups(const op_ctx *c, const op_tail *t,
   return gb < 1 ? 1 : gb > p.group ? p.group : gb;
 }
 
+static bool op_gemm_rowwise(const op_gemmp *p, const mp_btensor *a,
+                            const mp_btensor *b);
+static bool op_epi_aliased(const op_ctx *c, const op_tail *t, uint32_t own,
+                           const mp_btensor *y);
+
+/* A MatMul or Gemm whose prologue widens A (input 0: not transposed, rank
+ * 2 or more) widens it a block of rows at a time (op_gemm_arows): each
+ * row of y reads its row of A only. The rows of a block, at most
+ * OP_PANEL_BYTES of f32 (one row at least); 0 when A is widened whole (a
+ * horizontal fusion, or an epilogue operand in y's buffer, which runs
+ * row by row reading A whole). */
+static int64_t op_arows(const op_ctx *c, const op_tail *t, uint32_t own) {
+  bool gemm = c->op->kernel == MP_BOP_GEMM;
+  if ((c->op->kernel != MP_BOP_MATMUL && !gemm) || !t->pro_kind ||
+      t->pro_input != 0 || c->op->n_out != 1) {
+    return 0;
+  }
+  op_rd r = op_reader(c);
+  op_gemmp p;
+  rd_gemm(&r, &p, gemm);
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
+  if (r.bad || p.horiz || p.ta || !a || !b || !y || a->shape.rank < 2 ||
+      (op_gemm_rowwise(&p, a, b) && op_epi_aliased(c, t, own, y))) {
+    return 0;
+  }
+  int64_t k = a->shape.dims[a->shape.rank - 1];
+  int64_t m = a->shape.dims[a->shape.rank - 2];
+  int64_t rb = k > 0 ? OP_PANEL_BYTES / 4 / k : m;
+  return rb < 1 ? 1 : rb > m ? m : rb;
+}
+
 /* Rows per block when an epilogue operand lives in y's buffer: at most
  * OP_PANEL_BYTES of f32 rows of n, one at least. */
 static int64_t op_panel_rows(int64_t n, int64_t m) {
@@ -309,11 +340,13 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
     return true;
   }
   size_t need = (size_t)op_count(x) * 4;
-  int64_t per, xg = op_conv_xgroups(c, t, &per);
+  int64_t per, xg = op_conv_xgroups(c, t, &per), arb = op_arows(c, t, own);
   if (op_conv_panels(c, t) && x->shape.rank >= 1 && x->shape.dims[0] > 0) {
     need = (size_t)(op_count(x) / x->shape.dims[0] * op_conv_panel_ch(x)) * 4;
   } else if (xg) {
     need = (size_t)(xg * per) * 4;
+  } else if (arb) {
+    need = (size_t)(arb * x->shape.dims[x->shape.rank - 1]) * 4;
   }
   c->need_ws += need + 64;
   return true;
@@ -1202,6 +1235,24 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
+/* y [m, n] = A B (a Gemm's alpha A B + beta C) of one batch under
+ * op_arows: A's rows from element a0 on widened a block of arb at a time
+ * into abuf, each block's rows of y computed alone (the same sums). */
+static void op_gemm_arows(op_ctx *c, const op_tail *t, uint32_t own,
+                          const op_gemmp *p, int64_t arb, float *abuf,
+                          int64_t a0, const int64_t *mnk, const void *b,
+                          const mp_btensor *ct, const void *pc, void *y) {
+  int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+  mp_kgemm g = {0, n, k, false, p->tb != 0, p->alpha, p->beta, 0, 0, 0};
+  op_gemm_cstrides(ct, m, n, &g.c_rs, &g.c_cs);
+  for (int64_t r0 = 0; r0 < m; r0 += g.m) {
+    g.m = arb < m - r0 ? arb : m - r0;
+    (void)op_widen_range(c, t, own, a0 + r0 * k, g.m * k, abuf);
+    OP_K(gemm_f32)(&g, abuf, b, pc ? (const float *)pc + r0 * g.c_rs : NULL,
+                   (float *)y + r0 * n);
+  }
+}
+
 static bool op_run_gemm(op_ctx *c, bool gemm) {
   op_rd r = op_reader(c);
   op_gemmp p;
@@ -1215,7 +1266,16 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
     own = op_own(c, &t);
   }
   const mp_btensor *a = op_in(c, 0);
-  const void *pa = op_run_prologue(c, &t, own, 0);
+  int64_t arb = op_arows(c, &t, own);
+  const void *pa = NULL;
+  float *abuf = NULL;
+  if (arb) {
+    abuf = (float *)(void *)c->ws;
+    c->ws +=
+        ((size_t)(arb * a->shape.dims[a->shape.rank - 1]) * 4 + 63) / 64 * 64;
+  } else {
+    pa = op_run_prologue(c, &t, own, 0);
+  }
   for (uint32_t h = 0; h < nh; h++) {
     const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
     bool tb;
@@ -1244,6 +1304,8 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
       const void *pc = ct ? op_pin(c, ci) : NULL;
       if (rows) {
         op_gemm_rows(c, &t, own, &p, mnk, pa, pb, ct, pc, y, py, bidx, 0);
+      } else if (arb) {
+        op_gemm_arows(c, &t, own, &p, arb, abuf, 0, mnk, pb, ct, pc, py);
       } else {
         op_gemm_one(&p, i8, m, n, k, pa, pb, ct, pc, py, NULL);
       }
@@ -1267,11 +1329,15 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
       int64_t nb = mp_kshape_count(&bs), *idx = bidx, ia = 0, ib = 0;
       int64_t mnk[3] = {m, n, k};
       for (int64_t i = 0; i < nb; i++) {
-        const char *ai = (const char *)pa + (size_t)(ia * m * k) * es;
+        const char *ai =
+            pa ? (const char *)pa + (size_t)(ia * m * k) * es : NULL;
         const char *bi = (const char *)pb + (size_t)(ib * k * n) * es;
         char *yi = py + (size_t)(i * m * n) * es;
         if (rows) {
           op_gemm_rows(c, &t, own, &p, mnk, ai, bi, NULL, NULL, y, yi, idx, br);
+        } else if (arb) {
+          op_gemm_arows(c, &t, own, &p, arb, abuf, ia * m * k, mnk, bi, NULL,
+                        NULL, yi);
         } else {
           op_gemm_one(&p, i8, m, n, k, ai, bi, NULL, NULL, yi, NULL);
         }

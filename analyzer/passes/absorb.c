@@ -33,8 +33,10 @@
  *   4. Cast: widening (the element grows) to the head's output dtype, so
  *      the target type is the head's own.
  *   5. Only the product's operands (input 0 or 1) qualify. When both
- *      do, the larger intermediate goes (one prologue per op); ties go
- *      to input 0.
+ *      do (one prologue per op), one the runtime widens a panel at a time
+ *      goes before one it widens whole into its workspace, which would
+ *      only move those bytes out of the arena (ab_panels); then the larger
+ *      intermediate; ties go to input 0.
  *   6. Resize: mode nearest, no antialias, no axes; its output has the
  *      head's output shape (the other operand broadcasts to it as
  *      before); every axis grows by a whole factor f_d = out_d / in_d;
@@ -173,6 +175,24 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, uint32_t k,
   return pass_fusion(c, &f, err);
 }
 
+/* Rule 5: whether the runtime widens head input k under a prologue of
+ * kind a panel at a time (runtime/ops.c): a DequantizeLinear'd weight of
+ * a MatMul or Gemm (a matrix) or a Conv; A of a MatMul or a Gemm (not
+ * transposed), a block of rows; X of a grouped Conv, a panel of groups.
+ * Otherwise the whole f32 tensor is in its workspace. */
+static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k,
+                      const char *kind) {
+  bool mm = strcmp(h->type, "MatMul") == 0, gemm = strcmp(h->type, "Gemm") == 0;
+  bool conv = strcmp(h->type, "Conv") == 0;
+  const mp_tensor *x = mp_graph_tensor(g, (size_t)h->inputs[k]);
+  if (k == 1) {
+    return strcmp(kind, "DequantizeLinear") == 0 &&
+           (((mm || gemm) && x->rank == 2) || conv);
+  }
+  if (mm || gemm) return x->rank >= 2 && pass_attr_int(h, "transA", 0) == 0;
+  return conv && pass_attr_int(h, "group", 1) > 1;
+}
+
 mp_status pass_absorb(pass_ctx *c, mp_error *err) {
   mp_status st = MP_OK;
   for (uint32_t o = 0; st == MP_OK && o < mp_graph_op_count(c->g); o++) {
@@ -181,14 +201,17 @@ mp_status pass_absorb(pass_ctx *c, mp_error *err) {
     const char *best_kind = NULL;
     uint32_t best = 0;
     size_t best_bytes = 0;
+    bool best_panels = false;
     /* The product's own operands only (X and W, A and B): the inputs an
      * epilogue added are not what the head multiplies. */
     for (uint32_t k = 0; k < 2 && k < h->n_inputs; k++) {
       const char *kind = ab_kind(c, o, k);
       if (!kind) continue;
       size_t bytes = mp_graph_tensor(c->g, (size_t)h->inputs[k])->bytes;
-      if (!best_kind || bytes > best_bytes) {
-        best_kind = kind, best = k, best_bytes = bytes;
+      bool panels = !pass_upsample_binary(h) && ab_panels(c->g, h, k, kind);
+      if (!best_kind || panels > best_panels ||
+          (panels == best_panels && bytes > best_bytes)) {
+        best_kind = kind, best = k, best_bytes = bytes, best_panels = panels;
       }
     }
     if (best_kind) st = ab_apply(c, o, best, best_kind, err);

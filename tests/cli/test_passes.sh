@@ -157,17 +157,31 @@ run 0 compile $df --passes all --order memory -o "$tmp/df.mpk" &&
   has "$tmp/out" "workspace 66,688 B (65.12 KiB) for the reference kernels (op 'fc1')"
 # Activations quantized and dequantized before grouped Convs (qdq_dw:
 # [1, 16, 64, 64], 262,144 B in f32): absorbed, each Conv reads the
-# quantized input, and the fused residual Add writes over its operand:
-# 786,432 -> 327,680 B. The runtime widens a depthwise or grouped Conv's
-# input a panel of whole groups at a time (4 of 16 channels, 65,536 B)
-# instead of whole: dw2's workspace is that panel, its plane of
-# accumulators and the saved plane of the operand, 98,432 B.
+# quantized input, and the fused residual Add writes over its operand.
+# The runtime widens a depthwise or grouped Conv's input a panel of whole
+# groups at a time (4 of 16 channels, 65,536 B) instead of whole: dw2's
+# workspace is that panel, its plane of accumulators and the saved plane
+# of the operand, 98,432 B. Its Conv of one group (c3) reads a quantized
+# input (65,536 B in f32) and a quantized weight (18,432 B): rule 5 takes
+# the weight, which the runtime widens a panel at a time, where the
+# input would be widened whole into the workspace.
 qd=tests/data/passes/qdq_dw.json
 run 0 plan $qd --passes none --order memory && has "$tmp/out" "lower bound 786,432 B"
-run 0 plan $qd --passes all --order memory &&
-  has "$tmp/out" "lower bound 327,680 B" && has "$tmp/out" "DequantizeLinear 3"
+run 0 plan $qd --passes all --order memory -o "$tmp/qd.json" &&
+  has "$tmp/out" "786,432 -> 589,824 (-25.0%)" && has "$tmp/out" "DequantizeLinear 4" &&
+  has "$tmp/out" "lower bound 458,752 B"
+[ "$(py "$tmp/qd.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'c3']")" = "[['d3', 'wq3', '', 'ws3']]" ] && ok || bad "qdq_dw: c3 did not take its weight's DequantizeLinear"
 run 0 compile $qd --passes all --order memory -o "$tmp/qd.mpk" &&
   has "$tmp/out" "workspace 98,432 B (96.12 KiB) for the reference kernels (op 'dw2')"
+# The same for a MatMul and a Gemm (qdq_mm): A quantized and dequantized
+# ([2, 64, 512] and [96, 512]), absorbed, and widened a block of 32 rows
+# at a time (65,536 B of workspace) where it used to be widened whole
+# (262,144 and 196,608 B): 327,680 -> 131,072 B.
+qm=tests/data/passes/qdq_mm.json
+run 0 plan $qm --passes all --order memory &&
+  has "$tmp/out" "327,680 -> 131,072 (-60.0%)" && has "$tmp/out" "DequantizeLinear 3"
+run 0 compile $qm --passes all --order memory -o "$tmp/qm.mpk" &&
+  has "$tmp/out" "workspace 65,600 B (64.06 KiB) for the reference kernels (op 'mm1')"
 # The weight-only int4 decoder (models/decoder_int4.json): fuse runs
 # before absorb, on an order that runs each up projection before the SiLU
 # its Mul needs; once absorb gave the MatMuls their prologues, fuse runs
