@@ -663,9 +663,9 @@ static const float *op_widen_range(op_ctx *c, const op_tail *t, uint32_t own,
   }
   int64_t v[3];
   op_quant_view(x, ns, axis, block, v);
-  mp_k_dequantize_range(v[1], v[2], block, x->dtype, px,
-                        (const float *)(const void *)ps, (int)ns, pz, e0, n,
-                        buf);
+  OP_K(dequantize_range)(v[1], v[2], block, x->dtype, px,
+                         (const float *)(const void *)ps, (int)ns, pz, e0, n,
+                         buf);
   return buf;
 }
 
@@ -3128,15 +3128,16 @@ static bool op_vec_tail(const op_ctx *c, const op_tail *t, int dtype) {
   if (t->pro_kind == 1 || t->pro_kind == 3) {
     /* a MatMul's or Gemm's weight dequantized in panels of columns
      * (op_run_gemm_panels), a Conv's or a transposed Gemm weight's in
-     * panels of rows (op_weight_rows: runs of whole bytes under one scale
-     * or one a row on the vector kernel), or whole (blocked: on the
-     * scalar kernel) */
+     * panels of rows (op_widen_range: the dequantize kernel or the range
+     * kernel), or whole (blocked: on the scalar kernel) */
     const mp_btensor *x = op_in(c, t->pro_input);
     uint32_t own = op_own(c, t);
     bool tb = false, panels = op_panels(c, t, own, &tb);
     bool rows = (panels && tb) || op_conv_panels(c, t);
     if (!x ||
-        (rows ? !op_widen_whole(c, t, own) || !mp_kv_dequantize_vector(x->dtype)
+        (rows     ? !(op_widen_whole(c, t, own)
+                          ? mp_kv_dequantize_vector(x->dtype)
+                          : mp_kv_dequantize_cols_vector(x->dtype))
          : panels ? !mp_kv_dequantize_cols_vector(x->dtype)
                   : t->pro_kind == 3 || !mp_kv_dequantize_vector(x->dtype))) {
       return false;

@@ -93,6 +93,11 @@ void mp_kv_dequantize_cols(int64_t rows, int64_t cols, int64_t c0, int64_t nc,
                            int axis, int64_t block, int dx, const void *x,
                            const float *scale, int n_scale, const void *zp,
                            float *y);
+/* A run of a tensor's elements dequantized (mp_k_dequantize_range): the
+ * same dtypes and layouts as the columns kernel. */
+void mp_kv_dequantize_range(int64_t ch, int64_t inner, int64_t block, int dx,
+                            const void *x, const float *scale, int n_scale,
+                            const void *zp, int64_t e0, int64_t n, float *y);
 void mp_kv_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
                     const float *scale, int n_scale, const void *zp, int dy,
                     void *y);

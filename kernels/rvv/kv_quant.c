@@ -1,9 +1,9 @@
 /*
  * kv_quant.c -- RVV QuantizeLinear (f32 to int8/uint8) and
  * DequantizeLinear (int8/uint8 to f32; and of a matrix's columns, the
- * panels a MatMul widens its dequantized weight in, from int8, uint8,
- * int4 or uint4), with the scalar kernels' signatures
- * (mplan/kernels_rvv.h).
+ * panels a MatMul widens its dequantized weight in, or of a run of a
+ * tensor's elements, a Conv's output channels, from int8, uint8, int4 or
+ * uint4), with the scalar kernels' signatures (mplan/kernels_rvv.h).
  *
  * LMUL: the f32/int32 side at m4, narrowed to int16 m2 and int8/uint8 m1
  * (or widened the other way): one chain keeps 4 + 2 + 1 registers live,
@@ -27,6 +27,13 @@
  *      computes. v - z is exact in int32 and in f32 (|v - z| < 2^9), and
  *      one f32 multiply rounds as the scalar double product rounded to
  *      f32 does (invariant 2): the same bits.
+ *   4. The range kernel (a run of a tensor's elements: a Conv's output
+ *      channels, a transposed Gemm weight's rows) cuts the run into
+ *      segments whose parameters are one value (per tensor, or one
+ *      channel's along an inner axis), contiguous (blocked along an inner
+ *      axis: one block row's), or one per block along the last axis
+ *      (index (c + j) / block, as the columns kernel computes it), and
+ *      reads each segment's elements and parameters as invariant 3 does.
  */
 #include <riscv_vector.h>
 
@@ -185,4 +192,77 @@ void mp_kv_dequantize_cols(int64_t rows, int64_t cols, int64_t c0, int64_t nc,
 
 unsigned mp_kv_vlen(void) {
   return (unsigned)__riscv_vsetvlmax_e8m1() * 8;
+}
+
+/* y[0..len) from elements e.. of x, parameter index q0 (step 0), q0 + j
+ * (step 1) or q0 + (c0 + j) / block (step 2) for element j (invariant
+ * 4). */
+static void kv_deq_seg(int dx, const void *x, size_t e, const float *scale,
+                       const void *zp, size_t q0, int step, size_t c0,
+                       size_t block, size_t len, float *y) {
+  for (size_t j = 0; j < len;) {
+    size_t vl = __riscv_vsetvl_e32m4(len - j);
+    vuint32m4_t id = __riscv_vid_v_u32m4(vl);
+    vint32m4_t v = kv_elems(x, dx, e + j, id, vl);
+    vfloat32m4_t s;
+    vint32m4_t z;
+    if (step == 0) {
+      s = __riscv_vfmv_v_f_f32m4(scale[q0], vl);
+      z = __riscv_vmv_v_x_i32m4(zp ? (int32_t)mp_k_load_i(zp, dx, q0) : 0, vl);
+    } else {
+      size_t qb = step == 1 ? q0 + j : q0;
+      vuint32m4_t q =
+          step == 1 ? id
+                    : __riscv_vdivu_vx_u32m4(
+                          __riscv_vadd_vx_u32m4(id, (uint32_t)(c0 + j), vl),
+                          (uint32_t)block, vl);
+      s = __riscv_vluxei32_v_f32m4(scale + qb, __riscv_vsll_vx_u32m4(q, 2, vl),
+                                   vl);
+      z = zp ? kv_elems(zp, dx, qb, q, vl) : __riscv_vmv_v_x_i32m4(0, vl);
+    }
+    vfloat32m4_t f =
+        __riscv_vfcvt_f_x_v_f32m4(__riscv_vsub_vv_i32m4(v, z, vl), vl);
+    __riscv_vse32_v_f32m4(y + j, __riscv_vfmul_vv_f32m4(f, s, vl), vl);
+    j += vl;
+  }
+}
+
+void mp_kv_dequantize_range(int64_t ch, int64_t inner, int64_t block, int dx,
+                            const void *x, const float *scale, int n_scale,
+                            const void *zp, int64_t e0, int64_t n, float *y) {
+  if (!mp_kv_dequantize_cols_vector(dx) || ch <= 0 || inner <= 0) {
+    mp_k_dequantize_range(ch, inner, block, dx, x, scale, n_scale, zp, e0, n,
+                          y);
+    return;
+  }
+  if (n_scale == 1 && !block) {
+    kv_deq_seg(dx, x, (size_t)e0, scale, zp, 0, 0, 0, 0, (size_t)n, y);
+    return;
+  }
+  int64_t nb = block ? ch / block + (ch % block != 0) : 0;
+  for (int64_t e = e0, end = e0 + n; e < end;) {
+    int64_t i = e % inner, c = e / inner % ch, o = e / inner / ch, len;
+    float *to = y + (e - e0);
+    if (inner > 1) { /* one channel's run along the inner axis */
+      len = inner - i < end - e ? inner - i : end - e;
+      if (block) {
+        kv_deq_seg(dx, x, (size_t)e, scale, zp,
+                   (size_t)((o * nb + c / block) * inner + i), 1, 0, 0,
+                   (size_t)len, to);
+      } else {
+        kv_deq_seg(dx, x, (size_t)e, scale, zp, (size_t)c, 0, 0, 0, (size_t)len,
+                   to);
+      }
+    } else { /* along the channels of one outer index */
+      len = ch - c < end - e ? ch - c : end - e;
+      if (block) {
+        kv_deq_seg(dx, x, (size_t)e, scale, zp, (size_t)(o * nb), 2, (size_t)c,
+                   (size_t)block, (size_t)len, to);
+      } else {
+        kv_deq_seg(dx, x, (size_t)e, scale, zp, (size_t)c, 1, 0, 0, (size_t)len,
+                   to);
+      }
+    }
+    e += len;
+  }
 }

@@ -57,6 +57,18 @@ run 0 "$mplan" verify tests/data/half_net.onnx.bin --target rv64 --vlen 128 --po
   has "$tmp/out" "scalar op   relu1 (Relu): kernel unary, f16" &&
   has "$tmp/out" "verified: no event"
 
+# Absorbed DequantizeLinears widened a part at a time
+# (tests/data/passes/dq_cnn.json: 4-bit and blocked Conv weights, whose
+# runs of output channels take mp_kv_dequantize_range; qdq_mm.json:
+# quantized activations a block of rows at a time): every op on an RVV
+# kernel, and the outputs those of the no-reuse run.
+for m in dq_cnn qdq_mm; do
+  run 0 "$mplan" verify tests/data/passes/$m.json --passes all --order memory \
+    --target rv64 --vlen 128 --poison &&
+    has "$tmp/out" "RVV kernels, 0 ops on scalar kernels" &&
+    has "$tmp/out" "verified: no event"
+done
+
 # Injected faults: the same events as on the host.
 for spec in oob:b3_dw early-free:b2_dw_out overlap:b1_dw_out,b1_project_out; do
   extra=()

@@ -688,6 +688,47 @@ static void test_dequantize_cols(void) {
   }
 }
 
+/* A run of a tensor's elements dequantized (a Conv's output channels, a
+ * transposed Gemm weight's rows): int8, uint8, int4 and uint4; per
+ * tensor, per channel and blocked (block 3, the last block short), with
+ * the channel axis inner (inner > 1) or last (inner 1); with and without
+ * zero points; runs that start and end inside a byte and cross channels
+ * and outer indices; the same bytes as the scalar kernel. */
+static void test_dequantize_range(void) {
+  size_t sz[8], nsz = sizes(__riscv_vsetvlmax_e32m4(), sz);
+  static const int dts[] = {MP_KD_I8, MP_KD_U8, MP_KD_I4, MP_KD_U4};
+  for (size_t s = 0; s < nsz; s++) {
+    int64_t w = (int64_t)sz[s] + 1, outer = 3, total = outer * 7 * w;
+    uint8_t *x = xalloc((size_t)total), *zp = xalloc((size_t)total);
+    float *sc = xalloc((size_t)total * 4), *y1 = xalloc((size_t)total * 4),
+          *y2 = xalloc((size_t)total * 4);
+    for (int64_t i = 0; i < total; i++) {
+      x[i] = (uint8_t)rnd();
+      zp[i] = (uint8_t)rnd();
+      sc[i] = rndf() * 0.1f + 0.001f;
+    }
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+      for (int cfg = 0; cfg < 5; cfg++) {
+        /* per tensor; per channel, inner w or 1; blocked, inner w or 1 */
+        int64_t ch = cfg == 2 || cfg == 4 ? 7 * w : 7;
+        int64_t inner = cfg == 2 || cfg == 4 ? 1 : w;
+        int64_t bl = cfg >= 3 ? 3 : 0;
+        int ns = cfg == 0 ? 1 : 2;
+        int64_t e0 = rnd() % 5, n = total - e0 - (int64_t)(rnd() % 4);
+        for (int z = 0; z < 2; z++) {
+          const void *pz = z ? zp : NULL;
+          mp_k_dequantize_range(ch, inner, bl, dts[d], x, sc, ns, pz, e0, n,
+                                y1);
+          mp_kv_dequantize_range(ch, inner, bl, dts[d], x, sc, ns, pz, e0, n,
+                                 y2);
+          CHECK(same_bytes("dequantize_range", y2, y1, (size_t)n * 4));
+        }
+      }
+    }
+    free(x), free(zp), free(sc), free(y1), free(y2);
+  }
+}
+
 /* ---- opset 23: RMSNormalization, RotaryEmbedding, Attention --------------
  */
 
@@ -826,6 +867,7 @@ int main(int argc, char **argv) {
   test_move();
   test_quant();
   test_dequantize_cols();
+  test_dequantize_range();
   printf("rvv kernels: %d checks\n", check_count);
   return check_exit("test_kernels_rvv");
 }
