@@ -648,6 +648,15 @@ static void test_quant(void) {
   }
 }
 
+/* n random quantized bytes, zero points and positive scales. */
+static void fill_quant(uint8_t *x, uint8_t *zp, float *sc, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    x[i] = (uint8_t)rnd();
+    zp[i] = (uint8_t)rnd();
+    sc[i] = rndf() * 0.1f + 0.001f;
+  }
+}
+
 /* A matrix's columns dequantized (a MatMul's weight panel): int8, uint8,
  * int4 and uint4 (odd row lengths, so a row may start inside a byte), per
  * tensor, per row, per column, blocked along either axis (the last block
@@ -663,11 +672,7 @@ static void test_dequantize_cols(void) {
     uint8_t *x = xalloc(n), *zp = xalloc(n);
     float *sc = xalloc(n * 4), *y1 = xalloc((size_t)(rows * nc) * 4),
           *y2 = xalloc((size_t)(rows * nc) * 4);
-    for (size_t i = 0; i < n; i++) {
-      x[i] = (uint8_t)rnd();
-      zp[i] = (uint8_t)rnd();
-      sc[i] = rndf() * 0.1f + 0.001f;
-    }
+    fill_quant(x, zp, sc, n);
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
       for (int cfg = 0; cfg < 5; cfg++) {
         /* per tensor, per row, per column, blocked rows, blocked columns */
@@ -702,11 +707,7 @@ static void test_dequantize_range(void) {
     uint8_t *x = xalloc((size_t)total), *zp = xalloc((size_t)total);
     float *sc = xalloc((size_t)total * 4), *y1 = xalloc((size_t)total * 4),
           *y2 = xalloc((size_t)total * 4);
-    for (int64_t i = 0; i < total; i++) {
-      x[i] = (uint8_t)rnd();
-      zp[i] = (uint8_t)rnd();
-      sc[i] = rndf() * 0.1f + 0.001f;
-    }
+    fill_quant(x, zp, sc, (size_t)total);
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
       for (int cfg = 0; cfg < 5; cfg++) {
         /* per tensor; per channel, inner w or 1; blocked, inner w or 1 */
