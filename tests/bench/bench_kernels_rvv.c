@@ -7,7 +7,8 @@
  *   bench_kernels_rvv --markers        the marker addresses (hex)
  *   bench_kernels_rvv KERNEL IMPL      KERNEL conv3x3 | dw3x3 | conv1x1 |
  *                                      gemm | rmsnorm | attention |
- *                                      dq4cols | empty; IMPL scalar (the
+ *                                      dq4cols | dq4range | empty; IMPL
+ *                                      scalar (the
  *                                      scalar kernel as built, scalar
  *                                      code) | autovec (the same source
  *                                      auto-vectorised by clang) | rvv
@@ -157,15 +158,24 @@ static int bench_attention(bench_impl impl) {
   return 0;
 }
 
+/* An int4 [256, 256] weight (bytes of a fixed pattern), 2,048 int4 zero
+ * points and f32 scales (8 blocks of 32 along one axis); returns an f32
+ * output of 64 x 256. */
+static float *bench_q4(uint8_t **x, uint8_t **zp, float **s) {
+  *x = malloc(256 * 256 / 2), *zp = malloc(8 * 256 / 2);
+  if (!*x || !*zp) exit(2);
+  for (int i = 0; i < 256 * 256 / 2; i++) (*x)[i] = (uint8_t)(i * 37 + 11);
+  for (int i = 0; i < 8 * 256 / 2; i++) (*zp)[i] = (uint8_t)(i * 13 + 5);
+  *s = bench_data(8 * 256, 1);
+  return bench_data(256 * 64, 2);
+}
+
 /* A MatMul weight's panel dequantized: 64 columns of an int4 [256, 256]
  * weight blocked by 32 along its rows, with int4 zero points (autovec:
  * the scalar kernel). */
 static int bench_dq4cols(bench_impl impl) {
-  uint8_t *x = malloc(256 * 256 / 2), *zp = malloc(8 * 256 / 2);
-  float *s = bench_data(8 * 256, 1), *y = bench_data(256 * 64, 2);
-  if (!x || !zp) exit(2);
-  for (int i = 0; i < 256 * 256 / 2; i++) x[i] = (uint8_t)(i * 37 + 11);
-  for (int i = 0; i < 8 * 256 / 2; i++) zp[i] = (uint8_t)(i * 13 + 5);
+  uint8_t *x, *zp;
+  float *s, *y = bench_q4(&x, &zp, &s);
   bench_begin();
   if (impl == B_RVV) {
     mp_kv_dequantize_cols(256, 256, 64, 64, 0, 32, MP_KD_I4, x, s, 2, zp, y);
@@ -174,6 +184,25 @@ static int bench_dq4cols(bench_impl impl) {
   }
   bench_end();
   printf("dq4cols %s y[7] = %.6g\n", bench_impl_names[impl], y[7]);
+  return 0;
+}
+
+/* 64 rows of an int4 [256, 256] weight blocked by 32 along its columns,
+ * int4 zero points: a transposed Gemm weight's panel of output columns,
+ * or a Conv's panel of output channels (mp_k_dequantize_range). */
+static int bench_dq4range(bench_impl impl) {
+  uint8_t *x, *zp;
+  float *s, *y = bench_q4(&x, &zp, &s);
+  bench_begin();
+  if (impl == B_RVV) {
+    mp_kv_dequantize_range(256, 1, 32, MP_KD_I4, x, s, 2, zp, 64 * 256,
+                           64 * 256, y);
+  } else {
+    mp_k_dequantize_range(256, 1, 32, MP_KD_I4, x, s, 2, zp, 64 * 256, 64 * 256,
+                          y);
+  }
+  bench_end();
+  printf("dq4range %s y[7] = %.6g\n", bench_impl_names[impl], y[7]);
   return 0;
 }
 
@@ -200,6 +229,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "rmsnorm") == 0) return bench_rmsnorm(impl);
   if (strcmp(argv[1], "attention") == 0) return bench_attention(impl);
   if (strcmp(argv[1], "dq4cols") == 0) return bench_dq4cols(impl);
+  if (strcmp(argv[1], "dq4range") == 0) return bench_dq4range(impl);
   for (size_t i = 0; i < sizeof bench_shapes / sizeof *bench_shapes; i++) {
     if (strcmp(argv[1], bench_shapes[i].name) == 0) {
       return bench_conv(&bench_shapes[i], impl);

@@ -36,7 +36,7 @@ status=0
 printf '| %-8s | %-30s | %4s | %10s | %10s | %10s | %8s | %8s |\n' kernel \
   shape VLEN scalar autovec rvv "scalar/rvv" "autovec/rvv"
 printf '|----------|--------------------------------|------|------------|------------|------------|----------|----------|\n'
-kernels="conv3x3 dw3x3 conv1x1 gemm rmsnorm attention dq4cols"
+kernels="conv3x3 dw3x3 conv1x1 gemm rmsnorm attention dq4cols dq4range"
 vlens="128 256 512"
 if [ "$check" = --check ]; then
   kernels="conv3x3 gemm"
@@ -51,12 +51,13 @@ for k in $kernels; do
   rmsnorm) shape="64 rows of 256" ;;
   attention) shape="4 heads, 16 q x 64 k, head 32" ;;
   dq4cols) shape="int4 256x256 /32 rows, 64 cols" ;;
+  dq4range) shape="int4 256x256 /32 cols, 64 rows" ;;
   esac
   for v in $vlens; do
     s=$(($(count "$v" "$k" scalar) - base))
     a=0
     case $k in # the opset 23 kernels have no auto-vectorised build
-    rmsnorm | attention | dq4cols) a=- ;;
+    rmsnorm | attention | dq4cols | dq4range) a=- ;;
     *) [ "$check" = --check ] || a=$(($(count "$v" "$k" autovec) - base)) ;;
     esac
     r=$(($(count "$v" "$k" rvv) - base))
