@@ -167,6 +167,13 @@ static void op_dequantize(const mp_btensor *x, const void *px,
  * holds at most OP_PANEL_BYTES of f32 (one column at least). */
 #define OP_PANEL_BYTES 65536
 
+/* How many parts of per f32 elements a panel holds: OP_PANEL_BYTES of
+ * them, one at least, max at most. */
+static int64_t op_panel_count(int64_t per, int64_t max) {
+  int64_t n = per > 0 ? OP_PANEL_BYTES / 4 / per : max;
+  return n < 1 ? 1 : n > max ? max : n;
+}
+
 typedef struct op_gemmp {
   int64_t ta, tb, shift, horiz;
   double alpha, beta;
@@ -210,8 +217,7 @@ static bool op_panels(const op_ctx *c, const op_tail *t, uint32_t own,
 static int64_t op_panel_cols(const mp_btensor *b, bool tb, int64_t *k,
                              int64_t *n) {
   *k = b->shape.dims[tb ? 1 : 0], *n = b->shape.dims[tb ? 0 : 1];
-  int64_t nc = *k > 0 ? OP_PANEL_BYTES / 4 / *k : *n;
-  return nc < 1 ? 1 : nc > *n ? *n : nc;
+  return op_panel_count(*k, *n);
 }
 
 /* A Conv whose DequantizeLinear prologue reads its weight W [M, C/group,
@@ -225,9 +231,8 @@ static bool op_conv_panels(const op_ctx *c, const op_tail *t) {
 }
 
 static int64_t op_conv_panel_ch(const mp_btensor *w) {
-  int64_t m = w->shape.dims[0], per = m > 0 ? op_count(w) / m : 0;
-  int64_t nb = per > 0 ? OP_PANEL_BYTES / 4 / per : m;
-  return nb < 1 ? 1 : nb > m ? m : nb;
+  int64_t m = w->shape.dims[0];
+  return op_panel_count(m > 0 ? op_count(w) / m : 0, m);
 }
 
 /* A grouped Conv (group > 1: a depthwise one among them) whose prologue
@@ -251,8 +256,7 @@ static int64_t op_conv_xgroups(const op_ctx *c, const op_tail *t,
     return 0;
   }
   *per = op_count(x) / x->shape.dims[0] / p.group;
-  int64_t gb = *per > 0 ? OP_PANEL_BYTES / 4 / *per : p.group;
-  return gb < 1 ? 1 : gb > p.group ? p.group : gb;
+  return op_panel_count(*per, p.group);
 }
 
 static bool op_gemm_rowwise(const op_gemmp *p, const mp_btensor *a,
@@ -280,21 +284,38 @@ static int64_t op_arows(const op_ctx *c, const op_tail *t, uint32_t own) {
       (op_gemm_rowwise(&p, a, b) && op_epi_aliased(c, t, own, y))) {
     return 0;
   }
-  int64_t k = a->shape.dims[a->shape.rank - 1];
-  int64_t m = a->shape.dims[a->shape.rank - 2];
-  int64_t rb = k > 0 ? OP_PANEL_BYTES / 4 / k : m;
-  return rb < 1 ? 1 : rb > m ? m : rb;
+  return op_panel_count(a->shape.dims[a->shape.rank - 1],
+                        a->shape.dims[a->shape.rank - 2]);
 }
 
 /* Rows per block when an epilogue operand lives in y's buffer: at most
  * OP_PANEL_BYTES of f32 rows of n, one at least. */
 static int64_t op_panel_rows(int64_t n, int64_t m) {
-  int64_t rb = n > 0 ? OP_PANEL_BYTES / 4 / n : m;
-  return rb < 1 ? 1 : rb > m ? m : rb;
+  return op_panel_count(n, m);
 }
 
-static bool op_epi_aliased(const op_ctx *c, const op_tail *t, uint32_t own,
-                           const mp_btensor *y);
+/* The f32 elements of the buffer a prologue widened a part at a time
+ * needs (op_conv_panels, op_conv_xgroups, op_arows), or -1: widened
+ * whole (op_run_prologue). */
+static int64_t op_widen_part(const op_ctx *c, const op_tail *t, uint32_t own) {
+  const mp_btensor *x = op_in(c, t->pro_input);
+  int64_t per, xg = op_conv_xgroups(c, t, &per), arb = op_arows(c, t, own);
+  if (op_conv_panels(c, t) && x->shape.rank >= 1 && x->shape.dims[0] > 0) {
+    return op_count(x) / x->shape.dims[0] * op_conv_panel_ch(x);
+  }
+  if (xg) return xg * per;
+  if (arb) return arb * x->shape.dims[x->shape.rank - 1];
+  return -1;
+}
+
+/* That buffer, taken from the workspace; NULL when widened whole. */
+static float *op_widen_take(op_ctx *c, const op_tail *t, uint32_t own) {
+  int64_t n = op_widen_part(c, t, own);
+  if (n < 0) return NULL;
+  float *buf = (float *)(void *)c->ws;
+  c->ws += ((size_t)n * 4 + 63) / 64 * 64;
+  return buf;
+}
 
 static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
   if (!t->pro_kind) return true;
@@ -339,16 +360,8 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
     }
     return true;
   }
-  size_t need = (size_t)op_count(x) * 4;
-  int64_t per, xg = op_conv_xgroups(c, t, &per), arb = op_arows(c, t, own);
-  if (op_conv_panels(c, t) && x->shape.rank >= 1 && x->shape.dims[0] > 0) {
-    need = (size_t)(op_count(x) / x->shape.dims[0] * op_conv_panel_ch(x)) * 4;
-  } else if (xg) {
-    need = (size_t)(xg * per) * 4;
-  } else if (arb) {
-    need = (size_t)(arb * x->shape.dims[x->shape.rank - 1]) * 4;
-  }
-  c->need_ws += need + 64;
+  int64_t part = op_widen_part(c, t, own);
+  c->need_ws += (size_t)(part >= 0 ? part : op_count(x)) * 4 + 64;
   return true;
 }
 
@@ -808,10 +821,12 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
  * (batch bi, channel oc) at a time: the operand's plane is copied aside,
  * the head computes that channel alone (the kernel's own per-channel loop,
  * so the same bits) into y's plane, and the epilogue runs over the plane
- * reading the copy. The workspace holds one plane, not the whole output. */
+ * reading the copy. The workspace holds one plane, not the whole output.
+ * buf: where a group's input (px NULL) or a channel's weight (pw NULL) is
+ * widened, when the prologue is widened a part at a time. */
 static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
-                               const mp_kconv *k, const void *px, float *xbuf,
-                               const void *pw, float *wbuf, const void *pb,
+                               const mp_kconv *k, const void *px,
+                               const void *pw, float *buf, const void *pb,
                                const mp_btensor *y, void *out) {
   bool f32 = y->dtype == MP_KD_F32;
   size_t es = mp_kd_size(y->dtype), xes = f32 ? 4 : 1;
@@ -834,12 +849,11 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
       int64_t x0 = (bi * k->c + oc / mg * cg) * pin;
       const char *xp = (const char *)px + (size_t)x0 * xes;
       if (!px) { /* op_conv_xgroups: the group's input, once per group */
-        if (oc % mg == 0) (void)op_widen_range(c, t, own, x0, cg * pin, xbuf);
-        xp = (const char *)xbuf;
+        if (oc % mg == 0) (void)op_widen_range(c, t, own, x0, cg * pin, buf);
+        xp = (const char *)buf;
       }
-      const char *wp =
-          pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
-             : (const char *)op_weight_rows(c, t, own, oc, 1, wbuf);
+      const char *wp = pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
+                          : (const char *)op_weight_rows(c, t, own, oc, 1, buf);
       memcpy(saved, yp, bytes);
       if (f32) {
         OP_K(conv_f32)(&one, (const float *)(const void *)xp,
@@ -915,37 +929,24 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   int64_t m = y->shape.dims[1];
   mp_kconv k;
   op_kconv(&p, &x->shape, &y->shape, m, &k);
-  int64_t per, xg = transpose ? 0 : op_conv_xgroups(c, &t, &per);
-  float *xbuf = NULL;
-  const void *px = NULL;
-  if (xg) {
-    xbuf = (float *)(void *)c->ws;
-    c->ws += ((size_t)(xg * per) * 4 + 63) / 64 * 64;
-  } else {
-    px = op_run_prologue(c, &t, own, 0);
-  }
+  /* X widened a panel of groups (xg) or the weight a panel of output
+   * channels (panels) at a time in buf, or either whole */
+  int64_t per, xg = op_conv_xgroups(c, &t, &per);
   bool panels = op_conv_panels(c, &t);
+  float *buf = op_widen_take(c, &t, own);
+  const void *px = xg ? NULL : op_run_prologue(c, &t, own, 0);
   const void *pw = panels ? NULL : op_run_prologue(c, &t, own, 1);
-  float *wbuf = NULL;
-  if (panels) {
-    const mp_btensor *w = op_in(c, 1);
-    wbuf = (float *)(void *)c->ws;
-    c->ws +=
-        ((size_t)(op_count(w) / w->shape.dims[0] * op_conv_panel_ch(w)) * 4 +
-         63) /
-        64 * 64;
-  }
   const void *pb = own == 3 ? op_pin(c, 2) : NULL;
   void *out = op_pout(c, 0);
   if (!transpose && op_epi_aliased(c, &t, own, y)) {
-    op_run_conv_planes(c, &t, own, &k, px, xbuf, pw, wbuf, pb, y, out);
+    op_run_conv_planes(c, &t, own, &k, px, pw, buf, pb, y, out);
     return true;
   }
   void *py = op_head_out(c, &t, own, y, out);
   if (panels) {
-    op_run_conv_panels(c, &t, own, &k, px, wbuf, pb, py);
+    op_run_conv_panels(c, &t, own, &k, px, buf, pb, py);
   } else if (xg) {
-    op_run_conv_xgroups(c, &t, own, &k, xg, xbuf, pw, pb, py);
+    op_run_conv_xgroups(c, &t, own, &k, xg, buf, pw, pb, py);
   } else if (transpose) {
     mp_k_conv_transpose_f32(&k, px, pw, pb, py);
   } else if (y->dtype == MP_KD_F32) {
@@ -1266,16 +1267,9 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
     own = op_own(c, &t);
   }
   const mp_btensor *a = op_in(c, 0);
-  int64_t arb = op_arows(c, &t, own);
-  const void *pa = NULL;
-  float *abuf = NULL;
-  if (arb) {
-    abuf = (float *)(void *)c->ws;
-    c->ws +=
-        ((size_t)(arb * a->shape.dims[a->shape.rank - 1]) * 4 + 63) / 64 * 64;
-  } else {
-    pa = op_run_prologue(c, &t, own, 0);
-  }
+  int64_t arb = op_arows(c, &t, own); /* A a block of rows at a time */
+  float *abuf = op_widen_take(c, &t, own);
+  const void *pa = arb ? NULL : op_run_prologue(c, &t, own, 0);
   for (uint32_t h = 0; h < nh; h++) {
     const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
     bool tb;
