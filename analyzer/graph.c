@@ -670,6 +670,34 @@ const mp_attr *mp_op_attr(const mp_op *op, const char *name) {
   return NULL;
 }
 
+int mp_op_prologues(const mp_op *op, mp_prologue out[2], uint32_t *n_dq) {
+  const mp_attr *a = mp_op_attr(op, "mplan.prologue");
+  if (n_dq) *n_dq = 0;
+  if (!a) return 0;
+  if (a->kind != MP_ATTR_STRING || !a->s) return -1;
+  int n = 0;
+  for (const char *p = a->s;; n++) {
+    const char *colon = strchr(p, ':');
+    size_t len = colon ? (size_t)(colon - p) : 0;
+    if (n == 2 || !colon || len == 0 || len >= sizeof out[n].kind ||
+        colon[1] < '0' || colon[1] > '9') {
+      return -1;
+    }
+    memcpy(out[n].kind, p, len);
+    out[n].kind[len] = '\0';
+    const char *d = colon + 1;
+    uint32_t v = 0;
+    while (*d >= '0' && *d <= '9' && v < 1000)
+      v = v * 10 + (uint32_t)(*d++ - '0');
+    out[n].input = v;
+    if (n == 1 && out[0].input == v) return -1;
+    if (n_dq && strcmp(out[n].kind, "DequantizeLinear") == 0) (*n_dq)++;
+    if (*d == '\0') return n + 1;
+    if (*d != ',') return -1;
+    p = d + 1;
+  }
+}
+
 double mp_resize_aspect_scale(const int64_t *dims, const uint32_t *at,
                               const int64_t *sizes, size_t n, bool largest) {
   double best = 0;

@@ -235,7 +235,10 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
     if (!end) break;
     p = end;
   }
-  uint32_t tail = pro && strncmp(pro, "DequantizeLinear:", 17) == 0 ? 2 : 0;
+  mp_prologue pe[2];
+  uint32_t n_dq = 0;
+  if (pro) (void)mp_op_prologues(op, pe, &n_dq);
+  uint32_t tail = 2 * n_dq;
   uint32_t rest =
       op->n_inputs > own + fixed + tail ? op->n_inputs - own - fixed - tail : 0;
   uint32_t at = own;
@@ -259,29 +262,36 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
   return true;
 }
 
-/* Input slot of a head with a DequantizeLinear or Cast prologue
- * (mplan.prologue "<kind>:<k>") that the absorbed op brought in: its
- * input k, and a DequantizeLinear's scale and zero point, the last inputs
- * (the zero point, when given, is the integer one). */
+/* Input slot of a head with DequantizeLinear or Cast prologues
+ * (mplan.prologue "<kind>:<k>[,<kind>:<k>]") that an absorbed op brought
+ * in: its input k, and each DequantizeLinear's scale and zero point, the
+ * last inputs in the entries' order (only the last entry's zero point may
+ * be omitted: the last input is then a float scale). */
 static bool bw_prologue_role(const bw *w, const mp_op *op, uint32_t slot,
                              const char **type, uint32_t *at_slot) {
-  const char *pro = bw_attr_s(op, "mplan.prologue");
-  bool dq = pro && strncmp(pro, "DequantizeLinear:", 17) == 0;
-  bool cast = pro && strncmp(pro, "Cast:", 5) == 0;
-  if (!dq && !cast) return false;
-  if ((uint32_t)atoi(pro + (dq ? 17 : 5)) == slot) {
-    *type = dq ? "DequantizeLinear" : "Cast";
-    *at_slot = 0;
-    return true;
+  mp_prologue pe[2];
+  uint32_t n_dq = 0;
+  int n = mp_op_prologues(op, pe, &n_dq);
+  bool any = false;
+  for (int j = 0; j < n; j++) {
+    bool dq = strcmp(pe[j].kind, "DequantizeLinear") == 0;
+    any |= dq || strcmp(pe[j].kind, "Cast") == 0;
+    if ((dq || strcmp(pe[j].kind, "Cast") == 0) && pe[j].input == slot) {
+      *type = dq ? "DequantizeLinear" : "Cast";
+      *at_slot = 0;
+      return true;
+    }
   }
-  if (!dq || op->n_inputs < 2) return false;
+  if (!any || !n_dq) return false;
   int32_t last = op->inputs[op->n_inputs - 1];
-  bool zp = last >= 0 &&
-            !mp_dtype_is_float(mp_graph_tensor(w->g, (size_t)last)->dtype);
-  uint32_t scale = op->n_inputs - (zp ? 2 : 1);
-  if (slot < scale) return false;
+  uint32_t tail = 2 * n_dq;
+  if (last >= 0 &&
+      mp_dtype_is_float(mp_graph_tensor(w->g, (size_t)last)->dtype)) {
+    tail--;
+  }
+  if (op->n_inputs < tail || slot < op->n_inputs - tail) return false;
   *type = "DequantizeLinear";
-  *at_slot = slot == scale ? 1 : 2;
+  *at_slot = (slot - (op->n_inputs - tail)) % 2 ? 2 : 1;
   return true;
 }
 

@@ -389,18 +389,24 @@ static mp_status lw_tail(lw *x, uint32_t full) {
   }
   if (n_epi == 16) return lw_unsup(x, "an epilogue of 16 or more ops");
   uint32_t fixed = 0, clips = 0;
-  int pro_kind = 0;
-  uint32_t pro_input = 0, pro_n = 0;
-  if (pro) {
-    const char *colon = strchr(pro, ':');
-    if (!colon)
-      return lw_unsup(x, "mplan.prologue '%s' has no input index", pro);
-    pro_input = (uint32_t)atoi(colon + 1);
-    if (strncmp(pro, "DequantizeLinear:", 17) == 0) {
-      /* blocked (mplan.p.block, absorb rule 3): kind 3 and the block */
-      pro_kind = lw_int(x, "mplan.p.block", 0) > 0 ? 3 : 1;
-    } else if (strncmp(pro, "Cast:", 5) == 0) {
-      pro_kind = 2;
+  /* the prologue entries (at most two, on distinct inputs); a
+   * DequantizeLinear's scale and zero point follow everything else, in
+   * the entries' order; the last one's zero point may be omitted */
+  mp_prologue pe[2];
+  uint32_t n_dq = 0, pro_n = 0;
+  int n_pro = pro ? mp_op_prologues(x->op, pe, &n_dq) : 0;
+  int pro_kind[2] = {0, 0};
+  if (n_pro < 0) {
+    return lw_unsup(x, "mplan.prologue '%s' is not a list of <kind>:<input>",
+                    pro);
+  }
+  for (int j = 0; j < n_pro; j++) {
+    if (strcmp(pe[j].kind, "DequantizeLinear") == 0) {
+      /* blocked (mplan.p.block, absorb rule 3, on input 1): kind 3 */
+      pro_kind[j] =
+          pe[j].input == 1 && lw_int(x, "mplan.p.block", 0) > 0 ? 3 : 1;
+    } else if (strcmp(pe[j].kind, "Cast") == 0) {
+      pro_kind[j] = 2;
     } else {
       return lw_unsup(x, "mplan.prologue '%s'", pro);
     }
@@ -421,9 +427,8 @@ static mp_status lw_tail(lw *x, uint32_t full) {
     }
   }
   uint32_t n = x->op->n_inputs, own = full;
-  if (pro_kind == 1 || pro_kind == 3) {
-    /* scale and an optional zero point follow everything else */
-    pro_n = n >= full + fixed + 2 ? 2 : 1;
+  if (n_dq) {
+    pro_n = n >= full + fixed + 2 * n_dq ? 2 * n_dq : 2 * n_dq - 1;
     if (n < fixed + pro_n + 2) return lw_unsup(x, "too few inputs");
   }
   int64_t rest = (int64_t)n - fixed - pro_n;
@@ -437,14 +442,20 @@ static mp_status lw_tail(lw *x, uint32_t full) {
     if (rest < 2) return lw_unsup(x, "too few inputs for the head");
     own = (uint32_t)rest;
   }
-  if (pro_kind && pro_input >= own) {
-    return lw_unsup(x, "prologue input %u is not a head input", pro_input);
+  for (int j = 0; j < n_pro; j++) {
+    if (pe[j].input >= own || pe[j].input > 1) {
+      return lw_unsup(x, "prologue input %u is not a product operand",
+                      pe[j].input);
+    }
   }
   for (uint32_t k = 0; k < full; k++) lw_in(x, k < own ? x->op->inputs[k] : -1);
-  lw_p(x, pro_kind);
-  lw_p(x, pro_input);
-  lw_p(x, lw_int(x, "mplan.p.axis", 1));
-  if (pro_kind == 3) lw_p(x, lw_int(x, "mplan.p.block", 0));
+  lw_p(x, n_pro);
+  for (int j = 0; j < n_pro; j++) {
+    lw_p(x, pro_kind[j]);
+    lw_p(x, pe[j].input);
+    lw_p(x, pe[j].input == 1 ? lw_int(x, "mplan.p.axis", 1) : 1);
+    if (pro_kind[j] == 3) lw_p(x, lw_int(x, "mplan.p.block", 0));
+  }
   lw_p(x, n_epi);
   uint32_t at = own;
   for (int k = 0; k < n_epi; k++) {
@@ -486,11 +497,10 @@ static mp_status lw_tail(lw *x, uint32_t full) {
     for (uint32_t j = 0; j < extra; j++) lw_in(x, x->op->inputs[at + j]);
     at += extra;
   }
-  if (pro_kind == 1 || pro_kind == 3) {
-    lw_in(x, x->op->inputs[at]);
-    lw_in(x, pro_n == 2 ? x->op->inputs[at + 1] : -1);
+  for (uint32_t j = 0; j < 2 * n_dq; j++) {
+    lw_in(x, j < pro_n ? x->op->inputs[at + j] : -1);
   }
-  if (n_epi || pro_kind) x->o->flags |= MP_BOPF_FUSED;
+  if (n_epi || n_pro) x->o->flags |= MP_BOPF_FUSED;
   return MP_OK;
 }
 
@@ -769,7 +779,8 @@ static mp_status lw_gemm(lw *x, bool gemm) {
   lw_p(x, h);
   if (h) {
     lw_copy_inputs(x);
-    for (int i = 0; i < 4; i++) lw_p(x, 0);
+    lw_p(x, 0); /* the head tail: no prologue, no epilogue */
+    lw_p(x, 0);
     return MP_OK;
   }
   return lw_tail(x, gemm ? 3 : 2);
@@ -2201,15 +2212,27 @@ static mp_status lw_nibbles(lw *x) {
       kn == MP_BOP_MATMUL || kn == MP_BOP_GEMM || kn == MP_BOP_CONV
           ? lw_str(x, "mplan.prologue", NULL)
           : NULL;
-  int32_t pro_in = -1, pro_zp = -1;
-  if (pro && strncmp(pro, "DequantizeLinear:", 17) == 0 && op->n_inputs >= 3) {
-    pro_in = op->inputs[atoi(pro + 17) & 1];
-    pro_zp = op->inputs[op->n_inputs - 1];
+  /* the inputs of its DequantizeLinear entries and the trailing zero
+   * points (every other trailing input is an f32 scale) */
+  mp_prologue pe[2];
+  uint32_t n_dq = 0;
+  int n_pro = pro ? mp_op_prologues(op, pe, &n_dq) : 0;
+  int32_t pro_in[2] = {-1, -1};
+  uint32_t tail = n_dq ? 2 * n_dq : 0;
+  for (int j = 0; j < n_pro; j++) {
+    if (strcmp(pe[j].kind, "DequantizeLinear") == 0 && pe[j].input < 2 &&
+        pe[j].input < op->n_inputs) {
+      pro_in[j] = op->inputs[pe[j].input];
+    }
   }
   for (uint32_t k = 0; k < op->n_inputs + op->n_outputs; k++) {
     int32_t t =
         k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
-    if (t < 0 || (k < op->n_inputs && (t == pro_in || t == pro_zp))) continue;
+    bool trailing = tail && k < op->n_inputs && k + tail >= op->n_inputs;
+    if (t < 0 ||
+        (k < op->n_inputs && (t == pro_in[0] || t == pro_in[1] || trailing))) {
+      continue;
+    }
     const mp_tensor *y = mp_graph_tensor(x->g, (size_t)t);
     if (mp_dtype_bits(y->dtype) == 4) {
       return lw_unsup(x,

@@ -55,23 +55,36 @@ typedef struct op_epi {
   double alpha, beta;
 } op_epi;
 
+/* A prologue on head input 0 (X, A) or 1 (W, B). */
+typedef struct op_pro {
+  int kind; /* 0 none, 1 DequantizeLinear, 2 Cast, 3 DequantizeLinear
+               blocked (block) */
+  int64_t axis, block;
+  uint32_t slot; /* a DequantizeLinear's scale is input own + extras + slot,
+                    its zero point the next */
+} op_pro;
+
 typedef struct op_tail {
-  int pro_kind; /* 0 none, 1 DequantizeLinear, 2 Cast, 3 DequantizeLinear
-                   blocked (pro_block) */
-  uint32_t pro_input;
-  int64_t pro_axis, pro_block;
+  op_pro pro[2]; /* by the head input it widens */
+  uint32_t n_pro, n_dq;
   uint32_t n_epi;
   op_epi epi[OP_MAX_EPI];
   uint32_t extras; /* inputs taken by the epilogue */
-  uint32_t pro_extra;
 } op_tail;
 
 static void rd_tail(op_rd *r, op_tail *t) {
   memset(t, 0, sizeof *t);
-  t->pro_kind = (int)rd_range(r, 0, 3);
-  t->pro_input = (uint32_t)rd_range(r, 0, 2);
-  t->pro_axis = rd_range(r, -MP_K_MAX_RANK, MP_K_MAX_RANK - 1);
-  if (t->pro_kind == 3) t->pro_block = rd_range(r, 1, INT32_MAX);
+  t->n_pro = (uint32_t)rd_range(r, 0, 2);
+  for (uint32_t j = 0; j < t->n_pro && !r->bad; j++) {
+    int kind = (int)rd_range(r, 1, 3);
+    uint32_t k = (uint32_t)rd_range(r, 0, 1);
+    op_pro *p = &t->pro[k];
+    if (p->kind) r->bad = true; /* two prologues on one input */
+    p->kind = kind;
+    p->axis = rd_range(r, -MP_K_MAX_RANK, MP_K_MAX_RANK - 1);
+    if (kind == 3) p->block = rd_range(r, 1, INT32_MAX);
+    if (kind != 2) p->slot = 2 * t->n_dq++;
+  }
   t->n_epi = (uint32_t)rd_range(r, 0, OP_MAX_EPI);
   for (uint32_t k = 0; k < t->n_epi && !r->bad; k++) {
     op_epi *e = &t->epi[k];
@@ -83,18 +96,35 @@ static void rd_tail(op_rd *r, op_tail *t) {
   }
 }
 
+static bool op_dq(const op_pro *p) {
+  return p->kind == 1 || p->kind == 3;
+}
+
 /* The head's own inputs: what is left after the epilogue's extra inputs
- * and a DequantizeLinear prologue's two trailing slots (scale, zero
- * point; the zero point may be omitted). */
+ * and each DequantizeLinear prologue's two trailing slots (scale, zero
+ * point; the zero point may be NONE). */
 static uint32_t op_own(const op_ctx *c, const op_tail *t) {
-  uint32_t tail = t->extras + (t->pro_kind == 1 || t->pro_kind == 3 ? 2 : 0);
+  uint32_t tail = t->extras + 2 * t->n_dq;
   return c->op->n_in > tail ? c->op->n_in - tail : 0;
+}
+
+/* The input of the scale (z 0) or zero point (z 1) of input k's
+ * DequantizeLinear prologue. */
+static uint32_t op_pro_at(const op_tail *t, uint32_t own, uint32_t k,
+                          uint32_t z) {
+  return own + t->extras + t->pro[k].slot + z;
+}
+
+/* Input k's prologue axis in [0, rank) (per tensor: unused). */
+static int64_t op_pro_axis(const op_tail *t, uint32_t k, const mp_btensor *x) {
+  int64_t a = t->pro[k].axis;
+  return a < 0 ? a + x->shape.rank : a;
 }
 
 /* Effective dtype of head input k: the prologue widens it to f32. */
 static int op_in_dtype(const op_ctx *c, const op_tail *t, uint32_t k) {
   const mp_btensor *x = op_in(c, k);
-  if (t->pro_kind && t->pro_input == k) return MP_KD_F32;
+  if (k < 2 && t->pro[k].kind) return MP_KD_F32;
   return x ? x->dtype : 0;
 }
 
@@ -195,8 +225,7 @@ static void rd_conv(op_rd *r, op_convp *p);
 static bool op_panels(const op_ctx *c, const op_tail *t, uint32_t own,
                       bool *tb) {
   bool gemm = c->op->kernel == MP_BOP_GEMM;
-  if ((c->op->kernel != MP_BOP_MATMUL && !gemm) ||
-      (t->pro_kind != 1 && t->pro_kind != 3) || t->pro_input != 1 ||
+  if ((c->op->kernel != MP_BOP_MATMUL && !gemm) || !op_dq(&t->pro[1]) ||
       own != (gemm ? 3u : 2u) || c->op->n_out != 1) {
     return false;
   }
@@ -220,14 +249,35 @@ static int64_t op_panel_cols(const mp_btensor *b, bool tb, int64_t *k,
   return op_panel_count(*k, *n);
 }
 
+/* Rows per epilogue block when an epilogue operand lives in y's buffer: at
+ * most OP_PANEL_BYTES of f32 rows of n, one at least. */
+static int64_t op_panel_rows(int64_t n, int64_t m) {
+  return op_panel_count(n, m);
+}
+
+/* Under op_panels, the rows of a batch's m that go together (0: every row
+ * of every batch in one pass over the panels): a block of op_panel_rows
+ * when an epilogue operand lives in y's buffer, and no more rows of A than
+ * OP_PANEL_BYTES of f32 when A's prologue widens it (a block at a time,
+ * the panels widened again for each block). */
+static int64_t op_panels_rb(const op_tail *t, bool aliased, int64_t m,
+                            int64_t n, int64_t k) {
+  if (!aliased && !t->pro[0].kind) return 0;
+  int64_t rb = aliased ? op_panel_rows(n, m) : m;
+  if (t->pro[0].kind) {
+    int64_t ra = op_panel_count(k, m);
+    if (ra < rb) rb = ra;
+  }
+  return rb;
+}
+
 /* A Conv whose DequantizeLinear prologue reads its weight W [M, C/group,
  * k...] widens it a panel of output channels at a time (op_weight_rows):
  * at most OP_PANEL_BYTES of f32 (one channel at least), never across a
  * group's boundary, each panel convolved alone by the kernel's own
  * per-channel loop, so every output element is the same sum. */
 static bool op_conv_panels(const op_ctx *c, const op_tail *t) {
-  return c->op->kernel == MP_BOP_CONV &&
-         (t->pro_kind == 1 || t->pro_kind == 3) && t->pro_input == 1;
+  return c->op->kernel == MP_BOP_CONV && op_dq(&t->pro[1]);
 }
 
 static int64_t op_conv_panel_ch(const mp_btensor *w) {
@@ -239,14 +289,11 @@ static int64_t op_conv_panel_ch(const mp_btensor *w) {
  * widens its input X (input 0) widens it a panel of whole groups of one
  * batch at a time (op_run_conv_xgroups): each group's output channels
  * read its input channels only. The groups of a panel, at most
- * OP_PANEL_BYTES of f32 (one group at least); 0 when X is widened whole
- * (group 1: every output channel reads every input channel). *per: one
- * group's elements of a batch. */
+ * OP_PANEL_BYTES of f32 (one group at least); 0 when the Conv has one
+ * group (op_conv_band). *per: one group's elements of a batch. */
 static int64_t op_conv_xgroups(const op_ctx *c, const op_tail *t,
                                int64_t *per) {
-  if (c->op->kernel != MP_BOP_CONV || !t->pro_kind || t->pro_input != 0) {
-    return 0;
-  }
+  if (c->op->kernel != MP_BOP_CONV || !t->pro[0].kind) return 0;
   op_rd r = op_reader(c);
   op_convp p;
   rd_conv(&r, &p);
@@ -259,21 +306,77 @@ static int64_t op_conv_xgroups(const op_ctx *c, const op_tail *t,
   return op_panel_count(*per, p.group);
 }
 
-static bool op_gemm_rowwise(const op_gemmp *p, const mp_btensor *a,
-                            const mp_btensor *b);
+static void op_kconv(const op_convp *p, const mp_kshape *x, const mp_kshape *y,
+                     int64_t m, mp_kconv *k);
 static bool op_epi_aliased(const op_ctx *c, const op_tail *t, uint32_t own,
                            const mp_btensor *y);
+
+/* A Conv of one group whose prologue widens X (input 0) widens it a band
+ * at a time (op_run_conv_bands): a band is a run of output rows along the
+ * outermost spatial axis (j of mp_kconv's three), and it reads a run of
+ * input rows of every input channel, the taps of those outputs; each
+ * output element is the same sum of the same taps in the same order (the
+ * kernel's invariant 1), so the band's outputs have the whole
+ * convolution's bits. The band's outputs go through the workspace (ybuf:
+ * mch channels at a time, a weight panel's under op_conv_panels) into
+ * their rows of y. */
+typedef struct op_band {
+  int j;
+  int64_t rows; /* output rows of a band */
+  int64_t span; /* input rows a band reads, at most */
+  int64_t xin;  /* elements of an input row (the dims after j) */
+  int64_t yin;  /* elements of an output row */
+  int64_t mch;  /* output channels computed together */
+} op_band;
+
+/* false: X widened whole (an epilogue operand in y's buffer: the Conv
+ * then runs plane by plane, op_run_conv_planes, reading all of X). */
+static bool op_conv_band(const op_ctx *c, const op_tail *t, uint32_t own,
+                         op_band *b) {
+  if (c->op->kernel != MP_BOP_CONV || !t->pro[0].kind || c->op->n_out != 1) {
+    return false;
+  }
+  op_rd r = op_reader(c);
+  op_convp p;
+  rd_conv(&r, &p);
+  const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1), *y = op_out(c, 0);
+  if (r.bad || p.group != 1 || !x || !w || !y || w->shape.rank < 1 ||
+      x->shape.rank != (uint32_t)p.nd + 2 || y->shape.rank != x->shape.rank ||
+      op_epi_aliased(c, t, own, y)) {
+    return false;
+  }
+  mp_kconv k;
+  op_kconv(&p, &x->shape, &y->shape, y->shape.dims[1], &k);
+  int j = 3 - (int)p.nd;
+  if (k.in[j] < 1 || k.out[j] < 1) return false;
+  b->j = j;
+  b->xin = b->yin = 1;
+  for (int i = j + 1; i < 3; i++) b->xin *= k.in[i], b->yin *= k.out[i];
+  b->mch = op_conv_panels(c, t) ? op_conv_panel_ch(w) : k.m;
+  int64_t ext = k.dil[j] * (k.k[j] - 1) + 1, s = k.stride[j];
+  int64_t rx = op_panel_count(k.c * b->xin, k.in[j]); /* input rows */
+  int64_t nx = rx > ext ? (rx - ext) / s + 1 : 1;
+  int64_t ny = op_panel_count(b->mch * b->yin, k.out[j]);
+  b->rows = nx < ny ? nx : ny;
+  b->span = ext >= k.in[j] || b->rows - 1 > (k.in[j] - ext) / s
+                ? k.in[j]
+                : (b->rows - 1) * s + ext;
+  return true;
+}
+
+static bool op_gemm_rowwise(const op_gemmp *p, const mp_btensor *a,
+                            const mp_btensor *b);
 
 /* A MatMul or Gemm whose prologue widens A (input 0: not transposed, rank
  * 2 or more) widens it a block of rows at a time (op_gemm_arows): each
  * row of y reads its row of A only. The rows of a block, at most
  * OP_PANEL_BYTES of f32 (one row at least); 0 when A is widened whole (a
  * horizontal fusion, or an epilogue operand in y's buffer, which runs
- * row by row reading A whole). */
+ * row by row reading A whole). With W's panels too, op_panels_rb. */
 static int64_t op_arows(const op_ctx *c, const op_tail *t, uint32_t own) {
   bool gemm = c->op->kernel == MP_BOP_GEMM;
-  if ((c->op->kernel != MP_BOP_MATMUL && !gemm) || !t->pro_kind ||
-      t->pro_input != 0 || c->op->n_out != 1) {
+  if ((c->op->kernel != MP_BOP_MATMUL && !gemm) || !t->pro[0].kind ||
+      c->op->n_out != 1) {
     return 0;
   }
   op_rd r = op_reader(c);
@@ -288,80 +391,96 @@ static int64_t op_arows(const op_ctx *c, const op_tail *t, uint32_t own) {
                         a->shape.dims[a->shape.rank - 2]);
 }
 
-/* Rows per block when an epilogue operand lives in y's buffer: at most
- * OP_PANEL_BYTES of f32 rows of n, one at least. */
-static int64_t op_panel_rows(int64_t n, int64_t m) {
-  return op_panel_count(n, m);
-}
-
-/* The f32 elements of the buffer a prologue widened a part at a time
- * needs (op_conv_panels, op_conv_xgroups, op_arows), or -1: widened
- * whole (op_run_prologue). */
-static int64_t op_widen_part(const op_ctx *c, const op_tail *t, uint32_t own) {
-  const mp_btensor *x = op_in(c, t->pro_input);
-  int64_t per, xg = op_conv_xgroups(c, t, &per), arb = op_arows(c, t, own);
-  if (op_conv_panels(c, t) && x->shape.rank >= 1 && x->shape.dims[0] > 0) {
-    return op_count(x) / x->shape.dims[0] * op_conv_panel_ch(x);
+/* The f32 elements of the buffer in which input k's prologue is widened
+ * a part at a time (op_conv_panels, op_conv_xgroups, op_conv_band,
+ * op_arows), or -1: widened whole (op_run_prologue). */
+static int64_t op_widen_part(const op_ctx *c, const op_tail *t, uint32_t own,
+                             uint32_t k) {
+  const mp_btensor *x = op_in(c, k);
+  if (k == 1) {
+    return op_conv_panels(c, t) && x->shape.rank >= 1 && x->shape.dims[0] > 0
+               ? op_count(x) / x->shape.dims[0] * op_conv_panel_ch(x)
+               : -1;
   }
+  op_band b;
+  int64_t per, xg = op_conv_xgroups(c, t, &per), arb = op_arows(c, t, own);
   if (xg) return xg * per;
+  if (op_conv_band(c, t, own, &b)) return x->shape.dims[1] * b.span * b.xin;
   if (arb) return arb * x->shape.dims[x->shape.rank - 1];
   return -1;
 }
 
-/* That buffer, taken from the workspace; NULL when widened whole. */
-static float *op_widen_take(op_ctx *c, const op_tail *t, uint32_t own) {
-  int64_t n = op_widen_part(c, t, own);
-  if (n < 0) return NULL;
+/* n f32 elements taken from the workspace. */
+static float *op_ws_take(op_ctx *c, int64_t n) {
   float *buf = (float *)(void *)c->ws;
   c->ws += ((size_t)n * 4 + 63) / 64 * 64;
   return buf;
 }
 
+/* That buffer of input k, taken from the workspace; NULL when widened
+ * whole. */
+static float *op_widen_take(op_ctx *c, const op_tail *t, uint32_t own,
+                            uint32_t k) {
+  int64_t n = t->pro[k].kind ? op_widen_part(c, t, own, k) : -1;
+  return n < 0 ? NULL : op_ws_take(c, n);
+}
+
 static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
-  if (!t->pro_kind) return true;
-  const mp_btensor *x = op_in(c, t->pro_input);
-  if (!x || t->pro_input >= own) {
-    return op_fail(c, "prologue input %u is missing", t->pro_input);
-  }
-  if (t->pro_kind == 1 || t->pro_kind == 3) {
-    int d = x->dtype;
-    if (d != MP_KD_I8 && d != MP_KD_U8 && d != MP_KD_I4 && d != MP_KD_U4 &&
-        d != MP_KD_I32) {
-      return op_fail(c,
-                     "prologue DequantizeLinear: input '%s' is %s, not "
-                     "an integer type",
-                     x->name, mp_kd_name(x->dtype));
+  for (uint32_t k = 0; k < 2; k++) {
+    const op_pro *pk = &t->pro[k];
+    if (!pk->kind) continue;
+    const mp_btensor *x = op_in(c, k);
+    if (!x || k >= own) return op_fail(c, "prologue input %u is missing", k);
+    if (op_dq(pk)) {
+      int d = x->dtype;
+      if (d != MP_KD_I8 && d != MP_KD_U8 && d != MP_KD_I4 && d != MP_KD_U4 &&
+          d != MP_KD_I32) {
+        return op_fail(c,
+                       "prologue DequantizeLinear: input '%s' is %s, not "
+                       "an integer type",
+                       x->name, mp_kd_name(x->dtype));
+      }
+      const mp_btensor *s = op_in(c, op_pro_at(t, own, k, 0));
+      const mp_btensor *z = op_in(c, op_pro_at(t, own, k, 1));
+      if (!s || s->dtype != MP_KD_F32) {
+        return op_fail(c, "prologue DequantizeLinear: no f32 scale input");
+      }
+      if (!op_quant_params(c, x, s, z, d, op_pro_axis(t, k, x), pk->block)) {
+        return false;
+      }
+    } else if (x->dtype == MP_KD_F32) {
+      return op_fail(c, "prologue Cast: input '%s' is already f32", x->name);
+    } else if (mp_kd_bits(x->dtype) == 4) {
+      return op_fail(c, "prologue Cast: input '%s' is 4-bit", x->name);
     }
-    const mp_btensor *s = op_in(c, own + t->extras);
-    const mp_btensor *z = op_in(c, own + t->extras + 1);
-    if (!s || s->dtype != MP_KD_F32) {
-      return op_fail(c, "prologue DequantizeLinear: no f32 scale input");
-    }
-    int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
-    if (!op_quant_params(c, x, s, z, d, axis, t->pro_block)) return false;
-  } else if (x->dtype == MP_KD_F32) {
-    return op_fail(c, "prologue Cast: input '%s' is already f32", x->name);
-  } else if (mp_kd_bits(x->dtype) == 4) {
-    return op_fail(c, "prologue Cast: input '%s' is 4-bit", x->name);
   }
   bool tb;
   if (op_panels(c, t, own, &tb)) {
-    /* a panel of the weight and the product's panel of each row; with
-     * an epilogue operand in y's buffer, of a block of rows, the block
-     * and a row twice (op_run_gemm_panels) */
+    /* a panel of the weight and the product's panel of a block of rows;
+     * with an epilogue operand in y's buffer, the block and a row twice;
+     * with A's prologue, the block of A (op_run_gemm_panels) */
     const mp_btensor *a = op_in(c, 0);
-    int64_t k, n, nc = op_panel_cols(x, tb, &k, &n);
+    int64_t k, n, nc = op_panel_cols(op_in(c, 1), tb, &k, &n);
     int64_t m = a->shape.dims[a->shape.rank - 2];
     bool aliased = op_epi_aliased(c, t, own, op_out(c, 0));
-    int64_t rb = aliased ? op_panel_rows(n, m) : m;
+    int64_t rb = op_panels_rb(t, aliased, m, n, k);
+    if (!rb) rb = m;
     c->need_ws += (size_t)(k * nc) * 4 + 64 + (size_t)(rb * nc) * 4 + 64;
+    if (t->pro[0].kind) c->need_ws += (size_t)(rb * k) * 4 + 64;
     if (aliased) {
       c->need_ws += (size_t)(rb * n) * 4 + 64 + 2 * ((size_t)n * 4 + 64);
     }
     return true;
   }
-  int64_t part = op_widen_part(c, t, own);
-  c->need_ws += (size_t)(part >= 0 ? part : op_count(x)) * 4 + 64;
+  for (uint32_t k = 0; k < 2; k++) {
+    if (!t->pro[k].kind) continue;
+    int64_t part = op_widen_part(c, t, own, k);
+    c->need_ws += (size_t)(part >= 0 ? part : op_count(op_in(c, k))) * 4 + 64;
+  }
+  op_band b;
+  if (op_conv_band(c, t, own, &b)) {
+    c->need_ws += (size_t)(b.mch * b.rows * b.yin) * 4 + 64; /* ybuf */
+  }
   return true;
 }
 
@@ -612,62 +731,63 @@ static void op_run_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
-/* The pointer the head reads for input k: the prologue's widened copy in
+/* The pointer the head reads for input k: its prologue's widened copy in
  * the workspace, or the tensor itself. */
 static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
                                    uint32_t k) {
-  if (!t->pro_kind || t->pro_input != k) return op_pin(c, k);
+  if (!t->pro[k].kind) return op_pin(c, k);
   const mp_btensor *x = op_in(c, k);
-  float *w = (float *)(void *)c->ws;
-  c->ws += ((size_t)op_count(x) * 4 + 63) / 64 * 64;
-  if (t->pro_kind == 2) {
+  float *w = op_ws_take(c, op_count(x));
+  if (t->pro[k].kind == 2) {
     mp_k_cast(x->dtype, op_pin(c, k), MP_KD_F32, w, (size_t)op_count(x));
     return w;
   }
-  int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
-  op_dequantize(x, op_pin(c, k), op_in(c, own + t->extras),
-                op_pin(c, own + t->extras), op_pin(c, own + t->extras + 1),
-                axis, t->pro_block, w);
+  op_dequantize(x, op_pin(c, k), op_in(c, op_pro_at(t, own, k, 0)),
+                op_pin(c, op_pro_at(t, own, k, 0)),
+                op_pin(c, op_pro_at(t, own, k, 1)), op_pro_axis(t, k, x),
+                t->pro[k].block, w);
   return w;
 }
 
-/* Whether op_widen_range hands a DequantizeLinear's runs of whole rows
- * (dim 0) to the vector kernel: whole bytes under one scale or one per
- * row (axis 0). */
-static bool op_widen_whole(const op_ctx *c, const op_tail *t, uint32_t own) {
-  const mp_btensor *x = op_in(c, t->pro_input), *s = op_in(c, own + t->extras);
-  int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
-  return mp_kd_size(x->dtype) && t->pro_kind != 3 &&
-         (op_count(s) == 1 || axis == 0);
+/* Whether op_widen_range hands input k's DequantizeLinear runs of whole
+ * rows (dim 0) to the vector kernel: whole bytes under one scale or one
+ * per row (axis 0). */
+static bool op_widen_whole(const op_ctx *c, const op_tail *t, uint32_t own,
+                           uint32_t k) {
+  const mp_btensor *x = op_in(c, k), *s = op_in(c, op_pro_at(t, own, k, 0));
+  return mp_kd_size(x->dtype) && t->pro[k].kind != 3 &&
+         (op_count(s) == 1 || op_pro_axis(t, k, x) == 0);
 }
 
-/* Elements [e0, e0 + n) of the prologue's input widened into buf: a
- * Conv's output channels of its weight (op_conv_panels) or groups of its
- * input (op_conv_xgroups), a transposed Gemm weight's output columns
- * (op_run_gemm_panels). A Cast converts the run; a DequantizeLinear's
- * run of op_widen_whole (per tensor, or whole rows per row) goes to the
- * vector kernel as a tensor of its own, any other to the kernel that
- * indexes the whole tensor's parameters. */
+/* Elements [e0, e0 + n) of input k widened by its prologue into buf: a
+ * Conv's output channels of its weight (op_conv_panels), groups or a
+ * channel's band of rows of its input (op_conv_xgroups, op_conv_band), a
+ * transposed Gemm weight's output columns (op_run_gemm_panels), rows of
+ * A (op_arows). A Cast converts the run; a DequantizeLinear's run of
+ * op_widen_whole (per tensor, or whole rows per row) goes to the vector
+ * kernel as a tensor of its own, any other to the kernel that indexes
+ * the whole tensor's parameters. */
 static const float *op_widen_range(op_ctx *c, const op_tail *t, uint32_t own,
-                                   int64_t e0, int64_t n, float *buf) {
-  const mp_btensor *x = op_in(c, t->pro_input);
-  const char *px = op_pin(c, t->pro_input);
+                                   uint32_t k, int64_t e0, int64_t n,
+                                   float *buf) {
+  const mp_btensor *x = op_in(c, k);
+  const char *px = op_pin(c, k);
   size_t es = mp_kd_size(x->dtype);
-  if (t->pro_kind == 2) {
+  if (t->pro[k].kind == 2) {
     mp_k_cast(x->dtype, px + (size_t)e0 * es, MP_KD_F32, buf, (size_t)n);
     return buf;
   }
-  const mp_btensor *s = op_in(c, own + t->extras);
-  const char *ps = op_pin(c, own + t->extras);
-  const char *pz = op_pin(c, own + t->extras + 1);
+  const mp_btensor *s = op_in(c, op_pro_at(t, own, k, 0));
+  const char *ps = op_pin(c, op_pro_at(t, own, k, 0));
+  const char *pz = op_pin(c, op_pro_at(t, own, k, 1));
   int64_t per = x->shape.rank && x->shape.dims[0] > 0
                     ? op_count(x) / x->shape.dims[0]
                     : 1;
   int64_t ns = op_count(s);
-  int64_t axis = t->pro_axis < 0 ? t->pro_axis + x->shape.rank : t->pro_axis;
-  int64_t block = t->pro_kind == 3 ? t->pro_block : 0;
+  int64_t block = t->pro[k].kind == 3 ? t->pro[k].block : 0;
   bool one = ns == 1;
-  if (op_widen_whole(c, t, own) && (one || (e0 % per == 0 && n % per == 0))) {
+  if (op_widen_whole(c, t, own, k) &&
+      (one || (e0 % per == 0 && n % per == 0))) {
     int64_t r0 = one ? 0 : e0 / per, nr = one ? 1 : n / per;
     OP_K(dequantize)(1, nr, one ? n : per, x->dtype, px + (size_t)e0 * es,
                      (const float *)(const void *)ps + r0, (int)nr,
@@ -675,7 +795,7 @@ static const float *op_widen_range(op_ctx *c, const op_tail *t, uint32_t own,
     return buf;
   }
   int64_t v[3];
-  op_quant_view(x, ns, axis, block, v);
+  op_quant_view(x, ns, op_pro_axis(t, k, x), block, v);
   OP_K(dequantize_range)(v[1], v[2], block, x->dtype, px,
                          (const float *)(const void *)ps, (int)ns, pz, e0, n,
                          buf);
@@ -688,7 +808,7 @@ static const float *op_weight_rows(op_ctx *c, const op_tail *t, uint32_t own,
                                    int64_t o0, int64_t nb, float *buf) {
   const mp_btensor *w = op_in(c, 1);
   int64_t per = op_count(w) / w->shape.dims[0];
-  return op_widen_range(c, t, own, o0 * per, nb * per, buf);
+  return op_widen_range(c, t, own, 1, o0 * per, nb * per, buf);
 }
 
 /* ---- Conv and ConvTranspose --------------------------------------------- */
@@ -822,11 +942,11 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
  * the head computes that channel alone (the kernel's own per-channel loop,
  * so the same bits) into y's plane, and the epilogue runs over the plane
  * reading the copy. The workspace holds one plane, not the whole output.
- * buf: where a group's input (px NULL) or a channel's weight (pw NULL) is
- * widened, when the prologue is widened a part at a time. */
+ * A group's input is widened into xbuf when px is NULL (op_conv_xgroups),
+ * a channel's weight into wbuf when pw is NULL (op_conv_panels). */
 static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
-                               const mp_kconv *k, const void *px,
-                               const void *pw, float *buf, const void *pb,
+                               const mp_kconv *k, const void *px, float *xbuf,
+                               const void *pw, float *wbuf, const void *pb,
                                const mp_btensor *y, void *out) {
   bool f32 = y->dtype == MP_KD_F32;
   size_t es = mp_kd_size(y->dtype), xes = f32 ? 4 : 1;
@@ -849,11 +969,13 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
       int64_t x0 = (bi * k->c + oc / mg * cg) * pin;
       const char *xp = (const char *)px + (size_t)x0 * xes;
       if (!px) { /* op_conv_xgroups: the group's input, once per group */
-        if (oc % mg == 0) (void)op_widen_range(c, t, own, x0, cg * pin, buf);
-        xp = (const char *)buf;
+        if (oc % mg == 0)
+          (void)op_widen_range(c, t, own, 0, x0, cg * pin, xbuf);
+        xp = (const char *)xbuf;
       }
-      const char *wp = pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
-                          : (const char *)op_weight_rows(c, t, own, oc, 1, buf);
+      const char *wp =
+          pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
+             : (const char *)op_weight_rows(c, t, own, oc, 1, wbuf);
       memcpy(saved, yp, bytes);
       if (f32) {
         OP_K(conv_f32)(&one, (const float *)(const void *)xp,
@@ -871,35 +993,49 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
-/* A Conv under op_conv_panels: each panel of output channels (within one
- * group) widened, then convolved alone for every batch, its outputs
- * written into their channels of y. */
-static void op_run_conv_panels(op_ctx *c, const op_tail *t, uint32_t own,
-                               const mp_kconv *k, const void *px, float *wbuf,
-                               const void *pb, void *py) {
+/* Output channels [o0, o1) of batch bi, each panel of op_conv_panels
+ * (within one group) widened into wbuf and convolved alone, the kernel
+ * given one group: x is the input of o0's group (its first channel). */
+static void op_conv_wpanels(op_ctx *c, const op_tail *t, uint32_t own,
+                            const mp_kconv *k, int64_t bi, int64_t o0,
+                            int64_t o1, const float *x, float *wbuf,
+                            const void *pb, void *py) {
   int64_t pout = k->out[0] * k->out[1] * k->out[2];
   int64_t pin = k->in[0] * k->in[1] * k->in[2];
   int64_t cg = k->c / k->group, mg = k->m / k->group;
-  int64_t nb = op_conv_panel_ch(op_in(c, 1));
+  int64_t nb = op_conv_panel_ch(op_in(c, 1)), g0 = o0 / mg;
   mp_kconv one = *k;
   one.n = 1, one.group = 1, one.c = cg;
-  for (int64_t o0 = 0; o0 < k->m; o0 += one.m) {
-    int64_t left = mg - o0 % mg;
+  for (int64_t oc = o0; oc < o1; oc += one.m) {
+    int64_t left = mg - oc % mg;
     one.m = nb < left ? nb : left;
-    const float *w = op_weight_rows(c, t, own, o0, one.m, wbuf);
-    for (int64_t bi = 0; bi < k->n; bi++) {
-      const float *x = (const float *)px + (bi * k->c + o0 / mg * cg) * pin;
-      OP_K(conv_f32)(&one, x, w, pb ? (const float *)pb + o0 : NULL,
-                     (float *)py + (bi * k->m + o0) * pout, c->ws);
-    }
+    if (one.m > o1 - oc) one.m = o1 - oc;
+    const float *w = op_weight_rows(c, t, own, oc, one.m, wbuf);
+    OP_K(conv_f32)(&one, x + (oc / mg - g0) * cg * pin, w,
+                   pb ? (const float *)pb + oc : NULL,
+                   (float *)py + (bi * k->m + oc) * pout, c->ws);
+  }
+}
+
+/* A Conv under op_conv_panels whose X is f32 (px): every panel for every
+ * batch. */
+static void op_run_conv_panels(op_ctx *c, const op_tail *t, uint32_t own,
+                               const mp_kconv *k, const void *px, float *wbuf,
+                               const void *pb, void *py) {
+  int64_t pin = k->in[0] * k->in[1] * k->in[2];
+  for (int64_t bi = 0; bi < k->n; bi++) {
+    op_conv_wpanels(c, t, own, k, bi, 0, k->m,
+                    (const float *)px + bi * k->c * pin, wbuf, pb, py);
   }
 }
 
 /* A grouped Conv under op_conv_xgroups: for each batch, each panel of
- * groups' input widened, then convolved alone into its output channels. */
+ * groups' input widened, then convolved alone into its output channels,
+ * with the whole weight (pw) or its panels (op_conv_wpanels). */
 static void op_run_conv_xgroups(op_ctx *c, const op_tail *t, uint32_t own,
                                 const mp_kconv *k, int64_t xg, float *xbuf,
-                                const void *pw, const void *pb, void *py) {
+                                const void *pw, float *wbuf, const void *pb,
+                                void *py) {
   int64_t pout = k->out[0] * k->out[1] * k->out[2];
   int64_t pin = k->in[0] * k->in[1] * k->in[2];
   int64_t ks = k->k[0] * k->k[1] * k->k[2];
@@ -910,10 +1046,64 @@ static void op_run_conv_xgroups(op_ctx *c, const op_tail *t, uint32_t own,
     for (int64_t g0 = 0; g0 < k->group; g0 += one.group) {
       one.group = xg < k->group - g0 ? xg : k->group - g0;
       one.c = one.group * cg, one.m = one.group * mg;
-      op_widen_range(c, t, own, (bi * k->c + g0 * cg) * pin, one.c * pin, xbuf);
+      op_widen_range(c, t, own, 0, (bi * k->c + g0 * cg) * pin, one.c * pin,
+                     xbuf);
+      if (!pw) {
+        op_conv_wpanels(c, t, own, k, bi, g0 * mg, (g0 + one.group) * mg, xbuf,
+                        wbuf, pb, py);
+        continue;
+      }
       OP_K(conv_f32)(&one, xbuf, (const float *)pw + g0 * mg * cg * ks,
                      pb ? (const float *)pb + g0 * mg : NULL,
                      (float *)py + (bi * k->m + g0 * mg) * pout, c->ws);
+    }
+  }
+}
+
+/* A Conv of one group under op_conv_band: for each batch, each band of
+ * output rows along axis j reads input rows [lo, hi) of every input
+ * channel, widened into xbuf ([C][hi - lo][xin]); the kernel then runs on
+ * that band as its input (its pad along j the distance from the band's
+ * first input row to its first output row's first tap) into ybuf, mch
+ * channels at a time (a weight panel's when pw is NULL), and each
+ * channel's rows go to their place in y. */
+static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
+                              const mp_kconv *k, const op_band *b, float *xbuf,
+                              float *ybuf, const float *pw, float *wbuf,
+                              const void *pb, void *py) {
+  int j = b->j;
+  int64_t pout = k->out[0] * k->out[1] * k->out[2];
+  int64_t pin = k->in[0] * k->in[1] * k->in[2];
+  int64_t ks = k->k[0] * k->k[1] * k->k[2];
+  int64_t ext = k->dil[j] * (k->k[j] - 1) + 1, s = k->stride[j];
+  mp_kconv q = *k;
+  q.n = 1;
+  for (int64_t bi = 0; bi < k->n; bi++) {
+    for (int64_t o0 = 0; o0 < k->out[j]; o0 += q.out[j]) {
+      q.out[j] = b->rows < k->out[j] - o0 ? b->rows : k->out[j] - o0;
+      int64_t first = o0 * s - k->pad[j];
+      int64_t lo = first < 0 ? 0 : first > k->in[j] ? k->in[j] : first;
+      int64_t hi = first + (q.out[j] - 1) * s + ext;
+      if (hi > k->in[j]) hi = k->in[j];
+      if (hi < lo) hi = lo;
+      q.in[j] = hi - lo;
+      q.pad[j] = lo - first;
+      int64_t bin = q.in[j] * b->xin, bout = q.out[j] * b->yin;
+      for (int64_t ch = 0; ch < k->c; ch++) {
+        (void)op_widen_range(c, t, own, 0, (bi * k->c + ch) * pin + lo * b->xin,
+                             bin, xbuf + ch * bin);
+      }
+      for (int64_t m0 = 0; m0 < k->m; m0 += q.m) {
+        q.m = b->mch < k->m - m0 ? b->mch : k->m - m0;
+        const float *w =
+            pw ? pw + m0 * k->c * ks : op_weight_rows(c, t, own, m0, q.m, wbuf);
+        OP_K(conv_f32)(&q, xbuf, w, pb ? (const float *)pb + m0 : NULL, ybuf,
+                       c->ws);
+        for (int64_t i = 0; i < q.m; i++) {
+          memcpy((float *)py + (bi * k->m + m0 + i) * pout + o0 * b->yin,
+                 ybuf + i * bout, (size_t)bout * 4);
+        }
+      }
     }
   }
 }
@@ -929,24 +1119,31 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   int64_t m = y->shape.dims[1];
   mp_kconv k;
   op_kconv(&p, &x->shape, &y->shape, m, &k);
-  /* X widened a panel of groups (xg) or the weight a panel of output
-   * channels (panels) at a time in buf, or either whole */
+  /* X widened a panel of groups (xg) or a band of rows (band) at a time,
+   * the weight a panel of output channels (panels), in their buffers; or
+   * either whole */
+  op_band band;
   int64_t per, xg = op_conv_xgroups(c, &t, &per);
+  bool banded = op_conv_band(c, &t, own, &band);
   bool panels = op_conv_panels(c, &t);
-  float *buf = op_widen_take(c, &t, own);
-  const void *px = xg ? NULL : op_run_prologue(c, &t, own, 0);
+  float *xbuf = op_widen_take(c, &t, own, 0);
+  float *wbuf = op_widen_take(c, &t, own, 1);
+  float *ybuf = banded ? op_ws_take(c, band.mch * band.rows * band.yin) : NULL;
+  const void *px = xg || banded ? NULL : op_run_prologue(c, &t, own, 0);
   const void *pw = panels ? NULL : op_run_prologue(c, &t, own, 1);
   const void *pb = own == 3 ? op_pin(c, 2) : NULL;
   void *out = op_pout(c, 0);
   if (!transpose && op_epi_aliased(c, &t, own, y)) {
-    op_run_conv_planes(c, &t, own, &k, px, pw, buf, pb, y, out);
+    op_run_conv_planes(c, &t, own, &k, px, xbuf, pw, wbuf, pb, y, out);
     return true;
   }
   void *py = op_head_out(c, &t, own, y, out);
-  if (panels) {
-    op_run_conv_panels(c, &t, own, &k, px, buf, pb, py);
+  if (banded) {
+    op_run_conv_bands(c, &t, own, &k, &band, xbuf, ybuf, pw, wbuf, pb, py);
   } else if (xg) {
-    op_run_conv_xgroups(c, &t, own, &k, xg, buf, pw, pb, py);
+    op_run_conv_xgroups(c, &t, own, &k, xg, xbuf, pw, wbuf, pb, py);
+  } else if (panels) {
+    op_run_conv_panels(c, &t, own, &k, px, wbuf, pb, py);
   } else if (transpose) {
     mp_k_conv_transpose_f32(&k, px, pw, pb, py);
   } else if (y->dtype == MP_KD_F32) {
@@ -1023,7 +1220,7 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
   rd_tail(&r, &t);
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   uint32_t nh = p.horiz ? (uint32_t)p.horiz : 1;
-  if (p.horiz && (t.n_epi || t.pro_kind)) {
+  if (p.horiz && (t.n_epi || t.n_pro)) {
     return op_fail(c, "a horizontal fusion carries no prologue or epilogue");
   }
   if (c->op->n_out != nh)
@@ -1159,58 +1356,62 @@ static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
  * at a time into the workspace (op_panels): each panel of the product is
  * computed alone, every element the same sum in the same order as in the
  * whole product (the kernels' invariant 1), and copied into its columns
- * of y. When an epilogue operand lives in y's buffer (aliased), the rows go
- * in blocks of op_panel_rows: a block's product is assembled panel by
- * panel in the workspace, then each of its rows is written over the
- * operand's row with the epilogue reading a saved copy (op_gemm_rows'
- * way), so the workspace holds a panel of W, a block of rows and a row. */
+ * of y. The rows go in blocks (op_panels_rb) when A's prologue widens A
+ * a block at a time, or when an epilogue operand lives in y's buffer
+ * (aliased): then a block's product is assembled panel by panel in the
+ * workspace, and each of its rows is written over the operand's row with
+ * the epilogue reading a saved copy (op_gemm_rows' way). The workspace
+ * holds a panel of W, a panel of the product, a block of A, and when
+ * aliased a block of rows and a row twice. */
 static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
-                               const op_gemmp *p, bool tb, const float *pa,
-                               const mp_btensor *y, char *py, bool aliased) {
+                               const op_gemmp *p, bool tb, const mp_btensor *y,
+                               char *py, bool aliased) {
   const mp_btensor *a = op_in(c, 0), *w = op_in(c, 1);
-  const mp_btensor *s = op_in(c, own + t->extras);
+  const mp_btensor *s = op_in(c, op_pro_at(t, own, 1, 0));
   const mp_btensor *ct = own == 3 ? op_in(c, 2) : NULL;
   const float *pc = ct ? (const float *)op_pin(c, 2) : NULL;
   int64_t k, n, nc = op_panel_cols(w, tb, &k, &n);
   int64_t m = a->shape.dims[a->shape.rank - 2];
   mp_kgemm g = {0, 0, k, false, tb, p->alpha, p->beta, 0, 0, 0};
   op_gemm_cstrides(ct, m, n, &g.c_rs, &g.c_cs);
-  int64_t rb = aliased ? op_panel_rows(n, m) : m;
+  int64_t rb = op_panels_rb(t, aliased, m, n, k);
+  bool blocked = rb > 0;
+  if (!blocked) rb = m;
   int64_t per = m > 0 ? (m + rb - 1) / rb : 0; /* row blocks per batch */
   uint32_t br = a->shape.rank - 2;             /* A's leading dims, y's too */
   int64_t batches = 1;                         /* (K may be 0) */
   for (uint32_t d = 0; d < br; d++) batches *= a->shape.dims[d];
-  int axis = (int)(t->pro_axis < 0 ? t->pro_axis + 2 : t->pro_axis);
-  size_t wbytes = ((size_t)(k * nc) * 4 + 63) / 64 * 64;
-  size_t ybytes = ((size_t)(rb * nc) * 4 + 63) / 64 * 64;
-  size_t bbytes = ((size_t)(rb * n) * 4 + 63) / 64 * 64;
-  size_t row = (size_t)n * 4, rbytes = (row + 63) / 64 * 64;
-  float *wp = (float *)(void *)c->ws;
-  float *yp = (float *)(void *)(c->ws + wbytes);
-  char *blk = (char *)c->ws + wbytes + ybytes;
-  char *saved = blk + bbytes, *kept = saved + rbytes;
-  c->ws += wbytes + ybytes + (aliased ? bbytes + 2 * rbytes : 0);
+  const float *pa = t->pro[0].kind ? NULL : (const float *)op_pin(c, 0);
+  float *wp = op_ws_take(c, k * nc), *yp = op_ws_take(c, rb * nc);
+  float *abuf = pa ? NULL : op_ws_take(c, rb * k);
+  char *blk = aliased ? (char *)op_ws_take(c, rb * n) : NULL;
+  char *saved = aliased ? (char *)op_ws_take(c, n) : NULL;
+  char *kept = aliased ? (char *)op_ws_take(c, n) : NULL;
+  size_t row = (size_t)n * 4;
   int64_t idx[MP_K_MAX_RANK] = {0};
-  /* not aliased: each panel once, for every batch; aliased: the panels
+  /* not blocked: each panel once, for every batch; blocked: the panels
    * again for each block of rows */
-  int64_t blocks = aliased ? batches * per : 1;
+  int64_t blocks = blocked ? batches * per : 1;
   for (int64_t bk = 0; bk < blocks; bk++) {
-    int64_t b0 = aliased ? bk / per : 0, b1 = aliased ? b0 + 1 : batches;
-    int64_t r0 = aliased ? bk % per * rb : 0;
+    int64_t b0 = blocked ? bk / per : 0, b1 = blocked ? b0 + 1 : batches;
+    int64_t r0 = blocked ? bk % per * rb : 0;
     int64_t nr = m - r0 < rb ? m - r0 : rb;
+    if (abuf)
+      (void)op_widen_range(c, t, own, 0, (b0 * m + r0) * k, nr * k, abuf);
     for (int64_t c0 = 0; c0 < n; c0 += nc) {
       int64_t cols = n - c0 < nc ? n - c0 : nc;
       if (tb) {
         (void)op_weight_rows(c, t, own, c0, cols, wp);
       } else {
         OP_K(dequantize_cols)(
-            k, n, c0, cols, axis, t->pro_kind == 3 ? t->pro_block : 0, w->dtype,
-            op_pin(c, 1), op_pin(c, own + t->extras), (int)op_count(s),
-            op_pin(c, own + t->extras + 1), wp);
+            k, n, c0, cols, (int)op_pro_axis(t, 1, w),
+            t->pro[1].kind == 3 ? t->pro[1].block : 0, w->dtype, op_pin(c, 1),
+            op_pin(c, op_pro_at(t, own, 1, 0)), (int)op_count(s),
+            op_pin(c, op_pro_at(t, own, 1, 1)), wp);
       }
       g.m = nr, g.n = cols;
       for (int64_t b = b0; b < b1; b++) {
-        OP_K(gemm_f32)(&g, pa + (b * m + r0) * k, wp,
+        OP_K(gemm_f32)(&g, abuf ? abuf : pa + (b * m + r0) * k, wp,
                        pc ? pc + r0 * g.c_rs + c0 * g.c_cs : NULL, yp);
         for (int64_t r = 0; r < nr; r++) {
           char *to = aliased ? blk + (size_t)(r * n + c0) * 4
@@ -1219,7 +1420,7 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
         }
       }
     }
-    if (!aliased) break;
+    if (!aliased) continue;
     /* the block's rows over the operand's, the epilogue reading a copy */
     int64_t rest = b0;
     for (uint32_t d = br; d-- > 0;) {
@@ -1248,7 +1449,7 @@ static void op_gemm_arows(op_ctx *c, const op_tail *t, uint32_t own,
   op_gemm_cstrides(ct, m, n, &g.c_rs, &g.c_cs);
   for (int64_t r0 = 0; r0 < m; r0 += g.m) {
     g.m = arb < m - r0 ? arb : m - r0;
-    (void)op_widen_range(c, t, own, a0 + r0 * k, g.m * k, abuf);
+    (void)op_widen_range(c, t, own, 0, a0 + r0 * k, g.m * k, abuf);
     OP_K(gemm_f32)(&g, abuf, b, pc ? (const float *)pc + r0 * g.c_rs : NULL,
                    (float *)y + r0 * n);
   }
@@ -1267,19 +1468,20 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
     own = op_own(c, &t);
   }
   const mp_btensor *a = op_in(c, 0);
+  bool tb;
+  if (!p.horiz && op_panels(c, &t, own, &tb)) {
+    const mp_btensor *y = op_out(c, 0);
+    bool aliased = op_epi_aliased(c, &t, own, y);
+    char *py = op_pout(c, 0);
+    op_run_gemm_panels(c, &t, own, &p, tb, y, py, aliased);
+    if (!aliased) op_run_epilogue(c, &t, own, y, py);
+    return true;
+  }
   int64_t arb = op_arows(c, &t, own); /* A a block of rows at a time */
-  float *abuf = op_widen_take(c, &t, own);
+  float *abuf = op_widen_take(c, &t, own, 0);
   const void *pa = arb ? NULL : op_run_prologue(c, &t, own, 0);
   for (uint32_t h = 0; h < nh; h++) {
     const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
-    bool tb;
-    if (!p.horiz && op_panels(c, &t, own, &tb)) {
-      bool aliased = op_epi_aliased(c, &t, own, y);
-      char *py = op_pout(c, h);
-      op_run_gemm_panels(c, &t, own, &p, tb, (const float *)pa, y, py, aliased);
-      if (!aliased) op_run_epilogue(c, &t, own, y, py);
-      continue;
-    }
     uint32_t ci = p.horiz ? 1 + nh + h : 2;
     const mp_btensor *ct = gemm && own > 1 + nh ? op_in(c, ci) : NULL;
     const void *pb =
@@ -3118,22 +3320,24 @@ static bool op_dispatch(op_ctx *c, bool run) {
 #ifdef MPLAN_RVV
 /* The fused prologue and epilogue steps have vector kernels too. */
 static bool op_vec_tail(const op_ctx *c, const op_tail *t, int dtype) {
-  if (t->pro_kind == 2) return false; /* Cast */
-  if (t->pro_kind == 1 || t->pro_kind == 3) {
+  uint32_t own = op_own(c, t);
+  for (uint32_t k = 0; k < 2; k++) {
+    if (t->pro[k].kind == 2) return false; /* Cast */
+    if (!op_dq(&t->pro[k])) continue;
     /* a MatMul's or Gemm's weight dequantized in panels of columns
      * (op_run_gemm_panels), a Conv's or a transposed Gemm weight's in
      * panels of rows (op_widen_range: the dequantize kernel or the range
+     * kernel), an input per tensor in parts or whole (the dequantize
      * kernel), or whole (blocked: on the scalar kernel) */
-    const mp_btensor *x = op_in(c, t->pro_input);
-    uint32_t own = op_own(c, t);
-    bool tb = false, panels = op_panels(c, t, own, &tb);
-    bool rows = (panels && tb) || op_conv_panels(c, t);
-    if (!x ||
-        (rows     ? !(op_widen_whole(c, t, own)
-                          ? mp_kv_dequantize_vector(x->dtype)
-                          : mp_kv_dequantize_cols_vector(x->dtype))
-         : panels ? !mp_kv_dequantize_cols_vector(x->dtype)
-                  : t->pro_kind == 3 || !mp_kv_dequantize_vector(x->dtype))) {
+    const mp_btensor *x = op_in(c, k);
+    bool tb = false, panels = k == 1 && op_panels(c, t, own, &tb);
+    bool rows = (panels && tb) || (k == 1 && op_conv_panels(c, t));
+    if (!x || (rows     ? !(op_widen_whole(c, t, own, k)
+                                ? mp_kv_dequantize_vector(x->dtype)
+                                : mp_kv_dequantize_cols_vector(x->dtype))
+               : panels ? !mp_kv_dequantize_cols_vector(x->dtype)
+                        : t->pro[k].kind == 3 ||
+                              !mp_kv_dequantize_vector(x->dtype))) {
       return false;
     }
   }
@@ -3346,7 +3550,7 @@ bool mp_rt_op_vector(const mp_bundle *b, size_t step) {
  * Conv's DequantizeLinear prologue and its zero point) or by whole tensors (the
  * views and copies): every other kernel computes addresses in bytes. */
 static bool op_check_nibbles(op_ctx *c) {
-  uint32_t pro = UINT32_MAX, zp = UINT32_MAX;
+  uint32_t pro[2] = {UINT32_MAX, UINT32_MAX}, zp[2] = {UINT32_MAX, UINT32_MAX};
   if (c->op->kernel == MP_BOP_MATMUL || c->op->kernel == MP_BOP_GEMM ||
       c->op->kernel == MP_BOP_CONV) {
     op_rd r = op_reader(c);
@@ -3359,9 +3563,11 @@ static bool op_check_nibbles(op_ctx *c) {
       rd_conv(&r, &q);
     }
     rd_tail(&r, &t);
-    if (!r.bad && (t.pro_kind == 1 || t.pro_kind == 3)) {
-      pro = t.pro_input;
-      zp = op_own(c, &t) + t.extras + 1;
+    for (uint32_t k = 0; k < 2 && !r.bad; k++) {
+      if (op_dq(&t.pro[k])) {
+        pro[k] = k;
+        zp[k] = op_pro_at(&t, op_own(c, &t), k, 1);
+      }
     }
   }
   switch (c->op->kernel) {
@@ -3378,7 +3584,8 @@ static bool op_check_nibbles(op_ctx *c) {
   for (uint32_t k = 0; k < c->op->n_in + c->op->n_out; k++) {
     const mp_btensor *t =
         k < c->op->n_in ? op_in(c, k) : op_out(c, k - c->op->n_in);
-    if (t && mp_kd_bits(t->dtype) == 4 && k != pro && k != zp) {
+    if (t && mp_kd_bits(t->dtype) == 4 && k != pro[0] && k != pro[1] &&
+        k != zp[0] && k != zp[1]) {
       return op_fail(c, "'%s' is %s, which this kernel does not address",
                      t->name, mp_kd_name(t->dtype));
     }

@@ -15,8 +15,9 @@
  *   1. The intermediate is an activation (no graph output) with one
  *      reader, the head, which reads it once.
  *   2. The head is a MatMul, Gemm or Conv with no mplan.prologue and no
- *      mplan.horizontal (one prologue per op, on a single product); or,
- *      for a Resize, an Add, Sub, Mul or Div with no mplan.* attribute.
+ *      mplan.horizontal (its prologues are chosen once, on a single
+ *      product); or, for a Resize, an Add, Sub, Mul or Div with no
+ *      mplan.* attribute.
  *   3. DequantizeLinear to f32 with an f32 scale (an f16 DequantizeLinear
  *      rounds its result to f16, which the head's f32 widening would not):
  *      per tensor (a one-element scale, no block_size);
@@ -33,10 +34,12 @@
  *   4. Cast: widening (the element grows) to the head's output dtype, so
  *      the target type is the head's own.
  *   5. Only the product's operands (input 0 or 1) qualify. When both
- *      do (one prologue per op), one the runtime widens a panel at a time
- *      goes before one it widens whole into its workspace, which would
- *      only move those bytes out of the arena (ab_panels); then the larger
- *      intermediate; ties go to input 0.
+ *      do and the runtime widens each a part at a time (ab_panels), both
+ *      are absorbed (a QDQ Conv's or MatMul's activation and weight: two
+ *      entries, mplan.prologue "DequantizeLinear:0,DequantizeLinear:1").
+ *      Otherwise one: widening a tensor whole into the workspace only
+ *      moves its bytes out of the arena, so one widened a part at a time
+ *      goes first, then the larger intermediate; ties go to input 0.
  *   6. Resize: mode nearest, no antialias, no axes; its output has the
  *      head's output shape (the other operand broadcasts to it as
  *      before); every axis grows by a whole factor f_d = out_d / in_d;
@@ -114,72 +117,101 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   return NULL;
 }
 
-static mp_status ab_apply(pass_ctx *c, uint32_t head, uint32_t k,
-                          const char *kind, mp_error *err) {
+/* Absorbs the producers of head inputs ks[0..n) (n = 1 or 2, ks
+ * increasing) of kinds kinds[]: one mplan.prologue entry each, in that
+ * order, and each DequantizeLinear's scale and zero point appended in the
+ * same order (with two of them, every zero point has its slot, -1 when
+ * absent; alone, an absent one is omitted). */
+static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
+                          const char *const *kinds, uint32_t n, mp_error *err) {
   const mp_graph *g = c->g;
   const rw_op *h = &c->rw->ops[head];
-  int32_t y = h->inputs[k];
-  const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
-  const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
-  bool dq = strcmp(kind, "DequantizeLinear") == 0;
-  uint32_t own = h->n_inputs;
+  const mp_op *d[2];
+  const mp_tensor *yt[2];
+  uint32_t own = h->n_inputs, extra = 0, n_dq = 0;
   if ((strcmp(h->type, "Conv") == 0 || strcmp(h->type, "Gemm") == 0) &&
       own < 3) {
     own = 3;
   }
-  uint32_t extra = dq ? (d->n_inputs >= 3 && d->inputs[2] >= 0 ? 2 : 1) : 0;
+  for (uint32_t j = 0; j < n; j++) {
+    yt[j] = mp_graph_tensor(g, (size_t)h->inputs[ks[j]]);
+    d[j] = mp_graph_op(g, (size_t)yt[j]->producer);
+    n_dq += strcmp(kinds[j], "DequantizeLinear") == 0;
+  }
+  for (uint32_t j = 0; j < n; j++) {
+    if (strcmp(kinds[j], "DequantizeLinear") != 0) continue;
+    bool zp = d[j]->n_inputs >= 3 && d[j]->inputs[2] >= 0;
+    extra += zp || n_dq > 1 ? 2 : 1;
+  }
   int32_t *in = rw_alloc(c->rw, own + extra, sizeof *in, err);
   if (!in) return MP_ERR_NOMEM;
   for (uint32_t j = 0; j < own; j++) {
     in[j] = j < h->n_inputs ? h->inputs[j] : -1;
   }
-  in[k] = d->inputs[0];
-  for (uint32_t j = 0; j < extra; j++) in[own + j] = d->inputs[1 + j];
-  char value[64];
-  snprintf(value, sizeof value, "%s:%u", kind, k);
+  char value[96] = "";
+  uint32_t at = own;
+  for (uint32_t j = 0; j < n; j++) {
+    in[ks[j]] = d[j]->inputs[0];
+    size_t len = strlen(value);
+    snprintf(value + len, sizeof value - len, "%s%s:%u", j ? "," : "", kinds[j],
+             ks[j]);
+    if (strcmp(kinds[j], "DequantizeLinear") != 0) continue;
+    bool zp = d[j]->n_inputs >= 3 && d[j]->inputs[2] >= 0;
+    in[at++] = d[j]->inputs[1];
+    if (zp || n_dq > 1) in[at++] = zp ? d[j]->inputs[2] : -1;
+  }
   mp_attr a = {.name = "mplan.prologue", .kind = MP_ATTR_STRING, .s = value};
   mp_status st = rw_set_inputs(c->rw, head, in, own + extra, err);
   if (st == MP_OK) st = rw_set_attr(c->rw, head, &a, err);
-  const mp_tensor *scale = dq ? mp_graph_tensor(g, (size_t)d->inputs[1]) : NULL;
-  if (st == MP_OK && scale &&
-      (scale->bytes != mp_dtype_size(scale->dtype) ||
-       pass_attr_int(d, "block_size", 0) != 0)) {
-    /* rule 3: per axis or blocked (the shape rule checked the scale) */
-    const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
-    int64_t axis = pass_attr_int(d, "axis", 1);
+  for (uint32_t j = 0; j < n && st == MP_OK; j++) {
+    if (strcmp(kinds[j], "DequantizeLinear") != 0) continue;
+    const mp_tensor *scale = mp_graph_tensor(g, (size_t)d[j]->inputs[1]);
+    if (scale->bytes == mp_dtype_size(scale->dtype) &&
+        pass_attr_int(d[j], "block_size", 0) == 0) {
+      continue;
+    }
+    /* rule 3: per axis or blocked, input 1 only (the shape rule checked
+     * the scale) */
+    const mp_tensor *x = mp_graph_tensor(g, (size_t)d[j]->inputs[0]);
+    int64_t axis = pass_attr_int(d[j], "axis", 1);
     mp_attr ax = {.name = "mplan.p.axis",
                   .kind = MP_ATTR_INT,
                   .i = axis < 0 ? axis + (int64_t)x->rank : axis};
     mp_attr bl = {.name = "mplan.p.block",
                   .kind = MP_ATTR_INT,
-                  .i = pass_attr_int(d, "block_size", 0)};
+                  .i = pass_attr_int(d[j], "block_size", 0)};
     st = rw_set_attr(c->rw, head, &ax, err);
     if (st == MP_OK && bl.i > 0) st = rw_set_attr(c->rw, head, &bl, err);
   }
-  if (st != MP_OK) return st;
-  rw_kill(c->rw, (uint32_t)yt->producer);
-  size_t saved = 0;
-  (void)mp_size_mul(yt->bytes, 2, &saved);
-  mp_fusion f = {.kind = MP_FUSION_PROLOGUE,
-                 .op = h->name,
-                 .head_type = h->type,
-                 .absorbed = kind,
-                 .absorbed_ops = d->name,
-                 .intermediates = yt->name,
-                 .steps = 1,
-                 .intermediate_bytes = yt->bytes,
-                 .saved_bytes = saved,
-                 .at_peak = c->at_peak[y],
-                 .spills = -1};
-  pass_tally(c, kind);
-  return pass_fusion(c, &f, err);
+  for (uint32_t j = 0; j < n && st == MP_OK; j++) {
+    rw_kill(c->rw, (uint32_t)yt[j]->producer);
+    size_t saved = 0;
+    (void)mp_size_mul(yt[j]->bytes, 2, &saved);
+    mp_fusion f = {.kind = MP_FUSION_PROLOGUE,
+                   .op = h->name,
+                   .head_type = h->type,
+                   .absorbed = kinds[j],
+                   .absorbed_ops = d[j]->name,
+                   .intermediates = yt[j]->name,
+                   .steps = 1,
+                   .intermediate_bytes = yt[j]->bytes,
+                   .saved_bytes = saved,
+                   .at_peak = c->at_peak[h->inputs[ks[j]]],
+                   .spills = -1};
+    pass_tally(c, kinds[j]);
+    st = pass_fusion(c, &f, err);
+  }
+  return st;
 }
 
 /* Rule 5: whether the runtime widens head input k under a prologue of
  * kind a panel at a time (runtime/ops.c): a DequantizeLinear'd weight of
  * a MatMul or Gemm (a matrix) or a Conv; A of a MatMul or a Gemm (not
  * transposed), a block of rows; X of a grouped Conv, a panel of groups.
- * Otherwise the whole f32 tensor is in its workspace. */
+ * X of a Conv, a panel of groups (group > 1) or a band of output rows
+ * (one group; whole when an epilogue operand ends up in the output's
+ * buffer, which the inplace pass decides later). Otherwise the whole f32
+ * tensor is in its workspace. */
 static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k,
                       const char *kind) {
   bool mm = strcmp(h->type, "MatMul") == 0, gemm = strcmp(h->type, "Gemm") == 0;
@@ -190,7 +222,7 @@ static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k,
            (((mm || gemm) && x->rank == 2) || conv);
   }
   if (mm || gemm) return x->rank >= 2 && pass_attr_int(h, "transA", 0) == 0;
-  return conv && pass_attr_int(h, "group", 1) > 1;
+  return conv;
 }
 
 mp_status pass_absorb(pass_ctx *c, mp_error *err) {
@@ -198,23 +230,30 @@ mp_status pass_absorb(pass_ctx *c, mp_error *err) {
   for (uint32_t o = 0; st == MP_OK && o < mp_graph_op_count(c->g); o++) {
     const mp_op *h = mp_graph_op(c->g, o);
     if (!ab_head(h) && !pass_upsample_binary(h)) continue;
-    const char *best_kind = NULL;
-    uint32_t best = 0;
-    size_t best_bytes = 0;
-    bool best_panels = false;
+    const char *kinds[2] = {NULL, NULL};
+    size_t bytes[2] = {0, 0};
+    bool panels[2] = {false, false};
     /* The product's own operands only (X and W, A and B): the inputs an
      * epilogue added are not what the head multiplies. */
     for (uint32_t k = 0; k < 2 && k < h->n_inputs; k++) {
-      const char *kind = ab_kind(c, o, k);
-      if (!kind) continue;
-      size_t bytes = mp_graph_tensor(c->g, (size_t)h->inputs[k])->bytes;
-      bool panels = !pass_upsample_binary(h) && ab_panels(c->g, h, k, kind);
-      if (!best_kind || panels > best_panels ||
-          (panels == best_panels && bytes > best_bytes)) {
-        best_kind = kind, best = k, best_bytes = bytes, best_panels = panels;
-      }
+      kinds[k] = ab_kind(c, o, k);
+      if (!kinds[k]) continue;
+      bytes[k] = mp_graph_tensor(c->g, (size_t)h->inputs[k])->bytes;
+      panels[k] = !pass_upsample_binary(h) && ab_panels(c->g, h, k, kinds[k]);
     }
-    if (best_kind) st = ab_apply(c, o, best, best_kind, err);
+    uint32_t ks[2] = {0, 0}, n = 0;
+    if (kinds[0] && kinds[1] && panels[0] && panels[1]) {
+      ks[0] = 0, ks[1] = 1, n = 2; /* rule 5: both a part at a time */
+    } else if (kinds[0] || kinds[1]) {
+      uint32_t k = !kinds[0]                ? 1
+                   : !kinds[1]              ? 0
+                   : panels[0] != panels[1] ? (panels[1] ? 1 : 0)
+                   : bytes[1] > bytes[0]    ? 1
+                                            : 0;
+      ks[0] = k, n = 1;
+    }
+    const char *kk[2] = {kinds[ks[0]], n == 2 ? kinds[1] : NULL};
+    if (n) st = ab_apply(c, o, ks, kk, n, err);
   }
   return st;
 }

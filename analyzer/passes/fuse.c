@@ -111,14 +111,12 @@ static uint32_t fuse_lmul(uint32_t vlen) {
   return vlen ? (FUSE_LOOP_BITS + vlen - 1) / vlen : 1;
 }
 
-/* The trailing inputs of head's DequantizeLinear prologue (scale and an
- * optional zero point, after every other input: absorb rule 3), or 0. */
+/* The trailing inputs of head's DequantizeLinear prologues (each one's
+ * scale and zero point, after every other input: absorb rule 3), or 0. */
 static uint32_t fuse_prologue_tail(const mp_op *op) {
-  const mp_attr *a = mp_op_attr(op, "mplan.prologue");
-  if (!a || a->kind != MP_ATTR_STRING || !a->s ||
-      strncmp(a->s, "DequantizeLinear:", 17) != 0) {
-    return 0;
-  }
+  mp_prologue pe[2];
+  uint32_t n_dq = 0;
+  if (mp_op_prologues(op, pe, &n_dq) <= 0 || n_dq == 0) return 0;
   uint32_t own = strcmp(op->type, "MatMul") == 0 ? 2 : 3;
   return op->n_inputs > own ? op->n_inputs - own : 0;
 }

@@ -86,9 +86,12 @@ typedef enum mp_bt_kind {
  *       pad_begin[3], pad_end[3], output_padding[3], then the head tail
  *   GEMM: trans_a, trans_b, alpha, beta, shift, horizontal, head tail
  *   MATMUL: shift, horizontal, head tail
- *     head tail: prologue kind (0 none, 1 DequantizeLinear, 2 Cast, 3
- *       DequantizeLinear blocked), prologue input, prologue axis, for
- *       kind 3 the block size, epilogue count E, then E entries
+ *     head tail: prologue count P (0 to 2), then P entries of kind (1
+ *       DequantizeLinear, 2 Cast, 3 DequantizeLinear blocked), input (0
+ *       or 1, one entry each at most), axis and for kind 3 the block
+ *       size (each DequantizeLinear's scale and zero point or NONE are
+ *       the last inputs, in the entries' order); epilogue count E, then E
+ *       entries
  *       of 4: code (MP_BEPI_* | op), extra inputs, alpha, beta (TAP:
  *       extra 0, alpha the entry whose input value is the operand)
  *   UNARY: op (mp_kunary), alpha, beta

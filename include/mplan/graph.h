@@ -270,6 +270,19 @@ int64_t mp_graph_opset(const mp_graph *g);
 /* Op's attribute of that name, or NULL. */
 const mp_attr *mp_op_attr(const mp_op *op, const char *name);
 
+/* One entry of an op's mplan.prologue (docs/ir-conventions.md): the
+ * absorbed op's type and the head input it widens. */
+typedef struct mp_prologue {
+  char kind[24];
+  uint32_t input;
+} mp_prologue;
+
+/* The entries of op's mplan.prologue, "<kind>:<i>" separated by commas, at
+ * most two and on distinct inputs: their count (0: none), or -1 when the
+ * attribute is not such a list. *n_dq: how many are DequantizeLinear
+ * (each brings its scale and zero point), when not NULL. */
+int mp_op_prologues(const mp_op *op, mp_prologue out[2], uint32_t *n_dq);
+
 /* Resize's keep_aspect_ratio_policy (opset 18) not_larger (largest
  * false) or not_smaller: the one scale of the axes at[0..n), the least
  * (or greatest) of sizes[k] / dims[at[k]] over the axes whose dim is not

@@ -159,29 +159,51 @@ run 0 compile $df --passes all --order memory -o "$tmp/df.mpk" &&
 # [1, 16, 64, 64], 262,144 B in f32): absorbed, each Conv reads the
 # quantized input, and the fused residual Add writes over its operand.
 # The runtime widens a depthwise or grouped Conv's input a panel of whole
-# groups at a time (4 of 16 channels, 65,536 B) instead of whole: dw2's
-# workspace is that panel, its plane of accumulators and the saved plane
-# of the operand, 98,432 B. Its Conv of one group (c3) reads a quantized
-# input (65,536 B in f32) and a quantized weight (18,432 B): rule 5 takes
-# the weight, which the runtime widens a panel at a time, where the
-# input would be widened whole into the workspace.
+# groups at a time (4 of 16 channels, 65,536 B) instead of whole. Its Conv
+# of one group (c3) reads a quantized input (65,536 B in f32) and a
+# quantized weight (18,432 B): both are widened a part at a time (a band
+# of output rows, a panel of output channels), so rule 5 absorbs both,
+# and the lower bound falls from 458,752 B (the weight's alone) to
+# 409,600 B. c3's workspace is then the largest: a band of 16 output rows
+# reads 18 input rows of its 16 channels (36,864 B), those outputs of its
+# 32 channels (65,536 B), the weight's panel (all of it, 18,432 B) and the
+# kernel's plane of accumulators (4,096 B), each rounded up to 64 B.
 qd=tests/data/passes/qdq_dw.json
 run 0 plan $qd --passes none --order memory && has "$tmp/out" "lower bound 786,432 B"
 run 0 plan $qd --passes all --order memory -o "$tmp/qd.json" &&
-  has "$tmp/out" "786,432 -> 589,824 (-25.0%)" && has "$tmp/out" "DequantizeLinear 4" &&
-  has "$tmp/out" "lower bound 458,752 B"
-[ "$(py "$tmp/qd.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'c3']")" = "[['d3', 'wq3', '', 'ws3']]" ] && ok || bad "qdq_dw: c3 did not take its weight's DequantizeLinear"
+  has "$tmp/out" "786,432 -> 589,824 (-25.0%)" && has "$tmp/out" "DequantizeLinear 5" &&
+  has "$tmp/out" "lower bound 409,600 B"
+[ "$(py "$tmp/qd.json" "[(e['inputs'], e['prologue']) for e in d['execution'] if e['op'] == 'c3']")" = "[(['q3', 'wq3', '', 's3', 'z3', 'ws3', ''], 'DequantizeLinear:0,DequantizeLinear:1')]" ] && ok || bad "qdq_dw: c3 did not take both DequantizeLinears"
 run 0 compile $qd --passes all --order memory -o "$tmp/qd.mpk" &&
-  has "$tmp/out" "workspace 98,432 B (96.12 KiB) for the reference kernels (op 'dw2')"
+  has "$tmp/out" "workspace 125,120 B (122.19 KiB) for the reference kernels (op 'c3')"
 # The same for a MatMul and a Gemm (qdq_mm): A quantized and dequantized
 # ([2, 64, 512] and [96, 512]), absorbed, and widened a block of 32 rows
 # at a time (65,536 B of workspace) where it used to be widened whole
-# (262,144 and 196,608 B): 327,680 -> 131,072 B.
+# (262,144 and 196,608 B): 327,680 -> 131,072 B. mm3 reads a quantized A
+# and a quantized weight: both absorbed, A widened a block of rows at a
+# time and the weight a panel of columns, the panels again for each block.
 qm=tests/data/passes/qdq_mm.json
-run 0 plan $qm --passes all --order memory &&
-  has "$tmp/out" "327,680 -> 131,072 (-60.0%)" && has "$tmp/out" "DequantizeLinear 3"
+run 0 plan $qm --passes all --order memory -o "$tmp/qm.json" &&
+  has "$tmp/out" "327,680 -> 131,072 (-60.0%)" && has "$tmp/out" "DequantizeLinear 4"
+[ "$(py "$tmp/qm.json" "[e['prologue'] for e in d['execution'] if e['op'] == 'mm3']")" = "['DequantizeLinear:0,DequantizeLinear:1']" ] && ok || bad "qdq_mm: mm3 did not take both DequantizeLinears"
 run 0 compile $qm --passes all --order memory -o "$tmp/qm.mpk" &&
-  has "$tmp/out" "workspace 65,600 B (64.06 KiB) for the reference kernels (op 'mm1')"
+  has "$tmp/out" "workspace 82,112 B (80.19 KiB) for the reference kernels (op 'mm3')"
+# QDQ Convs of one group (qdq_conv): the input widened a band of output
+# rows at a time, the weight a panel of output channels. c1 (32 channels
+# of 48 x 40, 3x3): bands of 10 output rows read 12 input rows (61,440 B
+# of f32). c3's weight is f32: its input's DequantizeLinear alone. c5's
+# input rows are 67,200 B each: bands of one output row read three input
+# rows (201,600 B), its outputs 10,080 B, the weight 2,880 B and the
+# accumulator plane 16,800 B, the largest workspace. Both f32 copies
+# leave the arena: 1,008,000 -> 313,440 B.
+qc=tests/data/passes/qdq_conv.json
+run 0 plan $qc --passes none --order memory && has "$tmp/out" "lower bound 1,008,000 B"
+run 0 plan $qc --passes all --order memory -o "$tmp/qc.json" &&
+  has "$tmp/out" "1,008,000 -> 313,440 (-68.9%)" && has "$tmp/out" "DequantizeLinear 9"
+[ "$(py "$tmp/qc.json" "sorted((e['op'], e['prologue']) for e in d['execution'] if e.get('prologue'))")" = "[('c1', 'DequantizeLinear:0,DequantizeLinear:1'), ('c2', 'DequantizeLinear:0,DequantizeLinear:1'), ('c3', 'DequantizeLinear:0'), ('c4', 'DequantizeLinear:0,DequantizeLinear:1'), ('c5', 'DequantizeLinear:0,DequantizeLinear:1')]" ] && ok || bad "qdq_conv: the Convs' prologues"
+[ "$(py "$tmp/qc.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'c2']")" = "[['q1', 'wq2', '', 's1', 'z1', 'ws2', 'wz2']]" ] && ok || bad "qdq_conv: c2's inputs"
+run 0 compile $qc --passes all --order memory -o "$tmp/qc.mpk" &&
+  has "$tmp/out" "workspace 231,552 B (226.12 KiB) for the reference kernels (op 'c5')"
 # The weight-only int4 decoder (models/decoder_int4.json): fuse runs
 # before absorb, on an order that runs each up projection before the SiLU
 # its Mul needs; once absorb gave the MatMuls their prologues, fuse runs

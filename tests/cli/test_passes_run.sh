@@ -25,7 +25,7 @@ python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 1 --darts 0 --seed 2
 for m in mobilenet_v1 mobilenet_v2 resnet50 decoder decoder_int4 darts_3 randwire_2 concat concat_add view_input \
   hfuse_f32 bn_f32 bn_train_f32 sum_f32 sum_i8 sum_reread_i8 sum_late_i8 sum_late_f32 sum_bcast act_f32 act_big rows_f32 rows_rope kv_scatter attn_decomposed attn_chained upsample two_diamonds \
-  upsample_one fold_large dw_epilogue_f32 dw_epilogue_i8 cast_inplace dq4_mlp dq_cnn dq_fc dq_f16 qdq_dw qdq_mm; do
+  upsample_one fold_large dw_epilogue_f32 dw_epilogue_i8 cast_inplace dq4_mlp dq_cnn dq_fc dq_f16 qdq_dw qdq_mm qdq_conv; do
   model=$src/models/$m.json
   [ -f "$tmp/$m.json" ] && model=$tmp/$m.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
@@ -78,6 +78,7 @@ verify "$src/tests/data/passes/dq_cnn.json" --passes all --order memory
 verify "$src/tests/data/passes/dq_fc.json" --passes all --order memory
 verify "$src/tests/data/passes/qdq_dw.json" --passes all --order memory
 verify "$src/tests/data/passes/qdq_mm.json" --passes all --order memory
+verify "$src/tests/data/passes/qdq_conv.json" --passes all --order memory
 verify "$src/models/decoder_int4.json" --passes all --order memory
 verify "$src/models/decoder.json" --passes all --order memory
 verify "$src/tests/data/passes/upsample.onnx.bin" --passes all --order memory
@@ -152,6 +153,9 @@ if [ "$rv64" = 1 ]; then
   # grouped Convs widening their quantized input a panel of groups at a time
   rv64_same "$src/tests/data/passes/qdq_dw.json" 128 all --order memory
   rv64_same "$src/tests/data/passes/qdq_mm.json" 256 all --order memory
+  # Convs of one group widening their quantized input a band of rows at a
+  # time, and their weight a panel of channels
+  rv64_same "$src/tests/data/passes/qdq_conv.json" 128 all --order memory
   verify "$src/tests/data/passes/view_input.json" --passes all --target rv64 \
     --vlen 256
   # a fused depthwise Conv written over its input, on the RVV kernels
@@ -172,9 +176,11 @@ fi
 # where a tapped epilogue runs row by row; and f32q graphs, whose Conv
 # weights are mostly quantized (every dtype and layout the absorb pass
 # takes into a Conv) and whose Convs now and then read an activation
-# quantized and dequantized.
+# quantized and dequantized (both absorbed when the weight is quantized
+# too), also at 72x72, where a 1x1 Conv's input is widened in bands.
 for spec in $(seq 1 40) $(seq 101 112 | sed 's/$/:6:f32/') \
-  $(seq 201 206 | sed 's/$/:72:f32/') $(seq 301 324 | sed 's/$/:6:f32q/'); do
+  $(seq 201 206 | sed 's/$/:72:f32/') $(seq 301 324 | sed 's/$/:6:f32q/') \
+  $(seq 335 338 | sed 's/$/:72:f32q/'); do
   IFS=: read -r s hw dt <<<"$spec"
   python3 "$src/tests/cli/rnd_graph.py" "$s" "$tmp/rg.json" ${hw:-6} ${dt:-i8}
   outputs "$tmp/rg.json" rg.none --passes none || continue

@@ -1361,6 +1361,107 @@ def conv_dq(out, name="test_conv_dq"):
                [tensor("y3", d3, y3), tensor("y4", d4, y4)], opset=21)
 
 
+def qdq_conv(out, name="test_qdq_conv"):
+    """Convs whose activation and weight are both quantized, as QDQ
+    exporters write them (QuantizeLinear then DequantizeLinear before each
+    Conv input), which the absorb pass folds both into the Conv: the input
+    widened a band of output rows at a time, the weight a panel of output
+    channels. c1: uint8 input, int8 weight per output channel, a bias and
+    a Relu; c2: its output requantized to int8, a uint8 weight per tensor
+    with a zero point, stride 2 and uneven pads; c3: a 1-D Conv of 3,000
+    steps of 8 channels (96,000 B of f32: three bands of 1,365 outputs),
+    dilation 2, int8 weight per channel. Inputs sit 0.3 of a step above a quantization level, so no
+    value rounds on a tie; the reference sums in float64, as conv_ref."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    ints = lambda n, vs: ld(5, ld(1, n) + b"".join(vint(8, v) for v in vs) +
+                            vint(20, 7))
+
+    def quant(v, s, z, lo, hi):
+        return min(hi, max(lo, round(f32(v / s)) + z))
+
+    sx, zx = f32(0.02), 10                                         # uint8
+    x = [f32(sx * ((17 * i + 5) % 200 - 10 + 0.3)) for i in range(126)]
+    dx = [f32((quant(v, sx, zx, 0, 255) - zx) * sx) for v in x]     # [1,3,7,6]
+    w1 = [(31 * i + 7) % 255 - 127 for i in range(135)]             # int8 [5,3,3,3]
+    s1 = [f32(0.003 * (k + 1)) for k in range(5)]
+    b1 = [f32(0.1 * k - 0.2) for k in range(5)]
+    w1f = [f32(w1[i] * s1[i // 27]) for i in range(135)]
+    h1, d1 = conv_ref(dx, [1, 3, 7, 6], w1f, [5, 3, 3, 3], b1, 1, 1, 1)
+    r1 = [max(0.0, v) for v in h1]
+    sh, zh = f32(0.01), -20                                         # int8
+    dh = [f32((quant(v, sh, zh, -128, 127) - zh) * sh) for v in r1]
+    s2, z2 = f32(0.004), 120                                        # uint8
+    w2 = [(13 * i + 3) % 256 for i in range(180)]                   # [4,5,3,3]
+    w2f = [f32((v - z2) * s2) for v in w2]
+    # pads [top 0, left 1, bottom 1, right 0], stride 2: conv_ref pads
+    # symmetrically, so pad the input by hand and run it unpadded
+    hp, wp = d1[2] + 1, d1[3] + 1
+    dhp = [0.0] * (5 * hp * wp)
+    for c in range(5):
+        for i in range(d1[2]):
+            for j in range(d1[3]):
+                dhp[(c * hp + i) * wp + j + 1] = dh[(c * d1[2] + i) * d1[3] + j]
+    y2, d2 = conv_ref(dhp, [1, 5, hp, wp], w2f, [4, 5, 3, 3], None, 0, 2, 1)
+    sl, zl = f32(0.05), 3                                           # uint8
+    n1 = 3000
+    x3 = [f32(sl * ((7 * i + 2) % 240 - 3 + 0.3)) for i in range(8 * n1)]
+    dx3 = [f32((quant(v, sl, zl, 0, 255) - zl) * sl) for v in x3]   # [1,8,3000]
+    w3 = [(23 * i + 9) % 251 - 125 for i in range(288)]             # int8 [12,8,3]
+    s3 = [f32(0.0002 * (k + 2)) for k in range(12)]
+    w3f = [f32(w3[i] * s3[i // 24]) for i in range(288)]
+    y3 = []
+    for oc in range(12):
+        for o in range(n1):
+            acc = 0.0
+            for ic in range(8):
+                for t in range(3):
+                    q = o - 2 + 2 * t                               # pads 2, dilation 2
+                    if 0 <= q < n1:
+                        acc += dx3[ic * n1 + q] * w3f[(oc * 8 + ic) * 3 + t]
+            y3.append(f32(acc))
+    qdq = lambda i, src, s, z: (
+        ld(1, node("QuantizeLinear", [src, s, z], [i + "_q"], "q_" + i)) +
+        ld(1, node("DequantizeLinear", [i + "_q", s, z], [i + "_d"], "dq_" + i)))
+    graph = (qdq("x", "x", "sx", "zx") +
+             ld(1, node("DequantizeLinear", ["w1", "s1"], ["w1f"], "dq_w1",
+                        one("axis", 0))) +
+             ld(1, node("Conv", ["x_d", "w1f", "b1"], ["h1"], "c1",
+                        ints("kernel_shape", [3, 3]) + ints("pads", [1, 1, 1, 1]))) +
+             ld(1, node("Relu", ["h1"], ["r1"], "relu1")) +
+             qdq("r1", "r1", "sh", "zh") +
+             ld(1, node("DequantizeLinear", ["w2", "s2", "z2"], ["w2f"], "dq_w2")) +
+             ld(1, node("Conv", ["r1_d", "w2f"], ["y2"], "c2",
+                        ints("kernel_shape", [3, 3]) + ints("strides", [2, 2]) +
+                        ints("pads", [0, 1, 1, 0]))) +
+             qdq("x3", "x3", "sl", "zl") +
+             ld(1, node("DequantizeLinear", ["w3", "s3"], ["w3f"], "dq_w3",
+                        one("axis", 0))) +
+             ld(1, node("Conv", ["x3_d", "w3f"], ["y3"], "c3",
+                        ints("kernel_shape", [3]) + ints("pads", [2, 2]) +
+                        ints("dilations", [2]))) +
+             ld(2, name[5:]) +
+             ld(5, tensor("sx", [], [sx])) +
+             ld(5, int_tensor("zx", [], [zx], UINT8)) +
+             ld(5, int_tensor("w1", [5, 3, 3, 3], w1, INT8)) +
+             ld(5, tensor("s1", [5], s1)) +
+             ld(5, tensor("b1", [5], b1)) +
+             ld(5, tensor("sh", [], [sh])) +
+             ld(5, int_tensor("zh", [], [zh], INT8)) +
+             ld(5, int_tensor("w2", [4, 5, 3, 3], w2, UINT8)) +
+             ld(5, tensor("s2", [], [s2])) +
+             ld(5, int_tensor("z2", [], [z2], UINT8)) +
+             ld(5, tensor("sl", [], [sl])) +
+             ld(5, int_tensor("zl", [], [zl], UINT8)) +
+             ld(5, int_tensor("w3", [12, 8, 3], w3, INT8)) +
+             ld(5, tensor("s3", [12], s3)) +
+             ld(11, value_info("x", [1, 3, 7, 6])) +
+             ld(11, value_info("x3", [1, 8, n1])) +
+             ld(12, value_info("y2", d2)) + ld(12, value_info("y3", [1, 12, n1])))
+    write_case(out, name, graph,
+               [tensor("x", [1, 3, 7, 6], x), tensor("x3", [1, 8, n1], x3)],
+               [tensor("y2", d2, y2), tensor("y3", [1, 12, n1], y3)], opset=21)
+
+
 def gemm_dq(out, name="test_gemm_dq"):
     """Gemm weights DequantizeLinear'd as exporters write a quantized
     nn.Linear, which the absorb pass folds into the Gemms (each weight then
@@ -1499,6 +1600,7 @@ def main():
         dq_output_dtype(sys.argv[1])
         conv_dq(sys.argv[1])
         gemm_dq(sys.argv[1])
+        qdq_conv(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

@@ -150,6 +150,12 @@ check conv_dq "$tmp/extra/test_conv_dq/model.onnx"
 check conv_dq_passes "$tmp/extra/test_conv_dq/model.onnx" --passes all --order memory
 check gemm_dq "$tmp/extra/test_gemm_dq/model.onnx"
 check gemm_dq_passes "$tmp/extra/test_gemm_dq/model.onnx" --passes all --order memory
+# Convs whose input and weight are both QuantizeLinear'd and
+# DequantizeLinear'd (gen_onnx_extra.py's qdq_conv): with every pass, both
+# DequantizeLinears are folded into each Conv, which widens its input a
+# band of output rows at a time and its weight a panel of channels
+check qdq_conv "$tmp/extra/test_qdq_conv/model.onnx"
+check qdq_conv_passes "$tmp/extra/test_qdq_conv/model.onnx" --passes all --order memory
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
