@@ -391,13 +391,27 @@ static int64_t op_arows(const op_ctx *c, const op_tail *t, uint32_t own) {
                         a->shape.dims[a->shape.rank - 2]);
 }
 
+/* A MatMul whose prologue widens a batched B (rank 3 or more) widens it
+ * one matrix of its batch at a time (op_run_gemm's loop over the batch):
+ * each product of the batch reads its own matrix of B only. The elements
+ * of one matrix; 0 when B is a matrix (op_panels, or widened whole). */
+static int64_t op_bslices(const op_ctx *c, const op_tail *t) {
+  const mp_btensor *b = op_in(c, 1);
+  if (c->op->kernel != MP_BOP_MATMUL || !t->pro[1].kind || !b ||
+      b->shape.rank < 3) {
+    return 0;
+  }
+  return b->shape.dims[b->shape.rank - 2] * b->shape.dims[b->shape.rank - 1];
+}
+
 /* The f32 elements of the buffer in which input k's prologue is widened
- * a part at a time (op_conv_panels, op_conv_xgroups, op_conv_band,
- * op_arows), or -1: widened whole (op_run_prologue). */
+ * a part at a time (op_conv_panels, op_bslices, op_conv_xgroups,
+ * op_conv_band, op_arows), or -1: widened whole (op_run_prologue). */
 static int64_t op_widen_part(const op_ctx *c, const op_tail *t, uint32_t own,
                              uint32_t k) {
   const mp_btensor *x = op_in(c, k);
   if (k == 1) {
+    if (op_bslices(c, t)) return op_bslices(c, t);
     return op_conv_panels(c, t) && x->shape.rank >= 1 && x->shape.dims[0] > 0
                ? op_count(x) / x->shape.dims[0] * op_conv_panel_ch(x)
                : -1;
@@ -1479,13 +1493,15 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
   }
   int64_t arb = op_arows(c, &t, own); /* A a block of rows at a time */
   float *abuf = op_widen_take(c, &t, own, 0);
+  float *bbuf = op_widen_take(c, &t, own, 1); /* B a matrix at a time */
   const void *pa = arb ? NULL : op_run_prologue(c, &t, own, 0);
   for (uint32_t h = 0; h < nh; h++) {
     const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
     uint32_t ci = p.horiz ? 1 + nh + h : 2;
     const mp_btensor *ct = gemm && own > 1 + nh ? op_in(c, ci) : NULL;
-    const void *pb =
-        p.horiz ? op_pin(c, 1 + h) : op_run_prologue(c, &t, own, 1);
+    const void *pb = p.horiz ? op_pin(c, 1 + h)
+                     : bbuf  ? NULL
+                             : op_run_prologue(c, &t, own, 1);
     bool i8 = y->dtype == MP_KD_I8;
     size_t es = i8 ? 1 : 4;
     void *out = op_pout(c, h);
@@ -1523,11 +1539,17 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
       mp_kbcast bc;
       (void)mp_k_bcast_init(&bc, &bs, &as, &bbs, NULL);
       int64_t nb = mp_kshape_count(&bs), *idx = bidx, ia = 0, ib = 0;
-      int64_t mnk[3] = {m, n, k};
+      int64_t mnk[3] = {m, n, k}, widened = -1;
       for (int64_t i = 0; i < nb; i++) {
         const char *ai =
             pa ? (const char *)pa + (size_t)(ia * m * k) * es : NULL;
         const char *bi = (const char *)pb + (size_t)(ib * k * n) * es;
+        if (bbuf) { /* op_bslices: B's matrix ib, once per run of it */
+          if (ib != widened)
+            (void)op_widen_range(c, &t, own, 1, ib * k * n, k * n, bbuf);
+          widened = ib;
+          bi = (const char *)bbuf;
+        }
         char *yi = py + (size_t)(i * m * n) * es;
         if (rows) {
           op_gemm_rows(c, &t, own, &p, mnk, ai, bi, NULL, NULL, y, yi, idx, br);

@@ -206,20 +206,20 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
 
 /* Rule 5: whether the runtime widens head input k under a prologue of
  * kind a panel at a time (runtime/ops.c): a DequantizeLinear'd weight of
- * a MatMul or Gemm (a matrix) or a Conv; A of a MatMul or a Gemm (not
- * transposed), a block of rows; X of a grouped Conv, a panel of groups.
- * X of a Conv, a panel of groups (group > 1) or a band of output rows
- * (one group; whole when an epilogue operand ends up in the output's
- * buffer, which the inplace pass decides later). Otherwise the whole f32
- * tensor is in its workspace. */
+ * a MatMul or Gemm (a matrix) or a Conv; a MatMul's batched B (rank 3 or
+ * more), a matrix of its batch; A of a MatMul or a Gemm (not
+ * transposed), a block of rows; X of a Conv, a panel of groups (group > 1) or a
+ * band of output rows (one group; whole when an epilogue operand ends up in the
+ * output's buffer, which the inplace pass decides later). Otherwise the whole
+ * f32 tensor is in its workspace. */
 static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k,
                       const char *kind) {
   bool mm = strcmp(h->type, "MatMul") == 0, gemm = strcmp(h->type, "Gemm") == 0;
   bool conv = strcmp(h->type, "Conv") == 0;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)h->inputs[k]);
   if (k == 1) {
-    return strcmp(kind, "DequantizeLinear") == 0 &&
-           (((mm || gemm) && x->rank == 2) || conv);
+    return (mm && x->rank >= 3) || (strcmp(kind, "DequantizeLinear") == 0 &&
+                                    (((mm || gemm) && x->rank == 2) || conv));
   }
   if (mm || gemm) return x->rank >= 2 && pass_attr_int(h, "transA", 0) == 0;
   return conv;
