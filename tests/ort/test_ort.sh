@@ -154,6 +154,15 @@ check gemm_dq_passes "$tmp/extra/test_gemm_dq/model.onnx" --passes all --order m
 # DequantizeLinear'd (gen_onnx_extra.py's qdq_conv): with every pass, both
 # DequantizeLinears are folded into each Conv, which widens its input a
 # band of output rows at a time and its weight a panel of channels
+# BlazeFace and PP-OCRv4 det in QDQ form (tests/cli/qdq_model.py: each
+# Conv's activation and weight quantized), with every pass too (both
+# DequantizeLinears absorbed into most Convs)
+python3 "$src/tests/cli/qdq_model.py" \
+  "$cache/blazeface/face_detection_front_128x128_barracuda.onnx" "$tmp/bf_qdq.onnx" >/dev/null
+python3 "$src/tests/cli/qdq_model.py" "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" "$tmp/det_qdq.onnx" >/dev/null
+check blazeface_qdq "$tmp/bf_qdq.onnx"
+check blazeface_qdq_passes "$tmp/bf_qdq.onnx" --passes all --order memory
+check det_qdq_passes "$tmp/det_qdq.onnx" --shape x=1x3x160x160 --passes all --order memory
 check qdq_conv "$tmp/extra/test_qdq_conv/model.onnx"
 check qdq_conv_passes "$tmp/extra/test_qdq_conv/model.onnx" --passes all --order memory
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1

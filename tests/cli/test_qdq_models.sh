@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Real networks in QDQ form: BlazeFace front (opset 12) and PP-OCRv4 det
+# (opset 11, at 1x3x160x160) from the ONNX cache, rewritten by
+# tests/cli/qdq_model.py as static quantizers lay a model out (every
+# Conv's, MatMul's and Gemm's activation QuantizeLinear'd and
+# DequantizeLinear'd, uint8 per tensor; its weight int8 with a
+# DequantizeLinear, per tensor below opset 13). With every pass, the
+# absorb pass folds both DequantizeLinears into each Conv that is the
+# activation's only reader (the input widened a band of output rows at a
+# time, the weight a panel of channels): the lower bounds below, the
+# outputs those of the unrewritten graph bit for bit, on the host and
+# under QEMU. (tests/ort/test_ort.sh compares the same models with ONNX
+# Runtime.)
+# usage: test_qdq_models.sh MPLAN RUNNER SOURCE_DIR RV64 CACHE
+set -u
+mplan=$1 runner=$2 src=$3 rv64=${4:-0} cache=${5:-}
+. "$(dirname "$0")/lib.sh"
+py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+bf=$cache/blazeface/face_detection_front_128x128_barracuda.onnx
+det=$cache/ocr/ch_PP-OCRv4_det_infer.onnx
+if [ -z "$cache" ] || [ ! -f "$bf" ] || [ ! -f "$det" ]; then
+  echo "test_qdq_models: the ONNX cache is not fetched" >&2
+  exit 1
+fi
+python3 "$src/tests/cli/qdq_model.py" "$bf" "$tmp/bf.onnx" >"$tmp/out" &&
+  has "$tmp/out" "opset 12, 34 activations and 37 weights quantized (weights per tensor)"
+python3 "$src/tests/cli/qdq_model.py" "$det" "$tmp/det.onnx" >"$tmp/out" &&
+  has "$tmp/out" "opset 11, 59 activations and 62 weights quantized (weights per tensor)"
+
+# qdq_pair MODEL LABEL NONE ALL PAIRS [ARGS]: lower bounds with --passes
+# none and all, how many ops took both DequantizeLinears, and the outputs
+# of both plans bit for bit the same
+qdq_pair() {
+  local model=$1 label=$2 none=$3 all=$4 pairs=$5
+  shift 5
+  run 0 plan "$model" "$@" --passes none --order memory && has "$tmp/out" "lower bound $none B"
+  run 0 plan "$model" "$@" --passes all --order memory -o "$tmp/$label.json" &&
+    has "$tmp/out" "lower bound $all B" && has "$tmp/out" "validated: no two live buffers share a byte"
+  [ "$(py "$tmp/$label.json" "sum(1 for e in d['execution'] if e.get('prologue') == 'DequantizeLinear:0,DequantizeLinear:1')")" = "$pairs" ] && ok ||
+    bad "$label: not $pairs ops with both DequantizeLinears"
+  outputs "$model" "$label.none" "$@" --passes none || return
+  outputs "$model" "$label.all" "$@" --passes all --order memory || return
+  if cmp -s "$tmp/$label.none.mpt" "$tmp/$label.all.mpt"; then
+    ok
+  else
+    bad "$label: outputs with --passes all differ from --passes none"
+  fi
+}
+qdq_pair "$tmp/bf.onnx" bf 1,376,256 950,272 32
+qdq_pair "$tmp/det.onnx" det 2,457,600 1,245,392 56 --shape x=1x3x160x160
+verify "$tmp/bf.onnx" --passes all --order memory
+if [ "$rv64" = 1 ]; then
+  rv64_same "$tmp/bf.onnx" 128 all --order memory
+fi
+echo "test_qdq_models: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
