@@ -329,8 +329,9 @@ typedef struct op_band {
   int64_t mch;  /* output channels computed together */
 } op_band;
 
-/* false: X widened whole (an epilogue operand in y's buffer: the Conv
- * then runs plane by plane, op_run_conv_planes, reading all of X). */
+/* With an epilogue operand in y's buffer, each output row of the band
+ * goes over the operand's row after it was saved, and the epilogue runs
+ * on that row (op_run_conv_planes' way, a row at a time). */
 static bool op_conv_band(const op_ctx *c, const op_tail *t, uint32_t own,
                          op_band *b) {
   if (c->op->kernel != MP_BOP_CONV || !t->pro[0].kind || c->op->n_out != 1) {
@@ -340,9 +341,9 @@ static bool op_conv_band(const op_ctx *c, const op_tail *t, uint32_t own,
   op_convp p;
   rd_conv(&r, &p);
   const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1), *y = op_out(c, 0);
+  (void)own;
   if (r.bad || p.group != 1 || !x || !w || !y || w->shape.rank < 1 ||
-      x->shape.rank != (uint32_t)p.nd + 2 || y->shape.rank != x->shape.rank ||
-      op_epi_aliased(c, t, own, y)) {
+      x->shape.rank != (uint32_t)p.nd + 2 || y->shape.rank != x->shape.rank) {
     return false;
   }
   mp_kconv k;
@@ -1084,12 +1085,21 @@ static void op_run_conv_xgroups(op_ctx *c, const op_tail *t, uint32_t own,
 static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
                               const mp_kconv *k, const op_band *b, float *xbuf,
                               float *ybuf, const float *pw, float *wbuf,
-                              const void *pb, void *py) {
+                              const void *pb, const mp_btensor *ya, void *py) {
   int j = b->j;
   int64_t pout = k->out[0] * k->out[1] * k->out[2];
   int64_t pin = k->in[0] * k->in[1] * k->in[2];
   int64_t ks = k->k[0] * k->k[1] * k->k[2];
   int64_t ext = k->dil[j] * (k->k[j] - 1) + 1, s = k->stride[j];
+  /* ya: an epilogue operand lives in y's buffer; each output row then
+   * goes over the operand's row, the epilogue reading a saved copy, in
+   * the workspace op_check_epilogue counted for op_run_conv_planes (a
+   * plane each for the saved and the kept rows, then the accumulators) */
+  size_t step = ((size_t)pout * 4 + 63) / 64 * 64, rowb = (size_t)b->yin * 4;
+  char *saved = (char *)c->ws, *kept = saved + step;
+  void *scratch =
+      ya ? (void *)(kept + (op_tap(t) == UINT32_MAX ? 0 : step)) : c->ws;
+  int64_t idx[MP_K_MAX_RANK] = {0};
   mp_kconv q = *k;
   q.n = 1;
   for (int64_t bi = 0; bi < k->n; bi++) {
@@ -1112,10 +1122,20 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
         const float *w =
             pw ? pw + m0 * k->c * ks : op_weight_rows(c, t, own, m0, q.m, wbuf);
         OP_K(conv_f32)(&q, xbuf, w, pb ? (const float *)pb + m0 : NULL, ybuf,
-                       c->ws);
+                       scratch);
         for (int64_t i = 0; i < q.m; i++) {
-          memcpy((float *)py + (bi * k->m + m0 + i) * pout + o0 * b->yin,
-                 ybuf + i * bout, (size_t)bout * 4);
+          float *yc = (float *)py + (bi * k->m + m0 + i) * pout + o0 * b->yin;
+          if (!ya) {
+            memcpy(yc, ybuf + i * bout, (size_t)bout * 4);
+            continue;
+          }
+          for (int64_t r = 0; r < q.out[j]; r++) {
+            float *yr = yc + r * b->yin;
+            memcpy(saved, yr, rowb);
+            memcpy(yr, ybuf + i * bout + r * b->yin, rowb);
+            idx[0] = bi, idx[1] = m0 + i, idx[2] = o0 + r;
+            op_epi_tile(c, t, own, ya, 3, idx, yr, rowb, kept, saved);
+          }
         }
       }
     }
@@ -1147,14 +1167,23 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   const void *pw = panels ? NULL : op_run_prologue(c, &t, own, 1);
   const void *pb = own == 3 ? op_pin(c, 2) : NULL;
   void *out = op_pout(c, 0);
-  if (!transpose && op_epi_aliased(c, &t, own, y)) {
+  bool aliased = !transpose && op_epi_aliased(c, &t, own, y);
+  if (banded) { /* with an aliased operand, the epilogue row by row */
+    void *py = aliased ? out : op_head_out(c, &t, own, y, out);
+    op_run_conv_bands(c, &t, own, &k, &band, xbuf, ybuf, pw, wbuf, pb,
+                      aliased ? y : NULL, py);
+    if (!aliased) {
+      op_run_epilogue(c, &t, own, y, py);
+      op_finish_epilogue(y, py, out);
+    }
+    return true;
+  }
+  if (aliased) {
     op_run_conv_planes(c, &t, own, &k, px, xbuf, pw, wbuf, pb, y, out);
     return true;
   }
   void *py = op_head_out(c, &t, own, y, out);
-  if (banded) {
-    op_run_conv_bands(c, &t, own, &k, &band, xbuf, ybuf, pw, wbuf, pb, py);
-  } else if (xg) {
+  if (xg) {
     op_run_conv_xgroups(c, &t, own, &k, xg, xbuf, pw, wbuf, pb, py);
   } else if (panels) {
     op_run_conv_panels(c, &t, own, &k, px, wbuf, pb, py);

@@ -208,10 +208,9 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
  * kind a panel at a time (runtime/ops.c): a DequantizeLinear'd weight of
  * a MatMul or Gemm (a matrix) or a Conv; a MatMul's batched B (rank 3 or
  * more), a matrix of its batch; A of a MatMul or a Gemm (not
- * transposed), a block of rows; X of a Conv, a panel of groups (group > 1) or a
- * band of output rows (one group; whole when an epilogue operand ends up in the
- * output's buffer, which the inplace pass decides later). Otherwise the whole
- * f32 tensor is in its workspace. */
+ * transposed), a block of rows; X of a Conv, a panel of groups (group >
+ * 1) or a band of output rows (one group). Otherwise the whole f32 tensor
+ * is in its workspace. */
 static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k,
                       const char *kind) {
   bool mm = strcmp(h->type, "MatMul") == 0, gemm = strcmp(h->type, "Gemm") == 0;
