@@ -371,9 +371,10 @@ static bool op_gemm_rowwise(const op_gemmp *p, const mp_btensor *a,
 /* A MatMul or Gemm whose prologue widens A (input 0: not transposed, rank
  * 2 or more) widens it a block of rows at a time (op_gemm_arows): each
  * row of y reads its row of A only. The rows of a block, at most
- * OP_PANEL_BYTES of f32 (one row at least); 0 when A is widened whole (a
- * horizontal fusion, or an epilogue operand in y's buffer, which runs
- * row by row reading A whole). With W's panels too, op_panels_rb. */
+ * OP_PANEL_BYTES of f32 (one row at least; an epilogue operand in y's
+ * buffer runs row by row, op_gemm_rows, each row of A widened alone); 0
+ * when A is widened whole (a horizontal fusion). With W's panels too,
+ * op_panels_rb. */
 static int64_t op_arows(const op_ctx *c, const op_tail *t, uint32_t own) {
   bool gemm = c->op->kernel == MP_BOP_GEMM;
   if ((c->op->kernel != MP_BOP_MATMUL && !gemm) || !t->pro[0].kind ||
@@ -384,8 +385,8 @@ static int64_t op_arows(const op_ctx *c, const op_tail *t, uint32_t own) {
   op_gemmp p;
   rd_gemm(&r, &p, gemm);
   const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
-  if (r.bad || p.horiz || p.ta || !a || !b || !y || a->shape.rank < 2 ||
-      (op_gemm_rowwise(&p, a, b) && op_epi_aliased(c, t, own, y))) {
+  (void)own;
+  if (r.bad || p.horiz || p.ta || !a || !b || !y || a->shape.rank < 2) {
     return 0;
   }
   return op_panel_count(a->shape.dims[a->shape.rank - 1],
@@ -1374,21 +1375,32 @@ static void op_gemm_one(const op_gemmp *p, bool i8, int64_t m, int64_t n,
 /* The rows of one product slice y (batch index bidx, br entries) when an
  * epilogue operand lives in y's buffer: each row of the operand is copied
  * aside, the row of the product computed alone (op_gemm_one), and the
- * epilogue run over the row reading the copy. The workspace holds a row. */
+ * epilogue run over the row reading the copy. The workspace holds a row.
+ * With abuf (op_arows: A's prologue), A's row is widened from element
+ * a0 + r k into abuf and read there (the same sum as op_gemm_one's). */
 static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
                          const op_gemmp *p, const int64_t *mnk, const void *a,
                          const void *b, const mp_btensor *ct, const void *pc,
                          const mp_btensor *y, char *py, int64_t *idx,
-                         uint32_t br) {
+                         uint32_t br, float *abuf, int64_t a0) {
   size_t es = mp_kd_size(y->dtype), bytes = (size_t)mnk[1] * es;
   size_t step = (bytes + 63) / 64 * 64;
   char *saved = (char *)c->ws, *kept = saved + step;
+  mp_kgemm g = {1,        mnk[1],  mnk[2], false, p->tb != 0,
+                p->alpha, p->beta, 0,      0,     (int)p->shift};
+  op_gemm_cstrides(ct, mnk[0], mnk[1], &g.c_rs, &g.c_cs);
   for (int64_t r = 0; r < mnk[0]; r++) {
     char *yr = py + (size_t)r * bytes;
     int64_t rows[2] = {r, 1};
     memcpy(saved, yr, bytes);
-    op_gemm_one(p, y->dtype == MP_KD_I8, mnk[0], mnk[1], mnk[2], a, b, ct, pc,
-                py, rows);
+    if (abuf) {
+      (void)op_widen_range(c, t, own, 0, a0 + r * mnk[2], mnk[2], abuf);
+      OP_K(gemm_f32)(&g, abuf, b, pc ? (const float *)pc + r * g.c_rs : NULL,
+                     (float *)(void *)yr);
+    } else {
+      op_gemm_one(p, y->dtype == MP_KD_I8, mnk[0], mnk[1], mnk[2], a, b, ct, pc,
+                  py, rows);
+    }
     idx[br] = r;
     op_epi_tile(c, t, own, y, br + 1, idx, yr, bytes, kept, saved);
   }
@@ -1544,7 +1556,8 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
       int64_t k = a->shape.dims[p.ta ? 0 : 1], mnk[3] = {m, n, k};
       const void *pc = ct ? op_pin(c, ci) : NULL;
       if (rows) {
-        op_gemm_rows(c, &t, own, &p, mnk, pa, pb, ct, pc, y, py, bidx, 0);
+        op_gemm_rows(c, &t, own, &p, mnk, pa, pb, ct, pc, y, py, bidx, 0,
+                     arb ? abuf : NULL, 0);
       } else if (arb) {
         op_gemm_arows(c, &t, own, &p, arb, abuf, 0, mnk, pb, ct, pc, py);
       } else {
@@ -1581,7 +1594,8 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
         }
         char *yi = py + (size_t)(i * m * n) * es;
         if (rows) {
-          op_gemm_rows(c, &t, own, &p, mnk, ai, bi, NULL, NULL, y, yi, idx, br);
+          op_gemm_rows(c, &t, own, &p, mnk, ai, bi, NULL, NULL, y, yi, idx, br,
+                       arb ? abuf : NULL, ia * m * k);
         } else if (arb) {
           op_gemm_arows(c, &t, own, &p, arb, abuf, ia * m * k, mnk, bi, NULL,
                         NULL, yi);

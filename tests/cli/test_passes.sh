@@ -185,12 +185,15 @@ run 0 compile $qd --passes all --order memory -o "$tmp/qd.mpk" &&
 # multiplies two quantized activations, as attention scores in a QDQ
 # transformer (Q [2, 4, 32, 16] by K^T [2, 4, 16, 48]): both absorbed,
 # the batched B widened one matrix of its batch at a time; mm6's batched
-# B [1, 16, 40] is broadcast over A's batch and widened once. 327,680 ->
-# 147,072 B (mm4's and mm6's operands and outputs now in the graph).
+# B [1, 16, 40] is broadcast over A's batch and widened once. mm7's
+# residual Add is fused and written over its operand: it runs row by
+# row, each row of its quantized A widened alone. 327,680 -> 183,936 B
+# (mm4's, mm6's and mm7's operands and outputs now in the graph).
 qm=tests/data/passes/qdq_mm.json
 run 0 plan $qm --passes all --order memory -o "$tmp/qm.json" &&
-  has "$tmp/out" "327,680 -> 147,072 (-55.1%)" && has "$tmp/out" "DequantizeLinear 7"
-[ "$(py "$tmp/qm.json" "sorted((e['op'], e['prologue']) for e in d['execution'] if e.get('prologue'))")" = "[('g2', 'DequantizeLinear:0'), ('mm1', 'DequantizeLinear:0'), ('mm3', 'DequantizeLinear:0,DequantizeLinear:1'), ('mm4', 'DequantizeLinear:0,DequantizeLinear:1'), ('mm6', 'DequantizeLinear:1')]" ] && ok || bad "qdq_mm: the MatMuls' prologues"
+  has "$tmp/out" "327,680 -> 183,936 (-43.9%)" && has "$tmp/out" "DequantizeLinear 8"
+[ "$(py "$tmp/qm.json" "sorted((e['op'], e['prologue']) for e in d['execution'] if e.get('prologue'))")" = "[('g2', 'DequantizeLinear:0'), ('mm1', 'DequantizeLinear:0'), ('mm3', 'DequantizeLinear:0,DequantizeLinear:1'), ('mm4', 'DequantizeLinear:0,DequantizeLinear:1'), ('mm6', 'DequantizeLinear:1'), ('mm7', 'DequantizeLinear:0')]" ] && ok || bad "qdq_mm: the MatMuls' prologues"
+[ "$(py "$tmp/qm.json" "([e.get('epilogue') for e in d['execution'] if e['op'] == 'mm7'], [b['tensors'] for b in d['buffers'] if 'y7' in b.get('tensors', [])])")" = "(['Add'], [['r7', 'y7']])" ] && ok || bad "qdq_mm: mm7's Add is not written over its operand"
 run 0 compile $qm --passes all --order memory -o "$tmp/qm.mpk" &&
   has "$tmp/out" "workspace 82,112 B (80.19 KiB) for the reference kernels (op 'mm3')"
 # QDQ Convs of one group (qdq_conv): the input widened a band of output
