@@ -332,8 +332,7 @@ typedef struct op_band {
 /* With an epilogue operand in y's buffer, each output row of the band
  * goes over the operand's row after it was saved, and the epilogue runs
  * on that row (op_run_conv_planes' way, a row at a time). */
-static bool op_conv_band(const op_ctx *c, const op_tail *t, uint32_t own,
-                         op_band *b) {
+static bool op_conv_band(const op_ctx *c, const op_tail *t, op_band *b) {
   if (c->op->kernel != MP_BOP_CONV || !t->pro[0].kind || c->op->n_out != 1) {
     return false;
   }
@@ -341,7 +340,6 @@ static bool op_conv_band(const op_ctx *c, const op_tail *t, uint32_t own,
   op_convp p;
   rd_conv(&r, &p);
   const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1), *y = op_out(c, 0);
-  (void)own;
   if (r.bad || p.group != 1 || !x || !w || !y || w->shape.rank < 1 ||
       x->shape.rank != (uint32_t)p.nd + 2 || y->shape.rank != x->shape.rank) {
     return false;
@@ -365,9 +363,6 @@ static bool op_conv_band(const op_ctx *c, const op_tail *t, uint32_t own,
   return true;
 }
 
-static bool op_gemm_rowwise(const op_gemmp *p, const mp_btensor *a,
-                            const mp_btensor *b);
-
 /* A MatMul or Gemm whose prologue widens A (input 0: not transposed, rank
  * 2 or more) widens it a block of rows at a time (op_gemm_arows): each
  * row of y reads its row of A only. The rows of a block, at most
@@ -375,7 +370,7 @@ static bool op_gemm_rowwise(const op_gemmp *p, const mp_btensor *a,
  * buffer runs row by row, op_gemm_rows, each row of A widened alone); 0
  * when A is widened whole (a horizontal fusion). With W's panels too,
  * op_panels_rb. */
-static int64_t op_arows(const op_ctx *c, const op_tail *t, uint32_t own) {
+static int64_t op_arows(const op_ctx *c, const op_tail *t) {
   bool gemm = c->op->kernel == MP_BOP_GEMM;
   if ((c->op->kernel != MP_BOP_MATMUL && !gemm) || !t->pro[0].kind ||
       c->op->n_out != 1) {
@@ -385,7 +380,6 @@ static int64_t op_arows(const op_ctx *c, const op_tail *t, uint32_t own) {
   op_gemmp p;
   rd_gemm(&r, &p, gemm);
   const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
-  (void)own;
   if (r.bad || p.horiz || p.ta || !a || !b || !y || a->shape.rank < 2) {
     return 0;
   }
@@ -409,8 +403,7 @@ static int64_t op_bslices(const op_ctx *c, const op_tail *t) {
 /* The f32 elements of the buffer in which input k's prologue is widened
  * a part at a time (op_conv_panels, op_bslices, op_conv_xgroups,
  * op_conv_band, op_arows), or -1: widened whole (op_run_prologue). */
-static int64_t op_widen_part(const op_ctx *c, const op_tail *t, uint32_t own,
-                             uint32_t k) {
+static int64_t op_widen_part(const op_ctx *c, const op_tail *t, uint32_t k) {
   const mp_btensor *x = op_in(c, k);
   if (k == 1) {
     if (op_bslices(c, t)) return op_bslices(c, t);
@@ -419,9 +412,9 @@ static int64_t op_widen_part(const op_ctx *c, const op_tail *t, uint32_t own,
                : -1;
   }
   op_band b;
-  int64_t per, xg = op_conv_xgroups(c, t, &per), arb = op_arows(c, t, own);
+  int64_t per, xg = op_conv_xgroups(c, t, &per), arb = op_arows(c, t);
   if (xg) return xg * per;
-  if (op_conv_band(c, t, own, &b)) return x->shape.dims[1] * b.span * b.xin;
+  if (op_conv_band(c, t, &b)) return x->shape.dims[1] * b.span * b.xin;
   if (arb) return arb * x->shape.dims[x->shape.rank - 1];
   return -1;
 }
@@ -435,9 +428,8 @@ static float *op_ws_take(op_ctx *c, int64_t n) {
 
 /* That buffer of input k, taken from the workspace; NULL when widened
  * whole. */
-static float *op_widen_take(op_ctx *c, const op_tail *t, uint32_t own,
-                            uint32_t k) {
-  int64_t n = t->pro[k].kind ? op_widen_part(c, t, own, k) : -1;
+static float *op_widen_take(op_ctx *c, const op_tail *t, uint32_t k) {
+  int64_t n = t->pro[k].kind ? op_widen_part(c, t, k) : -1;
   return n < 0 ? NULL : op_ws_take(c, n);
 }
 
@@ -490,11 +482,11 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
   }
   for (uint32_t k = 0; k < 2; k++) {
     if (!t->pro[k].kind) continue;
-    int64_t part = op_widen_part(c, t, own, k);
+    int64_t part = op_widen_part(c, t, k);
     c->need_ws += (size_t)(part >= 0 ? part : op_count(op_in(c, k))) * 4 + 64;
   }
   op_band b;
-  if (op_conv_band(c, t, own, &b)) {
+  if (op_conv_band(c, t, &b)) {
     c->need_ws += (size_t)(b.mch * b.rows * b.yin) * 4 + 64; /* ybuf */
   }
   return true;
@@ -1159,10 +1151,10 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
    * either whole */
   op_band band;
   int64_t per, xg = op_conv_xgroups(c, &t, &per);
-  bool banded = op_conv_band(c, &t, own, &band);
+  bool banded = op_conv_band(c, &t, &band);
   bool panels = op_conv_panels(c, &t);
-  float *xbuf = op_widen_take(c, &t, own, 0);
-  float *wbuf = op_widen_take(c, &t, own, 1);
+  float *xbuf = op_widen_take(c, &t, 0);
+  float *wbuf = op_widen_take(c, &t, 1);
   float *ybuf = banded ? op_ws_take(c, band.mch * band.rows * band.yin) : NULL;
   const void *px = xg || banded ? NULL : op_run_prologue(c, &t, own, 0);
   const void *pw = panels ? NULL : op_run_prologue(c, &t, own, 1);
@@ -1532,9 +1524,9 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
     if (!aliased) op_run_epilogue(c, &t, own, y, py);
     return true;
   }
-  int64_t arb = op_arows(c, &t, own); /* A a block of rows at a time */
-  float *abuf = op_widen_take(c, &t, own, 0);
-  float *bbuf = op_widen_take(c, &t, own, 1); /* B a matrix at a time */
+  int64_t arb = op_arows(c, &t); /* A a block of rows at a time */
+  float *abuf = op_widen_take(c, &t, 0);
+  float *bbuf = op_widen_take(c, &t, 1); /* B a matrix at a time */
   const void *pa = arb ? NULL : op_run_prologue(c, &t, own, 0);
   for (uint32_t h = 0; h < nh; h++) {
     const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
