@@ -13,7 +13,9 @@ QuantFormat.QDQ lays a model out this way):
     default-domain opset is 13 or more (DequantizeLinear's axis), per
     tensor before, symmetric (scale max |w| / 127, zero point omitted).
 
-Biases and every other op stay as they are. The wire format is read and
+Biases and every other op stay as they are. A model before opset 10 is
+refused (QuantizeLinear came with opset 10; raising its opset would change
+other ops' meaning, Slice's for one). The wire format is read and
 written here (no onnx package): the graph's nodes and initializers are
 decoded, the other fields kept byte for byte.
 """
@@ -196,6 +198,9 @@ def main():
                     ver = w
             if dom in ("", "ai.onnx"):
                 opset = ver
+    if opset < 10:
+        sys.exit("qdq_model: %s: opset %d has no QuantizeLinear (10 or later)"
+                 % (src, opset))
     graph = next(v for f, _, v, _ in fields(model) if f == 7)
     nodes = [Node(v) for f, _, v, _ in fields(graph) if f == 1]
     inits = {}

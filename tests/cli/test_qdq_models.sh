@@ -27,6 +27,14 @@ python3 "$src/tests/cli/qdq_model.py" "$bf" "$tmp/bf.onnx" >"$tmp/out" &&
   has "$tmp/out" "opset 12, 34 activations and 37 weights quantized (weights per tensor)"
 python3 "$src/tests/cli/qdq_model.py" "$det" "$tmp/det.onnx" >"$tmp/out" &&
   has "$tmp/out" "opset 11, 59 activations and 62 weights quantized (weights per tensor)"
+# PP-OCR cls is opset 9, before QuantizeLinear: refused, no file written
+if python3 "$src/tests/cli/qdq_model.py" "$cache/ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx" \
+  "$tmp/cls.onnx" 2>"$tmp/err"; then
+  bad "qdq_model.py took an opset 9 model"
+else
+  has "$tmp/err" "opset 9 has no QuantizeLinear (10 or later)"
+  [ ! -e "$tmp/cls.onnx" ] && ok || bad "qdq_model.py wrote a file for an opset 9 model"
+fi
 
 # qdq_pair MODEL LABEL NONE ALL PAIRS [ARGS]: lower bounds with --passes
 # none and all, how many ops took both DequantizeLinears, and the outputs
