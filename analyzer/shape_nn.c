@@ -522,8 +522,16 @@ mp_status sh_max_unpool(sh_ctx *c) {
   if (st != MP_OK) return st;
   int64_t d[MP_MAX_RANK] = {x->d[0], x->d[1]};
   for (uint32_t j = 0; j < k; j++) {
-    d[j + 2] = (x->d[j + 2] - 1) * w.stride[j] + w.kernel[j] - w.pad_begin[j] -
-               w.pad_end[j];
+    /* window attributes are <= 2^31 (nn_window_of): only the product can
+     * overflow (ConvTranspose's rule, sh_conv_transpose) */
+    int64_t v;
+    if (__builtin_mul_overflow(x->d[j + 2] - 1, w.stride[j], &v) ||
+        __builtin_add_overflow(v, w.kernel[j] - w.pad_begin[j] - w.pad_end[j],
+                               &v)) {
+      return sh_fail(c, "spatial dim %u overflows 64 bits", j);
+    }
+    if (v < 1) return sh_fail(c, "spatial dim %u would be < 1", j);
+    d[j + 2] = v;
   }
   sh_set(c, 0, x->dt, x->rank, d);
   return MP_OK;
