@@ -191,10 +191,10 @@ static void op_dequantize(const mp_btensor *x, const void *px,
   }
 }
 
-/* A MatMul or Gemm whose DequantizeLinear prologue reads its weight
- * (input 1, a matrix) widens it a panel of the output's columns at a time
- * (op_run_gemm_panels): the columns of each panel, so that the panel
- * holds at most OP_PANEL_BYTES of f32 (one column at least). */
+/* A MatMul or Gemm whose DequantizeLinear or Cast prologue reads its
+ * weight (input 1, a matrix) widens it a panel of the output's columns at a
+ * time (op_run_gemm_panels): the columns of each panel, so that the panel holds
+ * at most OP_PANEL_BYTES of f32 (one column at least). */
 #define OP_PANEL_BYTES 65536
 
 /* How many parts of per f32 elements a panel holds: OP_PANEL_BYTES of
@@ -225,7 +225,7 @@ static void rd_conv(op_rd *r, op_convp *p);
 static bool op_panels(const op_ctx *c, const op_tail *t, uint32_t own,
                       bool *tb) {
   bool gemm = c->op->kernel == MP_BOP_GEMM;
-  if ((c->op->kernel != MP_BOP_MATMUL && !gemm) || !op_dq(&t->pro[1]) ||
+  if ((c->op->kernel != MP_BOP_MATMUL && !gemm) || !t->pro[1].kind ||
       own != (gemm ? 3u : 2u) || c->op->n_out != 1) {
     return false;
   }
@@ -271,13 +271,13 @@ static int64_t op_panels_rb(const op_tail *t, bool aliased, int64_t m,
   return rb;
 }
 
-/* A Conv whose DequantizeLinear prologue reads its weight W [M, C/group,
- * k...] widens it a panel of output channels at a time (op_weight_rows):
- * at most OP_PANEL_BYTES of f32 (one channel at least), never across a
- * group's boundary, each panel convolved alone by the kernel's own
+/* A Conv whose DequantizeLinear or Cast prologue reads its weight W [M,
+ * C/group, k...] widens it a panel of output channels at a time
+ * (op_weight_rows): at most OP_PANEL_BYTES of f32 (one channel at least), never
+ * across a group's boundary, each panel convolved alone by the kernel's own
  * per-channel loop, so every output element is the same sum. */
 static bool op_conv_panels(const op_ctx *c, const op_tail *t) {
-  return c->op->kernel == MP_BOP_CONV && op_dq(&t->pro[1]);
+  return c->op->kernel == MP_BOP_CONV && t->pro[1].kind;
 }
 
 static int64_t op_conv_panel_ch(const mp_btensor *w) {
@@ -1449,6 +1449,10 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
       int64_t cols = n - c0 < nc ? n - c0 : nc;
       if (tb) {
         (void)op_weight_rows(c, t, own, c0, cols, wp);
+      } else if (t->pro[1].kind == 2) { /* a Cast: the panel row by row */
+        for (int64_t kk = 0; kk < k; kk++) {
+          (void)op_widen_range(c, t, own, 1, kk * n + c0, cols, wp + kk * cols);
+        }
       } else {
         OP_K(dequantize_cols)(
             k, n, c0, cols, (int)op_pro_axis(t, 1, w),

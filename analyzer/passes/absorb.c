@@ -204,23 +204,20 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
   return st;
 }
 
-/* Rule 5: whether the runtime widens head input k under a prologue of
- * kind a panel at a time (runtime/ops.c): a DequantizeLinear'd weight of
- * a MatMul or Gemm (a matrix) or a Conv; a MatMul's batched B (rank 3 or
- * more), a matrix of its batch; A of a MatMul or a Gemm (not
- * transposed), a block of rows; X of a Conv, a panel of groups (group >
- * 1) or a band of output rows (one group). Otherwise the whole f32 tensor
- * is in its workspace. */
-static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k,
-                      const char *kind) {
+/* Rule 5: whether the runtime widens head input k under a prologue
+ * a part at a time (runtime/ops.c): a DequantizeLinear'd or Cast weight
+ * of a MatMul (a matrix), a Gemm (A not transposed) or a Conv, a panel; a
+ * MatMul's batched B (rank 3 or more), a matrix of its batch; A of a MatMul or
+ * a Gemm (not transposed), a block of rows; X of a Conv, a panel of groups
+ * (group > 1) or a band of output rows (one group). Otherwise the whole f32
+ * tensor is in its workspace. */
+static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k) {
   bool mm = strcmp(h->type, "MatMul") == 0, gemm = strcmp(h->type, "Gemm") == 0;
   bool conv = strcmp(h->type, "Conv") == 0;
+  bool ta = pass_attr_int(h, "transA", 0) != 0;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)h->inputs[k]);
-  if (k == 1) {
-    return (mm && x->rank >= 3) || (strcmp(kind, "DequantizeLinear") == 0 &&
-                                    (((mm || gemm) && x->rank == 2) || conv));
-  }
-  if (mm || gemm) return x->rank >= 2 && pass_attr_int(h, "transA", 0) == 0;
+  if (k == 1) return (mm && x->rank >= 2) || (gemm && !ta) || conv;
+  if (mm || gemm) return x->rank >= 2 && !ta;
   return conv;
 }
 
@@ -238,7 +235,7 @@ mp_status pass_absorb(pass_ctx *c, mp_error *err) {
       kinds[k] = ab_kind(c, o, k);
       if (!kinds[k]) continue;
       bytes[k] = mp_graph_tensor(c->g, (size_t)h->inputs[k])->bytes;
-      panels[k] = !pass_upsample_binary(h) && ab_panels(c->g, h, k, kinds[k]);
+      panels[k] = !pass_upsample_binary(h) && ab_panels(c->g, h, k);
     }
     uint32_t ks[2] = {0, 0}, n = 0;
     if (kinds[0] && kinds[1] && panels[0] && panels[1]) {

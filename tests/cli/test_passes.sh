@@ -196,6 +196,17 @@ run 0 plan $qm --passes all --order memory -o "$tmp/qm.json" &&
 [ "$(py "$tmp/qm.json" "([e.get('epilogue') for e in d['execution'] if e['op'] == 'mm7'], [b['tensors'] for b in d['buffers'] if 'y7' in b.get('tensors', [])])")" = "(['Add'], [['r7', 'y7']])" ] && ok || bad "qdq_mm: mm7's Add is not written over its operand"
 run 0 compile $qm --passes all --order memory -o "$tmp/qm.mpk" &&
   has "$tmp/out" "workspace 82,112 B (80.19 KiB) for the reference kernels (op 'mm3')"
+# f16 weights Cast to f32 before a MatMul, a Gemm (transB) and a Conv
+# (cast_w): each Cast absorbed (245,760 -> 106,496 B), and the weight
+# widened a panel at a time like a DequantizeLinear'd one: the largest
+# workspace is g2's 87,168 B, where widening the weights whole took
+# mm1's 196,672 B (its f32 weight, 196,608 B).
+cw=tests/data/passes/cast_w.json
+run 0 plan $cw --passes all --order memory -o "$tmp/cw.json" &&
+  has "$tmp/out" "245,760 -> 106,496 (-56.7%)" && has "$tmp/out" "Cast 3"
+[ "$(py "$tmp/cw.json" "sorted((e['op'], e.get('prologue')) for e in d['execution'])")" = "[('c3', 'Cast:1'), ('g2', 'Cast:1'), ('mm1', 'Cast:1')]" ] && ok || bad "cast_w: the Casts not absorbed"
+run 0 compile $cw --passes all --order memory -o "$tmp/cw.mpk" &&
+  has "$tmp/out" "workspace 87,168 B (85.12 KiB) for the reference kernels (op 'g2')"
 # QDQ Convs of one group (qdq_conv): the input widened a band of output
 # rows at a time, the weight a panel of output channels. c1 (32 channels
 # of 48 x 40, 3x3): bands of 10 output rows read 12 input rows (61,440 B
