@@ -272,17 +272,15 @@ static bool bw_prologue_role(const bw *w, const mp_op *op, uint32_t slot,
   mp_prologue pe[2];
   uint32_t n_dq = 0;
   int n = mp_op_prologues(op, pe, &n_dq);
-  bool any = false;
   for (int j = 0; j < n; j++) {
     bool dq = strcmp(pe[j].kind, "DequantizeLinear") == 0;
-    any |= dq || strcmp(pe[j].kind, "Cast") == 0;
     if ((dq || strcmp(pe[j].kind, "Cast") == 0) && pe[j].input == slot) {
       *type = dq ? "DequantizeLinear" : "Cast";
       *at_slot = 0;
       return true;
     }
   }
-  if (!any || !n_dq) return false;
+  if (!n_dq) return false;
   int32_t last = op->inputs[op->n_inputs - 1];
   uint32_t tail = 2 * n_dq;
   if (last >= 0 &&

@@ -2218,7 +2218,7 @@ static mp_status lw_nibbles(lw *x) {
   uint32_t n_dq = 0;
   int n_pro = pro ? mp_op_prologues(op, pe, &n_dq) : 0;
   int32_t pro_in[2] = {-1, -1};
-  uint32_t tail = n_dq ? 2 * n_dq : 0;
+  uint32_t tail = 2 * n_dq;
   for (int j = 0; j < n_pro; j++) {
     if (strcmp(pe[j].kind, "DequantizeLinear") == 0 && pe[j].input < 2 &&
         pe[j].input < op->n_inputs) {

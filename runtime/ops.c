@@ -406,7 +406,8 @@ static int64_t op_bslices(const op_ctx *c, const op_tail *t) {
 static int64_t op_widen_part(const op_ctx *c, const op_tail *t, uint32_t k) {
   const mp_btensor *x = op_in(c, k);
   if (k == 1) {
-    if (op_bslices(c, t)) return op_bslices(c, t);
+    int64_t nb = op_bslices(c, t);
+    if (nb) return nb;
     return op_conv_panels(c, t) && x->shape.rank >= 1 && x->shape.dims[0] > 0
                ? op_count(x) / x->shape.dims[0] * op_conv_panel_ch(x)
                : -1;

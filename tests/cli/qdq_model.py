@@ -130,6 +130,11 @@ class Node:
         return b"".join(ld(1, s(x)) for x in ins) + rest
 
 
+def name_of(msg, field):
+    """The string field of a message (a tensor's or a value info's name)."""
+    return next((v.decode() for f, _, v, _ in fields(msg) if f == field), "")
+
+
 def f32_values(t):
     """name, dims, values of an f32 initializer (None if not f32)."""
     name, dims, elem, raw, fd = None, [], None, None, []
@@ -204,12 +209,10 @@ def main():
     graph = next(v for f, _, v, _ in fields(model) if f == 7)
     nodes = [Node(v) for f, _, v, _ in fields(graph) if f == 1]
     inits = {}
-    init_raw = []
     for f, _, v, r in fields(graph):
         if f == 5:
             name, dims, vals = f32_values(v)
             inits[name] = (dims, vals)
-            init_raw.append((name, v))
     # weights written as Constant nodes (Paddle2ONNX does): their value
     consts = {}
     for nd in nodes:
@@ -267,14 +270,10 @@ def main():
     for f, _, v, r in fields(graph):
         if f == 1:
             continue
-        if f == 5:
-            name = next((n for n, raw in init_raw if raw == v), None)
-            if name in dropped:
-                continue
-        if f == 11:  # an initializer listed as a graph input (old IR)
-            vi = next((w.decode() for g, _, w, _ in fields(v) if g == 1), "")
-            if vi in dropped:
-                continue
+        if f == 5 and name_of(v, 8) in dropped:
+            continue
+        if f == 11 and name_of(v, 1) in dropped:  # an initializer as input
+            continue
         out_graph += r
     out_graph = (b"".join(ld(1, n) for n in new_nodes) + out_graph +
                  b"".join(ld(5, t) for t in new_inits))
