@@ -219,9 +219,9 @@ typedef struct op_convp {
 static void rd_conv(op_rd *r, op_convp *p);
 
 /* A MatMul with such a prologue, A of rank 2 or more and W a matrix, or a
- * Gemm with such a prologue and A not transposed (an epilogue operand in
- * y's buffer too: the rows then go in blocks). *tb: W is [N, K] (Gemm's
- * transB), so a panel is a run of W's rows. */
+ * Gemm with such a prologue (an epilogue operand in y's buffer too: the
+ * rows then go in blocks). *tb: W is [N, K] (Gemm's transB), so a panel
+ * is a run of W's rows. */
 static bool op_panels(const op_ctx *c, const op_tail *t, uint32_t own,
                       bool *tb) {
   bool gemm = c->op->kernel == MP_BOP_GEMM;
@@ -239,7 +239,16 @@ static bool op_panels(const op_ctx *c, const op_tail *t, uint32_t own,
   op_gemmp p;
   rd_gemm(&r, &p, true);
   *tb = p.tb != 0;
-  return !r.bad && !p.ta && a->shape.rank == 2;
+  return !r.bad && a->shape.rank == 2;
+}
+
+/* Whether c is a Gemm with transA: its A is stored [K, M]. */
+static bool op_gemm_ta(const op_ctx *c) {
+  if (c->op->kernel != MP_BOP_GEMM) return false;
+  op_rd r = op_reader(c);
+  op_gemmp p;
+  rd_gemm(&r, &p, true);
+  return !r.bad && p.ta;
 }
 
 /* The panel's K and N of weight b (op_panels' tb) and its columns. */
@@ -363,14 +372,15 @@ static bool op_conv_band(const op_ctx *c, const op_tail *t, op_band *b) {
   return true;
 }
 
-/* A MatMul or Gemm whose prologue widens A (input 0: not transposed, rank
- * 2 or more) widens it a block of rows at a time (op_gemm_arows): each
- * row of y reads its row of A only. The rows of a block, at most
+/* A MatMul or Gemm whose prologue widens A (input 0, rank 2 or more)
+ * widens it a block of rows at a time (op_gemm_arows): each row of y
+ * reads its row of A only, a row of A, or with a Gemm's transA a column
+ * of the stored A [K, M] (op_ablock). The rows of a block, at most
  * OP_PANEL_BYTES of f32 (one row at least; an epilogue operand in y's
  * buffer runs row by row, op_gemm_rows, each row of A widened alone); 0
  * when A is widened whole (a horizontal fusion). With W's panels too,
  * op_panels_rb. */
-static int64_t op_arows(const op_ctx *c, const op_tail *t) {
+static int64_t op_arows(const op_ctx *c, const op_tail *t, int64_t *kk) {
   bool gemm = c->op->kernel == MP_BOP_GEMM;
   if ((c->op->kernel != MP_BOP_MATMUL && !gemm) || !t->pro[0].kind ||
       c->op->n_out != 1) {
@@ -380,11 +390,12 @@ static int64_t op_arows(const op_ctx *c, const op_tail *t) {
   op_gemmp p;
   rd_gemm(&r, &p, gemm);
   const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
-  if (r.bad || p.horiz || p.ta || !a || !b || !y || a->shape.rank < 2) {
-    return 0;
-  }
-  return op_panel_count(a->shape.dims[a->shape.rank - 1],
-                        a->shape.dims[a->shape.rank - 2]);
+  if (r.bad || p.horiz || !a || !b || !y || a->shape.rank < 2) return 0;
+  uint32_t rk = a->shape.rank; /* a Gemm's A is a matrix */
+  int64_t k = a->shape.dims[p.ta ? 0 : rk - 1],
+          m = a->shape.dims[p.ta ? 1 : rk - 2];
+  if (kk) *kk = k;
+  return op_panel_count(k, m);
 }
 
 /* A MatMul whose prologue widens a batched B (rank 3 or more) widens it
@@ -413,10 +424,10 @@ static int64_t op_widen_part(const op_ctx *c, const op_tail *t, uint32_t k) {
                : -1;
   }
   op_band b;
-  int64_t per, xg = op_conv_xgroups(c, t, &per), arb = op_arows(c, t);
+  int64_t per, ka, xg = op_conv_xgroups(c, t, &per), arb = op_arows(c, t, &ka);
   if (xg) return xg * per;
   if (op_conv_band(c, t, &b)) return x->shape.dims[1] * b.span * b.xin;
-  if (arb) return arb * x->shape.dims[x->shape.rank - 1];
+  if (arb) return arb * ka;
   return -1;
 }
 
@@ -470,12 +481,15 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
      * with A's prologue, the block of A (op_run_gemm_panels) */
     const mp_btensor *a = op_in(c, 0);
     int64_t k, n, nc = op_panel_cols(op_in(c, 1), tb, &k, &n);
-    int64_t m = a->shape.dims[a->shape.rank - 2];
+    bool ta = op_gemm_ta(c);
+    int64_t m = a->shape.dims[ta ? 1 : a->shape.rank - 2];
     bool aliased = op_epi_aliased(c, t, own, op_out(c, 0));
     int64_t rb = op_panels_rb(t, aliased, m, n, k);
+    c->need_ws +=
+        (size_t)(k * nc) * 4 + 64 + (size_t)((rb ? rb : m) * nc) * 4 + 64;
+    /* the block of A: widened, or with transA copied (op_ablock) */
+    if (t->pro[0].kind || (ta && rb)) c->need_ws += (size_t)(rb * k) * 4 + 64;
     if (!rb) rb = m;
-    c->need_ws += (size_t)(k * nc) * 4 + 64 + (size_t)(rb * nc) * 4 + 64;
-    if (t->pro[0].kind) c->need_ws += (size_t)(rb * k) * 4 + 64;
     if (aliased) {
       c->need_ws += (size_t)(rb * n) * 4 + 64 + 2 * ((size_t)n * 4 + 64);
     }
@@ -809,6 +823,25 @@ static const float *op_widen_range(op_ctx *c, const op_tail *t, uint32_t own,
                          (const float *)(const void *)ps, (int)ns, pz, e0, n,
                          buf);
   return buf;
+}
+
+/* Rows [r0, r0 + nr) of op(A), of the batch matrix whose first element is
+ * a0 (m rows of k), into buf as a block the kernel reads with the same
+ * trans_a: nr rows of k, or with ta the block's nr columns of each of the
+ * k rows of the stored A (trans_a with m = nr). Widened by A's prologue,
+ * or copied from pa when A has none. */
+static void op_ablock(op_ctx *c, const op_tail *t, uint32_t own, bool ta,
+                      const float *pa, int64_t a0, int64_t m, int64_t k,
+                      int64_t r0, int64_t nr, float *buf) {
+  int64_t runs = ta ? k : 1, run = ta ? nr : nr * k;
+  for (int64_t i = 0; i < runs; i++) {
+    int64_t e0 = a0 + (ta ? i * m + r0 : r0 * k);
+    if (t->pro[0].kind) {
+      (void)op_widen_range(c, t, own, 0, e0, run, buf + i * run);
+    } else {
+      memcpy(buf + i * run, pa + e0, (size_t)run * sizeof *buf);
+    }
+  }
 }
 
 /* Rows [o0, o0 + nb) of the weight (input 1): a Conv's output channels,
@@ -1419,8 +1452,9 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
   const mp_btensor *ct = own == 3 ? op_in(c, 2) : NULL;
   const float *pc = ct ? (const float *)op_pin(c, 2) : NULL;
   int64_t k, n, nc = op_panel_cols(w, tb, &k, &n);
-  int64_t m = a->shape.dims[a->shape.rank - 2];
-  mp_kgemm g = {0, 0, k, false, tb, p->alpha, p->beta, 0, 0, 0};
+  bool ta = p->ta != 0; /* a Gemm's A [K, M]: a block is nr columns */
+  int64_t m = a->shape.dims[ta ? 1 : a->shape.rank - 2];
+  mp_kgemm g = {0, 0, k, ta, tb, p->alpha, p->beta, 0, 0, 0};
   op_gemm_cstrides(ct, m, n, &g.c_rs, &g.c_cs);
   int64_t rb = op_panels_rb(t, aliased, m, n, k);
   bool blocked = rb > 0;
@@ -1431,7 +1465,8 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
   for (uint32_t d = 0; d < br; d++) batches *= a->shape.dims[d];
   const float *pa = t->pro[0].kind ? NULL : (const float *)op_pin(c, 0);
   float *wp = op_ws_take(c, k * nc), *yp = op_ws_take(c, rb * nc);
-  float *abuf = pa ? NULL : op_ws_take(c, rb * k);
+  /* A's block: widened, or with transA copied out of A's columns */
+  float *abuf = pa && !(ta && blocked) ? NULL : op_ws_take(c, rb * k);
   char *blk = aliased ? (char *)op_ws_take(c, rb * n) : NULL;
   char *saved = aliased ? (char *)op_ws_take(c, n) : NULL;
   char *kept = aliased ? (char *)op_ws_take(c, n) : NULL;
@@ -1444,8 +1479,7 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
     int64_t b0 = blocked ? bk / per : 0, b1 = blocked ? b0 + 1 : batches;
     int64_t r0 = blocked ? bk % per * rb : 0;
     int64_t nr = m - r0 < rb ? m - r0 : rb;
-    if (abuf)
-      (void)op_widen_range(c, t, own, 0, (b0 * m + r0) * k, nr * k, abuf);
+    if (abuf) op_ablock(c, t, own, ta, pa, b0 * m * k, m, k, r0, nr, abuf);
     for (int64_t c0 = 0; c0 < n; c0 += nc) {
       int64_t cols = n - c0 < nc ? n - c0 : nc;
       if (tb) {
@@ -1497,11 +1531,11 @@ static void op_gemm_arows(op_ctx *c, const op_tail *t, uint32_t own,
                           int64_t a0, const int64_t *mnk, const void *b,
                           const mp_btensor *ct, const void *pc, void *y) {
   int64_t m = mnk[0], n = mnk[1], k = mnk[2];
-  mp_kgemm g = {0, n, k, false, p->tb != 0, p->alpha, p->beta, 0, 0, 0};
+  mp_kgemm g = {0, n, k, p->ta != 0, p->tb != 0, p->alpha, p->beta, 0, 0, 0};
   op_gemm_cstrides(ct, m, n, &g.c_rs, &g.c_cs);
   for (int64_t r0 = 0; r0 < m; r0 += g.m) {
     g.m = arb < m - r0 ? arb : m - r0;
-    (void)op_widen_range(c, t, own, 0, a0 + r0 * k, g.m * k, abuf);
+    op_ablock(c, t, own, g.trans_a, NULL, a0, m, k, r0, g.m, abuf);
     OP_K(gemm_f32)(&g, abuf, b, pc ? (const float *)pc + r0 * g.c_rs : NULL,
                    (float *)y + r0 * n);
   }
@@ -1529,7 +1563,7 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
     if (!aliased) op_run_epilogue(c, &t, own, y, py);
     return true;
   }
-  int64_t arb = op_arows(c, &t); /* A a block of rows at a time */
+  int64_t arb = op_arows(c, &t, NULL); /* A a block of rows at a time */
   float *abuf = op_widen_take(c, &t, 0);
   float *bbuf = op_widen_take(c, &t, 1); /* B a matrix at a time */
   const void *pa = arb ? NULL : op_run_prologue(c, &t, own, 0);

@@ -22,7 +22,7 @@
  *      rounds its result to f16, which the head's f32 widening would not):
  *      per tensor (a one-element scale, no block_size);
  *      or, into a MatMul's weight (input 1, a matrix), a Gemm's (input 1,
- *      A not transposed) or a Conv's weight (input 1), also per axis or
+ *      transA or not) or a Conv's weight (input 1), also per axis or
  *      blocked (opset 21), written as mplan.p.axis and mplan.p.block on
  *      the head: the runtime widens that weight a panel at a time, of the
  *      output's columns for a MatMul or a Gemm (runtime/ops.c,
@@ -89,8 +89,7 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
   bool panels = k == 1 && yt->dtype == MP_DTYPE_F32 &&
                 ((strcmp(h->type, "MatMul") == 0 && x->rank == 2) ||
-                 (strcmp(h->type, "Gemm") == 0 && x->rank == 2 &&
-                  pass_attr_int(h, "transA", 0) == 0) ||
+                 (strcmp(h->type, "Gemm") == 0 && x->rank == 2) ||
                  (strcmp(h->type, "Conv") == 0 && x->rank >= 3));
   if (mp_dtype_size(x->dtype) == 0 && !panels) return NULL; /* rule 7 */
   if (strcmp(d->type, "DequantizeLinear") == 0) {
@@ -206,18 +205,17 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
 
 /* Rule 5: whether the runtime widens head input k under a prologue
  * a part at a time (runtime/ops.c): a DequantizeLinear'd or Cast weight
- * of a MatMul (a matrix), a Gemm (A not transposed) or a Conv, a panel; a
- * MatMul's batched B (rank 3 or more), a matrix of its batch; A of a MatMul or
- * a Gemm (not transposed), a block of rows; X of a Conv, a panel of groups
- * (group > 1) or a band of output rows (one group). Otherwise the whole f32
- * tensor is in its workspace. */
+ * of a MatMul (a matrix), a Gemm or a Conv, a panel; a MatMul's batched B
+ * (rank 3 or more), a matrix of its batch; A of a MatMul or a Gemm, a
+ * block of rows (with transA, a block of the stored A's columns); X of a
+ * Conv, a panel of groups (group > 1) or a band of output rows (one
+ * group). Otherwise the whole f32 tensor is in its workspace. */
 static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k) {
   bool mm = strcmp(h->type, "MatMul") == 0, gemm = strcmp(h->type, "Gemm") == 0;
   bool conv = strcmp(h->type, "Conv") == 0;
-  bool ta = pass_attr_int(h, "transA", 0) != 0;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)h->inputs[k]);
-  if (k == 1) return (mm && x->rank >= 2) || (gemm && !ta) || conv;
-  if (mm || gemm) return x->rank >= 2 && !ta;
+  if (k == 1) return (mm && x->rank >= 2) || gemm || conv;
+  if (mm || gemm) return x->rank >= 2;
   return conv;
 }
 

@@ -196,6 +196,21 @@ run 0 plan $qm --passes all --order memory -o "$tmp/qm.json" &&
 [ "$(py "$tmp/qm.json" "([e.get('epilogue') for e in d['execution'] if e['op'] == 'mm7'], [b['tensors'] for b in d['buffers'] if 'y7' in b.get('tensors', [])])")" = "(['Add'], [['r7', 'y7']])" ] && ok || bad "qdq_mm: mm7's Add is not written over its operand"
 run 0 compile $qm --passes all --order memory -o "$tmp/qm.mpk" &&
   has "$tmp/out" "workspace 82,112 B (80.19 KiB) for the reference kernels (op 'mm3')"
+# Gemms with transA (qdq_gemm_ta): A stored [K, M], so a block of op(A)'s
+# rows is a block of the stored A's columns. Before, neither operand of a
+# transposed A was widened a part at a time: the absorb pass took one
+# DequantizeLinear of g1 and g4 (the larger, widened whole: g1's 196,672 B
+# workspace) and none of g3, whose residual Add then stayed an op (531,200
+# B). Now all six are absorbed, both Adds fused and written over their
+# operands: 588,800 -> 335,872 B; the largest workspace is g4's block of
+# 64 rows (A's columns, the weight's panel, the block's rows).
+qt=tests/data/passes/qdq_gemm_ta.json
+run 0 plan $qt --passes all --order memory -o "$tmp/qt.json" &&
+  has "$tmp/out" "lower bound 335,872 B" && has "$tmp/out" "DequantizeLinear 6"
+[ "$(py "$tmp/qt.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['op'][0] == 'g')")" = "[('g1', 'DequantizeLinear:0,DequantizeLinear:1', None), ('g2', 'DequantizeLinear:0', None), ('g3', 'DequantizeLinear:1', 'Add'), ('g4', 'DequantizeLinear:0,DequantizeLinear:1', 'Add')]" ] && ok || bad "qdq_gemm_ta: the Gemms' prologues and epilogues"
+[ "$(py "$tmp/qt.json" "sorted(b['tensors'] for b in d['buffers'] if 'y3' in b.get('tensors', []) or 'y4' in b.get('tensors', []))")" = "[['r3', 'y3'], ['r4', 'y4']]" ] && ok || bad "qdq_gemm_ta: the Adds are not written over their operands"
+run 0 compile $qt --passes all --order memory -o "$tmp/qt.mpk" &&
+  has "$tmp/out" "workspace 205,248 B (200.44 KiB) for the reference kernels (op 'g4')"
 # f16 weights Cast to f32 before a MatMul, a Gemm (transB) and a Conv
 # (cast_w): each Cast absorbed (245,760 -> 106,496 B), and the weight
 # widened a panel at a time like a DequantizeLinear'd one: the largest
