@@ -1102,6 +1102,40 @@ static void op_run_conv_xgroups(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
+/* The input rows [lo, hi) = r[3], r[4] of each of nc channels (channel
+ * stride pin from element x0) into xbuf as [nc][hi - lo][xin] (channel
+ * stride bin = r[5]), where xbuf holds rows [plo, phi) = r[0], r[1] of the
+ * band before, at channel stride pbin = r[2]: the rows both bands read (a
+ * band's halo, when the taps of consecutive bands overlap) move to their
+ * new place, and only the others are widened. The moves go up the
+ * channels when the stride shrinks and down when it grows, so no row is
+ * overwritten before it moved. */
+static void op_band_rows(op_ctx *c, const op_tail *t, uint32_t own, int64_t xin,
+                         int64_t nc, int64_t x0, int64_t pin, const int64_t *r,
+                         float *xbuf) {
+  int64_t plo = r[0], phi = r[1], pbin = r[2], lo = r[3], hi = r[4];
+  int64_t bin = r[5];
+  int64_t k0 = lo > plo ? lo : plo, k1 = hi < phi ? hi : phi;
+  if (k1 <= k0) k0 = k1 = lo; /* nothing to keep */
+  for (int64_t i = 0; k1 > k0 && i < nc; i++) {
+    int64_t ch = bin <= pbin ? i : nc - 1 - i;
+    memmove(xbuf + ch * bin + (k0 - lo) * xin,
+            xbuf + ch * pbin + (k0 - plo) * xin,
+            (size_t)((k1 - k0) * xin) * sizeof *xbuf);
+  }
+  for (int64_t ch = 0; ch < nc; ch++) {
+    float *to = xbuf + ch * bin;
+    int64_t at = x0 + ch * pin;
+    if (k0 > lo) {
+      (void)op_widen_range(c, t, own, 0, at + lo * xin, (k0 - lo) * xin, to);
+    }
+    if (hi > k1) {
+      (void)op_widen_range(c, t, own, 0, at + k1 * xin, (hi - k1) * xin,
+                           to + (k1 - lo) * xin);
+    }
+  }
+}
+
 /* A Conv of one group under op_conv_band: for each batch, each band of
  * output rows along axis j reads input rows [lo, hi) of every input
  * channel, widened into xbuf ([C][hi - lo][xin]); the kernel then runs on
@@ -1129,7 +1163,10 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
   int64_t idx[MP_K_MAX_RANK] = {0};
   mp_kconv q = *k;
   q.n = 1;
+  /* a weight of one panel is widened once, not again for every band */
+  if (!pw && b->mch >= k->m) pw = op_weight_rows(c, t, own, 0, k->m, wbuf);
   for (int64_t bi = 0; bi < k->n; bi++) {
+    int64_t plo = 0, phi = 0, pbin = 0; /* the rows xbuf holds, per channel */
     for (int64_t o0 = 0; o0 < k->out[j]; o0 += q.out[j]) {
       q.out[j] = b->rows < k->out[j] - o0 ? b->rows : k->out[j] - o0;
       int64_t first = o0 * s - k->pad[j];
@@ -1140,10 +1177,9 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
       q.in[j] = hi - lo;
       q.pad[j] = lo - first;
       int64_t bin = q.in[j] * b->xin, bout = q.out[j] * b->yin;
-      for (int64_t ch = 0; ch < k->c; ch++) {
-        (void)op_widen_range(c, t, own, 0, (bi * k->c + ch) * pin + lo * b->xin,
-                             bin, xbuf + ch * bin);
-      }
+      op_band_rows(c, t, own, b->xin, k->c, bi * k->c * pin, pin,
+                   (int64_t[]){plo, phi, pbin, lo, hi, bin}, xbuf);
+      plo = lo, phi = hi, pbin = bin;
       for (int64_t m0 = 0; m0 < k->m; m0 += q.m) {
         q.m = b->mch < k->m - m0 ? b->mch : k->m - m0;
         const float *w =
@@ -1432,6 +1468,27 @@ static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
+/* Columns [c0, c0 + cols) of the product's weight W (input 1: K x N, or
+ * N x K under tb) widened by its prologue into wp as K rows of cols. */
+static void op_gemm_wpanel(op_ctx *c, const op_tail *t, uint32_t own, bool tb,
+                           int64_t k, int64_t n, int64_t c0, int64_t cols,
+                           float *wp) {
+  const mp_btensor *w = op_in(c, 1), *s = op_in(c, op_pro_at(t, own, 1, 0));
+  if (tb) {
+    (void)op_weight_rows(c, t, own, c0, cols, wp);
+  } else if (t->pro[1].kind == 2) { /* a Cast: the panel row by row */
+    for (int64_t kk = 0; kk < k; kk++) {
+      (void)op_widen_range(c, t, own, 1, kk * n + c0, cols, wp + kk * cols);
+    }
+  } else {
+    OP_K(dequantize_cols)(k, n, c0, cols, (int)op_pro_axis(t, 1, w),
+                          t->pro[1].kind == 3 ? t->pro[1].block : 0, w->dtype,
+                          op_pin(c, 1), op_pin(c, op_pro_at(t, own, 1, 0)),
+                          (int)op_count(s), op_pin(c, op_pro_at(t, own, 1, 1)),
+                          wp);
+  }
+}
+
 /* y = A W (a Gemm's alpha A W + beta C, W perhaps transposed: tb) where
  * W's DequantizeLinear prologue widens it a panel of the output's columns
  * at a time into the workspace (op_panels): each panel of the product is
@@ -1448,7 +1505,6 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
                                const op_gemmp *p, bool tb, const mp_btensor *y,
                                char *py, bool aliased) {
   const mp_btensor *a = op_in(c, 0), *w = op_in(c, 1);
-  const mp_btensor *s = op_in(c, op_pro_at(t, own, 1, 0));
   const mp_btensor *ct = own == 3 ? op_in(c, 2) : NULL;
   const float *pc = ct ? (const float *)op_pin(c, 2) : NULL;
   int64_t k, n, nc = op_panel_cols(w, tb, &k, &n);
@@ -1482,19 +1538,8 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
     if (abuf) op_ablock(c, t, own, ta, pa, b0 * m * k, m, k, r0, nr, abuf);
     for (int64_t c0 = 0; c0 < n; c0 += nc) {
       int64_t cols = n - c0 < nc ? n - c0 : nc;
-      if (tb) {
-        (void)op_weight_rows(c, t, own, c0, cols, wp);
-      } else if (t->pro[1].kind == 2) { /* a Cast: the panel row by row */
-        for (int64_t kk = 0; kk < k; kk++) {
-          (void)op_widen_range(c, t, own, 1, kk * n + c0, cols, wp + kk * cols);
-        }
-      } else {
-        OP_K(dequantize_cols)(
-            k, n, c0, cols, (int)op_pro_axis(t, 1, w),
-            t->pro[1].kind == 3 ? t->pro[1].block : 0, w->dtype, op_pin(c, 1),
-            op_pin(c, op_pro_at(t, own, 1, 0)), (int)op_count(s),
-            op_pin(c, op_pro_at(t, own, 1, 1)), wp);
-      }
+      /* a weight of one panel is widened once, for the first block */
+      if (bk == 0 || nc < n) op_gemm_wpanel(c, t, own, tb, k, n, c0, cols, wp);
       g.m = nr, g.n = cols;
       for (int64_t b = b0; b < b1; b++) {
         OP_K(gemm_f32)(&g, abuf ? abuf : pa + (b * m + r0) * k, wp,
