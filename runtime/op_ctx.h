@@ -21,6 +21,7 @@ typedef struct op_wide {
   mp_btensor in[OP_WIDE_MAX], out[OP_WIDE_MAX];
   unsigned char *pin[OP_WIDE_MAX], *pout[OP_WIDE_MAX];
   bool widen[OP_WIDE_MAX]; /* input k has its own f32 copy to fill */
+  int half; /* the head's own 16-bit dtype (its output 0's), or 0 */
 } op_wide;
 
 typedef struct op_ctx {

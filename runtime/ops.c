@@ -24,7 +24,10 @@
  *      the f32 kernel and rounds the outputs to nearest even. The same
  *      tensor read twice is widened once; the f32 copies share no bytes
  *      with each other or the arena, so the op runs out of place on them
- *      and the rounded outputs are written after every input was read.
+ *      and the rounded outputs are written after every input was read. A
+ *      prologue's operand (an integer tensor) is not widened by op_wide:
+ *      the prologue widens it, and rounds each result to the head's
+ *      16-bit type (op_pro_round) as the absorbed op rounded its output.
  */
 #include "op_ctx.h"
 
@@ -754,6 +757,21 @@ static void op_run_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
+/* A prologue of a 16-bit head (run through f32, invariant 5) stood for a
+ * DequantizeLinear or Cast whose output had the head's dtype: its n f32
+ * results in buf are rounded to that dtype, as that op's output was, so
+ * the head reads the unfused graph's values. */
+static float *op_pro_round(const op_ctx *c, float *buf, int64_t n) {
+  int d = c->wide ? c->wide->half : 0;
+  if (!d) return buf;
+  for (int64_t i = 0; i < n; i++) {
+    uint16_t h;
+    mp_k_store(&h, d, 0, buf[i]);
+    buf[i] = (float)mp_k_load(&h, d, 0);
+  }
+  return buf;
+}
+
 /* The pointer the head reads for input k: its prologue's widened copy in
  * the workspace, or the tensor itself. */
 static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
@@ -763,13 +781,13 @@ static const void *op_run_prologue(op_ctx *c, const op_tail *t, uint32_t own,
   float *w = op_ws_take(c, op_count(x));
   if (t->pro[k].kind == 2) {
     mp_k_cast(x->dtype, op_pin(c, k), MP_KD_F32, w, (size_t)op_count(x));
-    return w;
+    return op_pro_round(c, w, op_count(x));
   }
   op_dequantize(x, op_pin(c, k), op_in(c, op_pro_at(t, own, k, 0)),
                 op_pin(c, op_pro_at(t, own, k, 0)),
                 op_pin(c, op_pro_at(t, own, k, 1)), op_pro_axis(t, k, x),
                 t->pro[k].block, w);
-  return w;
+  return op_pro_round(c, w, op_count(x));
 }
 
 /* Whether op_widen_range hands input k's DequantizeLinear runs of whole
@@ -798,7 +816,7 @@ static const float *op_widen_range(op_ctx *c, const op_tail *t, uint32_t own,
   size_t es = mp_kd_size(x->dtype);
   if (t->pro[k].kind == 2) {
     mp_k_cast(x->dtype, px + (size_t)e0 * es, MP_KD_F32, buf, (size_t)n);
-    return buf;
+    return op_pro_round(c, buf, n);
   }
   const mp_btensor *s = op_in(c, op_pro_at(t, own, k, 0));
   const char *ps = op_pin(c, op_pro_at(t, own, k, 0));
@@ -815,14 +833,14 @@ static const float *op_widen_range(op_ctx *c, const op_tail *t, uint32_t own,
     OP_K(dequantize)(1, nr, one ? n : per, x->dtype, px + (size_t)e0 * es,
                      (const float *)(const void *)ps + r0, (int)nr,
                      pz ? pz + (size_t)r0 * es : NULL, buf);
-    return buf;
+    return op_pro_round(c, buf, n);
   }
   int64_t v[3];
   op_quant_view(x, ns, op_pro_axis(t, k, x), block, v);
   OP_K(dequantize_range)(v[1], v[2], block, x->dtype, px,
                          (const float *)(const void *)ps, (int)ns, pz, e0, n,
                          buf);
-  return buf;
+  return op_pro_round(c, buf, n);
 }
 
 /* Rows [r0, r0 + nr) of op(A), of the batch matrix whose first element is
@@ -1486,6 +1504,7 @@ static void op_gemm_wpanel(op_ctx *c, const op_tail *t, uint32_t own, bool tb,
                           op_pin(c, 1), op_pin(c, op_pro_at(t, own, 1, 0)),
                           (int)op_count(s), op_pin(c, op_pro_at(t, own, 1, 1)),
                           wp);
+    (void)op_pro_round(c, wp, k * cols);
   }
 }
 
@@ -3597,6 +3616,8 @@ static void op_wide_one(const op_ctx *c, const mp_btensor *t,
  * f32 tensors take. false: too many tensors for op_wide. */
 static bool op_wide_init(const op_ctx *c, op_wide *w, size_t *bytes) {
   if (c->op->n_in > OP_WIDE_MAX || c->op->n_out > OP_WIDE_MAX) return false;
+  w->half =
+      c->op->n_out && op_half(op_out(c, 0)->dtype) ? op_out(c, 0)->dtype : 0;
   size_t at = 0;
   uint32_t id = UINT32_MAX;
   for (uint32_t k = 0; k < c->op->n_in; k++, id--) {

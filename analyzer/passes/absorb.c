@@ -18,9 +18,11 @@
  *      mplan.horizontal (its prologues are chosen once, on a single
  *      product); or, for a Resize, an Add, Sub, Mul or Div with no
  *      mplan.* attribute.
- *   3. DequantizeLinear to f32 with an f32 scale (an f16 DequantizeLinear
- *      rounds its result to f16, which the head's f32 widening would not):
- *      per tensor (a one-element scale, no block_size);
+ *   3. DequantizeLinear to f32, f16 or bf16 (its scale's type): a
+ *      16-bit head runs through f32 and rounds its prologue's results to
+ *      its own type, as the DequantizeLinear rounded its output
+ *      (runtime/ops.c, op_pro_round); per tensor (a one-element scale, no
+ *      block_size);
  *      or, into a MatMul's weight (input 1, a matrix), a Gemm's (input 1,
  *      transA or not) or a Conv's weight (input 1), also per axis or
  *      blocked (opset 21), written as mplan.p.axis and mplan.p.block on
@@ -87,7 +89,9 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
   if (d->n_outputs != 1 || d->n_inputs < 1 || d->inputs[0] < 0) return NULL;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
-  bool panels = k == 1 && yt->dtype == MP_DTYPE_F32 &&
+  bool wide = yt->dtype == MP_DTYPE_F32 || yt->dtype == MP_DTYPE_F16 ||
+              yt->dtype == MP_DTYPE_BF16;
+  bool panels = k == 1 && wide &&
                 ((strcmp(h->type, "MatMul") == 0 && x->rank == 2) ||
                  (strcmp(h->type, "Gemm") == 0 && x->rank == 2) ||
                  (strcmp(h->type, "Conv") == 0 && x->rank >= 3));
@@ -97,12 +101,10 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
     const mp_tensor *scale = mp_graph_tensor(g, (size_t)d->inputs[1]);
     bool one = scale->bytes == mp_dtype_size(scale->dtype) &&
                pass_attr_int(d, "block_size", 0) == 0;
-    /* rule 3: the head widens to f32 with an f32 scale (an f16 result
-     * would round where the head's f32 does not) */
-    if (yt->dtype != MP_DTYPE_F32 || scale->dtype != MP_DTYPE_F32 ||
-        (!one && !panels)) {
-      return NULL;
-    }
+    /* rule 3: a float result of the scale's own type, which the head
+     * computes in (a 16-bit head through f32, its prologue's results
+     * rounded to the head's type) */
+    if (!wide || scale->dtype != yt->dtype || (!one && !panels)) return NULL;
     return "DequantizeLinear";
   }
   if (mp_dtype_size(x->dtype) == 0) return NULL; /* a 4-bit Cast: rule 7 */

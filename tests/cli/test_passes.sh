@@ -211,6 +211,20 @@ run 0 plan $qt --passes all --order memory -o "$tmp/qt.json" &&
 [ "$(py "$tmp/qt.json" "sorted(b['tensors'] for b in d['buffers'] if 'y3' in b.get('tensors', []) or 'y4' in b.get('tensors', []))")" = "[['r3', 'y3'], ['r4', 'y4']]" ] && ok || bad "qdq_gemm_ta: the Adds are not written over their operands"
 run 0 compile $qt --passes all --order memory -o "$tmp/qt.mpk" &&
   has "$tmp/out" "workspace 205,248 B (200.44 KiB) for the reference kernels (op 'g4')"
+# 16-bit heads of DequantizeLinears with 16-bit scales (dq_half: f16
+# MatMuls, Gemm and Conv, a bf16 MatMul; an int4 weight blocked along K):
+# every DequantizeLinear absorbed (before, rule 3 kept each an op, as its
+# f16 result rounds), 67,584 -> 16,384 B, and the weights widened a panel
+# at a time: the largest workspace 143,360 -> 82,048 B (mm1, whose int4
+# weight the unfused MatMul widened whole to f32).
+dh=tests/data/passes/dq_half.json
+run 0 plan $dh --passes all --order memory -o "$tmp/dh.json" &&
+  has "$tmp/out" "67,584 -> 16,384 (-75.8%)" && has "$tmp/out" "DequantizeLinear 7"
+[ "$(py "$tmp/dh.json" "sorted((e['op'], e.get('prologue')) for e in d['execution'] if e.get('prologue'))")" = "[('c4', 'DequantizeLinear:0,DequantizeLinear:1'), ('g2', 'DequantizeLinear:1'), ('mm1', 'DequantizeLinear:1'), ('mm3', 'DequantizeLinear:0,DequantizeLinear:1'), ('mm5', 'DequantizeLinear:1')]" ] && ok || bad "dq_half: the 16-bit DequantizeLinears not absorbed"
+run 0 compile $dh --passes none -o "$tmp/dh0.mpk" &&
+  has "$tmp/out" "workspace 143,360 B (140.00 KiB) for the reference kernels (op 'mm1')"
+run 0 compile $dh --passes all --order memory -o "$tmp/dh.mpk" &&
+  has "$tmp/out" "workspace 82,048 B (80.12 KiB) for the reference kernels (op 'mm1')"
 # f16 weights Cast to f32 before a MatMul, a Gemm (transB) and a Conv
 # (cast_w): each Cast absorbed (245,760 -> 106,496 B), and the weight
 # widened a panel at a time like a DequantizeLinear'd one: the largest
