@@ -219,6 +219,7 @@ static const sh_entry sh_table[] = {
     {"Upsample", sh_upsample},
     {"Where", sh_where},
     {"Xor", sh_compare},
+    {"com.microsoft::MatMulNBits", sh_matmul_nbits},
     {"mplan.LoopEnter", sh_loop_enter},
     {"mplan.ScanEnter", sh_scan_enter},
 };

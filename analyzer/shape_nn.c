@@ -263,6 +263,44 @@ mp_status sh_matmul(sh_ctx *c) {
   return MP_OK;
 }
 
+/* com.microsoft::MatMulNBits: Y [..., N] from A [..., K] and the weight
+ * W [N, K] packed into B [N, ceil(K / block_size), block_size * bits / 8]
+ * uint8; attributes K, N, bits (2 to 8), block_size (a power of 2 >= 16). */
+mp_status sh_matmul_nbits(sh_ctx *c) {
+  const sh_fact *a = sh_in(c, 0), *b = sh_in(c, 1);
+  int64_t k = sh_attr_i(c, "K", 0), n = sh_attr_i(c, "N", 0);
+  int64_t bits = sh_attr_i(c, "bits", 4), bs = sh_attr_i(c, "block_size", 0);
+  if (!a || a->rank < 1) return sh_fail(c, "needs A of rank >= 1");
+  if (k < 1 || n < 1 || k > INT32_MAX || n > INT32_MAX) {
+    return sh_fail(
+        c, "attributes K %" PRId64 " and N %" PRId64 " must be in [1, 2^31)", k,
+        n);
+  }
+  if (bits < 2 || bits > 8 || bs < 16 || bs > (1 << 20) || (bs & (bs - 1))) {
+    return sh_fail(c,
+                   "bits %" PRId64 " (2 to 8) or block_size %" PRId64
+                   " (a power of 2 >= 16) out of range",
+                   bits, bs);
+  }
+  if (a->d[a->rank - 1] != k) {
+    return sh_fail(c, "A's last dim %" PRId64 " is not K %" PRId64,
+                   a->d[a->rank - 1], k);
+  }
+  int64_t want = n * ((k + bs - 1) / bs) * (bs * bits / 8);
+  if (b && (b->dt != MP_DTYPE_U8 || sh_elems(b) != want)) {
+    return sh_fail(c,
+                   "B must be uint8 of %" PRId64
+                   " bytes (N x blocks x "
+                   "block_size * bits / 8)",
+                   want);
+  }
+  int64_t d[MP_MAX_RANK];
+  memcpy(d, a->d, a->rank * sizeof *d);
+  d[a->rank - 1] = n;
+  sh_set(c, 0, a->dt, a->rank, d);
+  return MP_OK;
+}
+
 mp_status sh_batchnorm(sh_ctx *c) {
   const sh_fact *x = sh_in(c, 0), *mean = sh_in(c, 3);
   if (!x || x->rank < 2) return sh_fail(c, "needs X of rank >= 2");

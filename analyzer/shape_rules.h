@@ -128,6 +128,7 @@ mp_status sh_conv_transpose(sh_ctx *c);
 mp_status sh_pool(sh_ctx *c);
 mp_status sh_global_pool(sh_ctx *c);
 mp_status sh_gemm(sh_ctx *c);
+mp_status sh_matmul_nbits(sh_ctx *c);
 mp_status sh_matmul(sh_ctx *c);
 mp_status sh_batchnorm(sh_ctx *c);
 mp_status sh_layernorm(sh_ctx *c);

@@ -1988,6 +1988,19 @@ static mp_status lw_misc(lw *x, const char *t) {
     return MP_OK;
   }
   if (strcmp(t, "TfIdfVectorizer") == 0) return lw_tfidf(x);
+  if (strcmp(t, "com.microsoft::MatMulNBits") == 0) {
+    /* A, B, scales, zero points, bias: g_idx (act order) not run */
+    if (lw_t(x, 4)) return lw_unsup(x, "g_idx (act order) is not supported");
+    x->o->kernel = MP_BOP_MATMUL_NBITS;
+    lw_p(x, lw_int(x, "K", 0));
+    lw_p(x, lw_int(x, "N", 0));
+    lw_p(x, lw_int(x, "bits", 4));
+    lw_p(x, lw_int(x, "block_size", 0));
+    for (uint32_t k = 0; k < 6; k++) {
+      if (k != 4) lw_in(x, k < x->op->n_inputs ? x->op->inputs[k] : -1);
+    }
+    return MP_OK;
+  }
   if (strncmp(t, "ai.onnx.preview.training::", 26) == 0) {
     return lw_optim(x, t + 26);
   }

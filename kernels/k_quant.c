@@ -148,3 +148,29 @@ void mp_k_requantize(int64_t n, const int32_t *acc, int32_t bias, float mult,
     mp_k_store(y, dy, (size_t)i, (double)nearbyintf(v) + zp);
   }
 }
+
+/* The bits-wide value i of a packed row (bits 4: the lower nibble first). */
+static int kq_nbits_at(const uint8_t *row, int bits, int64_t i) {
+  if (bits == 8) return row[i];
+  return (row[i / 2] >> (4 * (i % 2))) & 0xf;
+}
+
+void mp_k_dequantize_nbits(int64_t k, int64_t block, int bits, const uint8_t *b,
+                           const float *scale, const uint8_t *zp, int64_t n0,
+                           int64_t nn, float *y) {
+  int64_t kb = (k + block - 1) / block, blob = block * bits / 8;
+  int64_t zrow = (kb * bits + 7) / 8;
+  for (int64_t r = 0; r < nn; r++) {
+    int64_t n = n0 + r;
+    const uint8_t *row = b + n * kb * blob;
+    for (int64_t j = 0; j < kb; j++) {
+      int z = zp ? kq_nbits_at(zp + n * zrow, bits, j) : 1 << (bits - 1);
+      float s = scale[n * kb + j];
+      int64_t e = j * block, end = e + block < k ? e + block : k;
+      for (int64_t i = e; i < end; i++) {
+        int q = kq_nbits_at(row + j * blob, bits, i - e);
+        y[r * k + i] = (float)((double)(q - z) * s);
+      }
+    }
+  }
+}

@@ -881,7 +881,8 @@ const char *mp_bop_name(int kernel) {
                                       "rotary",
                                       "attention",
                                       "tensor-scatter",
-                                      "attention-rows"};
+                                      "attention-rows",
+                                      "matmul-nbits"};
   /* one name per kernel: a kernel added without its name fails here */
   _Static_assert(sizeof names / sizeof *names == MP_BOP_COUNT,
                  "mp_bop_name: a name per mp_bop");

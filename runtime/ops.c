@@ -31,6 +31,7 @@
  */
 #include "op_ctx.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -3272,6 +3273,102 @@ static void op_run_matmul_q(op_ctx *c, const uint32_t *ix, int32_t *acc) {
   }
 }
 
+/* MatMulNBits (com.microsoft): A [..., K] f32, B the packed weight,
+ * scales f32 [N * kb], zero points (NONE, or uint8 packed as B is), bias
+ * (NONE or f32 [N]); parameters K, N, bits, block_size. Y [..., N] = A
+ * W^T + bias, W [N, K] never whole: a panel of its rows (at most
+ * OP_PANEL_BYTES of f32) is unpacked into the workspace, and every block
+ * of A's rows multiplied by it (op_panel_count rows, a product of at most
+ * OP_PANEL_BYTES) before the next panel; each element is the same sum in
+ * the same order (the kernel's invariant 1). */
+typedef struct op_nbits {
+  int64_t k, n, bits, block, kb, m, nc, rb;
+} op_nbits;
+
+static bool op_nbits_params(op_ctx *c, op_nbits *q) {
+  if (c->op->n_params != 4 || c->op->n_in != 5 || c->op->n_out != 1) {
+    return op_fail(c, "bad arity");
+  }
+  q->k = c->op->params[0], q->n = c->op->params[1];
+  q->bits = c->op->params[2], q->block = c->op->params[3];
+  if (q->k < 1 || q->n < 1 || q->k > INT32_MAX || q->n > INT32_MAX) {
+    return op_fail(c, "K %" PRId64 " and N %" PRId64 " must be in [1, 2^31)",
+                   q->k, q->n);
+  }
+  if (q->bits != 4 && q->bits != 8) {
+    return op_fail(c, "bits %" PRId64 " (4 or 8 only)", q->bits);
+  }
+  if (q->block < 16 || q->block > (1 << 20) || (q->block & (q->block - 1))) {
+    return op_fail(c, "block_size %" PRId64 " is not a power of 2 >= 16",
+                   q->block);
+  }
+  q->kb = (q->k + q->block - 1) / q->block;
+  const mp_btensor *a = op_in(c, 0);
+  q->m =
+      a && a->shape.rank ? op_count(a) / a->shape.dims[a->shape.rank - 1] : 0;
+  q->nc = op_panel_count(q->k, q->n);
+  q->rb = q->m ? op_panel_count(q->nc, q->m) : 1;
+  return true;
+}
+
+static bool op_check_matmul_nbits(op_ctx *c) {
+  op_nbits q;
+  if (!op_nbits_params(c, &q)) return false;
+  const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *s = op_in(c, 2);
+  const mp_btensor *z = op_in(c, 3), *bias = op_in(c, 4), *y = op_out(c, 0);
+  if (!a || a->dtype != MP_KD_F32 || a->shape.rank < 1 ||
+      a->shape.dims[a->shape.rank - 1] != q.k) {
+    return op_fail(c, "A must be f32 [..., K = %" PRId64 "]", q.k);
+  }
+  if (!b || b->dtype != MP_KD_U8 ||
+      op_count(b) != q.n * q.kb * (q.block * q.bits / 8)) {
+    return op_fail(c, "B must be uint8 [N, %" PRId64 " blocks, %" PRId64 " B]",
+                   q.kb, q.block * q.bits / 8);
+  }
+  if (!s || s->dtype != MP_KD_F32 || op_count(s) != q.n * q.kb) {
+    return op_fail(c, "scales must be %" PRId64 " f32 values", q.n * q.kb);
+  }
+  if (z && z->dtype != MP_KD_U8) {
+    return op_fail(c, "zero points '%s' are %s (packed uint8 only)", z->name,
+                   mp_kd_name(z->dtype));
+  }
+  if (z && op_count(z) != q.n * ((q.kb * q.bits + 7) / 8)) {
+    return op_fail(c, "zero points '%s' must be %" PRId64 " bytes", z->name,
+                   q.n * ((q.kb * q.bits + 7) / 8));
+  }
+  if (bias && (bias->dtype != MP_KD_F32 || op_count(bias) != q.n)) {
+    return op_fail(c, "bias '%s' must be %" PRId64 " f32 values", bias->name,
+                   q.n);
+  }
+  mp_kshape want = a->shape;
+  want.dims[want.rank - 1] = q.n;
+  if (!op_out_of_place(c, y, &want)) return false;
+  c->need_ws += (size_t)(q.k * q.nc) * 4 + 64 + (size_t)(q.rb * q.nc) * 4 + 64;
+  return true;
+}
+
+static bool op_run_matmul_nbits(op_ctx *c) {
+  op_nbits q;
+  (void)op_nbits_params(c, &q);
+  const float *pa = op_pin(c, 0), *pbias = op_pin(c, 4);
+  float *py = op_pout(c, 0);
+  float *wp = op_ws_take(c, q.k * q.nc), *yp = op_ws_take(c, q.rb * q.nc);
+  mp_kgemm g = {0, 0, q.k, false, true, 1.0, 1.0, 0, 1, 0};
+  for (int64_t n0 = 0; n0 < q.n; n0 += q.nc) {
+    g.n = q.n - n0 < q.nc ? q.n - n0 : q.nc;
+    mp_k_dequantize_nbits(q.k, q.block, (int)q.bits, op_pin(c, 1), op_pin(c, 2),
+                          op_pin(c, 3), n0, g.n, wp);
+    for (int64_t r0 = 0; r0 < q.m; r0 += q.rb) {
+      g.m = q.m - r0 < q.rb ? q.m - r0 : q.rb;
+      OP_K(gemm_f32)(&g, pa + r0 * q.k, wp, pbias ? pbias + n0 : NULL, yp);
+      for (int64_t r = 0; r < g.m; r++) {
+        memcpy(py + (r0 + r) * q.n + n0, yp + r * g.n, (size_t)g.n * 4);
+      }
+    }
+  }
+  return true;
+}
+
 static const uint32_t op_mmint_ix[4] = {0, 2, 1, 3};
 static const uint32_t op_qmm_ix[4] = {0, 2, 3, 5};
 
@@ -3447,6 +3544,8 @@ static bool op_dispatch(op_ctx *c, bool run) {
       return run ? op_run_conv_integer(c) : op_check_conv_integer(c);
     case MP_BOP_DYNAMIC_QUANTIZE:
       return run ? op_run_dynamic_quantize(c) : op_check_dynamic_quantize(c);
+    case MP_BOP_MATMUL_NBITS:
+      return run ? op_run_matmul_nbits(c) : op_check_matmul_nbits(c);
     case MP_BOP_MATMUL_INTEGER:
       return run ? op_run_matmul_integer(c) : op_check_matmul_integer(c);
     case MP_BOP_QLINEAR_CONV:

@@ -1019,4 +1019,14 @@ void mp_k_dequantize_cols(int64_t rows, int64_t cols, int64_t c0, int64_t nc,
                           const float *scale, int n_scale, const void *zp,
                           float *y);
 
+/* MatMulNBits (com.microsoft): rows [n0, n0 + nn) of its weight W [N, K]
+ * into y [nn, K]. b holds N rows of kb = ceil(K / block) blocks of
+ * block * bits / 8 bytes (bits 4: two elements a byte, the lower nibble
+ * first; 8: one), scale N * kb values, and zp (NULL: 2^(bits - 1)) N
+ * rows of ceil(kb * bits / 8) bytes packed the same way; each element
+ * is (q - zp) * scale rounded once to f32. */
+void mp_k_dequantize_nbits(int64_t k, int64_t block, int bits, const uint8_t *b,
+                           const float *scale, const uint8_t *zp, int64_t n0,
+                           int64_t nn, float *y);
+
 #endif /* MPLAN_KERNELS_H */

@@ -1564,6 +1564,95 @@ def dq_output_dtype(out):
                [int_tensor("y", [2, 3], y, FLOAT16)], opset=23)
 
 
+def pack_nbits(rows, bits):
+    """Rows of bits-wide values packed as MatMulNBits packs them: two
+    4-bit values a byte, the lower nibble first; 8-bit values as bytes."""
+    out = []
+    for r in rows:
+        if bits == 8:
+            out += r
+        else:
+            out += [r[i] | (r[i + 1] << 4 if i + 1 < len(r) else 0)
+                    for i in range(0, len(r), 2)]
+    return out
+
+
+def nbits_weight(n, k, bits, block, zp, seed):
+    """A MatMulNBits weight W [n, k]: its packed B, scales, packed zero
+    points (or None: 2^(bits - 1)) and the f32 values of W. Each value is
+    at least its zero point, so no output is a near cancellation."""
+    kb = (k + block - 1) // block
+    scales = [f32(0.01 * ((seed * 7 + i) % 5 + 1)) for i in range(n * kb)]
+    zps = [[(seed + r + j) % 3 + (1 << (bits - 1)) - 2 if zp
+            else 1 << (bits - 1) for j in range(kb)] for r in range(n)]
+    top = (1 << bits) - 1
+    q = [[zps[r][j // block] + (13 * (r * k + j) + seed) %
+          (top + 1 - zps[r][j // block]) if j < k else 0
+          for j in range(kb * block)] for r in range(n)]
+    w = [[f32((q[r][j] - zps[r][j // block]) * scales[r * kb + j // block])
+          for j in range(k)] for r in range(n)]
+    return (pack_nbits(q, bits), scales, pack_nbits(zps, bits) if zp else None,
+            w)
+
+
+def matmul_nbits(out, name="test_matmulnbits"):
+    """com.microsoft's MatMulNBits, the int4 weight format of ONNX Runtime's
+    quantized language models: y1 = x W1^T + b1 with 4-bit weights in
+    blocks of 32 along K = 80 (the last block half used), packed zero
+    points and a bias; y2 = y1 W2^T with 8-bit weights in blocks of 16
+    along K = 24 (the last half used), no zero points (128) and no bias.
+    mplan's runtime unpacks a panel of W's rows at a time."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    ms = ld(7, "com.microsoft")
+    m, k1, n1, k2, n2 = 6, 80, 24, 24, 40
+    x = [f32(0.3 + 0.25 * abs(math.sin(0.23 * i + 0.4))) for i in range(m * k1)]
+    b1p, s1, z1p, w1 = nbits_weight(n1, k1, 4, 32, True, 3)
+    bias = [f32(0.05 * (i % 7) - 0.1) for i in range(n1)]
+    y1 = [f32(sum(x[i * k1 + j] * w1[c][j] for j in range(k1)) + bias[c])
+          for i in range(m) for c in range(n1)]
+    b2p, s2, _, w2 = nbits_weight(n2, k2, 8, 16, False, 5)
+    y2 = [f32(sum(y1[i * k2 + j] * w2[c][j] for j in range(k2)))
+          for i in range(m) for c in range(n2)]
+    graph = (ld(1, node("MatMulNBits", ["x", "b1", "s1", "z1", "", "bias"],
+                        ["y1"], "mm1",
+                        one("K", k1) + one("N", n1) + one("bits", 4) +
+                        one("block_size", 32) + ms)) +
+             ld(1, node("MatMulNBits", ["y1", "b2", "s2"], ["y2"], "mm2",
+                        one("K", k2) + one("N", n2) + one("bits", 8) +
+                        one("block_size", 16) + ms)) +
+             ld(2, name[5:]) +
+             ld(5, int_tensor("b1", [n1, 3, 16], b1p, UINT8)) +
+             ld(5, tensor("s1", [n1 * 3], s1)) +
+             ld(5, int_tensor("z1", [n1 * 2], z1p, UINT8)) +
+             ld(5, tensor("bias", [n1], bias)) +
+             ld(5, int_tensor("b2", [n2, 2, 16], b2p, UINT8)) +
+             ld(5, tensor("s2", [n2 * 2], s2)) +
+             ld(11, value_info("x", [2, 3, k1])) +
+             ld(12, value_info("y1", [2, 3, n1])) +
+             ld(12, value_info("y2", [2, 3, n2])))
+    d = os.path.join(out, name)
+    write(os.path.join(d, "model.onnx"),
+          model(graph, 21) + ld(8, ld(1, "com.microsoft") + vint(2, 1)))
+    data = os.path.join(d, "test_data_set_0")
+    write(os.path.join(data, "input_0.pb"), tensor("x", [2, 3, k1], x))
+    write(os.path.join(data, "output_0.pb"), tensor("y1", [2, 3, n1], y1))
+    write(os.path.join(data, "output_1.pb"), tensor("y2", [2, 3, n2], y2))
+
+
+def nbits_bad():
+    """A committed bad model (--committed): a MatMulNBits whose B holds 2
+    blocks a row where K = 80 in blocks of 32 needs 3."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    graph = (ld(1, node("MatMulNBits", ["x", "b", "s"], ["y"], "mm",
+                        one("K", 80) + one("N", 4) + one("bits", 4) +
+                        one("block_size", 32) + ld(7, "com.microsoft"))) +
+             ld(2, "nbits_bad") +
+             ld(5, int_tensor("b", [4, 2, 16], [0x88] * 128, UINT8)) +
+             ld(5, tensor("s", [12], [0.5] * 12)) +
+             ld(11, value_info("x", [2, 80])) + ld(12, value_info("y", [2, 4])))
+    return model(graph, 21) + ld(8, ld(1, "com.microsoft") + vint(2, 1))
+
+
 def main():
     if sys.argv[1] == "--external-bad":
         for v in ("escape", "absolute", "missing", "short", "length"):
@@ -1580,6 +1669,8 @@ def main():
               int4_bad("block"))
         write(os.path.join(root, "tests", "data", "int4_add.onnx.bin"),
               int4_bad("add"))
+        write(os.path.join(root, "tests", "bad", "onnx_nbits_size.onnx.bin"),
+              nbits_bad())
     else:
         weight_outputs(sys.argv[1])
         matmulinteger_batch(sys.argv[1])
@@ -1601,6 +1692,7 @@ def main():
         conv_dq(sys.argv[1])
         gemm_dq(sys.argv[1])
         qdq_conv(sys.argv[1])
+        matmul_nbits(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

@@ -165,6 +165,10 @@ check blazeface_qdq_passes "$tmp/bf_qdq.onnx" --passes all --order memory
 check det_qdq_passes "$tmp/det_qdq.onnx" --shape x=1x3x160x160 --passes all --order memory
 check qdq_conv "$tmp/extra/test_qdq_conv/model.onnx"
 check qdq_conv_passes "$tmp/extra/test_qdq_conv/model.onnx" --passes all --order memory
+# com.microsoft's MatMulNBits (gen_onnx_extra.py's matmul_nbits): 4-bit
+# weights with packed zero points and a bias, 8-bit ones without either,
+# each unpacked a panel of rows at a time
+check matmulnbits "$tmp/extra/test_matmulnbits/model.onnx"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
