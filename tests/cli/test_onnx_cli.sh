@@ -316,5 +316,35 @@ if [ -n "$cache" ] && [ -f "$isn" ]; then
     bad "isnet: the passes do not lower its lower bound"
   run 0 compile "$isn" -o "$tmp/isn.mpk" && has "$tmp/out" "1084 ops" && rm -f "$tmp/isn.mpk"
 fi
+# com.microsoft's MatMulNBits at a language model's size (a 2048 x 2048
+# int4 layer in blocks of 32, one token): the packed weight, scales and
+# zero points (2,686,976 B) and the input are resident, and the runtime unpacks 8 of
+# W's 2,048 rows at a time, so the workspace is 65,696 B where the f32
+# weight would take 16 MiB.
+python3 - "$src/tests/data" "$tmp/nbits.onnx" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from gen_onnx_extra import (UINT8, int_tensor, ld, model, node, tensor,
+                            value_info, vint)
+one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+k = n = 2048
+kb = k // 32
+b = bytes((37 * i + 11) & 0xff for i in range(n * kb * 16))
+raw = lambda name, dims, data: ld(5, b"".join(vint(1, d) for d in dims) +
+                                  vint(2, UINT8) + ld(8, name) + ld(9, data))
+graph = (ld(1, node("MatMulNBits", ["x", "b", "s", "z"], ["y"], "proj",
+                    one("K", k) + one("N", n) + one("bits", 4) +
+                    one("block_size", 32) + ld(7, "com.microsoft"))) +
+         ld(2, "nbits_llm") + raw("b", [n, kb, 16], b) +
+         ld(5, tensor("s", [n * kb], [0.01] * (n * kb))) +
+         raw("z", [n * kb // 2], bytes([0x88]) * (n * kb // 2)) +
+         ld(11, value_info("x", [1, 1, k])) + ld(12, value_info("y", [1, 1, n])))
+open(sys.argv[2], "wb").write(model(graph, 21) +
+                              ld(8, ld(1, "com.microsoft") + vint(2, 1)))
+PY
+run 0 plan "$tmp/nbits.onnx" && has "$tmp/out" "resident 2,695,168 B"
+run 0 compile "$tmp/nbits.onnx" -o "$tmp/nbits.mpk" &&
+  has "$tmp/out" "workspace 65,696 B (64.16 KiB) for the reference kernels (op 'proj')"
+run 0 verify "$tmp/nbits.onnx" --poison && has "$tmp/out" "verified: no event"
 echo "onnx cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
