@@ -670,6 +670,12 @@ const mp_attr *mp_op_attr(const mp_op *op, const char *name) {
   return NULL;
 }
 
+uint32_t mp_op_head_arity(const mp_op *op) {
+  if (strcmp(op->type, "MatMul") == 0) return 2;
+  if (strcmp(op->type, "com.microsoft::MatMulNBits") == 0) return 6;
+  return 3;
+}
+
 int mp_op_prologues(const mp_op *op, mp_prologue out[2], uint32_t *n_dq) {
   const mp_attr *a = mp_op_attr(op, "mplan.prologue");
   if (n_dq) *n_dq = 0;

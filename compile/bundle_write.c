@@ -220,7 +220,7 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
                              uint32_t *at_slot) {
   const char *epi = bw_attr_s(op, "mplan.epilogue");
   const char *pro = bw_attr_s(op, "mplan.prologue");
-  uint32_t own = strcmp(op->type, "MatMul") == 0 ? 2 : 3;
+  uint32_t own = mp_op_head_arity(op);
   if (!epi || slot < own) return false;
   char list[512];
   snprintf(list, sizeof list, "%s", epi);
@@ -320,7 +320,9 @@ static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
 
 /* Pseudo-random weights, scaled by role so that activations keep a
  * useful range: products' weights +-sqrt(3/fan_in) (int8: +-127), biases
- * small, BatchNormalization scales and variances in [0.5, 1.5]. */
+ * small, BatchNormalization scales and variances in [0.5, 1.5],
+ * quantized values and zero points (a DequantizeLinear's, a MatMulNBits'
+ * packed bytes) their type's whole range, scales in [0.002, 0.02]. */
 static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
                       size_t n) {
   const mp_tensor *x = mp_graph_tensor(w->g, t);
@@ -369,6 +371,10 @@ static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
              strcmp(type, "LayerNormalization") == 0) {
     lo = -0.1;
     hi = 0.1;
+  } else if (strcmp(type, "com.microsoft::MatMulNBits") == 0) {
+    if (slot == 1 || slot == 3) return; /* packed values and zero points */
+    lo = slot == 2 ? 0.002 : -0.1;      /* scales as below; a bias small */
+    hi = slot == 2 ? 0.02 : 0.1;
   } else if (strcmp(type, "DequantizeLinear") == 0 && slot != 1 &&
              !mp_kd_is_float(kd)) {
     return; /* quantized values and zero points: the whole type's range */

@@ -786,6 +786,24 @@ static mp_status lw_gemm(lw *x, bool gemm) {
   return lw_tail(x, gemm ? 3 : 2);
 }
 
+/* ---- com.microsoft's MatMulNBits
+ * ------------------------------------------------------------------ */
+
+/* A, B, scales, zero points, g_idx (act order: not run), bias, then a
+ * fused epilogue's inputs. */
+static mp_status lw_matmul_nbits(lw *x) {
+  if (lw_t(x, 4)) return lw_unsup(x, "g_idx (act order) is not supported");
+  if (lw_attr(x, "mplan.prologue")) {
+    return lw_unsup(x, "a MatMulNBits carries no prologue");
+  }
+  x->o->kernel = MP_BOP_MATMUL_NBITS;
+  lw_p(x, lw_int(x, "K", 0));
+  lw_p(x, lw_int(x, "N", 0));
+  lw_p(x, lw_int(x, "bits", 4));
+  lw_p(x, lw_int(x, "block_size", 0));
+  return lw_tail(x, mp_op_head_arity(x->op));
+}
+
 /* ---- elementwise
  * ----------------------------------------------------------------------- */
 
@@ -1988,19 +2006,6 @@ static mp_status lw_misc(lw *x, const char *t) {
     return MP_OK;
   }
   if (strcmp(t, "TfIdfVectorizer") == 0) return lw_tfidf(x);
-  if (strcmp(t, "com.microsoft::MatMulNBits") == 0) {
-    /* A, B, scales, zero points, bias: g_idx (act order) not run */
-    if (lw_t(x, 4)) return lw_unsup(x, "g_idx (act order) is not supported");
-    x->o->kernel = MP_BOP_MATMUL_NBITS;
-    lw_p(x, lw_int(x, "K", 0));
-    lw_p(x, lw_int(x, "N", 0));
-    lw_p(x, lw_int(x, "bits", 4));
-    lw_p(x, lw_int(x, "block_size", 0));
-    for (uint32_t k = 0; k < 6; k++) {
-      if (k != 4) lw_in(x, k < x->op->n_inputs ? x->op->inputs[k] : -1);
-    }
-    return MP_OK;
-  }
   if (strncmp(t, "ai.onnx.preview.training::", 26) == 0) {
     return lw_optim(x, t + 26);
   }
@@ -2128,6 +2133,7 @@ static mp_status lw_dispatch(lw *x) {
                     "Gemm, MatMul and binary elementwise ops carry one)",
                     t);
   }
+  if (strcmp(t, "com.microsoft::MatMulNBits") == 0) return lw_matmul_nbits(x);
   if (strcmp(t, "MaxPool") == 0) return lw_pool(x, MP_BOP_MAXPOOL, false);
   if (strcmp(t, "AveragePool") == 0) return lw_pool(x, MP_BOP_AVGPOOL, false);
   if (strcmp(t, "GlobalAveragePool") == 0)
@@ -2137,9 +2143,10 @@ static mp_status lw_dispatch(lw *x) {
   if (strcmp(t, "GlobalLpPool") == 0) return lw_pool(x, MP_BOP_LPPOOL, true);
   if (lw_attr(x, "mplan.epilogue") || (lw_attr(x, "mplan.prologue") && b < 0) ||
       lw_attr(x, "mplan.horizontal")) {
-    return lw_unsup(x,
-                    "only Conv, ConvTranspose, Gemm and MatMul carry "
-                    "fused ops (a binary elementwise op a Resize prologue)");
+    return lw_unsup(
+        x,
+        "only Conv, ConvTranspose, Gemm, MatMul and MatMulNBits "
+        "carry fused ops (a binary elementwise op a Resize prologue)");
   }
   if (u >= 0) return lw_unary_op(x, u);
   if (b >= 0) return lw_binary_op(x, b);

@@ -3274,38 +3274,47 @@ static void op_run_matmul_q(op_ctx *c, const uint32_t *ix, int32_t *acc) {
 }
 
 /* MatMulNBits (com.microsoft): A [..., K] f32, B the packed weight,
- * scales f32 [N * kb], zero points (NONE, or uint8 packed as B is), bias
- * (NONE or f32 [N]); parameters K, N, bits, block_size. Y [..., N] = A
- * W^T + bias, W [N, K] never whole: a panel of its rows (at most
- * OP_PANEL_BYTES of f32) is unpacked into the workspace, and every block
- * of A's rows multiplied by it (op_panel_count rows, a product of at most
- * OP_PANEL_BYTES) before the next panel; each element is the same sum in
- * the same order (the kernel's invariant 1). */
+ * scales f32 [N * kb], zero points (NONE, or uint8 packed as B is), g_idx
+ * (NONE), bias (NONE or f32 [N]), then a fused epilogue's inputs;
+ * parameters K, N, bits, block_size and the head tail (no prologue).
+ * Y [..., N] = A W^T + bias, W [N, K] never whole: a panel of its rows
+ * (at most OP_PANEL_BYTES of f32) is unpacked into the workspace, and
+ * every block of A's rows multiplied by it (op_panel_count rows, a
+ * product of at most OP_PANEL_BYTES) before the next panel; each element
+ * is the same sum in the same order (the kernel's invariant 1). The
+ * epilogue then runs over Y (computed into the workspace when an
+ * epilogue operand lives in Y's buffer, op_head_out). */
 typedef struct op_nbits {
   int64_t k, n, bits, block, kb, m, nc, rb;
+  op_tail t;
+  uint32_t own;
 } op_nbits;
 
 static bool op_nbits_params(op_ctx *c, op_nbits *q) {
-  if (c->op->n_params != 4 || c->op->n_in != 5 || c->op->n_out != 1) {
-    return op_fail(c, "bad arity");
+  op_rd r = op_reader(c);
+  q->k = rd_range(&r, 1, INT32_MAX);
+  q->n = rd_range(&r, 1, INT32_MAX);
+  q->bits = rd_range(&r, 4, 8);
+  q->block = rd_range(&r, 16, 1 << 20);
+  rd_tail(&r, &q->t);
+  if (r.bad || r.at != r.n || c->op->n_out != 1) {
+    return op_fail(c,
+                   "bad parameters (K and N in [1, 2^31), bits 4 or 8, "
+                   "block_size 16 to 2^20)");
   }
-  q->k = c->op->params[0], q->n = c->op->params[1];
-  q->bits = c->op->params[2], q->block = c->op->params[3];
-  if (q->k < 1 || q->n < 1 || q->k > INT32_MAX || q->n > INT32_MAX) {
-    return op_fail(c, "K %" PRId64 " and N %" PRId64 " must be in [1, 2^31)",
-                   q->k, q->n);
-  }
+  q->own = op_own(c, &q->t);
+  if (q->own != 6 || q->t.n_pro) return op_fail(c, "bad arity");
   if (q->bits != 4 && q->bits != 8) {
     return op_fail(c, "bits %" PRId64 " (4 or 8 only)", q->bits);
   }
-  if (q->block < 16 || q->block > (1 << 20) || (q->block & (q->block - 1))) {
-    return op_fail(c, "block_size %" PRId64 " is not a power of 2 >= 16",
-                   q->block);
+  if (q->block & (q->block - 1)) {
+    return op_fail(c, "block_size %" PRId64 " is not a power of 2", q->block);
   }
   q->kb = (q->k + q->block - 1) / q->block;
   const mp_btensor *a = op_in(c, 0);
-  q->m =
-      a && a->shape.rank ? op_count(a) / a->shape.dims[a->shape.rank - 1] : 0;
+  q->m = a && a->shape.rank && a->shape.dims[a->shape.rank - 1]
+             ? op_count(a) / a->shape.dims[a->shape.rank - 1]
+             : 0;
   q->nc = op_panel_count(q->k, q->n);
   q->rb = q->m ? op_panel_count(q->nc, q->m) : 1;
   return true;
@@ -3315,7 +3324,7 @@ static bool op_check_matmul_nbits(op_ctx *c) {
   op_nbits q;
   if (!op_nbits_params(c, &q)) return false;
   const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *s = op_in(c, 2);
-  const mp_btensor *z = op_in(c, 3), *bias = op_in(c, 4), *y = op_out(c, 0);
+  const mp_btensor *z = op_in(c, 3), *bias = op_in(c, 5), *y = op_out(c, 0);
   if (!a || a->dtype != MP_KD_F32 || a->shape.rank < 1 ||
       a->shape.dims[a->shape.rank - 1] != q.k) {
     return op_fail(c, "A must be f32 [..., K = %" PRId64 "]", q.k);
@@ -3336,13 +3345,18 @@ static bool op_check_matmul_nbits(op_ctx *c) {
     return op_fail(c, "zero points '%s' must be %" PRId64 " bytes", z->name,
                    q.n * ((q.kb * q.bits + 7) / 8));
   }
+  if (op_in(c, 4)) return op_fail(c, "g_idx (act order) is not supported");
   if (bias && (bias->dtype != MP_KD_F32 || op_count(bias) != q.n)) {
     return op_fail(c, "bias '%s' must be %" PRId64 " f32 values", bias->name,
                    q.n);
   }
   mp_kshape want = a->shape;
   want.dims[want.rank - 1] = q.n;
-  if (!op_out_of_place(c, y, &want)) return false;
+  if (!op_expect_shape(c, y, &want)) return false;
+  if (op_aliases(a, y)) {
+    return op_fail(c, "output '%s' shares an input's buffer", y->name);
+  }
+  if (!op_check_epilogue(c, &q.t, q.own, y, 0)) return false;
   c->need_ws += (size_t)(q.k * q.nc) * 4 + 64 + (size_t)(q.rb * q.nc) * 4 + 64;
   return true;
 }
@@ -3350,8 +3364,10 @@ static bool op_check_matmul_nbits(op_ctx *c) {
 static bool op_run_matmul_nbits(op_ctx *c) {
   op_nbits q;
   (void)op_nbits_params(c, &q);
-  const float *pa = op_pin(c, 0), *pbias = op_pin(c, 4);
-  float *py = op_pout(c, 0);
+  const mp_btensor *y = op_out(c, 0);
+  const float *pa = op_pin(c, 0), *pbias = op_pin(c, 5);
+  void *out = op_pout(c, 0);
+  float *py = op_head_out(c, &q.t, q.own, y, out);
   float *wp = op_ws_take(c, q.k * q.nc), *yp = op_ws_take(c, q.rb * q.nc);
   mp_kgemm g = {0, 0, q.k, false, true, 1.0, 1.0, 0, 1, 0};
   for (int64_t n0 = 0; n0 < q.n; n0 += q.nc) {
@@ -3366,6 +3382,8 @@ static bool op_run_matmul_nbits(op_ctx *c) {
       }
     }
   }
+  op_run_epilogue(c, &q.t, q.own, y, py);
+  op_finish_epilogue(y, py, out);
   return true;
 }
 

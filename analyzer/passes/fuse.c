@@ -1,7 +1,8 @@
 /*
  * fuse.c -- vertical fusion (seed 000 sections 3.2 and 4, seed 002
  * section 2.3): a reduction-type head (Conv, ConvTranspose, Gemm,
- * MatMul) absorbs the chain of elementwise ops after it, in the form of
+ * MatMul, com.microsoft's MatMulNBits) absorbs the chain of elementwise
+ * ops after it, in the form of
  * docs/ir-conventions.md (mplan.epilogue, mplan.e<k>.<attr>).
  *
  * The chain grows from the head's output one reader at a time while
@@ -117,7 +118,7 @@ static uint32_t fuse_prologue_tail(const mp_op *op) {
   mp_prologue pe[2];
   uint32_t n_dq = 0;
   if (mp_op_prologues(op, pe, &n_dq) <= 0 || n_dq == 0) return 0;
-  uint32_t own = strcmp(op->type, "MatMul") == 0 ? 2 : 3;
+  uint32_t own = mp_op_head_arity(op);
   return op->n_inputs > own ? op->n_inputs - own : 0;
 }
 
@@ -125,8 +126,8 @@ static uint32_t fuse_prologue_tail(const mp_op *op) {
  * absorb pass gave it (the manager runs fuse again after absorb:
  * invariant 12), and nothing else of mplan's. */
 static bool fuse_is_head(const mp_op *op) {
-  static const char *const heads[] = {"Conv", "ConvTranspose", "Gemm",
-                                      "MatMul"};
+  static const char *const heads[] = {"Conv", "ConvTranspose", "Gemm", "MatMul",
+                                      "com.microsoft::MatMulNBits"};
   for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
     if (strcmp(op->type, heads[i]) != 0) continue;
     if (op->n_outputs != 1) return false;
@@ -410,7 +411,7 @@ static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
   const mp_op *head = mp_graph_op(c->g, grp->head);
   uint32_t tail = fuse_prologue_tail(head);
   uint32_t own = head->n_inputs - tail;
-  if (strcmp(head->type, "MatMul") != 0 && own < 3) own = 3;
+  if (own < mp_op_head_arity(head)) own = mp_op_head_arity(head);
   uint32_t n = own + tail;
   for (size_t k = 0; k < grp->n_ops; k++) {
     n += mp_graph_op(c->g, (size_t)grp->ops[k])->n_inputs - 1;

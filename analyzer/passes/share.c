@@ -559,7 +559,7 @@ static bool share_row_ok(share_ctx *s, uint32_t o, const mp_op *op, int32_t y) {
 static bool share_epilogue_ok(share_ctx *s, uint32_t o, const mp_op *op,
                               uint32_t k, int32_t y) {
   const mp_graph *g = s->g;
-  uint32_t own = strcmp(op->type, "MatMul") == 0 ? 2 : 3;
+  uint32_t own = mp_op_head_arity(op);
   int32_t x = op->inputs[k];
   if (k < own || x < 0 || !mp_op_first_read(op, k) ||
       !pass_same_type(g, x, y) || !pass_same_layout(g, x, y)) {

@@ -283,6 +283,12 @@ typedef struct mp_prologue {
  * (each brings its scale and zero point), when not NULL. */
 int mp_op_prologues(const mp_op *op, mp_prologue out[2], uint32_t *n_dq);
 
+/* The inputs a fusion head owns before its epilogue's (docs/
+ * ir-conventions.md), absent ones counted: MatMul 2 (A, B);
+ * com.microsoft::MatMulNBits 6 (A, B, scales, zero points, g_idx, bias);
+ * Conv, ConvTranspose and Gemm 3. */
+uint32_t mp_op_head_arity(const mp_op *op);
+
 /* Resize's keep_aspect_ratio_policy (opset 18) not_larger (largest
  * false) or not_smaller: the one scale of the axes at[0..n), the least
  * (or greatest) of sizes[k] / dims[at[k]] over the axes whose dim is not

@@ -225,6 +225,16 @@ run 0 compile $dh --passes none -o "$tmp/dh0.mpk" &&
   has "$tmp/out" "workspace 143,360 B (140.00 KiB) for the reference kernels (op 'mm1')"
 run 0 compile $dh --passes all --order memory -o "$tmp/dh.mpk" &&
   has "$tmp/out" "workspace 82,048 B (80.12 KiB) for the reference kernels (op 'mm1')"
+# com.microsoft's MatMulNBits as a fusion head (nbits_mlp: a transformer
+# MLP block of 4-bit weights): gate takes its SiLU diamond, up the Mul by
+# gate's result, down the residual Add, and two of them write over their
+# epilogue operand: 147,456 -> 49,152 B.
+nm=tests/data/passes/nbits_mlp.json
+run 0 plan $nm --passes all --order memory -o "$tmp/nm.json" &&
+  has "$tmp/out" "lower bound 49,152 B" && has "$tmp/out" "com.microsoft::MatMulNBits 3; 1 diamond"
+[ "$(py "$tmp/nm.json" "sorted((e['op'], e.get('epilogue')) for e in d['execution'])")" = "[('down', 'Add'), ('embed', None), ('gate', 'Sigmoid,Mul@0'), ('up', 'Mul')]" ] && ok || bad "nbits_mlp: the MatMulNBits epilogues"
+[ "$(py "$tmp/nm.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['ag', 'm'], ['h0', 'y']]" ] && ok || bad "nbits_mlp: the epilogues are not written over their operands"
+run 0 plan $nm --passes none && has "$tmp/out" "lower bound 147,456 B"
 # f16 weights Cast to f32 before a MatMul, a Gemm (transB) and a Conv
 # (cast_w): each Cast absorbed (245,760 -> 106,496 B), and the weight
 # widened a panel at a time like a DequantizeLinear'd one: the largest
