@@ -1639,6 +1639,45 @@ def matmul_nbits(out, name="test_matmulnbits"):
     write(os.path.join(data, "output_1.pb"), tensor("y2", [2, 3, n2], y2))
 
 
+def matmul_nbits_f16(out, name="test_matmulnbits_f16"):
+    """MatMulNBits of a float16 A, scales and bias (4-bit weights, packed
+    zero points): mplan's runtime computes it through f32 and rounds y to
+    float16 once."""
+    one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
+    h16 = lambda v: struct.unpack("<e", struct.pack("<e", v))[0]
+    m, k, n = 6, 80, 24
+    x = [h16(0.3 + 0.25 * abs(math.sin(0.23 * i + 0.4))) for i in range(m * k)]
+    bp, s, zp, _ = nbits_weight(n, k, 4, 32, True, 3)
+    s = [h16(v) for v in s]
+    kb = (k + 31) // 32
+    zs = [[(3 + r + j) % 3 + 6 for j in range(kb)] for r in range(n)]
+    q = [[(bp[r * kb * 16 + j // 2] >> (4 * (j % 2))) & 0xf for j in range(k)]
+         for r in range(n)]
+    w = [[f32((q[r][j] - zs[r][j // 32]) * s[r * kb + j // 32])
+          for j in range(k)] for r in range(n)]
+    bias = [h16(0.05 * (i % 7) - 0.1) for i in range(n)]
+    y = [h16(f32(sum(x[i * k + j] * w[c][j] for j in range(k)) + bias[c]))
+         for i in range(m) for c in range(n)]
+    graph = (ld(1, node("MatMulNBits", ["x", "b", "s", "z", "", "bias"], ["y"],
+                        "mm", one("K", k) + one("N", n) + one("bits", 4) +
+                        one("block_size", 32) + ld(7, "com.microsoft"))) +
+             ld(2, name[5:]) +
+             ld(5, int_tensor("b", [n, kb, 16], bp, UINT8)) +
+             ld(5, int_tensor("s", [n * kb], s, FLOAT16)) +
+             ld(5, int_tensor("z", [n * 2], zp, UINT8)) +
+             ld(5, int_tensor("bias", [n], bias, FLOAT16)) +
+             ld(11, value_info("x", [2, 3, k], FLOAT16)) +
+             ld(12, value_info("y", [2, 3, n], FLOAT16)))
+    d = os.path.join(out, name)
+    write(os.path.join(d, "model.onnx"),
+          model(graph, 21) + ld(8, ld(1, "com.microsoft") + vint(2, 1)))
+    data = os.path.join(d, "test_data_set_0")
+    write(os.path.join(data, "input_0.pb"),
+          int_tensor("x", [2, 3, k], x, FLOAT16))
+    write(os.path.join(data, "output_0.pb"),
+          int_tensor("y", [2, 3, n], y, FLOAT16))
+
+
 def nbits_bad():
     """A committed bad model (--committed): a MatMulNBits whose B holds 2
     blocks a row where K = 80 in blocks of 32 needs 3."""
@@ -1693,6 +1732,7 @@ def main():
         gemm_dq(sys.argv[1])
         qdq_conv(sys.argv[1])
         matmul_nbits(sys.argv[1])
+        matmul_nbits_f16(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

@@ -169,6 +169,8 @@ check qdq_conv_passes "$tmp/extra/test_qdq_conv/model.onnx" --passes all --order
 # weights with packed zero points and a bias, 8-bit ones without either,
 # each unpacked a panel of rows at a time
 check matmulnbits "$tmp/extra/test_matmulnbits/model.onnx"
+# and of a float16 A, scales and bias, computed through f32
+check matmulnbits_f16 "$tmp/extra/test_matmulnbits_f16/model.onnx"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}
