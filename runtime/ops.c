@@ -3372,8 +3372,8 @@ static bool op_run_matmul_nbits(op_ctx *c) {
   mp_kgemm g = {0, 0, q.k, false, true, 1.0, 1.0, 0, 1, 0};
   for (int64_t n0 = 0; n0 < q.n; n0 += q.nc) {
     g.n = q.n - n0 < q.nc ? q.n - n0 : q.nc;
-    mp_k_dequantize_nbits(q.k, q.block, (int)q.bits, op_pin(c, 1), op_pin(c, 2),
-                          op_pin(c, 3), n0, g.n, wp);
+    OP_K(dequantize_nbits)(q.k, q.block, (int)q.bits, op_pin(c, 1),
+                           op_pin(c, 2), op_pin(c, 3), n0, g.n, wp);
     for (int64_t r0 = 0; r0 < q.m; r0 += q.rb) {
       g.m = q.m - r0 < q.rb ? q.m - r0 : q.rb;
       OP_K(gemm_f32)(&g, pa + r0 * q.k, wp, pbias ? pbias + n0 : NULL, yp);
@@ -3648,6 +3648,15 @@ static bool op_vec(op_ctx *c) {
       rd_gemm(&r, &p, c->op->kernel == MP_BOP_GEMM);
       rd_tail(&r, &t);
       return (dy == MP_KD_F32 || dy == MP_KD_I8) && op_vec_tail(c, &t, dy);
+    }
+    case MP_BOP_MATMUL_NBITS: { /* the unpacking and the product */
+      op_nbits q;
+      char why[8];
+      op_ctx tmp = *c;
+      tmp.why = why;
+      tmp.cap = sizeof why;
+      return op_nbits_params(&tmp, &q) && dy == MP_KD_F32 &&
+             op_vec_tail(c, &q.t, dy);
     }
     case MP_BOP_UNARY:
       return mp_kv_unary_vector((mp_kunary)rd_i(&r), dx);

@@ -266,3 +266,69 @@ void mp_kv_dequantize_range(int64_t ch, int64_t inner, int64_t block, int dx,
     e += len;
   }
 }
+
+/* One block's run of len values of a MatMulNBits row (bits 4: len / 2
+ * bytes of two, the lower nibble first, and a last lower nibble when len
+ * is odd; 8: len bytes) into y, each (q - z) * s (invariant 2: q - z
+ * exact in int16, one f32 multiply). 4-bit pairs go out as two strided
+ * stores, the even elements and the odd ones. */
+static void kv_nbits_run(const uint8_t *q, int bits, int64_t len, int16_t z,
+                         float s, float *y) {
+  size_t pairs = bits == 8 ? (size_t)len : (size_t)len / 2;
+  ptrdiff_t two = 2 * (ptrdiff_t)sizeof(float);
+  for (size_t i = 0; i < pairs;) {
+    size_t vl = __riscv_vsetvl_e32m4(pairs - i);
+    vuint8m1_t v = __riscv_vle8_v_u8m1(q + i, vl);
+    if (bits == 8) {
+      vint16m2_t w =
+          __riscv_vreinterpret_v_u16m2_i16m2(__riscv_vzext_vf2_u16m2(v, vl));
+      vfloat32m4_t f =
+          __riscv_vfwcvt_f_x_v_f32m4(__riscv_vsub_vx_i16m2(w, z, vl), vl);
+      __riscv_vse32_v_f32m4(y + i, __riscv_vfmul_vf_f32m4(f, s, vl), vl);
+    } else {
+      vuint8m1_t lo = __riscv_vand_vx_u8m1(v, 0xf, vl);
+      vuint8m1_t hi = __riscv_vsrl_vx_u8m1(v, 4, vl);
+      vint16m2_t wl =
+          __riscv_vreinterpret_v_u16m2_i16m2(__riscv_vzext_vf2_u16m2(lo, vl));
+      vint16m2_t wh =
+          __riscv_vreinterpret_v_u16m2_i16m2(__riscv_vzext_vf2_u16m2(hi, vl));
+      vfloat32m4_t fl =
+          __riscv_vfwcvt_f_x_v_f32m4(__riscv_vsub_vx_i16m2(wl, z, vl), vl);
+      vfloat32m4_t fh =
+          __riscv_vfwcvt_f_x_v_f32m4(__riscv_vsub_vx_i16m2(wh, z, vl), vl);
+      __riscv_vsse32_v_f32m4(y + 2 * i, two, __riscv_vfmul_vf_f32m4(fl, s, vl),
+                             vl);
+      __riscv_vsse32_v_f32m4(y + 2 * i + 1, two,
+                             __riscv_vfmul_vf_f32m4(fh, s, vl), vl);
+    }
+    i += vl;
+  }
+  if (bits == 4 && len % 2) { /* the last lower nibble alone */
+    y[len - 1] = (float)((double)((q[len / 2] & 0xf) - z) * s);
+  }
+}
+
+void mp_kv_dequantize_nbits(int64_t k, int64_t block, int bits,
+                            const uint8_t *b, const float *scale,
+                            const uint8_t *zp, int64_t n0, int64_t nn,
+                            float *y) {
+  if (bits != 4 && bits != 8) {
+    mp_k_dequantize_nbits(k, block, bits, b, scale, zp, n0, nn, y);
+    return;
+  }
+  int64_t kb = (k + block - 1) / block, blob = block * bits / 8;
+  int64_t zrow = (kb * bits + 7) / 8;
+  for (int64_t r = 0; r < nn; r++) {
+    int64_t n = n0 + r;
+    for (int64_t j = 0; j < kb; j++) {
+      int16_t z = (int16_t)(1 << (bits - 1));
+      if (zp) {
+        const uint8_t *zr = zp + n * zrow;
+        z = (int16_t)(bits == 8 ? zr[j] : (zr[j / 2] >> (4 * (j % 2))) & 0xf);
+      }
+      int64_t e = j * block, len = e + block < k ? block : k - e;
+      kv_nbits_run(b + (n * kb + j) * blob, bits, len, z, scale[n * kb + j],
+                   y + r * k + e);
+    }
+  }
+}

@@ -1600,8 +1600,10 @@ def matmul_nbits(out, name="test_matmulnbits"):
     quantized language models: y1 = x W1^T + b1 with 4-bit weights in
     blocks of 32 along K = 80 (the last block half used), packed zero
     points and a bias; y2 = y1 W2^T with 8-bit weights in blocks of 16
-    along K = 24 (the last half used), no zero points (128) and no bias.
-    mplan's runtime unpacks a panel of W's rows at a time."""
+    along K = 24 (the last half used), no zero points (128) and no bias;
+    y3 = x3 W3^T with an odd K = 37 in blocks of 16 (the last block 5
+    values, its last byte half used; 3 zero points a row, 2 bytes). mplan's
+    runtime unpacks a panel of W's rows at a time."""
     one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
     ms = ld(7, "com.microsoft")
     m, k1, n1, k2, n2 = 6, 80, 24, 24, 40
@@ -1613,12 +1615,19 @@ def matmul_nbits(out, name="test_matmulnbits"):
     b2p, s2, _, w2 = nbits_weight(n2, k2, 8, 16, False, 5)
     y2 = [f32(sum(y1[i * k2 + j] * w2[c][j] for j in range(k2)))
           for i in range(m) for c in range(n2)]
+    x3 = [f32(0.2 + 0.125 * (i % 9)) for i in range(2 * 37)]
+    b3p, s3, z3p, w3 = nbits_weight(5, 37, 4, 16, True, 7)
+    y3 = [f32(sum(x3[i * 37 + j] * w3[c][j] for j in range(37)))
+          for i in range(2) for c in range(5)]
     graph = (ld(1, node("MatMulNBits", ["x", "b1", "s1", "z1", "", "bias"],
                         ["y1"], "mm1",
                         one("K", k1) + one("N", n1) + one("bits", 4) +
                         one("block_size", 32) + ms)) +
              ld(1, node("MatMulNBits", ["y1", "b2", "s2"], ["y2"], "mm2",
                         one("K", k2) + one("N", n2) + one("bits", 8) +
+                        one("block_size", 16) + ms)) +
+             ld(1, node("MatMulNBits", ["x3", "b3", "s3", "z3"], ["y3"], "mm3",
+                        one("K", 37) + one("N", 5) + one("bits", 4) +
                         one("block_size", 16) + ms)) +
              ld(2, name[5:]) +
              ld(5, int_tensor("b1", [n1, 3, 16], b1p, UINT8)) +
@@ -1627,16 +1636,23 @@ def matmul_nbits(out, name="test_matmulnbits"):
              ld(5, tensor("bias", [n1], bias)) +
              ld(5, int_tensor("b2", [n2, 2, 16], b2p, UINT8)) +
              ld(5, tensor("s2", [n2 * 2], s2)) +
+             ld(5, int_tensor("b3", [5, 3, 8], b3p, UINT8)) +
+             ld(5, tensor("s3", [15], s3)) +
+             ld(5, int_tensor("z3", [10], z3p, UINT8)) +
              ld(11, value_info("x", [2, 3, k1])) +
+             ld(11, value_info("x3", [2, 37])) +
              ld(12, value_info("y1", [2, 3, n1])) +
-             ld(12, value_info("y2", [2, 3, n2])))
+             ld(12, value_info("y2", [2, 3, n2])) +
+             ld(12, value_info("y3", [2, 5])))
     d = os.path.join(out, name)
     write(os.path.join(d, "model.onnx"),
           model(graph, 21) + ld(8, ld(1, "com.microsoft") + vint(2, 1)))
     data = os.path.join(d, "test_data_set_0")
     write(os.path.join(data, "input_0.pb"), tensor("x", [2, 3, k1], x))
     write(os.path.join(data, "output_0.pb"), tensor("y1", [2, 3, n1], y1))
+    write(os.path.join(data, "input_1.pb"), tensor("x3", [2, 37], x3))
     write(os.path.join(data, "output_1.pb"), tensor("y2", [2, 3, n2], y2))
+    write(os.path.join(data, "output_2.pb"), tensor("y3", [2, 5], y3))
 
 
 def matmul_nbits_f16(out, name="test_matmulnbits_f16"):

@@ -730,6 +730,41 @@ static void test_dequantize_range(void) {
   }
 }
 
+/* MatMulNBits' weight rows unpacked: 4 and 8 bits, blocks of 16 and 32,
+ * K a whole number of blocks, one with a short last block and an odd one
+ * (its last byte half used), with packed zero points (kb odd: a row's
+ * last zero-point byte half used) and without; rows from n0 = 1; the
+ * same bytes as the scalar kernel. */
+static void test_dequantize_nbits(void) {
+  size_t sz[8], nsz = sizes(__riscv_vsetvlmax_e32m4(), sz);
+  static const int64_t blocks[] = {16, 32};
+  for (size_t s = 0; s < nsz; s++) {
+    int64_t ks[3] = {64, (int64_t)sz[s] * 2 + 16, (int64_t)sz[s] + 37};
+    for (int bits = 4; bits <= 8; bits += 4) {
+      for (size_t bi = 0; bi < 2; bi++) {
+        for (size_t ki = 0; ki < 3; ki++) {
+          int64_t k = ks[ki], bl = blocks[bi], n = 5;
+          int64_t kb = (k + bl - 1) / bl, blob = bl * bits / 8;
+          size_t nb = (size_t)(n * kb * blob), nz = (size_t)(n * kb);
+          uint8_t *b = xalloc(nb), *zp = xalloc(nz), *junk = xalloc(nz);
+          float *sc = xalloc(nz * 4), *y1 = xalloc((size_t)(4 * k) * 4),
+                *y2 = xalloc((size_t)(4 * k) * 4);
+          fill_quant(b, junk, sc, nz);
+          for (size_t i = 0; i < nb; i++) b[i] = (uint8_t)rnd();
+          for (size_t i = 0; i < nz; i++) zp[i] = (uint8_t)rnd();
+          for (int z = 0; z < 2; z++) {
+            const uint8_t *pz = z ? zp : NULL;
+            mp_k_dequantize_nbits(k, bl, bits, b, sc, pz, 1, 4, y1);
+            mp_kv_dequantize_nbits(k, bl, bits, b, sc, pz, 1, 4, y2);
+            CHECK(same_bytes("dequantize_nbits", y2, y1, (size_t)(4 * k) * 4));
+          }
+          free(b), free(zp), free(junk), free(sc), free(y1), free(y2);
+        }
+      }
+    }
+  }
+}
+
 /* ---- opset 23: RMSNormalization, RotaryEmbedding, Attention --------------
  */
 
@@ -869,6 +904,7 @@ int main(int argc, char **argv) {
   test_quant();
   test_dequantize_cols();
   test_dequantize_range();
+  test_dequantize_nbits();
   printf("rvv kernels: %d checks\n", check_count);
   return check_exit("test_kernels_rvv");
 }
