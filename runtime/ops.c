@@ -489,11 +489,13 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
     int64_t m = a->shape.dims[ta ? 1 : a->shape.rank - 2];
     bool aliased = op_epi_aliased(c, t, own, op_out(c, 0));
     int64_t rb = op_panels_rb(t, aliased, m, n, k);
-    c->need_ws +=
-        (size_t)(k * nc) * 4 + 64 + (size_t)((rb ? rb : m) * nc) * 4 + 64;
+    bool blocked = rb > 0;
+    if (!blocked) rb = m;
+    c->need_ws += (size_t)(k * nc) * 4 + 64 + (size_t)(rb * nc) * 4 + 64;
     /* the block of A: widened, or with transA copied (op_ablock) */
-    if (t->pro[0].kind || (ta && rb)) c->need_ws += (size_t)(rb * k) * 4 + 64;
-    if (!rb) rb = m;
+    if (t->pro[0].kind || (ta && blocked)) {
+      c->need_ws += (size_t)(rb * k) * 4 + 64;
+    }
     if (aliased) {
       c->need_ws += (size_t)(rb * n) * 4 + 64 + 2 * ((size_t)n * 4 + 64);
     }
@@ -1121,25 +1123,31 @@ static void op_run_conv_xgroups(op_ctx *c, const op_tail *t, uint32_t own,
   }
 }
 
-/* The input rows [lo, hi) = r[3], r[4] of each of nc channels (channel
- * stride pin from element x0) into xbuf as [nc][hi - lo][xin] (channel
- * stride bin = r[5]), where xbuf holds rows [plo, phi) = r[0], r[1] of the
- * band before, at channel stride pbin = r[2]: the rows both bands read (a
- * band's halo, when the taps of consecutive bands overlap) move to their
- * new place, and only the others are widened. The moves go up the
- * channels when the stride shrinks and down when it grows, so no row is
- * overwritten before it moved. */
+/* A run of input rows [lo, hi) of every channel in a band buffer, one
+ * channel each stride elements. */
+typedef struct op_rows {
+  int64_t lo, hi, stride;
+} op_rows;
+
+/* The input rows *want of each of nc channels (channel stride pin from
+ * element x0) into xbuf as [nc][hi - lo][xin], where xbuf holds the rows
+ * *held of the band before: the rows both bands read (a band's halo, when
+ * the taps of consecutive bands overlap) move to their new place, and
+ * only the others are widened. The moves go up the channels when the
+ * stride shrinks and down when it grows, so no row is overwritten before
+ * it moved. */
 static void op_band_rows(op_ctx *c, const op_tail *t, uint32_t own, int64_t xin,
-                         int64_t nc, int64_t x0, int64_t pin, const int64_t *r,
+                         int64_t nc, int64_t x0, int64_t pin,
+                         const op_rows *held, const op_rows *want,
                          float *xbuf) {
-  int64_t plo = r[0], phi = r[1], pbin = r[2], lo = r[3], hi = r[4];
-  int64_t bin = r[5];
-  int64_t k0 = lo > plo ? lo : plo, k1 = hi < phi ? hi : phi;
+  int64_t lo = want->lo, hi = want->hi, bin = want->stride;
+  int64_t k0 = lo > held->lo ? lo : held->lo;
+  int64_t k1 = hi < held->hi ? hi : held->hi;
   if (k1 <= k0) k0 = k1 = lo; /* nothing to keep */
   for (int64_t i = 0; k1 > k0 && i < nc; i++) {
-    int64_t ch = bin <= pbin ? i : nc - 1 - i;
+    int64_t ch = bin <= held->stride ? i : nc - 1 - i;
     memmove(xbuf + ch * bin + (k0 - lo) * xin,
-            xbuf + ch * pbin + (k0 - plo) * xin,
+            xbuf + ch * held->stride + (k0 - held->lo) * xin,
             (size_t)((k1 - k0) * xin) * sizeof *xbuf);
   }
   for (int64_t ch = 0; ch < nc; ch++) {
@@ -1185,7 +1193,7 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
   /* a weight of one panel is widened once, not again for every band */
   if (!pw && b->mch >= k->m) pw = op_weight_rows(c, t, own, 0, k->m, wbuf);
   for (int64_t bi = 0; bi < k->n; bi++) {
-    int64_t plo = 0, phi = 0, pbin = 0; /* the rows xbuf holds, per channel */
+    op_rows held = {0, 0, 0}; /* the rows xbuf holds */
     for (int64_t o0 = 0; o0 < k->out[j]; o0 += q.out[j]) {
       q.out[j] = b->rows < k->out[j] - o0 ? b->rows : k->out[j] - o0;
       int64_t first = o0 * s - k->pad[j];
@@ -1196,9 +1204,10 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
       q.in[j] = hi - lo;
       q.pad[j] = lo - first;
       int64_t bin = q.in[j] * b->xin, bout = q.out[j] * b->yin;
-      op_band_rows(c, t, own, b->xin, k->c, bi * k->c * pin, pin,
-                   (int64_t[]){plo, phi, pbin, lo, hi, bin}, xbuf);
-      plo = lo, phi = hi, pbin = bin;
+      op_rows want = {lo, hi, bin};
+      op_band_rows(c, t, own, b->xin, k->c, bi * k->c * pin, pin, &held, &want,
+                   xbuf);
+      held = want;
       for (int64_t m0 = 0; m0 < k->m; m0 += q.m) {
         q.m = b->mch < k->m - m0 ? b->mch : k->m - m0;
         const float *w =

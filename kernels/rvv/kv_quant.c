@@ -312,10 +312,6 @@ void mp_kv_dequantize_nbits(int64_t k, int64_t block, int bits,
                             const uint8_t *b, const float *scale,
                             const uint8_t *zp, int64_t n0, int64_t nn,
                             float *y) {
-  if (bits != 4 && bits != 8) {
-    mp_k_dequantize_nbits(k, block, bits, b, scale, zp, n0, nn, y);
-    return;
-  }
   int64_t kb = (k + block - 1) / block, blob = block * bits / 8;
   int64_t zrow = (kb * bits + 7) / 8;
   for (int64_t r = 0; r < nn; r++) {

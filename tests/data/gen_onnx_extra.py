@@ -1577,12 +1577,13 @@ def pack_nbits(rows, bits):
     return out
 
 
-def nbits_weight(n, k, bits, block, zp, seed):
-    """A MatMulNBits weight W [n, k]: its packed B, scales, packed zero
-    points (or None: 2^(bits - 1)) and the f32 values of W. Each value is
-    at least its zero point, so no output is a near cancellation."""
+def nbits_weight(n, k, bits, block, zp, seed, rnd=f32):
+    """A MatMulNBits weight W [n, k]: its packed B, scales (rounded by rnd:
+    to f32, or to f16 for a float16 model), packed zero points (or None:
+    2^(bits - 1)) and the f32 values of W. Each value is at least its zero
+    point, so no output is a near cancellation."""
     kb = (k + block - 1) // block
-    scales = [f32(0.01 * ((seed * 7 + i) % 5 + 1)) for i in range(n * kb)]
+    scales = [rnd(f32(0.01 * ((seed * 7 + i) % 5 + 1))) for i in range(n * kb)]
     zps = [[(seed + r + j) % 3 + (1 << (bits - 1)) - 2 if zp
             else 1 << (bits - 1) for j in range(kb)] for r in range(n)]
     top = (1 << bits) - 1
@@ -1663,14 +1664,8 @@ def matmul_nbits_f16(out, name="test_matmulnbits_f16"):
     h16 = lambda v: struct.unpack("<e", struct.pack("<e", v))[0]
     m, k, n = 6, 80, 24
     x = [h16(0.3 + 0.25 * abs(math.sin(0.23 * i + 0.4))) for i in range(m * k)]
-    bp, s, zp, _ = nbits_weight(n, k, 4, 32, True, 3)
-    s = [h16(v) for v in s]
+    bp, s, zp, w = nbits_weight(n, k, 4, 32, True, 3, h16)
     kb = (k + 31) // 32
-    zs = [[(3 + r + j) % 3 + 6 for j in range(kb)] for r in range(n)]
-    q = [[(bp[r * kb * 16 + j // 2] >> (4 * (j % 2))) & 0xf for j in range(k)]
-         for r in range(n)]
-    w = [[f32((q[r][j] - zs[r][j // 32]) * s[r * kb + j // 32])
-          for j in range(k)] for r in range(n)]
     bias = [h16(0.05 * (i % 7) - 0.1) for i in range(n)]
     y = [h16(f32(sum(x[i * k + j] * w[c][j] for j in range(k)) + bias[c]))
          for i in range(m) for c in range(n)]
