@@ -265,7 +265,9 @@ mp_status sh_matmul(sh_ctx *c) {
 
 /* com.microsoft::MatMulNBits: Y [..., N] from A [..., K] and the weight
  * W [N, K] packed into B [N, ceil(K / block_size), block_size * bits / 8]
- * uint8; attributes K, N, bits (2 to 8), block_size (a power of 2 >= 16). */
+ * uint8; attributes K, N, bits (2 to 8), block_size (a power of 2 >= 16);
+ * scales [N * blocks] of A's type, zero points packed uint8 or of A's type,
+ * g_idx int32 [K]. */
 mp_status sh_matmul_nbits(sh_ctx *c) {
   const sh_fact *a = sh_in(c, 0), *b = sh_in(c, 1);
   int64_t k = sh_attr_i(c, "K", 0), n = sh_attr_i(c, "N", 0);
@@ -286,13 +288,34 @@ mp_status sh_matmul_nbits(sh_ctx *c) {
     return sh_fail(c, "A's last dim %" PRId64 " is not K %" PRId64,
                    a->d[a->rank - 1], k);
   }
-  int64_t want = n * ((k + bs - 1) / bs) * (bs * bits / 8);
+  int64_t kb = (k + bs - 1) / bs, want = n * kb * (bs * bits / 8);
   if (b && (b->dt != MP_DTYPE_U8 || sh_elems(b) != want)) {
     return sh_fail(c,
                    "B must be uint8 of %" PRId64
                    " bytes (N x blocks x "
                    "block_size * bits / 8)",
                    want);
+  }
+  const sh_fact *s = sh_in(c, 2), *z = sh_in(c, 3), *g = sh_in(c, 4);
+  if (s && (s->dt != a->dt || sh_elems(s) != n * kb)) {
+    return sh_fail(c,
+                   "scales must be %" PRId64 " values of A's type (N x blocks)",
+                   n * kb);
+  }
+  if (z && z->dt == MP_DTYPE_U8 && sh_elems(z) != n * ((kb * bits + 7) / 8)) {
+    return sh_fail(c,
+                   "uint8 zero points must be %" PRId64
+                   " bytes (N rows of blocks x bits, packed)",
+                   n * ((kb * bits + 7) / 8));
+  }
+  if (z && z->dt != MP_DTYPE_U8 && (z->dt != a->dt || sh_elems(z) != n * kb)) {
+    return sh_fail(c,
+                   "zero points must be packed uint8, or %" PRId64
+                   " values of A's type (N x blocks)",
+                   n * kb);
+  }
+  if (g && (g->dt != MP_DTYPE_I32 || sh_elems(g) != k)) {
+    return sh_fail(c, "g_idx must be %" PRId64 " int32 values (K)", k);
   }
   int64_t d[MP_MAX_RANK];
   memcpy(d, a->d, a->rank * sizeof *d);

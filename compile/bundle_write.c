@@ -298,7 +298,8 @@ static bool bw_prologue_role(const bw *w, const mp_op *op, uint32_t slot,
  * is a B, every C a C) or the absorbed op and slot it came from in a
  * vertical one or a prologue, so that a fused graph gets the weights of
  * the unfused one. */
-static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
+static const mp_op *bw_role(const bw *w, size_t t, const char **type,
+                            uint32_t *slot) {
   *type = "";
   *slot = 0;
   for (size_t k = 0; k < mp_graph_op_count(w->g); k++) {
@@ -312,10 +313,11 @@ static void bw_role(const bw *w, size_t t, const char **type, uint32_t *slot) {
         if (!bw_prologue_role(w, op, i, type, slot)) {
           (void)bw_epilogue_role(op, i, type, slot);
         }
-        return;
+        return op;
       }
     }
   }
+  return NULL;
 }
 
 /* Pseudo-random weights, scaled by role so that activations keep a
@@ -328,7 +330,7 @@ static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
   const mp_tensor *x = mp_graph_tensor(w->g, t);
   const char *type;
   uint32_t slot;
-  bw_role(w, t, &type, &slot);
+  const mp_op *op = bw_role(w, t, &type, &slot);
   /* The stream is the weight's name, not its index: passes remove and
    * renumber tensors but keep the weights' names, so a graph and its
    * rewritten form get the same weights. */
@@ -372,9 +374,28 @@ static void bw_random(const bw *w, size_t t, int kd, unsigned char *dst,
     lo = -0.1;
     hi = 0.1;
   } else if (strcmp(type, "com.microsoft::MatMulNBits") == 0) {
-    if (slot == 1 || slot == 3) return; /* packed values and zero points */
-    lo = slot == 2 ? 0.002 : -0.1;      /* scales as below; a bias small */
-    hi = slot == 2 ? 0.02 : 0.1;
+    if (slot == 1 || (slot == 3 && kd == MP_KD_U8)) {
+      return; /* packed values and zero points */
+    }
+    if (slot == 4 && kd == MP_KD_I32) { /* g_idx: each element a block */
+      const mp_attr *bs = bw_attr(op, "block_size", MP_ATTR_INT);
+      int64_t nb = bs && bs->i > 0 ? ((int64_t)n + bs->i - 1) / bs->i : 1;
+      for (size_t i = 0; i < n; i++) {
+        mp_k_store(
+            dst, kd, i,
+            (double)(mp_k_load_i(dst, kd, i) & 0xffff) * (double)nb / 65536.0);
+      }
+      return;
+    }
+    if (slot == 3) { /* float zero points: a third of a step either side */
+      const mp_attr *a = bw_attr(op, "bits", MP_ATTR_INT);
+      int64_t bits = a && a->i >= 2 && a->i <= 8 ? a->i : 4;
+      lo = (double)(1 << (bits - 1)) - 0.33;
+      hi = lo + 0.66;
+    } else {
+      lo = slot == 2 ? 0.002 : -0.1; /* scales as below; a bias small */
+      hi = slot == 2 ? 0.02 : 0.1;
+    }
   } else if (strcmp(type, "DequantizeLinear") == 0 && slot != 1 &&
              !mp_kd_is_float(kd)) {
     return; /* quantized values and zero points: the whole type's range */

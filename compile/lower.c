@@ -789,10 +789,9 @@ static mp_status lw_gemm(lw *x, bool gemm) {
 /* ---- com.microsoft's MatMulNBits
  * ------------------------------------------------------------------ */
 
-/* A, B, scales, zero points, g_idx (act order: not run), bias, then a
- * fused epilogue's inputs. */
+/* A, B, scales, zero points, g_idx (act order), bias, then a fused
+ * epilogue's inputs. */
 static mp_status lw_matmul_nbits(lw *x) {
-  if (lw_t(x, 4)) return lw_unsup(x, "g_idx (act order) is not supported");
   if (lw_attr(x, "mplan.prologue")) {
     return lw_unsup(x, "a MatMulNBits carries no prologue");
   }

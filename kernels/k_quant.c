@@ -149,26 +149,33 @@ void mp_k_requantize(int64_t n, const int32_t *acc, int32_t bias, float mult,
   }
 }
 
-/* The bits-wide value i of a packed row (bits 4: the lower nibble first). */
+/* The bits-wide value i of a packed row (bits 2 or 4: the lowest bits
+ * first). A row's blocks follow each other, each block * bits / 8 bytes,
+ * so element i of a row is at bit i * bits whatever its block. */
 static int kq_nbits_at(const uint8_t *row, int bits, int64_t i) {
   if (bits == 8) return row[i];
-  return (row[i / 2] >> (4 * (i % 2))) & 0xf;
+  int64_t at = i * bits;
+  return (row[at / 8] >> (at % 8)) & ((1 << bits) - 1);
 }
 
-void mp_k_dequantize_nbits(int64_t k, int64_t block, int bits, const uint8_t *b,
-                           const float *scale, const uint8_t *zp, int64_t n0,
-                           int64_t nn, float *y) {
-  int64_t kb = (k + block - 1) / block, blob = block * bits / 8;
-  int64_t zrow = (kb * bits + 7) / 8;
+void mp_k_dequantize_nbits(const mp_knbits *w, int64_t n0, int64_t nn,
+                           float *y) {
+  int64_t k = w->k, kb = (k + w->block - 1) / w->block;
+  int64_t zrow = (kb * w->bits + 7) / 8, blob = w->block * w->bits / 8;
+  const float *fz = w->zp_dt == MP_KD_F32 ? (const float *)w->zp : NULL;
+  const uint8_t *iz = w->zp_dt == MP_KD_U8 ? (const uint8_t *)w->zp : NULL;
   for (int64_t r = 0; r < nn; r++) {
     int64_t n = n0 + r;
-    const uint8_t *row = b + n * kb * blob;
-    for (int64_t j = 0; j < kb; j++) {
-      int z = zp ? kq_nbits_at(zp + n * zrow, bits, j) : 1 << (bits - 1);
-      float s = scale[n * kb + j];
-      int64_t e = j * block, end = e + block < k ? e + block : k;
-      for (int64_t i = e; i < end; i++) {
-        int q = kq_nbits_at(row + j * blob, bits, i - e);
+    const uint8_t *row = w->b + n * kb * blob;
+    for (int64_t i = 0; i < k; i++) {
+      int64_t j = w->g_idx ? w->g_idx[i] : i / w->block;
+      int q = kq_nbits_at(row, w->bits, i);
+      float s = w->scale[n * kb + j];
+      if (fz) {
+        y[r * k + i] = ((float)q - fz[n * kb + j]) * s;
+      } else {
+        int z =
+            iz ? kq_nbits_at(iz + n * zrow, w->bits, j) : 1 << (w->bits - 1);
         y[r * k + i] = (float)((double)(q - z) * s);
       }
     }

@@ -3283,8 +3283,9 @@ static void op_run_matmul_q(op_ctx *c, const uint32_t *ix, int32_t *acc) {
 }
 
 /* MatMulNBits (com.microsoft): A [..., K] f32, B the packed weight,
- * scales f32 [N * kb], zero points (NONE, or uint8 packed as B is), g_idx
- * (NONE), bias (NONE or f32 [N]), then a fused epilogue's inputs;
+ * scales f32 [N * kb], zero points (NONE, uint8 packed as B is, or f32
+ * [N * kb]), g_idx (NONE, or int32 [K]: each element's block), bias (NONE
+ * or f32 [N]), then a fused epilogue's inputs;
  * parameters K, N, bits, block_size and the head tail (no prologue).
  * Y [..., N] = A W^T + bias, W [N, K] never whole: a panel of its rows
  * (at most OP_PANEL_BYTES of f32) is unpacked into the workspace, and
@@ -3303,18 +3304,18 @@ static bool op_nbits_params(op_ctx *c, op_nbits *q) {
   op_rd r = op_reader(c);
   q->k = rd_range(&r, 1, INT32_MAX);
   q->n = rd_range(&r, 1, INT32_MAX);
-  q->bits = rd_range(&r, 4, 8);
+  q->bits = rd_range(&r, 2, 8);
   q->block = rd_range(&r, 16, 1 << 20);
   rd_tail(&r, &q->t);
   if (r.bad || r.at != r.n || c->op->n_out != 1) {
     return op_fail(c,
-                   "bad parameters (K and N in [1, 2^31), bits 4 or 8, "
+                   "bad parameters (K and N in [1, 2^31), bits 2 to 8, "
                    "block_size 16 to 2^20)");
   }
   q->own = op_own(c, &q->t);
   if (q->own != 6 || q->t.n_pro) return op_fail(c, "bad arity");
-  if (q->bits != 4 && q->bits != 8) {
-    return op_fail(c, "bits %" PRId64 " (4 or 8 only)", q->bits);
+  if (q->bits != 2 && q->bits != 4 && q->bits != 8) {
+    return op_fail(c, "bits %" PRId64 " (2, 4 or 8 only)", q->bits);
   }
   if (q->block & (q->block - 1)) {
     return op_fail(c, "block_size %" PRId64 " is not a power of 2", q->block);
@@ -3326,6 +3327,21 @@ static bool op_nbits_params(op_ctx *c, op_nbits *q) {
              : 0;
   q->nc = op_panel_count(q->k, q->n);
   q->rb = q->m ? op_panel_count(q->nc, q->m) : 1;
+  return true;
+}
+
+/* Whether each of g_idx's K blocks is one of the kb. */
+static bool op_nbits_blocks(op_ctx *c, const op_nbits *q, const int32_t *g) {
+  for (int64_t i = 0; i < q->k; i++) {
+    int32_t v;
+    memcpy(&v, g + i, sizeof v); /* a weight's data may be unaligned */
+    if (v < 0 || v >= q->kb) {
+      return op_fail(c,
+                     "g_idx '%s' [%" PRId64 "] = %" PRId32
+                     " is not a block in [0, %" PRId64 ")",
+                     op_in(c, 4)->name, i, v, q->kb);
+    }
+  }
   return true;
 }
 
@@ -3346,15 +3362,29 @@ static bool op_check_matmul_nbits(op_ctx *c) {
   if (!s || s->dtype != MP_KD_F32 || op_count(s) != q.n * q.kb) {
     return op_fail(c, "scales must be %" PRId64 " f32 values", q.n * q.kb);
   }
-  if (z && z->dtype != MP_KD_U8) {
-    return op_fail(c, "zero points '%s' are %s (packed uint8 only)", z->name,
+  if (z && z->dtype != MP_KD_U8 && z->dtype != MP_KD_F32) {
+    return op_fail(c, "zero points '%s' are %s (packed uint8 or f32)", z->name,
                    mp_kd_name(z->dtype));
   }
-  if (z && op_count(z) != q.n * ((q.kb * q.bits + 7) / 8)) {
+  if (z && z->dtype == MP_KD_U8 &&
+      op_count(z) != q.n * ((q.kb * q.bits + 7) / 8)) {
     return op_fail(c, "zero points '%s' must be %" PRId64 " bytes", z->name,
                    q.n * ((q.kb * q.bits + 7) / 8));
   }
-  if (op_in(c, 4)) return op_fail(c, "g_idx (act order) is not supported");
+  if (z && z->dtype == MP_KD_F32 && op_count(z) != q.n * q.kb) {
+    return op_fail(c, "zero points '%s' must be %" PRId64 " f32 values",
+                   z->name, q.n * q.kb);
+  }
+  const mp_btensor *g = op_in(c, 4);
+  if (g && (g->dtype != MP_KD_I32 || op_count(g) != q.k)) {
+    return op_fail(c, "g_idx '%s' must be %" PRId64 " int32 values", g->name,
+                   q.k);
+  }
+  if (g && g->kind == MP_BT_WEIGHT && g->data_bytes == (uint64_t)q.k * 4 &&
+      !op_nbits_blocks(
+          c, &q, (const int32_t *)(mp_bundle_weights(c->b) + g->data_offset))) {
+    return false; /* a weight's blocks are known before the run */
+  }
   if (bias && (bias->dtype != MP_KD_F32 || op_count(bias) != q.n)) {
     return op_fail(c, "bias '%s' must be %" PRId64 " f32 values", bias->name,
                    q.n);
@@ -3377,12 +3407,15 @@ static bool op_run_matmul_nbits(op_ctx *c) {
   const float *pa = op_pin(c, 0), *pbias = op_pin(c, 5);
   void *out = op_pout(c, 0);
   float *py = op_head_out(c, &q.t, q.own, y, out);
+  const mp_btensor *z = op_in(c, 3);
+  mp_knbits w = {q.k,          q.block,      (int)q.bits,  z ? z->dtype : 0,
+                 op_pin(c, 1), op_pin(c, 2), op_pin(c, 3), op_pin(c, 4)};
+  if (w.g_idx && !op_nbits_blocks(c, &q, w.g_idx)) return false;
   float *wp = op_ws_take(c, q.k * q.nc), *yp = op_ws_take(c, q.rb * q.nc);
   mp_kgemm g = {0, 0, q.k, false, true, 1.0, 1.0, 0, 1, 0};
   for (int64_t n0 = 0; n0 < q.n; n0 += q.nc) {
     g.n = q.n - n0 < q.nc ? q.n - n0 : q.nc;
-    OP_K(dequantize_nbits)(q.k, q.block, (int)q.bits, op_pin(c, 1),
-                           op_pin(c, 2), op_pin(c, 3), n0, g.n, wp);
+    OP_K(dequantize_nbits)(&w, n0, g.n, wp);
     for (int64_t r0 = 0; r0 < q.m; r0 += q.rb) {
       g.m = q.m - r0 < q.rb ? q.m - r0 : q.rb;
       OP_K(gemm_f32)(&g, pa + r0 * q.k, wp, pbias ? pbias + n0 : NULL, yp);

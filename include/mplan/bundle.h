@@ -145,9 +145,10 @@ typedef enum mp_bt_kind {
  *       (runtime/ops_attn.c)
  *   TENSOR_SCATTER: axis (>= 1), circular (inputs: past_cache, update,
  *       write_indices)
- *   MATMUL_NBITS: K, N, bits (4 or 8), block_size, then the head tail
- *       with no prologue (com.microsoft's MatMulNBits; inputs A, B,
- *       scales, zero points or NONE, g_idx NONE, bias or NONE, then the
+ *   MATMUL_NBITS: K, N, bits (2, 4 or 8), block_size, then the head
+ *       tail with no prologue (com.microsoft's MatMulNBits; inputs A, B,
+ *       scales, zero points (packed uint8 or f32) or NONE, g_idx (int32
+ *       [K]) or NONE, bias or NONE, then the
  *       epilogue's: Y = A W^T + bias, W [N, K] unpacked from B a panel
  *       of rows at a time, mp_k_dequantize_nbits)
  *   ATTN_ROWS: the scale's op (0 none, 1 Mul, 2 Div) (inputs: Q, Kt, V,

@@ -1019,14 +1019,26 @@ void mp_k_dequantize_cols(int64_t rows, int64_t cols, int64_t c0, int64_t nc,
                           const float *scale, int n_scale, const void *zp,
                           float *y);
 
-/* MatMulNBits (com.microsoft): rows [n0, n0 + nn) of its weight W [N, K]
- * into y [nn, K]. b holds N rows of kb = ceil(K / block) blocks of
- * block * bits / 8 bytes (bits 4: two elements a byte, the lower nibble
- * first; 8: one), scale N * kb values, and zp (NULL: 2^(bits - 1)) N
- * rows of ceil(kb * bits / 8) bytes packed the same way; each element
- * is (q - zp) * scale rounded once to f32. */
-void mp_k_dequantize_nbits(int64_t k, int64_t block, int bits, const uint8_t *b,
-                           const float *scale, const uint8_t *zp, int64_t n0,
-                           int64_t nn, float *y);
+/* MatMulNBits' (com.microsoft) weight W [N, K]: b holds N rows of kb =
+ * ceil(K / block) blocks of block * bits / 8 bytes (bits 2, 4 or 8, the
+ * lowest bits first: element i of a row is bits [i * bits, (i + 1) * bits)
+ * of its bytes), scale N * kb values. zp_dt: 0, no zero points (2^(bits -
+ * 1)); MP_KD_U8, N rows of ceil(kb * bits / 8) bytes packed as b is;
+ * MP_KD_F32, N * kb values. g_idx (NULL: element i of a row is in block
+ * i / block) gives each of the K elements its block, each in [0, kb). */
+typedef struct mp_knbits {
+  int64_t k, block;
+  int bits, zp_dt;
+  const uint8_t *b;
+  const float *scale;
+  const void *zp;
+  const int32_t *g_idx;
+} mp_knbits;
+
+/* Rows [n0, n0 + nn) of W into y [nn, K]: with integer zero points each
+ * element is (q - zp) * scale rounded once to f32; with float ones
+ * ((float)q - zp) * scale, each operation in f32. */
+void mp_k_dequantize_nbits(const mp_knbits *w, int64_t n0, int64_t nn,
+                           float *y);
 
 #endif /* MPLAN_KERNELS_H */

@@ -104,10 +104,9 @@ void mp_kv_quantize(int64_t outer, int64_t ch, int64_t inner, const float *x,
 void mp_kv_dequantize(int64_t outer, int64_t ch, int64_t inner, int dx,
                       const void *x, const float *scale, int n_scale,
                       const void *zp, float *y);
-/* MatMulNBits' weight rows unpacked (mp_k_dequantize_nbits): 4 and 8 bits. */
-void mp_kv_dequantize_nbits(int64_t k, int64_t block, int bits,
-                            const uint8_t *b, const float *scale,
-                            const uint8_t *zp, int64_t n0, int64_t nn,
+/* MatMulNBits' weight rows unpacked (mp_k_dequantize_nbits): 2, 4 and 8
+ * bits, integer or float zero points, g_idx. */
+void mp_kv_dequantize_nbits(const mp_knbits *w, int64_t n0, int64_t nn,
                             float *y);
 
 /* memmove with vector loads and stores (overlap handled). */

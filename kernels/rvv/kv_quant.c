@@ -34,6 +34,11 @@
  *      axis: one block row's), or one per block along the last axis
  *      (index (c + j) / block, as the columns kernel computes it), and
  *      reads each segment's elements and parameters as invariant 3 does.
+ *   5. MatMulNBits with a float zero point computes ((float)q - zp) *
+ *      scale, two f32 operations as the scalar kernel does; with g_idx
+ *      the row's values are converted first (exact) and each element's
+ *      scale and zero point gathered by its block, then (v - z) * s in
+ *      f32, which for an integer z is invariant 2's single rounding.
  */
 #include <riscv_vector.h>
 
@@ -267,64 +272,121 @@ void mp_kv_dequantize_range(int64_t ch, int64_t inner, int64_t block, int dx,
   }
 }
 
-/* One block's run of len values of a MatMulNBits row (bits 4: len / 2
- * bytes of two, the lower nibble first, and a last lower nibble when len
- * is odd; 8: len bytes) into y, each (q - z) * s (invariant 2: q - z
- * exact in int16, one f32 multiply). 4-bit pairs go out as two strided
- * stores, the even elements and the odd ones. */
-static void kv_nbits_run(const uint8_t *q, int bits, int64_t len, int16_t z,
-                         float s, float *y) {
-  size_t pairs = bits == 8 ? (size_t)len : (size_t)len / 2;
-  ptrdiff_t two = 2 * (ptrdiff_t)sizeof(float);
-  for (size_t i = 0; i < pairs;) {
-    size_t vl = __riscv_vsetvl_e32m4(pairs - i);
+/* One block's run of len values of a MatMulNBits row into y (bits 2 or
+ * 4: per = 8 / bits values a byte, the lowest bits first, and the last
+ * byte's first len % per values; 8: len bytes). Each value q becomes (q -
+ * z) * s, q - z exact in int16 and one f32 multiply (invariant 2); with a
+ * float zero point (fz, z 0) ((float)q - zf) * s, each operation in f32
+ * as the scalar kernel does them (invariant 5). The values of a byte go
+ * out as per strided stores. */
+typedef struct kv_nbz {
+  int16_t z;
+  bool fz;
+  float zf, s;
+} kv_nbz;
+
+static vfloat32m4_t kv_nbits_val(vuint8m1_t f, const kv_nbz *p, size_t vl) {
+  vint16m2_t w =
+      __riscv_vreinterpret_v_u16m2_i16m2(__riscv_vzext_vf2_u16m2(f, vl));
+  vfloat32m4_t v =
+      __riscv_vfwcvt_f_x_v_f32m4(__riscv_vsub_vx_i16m2(w, p->z, vl), vl);
+  if (p->fz) v = __riscv_vfsub_vf_f32m4(v, p->zf, vl);
+  return __riscv_vfmul_vf_f32m4(v, p->s, vl);
+}
+
+static void kv_nbits_run(const uint8_t *q, int bits, int64_t len,
+                         const kv_nbz *p, float *y) {
+  int per = 8 / bits;
+  size_t bytes = (size_t)len / (size_t)per;
+  ptrdiff_t stride = per * (ptrdiff_t)sizeof(float);
+  uint8_t mask = (uint8_t)((1 << bits) - 1);
+  for (size_t i = 0; i < bytes;) {
+    size_t vl = __riscv_vsetvl_e32m4(bytes - i);
     vuint8m1_t v = __riscv_vle8_v_u8m1(q + i, vl);
-    if (bits == 8) {
-      vint16m2_t w =
-          __riscv_vreinterpret_v_u16m2_i16m2(__riscv_vzext_vf2_u16m2(v, vl));
-      vfloat32m4_t f =
-          __riscv_vfwcvt_f_x_v_f32m4(__riscv_vsub_vx_i16m2(w, z, vl), vl);
-      __riscv_vse32_v_f32m4(y + i, __riscv_vfmul_vf_f32m4(f, s, vl), vl);
+    if (per == 1) {
+      __riscv_vse32_v_f32m4(y + i, kv_nbits_val(v, p, vl), vl);
     } else {
-      vuint8m1_t lo = __riscv_vand_vx_u8m1(v, 0xf, vl);
-      vuint8m1_t hi = __riscv_vsrl_vx_u8m1(v, 4, vl);
-      vint16m2_t wl =
-          __riscv_vreinterpret_v_u16m2_i16m2(__riscv_vzext_vf2_u16m2(lo, vl));
-      vint16m2_t wh =
-          __riscv_vreinterpret_v_u16m2_i16m2(__riscv_vzext_vf2_u16m2(hi, vl));
-      vfloat32m4_t fl =
-          __riscv_vfwcvt_f_x_v_f32m4(__riscv_vsub_vx_i16m2(wl, z, vl), vl);
-      vfloat32m4_t fh =
-          __riscv_vfwcvt_f_x_v_f32m4(__riscv_vsub_vx_i16m2(wh, z, vl), vl);
-      __riscv_vsse32_v_f32m4(y + 2 * i, two, __riscv_vfmul_vf_f32m4(fl, s, vl),
-                             vl);
-      __riscv_vsse32_v_f32m4(y + 2 * i + 1, two,
-                             __riscv_vfmul_vf_f32m4(fh, s, vl), vl);
+      for (int f = 0; f < per; f++) {
+        vuint8m1_t x = __riscv_vand_vx_u8m1(
+            __riscv_vsrl_vx_u8m1(v, (size_t)(f * bits), vl), mask, vl);
+        __riscv_vsse32_v_f32m4(y + per * i + f, stride, kv_nbits_val(x, p, vl),
+                               vl);
+      }
     }
     i += vl;
   }
-  if (bits == 4 && len % 2) { /* the last lower nibble alone */
-    y[len - 1] = (float)((double)((q[len / 2] & 0xf) - z) * s);
+  for (int64_t e = (int64_t)bytes * per; e < len; e++) { /* the last byte */
+    int x = (q[bytes] >> (bits * (e % per))) & mask;
+    y[e] =
+        p->fz ? ((float)x - p->zf) * p->s : (float)((double)(x - p->z) * p->s);
   }
 }
 
-void mp_kv_dequantize_nbits(int64_t k, int64_t block, int bits,
-                            const uint8_t *b, const float *scale,
-                            const uint8_t *zp, int64_t n0, int64_t nn,
+/* With g_idx (invariant 5): the row's values as f32 first (z 0, s 1:
+ * exact), then each element's scale and zero point gathered by its
+ * block, y = (y - z) * s in f32. An integer zero point z is exact in f32,
+ * so y - z is q - z exactly and the product rounds once, as the scalar
+ * double product rounded to f32 does. */
+static void kv_nbits_gidx(const mp_knbits *w, int64_t n, float *y) {
+  int64_t k = w->k, kb = (k + w->block - 1) / w->block;
+  int64_t zrow = (kb * w->bits + 7) / 8;
+  kv_nbz one = {0, false, 0, 1};
+  kv_nbits_run(w->b + n * kb * (w->block * w->bits / 8), w->bits, k, &one, y);
+  const float *sc = w->scale + n * kb;
+  const float *fz = w->zp_dt == MP_KD_F32 ? (const float *)w->zp + n * kb : 0;
+  const uint8_t *iz =
+      w->zp_dt == MP_KD_U8 ? (const uint8_t *)w->zp + n * zrow : NULL;
+  float def = (float)(1 << (w->bits - 1));
+  for (size_t i = 0; i < (size_t)k;) {
+    size_t vl = __riscv_vsetvl_e32m4((size_t)k - i);
+    vuint32m4_t g = __riscv_vreinterpret_v_i32m4_u32m4(
+        __riscv_vle32_v_i32m4(w->g_idx + i, vl));
+    vuint32m4_t off = __riscv_vsll_vx_u32m4(g, 2, vl);
+    vfloat32m4_t s = __riscv_vluxei32_v_f32m4(sc, off, vl);
+    vfloat32m4_t z;
+    if (fz) {
+      z = __riscv_vluxei32_v_f32m4(fz, off, vl);
+    } else if (iz) {
+      vuint32m4_t bit = __riscv_vmul_vx_u32m4(g, (uint32_t)w->bits, vl);
+      vuint8m1_t by =
+          __riscv_vluxei32_v_u8m1(iz, __riscv_vsrl_vx_u32m4(bit, 3, vl), vl);
+      vuint8m1_t sh = __riscv_vncvt_x_x_w_u8m1(
+          __riscv_vncvt_x_x_w_u16m2(__riscv_vand_vx_u32m4(bit, 7, vl), vl), vl);
+      vuint8m1_t zq = __riscv_vand_vx_u8m1(__riscv_vsrl_vv_u8m1(by, sh, vl),
+                                           (uint8_t)((1 << w->bits) - 1), vl);
+      z = __riscv_vfwcvt_f_xu_v_f32m4(__riscv_vzext_vf2_u16m2(zq, vl), vl);
+    } else {
+      z = __riscv_vfmv_v_f_f32m4(def, vl);
+    }
+    vfloat32m4_t v = __riscv_vle32_v_f32m4(y + i, vl);
+    v = __riscv_vfmul_vv_f32m4(__riscv_vfsub_vv_f32m4(v, z, vl), s, vl);
+    __riscv_vse32_v_f32m4(y + i, v, vl);
+    i += vl;
+  }
+}
+
+void mp_kv_dequantize_nbits(const mp_knbits *w, int64_t n0, int64_t nn,
                             float *y) {
-  int64_t kb = (k + block - 1) / block, blob = block * bits / 8;
-  int64_t zrow = (kb * bits + 7) / 8;
+  int64_t k = w->k, kb = (k + w->block - 1) / w->block;
+  int64_t blob = w->block * w->bits / 8, zrow = (kb * w->bits + 7) / 8;
   for (int64_t r = 0; r < nn; r++) {
     int64_t n = n0 + r;
+    if (w->g_idx) {
+      kv_nbits_gidx(w, n, y + r * k);
+      continue;
+    }
     for (int64_t j = 0; j < kb; j++) {
-      int16_t z = (int16_t)(1 << (bits - 1));
-      if (zp) {
-        const uint8_t *zr = zp + n * zrow;
-        z = (int16_t)(bits == 8 ? zr[j] : (zr[j / 2] >> (4 * (j % 2))) & 0xf);
+      kv_nbz p = {(int16_t)(1 << (w->bits - 1)), false, 0,
+                  w->scale[n * kb + j]};
+      if (w->zp_dt == MP_KD_F32) {
+        p.z = 0, p.fz = true, p.zf = ((const float *)w->zp)[n * kb + j];
+      } else if (w->zp_dt == MP_KD_U8) {
+        const uint8_t *zr = (const uint8_t *)w->zp + n * zrow;
+        int64_t bit = j * w->bits;
+        p.z = (int16_t)((zr[bit / 8] >> (bit % 8)) & ((1 << w->bits) - 1));
       }
-      int64_t e = j * block, len = e + block < k ? block : k - e;
-      kv_nbits_run(b + (n * kb + j) * blob, bits, len, z, scale[n * kb + j],
-                   y + r * k + e);
+      int64_t e = j * w->block, len = e + w->block < k ? w->block : k - e;
+      kv_nbits_run(w->b + (n * kb + j) * blob, w->bits, len, &p, y + r * k + e);
     }
   }
 }

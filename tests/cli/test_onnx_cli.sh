@@ -346,9 +346,10 @@ run 0 plan "$tmp/nbits.onnx" && has "$tmp/out" "resident 2,695,168 B"
 run 0 compile "$tmp/nbits.onnx" -o "$tmp/nbits.mpk" &&
   has "$tmp/out" "workspace 65,696 B (64.16 KiB) for the reference kernels (op 'proj')"
 run 0 verify "$tmp/nbits.onnx" --poison && has "$tmp/out" "verified: no event"
-# What the runtime does not run is refused at compile in one line, and no
-# bundle is written: float zero points, and g_idx (act order).
-for w in fzp gidx; do
+# Float zero points and g_idx (act order) run; what the runtime does not
+# run is refused at compile in one line, and no bundle is written: 3-bit
+# weights, and a g_idx that names a block the weight does not have.
+for w in fzp gidx bits3 gbad; do
   python3 - "$src/tests/data" "$tmp/nb_$w.onnx" $w <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -356,16 +357,19 @@ from gen_onnx_extra import (INT32, UINT8, int_tensor, ld, model, node, tensor,
                             value_info, vint)
 one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
 which = sys.argv[3]
-ins = ["x", "b", "s", "z"] + (["g"] if which == "gidx" else [])
-inits = (ld(5, int_tensor("b", [4, 2, 16], [0x88] * 128, UINT8)) +
+bits = 3 if which == "bits3" else 4
+ins = ["x", "b", "s", "z"] + (["g"] if which in ("gidx", "gbad") else [])
+inits = (ld(5, int_tensor("b", [4, 2, 4 * bits], [0x88] * 32 * bits, UINT8)) +
          ld(5, tensor("s", [8], [0.5] * 8)))
 if which == "fzp":
-    inits += ld(5, tensor("z", [8], [8.0] * 8))
+    inits += ld(5, tensor("z", [8], [7.5] * 8))
 else:
     inits += ld(5, int_tensor("z", [4], [0x88] * 4, UINT8))
-    inits += ld(5, int_tensor("g", [64], [i // 32 for i in range(64)], INT32))
+# gbad: element 40 in block 2 of the 2
+g = [i // 32 + (which == "gbad" and i == 40) for i in range(64)]
+inits += ld(5, int_tensor("g", [64], g, INT32)) if "g" in ins else b""
 graph = (ld(1, node("MatMulNBits", ins, ["y"], "mm",
-                    one("K", 64) + one("N", 4) + one("bits", 4) +
+                    one("K", 64) + one("N", 4) + one("bits", bits) +
                     one("block_size", 32) + ld(7, "com.microsoft"))) +
          ld(2, which) + inits + ld(11, value_info("x", [1, 64])) +
          ld(12, value_info("y", [1, 4])))
@@ -373,10 +377,12 @@ open(sys.argv[2], "wb").write(model(graph, 21) +
                               ld(8, ld(1, "com.microsoft") + vint(2, 1)))
 PY
 done
-run 2 compile "$tmp/nb_fzp.onnx" -o "$tmp/nb.mpk" &&
-  has "$tmp/err" "zero points 'z' are f32 (packed uint8 only)" && lines "$tmp/err" 1
-run 2 compile "$tmp/nb_gidx.onnx" -o "$tmp/nb.mpk" &&
-  has "$tmp/err" "g_idx (act order) is not supported" && lines "$tmp/err" 1
+run 0 verify "$tmp/nb_fzp.onnx" --poison && has "$tmp/out" "verified: no event"
+run 0 verify "$tmp/nb_gidx.onnx" --poison && has "$tmp/out" "verified: no event"
+run 2 compile "$tmp/nb_bits3.onnx" -o "$tmp/nb.mpk" &&
+  has "$tmp/err" "bits 3 (2, 4 or 8 only)" && lines "$tmp/err" 1
+run 2 compile "$tmp/nb_gbad.onnx" -o "$tmp/nb.mpk" &&
+  has "$tmp/err" "g_idx 'g' [40] = 2 is not a block in [0, 2)" && lines "$tmp/err" 1
 [ ! -e "$tmp/nb.mpk" ] && ok || bad "a refused MatMulNBits left a bundle"
 echo "onnx cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -235,6 +235,12 @@ run 0 plan $nm --passes all --order memory -o "$tmp/nm.json" &&
 [ "$(py "$tmp/nm.json" "sorted((e['op'], e.get('epilogue')) for e in d['execution'])")" = "[('down', 'Add'), ('embed', None), ('gate', 'Sigmoid,Mul@0'), ('up', 'Mul')]" ] && ok || bad "nbits_mlp: the MatMulNBits epilogues"
 [ "$(py "$tmp/nm.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['ag', 'm'], ['h0', 'y']]" ] && ok || bad "nbits_mlp: the epilogues are not written over their operands"
 run 0 plan $nm --passes none && has "$tmp/out" "lower bound 147,456 B"
+# The same block with 2-bit weights, float zero points and g_idx
+# (nbits_gptq): the same epilogues and the same bound.
+ng=tests/data/passes/nbits_gptq.json
+run 0 plan $ng --passes all --order memory -o "$tmp/ng.json" &&
+  has "$tmp/out" "lower bound 49,152 B"
+[ "$(py "$tmp/ng.json" "sorted((e['op'], e.get('epilogue')) for e in d['execution'])")" = "[('down', 'Add'), ('embed', None), ('gate', 'Sigmoid,Mul@0'), ('up', 'Mul')]" ] && ok || bad "nbits_gptq: the MatMulNBits epilogues"
 # f16 weights Cast to f32 before a MatMul, a Gemm (transB) and a Conv
 # (cast_w): each Cast absorbed (245,760 -> 106,496 B), and the weight
 # widened a panel at a time like a DequantizeLinear'd one: the largest

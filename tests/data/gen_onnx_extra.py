@@ -1565,32 +1565,39 @@ def dq_output_dtype(out):
 
 
 def pack_nbits(rows, bits):
-    """Rows of bits-wide values packed as MatMulNBits packs them: two
-    4-bit values a byte, the lower nibble first; 8-bit values as bytes."""
-    out = []
+    """Rows of bits-wide values packed as MatMulNBits packs them: 8 / bits
+    values a byte, the lowest bits first (2 and 4 bits); 8-bit values as
+    bytes. A row's last byte is padded with zeros."""
+    out, per = [], 8 // bits
     for r in rows:
-        if bits == 8:
-            out += r
-        else:
-            out += [r[i] | (r[i + 1] << 4 if i + 1 < len(r) else 0)
-                    for i in range(0, len(r), 2)]
+        for i in range(0, len(r), per):
+            out.append(sum(v << (bits * j) for j, v in enumerate(r[i:i + per])))
     return out
 
 
-def nbits_weight(n, k, bits, block, zp, seed, rnd=f32):
+def nbits_weight(n, k, bits, block, zp, seed, rnd=f32, fzp=False, gidx=None):
     """A MatMulNBits weight W [n, k]: its packed B, scales (rounded by rnd:
-    to f32, or to f16 for a float16 model), packed zero points (or None:
-    2^(bits - 1)) and the f32 values of W. Each value is at least its zero
-    point, so no output is a near cancellation."""
+    to f32, or to f16 for a float16 model), zero points (packed, or with
+    fzp floats a quarter below the integer ones, or None: 2^(bits - 1))
+    and the f32 values of W. gidx (a list of k blocks) gives each element
+    its block, as g_idx does; else element j is in block j // block. Each
+    value is at least its zero point, so no output is a near
+    cancellation."""
     kb = (k + block - 1) // block
+    blk = gidx if gidx else [j // block for j in range(k)]
     scales = [rnd(f32(0.01 * ((seed * 7 + i) % 5 + 1))) for i in range(n * kb)]
     zps = [[(seed + r + j) % 3 + (1 << (bits - 1)) - 2 if zp
             else 1 << (bits - 1) for j in range(kb)] for r in range(n)]
     top = (1 << bits) - 1
-    q = [[zps[r][j // block] + (13 * (r * k + j) + seed) %
-          (top + 1 - zps[r][j // block]) if j < k else 0
+    q = [[zps[r][blk[j]] + (13 * (r * k + j) + seed) %
+          (top + 1 - zps[r][blk[j]]) if j < k else 0
           for j in range(kb * block)] for r in range(n)]
-    w = [[f32((q[r][j] - zps[r][j // block]) * scales[r * kb + j // block])
+    if fzp:
+        fz = [[f32(zps[r][j] - 0.25) for j in range(kb)] for r in range(n)]
+        w = [[f32(f32(q[r][j] - fz[r][blk[j]]) * scales[r * kb + blk[j]])
+              for j in range(k)] for r in range(n)]
+        return pack_nbits(q, bits), scales, [v for r in fz for v in r], w
+    w = [[f32((q[r][j] - zps[r][blk[j]]) * scales[r * kb + blk[j]])
           for j in range(k)] for r in range(n)]
     return (pack_nbits(q, bits), scales, pack_nbits(zps, bits) if zp else None,
             w)
@@ -1689,16 +1696,137 @@ def matmul_nbits_f16(out, name="test_matmulnbits_f16"):
           int_tensor("y", [2, 3, n], y, FLOAT16))
 
 
-def nbits_bad():
+def nbits_case(x, m, k, n, bits, block, seed, zp=True, fzp=False, gidx=None,
+               bias=False):
+    """One MatMulNBits of gen_onnx_extra's cases: its initializers (named
+    by seed: b, s, z, g and c), its inputs and the expected y [m, n]."""
+    b, sc, z, w = nbits_weight(n, k, bits, block, zp or fzp, seed, fzp=fzp,
+                               gidx=gidx)
+    kb, t = (k + block - 1) // block, str(seed)
+    c = [f32(0.05 * (i % 7) - 0.1) for i in range(n)] if bias else None
+    y = [f32(sum(x[i * k + j] * w[col][j] for j in range(k)) +
+             (c[col] if bias else 0)) for i in range(m) for col in range(n)]
+    inits = (ld(5, int_tensor("b" + t, [n, kb, block * bits // 8], b, UINT8)) +
+             ld(5, tensor("s" + t, [n * kb], sc)))
+    ins = ["b" + t, "s" + t, ""]
+    if fzp:
+        inits += ld(5, tensor("z" + t, [n * kb], z))
+    elif zp:
+        inits += ld(5, int_tensor("z" + t, [len(z)], z, UINT8))
+    if zp or fzp:
+        ins[2] = "z" + t
+    ins += ["g" + t if gidx else "", "c" + t if bias else ""]
+    if gidx:
+        inits += ld(5, int_tensor("g" + t, [k], gidx, INT32))
+    if bias:
+        inits += ld(5, tensor("c" + t, [n], c))
+    while ins[-1] == "":
+        ins.pop()
+    return inits, ins, y
+
+
+def act_order(k, block, seed):
+    """g_idx as GPTQ's act order writes it: the K input channels ranked by
+    a permutation, each channel in the block of its rank."""
+    return [((j * 29 + seed) % k) // block for j in range(k)]
+
+
+def nbits_graph(name, x_in, cases):
+    """A graph of MatMulNBits cases: x_in maps input names to [m, k], cases
+    are (output, input, bits, block, n, inits, ins)."""
+    one = lambda a, v: ld(5, ld(1, a) + vint(3, v) + vint(20, 2))
+    g = b""
+    for i, (out, xin, bits, block, n, _, ins) in enumerate(cases):
+        g += ld(1, node("MatMulNBits", [xin] + ins, [out], "mm%d" % i,
+                        one("K", x_in[xin][1]) + one("N", n) +
+                        one("bits", bits) + one("block_size", block) +
+                        ld(7, "com.microsoft")))
+    g += ld(2, name[5:])
+    for case in cases:
+        g += case[5]
+    for xin, (m, k) in x_in.items():
+        g += ld(11, value_info(xin, [m, k]))
+    for out, xin, _, _, n, _, _ in cases:
+        g += ld(12, value_info(out, [x_in[xin][0], n]))
+    return model(g, 21) + ld(8, ld(1, "com.microsoft") + vint(2, 1))
+
+
+def nbits_write(out, name, spec):
+    """A node test of MatMulNBits cases (output, input, bits, block, n,
+    nbits_case's keywords) on nbits_inputs' inputs."""
+    x_in, xs = nbits_inputs()
+    cases, ys = [], []
+    for o, xin, bits, block, n, kw in spec:
+        m, k = x_in[xin]
+        inits, ins, y = nbits_case(xs[xin], m, k, n, bits, block, **kw)
+        cases.append((o, xin, bits, block, n, inits, ins))
+        ys.append(y)
+    d = os.path.join(out, name)
+    write(os.path.join(d, "model.onnx"), nbits_graph(name, x_in, cases))
+    data = os.path.join(d, "test_data_set_0")
+    for i, (xin, (m, k)) in enumerate(x_in.items()):
+        write(os.path.join(data, "input_%d.pb" % i), tensor(xin, [m, k], xs[xin]))
+    for i, (case, y) in enumerate(zip(cases, ys)):
+        write(os.path.join(data, "output_%d.pb" % i),
+              tensor(case[0], [x_in[case[1]][0], case[4]], y))
+
+
+def nbits_inputs():
+    x_in = {"x": (3, 64), "x2": (2, 37)}
+    xs = {"x": [f32(0.3 + 0.25 * abs(math.sin(0.23 * i + 0.4)))
+                for i in range(3 * 64)],
+          "x2": [f32(0.2 + 0.125 * (i % 9)) for i in range(2 * 37)]}
+    return x_in, xs
+
+
+def matmul_nbits_more(out, name="test_matmulnbits_more"):
+    """MatMulNBits beyond 4 and 8 bits with packed zero points, as ONNX
+    Runtime 1.30 runs them: 2-bit weights with packed zero points (K =
+    37: the last byte holds one value) and without (a bias); float zero
+    points (4- and 2-bit, a quarter below the integer ones, so (q - zp)
+    is fractional); g_idx in GPTQ's act order (each input channel in the
+    block of its rank), without zero points and with float ones."""
+    spec = [("y1", "x2", 2, 16, 6, dict(seed=11)),
+            ("y2", "x2", 2, 32, 5, dict(seed=12, zp=False, bias=True)),
+            ("y3", "x", 4, 16, 7, dict(seed=13, fzp=True)),
+            ("y4", "x", 2, 32, 4, dict(seed=14, fzp=True)),
+            ("y5", "x", 4, 16, 6, dict(seed=15, zp=False,
+                                       gidx=act_order(64, 16, 5))),
+            ("y6", "x", 4, 16, 5, dict(seed=16, fzp=True,
+                                       gidx=act_order(64, 16, 9)))]
+    nbits_write(out, name, spec)
+
+
+def matmul_nbits_gidx(out, name="test_matmulnbits_gidx"):
+    """MatMulNBits as its schema defines it where ONNX Runtime 1.30 does
+    not compute it so (checked against this file's reference only): g_idx
+    with packed uint8 zero points (ONNX Runtime uses 2^(bits - 1) there),
+    g_idx of 2-bit weights, and 8-bit weights with float zero points or
+    g_idx (ONNX Runtime refuses both)."""
+    spec = [("y1", "x", 4, 16, 6, dict(seed=21, gidx=act_order(64, 16, 3))),
+            ("y2", "x", 2, 16, 5, dict(seed=22, zp=False,
+                                       gidx=act_order(64, 16, 7))),
+            ("y3", "x2", 8, 16, 4, dict(seed=23, fzp=True)),
+            ("y4", "x", 8, 32, 3, dict(seed=24, fzp=True,
+                                       gidx=act_order(64, 32, 11)))]
+    nbits_write(out, name, spec)
+
+
+def nbits_bad(zp=False):
     """A committed bad model (--committed): a MatMulNBits whose B holds 2
-    blocks a row where K = 80 in blocks of 32 needs 3."""
+    blocks a row where K = 80 in blocks of 32 needs 3; with zp, B is right
+    and its float zero points are one a row (4) where it needs one a
+    block (12)."""
     one = lambda n, v: ld(5, ld(1, n) + vint(3, v) + vint(20, 2))
-    graph = (ld(1, node("MatMulNBits", ["x", "b", "s"], ["y"], "mm",
+    kb = 3 if zp else 2
+    graph = (ld(1, node("MatMulNBits", ["x", "b", "s"] + (["z"] if zp else []),
+                        ["y"], "mm",
                         one("K", 80) + one("N", 4) + one("bits", 4) +
                         one("block_size", 32) + ld(7, "com.microsoft"))) +
              ld(2, "nbits_bad") +
-             ld(5, int_tensor("b", [4, 2, 16], [0x88] * 128, UINT8)) +
+             ld(5, int_tensor("b", [4, kb, 16], [0x88] * 64 * kb, UINT8)) +
              ld(5, tensor("s", [12], [0.5] * 12)) +
+             (ld(5, tensor("z", [4], [7.5] * 4)) if zp else b"") +
              ld(11, value_info("x", [2, 80])) + ld(12, value_info("y", [2, 4])))
     return model(graph, 21) + ld(8, ld(1, "com.microsoft") + vint(2, 1))
 
@@ -1721,6 +1849,8 @@ def main():
               int4_bad("add"))
         write(os.path.join(root, "tests", "bad", "onnx_nbits_size.onnx.bin"),
               nbits_bad())
+        write(os.path.join(root, "tests", "bad", "onnx_nbits_zp.onnx.bin"),
+              nbits_bad(zp=True))
     else:
         weight_outputs(sys.argv[1])
         matmulinteger_batch(sys.argv[1])
@@ -1744,6 +1874,8 @@ def main():
         qdq_conv(sys.argv[1])
         matmul_nbits(sys.argv[1])
         matmul_nbits_f16(sys.argv[1])
+        matmul_nbits_more(sys.argv[1])
+        matmul_nbits_gidx(sys.argv[1])
 
 
 # tests/cli/gen_empty_ops.py imports the wire-format helpers

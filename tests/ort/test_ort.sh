@@ -171,6 +171,10 @@ check qdq_conv_passes "$tmp/extra/test_qdq_conv/model.onnx" --passes all --order
 check matmulnbits "$tmp/extra/test_matmulnbits/model.onnx"
 # and of a float16 A, scales and bias, computed through f32
 check matmulnbits_f16 "$tmp/extra/test_matmulnbits_f16/model.onnx"
+# 2-bit weights, float zero points and g_idx in act order
+# (gen_onnx_extra.py's matmul_nbits_more); matmul_nbits_gidx's cases are
+# those ONNX Runtime 1.30 refuses or computes otherwise (docs/runtime.md)
+check matmulnbits_more "$tmp/extra/test_matmulnbits_more/model.onnx"
 python3 - "$src/tests/ort/compare.py" "$tmp/vad8k.in" <<'PY' || status=1
 import sys
 ns = {}

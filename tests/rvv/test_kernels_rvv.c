@@ -730,35 +730,56 @@ static void test_dequantize_range(void) {
   }
 }
 
-/* MatMulNBits' weight rows unpacked: 4 and 8 bits, blocks of 16 and 32,
- * K a whole number of blocks, one with a short last block and an odd one
- * (its last byte half used), with packed zero points (kb odd: a row's
- * last zero-point byte half used) and without; rows from n0 = 1; the
+/* MatMulNBits' weight rows unpacked: 2, 4 and 8 bits, blocks of 16 and
+ * 32, K a whole number of blocks, one with a short last block and an odd
+ * one (its last byte part used); zero points none, packed uint8 (kb odd:
+ * a row's last zero-point byte part used) and f32 (fractional); with and
+ * without g_idx (each element a random block); rows from n0 = 1; the
  * same bytes as the scalar kernel. */
 static void test_dequantize_nbits(void) {
   size_t sz[8], nsz = sizes(__riscv_vsetvlmax_e32m4(), sz);
   static const int64_t blocks[] = {16, 32};
+  static const int zdt[] = {0, MP_KD_U8, MP_KD_F32};
   for (size_t s = 0; s < nsz; s++) {
     int64_t ks[3] = {64, (int64_t)sz[s] * 2 + 16, (int64_t)sz[s] + 37};
-    for (int bits = 4; bits <= 8; bits += 4) {
+    for (int bits = 2; bits <= 8; bits *= 2) {
       for (size_t bi = 0; bi < 2; bi++) {
         for (size_t ki = 0; ki < 3; ki++) {
           int64_t k = ks[ki], bl = blocks[bi], n = 5;
           int64_t kb = (k + bl - 1) / bl, blob = bl * bits / 8;
           size_t nb = (size_t)(n * kb * blob), nz = (size_t)(n * kb);
           uint8_t *b = xalloc(nb), *zp = xalloc(nz), *junk = xalloc(nz);
-          float *sc = xalloc(nz * 4), *y1 = xalloc((size_t)(4 * k) * 4),
+          float *sc = xalloc(nz * 4), *fz = xalloc(nz * 4),
+                *y1 = xalloc((size_t)(4 * k) * 4),
                 *y2 = xalloc((size_t)(4 * k) * 4);
+          int32_t *gi = xalloc((size_t)k * 4);
           fill_quant(b, junk, sc, nz);
           for (size_t i = 0; i < nb; i++) b[i] = (uint8_t)rnd();
           for (size_t i = 0; i < nz; i++) zp[i] = (uint8_t)rnd();
-          for (int z = 0; z < 2; z++) {
-            const uint8_t *pz = z ? zp : NULL;
-            mp_k_dequantize_nbits(k, bl, bits, b, sc, pz, 1, 4, y1);
-            mp_kv_dequantize_nbits(k, bl, bits, b, sc, pz, 1, 4, y2);
-            CHECK(same_bytes("dequantize_nbits", y2, y1, (size_t)(4 * k) * 4));
+          for (size_t i = 0; i < nz; i++) {
+            fz[i] = (float)(rnd() % (1u << bits)) + rndf();
           }
-          free(b), free(zp), free(junk), free(sc), free(y1), free(y2);
+          for (int64_t i = 0; i < k; i++)
+            gi[i] = (int32_t)(rnd() % (uint64_t)kb);
+          for (int z = 0; z < 3; z++) {
+            for (int g = 0; g < 2; g++) {
+              mp_knbits w = {k,
+                             bl,
+                             bits,
+                             zdt[z],
+                             b,
+                             sc,
+                             z == 2 ? (const void *)fz : zp,
+                             g ? gi : NULL};
+              if (!z) w.zp = NULL;
+              mp_k_dequantize_nbits(&w, 1, 4, y1);
+              mp_kv_dequantize_nbits(&w, 1, 4, y2);
+              CHECK(
+                  same_bytes("dequantize_nbits", y2, y1, (size_t)(4 * k) * 4));
+            }
+          }
+          free(b), free(zp), free(junk), free(sc), free(fz), free(y1);
+          free(y2), free(gi);
         }
       }
     }
