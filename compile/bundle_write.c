@@ -213,9 +213,9 @@ static const char *bw_attr_s(const mp_op *op, const char *name) {
 /* Input slot of a fused op that an absorbed epilogue op brought in
  * (docs/ir-conventions.md: the head's own inputs, then each absorbed
  * op's inputs but the chained value, then a DequantizeLinear prologue's
- * scale and zero point): its type ("BatchNormalization", or "epilogue"
- * for the others, whose weights have no special range) and its slot in
- * that op. false: the head's own input. */
+ * scale and zero point): its type ("BatchNormalization",
+ * "QuantizeLinear", or "epilogue" for the others, whose weights have no
+ * special range) and its slot in that op. false: the head's own input. */
 static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
                              uint32_t *at_slot) {
   const char *epi = bw_attr_s(op, "mplan.epilogue");
@@ -249,6 +249,7 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
     uint32_t n = e == -1 ? rest / (clips ? clips : 1) : e > 0 ? (uint32_t)e : 0;
     if (slot < at + n) {
       *type = strcmp(p, "BatchNormalization") == 0 ? "BatchNormalization"
+              : strcmp(p, "QuantizeLinear") == 0   ? "QuantizeLinear"
                                                    : "epilogue";
       *at_slot = slot - at + 1;
       return true;

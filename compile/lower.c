@@ -355,6 +355,7 @@ int lw_epilogue_inputs(const char *type) {
   }
   if (strcmp(type, "Clip") == 0) return -1;
   if (strcmp(type, "BatchNormalization") == 0) return 4;
+  if (strcmp(type, "QuantizeLinear") == 0) return 2; /* scale, zero point */
   if (lw_find(lw_binary, type) >= 0) return 1;
   if (lw_find(lw_unary, type) >= 0 || strcmp(type, "Relu6") == 0) return 0;
   return -2;
@@ -475,6 +476,9 @@ static mp_status lw_tail(lw *x, uint32_t full) {
       char e[48];
       snprintf(e, sizeof e, "%sepsilon", pre);
       alpha = lw_float(x, e, 1e-5);
+    } else if (strcmp(t, "QuantizeLinear") == 0) {
+      code = MP_BEPI_QUANTIZE; /* the last entry (runtime/ops.c) */
+      extra = 2;
     } else if (strchr(t, '@')) {
       /* the entry index in the bundle counts a fused_activation entry */
       char op[16];

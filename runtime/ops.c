@@ -92,7 +92,7 @@ static void rd_tail(op_rd *r, op_tail *t) {
   t->n_epi = (uint32_t)rd_range(r, 0, OP_MAX_EPI);
   for (uint32_t k = 0; k < t->n_epi && !r->bad; k++) {
     op_epi *e = &t->epi[k];
-    e->code = (int)rd_range(r, 0, 0x3ff);
+    e->code = (int)rd_range(r, 0, 0x4ff);
     e->n_extra = (uint32_t)rd_range(r, 0, 4);
     e->alpha = rd_f(r);
     e->beta = rd_f(r);
@@ -102,6 +102,12 @@ static void rd_tail(op_rd *r, op_tail *t) {
 
 static bool op_dq(const op_pro *p) {
   return p->kind == 1 || p->kind == 3;
+}
+
+/* Whether the epilogue ends in a QuantizeLinear (MP_BEPI_QUANTIZE): the
+ * entries before it run over an f32 value the head never stores whole. */
+static bool op_quant_tail(const op_tail *t) {
+  return t->n_epi && (t->epi[t->n_epi - 1].code & 0xf00) == MP_BEPI_QUANTIZE;
 }
 
 /* The head's own inputs: what is left after the epilogue's extra inputs
@@ -487,7 +493,7 @@ static bool op_check_prologue(op_ctx *c, const op_tail *t, uint32_t own) {
     int64_t k, n, nc = op_panel_cols(op_in(c, 1), tb, &k, &n);
     bool ta = op_gemm_ta(c);
     int64_t m = a->shape.dims[ta ? 1 : a->shape.rank - 2];
-    bool aliased = op_epi_aliased(c, t, own, op_out(c, 0));
+    bool aliased = op_epi_aliased(c, t, own, op_out(c, 0)) || op_quant_tail(t);
     int64_t rb = op_panels_rb(t, aliased, m, n, k);
     bool blocked = rb > 0;
     if (!blocked) rb = m;
@@ -563,16 +569,61 @@ static bool op_epi_aliased(const op_ctx *c, const op_tail *t, uint32_t own,
   return false;
 }
 
+/* A QuantizeLinear entry (MP_BEPI_QUANTIZE) of a Conv's epilogue, the
+ * last, its scale and zero point from input at, into y. */
+static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
+                                uint32_t at, const mp_btensor *y) {
+  const mp_btensor *s = op_in(c, at), *z = op_in(c, at + 1);
+  int64_t ch = y->shape.rank >= 2 ? y->shape.dims[1] : 1;
+  bool conv = c->op->kernel == MP_BOP_CONV;
+  bool mm = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL;
+  if (!last || !(conv || mm) || e->n_extra != 2 || !s) {
+    return op_fail(c,
+                   "epilogue QuantizeLinear ends a Conv's, Gemm's or "
+                   "MatMul's epilogue only, with a scale and a zero "
+                   "point or none");
+  }
+  if (mm && op_count(s) != 1) {
+    return op_fail(c,
+                   "epilogue QuantizeLinear of a Gemm or MatMul: scale "
+                   "'%s' is not one value",
+                   s->name);
+  }
+  if (y->dtype != MP_KD_I8 && y->dtype != MP_KD_U8) {
+    return op_fail(c,
+                   "epilogue QuantizeLinear writes '%s' as %s (int8 or "
+                   "uint8 only)",
+                   y->name, mp_kd_name(y->dtype));
+  }
+  if (s->dtype != MP_KD_F32 || (op_count(s) != 1 && op_count(s) != ch)) {
+    return op_fail(c,
+                   "epilogue QuantizeLinear scale '%s' is not f32, one "
+                   "value or %" PRId64 " (one per output channel)",
+                   s->name, ch);
+  }
+  if (z ? z->dtype != y->dtype || op_count(z) != op_count(s)
+        : y->dtype != MP_KD_U8) {
+    return op_fail(c,
+                   "epilogue QuantizeLinear zero point does not match "
+                   "'%s' (its type, one per scale)",
+                   y->name);
+  }
+  return true;
+}
+
 /* Checks the epilogue's extra inputs (after the head's own inputs) against
  * the head's output y, and counts its workspace: plane > 0 for a Conv head,
  * which runs plane by plane (plane elements each) when an operand lives in
  * y's buffer. */
 static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
-                              const mp_btensor *y, int64_t plane) {
+                              const mp_btensor *yq, int64_t plane) {
   uint32_t at = own;
-  bool tapped = false;
+  bool tapped = false, quant = op_quant_tail(t);
+  mp_btensor yf = *yq; /* what the entries before a QuantizeLinear see */
+  if (quant) yf.dtype = MP_KD_F32;
+  const mp_btensor *y = &yf;
   size_t es = mp_kd_size(y->dtype);
-  bool planes = plane > 0 && op_epi_aliased(c, t, own, y);
+  bool planes = plane > 0 && (quant || op_epi_aliased(c, t, own, y));
   for (uint32_t k = 0; k < t->n_epi; k++) {
     const op_epi *e = &t->epi[k];
     int cls = e->code & 0xf00, op = e->code & 0xff;
@@ -605,7 +656,7 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
         /* In place over an epilogue operand (docs/ir-conventions.md): the
          * head computes into the workspace, the epilogue reads the
          * operand from there before the result is copied over it. */
-        if (v->offset != y->offset || op_count(v) != op_count(y)) {
+        if (quant || v->offset != y->offset || op_count(v) != op_count(y)) {
           return op_fail(c,
                          "epilogue operand '%s' shares the output's buffer "
                          "at another offset or with another size",
@@ -644,6 +695,8 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                          j, (long long)y->shape.dims[1]);
         }
       }
+    } else if (cls == MP_BEPI_QUANTIZE) {
+      if (!op_check_quant_tail(c, k + 1 == t->n_epi, e, at, yq)) return false;
     } else {
       return op_fail(c, "epilogue entry %u: unknown class %#x", k, cls);
     }
@@ -735,10 +788,26 @@ static void op_epi_tile(op_ctx *c, const op_tail *t, uint32_t own,
                         void *pt, size_t bytes, void *kept, const void *saved) {
   uint32_t at = own, tap = op_tap(t);
   for (uint32_t k = 0; k < t->n_epi; k++) {
+    if ((t->epi[k].code & 0xf00) == MP_BEPI_QUANTIZE) break; /* op_epi_quant */
     if (k == tap) memcpy(kept, pt, bytes);
     op_epi_entry(c, &t->epi[k], at, y, s, idx, pt, kept, saved);
     at += t->epi[k].n_extra;
   }
+}
+
+/* The QuantizeLinear ending the epilogue (op_check_quant_tail) over n f32
+ * values of output channel ch at src, into yq's elements at dst: the
+ * kernel QuantizeLinear runs, one scale (the channel's) for all of them,
+ * so each element gets the bits the op would give it. */
+static void op_epi_quant(op_ctx *c, const op_tail *t, uint32_t own,
+                         const mp_btensor *yq, int64_t ch, const float *src,
+                         int64_t n, void *dst) {
+  uint32_t at = own + t->extras - 2; /* its two inputs end the epilogue's */
+  int64_t per = op_count(op_in(c, at)) > 1 ? ch : 0;
+  const char *pz = op_pin(c, at + 1);
+  OP_K(quantize)(1, 1, n, src, (const float *)op_pin(c, at) + per, 1,
+                 pz ? pz + per * (int64_t)mp_kd_size(yq->dtype) : NULL,
+                 yq->dtype, dst);
 }
 
 /* Applies the epilogue to y in place: entry after entry over the whole
@@ -962,10 +1031,12 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
     return op_fail(c, "needs X, W and one output");
   if (!op_check_prologue(c, &t, own)) return false;
   int xd = op_in_dtype(c, &t, 0), wd = op_in_dtype(c, &t, 1);
-  bool f32 = xd == MP_KD_F32 && wd == MP_KD_F32 && y->dtype == MP_KD_F32 &&
+  bool quant = op_quant_tail(&t); /* computed in f32, stored quantized */
+  int yd = quant ? MP_KD_F32 : y->dtype;
+  bool f32 = xd == MP_KD_F32 && wd == MP_KD_F32 && yd == MP_KD_F32 &&
              (!bias || bias->dtype == MP_KD_F32);
-  bool i8 = !transpose && xd == MP_KD_I8 && wd == MP_KD_I8 &&
-            y->dtype == MP_KD_I8 && (!bias || bias->dtype == MP_KD_I32);
+  bool i8 = !transpose && xd == MP_KD_I8 && wd == MP_KD_I8 && yd == MP_KD_I8 &&
+            (!bias || bias->dtype == MP_KD_I32);
   if (!f32 && !i8) {
     return op_fail(c,
                    "unsupported dtypes x %s, w %s, y %s (f32, or int8 "
@@ -995,9 +1066,13 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
   if (op_aliases(w, y) || op_aliases(bias, y)) {
     return op_fail(c, "output '%s' shares a weight's buffer", y->name);
   }
-  c->need_ws += (size_t)(k.out[0] * k.out[1] * k.out[2]) * 4;
-  return op_check_epilogue(c, &t, own, y,
-                           transpose ? 0 : k.out[0] * k.out[1] * k.out[2]);
+  int64_t plane = k.out[0] * k.out[1] * k.out[2];
+  c->need_ws += (size_t)plane * 4;
+  op_band band;
+  if (quant && !op_conv_band(c, &t, &band)) {
+    c->need_ws += (size_t)plane * 4 + 64; /* op_run_conv_planes' f32 plane */
+  }
+  return op_check_epilogue(c, &t, own, y, transpose ? 0 : plane);
 }
 
 /* A Conv whose epilogue operand lives in y's buffer, one output plane
@@ -1006,11 +1081,15 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
  * so the same bits) into y's plane, and the epilogue runs over the plane
  * reading the copy. The workspace holds one plane, not the whole output.
  * A group's input is widened into xbuf when px is NULL (op_conv_xgroups),
- * a channel's weight into wbuf when pw is NULL (op_conv_panels). */
+ * a channel's weight into wbuf when pw is NULL (op_conv_panels). With a
+ * QuantizeLinear ending the epilogue (yq, the output; y its f32 view) the
+ * plane is computed into the workspace instead, the epilogue runs there
+ * and the plane is quantized into yq (op_epi_quant). */
 static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
                                const mp_kconv *k, const void *px, float *xbuf,
                                const void *pw, float *wbuf, const void *pb,
-                               const mp_btensor *y, void *out) {
+                               const mp_btensor *y, const mp_btensor *yq,
+                               void *out) {
   bool f32 = y->dtype == MP_KD_F32;
   size_t es = mp_kd_size(y->dtype), xes = f32 ? 4 : 1;
   int64_t pout = k->out[0] * k->out[1] * k->out[2];
@@ -1019,8 +1098,9 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
   int64_t cg = k->c / k->group, mg = k->m / k->group;
   size_t bytes = (size_t)pout * es, step = (bytes + 63) / 64 * 64;
   uint32_t tap = op_tap(t);
-  /* the workspace op_check_epilogue counted: the saved plane, a kept plane
-   * when a value is tapped, then the kernel's accumulators */
+  /* the workspace op_check_epilogue counted: the saved plane (with yq the
+   * f32 plane computed), a kept plane when a value is tapped, then the
+   * kernel's accumulators */
   char *saved = (char *)c->ws, *kept = saved + step;
   void *scratch = kept + (tap == UINT32_MAX ? 0 : step);
   mp_kconv one = *k;
@@ -1028,7 +1108,8 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
   int64_t idx[MP_K_MAX_RANK] = {0};
   for (int64_t bi = 0; bi < k->n; bi++) {
     for (int64_t oc = 0; oc < k->m; oc++) {
-      char *yp = (char *)out + (size_t)((bi * k->m + oc) * pout) * es;
+      size_t at = (size_t)((bi * k->m + oc) * pout);
+      char *yp = yq ? saved : (char *)out + at * es;
       int64_t x0 = (bi * k->c + oc / mg * cg) * pin;
       const char *xp = (const char *)px + (size_t)x0 * xes;
       if (!px) { /* op_conv_xgroups: the group's input, once per group */
@@ -1039,7 +1120,7 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
       const char *wp =
           pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
              : (const char *)op_weight_rows(c, t, own, oc, 1, wbuf);
-      memcpy(saved, yp, bytes);
+      if (!yq) memcpy(saved, yp, bytes);
       if (f32) {
         OP_K(conv_f32)(&one, (const float *)(const void *)xp,
                        (const float *)(const void *)wp,
@@ -1051,7 +1132,11 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
                       scratch);
       }
       idx[0] = bi, idx[1] = oc;
-      op_epi_tile(c, t, own, y, 2, idx, yp, bytes, kept, saved);
+      op_epi_tile(c, t, own, y, 2, idx, yp, bytes, kept, yq ? NULL : saved);
+      if (yq) {
+        op_epi_quant(c, t, own, yq, oc, (const float *)(const void *)yp, pout,
+                     (char *)out + at * mp_kd_size(yq->dtype));
+      }
     }
   }
 }
@@ -1169,11 +1254,14 @@ static void op_band_rows(op_ctx *c, const op_tail *t, uint32_t own, int64_t xin,
  * that band as its input (its pad along j the distance from the band's
  * first input row to its first output row's first tap) into ybuf, mch
  * channels at a time (a weight panel's when pw is NULL), and each
- * channel's rows go to their place in y. */
+ * channel's rows go to their place in y. With a QuantizeLinear ending the
+ * epilogue (yq, the output; ya y's f32 view) the epilogue runs over each
+ * row in ybuf and the row is quantized into its place (op_epi_quant). */
 static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
                               const mp_kconv *k, const op_band *b, float *xbuf,
                               float *ybuf, const float *pw, float *wbuf,
-                              const void *pb, const mp_btensor *ya, void *py) {
+                              const void *pb, const mp_btensor *ya,
+                              const mp_btensor *yq, void *py) {
   int j = b->j;
   int64_t pout = k->out[0] * k->out[1] * k->out[2];
   int64_t pin = k->in[0] * k->in[1] * k->in[2];
@@ -1182,9 +1270,10 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
   /* ya: an epilogue operand lives in y's buffer; each output row then
    * goes over the operand's row, the epilogue reading a saved copy, in
    * the workspace op_check_epilogue counted for op_run_conv_planes (a
-   * plane each for the saved and the kept rows, then the accumulators) */
+   * plane each for the saved and the kept rows, then the accumulators);
+   * with yq no operand is in y's buffer, so no rows are saved */
   size_t step = ((size_t)pout * 4 + 63) / 64 * 64, rowb = (size_t)b->yin * 4;
-  char *saved = (char *)c->ws, *kept = saved + step;
+  char *saved = (char *)c->ws, *kept = yq ? saved : saved + step;
   void *scratch =
       ya ? (void *)(kept + (op_tap(t) == UINT32_MAX ? 0 : step)) : c->ws;
   int64_t idx[MP_K_MAX_RANK] = {0};
@@ -1215,7 +1304,17 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
         OP_K(conv_f32)(&q, xbuf, w, pb ? (const float *)pb + m0 : NULL, ybuf,
                        scratch);
         for (int64_t i = 0; i < q.m; i++) {
-          float *yc = (float *)py + (bi * k->m + m0 + i) * pout + o0 * b->yin;
+          int64_t at = (bi * k->m + m0 + i) * pout + o0 * b->yin;
+          float *yc = (float *)py + at;
+          for (int64_t r = 0; yq && r < q.out[j]; r++) {
+            float *yr = ybuf + i * bout + r * b->yin;
+            idx[0] = bi, idx[1] = m0 + i, idx[2] = o0 + r;
+            op_epi_tile(c, t, own, ya, 3, idx, yr, rowb, kept, NULL);
+            op_epi_quant(
+                c, t, own, yq, m0 + i, yr, b->yin,
+                (char *)py + (size_t)(at + r * b->yin) * mp_kd_size(yq->dtype));
+          }
+          if (yq) continue;
           if (!ya) {
             memcpy(yc, ybuf + i * bout, (size_t)bout * 4);
             continue;
@@ -1259,18 +1358,23 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   const void *pb = own == 3 ? op_pin(c, 2) : NULL;
   void *out = op_pout(c, 0);
   bool aliased = !transpose && op_epi_aliased(c, &t, own, y);
+  bool quant = op_quant_tail(&t); /* f32 planes or rows quantized into y */
+  mp_btensor yf = *y;
+  if (quant) yf.dtype = MP_KD_F32;
+  const mp_btensor *yq = quant ? y : NULL;
   if (banded) { /* with an aliased operand, the epilogue row by row */
-    void *py = aliased ? out : op_head_out(c, &t, own, y, out);
+    bool rows = aliased || quant;
+    void *py = rows ? out : op_head_out(c, &t, own, y, out);
     op_run_conv_bands(c, &t, own, &k, &band, xbuf, ybuf, pw, wbuf, pb,
-                      aliased ? y : NULL, py);
-    if (!aliased) {
+                      rows ? &yf : NULL, yq, py);
+    if (!rows) {
       op_run_epilogue(c, &t, own, y, py);
       op_finish_epilogue(y, py, out);
     }
     return true;
   }
-  if (aliased) {
-    op_run_conv_planes(c, &t, own, &k, px, xbuf, pw, wbuf, pb, y, out);
+  if (aliased || quant) {
+    op_run_conv_planes(c, &t, own, &k, px, xbuf, pw, wbuf, pb, &yf, yq, out);
     return true;
   }
   void *py = op_head_out(c, &t, own, y, out);
@@ -1373,15 +1477,17 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
   }
   if (!op_check_prologue(c, &t, own)) return false;
   const mp_btensor *a = op_in(c, 0);
+  bool quant = !p.horiz && op_quant_tail(&t);
   for (uint32_t h = 0; h < nh; h++) {
     const mp_btensor *b = op_in(c, 1 + h), *y = op_out(c, h);
     const mp_btensor *cc =
         gemm && own > 1 + nh ? op_in(c, p.horiz ? 1 + nh + h : 2) : NULL;
     if (!a || !b) return op_fail(c, "missing A or B");
     int ad = op_in_dtype(c, &t, 0), bd = op_in_dtype(c, &t, 1);
-    bool f32 = ad == MP_KD_F32 && bd == MP_KD_F32 && y->dtype == MP_KD_F32 &&
+    int yd = quant ? MP_KD_F32 : y->dtype; /* computed in f32, quantized */
+    bool f32 = ad == MP_KD_F32 && bd == MP_KD_F32 && yd == MP_KD_F32 &&
                (!cc || cc->dtype == MP_KD_F32);
-    bool i8 = ad == MP_KD_I8 && bd == MP_KD_I8 && y->dtype == MP_KD_I8 &&
+    bool i8 = ad == MP_KD_I8 && bd == MP_KD_I8 && yd == MP_KD_I8 &&
               (!cc || cc->dtype == MP_KD_I32) && p.alpha == 1 &&
               (p.beta == 1 || !cc);
     if (!f32 && !i8) {
@@ -1415,8 +1521,14 @@ static bool op_check_gemm(op_ctx *c, bool gemm) {
     }
     /* an epilogue operand in y's buffer: row by row (with a dequantized
      * weight's panels too: op_run_gemm_panels) */
-    bool tb;
-    bool rows = op_gemm_rowwise(&p, a, b) || op_panels(c, &t, own, &tb);
+    bool tb, panels = !p.horiz && op_panels(c, &t, own, &tb);
+    bool rows = op_gemm_rowwise(&p, a, b) || panels;
+    if (quant && !rows) {
+      return op_fail(c,
+                     "an epilogue QuantizeLinear needs the product row "
+                     "by row (A not transposed, A and B of rank >= 2)");
+    }
+    if (quant && !panels) c->need_ws += (size_t)n * 4 + 64; /* a row */
     if (!p.horiz && !op_check_epilogue(c, &t, own, y, rows ? n : 0)) {
       return false;
     }
@@ -1471,8 +1583,8 @@ static void op_gemm_one(const op_gemmp *p, bool i8, int64_t m, int64_t n,
 static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
                          const op_gemmp *p, const int64_t *mnk, const void *a,
                          const void *b, const mp_btensor *ct, const void *pc,
-                         const mp_btensor *y, char *py, int64_t *idx,
-                         uint32_t br, float *abuf, int64_t a0) {
+                         const mp_btensor *y, const mp_btensor *yq, char *py,
+                         int64_t *idx, uint32_t br, float *abuf, int64_t a0) {
   size_t es = mp_kd_size(y->dtype), bytes = (size_t)mnk[1] * es;
   size_t step = (bytes + 63) / 64 * 64;
   char *saved = (char *)c->ws, *kept = saved + step;
@@ -1480,19 +1592,28 @@ static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
                 p->alpha, p->beta, 0,      0,     (int)p->shift};
   op_gemm_cstrides(ct, mnk[0], mnk[1], &g.c_rs, &g.c_cs);
   for (int64_t r = 0; r < mnk[0]; r++) {
-    char *yr = py + (size_t)r * bytes;
+    /* with yq (a QuantizeLinear ends the epilogue; y its f32 view) the row
+     * is computed into the workspace and quantized into yq's row */
+    char *yr = yq ? saved : py + (size_t)r * bytes;
     int64_t rows[2] = {r, 1};
-    memcpy(saved, yr, bytes);
-    if (abuf) {
-      (void)op_widen_range(c, t, own, 0, a0 + r * mnk[2], mnk[2], abuf);
-      OP_K(gemm_f32)(&g, abuf, b, pc ? (const float *)pc + r * g.c_rs : NULL,
+    if (!yq) memcpy(saved, yr, bytes);
+    if (abuf || yq) {
+      const float *ar = abuf ? abuf : (const float *)a + r * mnk[2];
+      if (abuf) {
+        (void)op_widen_range(c, t, own, 0, a0 + r * mnk[2], mnk[2], abuf);
+      }
+      OP_K(gemm_f32)(&g, ar, b, pc ? (const float *)pc + r * g.c_rs : NULL,
                      (float *)(void *)yr);
     } else {
       op_gemm_one(p, y->dtype == MP_KD_I8, mnk[0], mnk[1], mnk[2], a, b, ct, pc,
                   py, rows);
     }
     idx[br] = r;
-    op_epi_tile(c, t, own, y, br + 1, idx, yr, bytes, kept, saved);
+    op_epi_tile(c, t, own, y, br + 1, idx, yr, bytes, kept, yq ? NULL : saved);
+    if (yq) {
+      op_epi_quant(c, t, own, yq, 0, (const float *)(const void *)yr, mnk[1],
+                   py + (size_t)(r * mnk[1]) * mp_kd_size(yq->dtype));
+    }
   }
 }
 
@@ -1532,7 +1653,7 @@ static void op_gemm_wpanel(op_ctx *c, const op_tail *t, uint32_t own, bool tb,
  * aliased a block of rows and a row twice. */
 static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
                                const op_gemmp *p, bool tb, const mp_btensor *y,
-                               char *py, bool aliased) {
+                               const mp_btensor *yq, char *py, bool aliased) {
   const mp_btensor *a = op_in(c, 0), *w = op_in(c, 1);
   const mp_btensor *ct = own == 3 ? op_in(c, 2) : NULL;
   const float *pc = ct ? (const float *)op_pin(c, 2) : NULL;
@@ -1588,6 +1709,15 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
       rest /= a->shape.dims[d];
     }
     for (int64_t r = 0; r < nr; r++) {
+      if (yq) { /* the row's epilogue in the block, then quantized */
+        char *src = blk + (size_t)(r * n) * 4;
+        idx[br] = r0 + r;
+        op_epi_tile(c, t, own, y, br + 1, idx, src, row, kept, NULL);
+        op_epi_quant(
+            c, t, own, yq, 0, (const float *)(const void *)src, n,
+            py + (size_t)((b0 * m + r0 + r) * n) * mp_kd_size(yq->dtype));
+        continue;
+      }
       char *yr = py + (size_t)((b0 * m + r0 + r) * n) * 4;
       memcpy(saved, yr, row);
       memcpy(yr, blk + (size_t)(r * n) * 4, row);
@@ -1629,11 +1759,15 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
   }
   const mp_btensor *a = op_in(c, 0);
   bool tb;
+  bool quant = !p.horiz && op_quant_tail(&t); /* rows quantized into y */
+  mp_btensor yf = *op_out(c, 0);
+  if (quant) yf.dtype = MP_KD_F32;
+  const mp_btensor *yq = quant ? op_out(c, 0) : NULL;
   if (!p.horiz && op_panels(c, &t, own, &tb)) {
     const mp_btensor *y = op_out(c, 0);
-    bool aliased = op_epi_aliased(c, &t, own, y);
+    bool aliased = quant || op_epi_aliased(c, &t, own, y);
     char *py = op_pout(c, 0);
-    op_run_gemm_panels(c, &t, own, &p, tb, y, py, aliased);
+    op_run_gemm_panels(c, &t, own, &p, tb, &yf, yq, py, aliased);
     if (!aliased) op_run_epilogue(c, &t, own, y, py);
     return true;
   }
@@ -1652,8 +1786,9 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
     size_t es = i8 ? 1 : 4;
     void *out = op_pout(c, h);
     /* an epilogue operand in y's buffer: row by row (op_check_gemm) */
-    bool rows =
-        !p.horiz && op_gemm_rowwise(&p, a, b) && op_epi_aliased(c, &t, own, y);
+    bool rows = !p.horiz && op_gemm_rowwise(&p, a, b) &&
+                (quant || op_epi_aliased(c, &t, own, y));
+    size_t yes = quant ? mp_kd_size(y->dtype) : es; /* y's elements */
     char *py = p.horiz || rows ? out : op_head_out(c, &t, own, y, out);
     int64_t bidx[MP_K_MAX_RANK] = {0};
     if (gemm) {
@@ -1661,8 +1796,8 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
       int64_t k = a->shape.dims[p.ta ? 0 : 1], mnk[3] = {m, n, k};
       const void *pc = ct ? op_pin(c, ci) : NULL;
       if (rows) {
-        op_gemm_rows(c, &t, own, &p, mnk, pa, pb, ct, pc, y, py, bidx, 0,
-                     arb ? abuf : NULL, 0);
+        op_gemm_rows(c, &t, own, &p, mnk, pa, pb, ct, pc, quant ? &yf : y, yq,
+                     py, bidx, 0, arb ? abuf : NULL, 0);
       } else if (arb) {
         op_gemm_arows(c, &t, own, &p, arb, abuf, 0, mnk, pb, ct, pc, py);
       } else {
@@ -1697,10 +1832,10 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
           widened = ib;
           bi = (const char *)bbuf;
         }
-        char *yi = py + (size_t)(i * m * n) * es;
+        char *yi = py + (size_t)(i * m * n) * yes;
         if (rows) {
-          op_gemm_rows(c, &t, own, &p, mnk, ai, bi, NULL, NULL, y, yi, idx, br,
-                       arb ? abuf : NULL, ia * m * k);
+          op_gemm_rows(c, &t, own, &p, mnk, ai, bi, NULL, NULL, quant ? &yf : y,
+                       yq, yi, idx, br, arb ? abuf : NULL, ia * m * k);
         } else if (arb) {
           op_gemm_arows(c, &t, own, &p, arb, abuf, ia * m * k, mnk, bi, NULL,
                         NULL, yi);
@@ -3665,7 +3800,8 @@ static bool op_vec_tail(const op_ctx *c, const op_tail *t, int dtype) {
     bool v = cls == MP_BEPI_UNARY ? mp_kv_unary_vector((mp_kunary)op, dtype)
              : cls == MP_BEPI_BINARY || cls == MP_BEPI_TAP
                  ? mp_kv_binary_vector((mp_kbinary)op, dtype, dtype, false)
-                 : dtype == MP_KD_F32;
+                 : dtype == MP_KD_F32; /* BatchNormalization, QuantizeLinear
+                                          (int8 and uint8: mp_kv_quantize) */
     if (!v) return false;
   }
   return true;
@@ -3682,6 +3818,7 @@ static bool op_vec(op_ctx *c) {
       op_convp p;
       rd_conv(&r, &p);
       rd_tail(&r, &t);
+      if (op_quant_tail(&t)) dy = MP_KD_F32; /* computed in f32 */
       return (dy == MP_KD_F32 || dy == MP_KD_I8) && op_vec_tail(c, &t, dy);
     }
     case MP_BOP_GEMM:
@@ -3689,6 +3826,7 @@ static bool op_vec(op_ctx *c) {
       op_gemmp p;
       rd_gemm(&r, &p, c->op->kernel == MP_BOP_GEMM);
       rd_tail(&r, &t);
+      if (op_quant_tail(&t)) dy = MP_KD_F32; /* computed in f32 */
       return (dy == MP_KD_F32 || dy == MP_KD_I8) && op_vec_tail(c, &t, dy);
     }
     case MP_BOP_MATMUL_NBITS: { /* the unpacking and the product */

@@ -53,6 +53,16 @@
  *      (absorb.c rule 6): absorbed, the binary op reads the small map
  *      replicated and writes over the head's output, so the upsampled map
  *      is never stored; fused here, it would be an epilogue operand.
+ *   7. the exception to condition 2: a QuantizeLinear to int8 or uint8
+ *      after a Conv's chain (fuse_quantize), per tensor or per output
+ *      channel (axis 1), not blocked, ends the group: the fused op writes
+ *      its int8 output and the f32 values before it exist only a plane
+ *      or a band's row at a time in the workspace (runtime/ops.c,
+ *      op_epi_quant). After a Gemm (not transA) or a MatMul of matrices
+ *      (or stacks of them), per tensor: the runtime computes the product
+ *      a row (or, with a dequantized weight, a block of rows) at a time.
+ *      ConvTranspose and MatMulNBits compute whole outputs: their chains
+ *      stop before it.
  * A `fused_activation` attribute (the bundled models) becomes an
  * explicit epilogue entry (Relu, or Clip with 0 and 6) as soon as a group
  * absorbs anything, so that one attribute says everything.
@@ -67,7 +77,8 @@
  *      absorbed by at most one group (its chained value has one reader,
  *      and a killed op is never offered again).
  *   2. The fused op's output is the tail's output (same name, shape and
- *      dtype as every intermediate); the intermediates disappear.
+ *      dtype as every intermediate, but a QuantizeLinear's, condition 7);
+ *      the intermediates disappear.
  *   3. saved_bytes = sum over the intermediates of 2 x size: each one was
  *      written once and read once (seed 000 section 4); all have the
  *      same size, so this is 2 x size(intermediate) x steps.
@@ -368,7 +379,64 @@ static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   return -1;
 }
 
-/* Grows the group from its head (conditions 1-5). */
+/* Condition 7: QuantizeLinear r, reading chain value v after a Conv, ends
+ * the group. True when r was absorbed. */
+static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
+                          uint32_t r, int32_t v) {
+  const mp_graph *g = c->g;
+  const mp_op *q = mp_graph_op(g, r), *h = mp_graph_op(g, grp->head);
+  bool conv = strcmp(h->type, "Conv") == 0;
+  /* a product the runtime computes row by row: A not transposed, both
+   * operands matrices or stacks of them */
+  bool mm =
+      (strcmp(h->type, "Gemm") == 0 && pass_attr_int(h, "transA", 0) == 0) ||
+      (strcmp(h->type, "MatMul") == 0 && h->n_inputs == 2 &&
+       h->inputs[0] >= 0 && h->inputs[1] >= 0 &&
+       mp_graph_tensor(g, (size_t)h->inputs[0])->rank >= 2 &&
+       mp_graph_tensor(g, (size_t)h->inputs[1])->rank >= 2);
+  if (!(conv || mm) || strcmp(q->type, "QuantizeLinear") != 0 ||
+      c->rw->ops[r].dead || q->n_outputs != 1 || q->n_inputs < 2 ||
+      q->n_inputs > 3 || q->inputs[0] != v || q->inputs[1] < 0 ||
+      pass_reads(q, v) != 1 || rw_has_mplan_attr(q) ||
+      pass_attr_int(q, "block_size", 0) != 0 ||
+      !pass_same_dims(g, v, q->outputs[0])) {
+    return false;
+  }
+  const mp_tensor *x = mp_graph_tensor(g, (size_t)v);
+  const mp_tensor *y = mp_graph_tensor(g, (size_t)q->outputs[0]);
+  const mp_tensor *s = mp_graph_tensor(g, (size_t)q->inputs[1]);
+  const mp_tensor *z = q->n_inputs == 3 && q->inputs[2] >= 0
+                           ? mp_graph_tensor(g, (size_t)q->inputs[2])
+                           : NULL;
+  if (x->dtype != MP_DTYPE_F32 || s->dtype != MP_DTYPE_F32 ||
+      (y->dtype != MP_DTYPE_I8 && y->dtype != MP_DTYPE_U8) || x->rank < 2 ||
+      (z && (z->dtype != y->dtype || z->bytes != s->bytes / 4)) ||
+      (!z && y->dtype != MP_DTYPE_U8)) {
+    return false;
+  }
+  int64_t axis = pass_attr_int(q, "axis", 1);
+  if (axis < 0) axis += (int64_t)x->rank;
+  int64_t ch = (int64_t)mp_graph_dim_of(g, &x->shape[1]);
+  if (s->bytes != 4 && (!conv || axis != 1 || (int64_t)s->bytes != 4 * ch)) {
+    return false; /* a product's: per tensor only */
+  }
+  if (!fuse_ready(c, pos, grp->head, q, v)) return false;
+  /* the scale and the rounded value: two more registers */
+  if (c->vlen && fuse_spills(grp->regs + 2, c->vlen)) {
+    grp->capped = true;
+    grp->cap_spills = fuse_spills(grp->regs + 2, c->vlen);
+    return false;
+  }
+  grp->e[grp->n_entries++] =
+      (fuse_entry){"QuantizeLinear", -1, (int32_t)r, q, 0, 0, false};
+  grp->ops[grp->n_ops] = (int32_t)r;
+  grp->tapped[grp->n_ops] = -1;
+  grp->chained[grp->n_ops++] = v;
+  grp->regs += 2;
+  return true;
+}
+
+/* Grows the group from its head (conditions 1-5 and 7). */
 static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
                       size_t *boundaries, size_t *late, size_t *diamonds) {
   const mp_graph *g = c->g;
@@ -397,9 +465,16 @@ static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
       (*boundaries)++;
     if (why == 2) (*late)++;
     if (why == 3) grp->upsample = true;
+    if (why == 1 && fuse_quantize(c, pos, grp, (uint32_t)r, v)) break;
     if (why || !fuse_take(c, grp, (uint32_t)r, v, -1, -1, ew)) break;
     v = mp_graph_op(g, (size_t)r)->outputs[0];
   }
+}
+
+/* A QuantizeLinear without a zero point: its entry still has the slot. */
+static bool fuse_no_zero_point(const mp_graph *g, int32_t o) {
+  const mp_op *op = mp_graph_op(g, (size_t)o);
+  return strcmp(op->type, "QuantizeLinear") == 0 && op->n_inputs == 2;
 }
 
 /* The head's inputs, padded to its full count, then each absorbed op's
@@ -416,6 +491,7 @@ static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
   for (size_t k = 0; k < grp->n_ops; k++) {
     n += mp_graph_op(c->g, (size_t)grp->ops[k])->n_inputs - 1;
     n -= grp->tapped[k] >= 0;
+    n += fuse_no_zero_point(c->g, grp->ops[k]);
   }
   int32_t *in = rw_alloc(c->rw, n, sizeof *in, err);
   if (!in) return MP_ERR_NOMEM;
@@ -437,6 +513,7 @@ static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
       }
       in[at++] = r->inputs[j];
     }
+    if (fuse_no_zero_point(c->g, grp->ops[k])) in[at++] = -1;
   }
   for (uint32_t k = 0; k < tail; k++) {
     in[at++] = head->inputs[head->n_inputs - tail + k];

@@ -305,6 +305,12 @@ const char *mp_bop_name(int kernel);
  * (0 <= alpha <= this entry's index), not an input: x * f(x) diamonds
  * (docs/ir-conventions.md, "Add@j, Mul@j"). */
 #define MP_BEPI_TAP 0x300
+/* QuantizeLinear ending a Conv's, Gemm's or MatMul's epilogue (extra
+ * inputs: scale, f32, one value or, for a Conv, one per output channel;
+ * zero point or NONE, the output's type, as many): the entries before it
+ * run in f32, the result is quantized into the int8 or uint8 output a
+ * plane, a band's row or a product's row at a time. */
+#define MP_BEPI_QUANTIZE 0x400
 
 /* Op flags. */
 #define MP_BOPF_FUSED 1u /* carries a prologue or an epilogue */

@@ -235,6 +235,16 @@ run 0 plan $nm --passes all --order memory -o "$tmp/nm.json" &&
 [ "$(py "$tmp/nm.json" "sorted((e['op'], e.get('epilogue')) for e in d['execution'])")" = "[('down', 'Add'), ('embed', None), ('gate', 'Sigmoid,Mul@0'), ('up', 'Mul')]" ] && ok || bad "nbits_mlp: the MatMulNBits epilogues"
 [ "$(py "$tmp/nm.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['ag', 'm'], ['h0', 'y']]" ] && ok || bad "nbits_mlp: the epilogues are not written over their operands"
 run 0 plan $nm --passes none && has "$tmp/out" "lower bound 147,456 B"
+# Convs, MatMuls and a Gemm whose chains end in a QuantizeLinear
+# (qdq_tail): each fused op writes the quantized output, its f32 values a
+# plane, a band's row or a product's row at a time in the workspace:
+# 221,184 -> 92,160 B.
+qt2=tests/data/passes/qdq_tail.json
+run 0 plan $qt2 --passes all --order memory -o "$tmp/qt2.json" &&
+  has "$tmp/out" "lower bound 92,160 B"
+[ "$(py "$tmp/qt2.json" "sorted((e['op'], e.get('epilogue')) for e in d['execution'] if e['op'][0] == 'c')")" = "[('c1', 'Sigmoid,Mul@0,QuantizeLinear'), ('c2', 'Relu,QuantizeLinear'), ('c3', 'Add,QuantizeLinear'), ('c4', 'QuantizeLinear')]" ] && ok || bad "qdq_tail: the Convs do not end in their QuantizeLinear"
+[ "$(py "$tmp/qt2.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['op'][0] in 'gm')")" = "[('g7', None, 'Add,QuantizeLinear'), ('m5', 'DequantizeLinear:0,DequantizeLinear:1', 'Relu,QuantizeLinear'), ('m8', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_tail: the products do not end in their QuantizeLinear"
+run 0 plan $qt2 --passes none && has "$tmp/out" "lower bound 221,184 B"
 # The same block with 2-bit weights, float zero points and g_idx
 # (nbits_gptq): the same epilogues and the same bound.
 ng=tests/data/passes/nbits_gptq.json
@@ -268,7 +278,9 @@ run 0 plan $qc --passes all --order memory -o "$tmp/qc.json" &&
   has "$tmp/out" "1,008,000 -> 377,440 (-62.6%)" && has "$tmp/out" "DequantizeLinear 11"
 [ "$(py "$tmp/qc.json" "sorted((e['op'], e['prologue']) for e in d['execution'] if e.get('prologue'))")" = "[('c1', 'DequantizeLinear:0,DequantizeLinear:1'), ('c2', 'DequantizeLinear:0,DequantizeLinear:1'), ('c3', 'DequantizeLinear:0'), ('c4', 'DequantizeLinear:0,DequantizeLinear:1'), ('c5', 'DequantizeLinear:0,DequantizeLinear:1'), ('c6', 'DequantizeLinear:0,DequantizeLinear:1')]" ] && ok || bad "qdq_conv: the Convs' prologues"
 [ "$(py "$tmp/qc.json" "([e.get('epilogue') for e in d['execution'] if e['op'] == 'c6'], [b['tensors'] for b in d['buffers'] if 'y6' in b.get('tensors', [])])")" = "(['Add'], [['rr', 'y6']])" ] && ok || bad "qdq_conv: c6's Add is not written over its operand"
-[ "$(py "$tmp/qc.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'c2']")" = "[['q1', 'wq2', '', 's1', 'z1', 'ws2', 'wz2']]" ] && ok || bad "qdq_conv: c2's inputs"
+# (c2's epilogue is its QuantizeLinear: its scale and zero point come
+# first, then each DequantizeLinear's)
+[ "$(py "$tmp/qc.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'c2']")" = "[['q1', 'wq2', '', 's2', 'z2', 's1', 'z1', 'ws2', 'wz2']]" ] && ok || bad "qdq_conv: c2's inputs"
 run 0 compile $qc --passes all --order memory -o "$tmp/qc.mpk" &&
   has "$tmp/out" "workspace 231,552 B (226.12 KiB) for the reference kernels (op 'c5')"
 # The weight-only int4 decoder (models/decoder_int4.json): fuse runs
