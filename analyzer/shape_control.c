@@ -168,6 +168,10 @@ mp_status sh_scan(sh_ctx *c) {
       sh_set(c, k, b->dt, b->rank, b->d);
       continue;
     }
+    if (b->rank + 1 > MP_MAX_RANK) {
+      return sh_fail(c, "scan output %u would have rank %u (at most %d)", k,
+                     b->rank + 1, MP_MAX_RANK);
+    }
     uint32_t oax;
     st = sh_axis(c, ct_axis_of(c, "scan_output_axes", k - states), b->rank + 1,
                  &oax);
