@@ -110,6 +110,14 @@ static bool op_quant_tail(const op_tail *t) {
   return t->n_epi && (t->epi[t->n_epi - 1].code & 0xf00) == MP_BEPI_QUANTIZE;
 }
 
+/* The value the epilogue's entries see: output y, or under op_quant_tail
+ * its f32 view (the same tensor but for the dtype). */
+static mp_btensor op_epi_value(const op_tail *t, const mp_btensor *y) {
+  mp_btensor v = *y;
+  if (op_quant_tail(t)) v.dtype = MP_KD_F32;
+  return v;
+}
+
 /* The head's own inputs: what is left after the epilogue's extra inputs
  * and each DequantizeLinear prologue's two trailing slots (scale, zero
  * point; the zero point may be NONE). */
@@ -569,8 +577,9 @@ static bool op_epi_aliased(const op_ctx *c, const op_tail *t, uint32_t own,
   return false;
 }
 
-/* A QuantizeLinear entry (MP_BEPI_QUANTIZE) of a Conv's epilogue, the
- * last, its scale and zero point from input at, into y. */
+/* A QuantizeLinear entry (MP_BEPI_QUANTIZE) of a Conv's, Gemm's or
+ * MatMul's epilogue, the last, its scale and zero point from input at,
+ * into y. */
 static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
                                 uint32_t at, const mp_btensor *y) {
   const mp_btensor *s = op_in(c, at), *z = op_in(c, at + 1);
@@ -619,8 +628,7 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                               const mp_btensor *yq, int64_t plane) {
   uint32_t at = own;
   bool tapped = false, quant = op_quant_tail(t);
-  mp_btensor yf = *yq; /* what the entries before a QuantizeLinear see */
-  if (quant) yf.dtype = MP_KD_F32;
+  mp_btensor yf = op_epi_value(t, yq);
   const mp_btensor *y = &yf;
   size_t es = mp_kd_size(y->dtype);
   bool planes = plane > 0 && (quant || op_epi_aliased(c, t, own, y));
@@ -1359,8 +1367,7 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   void *out = op_pout(c, 0);
   bool aliased = !transpose && op_epi_aliased(c, &t, own, y);
   bool quant = op_quant_tail(&t); /* f32 planes or rows quantized into y */
-  mp_btensor yf = *y;
-  if (quant) yf.dtype = MP_KD_F32;
+  mp_btensor yf = op_epi_value(&t, y);
   const mp_btensor *yq = quant ? y : NULL;
   if (banded) { /* with an aliased operand, the epilogue row by row */
     bool rows = aliased || quant;
@@ -1760,8 +1767,7 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
   const mp_btensor *a = op_in(c, 0);
   bool tb;
   bool quant = !p.horiz && op_quant_tail(&t); /* rows quantized into y */
-  mp_btensor yf = *op_out(c, 0);
-  if (quant) yf.dtype = MP_KD_F32;
+  mp_btensor yf = op_epi_value(&t, op_out(c, 0));
   const mp_btensor *yq = quant ? op_out(c, 0) : NULL;
   if (!p.horiz && op_panels(c, &t, own, &tb)) {
     const mp_btensor *y = op_out(c, 0);
@@ -3465,6 +3471,16 @@ static bool op_nbits_params(op_ctx *c, op_nbits *q) {
   return true;
 }
 
+/* g_idx's values when they are known before the run (a weight with its
+ * data in the bundle: op_check_matmul_nbits checks them), else NULL. */
+static const int32_t *op_nbits_gidx_known(const op_ctx *c, const op_nbits *q) {
+  const mp_btensor *g = op_in(c, 4);
+  if (!g || g->kind != MP_BT_WEIGHT || g->data_bytes != (uint64_t)q->k * 4) {
+    return NULL;
+  }
+  return (const int32_t *)(mp_bundle_weights(c->b) + g->data_offset);
+}
+
 /* Whether each of g_idx's K blocks is one of the kb. */
 static bool op_nbits_blocks(op_ctx *c, const op_nbits *q, const int32_t *g) {
   for (int64_t i = 0; i < q->k; i++) {
@@ -3515,11 +3531,8 @@ static bool op_check_matmul_nbits(op_ctx *c) {
     return op_fail(c, "g_idx '%s' must be %" PRId64 " int32 values", g->name,
                    q.k);
   }
-  if (g && g->kind == MP_BT_WEIGHT && g->data_bytes == (uint64_t)q.k * 4 &&
-      !op_nbits_blocks(
-          c, &q, (const int32_t *)(mp_bundle_weights(c->b) + g->data_offset))) {
-    return false; /* a weight's blocks are known before the run */
-  }
+  const int32_t *known = op_nbits_gidx_known(c, &q);
+  if (known && !op_nbits_blocks(c, &q, known)) return false;
   if (bias && (bias->dtype != MP_KD_F32 || op_count(bias) != q.n)) {
     return op_fail(c, "bias '%s' must be %" PRId64 " f32 values", bias->name,
                    q.n);
@@ -3545,7 +3558,10 @@ static bool op_run_matmul_nbits(op_ctx *c) {
   const mp_btensor *z = op_in(c, 3);
   mp_knbits w = {q.k,          q.block,      (int)q.bits,  z ? z->dtype : 0,
                  op_pin(c, 1), op_pin(c, 2), op_pin(c, 3), op_pin(c, 4)};
-  if (w.g_idx && !op_nbits_blocks(c, &q, w.g_idx)) return false;
+  if (w.g_idx && !op_nbits_gidx_known(c, &q) &&
+      !op_nbits_blocks(c, &q, w.g_idx)) {
+    return false; /* the blocks of a g_idx computed by the graph */
+  }
   float *wp = op_ws_take(c, q.k * q.nc), *yp = op_ws_take(c, q.rb * q.nc);
   mp_kgemm g = {0, 0, q.k, false, true, 1.0, 1.0, 0, 1, 0};
   for (int64_t n0 = 0; n0 < q.n; n0 += q.nc) {

@@ -420,20 +420,10 @@ static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   if (s->bytes != 4 && (!conv || axis != 1 || (int64_t)s->bytes != 4 * ch)) {
     return false; /* a product's: per tensor only */
   }
-  if (!fuse_ready(c, pos, grp->head, q, v)) return false;
   /* the scale and the rounded value: two more registers */
-  if (c->vlen && fuse_spills(grp->regs + 2, c->vlen)) {
-    grp->capped = true;
-    grp->cap_spills = fuse_spills(grp->regs + 2, c->vlen);
-    return false;
-  }
-  grp->e[grp->n_entries++] =
-      (fuse_entry){"QuantizeLinear", -1, (int32_t)r, q, 0, 0, false};
-  grp->ops[grp->n_ops] = (int32_t)r;
-  grp->tapped[grp->n_ops] = -1;
-  grp->chained[grp->n_ops++] = v;
-  grp->regs += 2;
-  return true;
+  static const pass_ew quantize = {"QuantizeLinear", PASS_EW_NONE, false, 2};
+  return fuse_ready(c, pos, grp->head, q, v) &&
+         fuse_take(c, grp, r, v, -1, -1, &quantize);
 }
 
 /* Grows the group from its head (conditions 1-5 and 7). */

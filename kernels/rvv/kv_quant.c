@@ -333,7 +333,8 @@ static void kv_nbits_gidx(const mp_knbits *w, int64_t n, float *y) {
   kv_nbz one = {0, false, 0, 1};
   kv_nbits_run(w->b + n * kb * (w->block * w->bits / 8), w->bits, k, &one, y);
   const float *sc = w->scale + n * kb;
-  const float *fz = w->zp_dt == MP_KD_F32 ? (const float *)w->zp + n * kb : 0;
+  const float *fz =
+      w->zp_dt == MP_KD_F32 ? (const float *)w->zp + n * kb : NULL;
   const uint8_t *iz =
       w->zp_dt == MP_KD_U8 ? (const uint8_t *)w->zp + n * zrow : NULL;
   float def = (float)(1 << (w->bits - 1));
