@@ -577,20 +577,21 @@ static bool op_epi_aliased(const op_ctx *c, const op_tail *t, uint32_t own,
   return false;
 }
 
-/* A QuantizeLinear entry (MP_BEPI_QUANTIZE) of a Conv's, Gemm's or
- * MatMul's epilogue, the last, its scale and zero point from input at,
- * into y. */
+/* A QuantizeLinear entry (MP_BEPI_QUANTIZE) of a Conv's, ConvTranspose's,
+ * Gemm's or MatMul's epilogue, the last, its scale and zero point from
+ * input at, into y. */
 static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
                                 uint32_t at, const mp_btensor *y) {
   const mp_btensor *s = op_in(c, at), *z = op_in(c, at + 1);
   int64_t ch = y->shape.rank >= 2 ? y->shape.dims[1] : 1;
-  bool conv = c->op->kernel == MP_BOP_CONV;
+  bool conv =
+      c->op->kernel == MP_BOP_CONV || c->op->kernel == MP_BOP_CONV_TRANSPOSE;
   bool mm = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL;
   if (!last || !(conv || mm) || e->n_extra != 2 || !s) {
     return op_fail(c,
-                   "epilogue QuantizeLinear ends a Conv's, Gemm's or "
-                   "MatMul's epilogue only, with a scale and a zero "
-                   "point or none");
+                   "epilogue QuantizeLinear ends a Conv's, ConvTranspose's, "
+                   "Gemm's or MatMul's epilogue only, with a scale and a "
+                   "zero point or none");
   }
   if (mm && op_count(s) != 1) {
     return op_fail(c,
@@ -716,8 +717,8 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
 
 /* Where the head writes its output y: y's bytes, or the workspace when an
  * epilogue operand lives in y's buffer; then op_finish_epilogue copies the
- * result over the operand. (A Conv head does it one output plane at a
- * time instead: op_run_conv_planes.) */
+ * result over the operand. (A Conv or ConvTranspose head does it one
+ * output plane at a time instead: op_run_conv_planes.) */
 static void *op_head_out(op_ctx *c, const op_tail *t, uint32_t own,
                          const mp_btensor *y, void *py) {
   if (!op_epi_aliased(c, t, own, y)) return py;
@@ -1080,7 +1081,11 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
   if (quant && !op_conv_band(c, &t, &band)) {
     c->need_ws += (size_t)plane * 4 + 64; /* op_run_conv_planes' f32 plane */
   }
-  return op_check_epilogue(c, &t, own, y, transpose ? 0 : plane);
+  if (transpose && (quant || op_epi_aliased(c, &t, own, y))) {
+    /* op_run_conv_planes: one output channel's weights, gathered */
+    c->need_ws += (size_t)(k.c / k.group * k.k[0] * k.k[1] * k.k[2]) * 4;
+  }
+  return op_check_epilogue(c, &t, own, y, plane);
 }
 
 /* A Conv whose epilogue operand lives in y's buffer, one output plane
@@ -1092,7 +1097,10 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
  * a channel's weight into wbuf when pw is NULL (op_conv_panels). With a
  * QuantizeLinear ending the epilogue (yq, the output; y its f32 view) the
  * plane is computed into the workspace instead, the epilogue runs there
- * and the plane is quantized into yq (op_epi_quant). */
+ * and the plane is quantized into yq (op_epi_quant). A ConvTranspose
+ * (W [C, M/group, k...]) gathers its channel's weights, strided by M/group
+ * kernels, into the workspace and its kernel computes the plane with the
+ * same loop order as the whole output's, so the same bits. */
 static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
                                const mp_kconv *k, const void *px, float *xbuf,
                                const void *pw, float *wbuf, const void *pb,
@@ -1111,6 +1119,7 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
    * kernel's accumulators */
   char *saved = (char *)c->ws, *kept = saved + step;
   void *scratch = kept + (tap == UINT32_MAX ? 0 : step);
+  bool transpose = c->op->kernel == MP_BOP_CONV_TRANSPOSE;
   mp_kconv one = *k;
   one.n = 1, one.m = 1, one.group = 1, one.c = cg;
   int64_t idx[MP_K_MAX_RANK] = {0};
@@ -1129,7 +1138,17 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
           pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
              : (const char *)op_weight_rows(c, t, own, oc, 1, wbuf);
       if (!yq) memcpy(saved, yp, bytes);
-      if (f32) {
+      if (transpose) { /* f32 only (op_check_conv) */
+        float *wt = scratch;
+        const float *w0 = (const float *)pw;
+        for (int64_t i = 0; i < cg; i++) {
+          memcpy(wt + i * ks, w0 + ((oc / mg * cg + i) * mg + oc % mg) * ks,
+                 (size_t)ks * sizeof *wt);
+        }
+        mp_k_conv_transpose_f32(&one, (const float *)(const void *)xp, wt,
+                                pb ? (const float *)pb + oc : NULL,
+                                (float *)(void *)yp);
+      } else if (f32) {
         OP_K(conv_f32)(&one, (const float *)(const void *)xp,
                        (const float *)(const void *)wp,
                        pb ? (const float *)pb + oc : NULL, (float *)(void *)yp,
@@ -1365,7 +1384,7 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   const void *pw = panels ? NULL : op_run_prologue(c, &t, own, 1);
   const void *pb = own == 3 ? op_pin(c, 2) : NULL;
   void *out = op_pout(c, 0);
-  bool aliased = !transpose && op_epi_aliased(c, &t, own, y);
+  bool aliased = op_epi_aliased(c, &t, own, y);
   bool quant = op_quant_tail(&t); /* f32 planes or rows quantized into y */
   mp_btensor yf = op_epi_value(&t, y);
   const mp_btensor *yq = quant ? y : NULL;

@@ -54,18 +54,17 @@
  *      replicated and writes over the head's output, so the upsampled map
  *      is never stored; fused here, it would be an epilogue operand.
  *   7. the exception to condition 2: a QuantizeLinear to int8 or uint8
- *      after a Conv's chain (fuse_quantize), per tensor or per output
- *      channel (axis 1), not blocked, ends the group: the fused op writes
- *      its int8 output and the f32 values before it exist only a plane
- *      or a band's row at a time in the workspace (runtime/ops.c,
- *      op_epi_quant). After a Gemm (not transA) or a MatMul of matrices
- *      (or stacks of them), per tensor: the runtime computes the product
- *      a row (or, with a dequantized weight, a block of rows) at a time.
- *      ConvTranspose and MatMulNBits compute whole outputs: their chains
- *      stop before it.
- * A `fused_activation` attribute (the bundled models) becomes an
- * explicit epilogue entry (Relu, or Clip with 0 and 6) as soon as a group
- * absorbs anything, so that one attribute says everything.
+ *      after a Conv's or ConvTranspose's chain (fuse_quantize), per tensor
+ *      or per output channel (axis 1), not blocked, ends the group: the
+ *      fused op writes its int8 output and the f32 values before it exist
+ *      only a plane or a band's row at a time in the workspace
+ *      (runtime/ops.c, op_epi_quant). After a Gemm (not transA) or a MatMul of
+ * matrices (or stacks of them), per tensor: the runtime computes the product a
+ * row (or, with a dequantized weight, a block of rows) at a time. MatMulNBits
+ * computes whole outputs: its chains stop before it. A `fused_activation`
+ * attribute (the bundled models) becomes an explicit epilogue entry (Relu, or
+ * Clip with 0 and 6) as soon as a group absorbs anything, so that one attribute
+ * says everything.
  *
  * Optional inputs the head omits are written as -1 before the epilogue
  * inputs (Conv/ConvTranspose: X, W, B; Gemm: A, B, C), so the k-th
@@ -385,7 +384,9 @@ static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
                           uint32_t r, int32_t v) {
   const mp_graph *g = c->g;
   const mp_op *q = mp_graph_op(g, r), *h = mp_graph_op(g, grp->head);
-  bool conv = strcmp(h->type, "Conv") == 0;
+  /* a ConvTranspose's output planes are computed one at a time too */
+  bool conv =
+      strcmp(h->type, "Conv") == 0 || strcmp(h->type, "ConvTranspose") == 0;
   /* a product the runtime computes row by row: A not transposed, both
    * operands matrices or stacks of them */
   bool mm =

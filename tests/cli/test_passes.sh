@@ -245,6 +245,16 @@ run 0 plan $qt2 --passes all --order memory -o "$tmp/qt2.json" &&
 [ "$(py "$tmp/qt2.json" "sorted((e['op'], e.get('epilogue')) for e in d['execution'] if e['op'][0] == 'c')")" = "[('c1', 'Sigmoid,Mul@0,QuantizeLinear'), ('c2', 'Relu,QuantizeLinear'), ('c3', 'Add,QuantizeLinear'), ('c4', 'QuantizeLinear')]" ] && ok || bad "qdq_tail: the Convs do not end in their QuantizeLinear"
 [ "$(py "$tmp/qt2.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['op'][0] in 'gm')")" = "[('g7', None, 'Add,QuantizeLinear'), ('m5', 'DequantizeLinear:0,DequantizeLinear:1', 'Relu,QuantizeLinear'), ('m8', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_tail: the products do not end in their QuantizeLinear"
 run 0 plan $qt2 --passes none && has "$tmp/out" "lower bound 221,184 B"
+# ConvTransposes whose chains end in a QuantizeLinear (t1 per channel,
+# t2 grouped with a residual Add) or write over their epilogue operand
+# (t3, a SiLU and a residual Add over f3's bytes), computed a plane at a
+# time: 36,864 -> 18,432 B.
+qct=tests/data/passes/qdq_convt.json
+run 0 plan $qct --passes all --order memory -o "$tmp/qct.json" &&
+  has "$tmp/out" "lower bound 18,432 B"
+[ "$(py "$tmp/qct.json" "sorted((e['op'], e.get('epilogue')) for e in d['execution'] if e['op'][0] == 't')")" = "[('t1', 'Relu,QuantizeLinear'), ('t2', 'Add,QuantizeLinear'), ('t3', 'Sigmoid,Mul@0,Add')]" ] && ok || bad "qdq_convt: the ConvTransposes do not end in their QuantizeLinear"
+[ "$(py "$tmp/qct.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['f3', 'y3']]" ] && ok || bad "qdq_convt: t3 is not written over its operand"
+run 0 plan $qct --passes none && has "$tmp/out" "lower bound 36,864 B"
 # The same block with 2-bit weights, float zero points and g_idx
 # (nbits_gptq): the same epilogues and the same bound.
 ng=tests/data/passes/nbits_gptq.json
