@@ -1145,9 +1145,9 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
           memcpy(wt + i * ks, w0 + ((oc / mg * cg + i) * mg + oc % mg) * ks,
                  (size_t)ks * sizeof *wt);
         }
-        mp_k_conv_transpose_f32(&one, (const float *)(const void *)xp, wt,
-                                pb ? (const float *)pb + oc : NULL,
-                                (float *)(void *)yp);
+        OP_K(conv_transpose_f32)(&one, (const float *)(const void *)xp, wt,
+                                 pb ? (const float *)pb + oc : NULL,
+                                 (float *)(void *)yp);
       } else if (f32) {
         OP_K(conv_f32)(&one, (const float *)(const void *)xp,
                        (const float *)(const void *)wp,
@@ -1409,7 +1409,7 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   } else if (panels) {
     op_run_conv_panels(c, &t, own, &k, px, wbuf, pb, py);
   } else if (transpose) {
-    mp_k_conv_transpose_f32(&k, px, pw, pb, py);
+    OP_K(conv_transpose_f32)(&k, px, pw, pb, py);
   } else if (y->dtype == MP_KD_F32) {
     OP_K(conv_f32)(&k, px, pw, pb, py, c->ws);
   } else {
@@ -3855,6 +3855,13 @@ static bool op_vec(op_ctx *c) {
       rd_tail(&r, &t);
       if (op_quant_tail(&t)) dy = MP_KD_F32; /* computed in f32 */
       return (dy == MP_KD_F32 || dy == MP_KD_I8) && op_vec_tail(c, &t, dy);
+    }
+    case MP_BOP_CONV_TRANSPOSE: { /* f32 only (op_check_conv) */
+      op_convp p;
+      rd_conv(&r, &p);
+      rd_tail(&r, &t);
+      if (op_quant_tail(&t)) dy = MP_KD_F32; /* computed in f32 */
+      return dy == MP_KD_F32 && op_vec_tail(c, &t, dy);
     }
     case MP_BOP_GEMM:
     case MP_BOP_MATMUL: {

@@ -27,6 +27,10 @@ void mp_kv_conv_f32(const mp_kconv *p, const float *x, const float *w,
                     const float *b, float *y, void *scratch);
 void mp_kv_conv_i8(const mp_kconv *p, const int8_t *x, const int8_t *w,
                    const int32_t *b, int8_t *y, void *scratch);
+/* ConvTranspose f32, the scalar kernel's terms in its order (kv_conv.c
+ * invariant 3), with fused multiply-adds. */
+void mp_kv_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,
+                              const float *b, float *y);
 
 void mp_kv_gemm_f32(const mp_kgemm *p, const float *a, const float *b,
                     const float *c, float *y);

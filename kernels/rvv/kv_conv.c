@@ -27,6 +27,17 @@
  *      computed into scratch and copied down afterwards, in increasing
  *      channel order, as the scalar kernel does; otherwise y is written
  *      directly and never read.
+ *   3. ConvTranspose (mp_kv_conv_transpose_f32) scatters instead: for one
+ *      output channel, input channel, input row and the taps (kd, kh)
+ *      that land inside the output, each tap kw adds the input row times
+ *      its weight into the output columns o = i * s - p + kw * d it
+ *      reaches (a strided load and store, stride s). An output element
+ *      gets its terms in the scalar kernel's order, input channel, then
+ *      input position ascending: within one input row its terms come from
+ *      different columns i with different taps, so the taps run from the
+ *      last to the first (i ascending). Fused multiply-adds, as the Conv.
+ *      The output channels are independent: computing one channel alone
+ *      (m = 1, its weights gathered) gives the same bits.
  */
 #include <riscv_vector.h>
 #include <string.h>
@@ -398,4 +409,73 @@ void mp_kv_conv_f32(const mp_kconv *p, const float *x, const float *w,
 void mp_kv_conv_i8(const mp_kconv *p, const int8_t *x, const int8_t *w,
                    const int32_t *b, int8_t *y, void *scratch) {
   kv_conv(p, &kv_i8_ops, x, w, b, y, scratch);
+}
+
+/* Output columns o = i * s + off inside [0, out) for i in [0, in): i in
+ * [*lo, *hi); empty when *lo >= *hi. */
+static void kv_scatter_cols(int64_t out, int64_t in, int64_t s, int64_t off,
+                            int64_t *lo, int64_t *hi) {
+  *lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  *hi = out - 1 - off < 0 ? 0 : (out - 1 - off) / s + 1;
+  if (*hi > in) *hi = in;
+}
+
+void mp_kv_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,
+                              const float *b, float *y) {
+  int64_t cg = p->c / p->group, mg = p->m / p->group;
+  int64_t pin = p->in[0] * p->in[1] * p->in[2];
+  int64_t pout = p->out[0] * p->out[1] * p->out[2];
+  int64_t ks = p->k[0] * p->k[1] * p->k[2], s2 = p->stride[2];
+  ptrdiff_t sb = (ptrdiff_t)(s2 * (int64_t)sizeof(float));
+  for (int64_t bi = 0; bi < p->n; bi++) {
+    for (int64_t oc = 0; oc < p->m; oc++) {
+      float *out = y + (bi * p->m + oc) * pout;
+      float b0 = b ? b[oc] : 0.0f;
+      for (int64_t o = 0; o < pout;) {
+        size_t vl = __riscv_vsetvl_e32m8((size_t)(pout - o));
+        __riscv_vse32_v_f32m8(out + o, __riscv_vfmv_v_f_f32m8(b0, vl), vl);
+        o += (int64_t)vl;
+      }
+      int64_t g = oc / mg, ocg = oc % mg;
+      for (int64_t icg = 0; icg < cg; icg++) {
+        int64_t ic = g * cg + icg;
+        const float *xin = x + (bi * p->c + ic) * pin;
+        const float *wk = w + (ic * mg + ocg) * ks;
+        for (int64_t i0 = 0; i0 < p->in[0]; i0++) {
+          for (int64_t i1 = 0; i1 < p->in[1]; i1++) {
+            const float *xr = xin + (i0 * p->in[1] + i1) * p->in[2];
+            for (int64_t k0 = 0; k0 < p->k[0]; k0++) {
+              int64_t o0 = i0 * p->stride[0] - p->pad[0] + k0 * p->dil[0];
+              if (o0 < 0 || o0 >= p->out[0]) continue;
+              for (int64_t k1 = 0; k1 < p->k[1]; k1++) {
+                int64_t o1 = i1 * p->stride[1] - p->pad[1] + k1 * p->dil[1];
+                if (o1 < 0 || o1 >= p->out[1]) continue;
+                float *orow = out + (o0 * p->out[1] + o1) * p->out[2];
+                const float *wr = wk + (k0 * p->k[1] + k1) * p->k[2];
+                for (int64_t k2 = p->k[2] - 1; k2 >= 0; k2--) {
+                  int64_t off = k2 * p->dil[2] - p->pad[2], lo, hi;
+                  kv_scatter_cols(p->out[2], p->in[2], s2, off, &lo, &hi);
+                  for (int64_t i2 = lo; i2 < hi;) {
+                    size_t vl = __riscv_vsetvl_e32m8((size_t)(hi - i2));
+                    vfloat32m8_t xv = __riscv_vle32_v_f32m8(xr + i2, vl);
+                    float *op = orow + i2 * s2 + off;
+                    vfloat32m8_t ov = s2 == 1
+                                          ? __riscv_vle32_v_f32m8(op, vl)
+                                          : __riscv_vlse32_v_f32m8(op, sb, vl);
+                    ov = __riscv_vfmacc_vf_f32m8(ov, wr[k2], xv, vl);
+                    if (s2 == 1) {
+                      __riscv_vse32_v_f32m8(op, ov, vl);
+                    } else {
+                      __riscv_vsse32_v_f32m8(op, sb, ov, vl);
+                    }
+                    i2 += (int64_t)vl;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
 }

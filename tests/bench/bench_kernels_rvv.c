@@ -6,7 +6,7 @@
  *
  *   bench_kernels_rvv --markers        the marker addresses (hex)
  *   bench_kernels_rvv KERNEL IMPL      KERNEL conv3x3 | dw3x3 | conv1x1 |
- *                                      gemm | rmsnorm | attention |
+ *                                      convt4x4 | gemm | rmsnorm | attention |
  *                                      dq4cols | dq4range | empty; IMPL
  *                                      scalar (the
  *                                      scalar kernel as built, scalar
@@ -30,6 +30,8 @@ void mp_ka_conv_f32(const mp_kconv *p, const float *x, const float *w,
                     const float *b, float *y, void *scratch);
 void mp_ka_gemm_f32(const mp_kgemm *p, const float *a, const float *b,
                     const float *c, float *y);
+void mp_ka_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,
+                              const float *b, float *y);
 
 typedef enum { B_SCALAR, B_AUTOVEC, B_RVV } bench_impl;
 
@@ -97,6 +99,35 @@ static int bench_conv(const bench_shape *s, bench_impl impl) {
   }
   bench_end();
   printf("%s %s y[7] = %.6g\n", s->name, bench_impl_names[impl], y[7]);
+  return 0;
+}
+
+/* ConvTranspose 16x12x12 -> 16x24x24, 4x4, stride 2, pad 1: a decoder's
+ * 2x upsampling. */
+static int bench_convt(bench_impl impl) {
+  mp_kconv p;
+  memset(&p, 0, sizeof p);
+  p.n = 1, p.c = 16, p.m = 16, p.group = 1;
+  for (int i = 0; i < 3; i++) {
+    p.in[i] = i ? 12 : 1;
+    p.out[i] = i ? 24 : 1;
+    p.k[i] = i ? 4 : 1;
+    p.pad[i] = i ? 1 : 0;
+    p.stride[i] = i ? 2 : 1;
+    p.dil[i] = 1;
+  }
+  float *x = bench_data(16 * 144, 1), *w = bench_data(16 * 16 * 16, 2);
+  float *b = bench_data(16, 3), *y = bench_data(16 * 576, 4);
+  bench_begin();
+  if (impl == B_RVV) {
+    mp_kv_conv_transpose_f32(&p, x, w, b, y);
+  } else if (impl == B_AUTOVEC) {
+    mp_ka_conv_transpose_f32(&p, x, w, b, y);
+  } else {
+    mp_k_conv_transpose_f32(&p, x, w, b, y);
+  }
+  bench_end();
+  printf("convt4x4 %s y[7] = %.6g\n", bench_impl_names[impl], y[7]);
   return 0;
 }
 
@@ -226,6 +257,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(argv[1], "gemm") == 0) return bench_gemm(impl);
+  if (strcmp(argv[1], "convt4x4") == 0) return bench_convt(impl);
   if (strcmp(argv[1], "rmsnorm") == 0) return bench_rmsnorm(impl);
   if (strcmp(argv[1], "attention") == 0) return bench_attention(impl);
   if (strcmp(argv[1], "dq4cols") == 0) return bench_dq4cols(impl);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dynamic instruction counts of the f32 Conv (3x3, depthwise 3x3, 1x1),
+# Dynamic instruction counts of the f32 Conv (3x3, depthwise 3x3, 1x1), ConvTranspose,
 # Gemm, RMSNormalization and Attention kernels, scalar vs RVV, at VLEN 128, 256 and 512: the riscv64
 # benchmark binary (bench_kernels_rvv) runs one kernel between two marker
 # functions under `qemu-riscv64 -singlestep -d nochain,exec`, which logs
@@ -36,7 +36,7 @@ status=0
 printf '| %-8s | %-30s | %4s | %10s | %10s | %10s | %8s | %8s |\n' kernel \
   shape VLEN scalar autovec rvv "scalar/rvv" "autovec/rvv"
 printf '|----------|--------------------------------|------|------------|------------|------------|----------|----------|\n'
-kernels="conv3x3 dw3x3 conv1x1 gemm rmsnorm attention dq4cols dq4range"
+kernels="conv3x3 dw3x3 conv1x1 convt4x4 gemm rmsnorm attention dq4cols dq4range"
 vlens="128 256 512"
 if [ "$check" = --check ]; then
   kernels="conv3x3 gemm"
@@ -47,6 +47,7 @@ for k in $kernels; do
   conv3x3) shape="16x24x24 -> 16, 3x3, pad 1" ;;
   dw3x3) shape="32x24x24 depthwise 3x3, pad 1" ;;
   conv1x1) shape="32x24x24 -> 32, 1x1" ;;
+  convt4x4) shape="16x12x12 -> 16x24x24, 4x4 /2" ;;
   gemm) shape="48x64 * 64x64 + bias row" ;;
   rmsnorm) shape="64 rows of 256" ;;
   attention) shape="4 heads, 16 q x 64 k, head 32" ;;

@@ -11,10 +11,10 @@
  *
  * Tolerance, stated per kernel family:
  *   - integer, int8 and data-movement kernels: exact (bytes equal);
- *   - Conv and Gemm f32: |rvv - scalar| <= 1e-5 + 1e-5 |scalar|: the RVV
- *     kernels accumulate with fused multiply-adds (one rounding per tap
- *     instead of up to two), so over K <= 300 taps of values in [-1, 1]
- *     the sums may differ by a few ulp of their partial sums;
+ *   - Conv, ConvTranspose and Gemm f32: |rvv - scalar| <= 1e-5 + 1e-5
+ *     |scalar|: the RVV kernels accumulate with fused multiply-adds (one
+ * rounding per tap instead of up to two), so over K <= 300 taps of values in
+ * [-1, 1] the sums may differ by a few ulp of their partial sums;
  *   - the other f32 kernels: |rvv - scalar| <= 1e-6 + 1e-6 |scalar|:
  *     both compute in double and round once to f32; the vector exp and
  *     the unordered double reductions (Softmax, LayerNorm, global pools)
@@ -227,6 +227,92 @@ static void test_conv(void) {
   conv_case wide = {1,         2,         4,         1,         {1, 3, 2},
                     {1, 3, 5}, {1, 1, 1}, {1, 1, 1}, {0, 1, 3}, {0, 1, 3}};
   test_conv_case(&wide, false);
+}
+
+/* ---- ConvTranspose ---------------------------------------------------------
+ */
+
+/* x [n, c, in], w [c, m/group, k]; out = (in - 1) s - pb - pe + (k - 1) d
+ * + 1 + op (output padding). Against the scalar kernel (TOL_MAC), and each
+ * output channel computed alone (m = 1, its weights gathered, as the
+ * runtime does a plane at a time) gives the whole output's bits. */
+static void test_convt_case(const conv_case *t, const int64_t op[3]) {
+  mp_kconv p;
+  memset(&p, 0, sizeof p);
+  p.n = t->n, p.c = t->c, p.m = t->m, p.group = t->group;
+  for (int i = 0; i < 3; i++) {
+    p.in[i] = t->in[i], p.k[i] = t->k[i], p.stride[i] = t->s[i];
+    p.dil[i] = t->d[i], p.pad[i] = t->pb[i];
+    p.out[i] = (t->in[i] - 1) * t->s[i] - t->pb[i] - t->pe[i] +
+               (t->k[i] - 1) * t->d[i] + 1 + op[i];
+    if (p.out[i] < 1) return;
+  }
+  int64_t pin = p.in[0] * p.in[1] * p.in[2];
+  int64_t pout = p.out[0] * p.out[1] * p.out[2];
+  int64_t ks = p.k[0] * p.k[1] * p.k[2], cg = p.c / p.group;
+  int64_t mg = p.m / p.group;
+  size_t nx = (size_t)(p.n * p.c * pin), ny = (size_t)(p.n * p.m * pout);
+  size_t nw = (size_t)(p.c * mg * ks);
+  char what[160];
+  snprintf(what, sizeof what,
+           "conv-transpose c%lld m%lld g%lld in %lldx%lldx%lld k "
+           "%lldx%lldx%lld s%lld d%lld p%lld out %lld",
+           (long long)p.c, (long long)p.m, (long long)p.group,
+           (long long)p.in[0], (long long)p.in[1], (long long)p.in[2],
+           (long long)p.k[0], (long long)p.k[1], (long long)p.k[2],
+           (long long)p.stride[2], (long long)p.dil[2], (long long)p.pad[2],
+           (long long)p.out[2]);
+  float *x = xalloc(nx * 4), *w = xalloc(nw * 4), *b = xalloc((size_t)p.m * 4);
+  float *ys = xalloc(ny * 4), *yv = xalloc(ny * 4), *y1 = xalloc(ny * 4);
+  float *wt = xalloc((size_t)(cg * ks) * 4);
+  fill_f32(x, nx);
+  fill_f32(w, nw);
+  fill_f32(b, (size_t)p.m);
+  mp_k_conv_transpose_f32(&p, x, w, b, ys);
+  mp_kv_conv_transpose_f32(&p, x, w, b, yv);
+  CHECK(same_f32(what, yv, ys, ny, TOL_MAC, TOL_MAC));
+  mp_k_conv_transpose_f32(&p, x, w, NULL, ys);
+  mp_kv_conv_transpose_f32(&p, x, w, NULL, yv);
+  CHECK(same_f32(what, yv, ys, ny, TOL_MAC, TOL_MAC));
+  mp_kconv one = p;
+  one.n = 1, one.m = 1, one.group = 1, one.c = cg;
+  for (int64_t bi = 0; bi < p.n; bi++) {
+    for (int64_t oc = 0; oc < p.m; oc++) {
+      for (int64_t i = 0; i < cg; i++) {
+        memcpy(wt + i * ks, w + ((oc / mg * cg + i) * mg + oc % mg) * ks,
+               (size_t)ks * 4);
+      }
+      mp_kv_conv_transpose_f32(&one, x + (bi * p.c + oc / mg * cg) * pin, wt,
+                               NULL, y1 + (bi * p.m + oc) * pout);
+    }
+  }
+  CHECK(same_bytes(what, y1, yv, ny * 4));
+  free(x), free(w), free(b), free(ys), free(yv), free(y1), free(wt);
+}
+
+static void test_conv_transpose(void) {
+  size_t sz[8], n = sizes(__riscv_vsetvlmax_e32m8(), sz);
+  static const int64_t op0[3] = {0, 0, 0}, op1[3] = {0, 1, 1};
+  for (size_t i = 0; i < n; i++) {
+    int64_t wd = (int64_t)sz[i];
+    if (wd > 600) wd = 300;
+    /* stride 1, 3x3, pad 1 */
+    conv_case g = {1,         3,         5,         1,         {1, 3, wd},
+                   {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
+    test_convt_case(&g, op0);
+    /* stride 2 with output padding (strided stores), 4x4 pad 1 */
+    conv_case s2 = {2,         4,         6,         2,         {1, 2, wd},
+                    {1, 4, 4}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
+    test_convt_case(&s2, op1);
+    /* stride 3, dilation 2, asymmetric pads: taps overlap columns */
+    conv_case s3 = {1,         2,         3,         1,         {1, 3, wd},
+                    {1, 3, 5}, {1, 3, 3}, {1, 1, 2}, {0, 0, 2}, {0, 1, 3}};
+    test_convt_case(&s3, op1);
+  }
+  /* 3-D, and pads wider than the kernel's reach at the borders */
+  conv_case d3 = {1,         2,         4,         2,         {3, 2, 7},
+                  {2, 3, 3}, {2, 1, 2}, {1, 1, 1}, {1, 1, 2}, {0, 1, 1}};
+  test_convt_case(&d3, op1);
 }
 
 /* ---- Gemm ------------------------------------------------------------------
@@ -914,6 +1000,7 @@ int main(int argc, char **argv) {
   printf("rvv kernels at VLEN %u\n", mp_kv_vlen());
   if (want) CHECK_EQ_U(mp_kv_vlen(), want);
   test_conv();
+  test_conv_transpose();
   test_gemm();
   test_unary();
   test_binary();
