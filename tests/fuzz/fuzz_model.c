@@ -29,6 +29,7 @@
  *     stays fixed, and inputs it grew that reach the verified run).
  */
 #define _POSIX_C_SOURCE 200809L /* getpid */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 
 #include "mplan/file.h"
 #include "mplan/graph.h"
+#include "mplan/kernels.h"
 #include "mplan/model.h"
 #include "mplan/passes.h"
 #include "mplan/plan.h"
@@ -52,8 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * sanitizers) on a large tensor would turn an input into a timeout. The
  * work estimate of an op is its output elements times, per input of rank
  * 2 or more, that input's elements over its first dim (a Conv's
- * multiply-adds per output; a rough bound elsewhere), and for a DFT or
- * STFT times its input's elements (the kernel sums a whole axis). */
+ * multiply-adds per output; a rough bound elsewhere), for a DFT or
+ * STFT times its input's elements (the kernel sums a whole axis), and for
+ * a cubic or linear Resize times its taps (their product over the axes:
+ * 4^8 for a cubic one of rank 8). */
 #define FUZZ_VERIFY_BYTES ((size_t)2 << 20)
 #define FUZZ_VERIFY_OPS 400
 #define FUZZ_VERIFY_WORK 20e6
@@ -87,6 +91,31 @@ static void fuzz_cost(const mp_graph *g, double *work, double *bytes) {
       if (t->rank >= 2 && t->shape[0].value > 0) {
         per += fuzz_elems(t) / (double)t->shape[0].value;
       }
+    }
+    /* a cubic or linear Resize takes the product of every axis' taps for
+     * each output (as ONNX's reference does): 4 or 2 an axis, and an
+     * antialiased one's filter stretched by in / out where it shrinks */
+    if (strcmp(op->type, "Resize") == 0 && op->n_inputs && op->inputs[0] >= 0 &&
+        op->n_outputs && op->outputs[0] >= 0) {
+      const mp_attr *mode = mp_op_attr(op, "mode");
+      const mp_attr *aa = mp_op_attr(op, "antialias");
+      bool cubic = mode && mode->kind == MP_ATTR_STRING && mode->s &&
+                   strcmp(mode->s, "cubic") == 0;
+      bool linear = mode && mode->kind == MP_ATTR_STRING && mode->s &&
+                    strcmp(mode->s, "linear") == 0;
+      const mp_tensor *x = mp_graph_tensor(g, (uint32_t)op->inputs[0]);
+      const mp_tensor *y = mp_graph_tensor(g, (uint32_t)op->outputs[0]);
+      double taps = 1;
+      for (uint32_t d = 0; (cubic || linear) && d < x->rank && d < y->rank;
+           d++) {
+        double t = cubic ? 4 : 2, in = (double)x->shape[d].value;
+        double o = (double)y->shape[d].value;
+        if (aa && aa->kind == MP_ATTR_INT && aa->i && o > 0 && o < in) {
+          t = t * ceil(in / o) + 2;
+        }
+        taps *= t < MP_K_RESIZE_TAPS ? t : MP_K_RESIZE_TAPS;
+      }
+      per += taps;
     }
     /* the reference DFT sums over the whole axis for every output */
     if (op->n_inputs && op->inputs[0] >= 0 &&
