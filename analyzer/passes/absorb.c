@@ -56,6 +56,16 @@
  *   7. The absorbed op reads a 4-bit tensor only as a DequantizeLinear
  *      into a MatMul's, a Gemm's or a Conv's weight (rule 3's panels): the
  *      heads' kernels address their other inputs in whole bytes.
+ *   8. The exception to rule 1: a DequantizeLinear's or Cast's output read
+ *      by several ops (a QDQ model's one pair per tensor, shared by its
+ *      readers) is absorbed by every one of them, or by none: each reads
+ *      it once, as input 0 or 1, and absorbs it by rules 2-7 given what
+ *      the others take (ab_shared, a fixed point: a tensor one reader
+ *      would not take is dropped, and the readers looked at again). Each
+ *      head widens the narrow tensor itself; the op is removed with its
+ *      last reader's absorption, and the narrow tensor lives until the
+ *      last reader instead of the f32 one. saved_bytes: one read each,
+ *      and the write once.
  */
 #include <stdio.h>
 #include <string.h>
@@ -71,8 +81,10 @@ static bool ab_head(const mp_op *op) {
 }
 
 /* The prologue kind if input k of head may be absorbed (rules 1, 3, 4,
- * 6). */
-static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
+ * 6, and 8 when shared says input k's tensor is absorbed by all its
+ * readers; shared NULL: none is). */
+static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
+                           const bool *shared) {
   const mp_graph *g = c->g;
   const mp_op *h = mp_graph_op(g, head);
   if (pass_upsample_binary(h)) {
@@ -82,11 +94,15 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
   if (y < 0) return NULL;
   const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
   if (yt->kind != MP_TENSOR_ACTIVATION || yt->producer < 0 ||
-      pass_sole_reader(g, y) != (int32_t)head || pass_reads(h, y) != 1 ||
-      c->rw->ops[yt->producer].dead) {
+      (pass_sole_reader(g, y) != (int32_t)head && !(shared && shared[y])) ||
+      pass_reads(h, y) != 1 || c->rw->ops[yt->producer].dead) {
     return NULL;
   }
   const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
+  if (shared && shared[y] && strcmp(d->type, "DequantizeLinear") != 0 &&
+      strcmp(d->type, "Cast") != 0) {
+    return NULL;
+  }
   if (d->n_outputs != 1 || d->n_inputs < 1 || d->inputs[0] < 0) return NULL;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
   bool wide = yt->dtype == MP_DTYPE_F32 || yt->dtype == MP_DTYPE_F16 ||
@@ -124,18 +140,21 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k) {
  * same order (with two of them, every zero point has its slot, -1 when
  * absent; alone, an absent one is omitted). */
 static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
-                          const char *const *kinds, uint32_t n, mp_error *err) {
+                          const char *const *kinds, uint32_t n,
+                          const bool *shared, uint32_t *left, mp_error *err) {
   const mp_graph *g = c->g;
   const rw_op *h = &c->rw->ops[head];
   const mp_op *d[2];
   const mp_tensor *yt[2];
+  int32_t yid[2] = {-1, -1};
   uint32_t own = h->n_inputs, extra = 0, n_dq = 0;
   if ((strcmp(h->type, "Conv") == 0 || strcmp(h->type, "Gemm") == 0) &&
       own < 3) {
     own = 3;
   }
   for (uint32_t j = 0; j < n; j++) {
-    yt[j] = mp_graph_tensor(g, (size_t)h->inputs[ks[j]]);
+    yid[j] = h->inputs[ks[j]];
+    yt[j] = mp_graph_tensor(g, (size_t)yid[j]);
     d[j] = mp_graph_op(g, (size_t)yt[j]->producer);
     n_dq += strcmp(kinds[j], "DequantizeLinear") == 0;
   }
@@ -185,9 +204,11 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
     if (st == MP_OK && bl.i > 0) st = rw_set_attr(c->rw, head, &bl, err);
   }
   for (uint32_t j = 0; j < n && st == MP_OK; j++) {
-    rw_kill(c->rw, (uint32_t)yt[j]->producer);
-    size_t saved = 0;
-    (void)mp_size_mul(yt[j]->bytes, 2, &saved);
+    /* rule 8: a shared tensor's op goes with its last reader's turn */
+    bool last = !shared || !shared[yid[j]] || --left[yid[j]] == 0;
+    if (last) rw_kill(c->rw, (uint32_t)yt[j]->producer);
+    size_t saved = yt[j]->bytes;
+    if (last) (void)mp_size_mul(yt[j]->bytes, 2, &saved);
     mp_fusion f = {.kind = MP_FUSION_PROLOGUE,
                    .op = h->name,
                    .head_type = h->type,
@@ -221,35 +242,121 @@ static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k) {
   return conv;
 }
 
+/* Rule 5: the inputs of head o to absorb, ks[0..n) (n returned), and
+ * their kinds kk, given shared (rule 8). */
+static uint32_t ab_choose(const pass_ctx *c, uint32_t o, const bool *shared,
+                          uint32_t ks[2], const char *kk[2]) {
+  const mp_op *h = mp_graph_op(c->g, o);
+  const char *kinds[2] = {NULL, NULL};
+  size_t bytes[2] = {0, 0};
+  bool panels[2] = {false, false};
+  /* The product's own operands only (X and W, A and B): the inputs an
+   * epilogue added are not what the head multiplies. */
+  for (uint32_t k = 0; k < 2 && k < h->n_inputs; k++) {
+    kinds[k] = ab_kind(c, o, k, shared);
+    if (!kinds[k]) continue;
+    bytes[k] = mp_graph_tensor(c->g, (size_t)h->inputs[k])->bytes;
+    panels[k] = !pass_upsample_binary(h) && ab_panels(c->g, h, k);
+  }
+  uint32_t n = 0;
+  ks[0] = ks[1] = 0;
+  if (kinds[0] && kinds[1] && panels[0] && panels[1]) {
+    ks[0] = 0, ks[1] = 1, n = 2; /* rule 5: both a part at a time */
+  } else if (kinds[0] || kinds[1]) {
+    uint32_t k = !kinds[0]                ? 1
+                 : !kinds[1]              ? 0
+                 : panels[0] != panels[1] ? (panels[1] ? 1 : 0)
+                 : bytes[1] > bytes[0]    ? 1
+                                          : 0;
+    ks[0] = k, n = 1;
+  }
+  kk[0] = kinds[ks[0]];
+  kk[1] = n == 2 ? kinds[1] : NULL;
+  return n;
+}
+
+/* Whether head o absorbs tensor t (one of its inputs 0 and 1) under
+ * shared. */
+static bool ab_takes(const pass_ctx *c, uint32_t o, int32_t t,
+                     const bool *shared) {
+  const mp_op *h = mp_graph_op(c->g, o);
+  uint32_t ks[2];
+  const char *kk[2];
+  uint32_t n = ab_choose(c, o, shared, ks, kk);
+  for (uint32_t j = 0; j < n; j++) {
+    if (h->inputs[ks[j]] == t) return true;
+  }
+  return false;
+}
+
+/* Rule 8: shared[t] for each DequantizeLinear or Cast output t that all
+ * of its readers (two or more) absorb, and left[t], their count. Starts
+ * from every such tensor whose readers are heads that read it once as
+ * input 0 or 1, then drops a tensor some reader would not take, until
+ * none is dropped (each reader's choice depends on the other inputs it
+ * could take). */
+static mp_status ab_shared(pass_ctx *c, bool **shared, uint32_t **left,
+                           mp_error *err) {
+  const mp_graph *g = c->g;
+  size_t nt = mp_graph_tensor_count(g);
+  bool *sh = rw_alloc(c->rw, nt, sizeof *sh, err);
+  uint32_t *lf = rw_alloc(c->rw, nt, sizeof *lf, err);
+  if (!sh || !lf) return MP_ERR_NOMEM;
+  for (size_t t = 0; t < nt; t++) {
+    const mp_tensor *x = mp_graph_tensor(g, t);
+    sh[t] = false;
+    lf[t] = 0;
+    if (x->kind != MP_TENSOR_ACTIVATION || x->producer < 0 ||
+        x->n_consumers < 2) {
+      continue;
+    }
+    const mp_op *d = mp_graph_op(g, (size_t)x->producer);
+    if (strcmp(d->type, "DequantizeLinear") != 0 &&
+        strcmp(d->type, "Cast") != 0) {
+      continue;
+    }
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < x->n_consumers; i++) {
+      const mp_op *r = mp_graph_op(g, x->consumers[i]);
+      ok = ab_head(r) && pass_reads(r, (int32_t)t) == 1 &&
+           (r->inputs[0] == (int32_t)t ||
+            (r->n_inputs > 1 && r->inputs[1] == (int32_t)t));
+    }
+    sh[t] = ok;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t t = 0; t < nt; t++) {
+      if (!sh[t]) continue;
+      const mp_tensor *x = mp_graph_tensor(g, t);
+      for (uint32_t i = 0; i < x->n_consumers; i++) {
+        if (!ab_takes(c, x->consumers[i], (int32_t)t, sh)) {
+          sh[t] = false;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  for (size_t t = 0; t < nt; t++) {
+    if (sh[t]) lf[t] = mp_graph_tensor(g, t)->n_consumers;
+  }
+  *shared = sh;
+  *left = lf;
+  return MP_OK;
+}
+
 mp_status pass_absorb(pass_ctx *c, mp_error *err) {
-  mp_status st = MP_OK;
+  bool *shared = NULL;
+  uint32_t *left = NULL;
+  mp_status st = ab_shared(c, &shared, &left, err);
   for (uint32_t o = 0; st == MP_OK && o < mp_graph_op_count(c->g); o++) {
     const mp_op *h = mp_graph_op(c->g, o);
     if (!ab_head(h) && !pass_upsample_binary(h)) continue;
-    const char *kinds[2] = {NULL, NULL};
-    size_t bytes[2] = {0, 0};
-    bool panels[2] = {false, false};
-    /* The product's own operands only (X and W, A and B): the inputs an
-     * epilogue added are not what the head multiplies. */
-    for (uint32_t k = 0; k < 2 && k < h->n_inputs; k++) {
-      kinds[k] = ab_kind(c, o, k);
-      if (!kinds[k]) continue;
-      bytes[k] = mp_graph_tensor(c->g, (size_t)h->inputs[k])->bytes;
-      panels[k] = !pass_upsample_binary(h) && ab_panels(c->g, h, k);
-    }
-    uint32_t ks[2] = {0, 0}, n = 0;
-    if (kinds[0] && kinds[1] && panels[0] && panels[1]) {
-      ks[0] = 0, ks[1] = 1, n = 2; /* rule 5: both a part at a time */
-    } else if (kinds[0] || kinds[1]) {
-      uint32_t k = !kinds[0]                ? 1
-                   : !kinds[1]              ? 0
-                   : panels[0] != panels[1] ? (panels[1] ? 1 : 0)
-                   : bytes[1] > bytes[0]    ? 1
-                                            : 0;
-      ks[0] = k, n = 1;
-    }
-    const char *kk[2] = {kinds[ks[0]], n == 2 ? kinds[1] : NULL};
-    if (n) st = ab_apply(c, o, ks, kk, n, err);
+    uint32_t ks[2];
+    const char *kk[2];
+    uint32_t n = ab_choose(c, o, shared, ks, kk);
+    if (n) st = ab_apply(c, o, ks, kk, n, shared, left, err);
   }
   return st;
 }
