@@ -60,7 +60,8 @@ static void rp_fusions(const mp_pass_report *r, mp_buf *out) {
     at_peak += mp_pass_report_fusion(r, i)->at_peak;
   mp_buf_printf(out,
                 "fusions     %zu (%zu touch a peak step); largest saved_bytes "
-                "= 2 x size(intermediate) x steps:\n",
+                "= 2 x size(intermediate) x steps (a shared prologue: 1 "
+                "a reader, 2 the last):\n",
                 n, at_peak);
   size_t pick[RP_TOP_FUSIONS];
   for (size_t k = 0; k < shown; k++) {
@@ -83,10 +84,15 @@ static void rp_fusions(const mp_pass_report *r, mp_buf *out) {
       snprintf(regs, sizeof regs, ", %u vregs, %d spills%s", f->registers,
                f->spills, f->capped ? ", capped" : "");
     }
-    mp_buf_printf(out, "  %-10s %s %s + %s: 2 x %s x %u = %s B%s%s\n",
+    /* 2 (a write and a read eliminated a step), or 1 for a reader of a
+     * shared prologue but the last (absorb.c rule 8) */
+    size_t unit = f->intermediate_bytes * f->steps;
+    size_t times =
+        unit && f->saved_bytes % unit == 0 ? f->saved_bytes / unit : 2;
+    mp_buf_printf(out, "  %-10s %s %s + %s: %zu x %s x %u = %s B%s%s\n",
                   mp_fusion_kind_name(f->kind), f->op, f->head_type,
-                  f->absorbed, mp_fmt_count(a, f->intermediate_bytes), f->steps,
-                  mp_fmt_count(b, f->saved_bytes),
+                  f->absorbed, times, mp_fmt_count(a, f->intermediate_bytes),
+                  f->steps, mp_fmt_count(b, f->saved_bytes),
                   f->at_peak ? ", at a peak step" : "", regs);
   }
   if (n > shown) {

@@ -262,7 +262,9 @@ run 0 plan $qct --passes none && has "$tmp/out" "lower bound 36,864 B"
 qs=tests/data/passes/qdq_shared.json
 run 0 plan $qs --passes all --order memory -o "$tmp/qs.json" &&
   has "$tmp/out" "lower bound 22,528 B" &&
-  has "$tmp/out" "DequantizeLinear 4"
+  has "$tmp/out" "DequantizeLinear 4" &&
+  has "$tmp/out" "prologue   c1 Conv + DequantizeLinear: 1 x 16,384 x 1 = 16,384 B" &&
+  has "$tmp/out" "prologue   c2 Conv + DequantizeLinear: 2 x 16,384 x 1 = 32,768 B"
 [ "$(py "$tmp/qs.json" "sorted((e['op'], e.get('prologue')) for e in d['execution'])")" = "[('c1', 'DequantizeLinear:0'), ('c2', 'DequantizeLinear:0'), ('c5', None), ('deq5', None), ('m6a', 'DequantizeLinear:1'), ('m6b', 'DequantizeLinear:1'), ('quant0', None), ('quant5', None), ('relu5', None)]" ] && ok || bad "qdq_shared: the shared DequantizeLinears are not absorbed by every reader"
 [ "$(py "$tmp/qs.json" "[f['saved_bytes'] for f in d['passes']['fusions'] if f['kind'] == 'prologue']")" = "[16384, 32768, 6144, 12288]" ] && ok || bad "qdq_shared: saved bytes are not one read each and the write once"
 run 0 plan $qs --passes none && has "$tmp/out" "lower bound 49,152 B"
