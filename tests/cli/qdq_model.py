@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""qdq_model.py IN.onnx OUT.onnx -- a real f32 ONNX model rewritten in the
-QDQ form static quantizers emit (ONNX Runtime's quantize_static with
-QuantFormat.QDQ lays a model out this way):
+"""qdq_model.py IN.onnx OUT.onnx [--full] -- a real f32 ONNX model
+rewritten in the QDQ form static quantizers emit (ONNX Runtime's
+quantize_static with QuantFormat.QDQ lays a model out this way):
 
   - every activation a Conv, MatMul or Gemm reads as its first input goes
     through QuantizeLinear and DequantizeLinear first, uint8 per tensor
@@ -13,7 +13,14 @@ QuantFormat.QDQ lays a model out this way):
     default-domain opset is 13 or more (DequantizeLinear's axis), per
     tensor before, symmetric (scale max |w| / 127, zero point omitted).
 
-Biases and every other op stay as they are. A model before opset 10 is
+Biases and every other op stay as they are. With --full, as later
+quantizers do by default, the activations of more ops are quantized, their
+outputs too: every activation an op of FULL_OPS reads (the data inputs:
+a product's first, an Add's, Mul's or Concat's every one, the others'
+first) or writes goes through one QuantizeLinear and DequantizeLinear pair
+placed after its producer, and every reader reads the DequantizeLinear's
+output (an output no op reads keeps no pair); constants (initializers,
+Constant and ConstantOfShape outputs) stay f32. A model before opset 10 is
 refused (QuantizeLinear came with opset 10; raising its opset would change
 other ops' meaning, Slice's for one). The wire format is read and
 written here (no onnx package): the graph's nodes and initializers are
@@ -95,6 +102,14 @@ def tensor(name, dims, elem, raw):
 
 
 FLOAT, UINT8, INT8 = 1, 2, 3
+
+# --full: the ops whose activations are quantized, and those that read
+# every input as data (the others read input 0)
+FULL_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm", "Add", "Mul",
+            "Concat", "GlobalAveragePool", "AveragePool", "MaxPool",
+            "Sigmoid", "HardSigmoid", "Relu", "Clip", "Resize", "Reshape",
+            "Transpose")
+FULL_ALL_INPUTS = ("Add", "Mul", "Concat")
 
 
 class Node:
@@ -189,8 +204,27 @@ def quantize(vals, dims, axis):
     return q, scales
 
 
+def full_tensors(nodes, constants):
+    """--full: the activations to quantize, in the nodes' order."""
+    readers = {}
+    for nd in nodes:
+        for x in nd.inputs:
+            readers[x] = readers.get(x, 0) + 1
+    want = []
+    for nd in nodes:
+        if nd.op not in FULL_OPS:
+            continue
+        ins = nd.inputs if nd.op in FULL_ALL_INPUTS else nd.inputs[:1]
+        for x in ins + nd.outputs[:1]:
+            if x and x not in constants and readers.get(x) and x not in want:
+                want.append(x)
+    return want
+
+
 def main():
-    src, dst = sys.argv[1], sys.argv[2]
+    args = [a for a in sys.argv[1:] if a != "--full"]
+    full = len(args) < len(sys.argv) - 1
+    src, dst = args[0], args[1]
     model = open(src, "rb").read()
     opset = 0
     for f, _, v, _ in fields(model):
@@ -223,24 +257,44 @@ def main():
     heads = ("Conv", "MatMul", "Gemm")
     new_nodes, new_inits, dropped = [], [], set()
     qdq = {}  # activation -> its dequantized name
+
+    def pair(x):
+        """The QuantizeLinear and DequantizeLinear of activation x."""
+        k = len(qdq)
+        sn, zn = "qdq_s%d" % k, "qdq_z%d" % k
+        qn, dn = x + "_qdq_q", x + "_qdq_d"
+        new_inits.append(tensor(sn, [], FLOAT, struct.pack("<f", 0.05)))
+        new_inits.append(tensor(zn, [], UINT8, bytes([128])))
+        new_nodes.append(node("QuantizeLinear", [x, sn, zn], [qn],
+                              "qdq_quant%d" % k))
+        new_nodes.append(node("DequantizeLinear", [qn, sn, zn], [dn],
+                              "qdq_dequant%d" % k))
+        qdq[x] = dn
+
+    constants = set(inits) | set(consts) | {
+        nd.outputs[0] for nd in nodes
+        if nd.op in ("Constant", "ConstantOfShape") and nd.outputs}
+    want = full_tensors(nodes, constants) if full else []
+    made = {y for nd in nodes for y in nd.outputs}
+    for x in want:  # graph inputs: their pairs first
+        if x not in made:
+            pair(x)
     for nd in nodes:
+        if full:
+            ins = [qdq.get(x, x) for x in nd.inputs]
+            if nd.op in heads and len(ins) >= 2:
+                nd = Node(nd.with_inputs(ins))
         if nd.op not in heads or len(nd.inputs) < 2:
-            new_nodes.append(nd)
+            new_nodes.append(Node(nd.with_inputs(ins)) if full else nd)
+            for y in nd.outputs[:1]:
+                if y in want:
+                    pair(y)
             continue
         ins = list(nd.inputs)
         x = ins[0]
-        if x and x not in inits and x not in consts:
+        if not full and x and x not in inits and x not in consts:
             if x not in qdq:
-                k = len(qdq)
-                sn, zn = "qdq_s%d" % k, "qdq_z%d" % k
-                qn, dn = x + "_qdq_q", x + "_qdq_d"
-                new_inits.append(tensor(sn, [], FLOAT, struct.pack("<f", 0.05)))
-                new_inits.append(tensor(zn, [], UINT8, bytes([128])))
-                new_nodes.append(node("QuantizeLinear", [x, sn, zn], [qn],
-                                      "qdq_quant%d" % k))
-                new_nodes.append(node("DequantizeLinear", [qn, sn, zn], [dn],
-                                      "qdq_dequant%d" % k))
-                qdq[x] = dn
+                pair(x)
             ins[0] = qdq[x]
         w = ins[1]
         dims, vals = inits.get(w, consts.get(w, (None, None)))
@@ -262,6 +316,9 @@ def main():
                                   "qdq_dqw_" + w, attrs))
             dropped.add(w)
         new_nodes.append(nd.with_inputs(ins))
+        for y in nd.outputs[:1]:
+            if y in want:
+                pair(y)
     # the Constants whose weights were quantized are gone; the others stay
     new_nodes = [n.raw if isinstance(n, Node) else n for n in new_nodes
                  if not (isinstance(n, Node) and n.op == "Constant" and
@@ -281,8 +338,9 @@ def main():
     for f, _, v, r in fields(model):
         out += ld(7, out_graph) if f == 7 else r
     open(dst, "wb").write(out)
-    print("qdq_model: opset %d, %d activations and %d weights quantized "
-          "(weights %s)" % (opset, len(qdq), len(dropped),
+    print("qdq_model: opset %d, %d activations%s and %d weights quantized "
+          "(weights %s)" % (opset, len(qdq), " (--full)" if full else "",
+                            len(dropped),
                             "per channel" if per_channel else "per tensor"))
 
 

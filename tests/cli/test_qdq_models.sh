@@ -61,12 +61,25 @@ qdq_pair() {
 }
 qdq_pair "$tmp/bf.onnx" bf 1,376,256 655,360 37
 qdq_pair "$tmp/det.onnx" det 2,457,600 1,245,392 62 --shape x=1x3x160x160
+# --full, as later quantizers lay a model out: the outputs quantized too,
+# and the activations of Add, Mul, Concat, the pools and activations,
+# Resize, Reshape and Transpose. Every Conv (and ConvTranspose) ends in
+# its QuantizeLinear; those whose input a residual Add also reads keep it
+# f32 (absorb rule 8: every reader or none), and the f32 tensors the
+# elementwise ops read set the bounds.
+python3 "$src/tests/cli/qdq_model.py" "$bf" "$tmp/bff.onnx" --full >"$tmp/out" &&
+  has "$tmp/out" "opset 12, 90 activations (--full) and 37 weights quantized (weights per tensor)"
+python3 "$src/tests/cli/qdq_model.py" "$det" "$tmp/detf.onnx" --full >"$tmp/out" &&
+  has "$tmp/out" "opset 11, 330 activations (--full) and 62 weights quantized (weights per tensor)"
+qdq_pair "$tmp/bff.onnx" bff 1,376,256 1,032,192 19
+qdq_pair "$tmp/detf.onnx" detf 2,457,600 1,843,200 59 --shape x=1x3x160x160
 # the Convs whose epilogue ends in their QuantizeLinear
-for pair in bf:17 det:41; do
+for pair in bf:17 det:41 bff:37 detf:64; do
   [ "$(py "$tmp/${pair%%:*}.json" "sum(1 for e in d['execution'] if (e.get('epilogue') or '').endswith('QuantizeLinear'))")" = "${pair#*:}" ] &&
     ok || bad "${pair%%:*}: not ${pair#*:} Convs ending in a QuantizeLinear"
 done
 verify "$tmp/bf.onnx" --passes all --order memory
+verify "$tmp/bff.onnx" --passes all --order memory
 # BlazeFace's largest workspace: a Conv whose fused residual Add writes
 # over its operand, its quantized input widened a band at a time (before
 # this it was widened whole, 428,864 B)
@@ -74,6 +87,7 @@ run 0 compile "$tmp/bf.onnx" --passes all --order memory -o "$tmp/bf.mpk" &&
   has "$tmp/out" "workspace 158,208 B (154.50 KiB)"
 if [ "$rv64" = 1 ]; then
   rv64_same "$tmp/bf.onnx" 128 all --order memory
+  rv64_same "$tmp/bff.onnx" 256 all --order memory
 fi
 echo "test_qdq_models: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -63,7 +63,11 @@ function writeTensors(map) {
 }
 
 (async () => {
-  const session = await ort.InferenceSession.create(modelPath, {logSeverityLevel: 3});
+  // ORT_OPT=disabled: the graph as written, without ONNX Runtime's
+  // rewrites (its QDQ fusions compute in integers and round their own way)
+  const opts = {logSeverityLevel: 3};
+  if (process.env.ORT_OPT) opts.graphOptimizationLevel = process.env.ORT_OPT;
+  const session = await ort.InferenceSession.create(modelPath, opts);
   const feeds = readTensors(fs.readFileSync(inPath));
   const results = await session.run(feeds);
   fs.writeFileSync(outPath, writeTensors(results));

@@ -163,6 +163,18 @@ python3 "$src/tests/cli/qdq_model.py" "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" "$
 check blazeface_qdq "$tmp/bf_qdq.onnx"
 check blazeface_qdq_passes "$tmp/bf_qdq.onnx" --passes all --order memory
 check det_qdq_passes "$tmp/det_qdq.onnx" --shape x=1x3x160x160 --passes all --order memory
+# and with --full: every Conv's output and the elementwise ops' activations
+# quantized too. Against ONNX Runtime with its graph rewrites off
+# (ORT_OPT=disabled): with them, its QDQ fusions run DequantizeLinear ->
+# Conv -> QuantizeLinear as an integer QLinearConv (and Add as QLinearAdd),
+# which rounds its own way: BlazeFace's outputs then differ by up to 3.45
+# (69 steps of 0.05 after 37 requantized layers), while mplan computes
+# the graph as written, as ONNX Runtime does without them.
+python3 "$src/tests/cli/qdq_model.py" \
+  "$cache/blazeface/face_detection_front_128x128_barracuda.onnx" "$tmp/bf_full.onnx" --full >/dev/null
+python3 "$src/tests/cli/qdq_model.py" "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" "$tmp/det_full.onnx" --full >/dev/null
+ORT_OPT=disabled check blazeface_full_passes "$tmp/bf_full.onnx" --passes all --order memory
+ORT_OPT=disabled check det_full_passes "$tmp/det_full.onnx" --shape x=1x3x160x160 --passes all --order memory
 check qdq_conv "$tmp/extra/test_qdq_conv/model.onnx"
 check qdq_conv_passes "$tmp/extra/test_qdq_conv/model.onnx" --passes all --order memory
 # com.microsoft's MatMulNBits (gen_onnx_extra.py's matmul_nbits): 4-bit
