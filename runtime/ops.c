@@ -3849,19 +3849,15 @@ static bool op_vec(op_ctx *c) {
   op_rd r = op_reader(c);
   op_tail t;
   switch (c->op->kernel) {
-    case MP_BOP_CONV: {
+    case MP_BOP_CONV:
+    case MP_BOP_CONV_TRANSPOSE: { /* a ConvTranspose is f32 only */
       op_convp p;
       rd_conv(&r, &p);
       rd_tail(&r, &t);
       if (op_quant_tail(&t)) dy = MP_KD_F32; /* computed in f32 */
-      return (dy == MP_KD_F32 || dy == MP_KD_I8) && op_vec_tail(c, &t, dy);
-    }
-    case MP_BOP_CONV_TRANSPOSE: { /* f32 only (op_check_conv) */
-      op_convp p;
-      rd_conv(&r, &p);
-      rd_tail(&r, &t);
-      if (op_quant_tail(&t)) dy = MP_KD_F32; /* computed in f32 */
-      return dy == MP_KD_F32 && op_vec_tail(c, &t, dy);
+      return (dy == MP_KD_F32 ||
+              (dy == MP_KD_I8 && c->op->kernel == MP_BOP_CONV)) &&
+             op_vec_tail(c, &t, dy);
     }
     case MP_BOP_GEMM:
     case MP_BOP_MATMUL: {
