@@ -258,15 +258,18 @@ run 0 plan $qct --passes none && has "$tmp/out" "lower bound 36,864 B"
 # DequantizeLinears shared by their readers (qdq_shared, absorb rule 8):
 # deq0's two Convs and deq6's two MatMuls each widen the int8 tensor
 # themselves and both ops go; deq5 is also read by a Relu, so it stays
-# for both readers. 49,152 -> 22,528 B (32,768 B with deq0 and deq6 kept).
+# for both readers; deq7's m8 takes its weight's DequantizeLinear instead,
+# so m10 does not take deq7 either (without the fixed point it did, and
+# both the f32 and the int8 vector lived). 49,152 -> 22,528 B (32,768 B
+# with deq0 and deq6 kept).
 qs=tests/data/passes/qdq_shared.json
 run 0 plan $qs --passes all --order memory -o "$tmp/qs.json" &&
   has "$tmp/out" "lower bound 22,528 B" &&
-  has "$tmp/out" "DequantizeLinear 4" &&
+  has "$tmp/out" "DequantizeLinear 5" &&
   has "$tmp/out" "prologue   c1 Conv + DequantizeLinear: 1 x 16,384 x 1 = 16,384 B" &&
   has "$tmp/out" "prologue   c2 Conv + DequantizeLinear: 2 x 16,384 x 1 = 32,768 B"
-[ "$(py "$tmp/qs.json" "sorted((e['op'], e.get('prologue')) for e in d['execution'])")" = "[('c1', 'DequantizeLinear:0'), ('c2', 'DequantizeLinear:0'), ('c5', None), ('deq5', None), ('m6a', 'DequantizeLinear:1'), ('m6b', 'DequantizeLinear:1'), ('quant0', None), ('quant5', None), ('relu5', None)]" ] && ok || bad "qdq_shared: the shared DequantizeLinears are not absorbed by every reader"
-[ "$(py "$tmp/qs.json" "[f['saved_bytes'] for f in d['passes']['fusions'] if f['kind'] == 'prologue']")" = "[16384, 32768, 6144, 12288]" ] && ok || bad "qdq_shared: saved bytes are not one read each and the write once"
+[ "$(py "$tmp/qs.json" "sorted((e['op'], e.get('prologue')) for e in d['execution'])")" = "[('c1', 'DequantizeLinear:0'), ('c2', 'DequantizeLinear:0'), ('c5', None), ('deq5', None), ('deq7', None), ('m10', None), ('m6a', 'DequantizeLinear:1'), ('m6b', 'DequantizeLinear:1'), ('m8', 'DequantizeLinear:1'), ('quant0', None), ('quant5', None), ('quant7', None), ('relu5', None)]" ] && ok || bad "qdq_shared: the shared DequantizeLinears are not absorbed by every reader"
+[ "$(py "$tmp/qs.json" "[f['saved_bytes'] for f in d['passes']['fusions'] if f['kind'] == 'prologue']")" = "[16384, 32768, 6144, 12288, 4096]" ] && ok || bad "qdq_shared: saved bytes are not one read each and the write once"
 run 0 plan $qs --passes none && has "$tmp/out" "lower bound 49,152 B"
 # The same block with 2-bit weights, float zero points and g_idx
 # (nbits_gptq): the same epilogues and the same bound.
