@@ -99,10 +99,6 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
     return NULL;
   }
   const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
-  if (shared && shared[y] && strcmp(d->type, "DequantizeLinear") != 0 &&
-      strcmp(d->type, "Cast") != 0) {
-    return NULL;
-  }
   if (d->n_outputs != 1 || d->n_inputs < 1 || d->inputs[0] < 0) return NULL;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
   bool wide = yt->dtype == MP_DTYPE_F32 || yt->dtype == MP_DTYPE_F16 ||
@@ -299,13 +295,11 @@ static mp_status ab_shared(pass_ctx *c, bool **shared, uint32_t **left,
                            mp_error *err) {
   const mp_graph *g = c->g;
   size_t nt = mp_graph_tensor_count(g);
-  bool *sh = rw_alloc(c->rw, nt, sizeof *sh, err);
+  bool *sh = rw_alloc(c->rw, nt, sizeof *sh, err); /* zeroed */
   uint32_t *lf = rw_alloc(c->rw, nt, sizeof *lf, err);
   if (!sh || !lf) return MP_ERR_NOMEM;
   for (size_t t = 0; t < nt; t++) {
     const mp_tensor *x = mp_graph_tensor(g, t);
-    sh[t] = false;
-    lf[t] = 0;
     if (x->kind != MP_TENSOR_ACTIVATION || x->producer < 0 ||
         x->n_consumers < 2) {
       continue;

@@ -411,15 +411,6 @@ void mp_kv_conv_i8(const mp_kconv *p, const int8_t *x, const int8_t *w,
   kv_conv(p, &kv_i8_ops, x, w, b, y, scratch);
 }
 
-/* Output columns o = i * s + off inside [0, out) for i in [0, in): i in
- * [*lo, *hi); empty when *lo >= *hi. */
-static void kv_scatter_cols(int64_t out, int64_t in, int64_t s, int64_t off,
-                            int64_t *lo, int64_t *hi) {
-  *lo = off >= 0 ? 0 : (-off + s - 1) / s;
-  *hi = out - 1 - off < 0 ? 0 : (out - 1 - off) / s + 1;
-  if (*hi > in) *hi = in;
-}
-
 void mp_kv_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,
                               const float *b, float *y) {
   int64_t cg = p->c / p->group, mg = p->m / p->group;
@@ -427,6 +418,13 @@ void mp_kv_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,
   int64_t pout = p->out[0] * p->out[1] * p->out[2];
   int64_t ks = p->k[0] * p->k[1] * p->k[2], s2 = p->stride[2];
   ptrdiff_t sb = (ptrdiff_t)(s2 * (int64_t)sizeof(float));
+  /* per tap kw < KV_KW: the input columns i whose output column
+   * i * s2 + kw * d - p is in the row */
+  int64_t clo[KV_KW], chi[KV_KW];
+  for (int64_t k2 = 0; k2 < p->k[2] && k2 < KV_KW; k2++) {
+    kv_range(p->in[2], p->out[2], s2, 0, k2 * p->dil[2] - p->pad[2], &clo[k2],
+             &chi[k2]);
+  }
   for (int64_t bi = 0; bi < p->n; bi++) {
     for (int64_t oc = 0; oc < p->m; oc++) {
       float *out = y + (bi * p->m + oc) * pout;
@@ -453,8 +451,12 @@ void mp_kv_conv_transpose_f32(const mp_kconv *p, const float *x, const float *w,
                 float *orow = out + (o0 * p->out[1] + o1) * p->out[2];
                 const float *wr = wk + (k0 * p->k[1] + k1) * p->k[2];
                 for (int64_t k2 = p->k[2] - 1; k2 >= 0; k2--) {
-                  int64_t off = k2 * p->dil[2] - p->pad[2], lo, hi;
-                  kv_scatter_cols(p->out[2], p->in[2], s2, off, &lo, &hi);
+                  int64_t off = k2 * p->dil[2] - p->pad[2];
+                  int64_t lo = k2 < KV_KW ? clo[k2] : 0;
+                  int64_t hi = k2 < KV_KW ? chi[k2] : 0;
+                  if (k2 >= KV_KW) {
+                    kv_range(p->in[2], p->out[2], s2, 0, off, &lo, &hi);
+                  }
                   for (int64_t i2 = lo; i2 < hi;) {
                     size_t vl = __riscv_vsetvl_e32m8((size_t)(hi - i2));
                     vfloat32m8_t xv = __riscv_vle32_v_f32m8(xr + i2, vl);

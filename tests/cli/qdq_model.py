@@ -210,14 +210,14 @@ def full_tensors(nodes, constants):
     for nd in nodes:
         for x in nd.inputs:
             readers[x] = readers.get(x, 0) + 1
-    want = []
+    want = {}  # ordered, as a set
     for nd in nodes:
         if nd.op not in FULL_OPS:
             continue
         ins = nd.inputs if nd.op in FULL_ALL_INPUTS else nd.inputs[:1]
         for x in ins + nd.outputs[:1]:
-            if x and x not in constants and readers.get(x) and x not in want:
-                want.append(x)
+            if x and x not in constants and readers.get(x):
+                want[x] = True
     return want
 
 
@@ -274,48 +274,43 @@ def main():
     constants = set(inits) | set(consts) | {
         nd.outputs[0] for nd in nodes
         if nd.op in ("Constant", "ConstantOfShape") and nd.outputs}
-    want = full_tensors(nodes, constants) if full else []
+    want = full_tensors(nodes, constants) if full else {}
     made = {y for nd in nodes for y in nd.outputs}
     for x in want:  # graph inputs: their pairs first
         if x not in made:
             pair(x)
     for nd in nodes:
-        if full:
-            ins = [qdq.get(x, x) for x in nd.inputs]
-            if nd.op in heads and len(ins) >= 2:
-                nd = Node(nd.with_inputs(ins))
-        if nd.op not in heads or len(nd.inputs) < 2:
-            new_nodes.append(Node(nd.with_inputs(ins)) if full else nd)
-            for y in nd.outputs[:1]:
-                if y in want:
-                    pair(y)
-            continue
-        ins = list(nd.inputs)
-        x = ins[0]
-        if not full and x and x not in inits and x not in consts:
-            if x not in qdq:
-                pair(x)
-            ins[0] = qdq[x]
-        w = ins[1]
-        dims, vals = inits.get(w, consts.get(w, (None, None)))
-        if vals is not None and len(dims) >= 2 and w not in dropped:
-            tb = nd.attrs.get("transB", 0)
-            axis = None
-            if per_channel:
-                axis = 0 if nd.op == "Conv" or (nd.op == "Gemm" and tb) \
-                    else len(dims) - 1
-            q, scales = quantize(vals, dims, axis)
-            qn, sn = w + "_qdq_w", w + "_qdq_ws"
-            new_inits.append(tensor(qn, dims, INT8,
-                                    struct.pack("<%db" % len(q), *q)))
-            sdims = [len(scales)] if axis is not None else []
-            new_inits.append(tensor(sn, sdims, FLOAT,
-                                    struct.pack("<%df" % len(scales), *scales)))
-            attrs = attr_int("axis", axis) if axis is not None else b""
-            new_nodes.append(node("DequantizeLinear", [qn, sn], [w],
-                                  "qdq_dqw_" + w, attrs))
-            dropped.add(w)
-        new_nodes.append(nd.with_inputs(ins))
+        if full:  # every reader reads the pairs made so far
+            nd = Node(nd.with_inputs([qdq.get(x, x) for x in nd.inputs]))
+        if nd.op in heads and len(nd.inputs) >= 2:
+            ins = list(nd.inputs)
+            x = ins[0]
+            if not full and x and x not in inits and x not in consts:
+                if x not in qdq:
+                    pair(x)
+                ins[0] = qdq[x]
+            w = ins[1]
+            dims, vals = inits.get(w, consts.get(w, (None, None)))
+            if vals is not None and len(dims) >= 2 and w not in dropped:
+                tb = nd.attrs.get("transB", 0)
+                axis = None
+                if per_channel:
+                    axis = 0 if nd.op == "Conv" or (nd.op == "Gemm" and tb) \
+                        else len(dims) - 1
+                q, scales = quantize(vals, dims, axis)
+                qn, sn = w + "_qdq_w", w + "_qdq_ws"
+                new_inits.append(tensor(qn, dims, INT8,
+                                        struct.pack("<%db" % len(q), *q)))
+                sdims = [len(scales)] if axis is not None else []
+                new_inits.append(tensor(
+                    sn, sdims, FLOAT,
+                    struct.pack("<%df" % len(scales), *scales)))
+                attrs = attr_int("axis", axis) if axis is not None else b""
+                new_nodes.append(node("DequantizeLinear", [qn, sn], [w],
+                                      "qdq_dqw_" + w, attrs))
+                dropped.add(w)
+            nd = Node(nd.with_inputs(ins))
+        new_nodes.append(nd)
         for y in nd.outputs[:1]:
             if y in want:
                 pair(y)

@@ -99,10 +99,9 @@ static void fuzz_cost(const mp_graph *g, double *work, double *bytes) {
         op->n_outputs && op->outputs[0] >= 0) {
       const mp_attr *mode = mp_op_attr(op, "mode");
       const mp_attr *aa = mp_op_attr(op, "antialias");
-      bool cubic = mode && mode->kind == MP_ATTR_STRING && mode->s &&
-                   strcmp(mode->s, "cubic") == 0;
-      bool linear = mode && mode->kind == MP_ATTR_STRING && mode->s &&
-                    strcmp(mode->s, "linear") == 0;
+      const char *ms =
+          mode && mode->kind == MP_ATTR_STRING && mode->s ? mode->s : "";
+      bool cubic = strcmp(ms, "cubic") == 0, linear = strcmp(ms, "linear") == 0;
       const mp_tensor *x = mp_graph_tensor(g, (uint32_t)op->inputs[0]);
       const mp_tensor *y = mp_graph_tensor(g, (uint32_t)op->outputs[0]);
       double taps = 1;

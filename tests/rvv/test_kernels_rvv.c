@@ -313,6 +313,10 @@ static void test_conv_transpose(void) {
   conv_case d3 = {1,         2,         4,         2,         {3, 2, 7},
                   {2, 3, 3}, {2, 1, 2}, {1, 1, 1}, {1, 1, 2}, {0, 1, 1}};
   test_convt_case(&d3, op1);
+  /* a row kernel of 18 taps: those past KV_KW find their columns alone */
+  conv_case kw = {1,          2,         3,         1,         {1, 2, 40},
+                  {1, 1, 18}, {1, 1, 2}, {1, 1, 1}, {0, 0, 3}, {0, 0, 2}};
+  test_convt_case(&kw, op0);
 }
 
 /* ---- Gemm ------------------------------------------------------------------
