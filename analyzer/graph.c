@@ -671,9 +671,16 @@ const mp_attr *mp_op_attr(const mp_op *op, const char *name) {
 }
 
 uint32_t mp_op_head_arity(const mp_op *op) {
-  if (strcmp(op->type, "MatMul") == 0) return 2;
+  static const char *const three[] = {"Conv", "ConvTranspose", "Gemm", "Clip"};
+  static const char *const two[] = {"MatMul", "Add", "Sub", "Mul", "Div"};
   if (strcmp(op->type, "com.microsoft::MatMulNBits") == 0) return 6;
-  return 3;
+  for (size_t k = 0; k < 4; k++) {
+    if (strcmp(op->type, three[k]) == 0) return 3;
+  }
+  for (size_t k = 0; k < 5; k++) {
+    if (strcmp(op->type, two[k]) == 0) return 2;
+  }
+  return 1; /* an elementwise unary head (absorb.c rule 9) */
 }
 
 int mp_op_prologues(const mp_op *op, mp_prologue out[2], uint32_t *n_dq) {

@@ -430,7 +430,9 @@ static mp_status lw_tail(lw *x, uint32_t full) {
   uint32_t n = x->op->n_inputs, own = full;
   if (n_dq) {
     pro_n = n >= full + fixed + 2 * n_dq ? 2 * n_dq : 2 * n_dq - 1;
-    if (n < fixed + pro_n + 2) return lw_unsup(x, "too few inputs");
+    if (n < fixed + pro_n + (full < 2 ? 1 : 2)) {
+      return lw_unsup(x, "too few inputs");
+    }
   }
   int64_t rest = (int64_t)n - fixed - pro_n;
   uint32_t clip_in = 0;
@@ -440,7 +442,9 @@ static mp_status lw_tail(lw *x, uint32_t full) {
     }
     clip_in = (uint32_t)(rest - full);
   } else {
-    if (rest < 2) return lw_unsup(x, "too few inputs for the head");
+    if (rest < (full < 2 ? 1 : 2)) {
+      return lw_unsup(x, "too few inputs for the head");
+    }
     own = (uint32_t)rest;
   }
   for (int j = 0; j < n_pro; j++) {
@@ -821,11 +825,27 @@ static mp_status lw_unary_op(lw *x, int u) {
   lw_p(x, u);
   lw_pf(x, alpha);
   lw_pf(x, beta);
+  /* an elementwise head (absorb.c rule 9): its tail follows */
+  if (lw_attr(x, "mplan.prologue")) return lw_tail(x, u == MP_KU_CLIP ? 3 : 1);
   lw_copy_inputs(x);
   return MP_OK;
 }
 
 static mp_status lw_binary_op(lw *x, int b) {
+  const char *dqp = lw_str(x, "mplan.prologue", NULL);
+  if (dqp && strncmp(dqp, "DequantizeLinear:", 17) == 0) {
+    /* an elementwise head (absorb.c rule 9): parameter 4, then its tail */
+    if (lw_attr(x, "fused_activation") || mp_graph_legacy_pad(x->g, x->op)) {
+      return lw_unsup(x,
+                      "a DequantizeLinear prologue with a fused "
+                      "activation or an operand aligned from an axis");
+    }
+    x->o->kernel = MP_BOP_BINARY;
+    lw_p(x, b);
+    lw_p(x, 0);
+    lw_p(x, 4);
+    return lw_tail(x, 2);
+  }
   const mp_tensor *a = lw_t(x, 0), *c = lw_t(x, 1);
   if (a && c && a->dtype != c->dtype && b == MP_KB_POW &&
       !lw_attr(x, "fused_activation") && !lw_attr(x, "mplan.prologue")) {
@@ -2144,12 +2164,18 @@ static mp_status lw_dispatch(lw *x) {
   if (strcmp(t, "GlobalMaxPool") == 0) return lw_pool(x, MP_BOP_MAXPOOL, true);
   if (strcmp(t, "LpPool") == 0) return lw_pool(x, MP_BOP_LPPOOL, false);
   if (strcmp(t, "GlobalLpPool") == 0) return lw_pool(x, MP_BOP_LPPOOL, true);
-  if (lw_attr(x, "mplan.epilogue") || (lw_attr(x, "mplan.prologue") && b < 0) ||
+  /* an elementwise head: DequantizeLinear prologues, maybe a
+   * QuantizeLinear epilogue (absorb.c rule 9; lw_tail checks the rest) */
+  const char *pro = lw_str(x, "mplan.prologue", NULL);
+  bool ew =
+      (u >= 0 || b >= 0) && pro && strncmp(pro, "DequantizeLinear:", 17) == 0;
+  if ((lw_attr(x, "mplan.epilogue") && !ew) || (pro && b < 0 && !ew) ||
       lw_attr(x, "mplan.horizontal")) {
     return lw_unsup(
         x,
         "only Conv, ConvTranspose, Gemm, MatMul and MatMulNBits "
-        "carry fused ops (a binary elementwise op a Resize prologue)");
+        "carry fused ops (an elementwise op DequantizeLinear prologues "
+        "and a QuantizeLinear, a binary one a Resize prologue)");
   }
   if (u >= 0) return lw_unary_op(x, u);
   if (b >= 0) return lw_binary_op(x, b);

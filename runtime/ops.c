@@ -586,17 +586,18 @@ static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
   int64_t ch = y->shape.rank >= 2 ? y->shape.dims[1] : 1;
   bool conv =
       c->op->kernel == MP_BOP_CONV || c->op->kernel == MP_BOP_CONV_TRANSPOSE;
-  bool mm = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL;
+  bool mm = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
+            c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY;
   if (!last || !(conv || mm) || e->n_extra != 2 || !s) {
     return op_fail(c,
                    "epilogue QuantizeLinear ends a Conv's, ConvTranspose's, "
-                   "Gemm's or MatMul's epilogue only, with a scale and a "
-                   "zero point or none");
+                   "Gemm's, MatMul's or elementwise op's epilogue only, "
+                   "with a scale and a zero point or none");
   }
   if (mm && op_count(s) != 1) {
     return op_fail(c,
-                   "epilogue QuantizeLinear of a Gemm or MatMul: scale "
-                   "'%s' is not one value",
+                   "epilogue QuantizeLinear of a Gemm, MatMul or "
+                   "elementwise op: scale '%s' is not one value",
                    s->name);
   }
   if (y->dtype != MP_KD_I8 && y->dtype != MP_KD_U8) {
@@ -731,6 +732,25 @@ static void op_finish_epilogue(const mp_btensor *y, void *head, void *py) {
   if (head != py) memcpy(py, head, (size_t)op_count(y) * mp_kd_size(y->dtype));
 }
 
+/* Input at's elements for the tile of y whose outer index (y's axes
+ * before s) is idx: its bytes at that index (0 along a broadcast axis),
+ * and in *vin its dims from axis s on (1 where it broadcasts). */
+static const void *op_tile_operand(const op_ctx *c, uint32_t at,
+                                   const mp_btensor *y, uint32_t s,
+                                   const int64_t *idx, mp_kshape *vin) {
+  const mp_btensor *v = op_in(c, at);
+  uint32_t r = y->shape.rank, pad = r - v->shape.rank;
+  int64_t vst[MP_K_MAX_RANK], off = 0;
+  mp_kshape_strides(&v->shape, vst);
+  vin->rank = r - s;
+  for (uint32_t d = 0; d < r; d++) {
+    int64_t vd = d < pad ? 1 : v->shape.dims[d - pad];
+    if (d < s && vd != 1) off += idx[d] * vst[d - pad];
+    if (d >= s) vin->dims[d - s] = vd;
+  }
+  return (const char *)op_pin(c, at) + (size_t)off * mp_kd_size(v->dtype);
+}
+
 /* Entry e (k-th, its extra inputs from at) over n elements of y at py,
  * the tile whose outer index (y's axes before s) is idx; kept holds the
  * tapped value of the same elements. s == 0: the whole tensor. */
@@ -755,25 +775,14 @@ static void op_epi_entry(op_ctx *c, const op_epi *e, uint32_t at,
     }
     OP_K(unary)((mp_kunary)op, &up, y->dtype, py, py, n);
   } else if (cls == MP_BEPI_BINARY) {
-    /* the operand's elements for this tile: its offset at idx (0 along a
-     * broadcast axis) and its dims from axis s on */
     const mp_btensor *v = op_in(c, at);
-    uint32_t r = y->shape.rank, pad = r - v->shape.rank;
-    int64_t vst[MP_K_MAX_RANK], off = 0;
-    mp_kshape_strides(&v->shape, vst);
-    mp_kshape vin = {r - s, {0}};
-    for (uint32_t d = 0; d < r; d++) {
-      int64_t vd = d < pad ? 1 : v->shape.dims[d - pad];
-      if (d < s && vd != 1) off += idx[d] * vst[d - pad];
-      if (d >= s) vin.dims[d - s] = vd;
-    }
+    mp_kshape vin;
+    const void *pv = op_tile_operand(c, at, y, s, idx, &vin);
     /* an operand in y's buffer: the tile's copy taken before the head
      * wrote it (op_run_conv_planes), laid out as y's tile */
     bool copy = saved && op_aliases(v, y);
     (void)mp_k_bcast_init(&bc, &yin, &yin, copy ? &yin : &vin, NULL);
-    const char *pv =
-        copy ? saved
-             : (const char *)op_pin(c, at) + (size_t)off * mp_kd_size(v->dtype);
+    if (copy) pv = saved;
     OP_K(binary)((mp_kbinary)op, &bc, y->dtype, py, pv, y->dtype, py, false);
   } else {
     /* BatchNormalization over axis 1: a tile within one channel (s >= 2)
@@ -1888,11 +1897,16 @@ static bool op_run_gemm(op_ctx *c, bool gemm) {
 /* ---- elementwise ----------------------------------------------------------
  */
 
+static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary);
+static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
+                      const mp_kunary_params *up);
+
 static bool op_check_unary(op_ctx *c) {
   op_rd r = op_reader(c);
   int64_t u = rd_range(&r, 0, MP_KU_COUNT - 1);
   (void)rd_f(&r);
   (void)rd_f(&r);
+  if (!r.bad && r.at < r.n) return op_check_ew(c, &r, u, false);
   const mp_btensor *x = op_in(c, 0),
                    *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
@@ -1930,6 +1944,10 @@ static bool op_run_unary(op_ctx *c) {
   mp_kunary_params p;
   p.alpha = rd_f(&r);
   p.beta = rd_f(&r);
+  if (r.at < r.n) {
+    op_run_ew(c, &r, u, false, &p);
+    return true;
+  }
   const mp_btensor *x = op_in(c, 0);
   if (op_pin(c, 1)) p.alpha = mp_k_load(op_pin(c, 1), x->dtype, 0);
   if (op_pin(c, 2)) p.beta = mp_k_load(op_pin(c, 2), x->dtype, 0);
@@ -2036,9 +2054,10 @@ static bool op_check_binary(op_ctx *c) {
   int64_t act = rd_range(&r, 0, 2); /* fused activation: none, Relu, Relu6 */
   /* optional: 1 + the input a Resize prologue replicates, or 3 and the
    * unit dims to append to input 1's (opset < 7) */
-  int64_t up = r.at < r.n ? rd_range(&r, 1, 3) : 0;
+  int64_t up = r.at < r.n ? rd_range(&r, 1, 4) : 0;
+  if (up == 4 && !act && !r.bad) return op_check_ew(c, &r, op, true);
   int64_t pad = up == 3 ? rd_range(&r, 1, MP_K_MAX_RANK - 1) : 0;
-  if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
+  if (r.bad || r.at != r.n || up == 4) return op_fail(c, "bad parameters");
   if (c->op->n_in != 2 || c->op->n_out != 1 || !op_in(c, 0) || !op_in(c, 1)) {
     return op_fail(c, "needs two inputs and one output");
   }
@@ -2080,6 +2099,10 @@ static bool op_run_binary(op_ctx *c) {
   mp_kbinary op = (mp_kbinary)rd_i(&r);
   int64_t act = rd_i(&r);
   int64_t up = r.at < r.n ? rd_i(&r) : 0;
+  if (up == 4) {
+    op_run_ew(c, &r, op, true, NULL);
+    return true;
+  }
   const mp_btensor *a = op_in(c, 0), *b = op_in(c, 1), *y = op_out(c, 0);
   mp_kbcast bc;
   if (!up) {
@@ -2103,6 +2126,154 @@ static bool op_run_binary(op_ctx *c) {
                 op_pout(c, 0), op_pout(c, 0), (size_t)op_count(y));
   }
   return true;
+}
+
+/* ---- an elementwise head with DequantizeLinear prologues (absorb.c rule
+ * 9) and a QuantizeLinear tail (fuse.c condition 7): parameter 4 of a
+ * binary op, or any parameter after a unary op's, starts the head tail.
+ * The op runs a tile of y at a time (op_epi_split): each 8-bit input
+ * under a prologue widened for the tile (op_widen_range, the kernel the
+ * DequantizeLinear runs), the op's kernel in f32, then the QuantizeLinear
+ * kernel into y. Every element gets the operations the unfused ops gave
+ * it, in the same order, so the bits are the same; no f32 tensor exists
+ * whole. */
+
+static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
+  op_tail t;
+  rd_tail(r, &t);
+  if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
+  uint32_t own = op_own(c, &t), nk = binary ? 2 : 1;
+  uint32_t want = binary ? 2 : code == MP_KU_CLIP ? 3 : 1;
+  if (own != want || c->op->n_out != 1 || !op_in(c, 0) ||
+      (binary && !op_in(c, 1))) {
+    return op_fail(c, "bad arity");
+  }
+  if (!t.n_dq || t.n_pro != t.n_dq || t.n_epi > 1 ||
+      (t.n_epi && !op_quant_tail(&t))) {
+    return op_fail(c,
+                   "an elementwise op takes DequantizeLinear prologues and "
+                   "one QuantizeLinear after it, nothing else");
+  }
+  const mp_btensor *yq = op_out(c, 0);
+  mp_btensor y = op_epi_value(&t, yq), v[2];
+  if (y.dtype != MP_KD_F32) {
+    return op_fail(c,
+                   "output '%s' is %s (f32, or 8-bit after a "
+                   "QuantizeLinear)",
+                   yq->name, mp_kd_name(yq->dtype));
+  }
+  for (uint32_t k = 0; k < nk; k++) {
+    const mp_btensor *x = op_in(c, k);
+    v[k] = *x;
+    if (t.pro[k].kind) {
+      const mp_btensor *sc = op_in(c, op_pro_at(&t, own, k, 0));
+      const mp_btensor *z = op_in(c, op_pro_at(&t, own, k, 1));
+      if (t.pro[k].kind != 1 ||
+          (x->dtype != MP_KD_I8 && x->dtype != MP_KD_U8) || !sc ||
+          sc->dtype != MP_KD_F32 || op_count(sc) != 1) {
+        return op_fail(c,
+                       "prologue DequantizeLinear of '%s': not an 8-bit "
+                       "tensor with one f32 scale",
+                       x->name);
+      }
+      if (!op_quant_params(c, x, sc, z, x->dtype, 0, 0)) return false;
+      if (!op_same_shape(&x->shape, &y.shape)) {
+        return op_fail(c,
+                       "prologue input '%s' does not have the output's "
+                       "shape",
+                       x->name);
+      }
+      v[k].dtype = MP_KD_F32;
+    } else if (x->dtype != MP_KD_F32) {
+      return op_fail(c, "input '%s' is %s, not f32", x->name,
+                     mp_kd_name(x->dtype));
+    }
+    /* tile by tile in place: the same elements, the same bytes */
+    if (op_aliases(x, yq) &&
+        (x->offset != yq->offset || !op_same_shape(&x->shape, &yq->shape) ||
+         mp_kd_size(x->dtype) != mp_kd_size(yq->dtype))) {
+      return op_fail(c,
+                     "output '%s' shares the buffer of '%s' without the "
+                     "same shape, offset and element size",
+                     yq->name, x->name);
+    }
+  }
+  if (binary) {
+    if (op_is_compare(code) || code == MP_KB_PRELU) {
+      return op_fail(c, "binary op %d on a dequantized input", (int)code);
+    }
+    if (!op_check_bin2(c, code, &v[0], &v[1], &y)) return false;
+  } else {
+    if (code == MP_KU_NOT || code == MP_KU_BITNOT) {
+      return op_fail(c, "unary op %d on a dequantized input", (int)code);
+    }
+    for (uint32_t k = 1; k < own; k++) {
+      const mp_btensor *b = op_in(c, k);
+      if (b && (op_count(b) != 1 || b->dtype != MP_KD_F32)) {
+        return op_fail(c, "Clip bound '%s' is not an f32 scalar", b->name);
+      }
+    }
+    if (!op_expect_shape(c, &y, &v[0].shape)) return false;
+  }
+  if (t.n_epi && !op_check_quant_tail(c, true, &t.epi[0], own, yq)) {
+    return false;
+  }
+  /* a tile of each widened input and of the f32 result */
+  c->need_ws += (t.n_pro + t.n_epi) * (op_epi_tile_bytes(&y) + 64);
+  return true;
+}
+
+static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
+                      const mp_kunary_params *up) {
+  op_tail t;
+  rd_tail(r, &t);
+  uint32_t own = op_own(c, &t), nk = binary ? 2 : 1;
+  const mp_btensor *yq = op_out(c, 0);
+  mp_btensor y = op_epi_value(&t, yq);
+  uint32_t s = op_epi_split(&y.shape);
+  mp_kshape yin = {y.shape.rank - s, {0}}, in[2];
+  memcpy(yin.dims, y.shape.dims + s, yin.rank * sizeof *yin.dims);
+  int64_t tile = mp_kshape_count(&yin), n = op_count(&y);
+  float *w[2] = {NULL, NULL}, *wy = NULL;
+  for (uint32_t k = 0; k < nk; k++) {
+    if (t.pro[k].kind) w[k] = op_ws_take(c, tile);
+  }
+  if (t.n_epi) wy = op_ws_take(c, tile);
+  mp_kunary_params p = up ? *up : (mp_kunary_params){0, 0};
+  if (!binary && own == 3) { /* Clip's bounds */
+    if (op_pin(c, 1)) p.alpha = mp_k_load(op_pin(c, 1), MP_KD_F32, 0);
+    if (op_pin(c, 2)) p.beta = mp_k_load(op_pin(c, 2), MP_KD_F32, 0);
+  }
+  size_t qs = mp_kd_size(yq->dtype);
+  int64_t idx[MP_K_MAX_RANK] = {0};
+  for (int64_t e0 = 0; e0 < n; e0 += tile) {
+    const void *pk[2] = {NULL, NULL};
+    for (uint32_t k = 0; k < nk; k++) {
+      if (w[k]) {
+        pk[k] = op_widen_range(c, &t, own, k, e0, tile, w[k]);
+        in[k] = yin;
+      } else {
+        pk[k] = op_tile_operand(c, k, &y, s, idx, &in[k]);
+      }
+    }
+    float *out = wy ? wy : (float *)op_pout(c, 0) + e0;
+    if (binary) {
+      mp_kbcast bc;
+      (void)mp_k_bcast_init(&bc, &yin, &in[0], &in[1], NULL);
+      OP_K(binary)((mp_kbinary)code, &bc, MP_KD_F32, pk[0], pk[1], MP_KD_F32,
+                   out, false);
+    } else {
+      OP_K(unary)((mp_kunary)code, &p, MP_KD_F32, pk[0], out, (size_t)tile);
+    }
+    if (wy) {
+      op_epi_quant(c, &t, own, yq, 0, wy, tile,
+                   (char *)op_pout(c, 0) + (size_t)e0 * qs);
+    }
+    for (uint32_t d = s; d-- > 0;) {
+      if (++idx[d] < y.shape.dims[d]) break;
+      idx[d] = 0;
+    }
+  }
 }
 
 /* Sum, Max, Min, Mean of n inputs: folded pairwise into the output. */
@@ -3876,10 +4047,24 @@ static bool op_vec(op_ctx *c) {
       return op_nbits_params(&tmp, &q) && dy == MP_KD_F32 &&
              op_vec_tail(c, &q.t, dy);
     }
-    case MP_BOP_UNARY:
-      return mp_kv_unary_vector((mp_kunary)rd_i(&r), dx);
-    case MP_BOP_BINARY:
-      return mp_kv_binary_vector((mp_kbinary)rd_i(&r), dx, dy, false);
+    case MP_BOP_UNARY: {
+      mp_kunary u = (mp_kunary)rd_i(&r);
+      (void)rd_f(&r);
+      (void)rd_f(&r);
+      if (r.at == r.n) return mp_kv_unary_vector(u, dx);
+      rd_tail(&r, &t); /* an elementwise head (op_check_ew): f32 inside */
+      return mp_kv_unary_vector(u, MP_KD_F32) && op_vec_tail(c, &t, MP_KD_F32);
+    }
+    case MP_BOP_BINARY: {
+      mp_kbinary b = (mp_kbinary)rd_i(&r);
+      (void)rd_i(&r);
+      if (r.at == r.n || rd_i(&r) != 4) {
+        return mp_kv_binary_vector(b, dx, dy, false);
+      }
+      rd_tail(&r, &t);
+      return mp_kv_binary_vector(b, MP_KD_F32, MP_KD_F32, false) &&
+             op_vec_tail(c, &t, MP_KD_F32);
+    }
     case MP_BOP_VARIADIC: {
       static const mp_kbinary fold[] = {MP_KB_ADD, MP_KB_MAX, MP_KB_MIN};
       int64_t op = rd_i(&r);

@@ -10,6 +10,8 @@
  *   - A nearest Resize by whole factors into an elementwise Add, Sub, Mul
  *     or Div (a feature pyramid's upsample-and-add): the op reads the small
  *     tensor replicated, element o of axis d from o / f_d.
+ *   - DequantizeLinear into an elementwise op (rule 9): the op widens its
+ *     8-bit input a tile at a time.
  *
  * Rules:
  *   1. The intermediate is an activation (no graph output) with one
@@ -17,7 +19,7 @@
  *   2. The head is a MatMul, Gemm or Conv with no mplan.prologue and no
  *      mplan.horizontal (its prologues are chosen once, on a single
  *      product); or, for a Resize, an Add, Sub, Mul or Div with no
- *      mplan.* attribute.
+ *      mplan.* attribute; or an elementwise head of rule 9.
  *   3. DequantizeLinear to f32, f16 or bf16 (its scale's type): a
  *      16-bit head runs through f32 and rounds its prologue's results to
  *      its own type, as the DequantizeLinear rounded its output
@@ -66,13 +68,50 @@
  *      last reader's absorption, and the narrow tensor lives until the
  *      last reader instead of the f32 one. saved_bytes: one read each,
  *      and the write once.
+ *   9. An elementwise head (ab_ew_head: Add, Sub, Mul or Div, Clip, or a
+ *      unary op but Not, with an f32 output, no fused_activation and no
+ *      mplan.* attribute) takes a DequantizeLinear per tensor (one f32
+ *      scale, no block_size) from int8 or uint8 of its output's shape to
+ *      f32, on input 0 or 1 of a binary op or input 0 of the others;
+ *      both inputs of a binary op may be taken (the runtime widens each a
+ *      tile of the output at a time, runtime/ops.c op_run_ew, so rule 5
+ *      treats them as parts). A Resize (rule 6) is taken alone. The fuse
+ *      pass then ends such an op in its QuantizeLinear (fuse.c condition
+ *      7), so an Add between two QDQ pairs reads and writes 8 bits, and a
+ *      pair shared by a Conv and a residual Add is absorbed by both (rule
+ *      8). Every element is the DequantizeLinear kernel's, then the op's,
+ *      then the QuantizeLinear's: the unfused bits.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "pass.h"
 
-static bool ab_head(const mp_op *op) {
+/* Rule 9: an elementwise head (Add, Sub, Mul, Div, Clip or a unary op
+ * but Not) with one f32 output and no attribute of mplan's. */
+static bool ab_ew_head(const pass_ctx *c, const mp_op *op) {
+  const pass_ew *ew = pass_ew_op(c->g, op);
+  if (!ew || op->n_outputs != 1 || op->outputs[0] < 0 ||
+      rw_has_mplan_attr(op) || mp_op_attr(op, "fused_activation") ||
+      mp_graph_tensor(c->g, (size_t)op->outputs[0])->dtype != MP_DTYPE_F32) {
+    return false;
+  }
+  switch (ew->kind) {
+    case PASS_EW_UNARY:
+      return op->n_inputs == 1 && strcmp(op->type, "Not") != 0;
+    case PASS_EW_CLIP:
+      return op->n_inputs >= 1 && op->n_inputs <= 3;
+    case PASS_EW_BINARY:
+      return op->n_inputs == 2 &&
+             (strcmp(op->type, "Add") == 0 || strcmp(op->type, "Sub") == 0 ||
+              strcmp(op->type, "Mul") == 0 || strcmp(op->type, "Div") == 0);
+    default:
+      return false;
+  }
+}
+
+static bool ab_head(const pass_ctx *c, const mp_op *op) {
+  if (ab_ew_head(c, op)) return true;
   return (strcmp(op->type, "MatMul") == 0 || strcmp(op->type, "Conv") == 0 ||
           strcmp(op->type, "Gemm") == 0) &&
          !mp_op_attr(op, "mplan.prologue") &&
@@ -88,7 +127,8 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
   const mp_graph *g = c->g;
   const mp_op *h = mp_graph_op(g, head);
   if (pass_upsample_binary(h)) {
-    return pass_upsample_input(c, head, k) ? "Resize" : NULL; /* 1 and 6 */
+    if (pass_upsample_input(c, head, k)) return "Resize"; /* 1 and 6 */
+    if (!ab_ew_head(c, h)) return NULL;
   }
   int32_t y = h->inputs[k];
   if (y < 0) return NULL;
@@ -101,6 +141,24 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
   const mp_op *d = mp_graph_op(g, (size_t)yt->producer);
   if (d->n_outputs != 1 || d->n_inputs < 1 || d->inputs[0] < 0) return NULL;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)d->inputs[0]);
+  if (ab_ew_head(c, h)) {
+    /* rule 9: an 8-bit tensor of the output's shape, per tensor, to f32 */
+    const mp_tensor *sc = d->n_inputs >= 2 && d->inputs[1] >= 0
+                              ? mp_graph_tensor(g, (size_t)d->inputs[1])
+                              : NULL;
+    const mp_tensor *zp = d->n_inputs >= 3 && d->inputs[2] >= 0
+                              ? mp_graph_tensor(g, (size_t)d->inputs[2])
+                              : NULL;
+    bool ok = strcmp(d->type, "DequantizeLinear") == 0 && sc &&
+              sc->dtype == MP_DTYPE_F32 && sc->bytes == 4 &&
+              (!zp || (zp->dtype == x->dtype && zp->bytes == 1)) &&
+              yt->dtype == MP_DTYPE_F32 &&
+              pass_attr_int(d, "block_size", 0) == 0 &&
+              (x->dtype == MP_DTYPE_I8 || x->dtype == MP_DTYPE_U8) &&
+              pass_same_dims(g, y, h->outputs[0]) &&
+              (k == 0 || mp_op_head_arity(h) == 2);
+    return ok ? "DequantizeLinear" : NULL;
+  }
   bool wide = yt->dtype == MP_DTYPE_F32 || yt->dtype == MP_DTYPE_F16 ||
               yt->dtype == MP_DTYPE_BF16;
   bool panels = k == 1 && wide &&
@@ -144,9 +202,8 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
   const mp_tensor *yt[2];
   int32_t yid[2] = {-1, -1};
   uint32_t own = h->n_inputs, extra = 0, n_dq = 0;
-  if ((strcmp(h->type, "Conv") == 0 || strcmp(h->type, "Gemm") == 0) &&
-      own < 3) {
-    own = 3;
+  if (own < mp_op_head_arity(mp_graph_op(g, head))) {
+    own = mp_op_head_arity(mp_graph_op(g, head)); /* Conv, Gemm, Clip */
   }
   for (uint32_t j = 0; j < n; j++) {
     yid[j] = h->inputs[ks[j]];
@@ -229,7 +286,9 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
  * block of rows (with transA, a block of the stored A's columns); X of a
  * Conv, a panel of groups (group > 1) or a band of output rows (one
  * group). Otherwise the whole f32 tensor is in its workspace. */
-static bool ab_panels(const mp_graph *g, const mp_op *h, uint32_t k) {
+static bool ab_panels(const pass_ctx *c, const mp_op *h, uint32_t k) {
+  const mp_graph *g = c->g;
+  if (ab_ew_head(c, h)) return true; /* rule 9: a run at a time */
   bool mm = strcmp(h->type, "MatMul") == 0, gemm = strcmp(h->type, "Gemm") == 0;
   bool conv = strcmp(h->type, "Conv") == 0;
   const mp_tensor *x = mp_graph_tensor(g, (size_t)h->inputs[k]);
@@ -252,10 +311,18 @@ static uint32_t ab_choose(const pass_ctx *c, uint32_t o, const bool *shared,
     kinds[k] = ab_kind(c, o, k, shared);
     if (!kinds[k]) continue;
     bytes[k] = mp_graph_tensor(c->g, (size_t)h->inputs[k])->bytes;
-    panels[k] = !pass_upsample_binary(h) && ab_panels(c->g, h, k);
+    panels[k] = strcmp(kinds[k], "Resize") != 0 && ab_panels(c, h, k);
   }
   uint32_t n = 0;
   ks[0] = ks[1] = 0;
+  for (uint32_t k = 0; k < 2; k++) {
+    if (kinds[k] && strcmp(kinds[k], "Resize") == 0) {
+      ks[0] = k; /* rule 6 alone: the replicated read */
+      kk[0] = kinds[k];
+      kk[1] = NULL;
+      return 1;
+    }
+  }
   if (kinds[0] && kinds[1] && panels[0] && panels[1]) {
     ks[0] = 0, ks[1] = 1, n = 2; /* rule 5: both a part at a time */
   } else if (kinds[0] || kinds[1]) {
@@ -312,7 +379,7 @@ static mp_status ab_shared(pass_ctx *c, bool **shared, uint32_t **left,
     bool ok = true;
     for (uint32_t i = 0; ok && i < x->n_consumers; i++) {
       const mp_op *r = mp_graph_op(g, x->consumers[i]);
-      ok = ab_head(r) && pass_reads(r, (int32_t)t) == 1 &&
+      ok = ab_head(c, r) && pass_reads(r, (int32_t)t) == 1 &&
            (r->inputs[0] == (int32_t)t ||
             (r->n_inputs > 1 && r->inputs[1] == (int32_t)t));
     }
@@ -346,7 +413,7 @@ mp_status pass_absorb(pass_ctx *c, mp_error *err) {
   mp_status st = ab_shared(c, &shared, &left, err);
   for (uint32_t o = 0; st == MP_OK && o < mp_graph_op_count(c->g); o++) {
     const mp_op *h = mp_graph_op(c->g, o);
-    if (!ab_head(h) && !pass_upsample_binary(h)) continue;
+    if (!ab_head(c, h) && !pass_upsample_binary(h)) continue;
     uint32_t ks[2];
     const char *kk[2];
     uint32_t n = ab_choose(c, o, shared, ks, kk);

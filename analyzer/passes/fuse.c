@@ -61,7 +61,10 @@
  *      (runtime/ops.c, op_epi_quant). After a Gemm (not transA) or a MatMul of
  * matrices (or stacks of them), per tensor: the runtime computes the product a
  * row (or, with a dequantized weight, a block of rows) at a time. MatMulNBits
- * computes whole outputs: its chains stop before it. A `fused_activation`
+ * computes whole outputs: its chains stop before it. An elementwise op that
+ * absorbed a DequantizeLinear (absorb.c rule 9, fuse_ew_head) is a head
+ * whose group is its QuantizeLinear alone, per tensor: the runtime computes
+ * it a tile at a time (runtime/ops.c, op_run_ew). A `fused_activation`
  * attribute (the bundled models) becomes an explicit epilogue entry (Relu, or
  * Clip with 0 and 6) as soon as a group absorbs anything, so that one attribute
  * says everything.
@@ -156,6 +159,25 @@ static bool fuse_is_head(const mp_op *op) {
     return true;
   }
   return false;
+}
+
+/* An elementwise op that absorbed a DequantizeLinear (absorb.c rule 9):
+ * its group is its QuantizeLinear alone (condition 7). */
+static bool fuse_ew_head(const mp_op *op) {
+  const pass_ew *ew = pass_ew_find(op->type);
+  const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
+  if (!ew || ew->kind == PASS_EW_BATCHNORM || ew->kind == PASS_EW_VARIADIC ||
+      !pro || pro->kind != MP_ATTR_STRING || !pro->s ||
+      strncmp(pro->s, "DequantizeLinear:", 17) != 0 || op->n_outputs != 1) {
+    return false;
+  }
+  for (uint32_t k = 0; k < op->n_attrs; k++) {
+    const char *n = op->attrs[k].name;
+    if (strncmp(n, "mplan.", 6) == 0 && strcmp(n, "mplan.prologue") != 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 static bool fuse_is_reduction(const char *type) {
@@ -387,6 +409,7 @@ static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   /* a ConvTranspose's output planes are computed one at a time too */
   bool conv =
       strcmp(h->type, "Conv") == 0 || strcmp(h->type, "ConvTranspose") == 0;
+  bool ew = fuse_ew_head(h); /* a run of elements at a time */
   /* a product the runtime computes row by row: A not transposed, both
    * operands matrices or stacks of them */
   bool mm =
@@ -395,7 +418,7 @@ static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
        h->inputs[0] >= 0 && h->inputs[1] >= 0 &&
        mp_graph_tensor(g, (size_t)h->inputs[0])->rank >= 2 &&
        mp_graph_tensor(g, (size_t)h->inputs[1])->rank >= 2);
-  if (!(conv || mm) || strcmp(q->type, "QuantizeLinear") != 0 ||
+  if (!(conv || mm || ew) || strcmp(q->type, "QuantizeLinear") != 0 ||
       c->rw->ops[r].dead || q->n_outputs != 1 || q->n_inputs < 2 ||
       q->n_inputs > 3 || q->inputs[0] != v || q->inputs[1] < 0 ||
       pass_reads(q, v) != 1 || rw_has_mplan_attr(q) ||
@@ -410,16 +433,18 @@ static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
                            ? mp_graph_tensor(g, (size_t)q->inputs[2])
                            : NULL;
   if (x->dtype != MP_DTYPE_F32 || s->dtype != MP_DTYPE_F32 ||
-      (y->dtype != MP_DTYPE_I8 && y->dtype != MP_DTYPE_U8) || x->rank < 2 ||
+      (y->dtype != MP_DTYPE_I8 && y->dtype != MP_DTYPE_U8) ||
+      (x->rank < 2 && !ew) ||
       (z && (z->dtype != y->dtype || z->bytes != s->bytes / 4)) ||
       (!z && y->dtype != MP_DTYPE_U8)) {
     return false;
   }
   int64_t axis = pass_attr_int(q, "axis", 1);
   if (axis < 0) axis += (int64_t)x->rank;
-  int64_t ch = (int64_t)mp_graph_dim_of(g, &x->shape[1]);
-  if (s->bytes != 4 && (!conv || axis != 1 || (int64_t)s->bytes != 4 * ch)) {
-    return false; /* a product's: per tensor only */
+  if (s->bytes != 4 &&
+      (!conv || axis != 1 ||
+       (int64_t)s->bytes != 4 * (int64_t)mp_graph_dim_of(g, &x->shape[1]))) {
+    return false; /* a product's or an elementwise op's: per tensor only */
   }
   /* the scale and the rounded value: two more registers */
   static const pass_ew quantize = {"QuantizeLinear", PASS_EW_NONE, false, 2};
@@ -438,6 +463,14 @@ static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   if (fuse_activation(head, &act)) {
     grp->e[grp->n_entries++] = act;
     grp->regs += pass_ew_find(act.type)->registers;
+  }
+  if (fuse_ew_head(head)) {
+    /* condition 7 only: the QuantizeLinear reading the output */
+    int32_t r = mp_graph_tensor(g, (size_t)v)->kind == MP_TENSOR_ACTIVATION
+                    ? pass_sole_reader(g, v)
+                    : -1;
+    if (r >= 0) (void)fuse_quantize(c, pos, grp, (uint32_t)r, v);
+    return;
   }
   while (grp->n_ops < FUSE_MAX && !grp->capped) {
     const mp_tensor *t = mp_graph_tensor(g, (size_t)v);
@@ -628,7 +661,10 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
   for (size_t k = 0; st == MP_OK && k < n; k++) pos[c->order[k]] = (uint32_t)k;
   for (uint32_t o = 0; st == MP_OK && o < n; o++) {
     const mp_op *op = mp_graph_op(c->g, o);
-    if (!fuse_is_head(op) || fuse_has_unknown_activation(op)) continue;
+    if ((!fuse_is_head(op) && !fuse_ew_head(op)) ||
+        fuse_has_unknown_activation(op)) {
+      continue;
+    }
     fuse_group grp;
     memset(&grp, 0, sizeof grp);
     grp.head = o;

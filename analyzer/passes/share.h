@@ -91,7 +91,10 @@ bool share_is_view(const char *type);
  *     weights).
  *  2. ELEMENTWISE -- o is in the elementwise table (pass_ew_find) and
  *     input k (the first that qualifies, each tensor counted once) has
- *     y's dtype, dims (x is not broadcast) and layout tag, and
+ *     y's dtype, dims (x is not broadcast) and layout tag (an 8-bit input
+ *     under a DequantizeLinear prologue, absorb.c rule 9, only when a
+ *     QuantizeLinear makes y of its type: the runtime reads each tile
+ *     before it writes it), and
  *     a. no other input of o is a different tensor of x's buffer;
  *     b. x's buffer may be overwritten: every tensor in it is an
  *        activation (no graph input, weight, output or retained state),

@@ -255,9 +255,26 @@ run 0 plan $qct --passes all --order memory -o "$tmp/qct.json" &&
 [ "$(py "$tmp/qct.json" "sorted((e['op'], e.get('epilogue')) for e in d['execution'] if e['op'][0] == 't')")" = "[('t1', 'Relu,QuantizeLinear'), ('t2', 'Add,QuantizeLinear'), ('t3', 'Sigmoid,Mul@0,Add')]" ] && ok || bad "qdq_convt: the ConvTransposes do not end in their QuantizeLinear"
 [ "$(py "$tmp/qct.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['f3', 'y3']]" ] && ok || bad "qdq_convt: t3 is not written over its operand"
 run 0 plan $qct --passes none && has "$tmp/out" "lower bound 36,864 B"
+# Elementwise ops between QuantizeLinear/DequantizeLinear pairs (qdq_ew,
+# absorb rule 9, fuse condition 7): a residual Add of the dequantized
+# input (which Conv c1 reads too, rule 8) and c1's quantized result, a
+# Relu, a Mul by a broadcast gate, a HardSigmoid whose f32 result is an
+# output, a Clip with bound inputs and a Sub with the dequantized input
+# second each read 8 bits a tile at a time, and all but the two whose
+# f32 results are outputs end in their QuantizeLinear; a1 writes over
+# the input's 8 bits (rule 2: the same type). dv's scale is per channel:
+# it stays. 92,160 -> 69,120 B.
+qe=tests/data/passes/qdq_ew.json
+run 0 plan $qe --passes all --order memory -o "$tmp/qe.json" &&
+  has "$tmp/out" "lower bound 69,120 B" && has "$tmp/out" "DequantizeLinear 8" &&
+  has "$tmp/out" "Add 1, Relu 1, Mul 1, Clip 1" &&
+  has "$tmp/out" "prologue   a1 Add + DequantizeLinear: 2 x 30,720 x 1 = 61,440 B"
+[ "$(py "$tmp/qe.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear',))")" = "[('a1', 'DequantizeLinear:0,DequantizeLinear:1', 'QuantizeLinear'), ('av', None, None), ('c1', 'DequantizeLinear:0', 'QuantizeLinear'), ('cl', 'DequantizeLinear:0', 'QuantizeLinear'), ('dv', None, None), ('hs', 'DequantizeLinear:0', None), ('m', 'DequantizeLinear:0', 'QuantizeLinear'), ('relu', 'DequantizeLinear:0', 'QuantizeLinear'), ('sb', 'DequantizeLinear:1', None), ('sig', None, None)]" ] && ok || bad "qdq_ew: the elementwise ops do not take their DequantizeLinears and QuantizeLinears"
+[ "$(py "$tmp/qe.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['xq', 'r1q'], ['xvd', 'yv']]" ] && ok || bad "qdq_ew: a1 is not written over the quantized input"
+run 0 plan $qe --passes none && has "$tmp/out" "lower bound 92,160 B"
 # DequantizeLinears shared by their readers (qdq_shared, absorb rule 8):
 # deq0's two Convs and deq6's two MatMuls each widen the int8 tensor
-# themselves and both ops go; deq5 is also read by a Relu, so it stays
+# themselves and both ops go; deq5 is also read by a Softmax, so it stays
 # for both readers; deq7's m8 takes its weight's DequantizeLinear instead,
 # so m10 does not take deq7 either (without the fixed point it did, and
 # both the f32 and the int8 vector lived). 49,152 -> 22,528 B (32,768 B
@@ -268,7 +285,7 @@ run 0 plan $qs --passes all --order memory -o "$tmp/qs.json" &&
   has "$tmp/out" "DequantizeLinear 5" &&
   has "$tmp/out" "prologue   c1 Conv + DequantizeLinear: 1 x 16,384 x 1 = 16,384 B" &&
   has "$tmp/out" "prologue   c2 Conv + DequantizeLinear: 2 x 16,384 x 1 = 32,768 B"
-[ "$(py "$tmp/qs.json" "sorted((e['op'], e.get('prologue')) for e in d['execution'])")" = "[('c1', 'DequantizeLinear:0'), ('c2', 'DequantizeLinear:0'), ('c5', None), ('deq5', None), ('deq7', None), ('m10', None), ('m6a', 'DequantizeLinear:1'), ('m6b', 'DequantizeLinear:1'), ('m8', 'DequantizeLinear:1'), ('quant0', None), ('quant5', None), ('quant7', None), ('relu5', None)]" ] && ok || bad "qdq_shared: the shared DequantizeLinears are not absorbed by every reader"
+[ "$(py "$tmp/qs.json" "sorted((e['op'], e.get('prologue')) for e in d['execution'])")" = "[('c1', 'DequantizeLinear:0'), ('c2', 'DequantizeLinear:0'), ('c5', None), ('deq5', None), ('deq7', None), ('m10', None), ('m6a', 'DequantizeLinear:1'), ('m6b', 'DequantizeLinear:1'), ('m8', 'DequantizeLinear:1'), ('quant0', None), ('quant5', None), ('quant7', None), ('sm5', None)]" ] && ok || bad "qdq_shared: the shared DequantizeLinears are not absorbed by every reader"
 [ "$(py "$tmp/qs.json" "[f['saved_bytes'] for f in d['passes']['fusions'] if f['kind'] == 'prologue']")" = "[16384, 32768, 6144, 12288, 4096]" ] && ok || bad "qdq_shared: saved bytes are not one read each and the write once"
 run 0 plan $qs --passes none && has "$tmp/out" "lower bound 49,152 B"
 # The same block with 2-bit weights, float zero points and g_idx
@@ -484,6 +501,14 @@ run 2 compile "$tmp/bu2.json" -o "$tmp/bu.mpk" &&
   has "$tmp/err" "op 'add_up' (Add): mplan.prologue 'Resize:2' on a Add (Resize:0 or Resize:1)" &&
   lines "$tmp/err" 1
 run 2 verify tests/data/passes/bad_upsample.json && lines "$tmp/err" 1
+# An elementwise head whose dequantized input is not of its output's shape
+# (absorb rule 9 takes none such): one line, no bundle.
+rm -f "$tmp/be.mpk"
+run 2 compile tests/data/passes/bad_ew.json -o "$tmp/be.mpk" &&
+  has "$tmp/err" "op 'add_dq' (Add) at step 0: prologue input 'q' does not have the output's shape" &&
+  lines "$tmp/err" 1
+[ -e "$tmp/be.mpk" ] && bad "bad_ew: a bundle was written" || ok
+run 2 verify tests/data/passes/bad_ew.json && lines "$tmp/err" 1
 
 # mplan diff says which tensors a pass put in another's buffer: from a
 # plan JSON, a model planned with --passes, and a report database's runs.

@@ -67,9 +67,10 @@ run 0 "$mplan" verify tests/data/half_net.onnx.bin --target rv64 --vlen 128 --po
 # nbits_gptq.json: 2-bit rows, float zero points and g_idx; qdq_tail.json:
 # Convs ending in their QuantizeLinear; qdq_convt.json: ConvTransposes
 # ending in theirs or over their operand, a plane at a time; qdq_shared:
-# DequantizeLinears widened by each of their readers): every op on an RVV
+# DequantizeLinears widened by each of their readers; qdq_ew: elementwise
+# ops between pairs, a tile at a time): every op on an RVV
 # kernel, and the outputs those of the no-reuse run.
-for m in dq_cnn qdq_mm qdq_conv qdq_gemm_ta nbits_mlp nbits_gptq qdq_tail qdq_convt qdq_shared; do
+for m in dq_cnn qdq_mm qdq_conv qdq_gemm_ta nbits_mlp nbits_gptq qdq_tail qdq_convt qdq_shared qdq_ew; do
   run 0 "$mplan" verify tests/data/passes/$m.json --passes all --order memory \
     --target rv64 --vlen 128 --poison &&
     has "$tmp/out" "RVV kernels, 0 ops on scalar kernels" &&
