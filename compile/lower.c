@@ -686,8 +686,19 @@ static mp_status lw_pool(lw *x, int kind, bool global) {
     mp_status st = lw_window(x, in, NULL, y, nd, false, k, s, d, pb, pe, op);
     if (st != MP_OK) return st;
   }
+  /* DequantizeLinear prologue (absorb.c rule 9): the tail follows the
+   * parameters and brings the inputs */
+  const char *pro = lw_str(x, "mplan.prologue", NULL);
+  bool tail = pro || lw_attr(x, "mplan.epilogue");
+  if (tail && (!pro || strcmp(pro, "DequantizeLinear:0") != 0 || indices ||
+               kind == MP_BOP_LPPOOL)) {
+    return lw_unsup(x,
+                    "a pool takes a DequantizeLinear prologue on its input "
+                    "only (and then a QuantizeLinear), not '%s'",
+                    pro ? pro : "");
+  }
   x->o->kernel = kind;
-  lw_in(x, x->op->inputs[0]);
+  if (!tail) lw_in(x, x->op->inputs[0]);
   lw_p(x, nd);
   int64_t *arr[] = {k, s, d, pb, pe};
   int64_t fill[] = {1, 1, 1, 0, 0};
@@ -703,7 +714,7 @@ static mp_status lw_pool(lw *x, int kind, bool global) {
     if (!(pv > 0) || !isfinite(pv)) return lw_unsup(x, "p %g", pv);
     lw_pf(x, pv);
   }
-  return MP_OK;
+  return tail ? lw_tail(x, 1) : MP_OK;
 }
 
 /* MaxUnpool: the window only checks the output shape when no

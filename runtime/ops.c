@@ -587,11 +587,13 @@ static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
   bool conv =
       c->op->kernel == MP_BOP_CONV || c->op->kernel == MP_BOP_CONV_TRANSPOSE;
   bool mm = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
-            c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY;
+            c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY ||
+            c->op->kernel == MP_BOP_MAXPOOL || c->op->kernel == MP_BOP_AVGPOOL;
   if (!last || !(conv || mm) || e->n_extra != 2 || !s) {
     return op_fail(c,
                    "epilogue QuantizeLinear ends a Conv's, ConvTranspose's, "
-                   "Gemm's, MatMul's or elementwise op's epilogue only, "
+                   "Gemm's, MatMul's, elementwise op's or pool's epilogue "
+                   "only, "
                    "with a scale and a zero point or none");
   }
   if (mm && op_count(s) != 1) {
@@ -2845,6 +2847,11 @@ static bool op_pool_indices(const op_ctx *c, bool max) {
   return max && c->op->n_out == 2 && op_out(c, 1);
 }
 
+static bool op_pool_shapes(op_ctx *c, const op_poolp *pp, const mp_btensor *x,
+                           const mp_btensor *y);
+static bool op_check_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p);
+static void op_run_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p, bool max);
+
 static bool op_check_pool(op_ctx *c, bool max) {
   op_rd r = op_reader(c);
   op_poolp p;
@@ -2853,6 +2860,9 @@ static bool op_check_pool(op_ctx *c, bool max) {
   bool lp = c->op->kernel == MP_BOP_LPPOOL;
   int64_t order = with_idx ? rd_range(&r, 0, 1) : 0;
   double pn = lp ? rd_f(&r) : 1;
+  if (!r.bad && !with_idx && !lp && r.at < r.n) {
+    return op_check_pool_tail(c, &r, &p);
+  }
   if (r.bad || r.at != r.n || !(pn > 0) || !isfinite(pn) || (lp && p.cip)) {
     return op_fail(c, "bad parameters");
   }
@@ -2876,6 +2886,14 @@ static bool op_check_pool(op_ctx *c, bool max) {
                    (x->dtype == MP_KD_I8 && !lp));
   if (!ok || y->dtype != x->dtype)
     return op_fail(c, "unsupported dtype %s", mp_kd_name(x->dtype));
+  if (op_aliases(x, y)) return op_fail(c, "pooling does not run in place");
+  return op_pool_shapes(c, &p, x, y);
+}
+
+/* y's shape for x under the pooling parameters p. */
+static bool op_pool_shapes(op_ctx *c, const op_poolp *pp, const mp_btensor *x,
+                           const mp_btensor *y) {
+  op_poolp p = *pp;
   uint32_t rank = (uint32_t)p.nd + 2;
   if (x->shape.rank != rank) return op_fail(c, "x must have rank %u", rank);
   /* The output size comes from the tensor (ceil_mode decided it); each
@@ -2899,14 +2917,95 @@ static bool op_check_pool(op_ctx *c, bool max) {
     }
     want.dims[2 + i] = o;
   }
-  if (op_aliases(x, y)) return op_fail(c, "pooling does not run in place");
   return op_expect_shape(c, y, &want);
+}
+
+/* A pool with a DequantizeLinear prologue on its 8-bit input (absorb.c
+ * rule 9) and maybe a QuantizeLinear after it: one (batch, channel) plane
+ * at a time, the plane widened into the workspace, pooled by the kernel
+ * as a tensor of one plane and quantized into y. Each output element
+ * reads its own plane only, so the planes' results are the whole
+ * tensor's, bit for bit. */
+static bool op_check_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p) {
+  op_tail t;
+  rd_tail(r, &t);
+  if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
+  if (!x || c->op->n_out != 1 || op_own(c, &t) != 1 || t.n_dq != 1 ||
+      t.n_pro != 1 || !t.pro[0].kind || t.n_epi > 1 ||
+      (t.n_epi && !op_quant_tail(&t))) {
+    return op_fail(c,
+                   "a pool takes a DequantizeLinear prologue on its input "
+                   "and one QuantizeLinear after it, nothing else");
+  }
+  mp_btensor y = op_epi_value(&t, yq), xf = *x;
+  const mp_btensor *sc = op_in(c, op_pro_at(&t, 1, 0, 0));
+  if (t.pro[0].kind != 1 || (x->dtype != MP_KD_I8 && x->dtype != MP_KD_U8) ||
+      !sc || sc->dtype != MP_KD_F32 || op_count(sc) != 1) {
+    return op_fail(c,
+                   "prologue DequantizeLinear of '%s': not an 8-bit tensor "
+                   "with one f32 scale",
+                   x->name);
+  }
+  if (!op_quant_params(c, x, sc, op_in(c, op_pro_at(&t, 1, 0, 1)), x->dtype, 0,
+                       0)) {
+    return false;
+  }
+  if (y.dtype != MP_KD_F32) {
+    return op_fail(c,
+                   "output '%s' is %s (f32, or 8-bit after a "
+                   "QuantizeLinear)",
+                   yq->name, mp_kd_name(yq->dtype));
+  }
+  if (op_aliases(x, yq)) return op_fail(c, "pooling does not run in place");
+  if (t.n_epi && !op_check_quant_tail(c, true, &t.epi[0], 1, yq)) return false;
+  xf.dtype = MP_KD_F32;
+  if (!op_pool_shapes(c, p, &xf, &y)) return false;
+  int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+  int64_t xin = planes ? op_count(x) / planes : 0;
+  int64_t yin = planes ? op_count(&y) / planes : 0;
+  c->need_ws += (size_t)xin * 4 + 64 + (t.n_epi ? (size_t)yin * 4 + 64 : 0);
+  return true;
+}
+
+static void op_run_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p, bool max) {
+  op_tail t;
+  rd_tail(r, &t);
+  const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
+  mp_btensor y = op_epi_value(&t, yq);
+  int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+  if (planes == 0) return;
+  int64_t xin = op_count(x) / planes, yin = op_count(&y) / planes;
+  mp_kshape xs = x->shape, ys = y.shape;
+  xs.dims[0] = xs.dims[1] = ys.dims[0] = ys.dims[1] = 1;
+  mp_kpool k;
+  op_kpool(p, &xs, &ys, &k);
+  float *wx = op_ws_take(c, xin), *wy = t.n_epi ? op_ws_take(c, yin) : NULL;
+  size_t qs = mp_kd_size(yq->dtype);
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const float *px = op_widen_range(c, &t, 1, 0, pl * xin, xin, wx);
+    float *out = wy ? wy : (float *)op_pout(c, 0) + pl * yin;
+    if (max) {
+      OP_K(maxpool)(&k, MP_KD_F32, px, out);
+    } else {
+      OP_K(avgpool)(&k, MP_KD_F32, px, out);
+    }
+    if (wy) {
+      op_epi_quant(c, &t, 1, yq, 0, wy, yin,
+                   (char *)op_pout(c, 0) + (size_t)(pl * yin) * qs);
+    }
+  }
 }
 
 static bool op_run_pool(op_ctx *c, bool max) {
   op_rd r = op_reader(c);
   op_poolp p;
   rd_pool(&r, &p);
+  if (!op_pool_indices(c, max) && c->op->kernel != MP_BOP_LPPOOL &&
+      r.at < r.n) {
+    op_run_pool_tail(c, &r, &p, max);
+    return true;
+  }
   const mp_btensor *x = op_in(c, 0), *y = op_out(c, 0);
   mp_kpool k;
   op_kpool(&p, &x->shape, &y->shape, &k);
@@ -4086,9 +4185,15 @@ static bool op_vec(op_ctx *c) {
     case MP_BOP_ATTN_ROWS: /* gemm, binary, softmax: each has its RVV kernel */
       return dx == MP_KD_F32;
     case MP_BOP_MAXPOOL:
-    case MP_BOP_AVGPOOL:
-      return !op_pool_indices(c, c->op->kernel == MP_BOP_MAXPOOL) &&
-             mp_kv_pool_vector(c->op->kernel == MP_BOP_MAXPOOL, dx);
+    case MP_BOP_AVGPOOL: {
+      bool max = c->op->kernel == MP_BOP_MAXPOOL;
+      if (op_pool_indices(c, max)) return false;
+      op_poolp p;
+      rd_pool(&r, &p);
+      if (r.at == r.n) return mp_kv_pool_vector(max, dx);
+      rd_tail(&r, &t); /* a dequantized input (op_check_pool_tail) */
+      return mp_kv_pool_vector(max, MP_KD_F32) && op_vec_tail(c, &t, MP_KD_F32);
+    }
     case MP_BOP_TRANSPOSE:
       return mp_kv_move_vector(mp_kd_size(dx));
     case MP_BOP_PAD:

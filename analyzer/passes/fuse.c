@@ -61,10 +61,11 @@
  *      (runtime/ops.c, op_epi_quant). After a Gemm (not transA) or a MatMul of
  * matrices (or stacks of them), per tensor: the runtime computes the product a
  * row (or, with a dequantized weight, a block of rows) at a time. MatMulNBits
- * computes whole outputs: its chains stop before it. An elementwise op that
- * absorbed a DequantizeLinear (absorb.c rule 9, fuse_ew_head) is a head
- * whose group is its QuantizeLinear alone, per tensor: the runtime computes
- * it a tile at a time (runtime/ops.c, op_run_ew). A `fused_activation`
+ * computes whole outputs: its chains stop before it. An elementwise op or a
+ * pool that absorbed a DequantizeLinear (absorb.c rule 9, fuse_ew_head) is
+ * a head whose group is its QuantizeLinear alone, per tensor: the runtime
+ * computes it a tile or a plane at a time (runtime/ops.c, op_run_ew,
+ * op_run_pool_tail). A `fused_activation`
  * attribute (the bundled models) becomes an explicit epilogue entry (Relu, or
  * Clip with 0 and 6) as soon as a group absorbs anything, so that one attribute
  * says everything.
@@ -166,7 +167,9 @@ static bool fuse_is_head(const mp_op *op) {
 static bool fuse_ew_head(const mp_op *op) {
   const pass_ew *ew = pass_ew_find(op->type);
   const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
-  if (!ew || ew->kind == PASS_EW_BATCHNORM || ew->kind == PASS_EW_VARIADIC ||
+  bool pool = pass_pool_head(op);
+  if ((!pool && (!ew || ew->kind == PASS_EW_BATCHNORM ||
+                 ew->kind == PASS_EW_VARIADIC)) ||
       !pro || pro->kind != MP_ATTR_STRING || !pro->s ||
       strncmp(pro->s, "DequantizeLinear:", 17) != 0 || op->n_outputs != 1) {
     return false;

@@ -115,6 +115,11 @@ bool pass_all_equal(const mp_tensor *t, double v);
  * the ops a Resize prologue may go on. */
 bool pass_upsample_binary(const mp_op *op);
 
+/* A pool the runtime computes one (batch, channel) plane at a time under a
+ * DequantizeLinear prologue (absorb.c rule 9): MaxPool, AveragePool,
+ * GlobalMaxPool or GlobalAveragePool. */
+bool pass_pool_head(const mp_op *op);
+
 /* Rules 1 and 6 of absorb.c: input k of op head is the output of a nearest
  * Resize, read only there, that replicates its input by whole factors, so
  * head can read the Resize's input instead (mplan.prologue "Resize:k"). */

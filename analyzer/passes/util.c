@@ -154,6 +154,15 @@ bool pass_upsample_binary(const mp_op *op) {
   return false;
 }
 
+bool pass_pool_head(const mp_op *op) {
+  static const char *const types[] = {"MaxPool", "AveragePool", "GlobalMaxPool",
+                                      "GlobalAveragePool"};
+  for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+    if (strcmp(op->type, types[k]) == 0) return true;
+  }
+  return false;
+}
+
 bool pass_upsample_input(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_graph *g = c->g;
   const mp_op *h = mp_graph_op(g, head);

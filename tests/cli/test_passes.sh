@@ -272,6 +272,18 @@ run 0 plan $qe --passes all --order memory -o "$tmp/qe.json" &&
 [ "$(py "$tmp/qe.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear',))")" = "[('a1', 'DequantizeLinear:0,DequantizeLinear:1', 'QuantizeLinear'), ('av', None, None), ('c1', 'DequantizeLinear:0', 'QuantizeLinear'), ('cl', 'DequantizeLinear:0', 'QuantizeLinear'), ('dv', None, None), ('hs', 'DequantizeLinear:0', None), ('m', 'DequantizeLinear:0', 'QuantizeLinear'), ('relu', 'DequantizeLinear:0', 'QuantizeLinear'), ('sb', 'DequantizeLinear:1', None), ('sig', None, None)]" ] && ok || bad "qdq_ew: the elementwise ops do not take their DequantizeLinears and QuantizeLinears"
 [ "$(py "$tmp/qe.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['xq', 'r1q'], ['xvd', 'yv']]" ] && ok || bad "qdq_ew: a1 is not written over the quantized input"
 run 0 plan $qe --passes none && has "$tmp/out" "lower bound 92,160 B"
+# Pools between pairs (qdq_pool, absorb rule 9): an SE gate's
+# GlobalAveragePool, its Mul and a residual Add each widen the shared
+# 8-bit input themselves (rule 8), a padded stride-2 MaxPool ends in its
+# QuantizeLinear, an AveragePool counting its pads writes the f32 output,
+# each a plane at a time; mi also writes Indices, so d2 stays.
+# 92,160 -> 23,040 B.
+qp=tests/data/passes/qdq_pool.json
+run 0 plan $qp --passes all --order memory -o "$tmp/qp.json" &&
+  has "$tmp/out" "lower bound 23,040 B" && has "$tmp/out" "DequantizeLinear 6" &&
+  has "$tmp/out" "Mul 1, Add 1, MaxPool 1"
+[ "$(py "$tmp/qp.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear', 'Sigmoid'))")" = "[('add', 'DequantizeLinear:0,DequantizeLinear:1', 'QuantizeLinear'), ('avg', 'DequantizeLinear:0', None), ('d2', None, None), ('gap', 'DequantizeLinear:0', None), ('m', 'DequantizeLinear:0', 'QuantizeLinear'), ('mi', None, None), ('mp', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_pool: the pools do not take their DequantizeLinears and QuantizeLinears"
+run 0 plan $qp --passes none && has "$tmp/out" "lower bound 92,160 B"
 # DequantizeLinears shared by their readers (qdq_shared, absorb rule 8):
 # deq0's two Convs and deq6's two MatMuls each widen the int8 tensor
 # themselves and both ops go; deq5 is also read by a Softmax, so it stays

@@ -76,6 +76,13 @@ for m in dq_cnn qdq_mm qdq_conv qdq_gemm_ta nbits_mlp nbits_gptq qdq_tail qdq_co
     has "$tmp/out" "RVV kernels, 0 ops on scalar kernels" &&
     has "$tmp/out" "verified: no event"
 done
+# qdq_pool: pools between pairs, a plane at a time, on the RVV pool
+# kernels; only mi, which writes Indices (no vector kernel does), is not.
+run 0 "$mplan" verify tests/data/passes/qdq_pool.json --passes all --order memory \
+  --target rv64 --vlen 128 --poison &&
+  has "$tmp/out" "RVV kernels, 1 op on scalar kernels" &&
+  has "$tmp/out" "scalar op   mi (MaxPool): kernel maxpool, f32" &&
+  has "$tmp/out" "verified: no event"
 
 # Injected faults: the same events as on the host.
 for spec in oob:b3_dw early-free:b2_dw_out overlap:b1_dw_out,b1_project_out; do
