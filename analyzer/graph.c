@@ -672,12 +672,13 @@ const mp_attr *mp_op_attr(const mp_op *op, const char *name) {
 
 uint32_t mp_op_head_arity(const mp_op *op) {
   static const char *const three[] = {"Conv", "ConvTranspose", "Gemm", "Clip"};
-  static const char *const two[] = {"MatMul", "Add", "Sub", "Mul", "Div"};
+  static const char *const two[] = {"MatMul", "Add", "Sub",
+                                    "Mul",    "Div", "Concat"};
   if (strcmp(op->type, "com.microsoft::MatMulNBits") == 0) return 6;
   for (size_t k = 0; k < 4; k++) {
     if (strcmp(op->type, three[k]) == 0) return 3;
   }
-  for (size_t k = 0; k < 5; k++) {
+  for (size_t k = 0; k < 6; k++) {
     if (strcmp(op->type, two[k]) == 0) return 2;
   }
   return 1; /* an elementwise unary head (absorb.c rule 9) */

@@ -1971,13 +1971,16 @@ static mp_status lw_misc(lw *x, const char *t) {
     bool split = t[0] == 'S';
     const mp_tensor *w = split ? in : lw_out(x, 0);
     x->o->kernel = split ? MP_BOP_SPLIT : MP_BOP_CONCAT;
+    /* a Concat of two with DequantizeLinear prologues (absorb.c rule 9):
+     * its tail follows the axis and brings the inputs */
+    bool tail = !split && lw_attr(x, "mplan.prologue");
     if (split) {
       lw_in(x, x->op->inputs[0]);
-    } else {
+    } else if (!tail) {
       lw_copy_inputs(x);
     }
     lw_p(x, lw_axis(lw_int(x, "axis", 0), w->rank));
-    return MP_OK;
+    return tail ? lw_tail(x, 2) : MP_OK;
   }
   if (strcmp(t, "Gather") == 0) {
     x->o->kernel = MP_BOP_GATHER;
@@ -2178,8 +2181,8 @@ static mp_status lw_dispatch(lw *x) {
   /* an elementwise head: DequantizeLinear prologues, maybe a
    * QuantizeLinear epilogue (absorb.c rule 9; lw_tail checks the rest) */
   const char *pro = lw_str(x, "mplan.prologue", NULL);
-  bool ew =
-      (u >= 0 || b >= 0) && pro && strncmp(pro, "DequantizeLinear:", 17) == 0;
+  bool ew = (u >= 0 || b >= 0 || strcmp(t, "Concat") == 0) && pro &&
+            strncmp(pro, "DequantizeLinear:", 17) == 0;
   if ((lw_attr(x, "mplan.epilogue") && !ew) || (pro && b < 0 && !ew) ||
       lw_attr(x, "mplan.horizontal")) {
     return lw_unsup(

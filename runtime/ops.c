@@ -588,12 +588,13 @@ static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
       c->op->kernel == MP_BOP_CONV || c->op->kernel == MP_BOP_CONV_TRANSPOSE;
   bool mm = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
             c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY ||
-            c->op->kernel == MP_BOP_MAXPOOL || c->op->kernel == MP_BOP_AVGPOOL;
+            c->op->kernel == MP_BOP_MAXPOOL ||
+            c->op->kernel == MP_BOP_AVGPOOL || c->op->kernel == MP_BOP_CONCAT;
   if (!last || !(conv || mm) || e->n_extra != 2 || !s) {
     return op_fail(c,
                    "epilogue QuantizeLinear ends a Conv's, ConvTranspose's, "
-                   "Gemm's, MatMul's, elementwise op's or pool's epilogue "
-                   "only, "
+                   "Gemm's, MatMul's, elementwise op's, pool's or Concat's "
+                   "epilogue only, "
                    "with a scale and a zero point or none");
   }
   if (mm && op_count(s) != 1) {
@@ -2140,6 +2141,33 @@ static bool op_run_binary(op_ctx *c) {
  * it, in the same order, so the bits are the same; no f32 tensor exists
  * whole. */
 
+/* Input k of a head of absorb.c rule 9 under its DequantizeLinear
+ * prologue: 8-bit, one f32 scale, a matching zero point. */
+static bool op_check_dq8(op_ctx *c, const op_tail *t, uint32_t own,
+                         uint32_t k) {
+  const mp_btensor *x = op_in(c, k);
+  const mp_btensor *sc = op_in(c, op_pro_at(t, own, k, 0));
+  if (t->pro[k].kind != 1 || (x->dtype != MP_KD_I8 && x->dtype != MP_KD_U8) ||
+      !sc || sc->dtype != MP_KD_F32 || op_count(sc) != 1) {
+    return op_fail(c,
+                   "prologue DequantizeLinear of '%s': not an 8-bit "
+                   "tensor with one f32 scale",
+                   x->name);
+  }
+  return op_quant_params(c, x, sc, op_in(c, op_pro_at(t, own, k, 1)), x->dtype,
+                         0, 0);
+}
+
+/* The f32 value *y such a head computes: its output, or under a
+ * QuantizeLinear tail that output's f32 view. */
+static bool op_check_f32_value(op_ctx *c, const op_tail *t, mp_btensor *y) {
+  const mp_btensor *yq = op_out(c, 0);
+  *y = op_epi_value(t, yq);
+  if (y->dtype == MP_KD_F32) return true;
+  return op_fail(c, "output '%s' is %s (f32, or 8-bit after a QuantizeLinear)",
+                 yq->name, mp_kd_name(yq->dtype));
+}
+
 static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
   op_tail t;
   rd_tail(r, &t);
@@ -2157,28 +2185,13 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
                    "one QuantizeLinear after it, nothing else");
   }
   const mp_btensor *yq = op_out(c, 0);
-  mp_btensor y = op_epi_value(&t, yq), v[2];
-  if (y.dtype != MP_KD_F32) {
-    return op_fail(c,
-                   "output '%s' is %s (f32, or 8-bit after a "
-                   "QuantizeLinear)",
-                   yq->name, mp_kd_name(yq->dtype));
-  }
+  mp_btensor y, v[2];
+  if (!op_check_f32_value(c, &t, &y)) return false;
   for (uint32_t k = 0; k < nk; k++) {
     const mp_btensor *x = op_in(c, k);
     v[k] = *x;
     if (t.pro[k].kind) {
-      const mp_btensor *sc = op_in(c, op_pro_at(&t, own, k, 0));
-      const mp_btensor *z = op_in(c, op_pro_at(&t, own, k, 1));
-      if (t.pro[k].kind != 1 ||
-          (x->dtype != MP_KD_I8 && x->dtype != MP_KD_U8) || !sc ||
-          sc->dtype != MP_KD_F32 || op_count(sc) != 1) {
-        return op_fail(c,
-                       "prologue DequantizeLinear of '%s': not an 8-bit "
-                       "tensor with one f32 scale",
-                       x->name);
-      }
-      if (!op_quant_params(c, x, sc, z, x->dtype, 0, 0)) return false;
+      if (!op_check_dq8(c, &t, own, k)) return false;
       if (!op_same_shape(&x->shape, &y.shape)) {
         return op_fail(c,
                        "prologue input '%s' does not have the output's "
@@ -2938,24 +2951,9 @@ static bool op_check_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p) {
                    "a pool takes a DequantizeLinear prologue on its input "
                    "and one QuantizeLinear after it, nothing else");
   }
-  mp_btensor y = op_epi_value(&t, yq), xf = *x;
-  const mp_btensor *sc = op_in(c, op_pro_at(&t, 1, 0, 0));
-  if (t.pro[0].kind != 1 || (x->dtype != MP_KD_I8 && x->dtype != MP_KD_U8) ||
-      !sc || sc->dtype != MP_KD_F32 || op_count(sc) != 1) {
-    return op_fail(c,
-                   "prologue DequantizeLinear of '%s': not an 8-bit tensor "
-                   "with one f32 scale",
-                   x->name);
-  }
-  if (!op_quant_params(c, x, sc, op_in(c, op_pro_at(&t, 1, 0, 1)), x->dtype, 0,
-                       0)) {
+  mp_btensor y, xf = *x;
+  if (!op_check_dq8(c, &t, 1, 0) || !op_check_f32_value(c, &t, &y)) {
     return false;
-  }
-  if (y.dtype != MP_KD_F32) {
-    return op_fail(c,
-                   "output '%s' is %s (f32, or 8-bit after a "
-                   "QuantizeLinear)",
-                   yq->name, mp_kd_name(yq->dtype));
   }
   if (op_aliases(x, yq)) return op_fail(c, "pooling does not run in place");
   if (t.n_epi && !op_check_quant_tail(c, true, &t.epi[0], 1, yq)) return false;
@@ -3097,23 +3095,18 @@ static bool op_check_pieces(op_ctx *c, bool split, const mp_btensor *whole,
   return true;
 }
 
-/* Concat (inputs -> one output) or Split (one input -> outputs). */
-static bool op_check_concat(op_ctx *c, bool split) {
-  op_rd r = op_reader(c);
-  const mp_btensor *whole =
-      split ? op_in(c, 0) : (c->op->n_out == 1 ? op_out(c, 0) : NULL);
-  if (!whole || (split ? c->op->n_in != 1 : c->op->n_in < 1)) {
-    return op_fail(c, "bad arity");
-  }
-  int64_t axis = rd_range(&r, 0, whole->shape.rank ? whole->shape.rank - 1 : 0);
-  if (r.bad || r.at != r.n || whole->shape.rank == 0) {
-    return op_fail(c, "bad parameters");
-  }
-  uint32_t n = split ? c->op->n_out : c->op->n_in;
-  int64_t sum = 0, outer = 1;
-  for (int64_t i = 0; i < axis; i++) outer *= whole->shape.dims[i];
+static bool op_check_concat_tail(op_ctx *c, op_rd *r, int64_t axis);
+
+/* The pieces' shapes against the whole's along axis (pieces[0..n), or
+ * with NULL the op's tensors). */
+static bool op_concat_shapes(op_ctx *c, bool split, const mp_btensor *whole,
+                             const mp_btensor *pieces, uint32_t n,
+                             int64_t axis) {
+  int64_t sum = 0;
   for (uint32_t k = 0; k < n; k++) {
-    const mp_btensor *p = split ? op_out(c, k) : op_in(c, k);
+    const mp_btensor *p = pieces  ? &pieces[k]
+                          : split ? op_out(c, k)
+                                  : op_in(c, k);
     if (!p || p->dtype != whole->dtype || p->shape.rank != whole->shape.rank) {
       return op_fail(c, "piece %u: dtype or rank differs", k);
     }
@@ -3129,12 +3122,113 @@ static bool op_check_concat(op_ctx *c, bool split) {
                    (long long)sum, (long long)axis,
                    (long long)whole->shape.dims[axis]);
   }
+  return true;
+}
+
+/* Concat (inputs -> one output) or Split (one input -> outputs). */
+static bool op_check_concat(op_ctx *c, bool split) {
+  op_rd r = op_reader(c);
+  const mp_btensor *whole =
+      split ? op_in(c, 0) : (c->op->n_out == 1 ? op_out(c, 0) : NULL);
+  if (!whole || (split ? c->op->n_in != 1 : c->op->n_in < 1)) {
+    return op_fail(c, "bad arity");
+  }
+  int64_t axis = rd_range(&r, 0, whole->shape.rank ? whole->shape.rank - 1 : 0);
+  if (!split && !r.bad && r.at < r.n && whole->shape.rank) {
+    return op_check_concat_tail(c, &r, axis);
+  }
+  if (r.bad || r.at != r.n || whole->shape.rank == 0) {
+    return op_fail(c, "bad parameters");
+  }
+  uint32_t n = split ? c->op->n_out : c->op->n_in;
+  int64_t outer = 1;
+  for (int64_t i = 0; i < axis; i++) outer *= whole->shape.dims[i];
+  if (!op_concat_shapes(c, split, whole, NULL, n, axis)) return false;
   return op_check_pieces(c, split, whole, n, outer);
+}
+
+/* A Concat of two pieces with DequantizeLinear prologues (absorb.c rule
+ * 9) and maybe a QuantizeLinear after it: each piece's block for each
+ * outer index, OP_EPI_TILE elements at a time, widened (a dequantized
+ * piece) and quantized into y, or widened straight into an f32 y. Every
+ * element of y is its piece's element through the kernels of the unfused
+ * ops: the same bits. */
+static bool op_check_concat_tail(op_ctx *c, op_rd *r, int64_t axis) {
+  op_tail t;
+  rd_tail(r, &t);
+  if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
+  const mp_btensor *yq = op_out(c, 0);
+  if (op_own(c, &t) != 2 || !op_in(c, 0) || !op_in(c, 1) || !t.n_dq ||
+      t.n_pro != t.n_dq || t.n_epi > 1 || (t.n_epi && !op_quant_tail(&t))) {
+    return op_fail(c,
+                   "a Concat of two takes DequantizeLinear prologues and one "
+                   "QuantizeLinear after it, nothing else");
+  }
+  mp_btensor y, v[2];
+  if (!op_check_f32_value(c, &t, &y)) return false;
+  for (uint32_t k = 0; k < 2; k++) {
+    const mp_btensor *x = op_in(c, k);
+    v[k] = *x;
+    if (t.pro[k].kind) {
+      if (!op_check_dq8(c, &t, 2, k)) return false;
+      v[k].dtype = MP_KD_F32;
+    }
+    if (op_aliases(x, yq)) {
+      return op_fail(c, "piece '%s' shares the buffer of '%s'", x->name,
+                     yq->name);
+    }
+  }
+  if (!op_concat_shapes(c, false, &y, v, 2, axis)) return false;
+  if (t.n_epi && !op_check_quant_tail(c, true, &t.epi[0], 2, yq)) return false;
+  if (t.n_epi) c->need_ws += OP_EPI_TILE * 4 + 64;
+  return true;
+}
+
+static void op_run_concat_tail(op_ctx *c, op_rd *r, int64_t axis) {
+  op_tail t;
+  rd_tail(r, &t);
+  const mp_btensor *yq = op_out(c, 0);
+  mp_btensor y = op_epi_value(&t, yq);
+  int64_t outer = 1, inner = 1;
+  for (uint32_t i = 0; i < y.shape.rank; i++) {
+    if ((int64_t)i < axis) outer *= y.shape.dims[i];
+    if ((int64_t)i > axis) inner *= y.shape.dims[i];
+  }
+  float *w = t.n_epi ? op_ws_take(c, OP_EPI_TILE) : NULL;
+  size_t qs = mp_kd_size(yq->dtype);
+  int64_t total = y.shape.dims[axis], off = 0;
+  for (uint32_t k = 0; k < 2; k++) {
+    int64_t len = op_in(c, k)->shape.dims[axis], blk = len * inner;
+    for (int64_t o = 0; o < outer; o++) {
+      int64_t src = o * blk, dst = (o * total + off) * inner;
+      for (int64_t e = 0; e < blk; e += OP_EPI_TILE) {
+        int64_t m = blk - e < OP_EPI_TILE ? blk - e : OP_EPI_TILE;
+        const float *f = (const float *)op_pin(c, k) + src + e;
+        if (!w) { /* into the f32 output */
+          float *d = (float *)op_pout(c, 0) + dst + e;
+          if (t.pro[k].kind) {
+            (void)op_widen_range(c, &t, 2, k, src + e, m, d);
+          } else {
+            memcpy(d, f, (size_t)m * 4);
+          }
+          continue;
+        }
+        if (t.pro[k].kind) f = op_widen_range(c, &t, 2, k, src + e, m, w);
+        op_epi_quant(c, &t, 2, yq, 0, f, m,
+                     (char *)op_pout(c, 0) + (size_t)(dst + e) * qs);
+      }
+    }
+    off += len;
+  }
 }
 
 static bool op_run_concat(op_ctx *c, bool split) {
   op_rd r = op_reader(c);
   int64_t axis = rd_i(&r);
+  if (!split && r.at < r.n) {
+    op_run_concat_tail(c, &r, axis);
+    return true;
+  }
   const mp_btensor *whole = split ? op_in(c, 0) : op_out(c, 0);
   void *pw = split ? op_pin(c, 0) : op_pout(c, 0);
   int64_t outer = 1, inner = 1;
@@ -4170,9 +4264,13 @@ static bool op_vec(op_ctx *c) {
       return op >= 0 && op < 3 && mp_kv_binary_vector(MP_KB_MAX, dy, dy, 0) &&
              mp_kv_binary_vector(fold[op], dy, dy, false);
     }
+    case MP_BOP_CONCAT:
+      (void)rd_i(&r);
+      if (r.at == r.n) return true; /* a copy at most */
+      rd_tail(&r, &t); /* dequantized pieces (op_check_concat_tail) */
+      return op_vec_tail(c, &t, MP_KD_F32);
     case MP_BOP_VIEW: /* a copy at most */
     case MP_BOP_COPY:
-    case MP_BOP_CONCAT:
     case MP_BOP_SPLIT:
       return true;
     case MP_BOP_SOFTMAX:

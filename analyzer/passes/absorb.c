@@ -85,7 +85,10 @@
  *      GlobalMaxPool, GlobalAveragePool) with an f32 output takes the same
  *      DequantizeLinear on its input, of the input's own shape: the
  *      runtime widens and pools one (batch, channel) plane at a time
- *      (op_run_pool_tail), each output reading its own plane only.
+ *      (op_run_pool_tail), each output reading its own plane only. So does
+ *      a Concat of two pieces, on either (of its own shape): the runtime
+ *      widens a piece's block a tile at a time into its slice
+ *      (op_run_concat_tail).
  */
 #include <stdio.h>
 #include <string.h>
@@ -96,9 +99,10 @@
  * but Not) with one f32 output and no attribute of mplan's. */
 static bool ab_ew_head(const pass_ctx *c, const mp_op *op) {
   const pass_ew *ew = pass_ew_op(c->g, op);
-  if (pass_pool_head(op)) {
-    return op->n_inputs == 1 && op->n_outputs == 1 && op->outputs[0] >= 0 &&
-           !rw_has_mplan_attr(op) &&
+  bool concat = strcmp(op->type, "Concat") == 0;
+  if (pass_pool_head(op) || concat) {
+    return op->n_inputs == (concat ? 2u : 1u) && op->n_outputs == 1 &&
+           op->outputs[0] >= 0 && !rw_has_mplan_attr(op) &&
            mp_graph_tensor(c->g, (size_t)op->outputs[0])->dtype == MP_DTYPE_F32;
   }
   if (!ew || op->n_outputs != 1 || op->outputs[0] < 0 ||
@@ -165,7 +169,8 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
               yt->dtype == MP_DTYPE_F32 &&
               pass_attr_int(d, "block_size", 0) == 0 &&
               (x->dtype == MP_DTYPE_I8 || x->dtype == MP_DTYPE_U8) &&
-              (pass_pool_head(h) || pass_same_dims(g, y, h->outputs[0])) &&
+              (pass_pool_head(h) || strcmp(h->type, "Concat") == 0 ||
+               pass_same_dims(g, y, h->outputs[0])) &&
               (k == 0 || mp_op_head_arity(h) == 2);
     return ok ? "DequantizeLinear" : NULL;
   }

@@ -61,14 +61,14 @@
  *      (runtime/ops.c, op_epi_quant). After a Gemm (not transA) or a MatMul of
  * matrices (or stacks of them), per tensor: the runtime computes the product a
  * row (or, with a dequantized weight, a block of rows) at a time. MatMulNBits
- * computes whole outputs: its chains stop before it. An elementwise op or a
- * pool that absorbed a DequantizeLinear (absorb.c rule 9, fuse_ew_head) is
- * a head whose group is its QuantizeLinear alone, per tensor: the runtime
- * computes it a tile or a plane at a time (runtime/ops.c, op_run_ew,
- * op_run_pool_tail). A `fused_activation`
- * attribute (the bundled models) becomes an explicit epilogue entry (Relu, or
- * Clip with 0 and 6) as soon as a group absorbs anything, so that one attribute
- * says everything.
+ * computes whole outputs: its chains stop before it. An elementwise op, a
+ * pool or a Concat of two that absorbed a DequantizeLinear (absorb.c rule
+ * 9, fuse_ew_head) is a head whose group is its QuantizeLinear alone, per
+ * tensor: the runtime computes it a tile, a plane or a block at a time
+ * (runtime/ops.c, op_run_ew, op_run_pool_tail, op_run_concat_tail). A
+ * `fused_activation` attribute (the bundled models) becomes an explicit
+ * epilogue entry (Relu, or Clip with 0 and 6) as soon as a group absorbs
+ * anything, so that one attribute says everything.
  *
  * Optional inputs the head omits are written as -1 before the epilogue
  * inputs (Conv/ConvTranspose: X, W, B; Gemm: A, B, C), so the k-th
@@ -167,7 +167,7 @@ static bool fuse_is_head(const mp_op *op) {
 static bool fuse_ew_head(const mp_op *op) {
   const pass_ew *ew = pass_ew_find(op->type);
   const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
-  bool pool = pass_pool_head(op);
+  bool pool = pass_pool_head(op) || strcmp(op->type, "Concat") == 0;
   if ((!pool && (!ew || ew->kind == PASS_EW_BATCHNORM ||
                  ew->kind == PASS_EW_VARIADIC)) ||
       !pro || pro->kind != MP_ATTR_STRING || !pro->s ||

@@ -284,6 +284,18 @@ run 0 plan $qp --passes all --order memory -o "$tmp/qp.json" &&
   has "$tmp/out" "Mul 1, Add 1, MaxPool 1"
 [ "$(py "$tmp/qp.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear', 'Sigmoid'))")" = "[('add', 'DequantizeLinear:0,DequantizeLinear:1', 'QuantizeLinear'), ('avg', 'DequantizeLinear:0', None), ('d2', None, None), ('gap', 'DequantizeLinear:0', None), ('m', 'DequantizeLinear:0', 'QuantizeLinear'), ('mi', None, None), ('mp', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_pool: the pools do not take their DequantizeLinears and QuantizeLinears"
 run 0 plan $qp --passes none && has "$tmp/out" "lower bound 92,160 B"
+# Concats of two between pairs (qdq_concat, absorb rule 9): pad writes
+# the dequantized input and zeros along the channels (a TensorFlow channel
+# Pad) and ends in its QuantizeLinear, the depthwise Conv dw reads the
+# same pair (rule 8); rows joins a dequantized and an f32 piece along H (8
+# outer blocks of 6,144 elements) into 8 bits; cols writes an f32 output;
+# three has three pieces, so d3 stays. 122,880 -> 83,712 B.
+qcc=tests/data/passes/qdq_concat.json
+run 0 plan $qcc --passes all --order memory -o "$tmp/qcc.json" &&
+  has "$tmp/out" "lower bound 83,712 B" && has "$tmp/out" "DequantizeLinear 5" &&
+  has "$tmp/out" "Concat 2"
+[ "$(py "$tmp/qcc.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] in ('Concat', 'DequantizeLinear'))")" = "[('cols', 'DequantizeLinear:1', None), ('d3', None, None), ('dc', None, None), ('pad', 'DequantizeLinear:0', 'QuantizeLinear'), ('rows', 'DequantizeLinear:0', 'QuantizeLinear'), ('three', None, None)]" ] && ok || bad "qdq_concat: the Concats do not take their DequantizeLinears and QuantizeLinears"
+run 0 plan $qcc --passes none && has "$tmp/out" "lower bound 122,880 B"
 # DequantizeLinears shared by their readers (qdq_shared, absorb rule 8):
 # deq0's two Convs and deq6's two MatMuls each widen the int8 tensor
 # themselves and both ops go; deq5 is also read by a Softmax, so it stays
