@@ -6,8 +6,11 @@
 # every op) with --passes none (file order) and with --passes all --order
 # memory, and whether both runs give the same output bits. A head widens
 # its operands a part at a time (runtime/ops.c: panels, blocks of rows,
-# bands of output rows), so some widening is done more than once; this
-# table is what that costs. Deterministic: fixed seeds, counts, no timing.
+# bands of output rows), so some widening is done more than once, and a
+# DequantizeLinear shared by several readers (absorb rule 8) is widened by
+# each of them (qdq_pool: an SE gate's pool, Mul and Add each widen the
+# input; qdq_concat: a depthwise Conv and two Concats); this table is what
+# that costs. Deterministic: fixed seeds, counts, no timing.
 #
 # usage: absorb_cost.sh SOURCE_DIR BUILD_DIR [--check]
 #   --check (the ctest bench_absorb_cost): also fail when any output
@@ -35,7 +38,8 @@ status=0
 printf '| %-12s | %11s | %11s | %9s | %13s | %13s | %6s | %s |\n' graph \
   "bound none" "bound all" workspace "instr none" "instr all" ratio "same bits"
 printf '|--------------|-------------|-------------|-----------|---------------|---------------|--------|-----------|\n'
-for m in qdq_conv qdq_dw qdq_mm qdq_gemm_ta cast_w dq_cnn dq_fc dq_half qdq_tail; do
+for m in qdq_conv qdq_dw qdq_mm qdq_gemm_ta cast_w dq_cnn dq_fc dq_half qdq_tail qdq_ew qdq_pool \
+  qdq_concat; do
   model=$src/tests/data/passes/$m.json
   for p in none all; do
     args=(--passes "$p")
