@@ -96,7 +96,8 @@
 #include "pass.h"
 
 /* Rule 9: an elementwise head (Add, Sub, Mul, Div, Clip or a unary op
- * but Not) with one f32 output and no attribute of mplan's. */
+ * but Not), a pool (pass_pool_head) or a Concat of two, with one f32
+ * output and no attribute of mplan's. */
 static bool ab_ew_head(const pass_ctx *c, const mp_op *op) {
   const pass_ew *ew = pass_ew_op(c->g, op);
   bool concat = strcmp(op->type, "Concat") == 0;

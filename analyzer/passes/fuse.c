@@ -162,8 +162,9 @@ static bool fuse_is_head(const mp_op *op) {
   return false;
 }
 
-/* An elementwise op that absorbed a DequantizeLinear (absorb.c rule 9):
- * its group is its QuantizeLinear alone (condition 7). */
+/* An elementwise op, a pool or a Concat of two that absorbed a
+ * DequantizeLinear (absorb.c rule 9): its group is its QuantizeLinear
+ * alone (condition 7). */
 static bool fuse_ew_head(const mp_op *op) {
   const pass_ew *ew = pass_ew_find(op->type);
   const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
