@@ -261,16 +261,17 @@ run 0 plan $qct --passes none && has "$tmp/out" "lower bound 36,864 B"
 # Relu, a Mul by a broadcast gate, a HardSigmoid whose f32 result is an
 # output, a Clip with bound inputs and a Sub with the dequantized input
 # second each read 8 bits a tile at a time, and all but the two whose
-# f32 results are outputs end in their QuantizeLinear; a1 writes over
-# the input's 8 bits (rule 2: the same type). dv's scale is per channel:
-# it stays. 92,160 -> 69,120 B.
+# f32 results are outputs end in their QuantizeLinear; a1, relu (whose
+# pair has no zero point) and m write over their inputs' 8 bits (rule 2:
+# the same type, uint8 all). dv's scale is per channel: it stays.
+# 92,160 -> 69,120 B.
 qe=tests/data/passes/qdq_ew.json
 run 0 plan $qe --passes all --order memory -o "$tmp/qe.json" &&
   has "$tmp/out" "lower bound 69,120 B" && has "$tmp/out" "DequantizeLinear 8" &&
   has "$tmp/out" "Add 1, Relu 1, Mul 1, Clip 1" &&
   has "$tmp/out" "prologue   a1 Add + DequantizeLinear: 2 x 30,720 x 1 = 61,440 B"
 [ "$(py "$tmp/qe.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear',))")" = "[('a1', 'DequantizeLinear:0,DequantizeLinear:1', 'QuantizeLinear'), ('av', None, None), ('c1', 'DequantizeLinear:0', 'QuantizeLinear'), ('cl', 'DequantizeLinear:0', 'QuantizeLinear'), ('dv', None, None), ('hs', 'DequantizeLinear:0', None), ('m', 'DequantizeLinear:0', 'QuantizeLinear'), ('relu', 'DequantizeLinear:0', 'QuantizeLinear'), ('sb', 'DequantizeLinear:1', None), ('sig', None, None)]" ] && ok || bad "qdq_ew: the elementwise ops do not take their DequantizeLinears and QuantizeLinears"
-[ "$(py "$tmp/qe.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['xq', 'r1q'], ['xvd', 'yv']]" ] && ok || bad "qdq_ew: a1 is not written over the quantized input"
+[ "$(py "$tmp/qe.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['xq', 'r1q', 'r2q', 'r3q'], ['xvd', 'yv']]" ] && ok || bad "qdq_ew: a1, relu and m are not written over their quantized inputs"
 run 0 plan $qe --passes none && has "$tmp/out" "lower bound 92,160 B"
 # Pools between pairs (qdq_pool, absorb rule 9): an SE gate's
 # GlobalAveragePool, its Mul and a residual Add each widen the shared
