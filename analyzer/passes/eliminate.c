@@ -18,6 +18,21 @@
  *      values that does not broadcast x to a larger shape.
  *   7. Dead ops: no output read by a live op, no graph output, no
  *      retained state, no control flow.
+ *   8. A move between two QDQ pairs of one scale and zero point: an op
+ *      that only moves, selects or repeats elements (el_move: Transpose,
+ *      the view ops, Slice, DepthToSpace, SpaceToDepth, a nearest Resize
+ *      but tf_crop_and_resize, MaxPool with one output, GlobalMaxPool, a
+ *      Concat) whose data inputs are all DequantizeLinear outputs and
+ *      whose output's one reader is a QuantizeLinear, all per tensor with
+ *      the same known scale s and zero point z, and the QuantizeLinear's
+ *      type the DequantizeLinears' inputs'. The op then reads the 8-bit
+ *      inputs and writes the QuantizeLinear's output; the QuantizeLinear
+ *      goes (and each DequantizeLinear no one else reads, by rule 7).
+ *      Exact: each output element is some input element n (for MaxPool
+ *      the largest; DequantizeLinear is monotone for s > 0), and
+ *      QuantizeLinear(DequantizeLinear(n)) = n: with m = n - z, |m| <=
+ *      255, fl(fl(m s) / s) is within 255 * 2^-23 of m, so it rounds to
+ *      m, for a normal s with 256 s finite (checked).
  *
  * Invariants:
  *   1. y is never a graph output or retained state: a graph output keeps
@@ -25,6 +40,7 @@
  *   2. Rules 1-6 read ops as already edited by this pass (rw->ops, and
  *      tensors through rw_resolve), so chains collapse in one pass.
  */
+#include <float.h>
 #include <string.h>
 
 #include "pass.h"
@@ -188,7 +204,111 @@ static bool el_neutral(const el_ctx *e, uint32_t o, int32_t y, int32_t *x) {
   return false;
 }
 
-/* Rules 1-6 on one op. */
+/* Rule 8: the data inputs of a move op o (0 when o is none). */
+static uint32_t el_move(const el_ctx *e, uint32_t o) {
+  static const char *const one[] = {
+      "Transpose", "Reshape",      "Flatten",      "Squeeze",      "Unsqueeze",
+      "Slice",     "DepthToSpace", "SpaceToDepth", "GlobalMaxPool"};
+  const rw_op *op = &e->rw->ops[o];
+  const mp_op *g = mp_graph_op(e->g, o);
+  if (op->n_outputs != 1 || op->n_inputs < 1) return 0;
+  for (size_t k = 0; k < sizeof one / sizeof *one; k++) {
+    if (strcmp(op->type, one[k]) == 0) return 1;
+  }
+  if (strcmp(op->type, "MaxPool") == 0) return 1;
+  if (strcmp(op->type, "Concat") == 0) return op->n_inputs;
+  if (strcmp(op->type, "Resize") == 0) {
+    const mp_attr *m = mp_op_attr(g, "mode");
+    const mp_attr *ct = mp_op_attr(g, "coordinate_transformation_mode");
+    bool nearest = !m || (m->kind == MP_ATTR_STRING && m->s &&
+                          strcmp(m->s, "nearest") == 0);
+    bool crop = ct && ct->kind == MP_ATTR_STRING && ct->s &&
+                strcmp(ct->s, "tf_crop_and_resize") == 0;
+    return nearest && !crop ? 1 : 0;
+  }
+  return 0;
+}
+
+/* Rule 8: the known per-tensor scale *s and zero point *z of
+ * QuantizeLinear or DequantizeLinear o (of type type). */
+static bool el_qparams(const el_ctx *e, uint32_t o, const char *type, double *s,
+                       int64_t *z) {
+  const rw_op *op = &e->rw->ops[o];
+  if (op->dead || strcmp(op->type, type) != 0 || op->n_inputs < 2 ||
+      op->n_inputs > 3 || op->n_outputs != 1 ||
+      pass_attr_int(mp_graph_op(e->g, o), "block_size", 0) != 0) {
+    return false;
+  }
+  int32_t st = el_input(e, o, 1), zt = el_input(e, o, 2);
+  if (st < 0) return false;
+  const mp_tensor *sc = mp_graph_tensor(e->g, (size_t)st);
+  if (sc->dtype != MP_DTYPE_F32 || !sc->value || sc->value->n != 1 ||
+      !sc->value->f) {
+    return false;
+  }
+  *s = sc->value->f[0];
+  *z = 0;
+  if (zt >= 0) {
+    const mp_tensor *zp = mp_graph_tensor(e->g, (size_t)zt);
+    if (!zp->value || zp->value->n != 1 || !zp->value->i) return false;
+    *z = zp->value->i[0];
+  }
+  return *s >= FLT_MIN && *s <= FLT_MAX / 256;
+}
+
+/* The one live op reading resolved tensor t once, or -1. */
+static int32_t el_sole_reader(const el_ctx *e, int32_t t) {
+  int32_t r = -1;
+  for (size_t o = 0; o < mp_graph_op_count(e->g); o++) {
+    const rw_op *op = &e->rw->ops[o];
+    for (uint32_t k = 0; !op->dead && k < op->n_inputs; k++) {
+      if (rw_resolve(e->rw, op->inputs[k]) != t) continue;
+      if (r >= 0) return -1;
+      r = (int32_t)o;
+    }
+  }
+  return r;
+}
+
+/* Rule 8 on move op o with output y. */
+static mp_status el_requant(el_ctx *e, uint32_t o, int32_t y, uint32_t n,
+                            mp_error *err) {
+  const rw_op *op = &e->rw->ops[o];
+  int32_t q = el_sole_reader(e, y);
+  double sq, s;
+  int64_t zq, z;
+  if (q < 0 || el_input(e, (uint32_t)q, 0) != y ||
+      !el_qparams(e, (uint32_t)q, "QuantizeLinear", &sq, &zq)) {
+    return MP_OK;
+  }
+  int32_t yq = e->rw->ops[q].outputs[0];
+  mp_dtype qt = mp_graph_tensor(e->g, (size_t)yq)->dtype;
+  int32_t *in = rw_alloc(e->rw, op->n_inputs, sizeof *in, err);
+  if (!in) return MP_ERR_NOMEM;
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    in[k] = el_input(e, o, k);
+    if (k >= n) continue;
+    int32_t d = el_writer(e, in[k]);
+    if (d < 0 || !el_qparams(e, (uint32_t)d, "DequantizeLinear", &s, &z) ||
+        s != sq || z != zq) {
+      return MP_OK;
+    }
+    in[k] = el_input(e, (uint32_t)d, 0);
+    if (in[k] < 0 || mp_graph_tensor(e->g, (size_t)in[k])->dtype != qt ||
+        (qt != MP_DTYPE_I8 && qt != MP_DTYPE_U8)) {
+      return MP_OK;
+    }
+  }
+  mp_status st = rw_set_inputs(e->rw, o, in, op->n_inputs, err);
+  if (st == MP_OK) st = rw_set_outputs(e->rw, o, &yq, 1, err);
+  if (st == MP_OK) {
+    rw_kill(e->rw, (uint32_t)q);
+    pass_tally(e->c, "QDQ pair around a move");
+  }
+  return st;
+}
+
+/* Rules 1-6 and 8 on one op. */
 static mp_status el_op(el_ctx *e, uint32_t o, mp_error *err) {
   const rw_op *op = &e->rw->ops[o];
   if (op->dead || op->n_outputs == 0) return MP_OK;
@@ -207,12 +327,15 @@ static mp_status el_op(el_ctx *e, uint32_t o, mp_error *err) {
       el_same(e, o, y, src, "Transpose pair");
     }
   } else if (el_is_view(op->type) && op->n_outputs == 1) {
-    return el_view(e, o, y, err);
+    mp_status st = el_view(e, o, y, err);
+    if (st != MP_OK) return st;
   } else if (el_neutral(e, o, y, &x)) {
     el_same(e, o, y, x,
             op->type[0] == 'M' || op->type[0] == 'D' ? "multiply by one"
                                                      : "add zero");
   }
+  uint32_t n = el_move(e, o);
+  if (n && !e->rw->ops[o].dead) return el_requant(e, o, y, n, err);
   return MP_OK;
 }
 

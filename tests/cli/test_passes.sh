@@ -297,6 +297,16 @@ run 0 plan $qcc --passes all --order memory -o "$tmp/qcc.json" &&
   has "$tmp/out" "Concat 2"
 [ "$(py "$tmp/qcc.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] in ('Concat', 'DequantizeLinear'))")" = "[('cols', 'DequantizeLinear:1', None), ('d3', None, None), ('dc', None, None), ('pad', 'DequantizeLinear:0', 'QuantizeLinear'), ('rows', 'DequantizeLinear:0', 'QuantizeLinear'), ('three', None, None)]" ] && ok || bad "qdq_concat: the Concats do not take their DequantizeLinears and QuantizeLinears"
 run 0 plan $qcc --passes none && has "$tmp/out" "lower bound 122,880 B"
+# Moves between pairs of one scale and zero point (qdq_move, eliminate
+# rule 8): a Transpose, a padded MaxPool, a nearest Resize, a Concat
+# reading one pair twice and a Reshape each read the 8-bit values and
+# write the next pair's (QuantizeLinear(DequantizeLinear(n)) = n); t2's
+# QuantizeLinear has another scale, so its pairs stay. 36,864 -> 6,144 B.
+qm=tests/data/passes/qdq_move.json
+run 0 plan $qm --passes all --order memory -o "$tmp/qm.json" &&
+  has "$tmp/out" "lower bound 6,144 B" && has "$tmp/out" "QDQ pair around a move 5, dead op 5"
+[ "$(py "$tmp/qm.json" "[(e['op'], e['inputs'][0], e['outputs'][0]) for e in d['execution'] if e['type'] not in ('QuantizeLinear', 'DequantizeLinear')]")" = "[('tp', 'xq', 'trq'), ('mp', 'trq', 'mpq'), ('rs', 'mpq', 'rsq'), ('cc', 'trq', 'ccq'), ('rp', 'ccq', 'y1'), ('t2', 'x2d', 't2')]" ] && ok || bad "qdq_move: the moves do not read and write the 8-bit values"
+run 0 plan $qm --passes none && has "$tmp/out" "lower bound 36,864 B"
 # DequantizeLinears shared by their readers (qdq_shared, absorb rule 8):
 # deq0's two Convs and deq6's two MatMuls each widen the int8 tensor
 # themselves and both ops go; deq5 is also read by a Softmax, so it stays
