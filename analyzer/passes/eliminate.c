@@ -32,7 +32,8 @@
  *      the largest; DequantizeLinear is monotone for s > 0), and
  *      QuantizeLinear(DequantizeLinear(n)) = n: with m = n - z, |m| <=
  *      255, fl(fl(m s) / s) is within 255 * 2^-23 of m, so it rounds to
- *      m, for a normal s with 256 s finite (checked).
+ *      m, for a normal s with 256 s finite (checked), the division in
+ *      f32 or f64 (opset 23's precision).
  *
  * Invariants:
  *   1. y is never a graph output or retained state: a graph output keeps
@@ -239,6 +240,10 @@ static bool el_qparams(const el_ctx *e, uint32_t o, const char *type, double *s,
       pass_attr_int(mp_graph_op(e->g, o), "block_size", 0) != 0) {
     return false;
   }
+  /* opset 23's precision: the division in f32 (1) or f64 (11) only (in
+   * bf16 the error above could reach one step) */
+  int64_t prec = pass_attr_int(mp_graph_op(e->g, o), "precision", 1);
+  if (prec != 0 && prec != 1 && prec != 11) return false;
   int32_t st = el_input(e, o, 1), zt = el_input(e, o, 2);
   if (st < 0) return false;
   const mp_tensor *sc = mp_graph_tensor(e->g, (size_t)st);
