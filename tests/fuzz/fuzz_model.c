@@ -116,6 +116,38 @@ static void fuzz_cost(const mp_graph *g, double *work, double *bytes) {
       }
       per += taps;
     }
+    /* RoiAlign samples a grid in each bin, 4 taps a sample: sampling_ratio
+     * a side, or with 0 (adaptive) ceil(box side / bins) for each box --
+     * the boxes are data: their values when constant, else the runtime's
+     * limit a side (MP_K_ROI_MAX_GRID) */
+    if (strcmp(op->type, "RoiAlign") == 0 && op->n_inputs >= 2 &&
+        op->inputs[1] >= 0) {
+      const mp_attr *a = mp_op_attr(op, "sampling_ratio");
+      const mp_attr *oh = mp_op_attr(op, "output_height");
+      const mp_attr *ow = mp_op_attr(op, "output_width");
+      const mp_attr *ss = mp_op_attr(op, "spatial_scale");
+      const mp_value *v = mp_graph_tensor(g, (uint32_t)op->inputs[1])->value;
+      double sr = a && a->kind == MP_ATTR_INT ? (double)a->i : 0;
+      double bins[2] = {oh && oh->kind == MP_ATTR_INT ? (double)oh->i : 1,
+                        ow && ow->kind == MP_ATTR_INT ? (double)ow->i : 1};
+      double sc = ss && ss->kind == MP_ATTR_FLOAT ? ss->f : 1, grid = sr * sr;
+      if (sr <= 0 && v && v->f && v->n >= 4) {
+        for (size_t r = 0; r + 4 <= v->n; r += 4) {
+          double g2 = 1;
+          for (int j = 0; j < 2; j++) {
+            double side = ceil(fabs(v->f[r + 3 - j] - v->f[r + 1 - j]) * sc /
+                               (bins[j] > 0 ? bins[j] : 1));
+            g2 *= side < 1                   ? 1
+                  : side > MP_K_ROI_MAX_GRID ? MP_K_ROI_MAX_GRID
+                                             : side;
+          }
+          grid = g2 > grid ? g2 : grid;
+        }
+      } else if (sr <= 0) {
+        grid = (double)MP_K_ROI_MAX_GRID * MP_K_ROI_MAX_GRID;
+      }
+      per += 4 * grid;
+    }
     /* the reference DFT sums over the whole axis for every output */
     if (op->n_inputs && op->inputs[0] >= 0 &&
         (strcmp(op->type, "DFT") == 0 || strcmp(op->type, "STFT") == 0)) {
