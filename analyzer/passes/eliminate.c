@@ -279,6 +279,13 @@ static int32_t el_sole_reader(const el_ctx *e, int32_t t) {
 static mp_status el_requant(el_ctx *e, uint32_t o, int32_t y, uint32_t n,
                             mp_error *err) {
   const rw_op *op = &e->rw->ops[o];
+  /* y's one reader in the source graph is a QuantizeLinear (cheap), and
+   * still its one reader after the edits (rw_replace adds readers) */
+  const mp_tensor *yt = mp_graph_tensor(e->g, (size_t)y);
+  if (yt->n_consumers != 1 || strcmp(mp_graph_op(e->g, yt->consumers[0])->type,
+                                     "QuantizeLinear") != 0) {
+    return MP_OK;
+  }
   int32_t q = el_sole_reader(e, y);
   double sq, s;
   int64_t zq, z;
