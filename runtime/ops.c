@@ -586,21 +586,22 @@ static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
   int64_t ch = y->shape.rank >= 2 ? y->shape.dims[1] : 1;
   bool conv =
       c->op->kernel == MP_BOP_CONV || c->op->kernel == MP_BOP_CONV_TRANSPOSE;
-  bool mm = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
-            c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY ||
-            c->op->kernel == MP_BOP_MAXPOOL ||
-            c->op->kernel == MP_BOP_AVGPOOL || c->op->kernel == MP_BOP_CONCAT;
-  if (!last || !(conv || mm) || e->n_extra != 2 || !s) {
+  /* the others quantize per tensor only */
+  bool one = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
+             c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY ||
+             c->op->kernel == MP_BOP_MAXPOOL ||
+             c->op->kernel == MP_BOP_AVGPOOL || c->op->kernel == MP_BOP_CONCAT;
+  if (!last || !(conv || one) || e->n_extra != 2 || !s) {
     return op_fail(c,
                    "epilogue QuantizeLinear ends a Conv's, ConvTranspose's, "
                    "Gemm's, MatMul's, elementwise op's, pool's or Concat's "
                    "epilogue only, "
                    "with a scale and a zero point or none");
   }
-  if (mm && op_count(s) != 1) {
+  if (one && op_count(s) != 1) {
     return op_fail(c,
-                   "epilogue QuantizeLinear of a Gemm, MatMul or "
-                   "elementwise op: scale '%s' is not one value",
+                   "epilogue QuantizeLinear of an op other than a Conv: "
+                   "scale '%s' is not one value",
                    s->name);
   }
   if (y->dtype != MP_KD_I8 && y->dtype != MP_KD_U8) {
@@ -2158,14 +2159,36 @@ static bool op_check_dq8(op_ctx *c, const op_tail *t, uint32_t own,
                          0, 0);
 }
 
-/* The f32 value *y such a head computes: its output, or under a
- * QuantizeLinear tail that output's f32 view. */
-static bool op_check_f32_value(op_ctx *c, const op_tail *t, mp_btensor *y) {
+/* The tail of such a head (what: the op, for the message): only
+ * DequantizeLinear prologues and at most a QuantizeLinear after; and the
+ * f32 value *y it computes: its output, or under the QuantizeLinear that
+ * output's f32 view. */
+static bool op_check_dq_head(op_ctx *c, const op_tail *t, uint32_t own,
+                             const char *what, mp_btensor *y) {
   const mp_btensor *yq = op_out(c, 0);
+  if (!t->n_dq || t->n_pro != t->n_dq || t->n_epi > 1 ||
+      (t->n_epi && !op_quant_tail(t))) {
+    return op_fail(c,
+                   "%s takes DequantizeLinear prologues and one "
+                   "QuantizeLinear after it, nothing else",
+                   what);
+  }
   *y = op_epi_value(t, yq);
-  if (y->dtype == MP_KD_F32) return true;
-  return op_fail(c, "output '%s' is %s (f32, or 8-bit after a QuantizeLinear)",
-                 yq->name, mp_kd_name(yq->dtype));
+  if (y->dtype != MP_KD_F32) {
+    return op_fail(c,
+                   "output '%s' is %s (f32, or 8-bit after a QuantizeLinear)",
+                   yq->name, mp_kd_name(yq->dtype));
+  }
+  return !t->n_epi || op_check_quant_tail(c, true, &t->epi[0], own, yq);
+}
+
+/* The QuantizeLinear ending such a head's epilogue over n f32 values at
+ * src, into output elements [e0, e0 + n). */
+static void op_quant_into(op_ctx *c, const op_tail *t, uint32_t own,
+                          const float *src, int64_t e0, int64_t n) {
+  const mp_btensor *yq = op_out(c, 0);
+  op_epi_quant(c, t, own, yq, 0, src, n,
+               (char *)op_pout(c, 0) + (size_t)e0 * mp_kd_size(yq->dtype));
 }
 
 static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
@@ -2178,15 +2201,9 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
       (binary && !op_in(c, 1))) {
     return op_fail(c, "bad arity");
   }
-  if (!t.n_dq || t.n_pro != t.n_dq || t.n_epi > 1 ||
-      (t.n_epi && !op_quant_tail(&t))) {
-    return op_fail(c,
-                   "an elementwise op takes DequantizeLinear prologues and "
-                   "one QuantizeLinear after it, nothing else");
-  }
   const mp_btensor *yq = op_out(c, 0);
   mp_btensor y, v[2];
-  if (!op_check_f32_value(c, &t, &y)) return false;
+  if (!op_check_dq_head(c, &t, own, "an elementwise op", &y)) return false;
   for (uint32_t k = 0; k < nk; k++) {
     const mp_btensor *x = op_in(c, k);
     v[k] = *x;
@@ -2230,9 +2247,6 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
     }
     if (!op_expect_shape(c, &y, &v[0].shape)) return false;
   }
-  if (t.n_epi && !op_check_quant_tail(c, true, &t.epi[0], own, yq)) {
-    return false;
-  }
   /* a tile of each widened input and of the f32 result */
   c->need_ws += (t.n_pro + t.n_epi) * (op_epi_tile_bytes(&y) + 64);
   return true;
@@ -2259,7 +2273,6 @@ static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
     if (op_pin(c, 1)) p.alpha = mp_k_load(op_pin(c, 1), MP_KD_F32, 0);
     if (op_pin(c, 2)) p.beta = mp_k_load(op_pin(c, 2), MP_KD_F32, 0);
   }
-  size_t qs = mp_kd_size(yq->dtype);
   int64_t idx[MP_K_MAX_RANK] = {0};
   for (int64_t e0 = 0; e0 < n; e0 += tile) {
     const void *pk[2] = {NULL, NULL};
@@ -2280,10 +2293,7 @@ static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
     } else {
       OP_K(unary)((mp_kunary)code, &p, MP_KD_F32, pk[0], out, (size_t)tile);
     }
-    if (wy) {
-      op_epi_quant(c, &t, own, yq, 0, wy, tile,
-                   (char *)op_pout(c, 0) + (size_t)e0 * qs);
-    }
+    if (wy) op_quant_into(c, &t, own, wy, e0, tile);
     for (uint32_t d = s; d-- > 0;) {
       if (++idx[d] < y.shape.dims[d]) break;
       idx[d] = 0;
@@ -2945,18 +2955,14 @@ static bool op_check_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p) {
   if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
   const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
   if (!x || c->op->n_out != 1 || op_own(c, &t) != 1 || t.n_dq != 1 ||
-      t.n_pro != 1 || !t.pro[0].kind || t.n_epi > 1 ||
-      (t.n_epi && !op_quant_tail(&t))) {
-    return op_fail(c,
-                   "a pool takes a DequantizeLinear prologue on its input "
-                   "and one QuantizeLinear after it, nothing else");
+      !t.pro[0].kind) {
+    return op_fail(c, "a pool takes a DequantizeLinear prologue on its input");
   }
   mp_btensor y, xf = *x;
-  if (!op_check_dq8(c, &t, 1, 0) || !op_check_f32_value(c, &t, &y)) {
+  if (!op_check_dq_head(c, &t, 1, "a pool", &y) || !op_check_dq8(c, &t, 1, 0)) {
     return false;
   }
   if (op_aliases(x, yq)) return op_fail(c, "pooling does not run in place");
-  if (t.n_epi && !op_check_quant_tail(c, true, &t.epi[0], 1, yq)) return false;
   xf.dtype = MP_KD_F32;
   if (!op_pool_shapes(c, p, &xf, &y)) return false;
   int64_t planes = x->shape.dims[0] * x->shape.dims[1];
@@ -2979,7 +2985,6 @@ static void op_run_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p, bool max) {
   mp_kpool k;
   op_kpool(p, &xs, &ys, &k);
   float *wx = op_ws_take(c, xin), *wy = t.n_epi ? op_ws_take(c, yin) : NULL;
-  size_t qs = mp_kd_size(yq->dtype);
   for (int64_t pl = 0; pl < planes; pl++) {
     const float *px = op_widen_range(c, &t, 1, 0, pl * xin, xin, wx);
     float *out = wy ? wy : (float *)op_pout(c, 0) + pl * yin;
@@ -2988,10 +2993,7 @@ static void op_run_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p, bool max) {
     } else {
       OP_K(avgpool)(&k, MP_KD_F32, px, out);
     }
-    if (wy) {
-      op_epi_quant(c, &t, 1, yq, 0, wy, yin,
-                   (char *)op_pout(c, 0) + (size_t)(pl * yin) * qs);
-    }
+    if (wy) op_quant_into(c, &t, 1, wy, pl * yin, yin);
   }
 }
 
@@ -3158,14 +3160,11 @@ static bool op_check_concat_tail(op_ctx *c, op_rd *r, int64_t axis) {
   rd_tail(r, &t);
   if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
   const mp_btensor *yq = op_out(c, 0);
-  if (op_own(c, &t) != 2 || !op_in(c, 0) || !op_in(c, 1) || !t.n_dq ||
-      t.n_pro != t.n_dq || t.n_epi > 1 || (t.n_epi && !op_quant_tail(&t))) {
-    return op_fail(c,
-                   "a Concat of two takes DequantizeLinear prologues and one "
-                   "QuantizeLinear after it, nothing else");
+  if (op_own(c, &t) != 2 || !op_in(c, 0) || !op_in(c, 1)) {
+    return op_fail(c, "bad arity");
   }
   mp_btensor y, v[2];
-  if (!op_check_f32_value(c, &t, &y)) return false;
+  if (!op_check_dq_head(c, &t, 2, "a Concat of two", &y)) return false;
   for (uint32_t k = 0; k < 2; k++) {
     const mp_btensor *x = op_in(c, k);
     v[k] = *x;
@@ -3179,7 +3178,6 @@ static bool op_check_concat_tail(op_ctx *c, op_rd *r, int64_t axis) {
     }
   }
   if (!op_concat_shapes(c, false, &y, v, 2, axis)) return false;
-  if (t.n_epi && !op_check_quant_tail(c, true, &t.epi[0], 2, yq)) return false;
   if (t.n_epi) c->need_ws += OP_EPI_TILE * 4 + 64;
   return true;
 }
@@ -3195,7 +3193,6 @@ static void op_run_concat_tail(op_ctx *c, op_rd *r, int64_t axis) {
     if ((int64_t)i > axis) inner *= y.shape.dims[i];
   }
   float *w = t.n_epi ? op_ws_take(c, OP_EPI_TILE) : NULL;
-  size_t qs = mp_kd_size(yq->dtype);
   int64_t total = y.shape.dims[axis], off = 0;
   for (uint32_t k = 0; k < 2; k++) {
     int64_t len = op_in(c, k)->shape.dims[axis], blk = len * inner;
@@ -3214,8 +3211,7 @@ static void op_run_concat_tail(op_ctx *c, op_rd *r, int64_t axis) {
           continue;
         }
         if (t.pro[k].kind) f = op_widen_range(c, &t, 2, k, src + e, m, w);
-        op_epi_quant(c, &t, 2, yq, 0, f, m,
-                     (char *)op_pout(c, 0) + (size_t)(dst + e) * qs);
+        op_quant_into(c, &t, 2, f, dst + e, m);
       }
     }
     off += len;

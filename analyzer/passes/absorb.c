@@ -218,9 +218,8 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
   const mp_tensor *yt[2];
   int32_t yid[2] = {-1, -1};
   uint32_t own = h->n_inputs, extra = 0, n_dq = 0;
-  if (own < mp_op_head_arity(mp_graph_op(g, head))) {
-    own = mp_op_head_arity(mp_graph_op(g, head)); /* Conv, Gemm, Clip */
-  }
+  uint32_t arity = mp_op_head_arity(mp_graph_op(g, head));
+  if (own < arity) own = arity; /* Conv's, Gemm's, Clip's omitted inputs */
   for (uint32_t j = 0; j < n; j++) {
     yid[j] = h->inputs[ks[j]];
     yt[j] = mp_graph_tensor(g, (size_t)yid[j]);
