@@ -25,6 +25,11 @@
  *      Loop whose condition never turns false on the seeded inputs ends
  *      in one line, not after MP_RT_LOOP_MAX iterations of each nested
  *      Loop.
+ *   7. A checksum is a sum over the tensor's 8-byte words, each mixed with
+ *      its offset, so that the words a write covers can be taken out and
+ *      put back: between two iterations of a LOOP only the slice each
+ *      scan output gained is hashed again (rt_loop_back), not the whole
+ *      output, which made poison runs quadratic in the trip count.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -47,6 +52,7 @@ struct mp_rt {
   unsigned char **base;   /* per region: aligned start */
   unsigned char **ptr;    /* per tensor: first byte */
   uint64_t *sum;          /* per tensor: checksum */
+  uint64_t *pre;          /* per tensor: a LOOP scan slice's sum before */
   bool *valid;            /* per tensor: holds a recorded checksum */
   bool *reported;         /* per tensor: already named in an event */
   unsigned char **shadow; /* per tensor: shadow copy (produced tensors) */
@@ -85,18 +91,26 @@ bool mp_event_kind_parse(const char *name, mp_event_kind *out) {
   return false;
 }
 
-/* 64-bit checksum: FNV-1a over 8-byte words (and the tail bytes). */
-static uint64_t rt_hash(const unsigned char *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325u;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0x100000001b3u;
-    h ^= h >> 29;
+/* The part of the checksum of the n bytes at p (invariant 7) that the
+ * 8-byte words overlapping [lo, hi) give: each word (the last one padded
+ * with zeros) mixed with its offset by splitmix64's finalizer. */
+static uint64_t rt_hash_span(const unsigned char *p, size_t n, size_t lo,
+                             size_t hi) {
+  uint64_t h = 0;
+  for (size_t i = lo & ~(size_t)7; i < hi && i < n; i += 8) {
+    uint64_t w = 0;
+    memcpy(&w, p + i, n - i < 8 ? n - i : 8);
+    w ^= (uint64_t)i * 0x9e3779b97f4a7c15u;
+    w = (w ^ (w >> 30)) * 0xbf58476d1ce4e5b9u;
+    w = (w ^ (w >> 27)) * 0x94d049bb133111ebu;
+    h += w ^ (w >> 31);
   }
-  for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3u;
   return h;
+}
+
+/* 64-bit checksum of n bytes. */
+static uint64_t rt_hash(const unsigned char *p, size_t n) {
+  return rt_hash_span(p, n, 0, n);
 }
 
 void mp_rt_destroy(mp_rt *rt) {
@@ -107,6 +121,7 @@ void mp_rt_destroy(mp_rt *rt) {
   mp_free(a, rt->base);
   mp_free(a, rt->ptr);
   mp_free(a, rt->sum);
+  mp_free(a, rt->pre);
   mp_free(a, rt->valid);
   mp_free(a, rt->reported);
   mp_free(a, rt->shadow);
@@ -152,6 +167,7 @@ static mp_status rt_alloc_tables(mp_rt *rt, mp_error *err) {
   size_t ni = mp_bundle_input_count(b), shadow = 0, staged = 0;
   rt->ptr = mp_calloc(a, nt + 1, sizeof *rt->ptr);
   rt->sum = mp_calloc(a, nt + 1, sizeof *rt->sum);
+  rt->pre = mp_calloc(a, nt + 1, sizeof *rt->pre);
   rt->valid = mp_calloc(a, nt + 1, sizeof *rt->valid);
   rt->reported = mp_calloc(a, nt + 1, sizeof *rt->reported);
   rt->shadow = mp_calloc(a, nt + 1, sizeof *rt->shadow);
@@ -161,9 +177,9 @@ static mp_status rt_alloc_tables(mp_rt *rt, mp_error *err) {
   rt->visits = mp_calloc(a, mp_bundle_op_count(b) + 1, sizeof *rt->visits);
   rt->events = mp_calloc(a, rt->o.max_events, sizeof *rt->events);
   rt->ws = mp_calloc(a, mp_bundle_workspace(b) + 64, 1);
-  if (!rt->ptr || !rt->sum || !rt->valid || !rt->reported || !rt->shadow ||
-      !rt->staged || !rt->ivs || !rt->released || !rt->visits || !rt->events ||
-      !rt->ws) {
+  if (!rt->ptr || !rt->sum || !rt->pre || !rt->valid || !rt->reported ||
+      !rt->shadow || !rt->staged || !rt->ivs || !rt->released || !rt->visits ||
+      !rt->events || !rt->ws) {
     return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
   }
   for (size_t t = 0; t < nt; t++) {
@@ -608,13 +624,62 @@ static void rt_check_inputs_kept(mp_rt *rt, size_t k) {
   }
 }
 
-/* Before another iteration of the LOOP at step l: in poison mode the
- * tensors it wrote for it are produced again, and every buffer the body
+/* The sums of the slices iteration iter of the LOOP at step l writes into
+ * its recorded scan outputs, before mp_rt_loop_end writes them. */
+static void rt_loop_pre(mp_rt *rt, size_t l, int64_t iter) {
+  const mp_bopr *op = mp_bundle_op(rt->b, l);
+  for (uint32_t i = 0; i < op->n_out; i++) {
+    uint32_t t = op->out[i];
+    uint64_t lo, hi;
+    if (rt->valid[t] && mp_rt_loop_span(rt->b, l, i, iter, &lo, &hi)) {
+      rt->pre[t] =
+          rt_hash_span(rt->ptr[t], (size_t)mp_bundle_tensor(rt->b, t)->bytes,
+                       (size_t)lo, (size_t)hi);
+    }
+  }
+}
+
+/* Output i of the LOOP at step l, when it is a scan output recorded
+ * before iteration iter: its checksum and shadow copy take the slice the
+ * iteration wrote (rt_loop_pre took out what was there), and the rest
+ * keeps what was recorded. */
+static bool rt_loop_slice(mp_rt *rt, size_t l, uint32_t i, int64_t iter) {
+  uint32_t t = mp_bundle_op(rt->b, l)->out[i];
+  uint64_t lo, hi;
+  if (!rt->valid[t] || !mp_rt_loop_span(rt->b, l, i, iter, &lo, &hi)) {
+    return false;
+  }
+  size_t n = (size_t)mp_bundle_tensor(rt->b, t)->bytes;
+  rt->sum[t] +=
+      rt_hash_span(rt->ptr[t], n, (size_t)lo, (size_t)hi) - rt->pre[t];
+  if (rt->shadow[t]) {
+    memcpy(rt->shadow[t] + lo, rt->ptr[t] + lo, (size_t)(hi - lo));
+  }
+  return true;
+}
+
+/* After the last iteration of the LOOP at step l: a scan output recorded
+ * before holds the rows of the earlier iterations and the last slice;
+ * any other byte that changed was written by an op of the body, an event
+ * named after the LOOP (--paranoid names the op). */
+static void rt_loop_last(mp_rt *rt, size_t l, int64_t iter) {
+  const mp_bopr *op = mp_bundle_op(rt->b, l);
+  for (uint32_t i = 0; i < op->n_out; i++) {
+    if (rt_loop_slice(rt, l, i, iter)) {
+      rt_verify(rt, op->out[i], (int32_t)l, (int32_t)l, RT_AFTER_OP, -1);
+    }
+  }
+}
+
+/* Before iteration iter + 1 of the LOOP at step l: in poison mode the
+ * tensors it wrote for it are produced again (a scan output recorded
+ * before, only the slice iteration iter wrote: invariant 7; rt_loop_pre
+ * ran before the slices were written), and every buffer the body
  * writes afresh is released (invariant 2): born inside the body (after
  * the enter step, before l) and written only by ops the loop repeats
  * (an enclosing loop may hold it past l). A tensor an op of the
  * enclosing graph wrote between them (once) keeps its bytes. */
-static void rt_loop_back(mp_rt *rt, size_t l) {
+static void rt_loop_back(mp_rt *rt, size_t l, int64_t iter) {
   const mp_bundle *b = rt->b;
   const mp_bopr *op = mp_bundle_op(b, l);
   int32_t enter = (int32_t)mp_rt_loop_enter(b, l);
@@ -622,7 +687,9 @@ static void rt_loop_back(mp_rt *rt, size_t l) {
   size_t nb = mp_bundle_buffer_count(b), nt = mp_bundle_tensor_count(b);
   uint32_t *mark = rt->released; /* free until rt_release */
   for (uint32_t i = 0; i < e->n_out; i++) rt_record(rt, e->out[i]);
-  for (uint32_t i = 0; i < op->n_out; i++) rt_record(rt, op->out[i]);
+  for (uint32_t i = 0; i < op->n_out; i++) {
+    if (!rt_loop_slice(rt, l, i, iter)) rt_record(rt, op->out[i]);
+  }
   for (size_t i = 0; i < nb; i++) {
     const mp_bbuffer *u = mp_bundle_buffer(b, i);
     mark[i] =
@@ -671,13 +738,15 @@ static mp_status rt_loop(mp_rt *rt, size_t k, mp_error *err) {
   for (int64_t iter = 0;; iter++) {
     char why[300];
     bool more = false;
+    if (rt->o.poison) rt_loop_pre(rt, k, iter);
     if (!mp_rt_loop_end(b, k, rt->ptr, iter, &more, why, sizeof why)) {
       return mp_error_set(err, MP_ERR_BAD_INPUT, "op '%s' (%s) at step %zu: %s",
                           op->name, op->type, k, why);
     }
+    if (!more && rt->o.poison) rt_loop_last(rt, k, iter);
     if (!more || rt->stop) return MP_OK;
     if (!rt_count(rt, k, err)) return MP_ERR_BAD_INPUT;
-    if (rt->o.poison) rt_loop_back(rt, k);
+    if (rt->o.poison) rt_loop_back(rt, k, iter);
     rt->act_enter[rt->n_act] = (int32_t)enter;
     rt->act_end[rt->n_act++] = (int32_t)k;
     mp_status st = MP_OK;

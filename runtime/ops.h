@@ -41,6 +41,13 @@ bool mp_rt_op_vector(const mp_bundle *b, size_t step);
 /* LOOP ops (ops_loop.c): the step of the enter op of the LOOP at step. */
 size_t mp_rt_loop_enter(const mp_bundle *b, size_t step);
 
+/* The bytes [*lo, *hi) of the LOOP at step's output out that iteration
+ * iter's scan slice covers (mp_rt_loop_end writes them, and for a slice
+ * along an inner axis some bytes between); false when out is not a scan
+ * output. */
+bool mp_rt_loop_span(const mp_bundle *b, size_t step, uint32_t out,
+                     int64_t iter, uint64_t *lo, uint64_t *hi);
+
 /* The end of iteration iter (from 0) of the LOOP at step: writes the
  * iteration's scan slices, then sets *more and either writes the enter
  * op's outputs for the next iteration or the LOOP's outputs. False (why

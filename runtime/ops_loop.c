@@ -311,6 +311,27 @@ size_t mp_rt_loop_enter(const mp_bundle *b, size_t step) {
   return (size_t)mp_bundle_op(b, step)->params[1];
 }
 
+bool mp_rt_loop_span(const mp_bundle *b, size_t step, uint32_t out,
+                     int64_t iter, uint64_t *lo, uint64_t *hi) {
+  const mp_bopr *o = mp_bundle_op(b, step);
+  lp_shape s;
+  lp_parts(b, o, step, &s); /* checked at load */
+  if (out < s.n_carried || out >= s.n_carried + s.n_scan_out) return false;
+  uint32_t k = out - s.n_carried;
+  const mp_btensor *y = mp_bundle_tensor(b, o->out[out]);
+  int64_t ax = s.kind == LP_SCAN ? o->params[6 + k] : 0;
+  bool rev = s.kind == LP_SCAN && o->params[6 + s.n_scan_out + k];
+  int64_t idx = rev ? y->shape.dims[ax] - 1 - iter : iter;
+  int64_t outer, len, inner;
+  op_split3(&y->shape, ax, false, &outer, &len, &inner);
+  if (outer <= 0 || idx < 0 || idx >= len) return false;
+  uint64_t row = (uint64_t)inner * mp_kd_size(y->dtype);
+  /* lp_slice's rows: the first of the first block to the last's end */
+  *lo = (uint64_t)idx * row;
+  *hi = ((uint64_t)(outer - 1) * (uint64_t)len + (uint64_t)idx + 1) * row;
+  return true;
+}
+
 bool mp_rt_loop_end(const mp_bundle *b, size_t step, unsigned char *const *ptr,
                     int64_t iter, bool *more, char *why, size_t cap) {
   op_ctx cx = {b, mp_bundle_op(b, step), step, why, cap, ptr, NULL, 0, NULL, 0};

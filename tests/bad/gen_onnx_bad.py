@@ -771,6 +771,24 @@ save("tests/data/loop_forever.onnx.bin",
            [vi("x", F, [1])], [vi("x_out", F, [1])],
            [numpy_helper.from_array(np.array(1000, np.int64), "trip1000")], opset=13))
 
+# A Loop of n trips (n a graph input: verify --value n=N) whose scan
+# output stacks a [6] f32 value per trip (tests/data/loop_rows.onnx.bin):
+# tests/bench/loop_poison.sh counts what poison mode costs per trip.
+rows_body = helper.make_graph(
+    [helper.make_node("Mul", ["rv_in", "r_half"], ["rv_mul"]),
+     helper.make_node("Add", ["rv_mul", "r_one"], ["rv_out"]),
+     helper.make_node("Tanh", ["rv_out"], ["r_row"]),
+     helper.make_node("Identity", ["rc_in"], ["rc_out"])],
+    "rows_body", [vi("ri", I64, []), vi("rc_in", B, []), vi("rv_in", F, [6])],
+    [vi("rc_out", B, []), vi("rv_out", F, [6]), vi("r_row", F, [6])],
+    [numpy_helper.from_array(np.array(0.5, np.float32), "r_half"),
+     numpy_helper.from_array(np.array(1.0, np.float32), "r_one")])
+save("tests/data/loop_rows.onnx.bin",
+     model([helper.make_node("Loop", ["n", "", "x"], ["x_last", "rows"], name="rows",
+                             body=rows_body)],
+           [vi("n", I64, []), vi("x", F, [6])],
+           [vi("x_last", F, [6]), vi("rows", F, ["n", 6])], opset=13))
+
 # TfIdfVectorizer on an int64 constant (tests/data/tfidf_ort.onnx.bin),
 # against ONNX Runtime: 1- to 3-grams with skips, the three modes,
 # weights, permuted output columns, a batch of rows.

@@ -93,6 +93,20 @@ run 1 "$mplan" verify $v2 --redzone 16 --inject oob:b3_dw
 has "$tmp/out" "event redzone step 7 op b3_dw tensor b3_dw_out"
 run 1 "$mplan" verify $v2 --paranoid --inject oob:b3_dw --fail-fast
 [ "$(grep -c '^event' "$tmp/out")" -eq 1 ] && ok || bad "--fail-fast reported more than one event"
+# A Loop's scan output (runtime/exec.c invariant 7): a body tensor placed
+# on the first row of lp's 'stacked' overwrites it on later trips. Poison
+# mode names the Loop after its last trip (each trip hashes only the row
+# it adds, and the rest must keep its checksum); --paranoid names the body
+# op, once, not once a trip.
+lo=tests/data/loop_ort.onnx.bin
+run 1 "$mplan" verify $lo --poison --inject overlap:stacked,scan_o &&
+  has "$tmp/out" "event clobber step 8 op lp tensor stacked arena bytes 488..527: 'stacked' changed by 'lp'"
+run 1 "$mplan" verify $lo --poison --paranoid --inject overlap:stacked,scan_o &&
+  [ "$(grep -c "changed by 'lp/body/Cast#0'" "$tmp/out")" -eq 1 ] && ok ||
+  bad "the body op's clobber of 'stacked' is not one event"
+# A clean run of 3,000 trips, the scan output 72,000 B.
+run 0 "$mplan" verify tests/data/loop_rows.onnx.bin --value n=3000 --poison &&
+  has "$tmp/out" "outputs     2 of 2 identical to the no-reuse run"
 
 # Events into the reports.
 run 1 "$mplan" verify $v2 --paranoid --inject oob:b3_dw --sqlite "$tmp/h.db" --html "$tmp/r.html"
