@@ -675,6 +675,7 @@ uint32_t mp_op_head_arity(const mp_op *op) {
   static const char *const two[] = {"MatMul", "Add", "Sub",
                                     "Mul",    "Div", "Concat"};
   if (strcmp(op->type, "com.microsoft::MatMulNBits") == 0) return 6;
+  if (strcmp(op->type, "BatchNormalization") == 0) return 5;
   for (size_t k = 0; k < 4; k++) {
     if (strcmp(op->type, three[k]) == 0) return 3;
   }

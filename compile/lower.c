@@ -1955,6 +1955,13 @@ static mp_status lw_misc(lw *x, const char *t) {
           "supported");
     }
     x->o->kernel = MP_BOP_BATCHNORM;
+    /* a DequantizeLinear prologue on X (absorb.c rule 9): the tail
+     * follows epsilon and brings the inputs */
+    if (lw_attr(x, "mplan.prologue")) {
+      if (train) return lw_unsup(x, "a prologue in training mode");
+      lw_pf(x, lw_float(x, "epsilon", 1e-5));
+      return lw_tail(x, 5);
+    }
     lw_copy_inputs(x);
     lw_pf(x, lw_float(x, "epsilon", 1e-5));
     if (train) lw_pf(x, lw_float(x, "momentum", 0.9));
@@ -2181,8 +2188,9 @@ static mp_status lw_dispatch(lw *x) {
   /* an elementwise head: DequantizeLinear prologues, maybe a
    * QuantizeLinear epilogue (absorb.c rule 9; lw_tail checks the rest) */
   const char *pro = lw_str(x, "mplan.prologue", NULL);
-  bool ew = (u >= 0 || b >= 0 || strcmp(t, "Concat") == 0) && pro &&
-            strncmp(pro, "DequantizeLinear:", 17) == 0;
+  bool ew = (u >= 0 || b >= 0 || strcmp(t, "Concat") == 0 ||
+             strcmp(t, "BatchNormalization") == 0) &&
+            pro && strncmp(pro, "DequantizeLinear:", 17) == 0;
   if ((lw_attr(x, "mplan.epilogue") && !ew) || (pro && b < 0 && !ew) ||
       lw_attr(x, "mplan.horizontal")) {
     return lw_unsup(

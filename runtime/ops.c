@@ -358,17 +358,28 @@ typedef struct op_band {
 
 /* With an epilogue operand in y's buffer, each output row of the band
  * goes over the operand's row after it was saved, and the epilogue runs
- * on that row (op_run_conv_planes' way, a row at a time). */
+ * on that row (op_run_conv_planes' way, a row at a time).
+ *
+ * A ConvTranspose (of any group count; its kernel runs every channel of
+ * the band at once, mch = M) bands the same way: output rows [o0, o0 + R)
+ * gather the input rows i whose taps i * s - pad + k * d land in them
+ * (op_convt_rows), and each output element gets the same terms in the
+ * same order (input channel, then input position ascending: the kernels'
+ * order), so the same bits. A band of R rows reads at most
+ * (R + ext - 2) / s + 1 input rows. */
 static bool op_conv_band(const op_ctx *c, const op_tail *t, op_band *b) {
-  if (c->op->kernel != MP_BOP_CONV || !t->pro[0].kind || c->op->n_out != 1) {
+  bool transpose = c->op->kernel == MP_BOP_CONV_TRANSPOSE;
+  if ((c->op->kernel != MP_BOP_CONV && !transpose) || !t->pro[0].kind ||
+      c->op->n_out != 1) {
     return false;
   }
   op_rd r = op_reader(c);
   op_convp p;
   rd_conv(&r, &p);
   const mp_btensor *x = op_in(c, 0), *w = op_in(c, 1), *y = op_out(c, 0);
-  if (r.bad || p.group != 1 || !x || !w || !y || w->shape.rank < 1 ||
-      x->shape.rank != (uint32_t)p.nd + 2 || y->shape.rank != x->shape.rank) {
+  if (r.bad || (p.group != 1 && !transpose) || !x || !w || !y ||
+      w->shape.rank < 1 || x->shape.rank != (uint32_t)p.nd + 2 ||
+      y->shape.rank != x->shape.rank) {
     return false;
   }
   mp_kconv k;
@@ -378,16 +389,37 @@ static bool op_conv_band(const op_ctx *c, const op_tail *t, op_band *b) {
   b->j = j;
   b->xin = b->yin = 1;
   for (int i = j + 1; i < 3; i++) b->xin *= k.in[i], b->yin *= k.out[i];
-  b->mch = op_conv_panels(c, t) ? op_conv_panel_ch(w) : k.m;
+  b->mch = !transpose && op_conv_panels(c, t) ? op_conv_panel_ch(w) : k.m;
   int64_t ext = k.dil[j] * (k.k[j] - 1) + 1, s = k.stride[j];
   int64_t rx = op_panel_count(k.c * b->xin, k.in[j]); /* input rows */
   int64_t nx = rx > ext ? (rx - ext) / s + 1 : 1;
+  if (transpose) nx = (rx - 1) * s - ext + 2 > 1 ? (rx - 1) * s - ext + 2 : 1;
   int64_t ny = op_panel_count(b->mch * b->yin, k.out[j]);
   b->rows = nx < ny ? nx : ny;
-  b->span = ext >= k.in[j] || b->rows - 1 > (k.in[j] - ext) / s
-                ? k.in[j]
-                : (b->rows - 1) * s + ext;
+  if (transpose) {
+    int64_t span = (b->rows + ext - 2) / s + 1;
+    b->span = span < k.in[j] ? span : k.in[j];
+  } else {
+    b->span = ext >= k.in[j] || b->rows - 1 > (k.in[j] - ext) / s
+                  ? k.in[j]
+                  : (b->rows - 1) * s + ext;
+  }
   return true;
+}
+
+/* The input rows [*lo, *hi) of a ConvTranspose along axis j whose taps
+ * reach output rows [o0, o0 + n), and the band's pad: an input row
+ * i - *lo of the band lands at i * s - pad + k * d - o0. */
+static void op_convt_rows(const mp_kconv *k, int j, int64_t o0, int64_t n,
+                          int64_t *lo, int64_t *hi, int64_t *pad) {
+  int64_t s = k->stride[j], ext = k->dil[j] * (k->k[j] - 1) + 1;
+  int64_t a = o0 + k->pad[j] - (ext - 1), e = o0 + n - 1 + k->pad[j];
+  *lo = a <= 0 ? 0 : (a + s - 1) / s;
+  *hi = e < 0 ? 0 : e / s + 1;
+  if (*lo > k->in[j]) *lo = k->in[j];
+  if (*hi > k->in[j]) *hi = k->in[j];
+  if (*hi < *lo) *hi = *lo;
+  *pad = k->pad[j] + o0 - *lo * s;
 }
 
 /* A MatMul or Gemm whose prologue widens A (input 0, rank 2 or more)
@@ -587,15 +619,16 @@ static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
   bool conv =
       c->op->kernel == MP_BOP_CONV || c->op->kernel == MP_BOP_CONV_TRANSPOSE;
   /* the others quantize per tensor only */
-  bool one = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
-             c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY ||
-             c->op->kernel == MP_BOP_MAXPOOL ||
-             c->op->kernel == MP_BOP_AVGPOOL || c->op->kernel == MP_BOP_CONCAT;
+  bool one =
+      c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
+      c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY ||
+      c->op->kernel == MP_BOP_MAXPOOL || c->op->kernel == MP_BOP_AVGPOOL ||
+      c->op->kernel == MP_BOP_CONCAT || c->op->kernel == MP_BOP_BATCHNORM;
   if (!last || !(conv || one) || e->n_extra != 2 || !s) {
     return op_fail(c,
                    "epilogue QuantizeLinear ends a Conv's, ConvTranspose's, "
-                   "Gemm's, MatMul's, elementwise op's, pool's or Concat's "
-                   "epilogue only, "
+                   "Gemm's, MatMul's, elementwise op's, pool's, Concat's or "
+                   "BatchNormalization's epilogue only, "
                    "with a scale and a zero point or none");
   }
   if (one && op_count(s) != 1) {
@@ -1089,7 +1122,9 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
     return op_fail(c, "output '%s' shares a weight's buffer", y->name);
   }
   int64_t plane = k.out[0] * k.out[1] * k.out[2];
-  c->need_ws += (size_t)plane * 4;
+  /* the Conv kernel's accumulators (a ConvTranspose's kernel adds into
+   * its output) */
+  if (!transpose) c->need_ws += (size_t)plane * 4;
   op_band band;
   if (quant && !op_conv_band(c, &t, &band)) {
     c->need_ws += (size_t)plane * 4 + 64; /* op_run_conv_planes' f32 plane */
@@ -1288,7 +1323,8 @@ static void op_band_rows(op_ctx *c, const op_tail *t, uint32_t own, int64_t xin,
   }
 }
 
-/* A Conv of one group under op_conv_band: for each batch, each band of
+/* A Conv of one group or a ConvTranspose under op_conv_band (the
+ * transpose's input rows and pad: op_convt_rows): for each batch, each band of
  * output rows along axis j reads input rows [lo, hi) of every input
  * channel, widened into xbuf ([C][hi - lo][xin]); the kernel then runs on
  * that band as its input (its pad along j the distance from the band's
@@ -1319,6 +1355,7 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
   int64_t idx[MP_K_MAX_RANK] = {0};
   mp_kconv q = *k;
   q.n = 1;
+  bool transpose = c->op->kernel == MP_BOP_CONV_TRANSPOSE;
   /* a weight of one panel is widened once, not again for every band */
   if (!pw && b->mch >= k->m) pw = op_weight_rows(c, t, own, 0, k->m, wbuf);
   for (int64_t bi = 0; bi < k->n; bi++) {
@@ -1330,8 +1367,9 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
       int64_t hi = first + (q.out[j] - 1) * s + ext;
       if (hi > k->in[j]) hi = k->in[j];
       if (hi < lo) hi = lo;
-      q.in[j] = hi - lo;
       q.pad[j] = lo - first;
+      if (transpose) op_convt_rows(k, j, o0, q.out[j], &lo, &hi, &q.pad[j]);
+      q.in[j] = hi - lo;
       int64_t bin = q.in[j] * b->xin, bout = q.out[j] * b->yin;
       op_rows want = {lo, hi, bin};
       op_band_rows(c, t, own, b->xin, k->c, bi * k->c * pin, pin, &held, &want,
@@ -1339,10 +1377,14 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
       held = want;
       for (int64_t m0 = 0; m0 < k->m; m0 += q.m) {
         q.m = b->mch < k->m - m0 ? b->mch : k->m - m0;
-        const float *w =
-            pw ? pw + m0 * k->c * ks : op_weight_rows(c, t, own, m0, q.m, wbuf);
-        OP_K(conv_f32)(&q, xbuf, w, pb ? (const float *)pb + m0 : NULL, ybuf,
-                       scratch);
+        if (transpose) { /* q.m == M (op_conv_band), W whole */
+          OP_K(conv_transpose_f32)(&q, xbuf, pw, pb, ybuf);
+        } else {
+          const float *w = pw ? pw + m0 * k->c * ks
+                              : op_weight_rows(c, t, own, m0, q.m, wbuf);
+          OP_K(conv_f32)(&q, xbuf, w, pb ? (const float *)pb + m0 : NULL, ybuf,
+                         scratch);
+        }
         for (int64_t i = 0; i < q.m; i++) {
           int64_t at = (bi * k->m + m0 + i) * pout + o0 * b->yin;
           float *yc = (float *)py + at;
@@ -2191,6 +2233,21 @@ static void op_quant_into(op_ctx *c, const op_tail *t, uint32_t own,
                (char *)op_pout(c, 0) + (size_t)e0 * mp_kd_size(yq->dtype));
 }
 
+/* A head that runs a tile at a time over x writes over x only tile by
+ * tile in place: the same elements, the same bytes. */
+static bool op_check_tile_inplace(op_ctx *c, const mp_btensor *x,
+                                  const mp_btensor *yq) {
+  if (op_aliases(x, yq) &&
+      (x->offset != yq->offset || !op_same_shape(&x->shape, &yq->shape) ||
+       mp_kd_size(x->dtype) != mp_kd_size(yq->dtype))) {
+    return op_fail(c,
+                   "output '%s' shares the buffer of '%s' without the same "
+                   "shape, offset and element size",
+                   yq->name, x->name);
+  }
+  return true;
+}
+
 static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
   op_tail t;
   rd_tail(r, &t);
@@ -2220,15 +2277,7 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
       return op_fail(c, "input '%s' is %s, not f32", x->name,
                      mp_kd_name(x->dtype));
     }
-    /* tile by tile in place: the same elements, the same bytes */
-    if (op_aliases(x, yq) &&
-        (x->offset != yq->offset || !op_same_shape(&x->shape, &yq->shape) ||
-         mp_kd_size(x->dtype) != mp_kd_size(yq->dtype))) {
-      return op_fail(c,
-                     "output '%s' shares the buffer of '%s' without the "
-                     "same shape, offset and element size",
-                     yq->name, x->name);
-    }
+    if (!op_check_tile_inplace(c, x, yq)) return false;
   }
   if (binary) {
     if (op_is_compare(code) || code == MP_KB_PRELU) {
@@ -2705,9 +2754,27 @@ static bool op_run_attn_rows(op_ctx *c) {
  * variance normalise x, and the optional outputs 1 and 2 are the
  * running mean and variance, momentum x input + (1 - momentum) x the
  * batch's. */
+static bool op_check_bn_head(op_ctx *c, op_rd *r);
+static void op_run_bn_head(op_ctx *c, op_rd *r, double eps);
+
+/* BatchNormalization's scale, B, mean and var: f32 [C], none in y. */
+static bool op_check_bn_params(op_ctx *c, const mp_btensor *x,
+                               const mp_btensor *y) {
+  for (uint32_t k = 1; k < 5; k++) {
+    const mp_btensor *v = op_in(c, k);
+    if (!v || v->dtype != MP_KD_F32 || op_count(v) != x->shape.dims[1]) {
+      return op_fail(c, "input %u is not f32 [%lld]", k,
+                     (long long)x->shape.dims[1]);
+    }
+    if (op_aliases(v, y)) return op_fail(c, "output shares a parameter");
+  }
+  return true;
+}
+
 static bool op_check_batchnorm(op_ctx *c) {
   op_rd r = op_reader(c);
   (void)rd_f(&r);
+  if (r.n > 2) return op_check_bn_head(c, &r);
   bool train = r.n == 2;
   if (train) (void)rd_f(&r);
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
@@ -2723,14 +2790,7 @@ static bool op_check_batchnorm(op_ctx *c) {
   if (x->dtype != MP_KD_F32 || y->dtype != MP_KD_F32 || x->shape.rank < 2) {
     return op_fail(c, "needs f32 of rank >= 2");
   }
-  for (uint32_t k = 1; k < 5; k++) {
-    const mp_btensor *v = op_in(c, k);
-    if (!v || v->dtype != MP_KD_F32 || op_count(v) != x->shape.dims[1]) {
-      return op_fail(c, "input %u is not f32 [%lld]", k,
-                     (long long)x->shape.dims[1]);
-    }
-    if (op_aliases(v, y)) return op_fail(c, "output shares a parameter");
-  }
+  if (!op_check_bn_params(c, x, y)) return false;
   if (op_aliases(x, y) && x->offset != y->offset) {
     return op_fail(c, "in place at another offset");
   }
@@ -2749,6 +2809,10 @@ static bool op_check_batchnorm(op_ctx *c) {
 static bool op_run_batchnorm(op_ctx *c) {
   op_rd r = op_reader(c);
   double eps = rd_f(&r);
+  if (r.n > 2) {
+    op_run_bn_head(c, &r, eps);
+    return true;
+  }
   const mp_btensor *x = op_in(c, 0);
   int64_t n = x->shape.dims[0], ch = x->shape.dims[1];
   int64_t rest = op_div(op_count(x), n * ch);
@@ -2769,6 +2833,65 @@ static bool op_run_batchnorm(op_ctx *c) {
   OP_K(batchnorm_f32)(n, ch, rest, op_pin(c, 0), op_pin(c, 1), op_pin(c, 2),
                       mean, var, eps, op_pout(c, 0));
   return true;
+}
+
+/* A BatchNormalization (inference) with a DequantizeLinear prologue on X
+ * (absorb.c rule 9) and maybe a QuantizeLinear after it: the parameters
+ * after epsilon are the head tail. It runs a tile of one channel at a
+ * time, at most OP_EPI_TILE elements: the tile widened by the
+ * DequantizeLinear kernel, normalised by the kernel with that channel's
+ * parameters (in place in the workspace), then quantized into y. Every
+ * element gets the unfused operations, so the bits are the same. */
+static int64_t op_bn_tile(const mp_btensor *x) {
+  int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+  int64_t rest = planes ? op_count(x) / planes : 0;
+  return rest < OP_EPI_TILE ? rest : OP_EPI_TILE;
+}
+
+static bool op_check_bn_head(op_ctx *c, op_rd *r) {
+  op_tail t;
+  rd_tail(r, &t);
+  if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
+  const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
+  if (!x || c->op->n_out != 1 || op_own(c, &t) != 5 || t.n_dq != 1 ||
+      !t.pro[0].kind) {
+    return op_fail(c,
+                   "a BatchNormalization takes a DequantizeLinear prologue "
+                   "on X, with scale, B, mean and var");
+  }
+  mp_btensor y;
+  if (!op_check_dq_head(c, &t, 5, "a BatchNormalization", &y) ||
+      !op_check_dq8(c, &t, 5, 0)) {
+    return false;
+  }
+  if (x->shape.rank < 2) return op_fail(c, "needs X of rank >= 2");
+  if (!op_check_bn_params(c, x, yq) || !op_check_tile_inplace(c, x, yq)) {
+    return false;
+  }
+  c->need_ws += (size_t)op_bn_tile(x) * 4 + 64;
+  return op_expect_shape(c, &y, &x->shape);
+}
+
+static void op_run_bn_head(op_ctx *c, op_rd *r, double eps) {
+  op_tail t;
+  rd_tail(r, &t);
+  const mp_btensor *x = op_in(c, 0);
+  int64_t ch = x->shape.dims[1], planes = x->shape.dims[0] * ch;
+  int64_t rest = planes ? op_count(x) / planes : 0, tile = op_bn_tile(x);
+  float *w = op_ws_take(c, tile);
+  const float *p[4];
+  for (uint32_t k = 0; k < 4; k++) p[k] = op_pin(c, k + 1);
+  for (int64_t pl = 0; pl < planes; pl++) {
+    int64_t q = pl % ch;
+    for (int64_t i = 0; i < rest; i += tile) {
+      int64_t e0 = pl * rest + i, n = rest - i < tile ? rest - i : tile;
+      const float *px = op_widen_range(c, &t, 5, 0, e0, n, w);
+      float *out = t.n_epi ? w : (float *)op_pout(c, 0) + e0;
+      OP_K(batchnorm_f32)(1, 1, n, px, p[0] + q, p[1] + q, p[2] + q, p[3] + q,
+                          eps, out);
+      if (t.n_epi) op_quant_into(c, &t, 5, w, e0, n);
+    }
+  }
 }
 
 static bool op_check_layernorm(op_ctx *c) {
@@ -4272,6 +4395,12 @@ static bool op_vec(op_ctx *c) {
     case MP_BOP_SOFTMAX:
       return dx == MP_KD_F32 || dx == MP_KD_I8;
     case MP_BOP_BATCHNORM:
+      (void)rd_f(&r);
+      if (r.n > 2) { /* a dequantized X (op_check_bn_head) */
+        rd_tail(&r, &t);
+        return op_vec_tail(c, &t, MP_KD_F32);
+      }
+      return dx == MP_KD_F32;
     case MP_BOP_LAYERNORM:
     case MP_BOP_RMSNORM:
     case MP_BOP_ROTARY:

@@ -88,7 +88,15 @@
  *      (op_run_pool_tail), each output reading its own plane only. So does
  *      a Concat of two pieces, on either (of its own shape): the runtime
  *      widens a piece's block a tile at a time into its slice
- *      (op_run_concat_tail).
+ *      (op_run_concat_tail). A BatchNormalization in inference mode
+ *      (pass_ew_op) with its four parameters takes it on X, of X's own
+ *      shape: the runtime widens a tile of one channel at a time
+ *      (op_run_bn_head).
+ *  10. A ConvTranspose (f32) takes a DequantizeLinear (per tensor, rule
+ *      3) or a widening Cast on X only: the runtime widens the input rows
+ *      a band of output rows reads (op_conv_band, op_convt_rows), in the
+ *      kernel's order of terms, so X is never f32 whole. Its weight stays
+ *      as it is.
  */
 #include <stdio.h>
 #include <string.h>
@@ -120,6 +128,11 @@ static bool ab_ew_head(const pass_ctx *c, const mp_op *op) {
       return op->n_inputs == 2 &&
              (strcmp(op->type, "Add") == 0 || strcmp(op->type, "Sub") == 0 ||
               strcmp(op->type, "Mul") == 0 || strcmp(op->type, "Div") == 0);
+    case PASS_EW_BATCHNORM: /* inference (pass_ew_op), its four parameters */
+      for (uint32_t k = 0; k < op->n_inputs; k++) {
+        if (op->inputs[k] < 0) return false;
+      }
+      return op->n_inputs == 5;
     default:
       return false;
   }
@@ -128,7 +141,8 @@ static bool ab_ew_head(const pass_ctx *c, const mp_op *op) {
 static bool ab_head(const pass_ctx *c, const mp_op *op) {
   if (ab_ew_head(c, op)) return true;
   return (strcmp(op->type, "MatMul") == 0 || strcmp(op->type, "Conv") == 0 ||
-          strcmp(op->type, "Gemm") == 0) &&
+          strcmp(op->type, "Gemm") == 0 ||
+          strcmp(op->type, "ConvTranspose") == 0) &&
          !mp_op_attr(op, "mplan.prologue") &&
          !mp_op_attr(op, "mplan.horizontal") &&
          !mp_op_attr(op, "mplan.attention");
@@ -177,6 +191,11 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
   }
   bool wide = yt->dtype == MP_DTYPE_F32 || yt->dtype == MP_DTYPE_F16 ||
               yt->dtype == MP_DTYPE_BF16;
+  /* a ConvTranspose: X only, widened a band of rows at a time (rule 10) */
+  if (strcmp(h->type, "ConvTranspose") == 0 &&
+      (k != 0 || yt->dtype != MP_DTYPE_F32)) {
+    return NULL;
+  }
   bool panels = k == 1 && wide &&
                 ((strcmp(h->type, "MatMul") == 0 && x->rank == 2) ||
                  (strcmp(h->type, "Gemm") == 0 && x->rank == 2) ||
@@ -306,6 +325,7 @@ static bool ab_panels(const pass_ctx *c, const mp_op *h, uint32_t k) {
   if (ab_ew_head(c, h)) return true; /* rule 9: a run at a time */
   bool mm = strcmp(h->type, "MatMul") == 0, gemm = strcmp(h->type, "Gemm") == 0;
   bool conv = strcmp(h->type, "Conv") == 0;
+  if (strcmp(h->type, "ConvTranspose") == 0) return k == 0; /* rule 10 */
   const mp_tensor *x = mp_graph_tensor(g, (size_t)h->inputs[k]);
   if (k == 1) return (mm && x->rank >= 2) || gemm || conv;
   if (mm || gemm) return x->rank >= 2;

@@ -169,9 +169,8 @@ static bool fuse_ew_head(const mp_op *op) {
   const pass_ew *ew = pass_ew_find(op->type);
   const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
   bool pool = pass_pool_head(op) || strcmp(op->type, "Concat") == 0;
-  if ((!pool && (!ew || ew->kind == PASS_EW_BATCHNORM ||
-                 ew->kind == PASS_EW_VARIADIC)) ||
-      !pro || pro->kind != MP_ATTR_STRING || !pro->s ||
+  if ((!pool && (!ew || ew->kind == PASS_EW_VARIADIC)) || !pro ||
+      pro->kind != MP_ATTR_STRING || !pro->s ||
       strncmp(pro->s, "DequantizeLinear:", 17) != 0 || op->n_outputs != 1) {
     return false;
   }

@@ -73,9 +73,11 @@ qdq_pair "$tmp/det.onnx" det 2,457,600 1,245,392 62 --shape x=1x3x160x160
 # between two pairs of one scale and zero point (every pair here: 0.05,
 # 128), a Transpose, Reshape, MaxPool, nearest Resize or Concat, reads and
 # writes the 8-bit values instead (eliminate rule 8): BlazeFace 8 of them,
-# det 7 (its six Resizes and its Concat of four). BlazeFace 1,032,192 B
-# and det 1,843,200 B before rule 9, 393,216 and 799,808 B before the
-# moves.
+# det 7 (its six Resizes and its Concat of four). det's head also takes
+# its pairs: its three BatchNormalizations (rule 9, a tile of a channel at
+# a time) and its two ConvTransposes (rule 10, a band of output rows at a
+# time). BlazeFace 1,032,192 B and det 1,843,200 B before rule 9, 393,216
+# and 799,808 B before the moves, det 768,000 B before its head.
 python3 "$src/tests/cli/qdq_model.py" "$bf" "$tmp/bff.onnx" --full >"$tmp/out" &&
   has "$tmp/out" "opset 12, 90 activations (--full) and 37 weights quantized (weights per tensor)"
 python3 "$src/tests/cli/qdq_model.py" "$det" "$tmp/detf.onnx" --full >"$tmp/out" &&
@@ -84,10 +86,12 @@ run 0 plan "$tmp/bff.onnx" --passes all --order memory && has "$tmp/out" "QDQ pa
 run 0 plan "$tmp/detf.onnx" --shape x=1x3x160x160 --passes all --order memory &&
   has "$tmp/out" "QDQ pair around a move 7"
 qdq_pair "$tmp/bff.onnx" bff 1,376,256 327,680 53
-qdq_pair "$tmp/detf.onnx" detf 2,457,600 768,000 97 --shape x=1x3x160x160
+qdq_pair "$tmp/detf.onnx" detf 2,457,600 409,600 97 --shape x=1x3x160x160
+[ "$(py "$tmp/detf.json" "sorted((e['type'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] in ('BatchNormalization', 'ConvTranspose'))")" = "[('BatchNormalization', 'DequantizeLinear:0', 'QuantizeLinear'), ('BatchNormalization', 'DequantizeLinear:0', 'QuantizeLinear'), ('BatchNormalization', 'DequantizeLinear:0', 'QuantizeLinear'), ('ConvTranspose', 'DequantizeLinear:0', 'QuantizeLinear'), ('ConvTranspose', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok ||
+  bad "detf: the head's BatchNormalizations and ConvTransposes do not take their pairs"
 # the Convs whose epilogue ends in their QuantizeLinear, and the
 # elementwise ops that do
-for pair in bf:17:0 det:41:0 bff:37:44 detf:64:255; do
+for pair in bf:17:0 det:41:0 bff:37:44 detf:64:258; do
   set -- ${pair//:/ }
   [ "$(py "$tmp/$1.json" "sum(1 for e in d['execution'] if (e.get('epilogue') or '').endswith('QuantizeLinear') and e['type'] in ('Conv', 'ConvTranspose'))")" = "$2" ] &&
     ok || bad "$1: not $2 Convs ending in a QuantizeLinear"

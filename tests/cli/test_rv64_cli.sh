@@ -69,9 +69,10 @@ run 0 "$mplan" verify tests/data/half_net.onnx.bin --target rv64 --vlen 128 --po
 # ending in theirs or over their operand, a plane at a time; qdq_shared:
 # DequantizeLinears widened by each of their readers; qdq_ew: elementwise
 # ops between pairs, a tile at a time; qdq_concat: Concats of two, a block
-# at a time): every op on an RVV
+# at a time; qdq_bn_convt: BatchNormalizations a tile of a channel at a
+# time, ConvTransposes a band of rows at a time): every op on an RVV
 # kernel, and the outputs those of the no-reuse run.
-for m in dq_cnn qdq_mm qdq_conv qdq_gemm_ta nbits_mlp nbits_gptq qdq_tail qdq_convt qdq_shared qdq_ew qdq_concat; do
+for m in dq_cnn qdq_mm qdq_conv qdq_gemm_ta nbits_mlp nbits_gptq qdq_tail qdq_convt qdq_shared qdq_ew qdq_concat qdq_bn_convt; do
   run 0 "$mplan" verify tests/data/passes/$m.json --passes all --order memory \
     --target rv64 --vlen 128 --poison &&
     has "$tmp/out" "RVV kernels, 0 ops on scalar kernels" &&
