@@ -304,14 +304,15 @@ run 0 plan $qcc --passes none && has "$tmp/out" "lower bound 122,880 B"
 # in its QuantizeLinear and writes over its 8-bit input; bn2 writes f32;
 # bn5 takes its DequantizeLinear but not its per-channel QuantizeLinear;
 # t1 (stride 2, output padding, Relu and QuantizeLinear fused), t2 (two
-# groups, dilation 2) and t3 (3-D) widen the input rows a band of output
-# rows reads. 589,824 -> 110,592 B.
+# groups, dilation 2, a residual Add written over its operand f3, row by
+# row) and t3 (3-D) widen the input rows a band of output rows reads.
+# 589,824 -> 110,592 B.
 qbn=tests/data/passes/qdq_bn_convt.json
 run 0 plan $qbn --passes all --order memory -o "$tmp/qbn.json" &&
   has "$tmp/out" "lower bound 110,592 B" && has "$tmp/out" "DequantizeLinear 6" &&
   has "$tmp/out" "prologue   t1 ConvTranspose + DequantizeLinear: 2 x 147,456 x 1 = 294,912 B"
-[ "$(py "$tmp/qbn.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] in ('BatchNormalization', 'ConvTranspose', 'DequantizeLinear'))")" = "[('bn1', 'DequantizeLinear:0', 'QuantizeLinear'), ('bn2', 'DequantizeLinear:0', None), ('bn5', 'DequantizeLinear:0', None), ('t1', 'DequantizeLinear:0', 'Relu,QuantizeLinear'), ('t2', 'DequantizeLinear:0', None), ('t3', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_bn_convt: the BatchNormalizations and ConvTransposes do not take their DequantizeLinears and QuantizeLinears"
-[ "$(py "$tmp/qbn.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['xq', 'b1q']]" ] && ok || bad "qdq_bn_convt: bn1 is not written over its quantized input"
+[ "$(py "$tmp/qbn.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] in ('BatchNormalization', 'ConvTranspose', 'DequantizeLinear'))")" = "[('bn1', 'DequantizeLinear:0', 'QuantizeLinear'), ('bn2', 'DequantizeLinear:0', None), ('bn5', 'DequantizeLinear:0', None), ('t1', 'DequantizeLinear:0', 'Relu,QuantizeLinear'), ('t2', 'DequantizeLinear:0', 'Add'), ('t3', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_bn_convt: the BatchNormalizations and ConvTransposes do not take their DequantizeLinears and QuantizeLinears"
+[ "$(py "$tmp/qbn.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['f3', 'y3'], ['xq', 'b1q']]" ] && ok || bad "qdq_bn_convt: bn1 is not written over its quantized input, t2 over its residual operand"
 run 0 plan $qbn --passes none && has "$tmp/out" "lower bound 589,824 B"
 # Moves between pairs of one scale and zero point (qdq_move, eliminate
 # rule 8): a Transpose, a padded MaxPool, a nearest Resize, a Concat
