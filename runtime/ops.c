@@ -616,14 +616,16 @@ static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
                                 uint32_t at, const mp_btensor *y) {
   const mp_btensor *s = op_in(c, at), *z = op_in(c, at + 1);
   int64_t ch = y->shape.rank >= 2 ? y->shape.dims[1] : 1;
-  bool conv =
-      c->op->kernel == MP_BOP_CONV || c->op->kernel == MP_BOP_CONV_TRANSPOSE;
+  /* per output channel or per tensor (a BatchNormalization head runs a
+   * tile of one channel at a time) */
+  bool conv = c->op->kernel == MP_BOP_CONV ||
+              c->op->kernel == MP_BOP_CONV_TRANSPOSE ||
+              c->op->kernel == MP_BOP_BATCHNORM;
   /* the others quantize per tensor only */
-  bool one =
-      c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
-      c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY ||
-      c->op->kernel == MP_BOP_MAXPOOL || c->op->kernel == MP_BOP_AVGPOOL ||
-      c->op->kernel == MP_BOP_CONCAT || c->op->kernel == MP_BOP_BATCHNORM;
+  bool one = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
+             c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY ||
+             c->op->kernel == MP_BOP_MAXPOOL ||
+             c->op->kernel == MP_BOP_AVGPOOL || c->op->kernel == MP_BOP_CONCAT;
   if (!last || !(conv || one) || e->n_extra != 2 || !s) {
     return op_fail(c,
                    "epilogue QuantizeLinear ends a Conv's, ConvTranspose's, "
@@ -633,8 +635,9 @@ static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
   }
   if (one && op_count(s) != 1) {
     return op_fail(c,
-                   "epilogue QuantizeLinear of an op other than a Conv: "
-                   "scale '%s' is not one value",
+                   "epilogue QuantizeLinear of an op other than a Conv, "
+                   "ConvTranspose or BatchNormalization: scale '%s' is not "
+                   "one value",
                    s->name);
   }
   if (y->dtype != MP_KD_I8 && y->dtype != MP_KD_U8) {
@@ -2836,7 +2839,8 @@ static bool op_run_batchnorm(op_ctx *c) {
 }
 
 /* A BatchNormalization (inference) with a DequantizeLinear prologue on X
- * (absorb.c rule 9) and maybe a QuantizeLinear after it: the parameters
+ * (absorb.c rule 9) and maybe a QuantizeLinear after it (per tensor or
+ * per channel): the parameters
  * after epsilon are the head tail. It runs a tile of one channel at a
  * time, at most OP_EPI_TILE elements: the tile widened by the
  * DequantizeLinear kernel, normalised by the kernel with that channel's
@@ -2889,7 +2893,11 @@ static void op_run_bn_head(op_ctx *c, op_rd *r, double eps) {
       float *out = t.n_epi ? w : (float *)op_pout(c, 0) + e0;
       OP_K(batchnorm_f32)(1, 1, n, px, p[0] + q, p[1] + q, p[2] + q, p[3] + q,
                           eps, out);
-      if (t.n_epi) op_quant_into(c, &t, 5, w, e0, n);
+      if (t.n_epi) { /* per tensor or channel q's scale */
+        op_epi_quant(c, &t, 5, op_out(c, 0), q, w, n,
+                     (char *)op_pout(c, 0) +
+                         (size_t)e0 * mp_kd_size(op_out(c, 0)->dtype));
+      }
     }
   }
 }

@@ -65,7 +65,9 @@
  * pool or a Concat of two that absorbed a DequantizeLinear (absorb.c rule
  * 9, fuse_ew_head) is a head whose group is its QuantizeLinear alone, per
  * tensor: the runtime computes it a tile, a plane or a block at a time
- * (runtime/ops.c, op_run_ew, op_run_pool_tail, op_run_concat_tail). A
+ * (runtime/ops.c, op_run_ew, op_run_pool_tail, op_run_concat_tail); a
+ * BatchNormalization's per tensor or per channel (axis 1), since it runs a
+ * tile of one channel at a time (op_run_bn_head). A
  * `fused_activation` attribute (the bundled models) becomes an explicit
  * epilogue entry (Relu, or Clip with 0 and 6) as soon as a group absorbs
  * anything, so that one attribute says everything.
@@ -444,10 +446,12 @@ static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   }
   int64_t axis = pass_attr_int(q, "axis", 1);
   if (axis < 0) axis += (int64_t)x->rank;
+  /* a BatchNormalization head runs a tile of one channel at a time */
+  bool bn = ew && strcmp(h->type, "BatchNormalization") == 0;
   if (s->bytes != 4 &&
-      (!conv || axis != 1 ||
+      ((!conv && !bn) || axis != 1 ||
        (int64_t)s->bytes != 4 * (int64_t)mp_graph_dim_of(g, &x->shape[1]))) {
-    return false; /* a product's or an elementwise op's: per tensor only */
+    return false; /* a product's or another elementwise op's: per tensor */
   }
   /* the scale and the rounded value: two more registers */
   static const pass_ew quantize = {"QuantizeLinear", PASS_EW_NONE, false, 2};

@@ -302,7 +302,7 @@ run 0 plan $qcc --passes none && has "$tmp/out" "lower bound 122,880 B"
 # BatchNormalization and ConvTranspose between pairs (qdq_bn_convt,
 # absorb rules 9 and 10): bn1 widens a tile of one channel at a time, ends
 # in its QuantizeLinear and writes over its 8-bit input; bn2 writes f32;
-# bn5 takes its DequantizeLinear but not its per-channel QuantizeLinear;
+# bn5 ends in a QuantizeLinear per channel (a tile is within a channel);
 # t1 (stride 2, output padding, Relu and QuantizeLinear fused), t2 (two
 # groups, dilation 2, a residual Add written over its operand f3, row by
 # row) and t3 (3-D) widen the input rows a band of output rows reads.
@@ -311,8 +311,8 @@ qbn=tests/data/passes/qdq_bn_convt.json
 run 0 plan $qbn --passes all --order memory -o "$tmp/qbn.json" &&
   has "$tmp/out" "lower bound 110,592 B" && has "$tmp/out" "DequantizeLinear 6" &&
   has "$tmp/out" "prologue   t1 ConvTranspose + DequantizeLinear: 2 x 147,456 x 1 = 294,912 B"
-[ "$(py "$tmp/qbn.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] in ('BatchNormalization', 'ConvTranspose', 'DequantizeLinear'))")" = "[('bn1', 'DequantizeLinear:0', 'QuantizeLinear'), ('bn2', 'DequantizeLinear:0', None), ('bn5', 'DequantizeLinear:0', None), ('t1', 'DequantizeLinear:0', 'Relu,QuantizeLinear'), ('t2', 'DequantizeLinear:0', 'Add'), ('t3', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_bn_convt: the BatchNormalizations and ConvTransposes do not take their DequantizeLinears and QuantizeLinears"
-[ "$(py "$tmp/qbn.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['f3', 'y3'], ['xq', 'b1q']]" ] && ok || bad "qdq_bn_convt: bn1 is not written over its quantized input, t2 over its residual operand"
+[ "$(py "$tmp/qbn.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] in ('BatchNormalization', 'ConvTranspose', 'DequantizeLinear'))")" = "[('bn1', 'DequantizeLinear:0', 'QuantizeLinear'), ('bn2', 'DequantizeLinear:0', None), ('bn5', 'DequantizeLinear:0', 'QuantizeLinear'), ('t1', 'DequantizeLinear:0', 'Relu,QuantizeLinear'), ('t2', 'DequantizeLinear:0', 'Add'), ('t3', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_bn_convt: the BatchNormalizations and ConvTransposes do not take their DequantizeLinears and QuantizeLinears"
+[ "$(py "$tmp/qbn.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['f3', 'y3'], ['x5q', 'y5'], ['xq', 'b1q']]" ] && ok || bad "qdq_bn_convt: bn1 and bn5 are not written over their quantized inputs, t2 over its residual operand"
 run 0 plan $qbn --passes none && has "$tmp/out" "lower bound 589,824 B"
 # Moves between pairs of one scale and zero point (qdq_move, eliminate
 # rule 8): a Transpose, a padded MaxPool, a nearest Resize, a Concat
@@ -577,9 +577,9 @@ bad_head() {
 # An elementwise head whose dequantized input is not of its output's shape
 # (absorb rule 9 takes none such).
 bad_head bad_ew "op 'add_dq' (Add) at step 0: prologue input 'q' does not have the output's shape"
-# A BatchNormalization head whose QuantizeLinear is per channel (fuse
-# condition 7 gives such heads one per tensor only).
-bad_head bad_bn "op 'bn_dq' (BatchNormalization) at step 0: epilogue QuantizeLinear of an op other than a Conv: scale 'sc' is not one value"
+# A BatchNormalization head whose QuantizeLinear has three scales for four
+# channels (fuse condition 7 gives it one, or one per channel).
+bad_head bad_bn "op 'bn_dq' (BatchNormalization) at step 0: epilogue QuantizeLinear scale 'sc' is not f32, one value or 4 (one per output channel)"
 
 # mplan diff says which tensors a pass put in another's buffer: from a
 # plan JSON, a model planned with --passes, and a report database's runs.
