@@ -306,10 +306,10 @@ run 0 plan $qcc --passes none && has "$tmp/out" "lower bound 122,880 B"
 # t1 (stride 2, output padding, Relu and QuantizeLinear fused), t2 (two
 # groups, dilation 2, a residual Add written over its operand f3, row by
 # row) and t3 (3-D) widen the input rows a band of output rows reads.
-# 589,824 -> 110,592 B.
+# 589,824 -> 112,720 B.
 qbn=tests/data/passes/qdq_bn_convt.json
 run 0 plan $qbn --passes all --order memory -o "$tmp/qbn.json" &&
-  has "$tmp/out" "lower bound 110,592 B" && has "$tmp/out" "DequantizeLinear 6" &&
+  has "$tmp/out" "lower bound 112,720 B" && has "$tmp/out" "DequantizeLinear 6" &&
   has "$tmp/out" "prologue   t1 ConvTranspose + DequantizeLinear: 2 x 147,456 x 1 = 294,912 B"
 [ "$(py "$tmp/qbn.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] in ('BatchNormalization', 'ConvTranspose', 'DequantizeLinear'))")" = "[('bn1', 'DequantizeLinear:0', 'QuantizeLinear'), ('bn2', 'DequantizeLinear:0', None), ('bn5', 'DequantizeLinear:0', 'QuantizeLinear'), ('t1', 'DequantizeLinear:0', 'Relu,QuantizeLinear'), ('t2', 'DequantizeLinear:0', 'Add'), ('t3', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_bn_convt: the BatchNormalizations and ConvTransposes do not take their DequantizeLinears and QuantizeLinears"
 [ "$(py "$tmp/qbn.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['f3', 'y3'], ['x5q', 'y5'], ['xq', 'b1q']]" ] && ok || bad "qdq_bn_convt: bn1 and bn5 are not written over their quantized inputs, t2 over its residual operand"
