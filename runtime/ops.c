@@ -407,6 +407,20 @@ static bool op_conv_band(const op_ctx *c, const op_tail *t, op_band *b) {
   return true;
 }
 
+/* The input rows [*lo, *hi) of a Conv along axis j that the taps of
+ * output rows [o0, o0 + n) read, and the band's pad: the distance from
+ * the band's first input row to its first output row's first tap. */
+static void op_conv_rows(const mp_kconv *k, int j, int64_t o0, int64_t n,
+                         int64_t *lo, int64_t *hi, int64_t *pad) {
+  int64_t s = k->stride[j], ext = k->dil[j] * (k->k[j] - 1) + 1;
+  int64_t first = o0 * s - k->pad[j];
+  *lo = first < 0 ? 0 : first > k->in[j] ? k->in[j] : first;
+  *hi = first + (n - 1) * s + ext;
+  if (*hi > k->in[j]) *hi = k->in[j];
+  if (*hi < *lo) *hi = *lo;
+  *pad = *lo - first;
+}
+
 /* The input rows [*lo, *hi) of a ConvTranspose along axis j whose taps
  * reach output rows [o0, o0 + n), and the band's pad: an input row
  * i - *lo of the band lands at i * s - pad + k * d - o0. */
@@ -1345,7 +1359,6 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
   int64_t pout = k->out[0] * k->out[1] * k->out[2];
   int64_t pin = k->in[0] * k->in[1] * k->in[2];
   int64_t ks = k->k[0] * k->k[1] * k->k[2];
-  int64_t ext = k->dil[j] * (k->k[j] - 1) + 1, s = k->stride[j];
   /* ya: an epilogue operand lives in y's buffer; each output row then
    * goes over the operand's row, the epilogue reading a saved copy, in
    * the workspace op_check_epilogue counted for op_run_conv_planes (a
@@ -1365,13 +1378,9 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
     op_rows held = {0, 0, 0}; /* the rows xbuf holds */
     for (int64_t o0 = 0; o0 < k->out[j]; o0 += q.out[j]) {
       q.out[j] = b->rows < k->out[j] - o0 ? b->rows : k->out[j] - o0;
-      int64_t first = o0 * s - k->pad[j];
-      int64_t lo = first < 0 ? 0 : first > k->in[j] ? k->in[j] : first;
-      int64_t hi = first + (q.out[j] - 1) * s + ext;
-      if (hi > k->in[j]) hi = k->in[j];
-      if (hi < lo) hi = lo;
-      q.pad[j] = lo - first;
-      if (transpose) op_convt_rows(k, j, o0, q.out[j], &lo, &hi, &q.pad[j]);
+      int64_t lo, hi;
+      (transpose ? op_convt_rows : op_conv_rows)(k, j, o0, q.out[j], &lo, &hi,
+                                                 &q.pad[j]);
       q.in[j] = hi - lo;
       int64_t bin = q.in[j] * b->xin, bout = q.out[j] * b->yin;
       op_rows want = {lo, hi, bin};
@@ -2228,11 +2237,12 @@ static bool op_check_dq_head(op_ctx *c, const op_tail *t, uint32_t own,
 }
 
 /* The QuantizeLinear ending such a head's epilogue over n f32 values at
- * src, into output elements [e0, e0 + n). */
-static void op_quant_into(op_ctx *c, const op_tail *t, uint32_t own,
+ * src of output channel ch (its scale when there is one per channel),
+ * into output elements [e0, e0 + n). */
+static void op_quant_into(op_ctx *c, const op_tail *t, uint32_t own, int64_t ch,
                           const float *src, int64_t e0, int64_t n) {
   const mp_btensor *yq = op_out(c, 0);
-  op_epi_quant(c, t, own, yq, 0, src, n,
+  op_epi_quant(c, t, own, yq, ch, src, n,
                (char *)op_pout(c, 0) + (size_t)e0 * mp_kd_size(yq->dtype));
 }
 
@@ -2345,7 +2355,7 @@ static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
     } else {
       OP_K(unary)((mp_kunary)code, &p, MP_KD_F32, pk[0], out, (size_t)tile);
     }
-    if (wy) op_quant_into(c, &t, own, wy, e0, tile);
+    if (wy) op_quant_into(c, &t, own, 0, wy, e0, tile);
     for (uint32_t d = s; d-- > 0;) {
       if (++idx[d] < y.shape.dims[d]) break;
       idx[d] = 0;
@@ -2893,11 +2903,7 @@ static void op_run_bn_head(op_ctx *c, op_rd *r, double eps) {
       float *out = t.n_epi ? w : (float *)op_pout(c, 0) + e0;
       OP_K(batchnorm_f32)(1, 1, n, px, p[0] + q, p[1] + q, p[2] + q, p[3] + q,
                           eps, out);
-      if (t.n_epi) { /* per tensor or channel q's scale */
-        op_epi_quant(c, &t, 5, op_out(c, 0), q, w, n,
-                     (char *)op_pout(c, 0) +
-                         (size_t)e0 * mp_kd_size(op_out(c, 0)->dtype));
-      }
+      if (t.n_epi) op_quant_into(c, &t, 5, q, w, e0, n);
     }
   }
 }
@@ -3124,7 +3130,7 @@ static void op_run_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p, bool max) {
     } else {
       OP_K(avgpool)(&k, MP_KD_F32, px, out);
     }
-    if (wy) op_quant_into(c, &t, 1, wy, pl * yin, yin);
+    if (wy) op_quant_into(c, &t, 1, 0, wy, pl * yin, yin);
   }
 }
 
@@ -3342,7 +3348,7 @@ static void op_run_concat_tail(op_ctx *c, op_rd *r, int64_t axis) {
           continue;
         }
         if (t.pro[k].kind) f = op_widen_range(c, &t, 2, k, src + e, m, w);
-        op_quant_into(c, &t, 2, f, dst + e, m);
+        op_quant_into(c, &t, 2, 0, f, dst + e, m);
       }
     }
     off += len;

@@ -307,6 +307,15 @@ bool op_loop_dispatch(op_ctx *c, bool run, bool *handled) {
   }
 }
 
+/* Scan output k (y) of LOOP o: the axis it stacks along (*ax) and the
+ * index iteration iter writes along it (from the end when reversed). */
+static int64_t lp_out_index(const mp_bopr *o, const lp_shape *s, uint32_t k,
+                            const mp_btensor *y, int64_t iter, int64_t *ax) {
+  *ax = s->kind == LP_SCAN ? o->params[6 + k] : 0;
+  bool rev = s->kind == LP_SCAN && o->params[6 + s->n_scan_out + k];
+  return rev ? y->shape.dims[*ax] - 1 - iter : iter;
+}
+
 size_t mp_rt_loop_enter(const mp_bundle *b, size_t step) {
   return (size_t)mp_bundle_op(b, step)->params[1];
 }
@@ -319,9 +328,7 @@ bool mp_rt_loop_span(const mp_bundle *b, size_t step, uint32_t out,
   if (out < s.n_carried || out >= s.n_carried + s.n_scan_out) return false;
   uint32_t k = out - s.n_carried;
   const mp_btensor *y = mp_bundle_tensor(b, o->out[out]);
-  int64_t ax = s.kind == LP_SCAN ? o->params[6 + k] : 0;
-  bool rev = s.kind == LP_SCAN && o->params[6 + s.n_scan_out + k];
-  int64_t idx = rev ? y->shape.dims[ax] - 1 - iter : iter;
+  int64_t ax, idx = lp_out_index(o, &s, k, y, iter, &ax);
   int64_t outer, len, inner;
   op_split3(&y->shape, ax, false, &outer, &len, &inner);
   if (outer <= 0 || idx < 0 || idx >= len) return false;
@@ -365,9 +372,7 @@ bool mp_rt_loop_end(const mp_bundle *b, size_t step, unsigned char *const *ptr,
   }
   for (uint32_t k = 0; k < s.n_scan_out; k++) {
     const mp_btensor *y = op_out(c, s.n_carried + k);
-    int64_t ax = s.kind == LP_SCAN ? o->params[6 + k] : 0;
-    bool rev = s.kind == LP_SCAN && o->params[6 + s.n_scan_out + k];
-    int64_t idx = rev ? y->shape.dims[ax] - 1 - iter : iter;
+    int64_t ax, idx = lp_out_index(o, &s, k, y, iter, &ax);
     lp_slice(y, op_pout(c, s.n_carried + k), ax, idx,
              op_pin(c, s.n_orig + lead + s.n_carried + k), true);
   }
