@@ -222,7 +222,7 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
   const char *pro = bw_attr_s(op, "mplan.prologue");
   uint32_t own = mp_op_head_arity(op);
   if (!epi || slot < own) return false;
-  char list[512];
+  char list[2048];
   snprintf(list, sizeof list, "%s", epi);
   uint32_t fixed = 0, clips = 0;
   for (char *p = list;; p++) { /* count, then walk */
@@ -250,6 +250,7 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
     if (slot < at + n) {
       *type = strcmp(p, "BatchNormalization") == 0 ? "BatchNormalization"
               : strcmp(p, "QuantizeLinear") == 0   ? "QuantizeLinear"
+              : strcmp(p, "DequantizeLinear") == 0 ? "DequantizeLinear"
                                                    : "epilogue";
       *at_slot = slot - at + 1;
       return true;

@@ -356,6 +356,7 @@ int lw_epilogue_inputs(const char *type) {
   if (strcmp(type, "Clip") == 0) return -1;
   if (strcmp(type, "BatchNormalization") == 0) return 4;
   if (strcmp(type, "QuantizeLinear") == 0) return 2; /* scale, zero point */
+  if (strcmp(type, "DequantizeLinear") == 0) return 2;
   if (lw_find(lw_binary, type) >= 0) return 1;
   if (lw_find(lw_unary, type) >= 0 || strcmp(type, "Relu6") == 0) return 0;
   return -2;
@@ -365,7 +366,7 @@ static mp_status lw_tail(lw *x, uint32_t full) {
   const char *epi = lw_str(x, "mplan.epilogue", NULL);
   const char *fa = lw_str(x, "fused_activation", NULL);
   const char *pro = lw_str(x, "mplan.prologue", NULL);
-  char list[512] = "";
+  char list[2048] = "";
   if (fa) {
     if (strcmp(fa, "Relu") && strcmp(fa, "Relu6")) {
       return lw_unsup(x, "fused_activation '%s' (Relu and Relu6 are known)",
@@ -379,16 +380,16 @@ static mp_status lw_tail(lw *x, uint32_t full) {
     snprintf(list + n, sizeof list - n, "%s%s", n ? "," : "", epi);
   }
   /* Split the list and count the fixed extra inputs. */
-  char *names[16];
+  char *names[64];
   int n_epi = 0;
-  for (char *p = list; *p && n_epi < 16;) {
+  for (char *p = list; *p && n_epi < 64;) {
     names[n_epi++] = p;
     char *c = strchr(p, ',');
     if (!c) break;
     *c = '\0';
     p = c + 1;
   }
-  if (n_epi == 16) return lw_unsup(x, "an epilogue of 16 or more ops");
+  if (n_epi == 64) return lw_unsup(x, "an epilogue of 64 or more ops");
   uint32_t fixed = 0, clips = 0;
   /* the prologue entries (at most two, on distinct inputs); a
    * DequantizeLinear's scale and zero point follow everything else, in
@@ -481,7 +482,34 @@ static mp_status lw_tail(lw *x, uint32_t full) {
       snprintf(e, sizeof e, "%sepsilon", pre);
       alpha = lw_float(x, e, 1e-5);
     } else if (strcmp(t, "QuantizeLinear") == 0) {
-      code = MP_BEPI_QUANTIZE; /* the last entry (runtime/ops.c) */
+      code = MP_BEPI_QUANTIZE; /* the last entry, or before a DQ one */
+      extra = 2;
+    } else if (strcmp(t, "DequantizeLinear") == 0) {
+      /* after a QuantizeLinear entry: the 8-bit type between them is
+       * either zero point's, else uint8 (ONNX's default) */
+      int32_t qz = k > 0 && strcmp(names[k - 1], "QuantizeLinear") == 0
+                       ? x->op->inputs[at - 1]
+                       : -2;
+      int32_t dz = x->op->inputs[at + 1];
+      if (qz == -2) {
+        return lw_unsup(x,
+                        "epilogue DequantizeLinear entry %d does not "
+                        "follow a QuantizeLinear entry",
+                        k);
+      }
+      int kq = qz >= 0 ? lw_kdtype(mp_graph_tensor(x->g, (size_t)qz)->dtype)
+                       : MP_KD_U8;
+      int kz =
+          dz >= 0 ? lw_kdtype(mp_graph_tensor(x->g, (size_t)dz)->dtype) : kq;
+      if (qz < 0 && dz >= 0) kq = kz;
+      if (kq != kz || (kq != MP_KD_I8 && kq != MP_KD_U8)) {
+        return lw_unsup(x,
+                        "epilogue QuantizeLinear and DequantizeLinear "
+                        "entries %d and %d: zero points of two types, "
+                        "or not 8-bit",
+                        k - 1, k);
+      }
+      code = MP_BEPI_DEQUANTIZE | kq;
       extra = 2;
     } else if (strchr(t, '@')) {
       /* the entry index in the bundle counts a fused_activation entry */

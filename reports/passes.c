@@ -89,6 +89,19 @@ static void rp_fusions(const mp_pass_report *r, mp_buf *out) {
     size_t unit = f->intermediate_bytes * f->steps;
     size_t times =
         unit && f->saved_bytes % unit == 0 ? f->saved_bytes / unit : 2;
+    if (times > 2 || (times == 2 && unit * 2 != f->saved_bytes)) {
+      /* intermediates of different sizes (f32 and 8-bit ones of a chain
+       * through QDQ pairs, fuse.c condition 8): 2 x their sum */
+      char c[MP_FMT_MAX];
+      mp_buf_printf(out,
+                    "  %-10s %s %s + %s: 2 x %s B in %u intermediates = "
+                    "%s B%s%s\n",
+                    mp_fusion_kind_name(f->kind), f->op, f->head_type,
+                    f->absorbed, mp_fmt_count(c, f->saved_bytes / 2), f->steps,
+                    mp_fmt_count(b, f->saved_bytes),
+                    f->at_peak ? ", at a peak step" : "", regs);
+      continue;
+    }
     mp_buf_printf(out, "  %-10s %s %s + %s: %zu x %s x %u = %s B%s%s\n",
                   mp_fusion_kind_name(f->kind), f->op, f->head_type,
                   f->absorbed, times, mp_fmt_count(a, f->intermediate_bytes),

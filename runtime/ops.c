@@ -51,7 +51,7 @@
 
 /* ---- the head tail: prologue and epilogue (docs/ir-conventions.md) ------- */
 
-#define OP_MAX_EPI 16
+#define OP_MAX_EPI 64
 
 typedef struct op_epi {
   int code;
@@ -92,7 +92,7 @@ static void rd_tail(op_rd *r, op_tail *t) {
   t->n_epi = (uint32_t)rd_range(r, 0, OP_MAX_EPI);
   for (uint32_t k = 0; k < t->n_epi && !r->bad; k++) {
     op_epi *e = &t->epi[k];
-    e->code = (int)rd_range(r, 0, 0x4ff);
+    e->code = (int)rd_range(r, 0, 0x5ff);
     e->n_extra = (uint32_t)rd_range(r, 0, 4);
     e->alpha = rd_f(r);
     e->beta = rd_f(r);
@@ -108,6 +108,15 @@ static bool op_dq(const op_pro *p) {
  * entries before it run over an f32 value the head never stores whole. */
 static bool op_quant_tail(const op_tail *t) {
   return t->n_epi && (t->epi[t->n_epi - 1].code & 0xf00) == MP_BEPI_QUANTIZE;
+}
+
+/* Whether an elementwise head's epilogue rounds through 8 bits inside
+ * (a QuantizeLinear entry before the last: op_check_requant). */
+static bool op_chain_requants(const op_tail *t) {
+  for (uint32_t k = 0; k + 1 < t->n_epi; k++) {
+    if ((t->epi[k].code & 0xf00) == MP_BEPI_QUANTIZE) return true;
+  }
+  return false;
 }
 
 /* The value the epilogue's entries see: output y, or under op_quant_tail
@@ -676,6 +685,37 @@ static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
   return true;
 }
 
+/* Entries k (QuantizeLinear, not the last) and k + 1 of an elementwise
+ * head's epilogue, their inputs from at: the pair rounds the f32 value
+ * through the DequantizeLinear entry's 8-bit type (MP_BEPI_DEQUANTIZE),
+ * each with one f32 scale and a zero point of that type or none. */
+static bool op_check_requant(op_ctx *c, const op_tail *t, uint32_t k,
+                             uint32_t at) {
+  const op_epi *q = &t->epi[k], *d = &t->epi[k + 1];
+  int kd = d->code & 0xff;
+  if ((c->op->kernel != MP_BOP_UNARY && c->op->kernel != MP_BOP_BINARY) ||
+      (d->code & 0xf00) != MP_BEPI_DEQUANTIZE || q->n_extra != 2 ||
+      d->n_extra != 2 || (kd != MP_KD_I8 && kd != MP_KD_U8)) {
+    return op_fail(c,
+                   "epilogue entry %u: a QuantizeLinear before the last "
+                   "entry is an elementwise op's, followed by a "
+                   "DequantizeLinear of int8 or uint8",
+                   k);
+  }
+  for (uint32_t j = 0; j < 2; j++) {
+    const mp_btensor *sc = op_in(c, at + 2 * j), *z = op_in(c, at + 2 * j + 1);
+    if (!sc || sc->dtype != MP_KD_F32 || op_count(sc) != 1 ||
+        (z && (z->dtype != kd || op_count(z) != 1))) {
+      return op_fail(c,
+                     "epilogue entry %u: %s scale is not one f32 value or "
+                     "its zero point not one %s",
+                     k + j, j ? "DequantizeLinear" : "QuantizeLinear",
+                     mp_kd_name(kd));
+    }
+  }
+  return true;
+}
+
 /* Checks the epilogue's extra inputs (after the head's own inputs) against
  * the head's output y, and counts its workspace: plane > 0 for a Conv head,
  * which runs plane by plane (plane elements each) when an operand lives in
@@ -739,6 +779,9 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
       if (op_tap(t) != (uint32_t)e->alpha) {
         return op_fail(c, "epilogue entry %u: a second tapped entry", k);
       }
+      if ((t->epi[(uint32_t)e->alpha].code & 0xf00) == MP_BEPI_DEQUANTIZE) {
+        return op_fail(c, "epilogue entry %u taps an 8-bit value", k);
+      }
       if (!tapped) {
         /* one tile (or plane) of the tapped value is kept */
         c->need_ws += (planes ? (size_t)plane * es : op_epi_tile_bytes(y)) + 64;
@@ -759,8 +802,12 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                          j, (long long)y->shape.dims[1]);
         }
       }
+    } else if (cls == MP_BEPI_QUANTIZE && k + 1 < t->n_epi) {
+      if (!op_check_requant(c, t, k, at)) return false;
+      at += e->n_extra;
+      e = &t->epi[++k];
     } else if (cls == MP_BEPI_QUANTIZE) {
-      if (!op_check_quant_tail(c, k + 1 == t->n_epi, e, at, yq)) return false;
+      if (!op_check_quant_tail(c, true, e, at, yq)) return false;
     } else {
       return op_fail(c, "epilogue entry %u: unknown class %#x", k, cls);
     }
@@ -2214,14 +2261,15 @@ static bool op_check_dq8(op_ctx *c, const op_tail *t, uint32_t own,
 }
 
 /* The tail of such a head (what: the op, for the message): only
- * DequantizeLinear prologues and at most a QuantizeLinear after; and the
- * f32 value *y it computes: its output, or under the QuantizeLinear that
+ * DequantizeLinear prologues and at most a QuantizeLinear after (chain:
+ * an elementwise op's epilogue of op_check_chain instead); and the f32
+ * value *y it computes: its output, or under the QuantizeLinear that
  * output's f32 view. */
 static bool op_check_dq_head(op_ctx *c, const op_tail *t, uint32_t own,
-                             const char *what, mp_btensor *y) {
+                             const char *what, bool chain, mp_btensor *y) {
   const mp_btensor *yq = op_out(c, 0);
-  if (!t->n_dq || t->n_pro != t->n_dq || t->n_epi > 1 ||
-      (t->n_epi && !op_quant_tail(t))) {
+  if (!t->n_dq || t->n_pro != t->n_dq ||
+      (!chain && (t->n_epi > 1 || (t->n_epi && !op_quant_tail(t))))) {
     return op_fail(c,
                    "%s takes DequantizeLinear prologues and one "
                    "QuantizeLinear after it, nothing else",
@@ -2233,6 +2281,7 @@ static bool op_check_dq_head(op_ctx *c, const op_tail *t, uint32_t own,
                    "output '%s' is %s (f32, or 8-bit after a QuantizeLinear)",
                    yq->name, mp_kd_name(yq->dtype));
   }
+  if (chain) return true;
   return !t->n_epi || op_check_quant_tail(c, true, &t->epi[0], own, yq);
 }
 
@@ -2273,7 +2322,8 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
   }
   const mp_btensor *yq = op_out(c, 0);
   mp_btensor y, v[2];
-  if (!op_check_dq_head(c, &t, own, "an elementwise op", &y)) return false;
+  if (!op_check_dq_head(c, &t, own, "an elementwise op", true, &y))
+    return false;
   for (uint32_t k = 0; k < nk; k++) {
     const mp_btensor *x = op_in(c, k);
     v[k] = *x;
@@ -2309,9 +2359,45 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
     }
     if (!op_expect_shape(c, &y, &v[0].shape)) return false;
   }
-  /* a tile of each widened input and of the f32 result */
-  c->need_ws += (t.n_pro + t.n_epi) * (op_epi_tile_bytes(&y) + 64);
+  /* the epilogue's entries (op_check_epilogue); a chain's workspace is
+   * counted here */
+  size_t ws = c->need_ws;
+  if (t.n_epi && !op_check_epilogue(c, &t, own, yq, 0)) return false;
+  c->need_ws = ws;
+  /* a tile of each widened input and of the f32 result; a chain also
+   * keeps a tapped tile and an 8-bit one */
+  size_t tb = op_epi_tile_bytes(&y);
+  c->need_ws += (t.n_pro + (t.n_epi ? 1 : 0)) * (tb + 64);
+  if (op_tap(&t) != UINT32_MAX) c->need_ws += tb + 64;
+  if (op_chain_requants(&t)) c->need_ws += tb / 4 + 64;
   return true;
+}
+
+/* Every entry of an elementwise head's epilogue before its last
+ * QuantizeLinear over the n f32 values of a tile at pt (outer index idx
+ * over y's axes before s): a QuantizeLinear and DequantizeLinear pair
+ * quantizes the tile into q8 and widens it back, with the kernels those
+ * ops run; kept: the tapped value's tile. */
+static void op_epi_chain(op_ctx *c, const op_tail *t, uint32_t own,
+                         const mp_btensor *y, uint32_t s, const int64_t *idx,
+                         float *pt, int64_t n, float *kept, void *q8) {
+  uint32_t at = own, tap = op_tap(t);
+  for (uint32_t k = 0; k < t->n_epi; k++) {
+    const op_epi *e = &t->epi[k];
+    if (k == tap) memcpy(kept, pt, (size_t)n * sizeof *pt);
+    if ((e->code & 0xf00) == MP_BEPI_QUANTIZE) {
+      if (k + 1 == t->n_epi) break; /* op_quant_into */
+      int kd = t->epi[k + 1].code & 0xff;
+      OP_K(quantize)(1, 1, n, pt, (const float *)op_pin(c, at), 1,
+                     op_pin(c, at + 1), kd, q8);
+      OP_K(dequantize)(1, 1, n, kd, q8, (const float *)op_pin(c, at + 2), 1,
+                       op_pin(c, at + 3), pt);
+      at += e->n_extra + t->epi[++k].n_extra;
+      continue;
+    }
+    op_epi_entry(c, e, at, y, s, idx, pt, kept, NULL);
+    at += e->n_extra;
+  }
 }
 
 static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
@@ -2330,6 +2416,9 @@ static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
     if (t.pro[k].kind) w[k] = op_ws_take(c, tile);
   }
   if (t.n_epi) wy = op_ws_take(c, tile);
+  float *kept = op_tap(&t) != UINT32_MAX ? op_ws_take(c, tile) : NULL;
+  void *q8 = op_chain_requants(&t) ? op_ws_take(c, (tile + 3) / 4) : NULL;
+  bool quant = op_quant_tail(&t);
   mp_kunary_params p = up ? *up : (mp_kunary_params){0, 0};
   if (!binary && own == 3) { /* Clip's bounds */
     if (op_pin(c, 1)) p.alpha = mp_k_load(op_pin(c, 1), MP_KD_F32, 0);
@@ -2355,7 +2444,14 @@ static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
     } else {
       OP_K(unary)((mp_kunary)code, &p, MP_KD_F32, pk[0], out, (size_t)tile);
     }
-    if (wy) op_quant_into(c, &t, own, 0, wy, e0, tile);
+    if (wy) {
+      op_epi_chain(c, &t, own, &y, s, idx, wy, tile, kept, q8);
+      if (quant) {
+        op_quant_into(c, &t, own, 0, wy, e0, tile);
+      } else { /* an f32 output: it may share an operand's buffer */
+        memcpy((float *)op_pout(c, 0) + e0, wy, (size_t)tile * sizeof *wy);
+      }
+    }
     for (uint32_t d = s; d-- > 0;) {
       if (++idx[d] < y.shape.dims[d]) break;
       idx[d] = 0;
@@ -2874,7 +2970,7 @@ static bool op_check_bn_head(op_ctx *c, op_rd *r) {
                    "on X, with scale, B, mean and var");
   }
   mp_btensor y;
-  if (!op_check_dq_head(c, &t, 5, "a BatchNormalization", &y) ||
+  if (!op_check_dq_head(c, &t, 5, "a BatchNormalization", false, &y) ||
       !op_check_dq8(c, &t, 5, 0)) {
     return false;
   }
@@ -3096,7 +3192,8 @@ static bool op_check_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p) {
     return op_fail(c, "a pool takes a DequantizeLinear prologue on its input");
   }
   mp_btensor y, xf = *x;
-  if (!op_check_dq_head(c, &t, 1, "a pool", &y) || !op_check_dq8(c, &t, 1, 0)) {
+  if (!op_check_dq_head(c, &t, 1, "a pool", false, &y) ||
+      !op_check_dq8(c, &t, 1, 0)) {
     return false;
   }
   if (op_aliases(x, yq)) return op_fail(c, "pooling does not run in place");
@@ -3301,7 +3398,7 @@ static bool op_check_concat_tail(op_ctx *c, op_rd *r, int64_t axis) {
     return op_fail(c, "bad arity");
   }
   mp_btensor y, v[2];
-  if (!op_check_dq_head(c, &t, 2, "a Concat of two", &y)) return false;
+  if (!op_check_dq_head(c, &t, 2, "a Concat of two", false, &y)) return false;
   for (uint32_t k = 0; k < 2; k++) {
     const mp_btensor *x = op_in(c, k);
     v[k] = *x;

@@ -67,7 +67,31 @@
  * tensor: the runtime computes it a tile, a plane or a block at a time
  * (runtime/ops.c, op_run_ew, op_run_pool_tail, op_run_concat_tail); a
  * BatchNormalization's per tensor or per channel (axis 1), since it runs a
- * tile of one channel at a time (op_run_bn_head). A
+ * tile of one channel at a time (op_run_bn_head).
+ *   8. an elementwise head's chain (Add, Sub, Mul, Div, Clip or a unary
+ *      op, not a pool, Concat or BatchNormalization: fuse_ew_run) goes on
+ *      through QDQ pairs: after its QuantizeLinear (7), the sole reader of
+ *      the 8-bit value, an elementwise op that absorbed the pair's
+ *      DequantizeLinear (absorb rule 9) on that input alone, per tensor,
+ *      computing f32 of its shape, is absorbed as two entries, a
+ *      DequantizeLinear (that scale and zero point) and the op
+ *      (fuse_dq_step); its other inputs obey conditions 3 and 5, and a
+ *      group holds one Clip with bound inputs (the bundle gives one). The
+ *      QuantizeLinear then sits inside the epilogue: the pair is a round
+ *      trip of each f32 value through int8 or uint8, which the runtime
+ *      does a tile at a time with the kernels the two ops run, so the
+ *      bits are the unfused graph's. The chain may go on through f32
+ *      elementwise ops (1-3) and more pairs, and takes one diamond
+ *      (fuse_qdiamond): the 8-bit value has two readers, one starting
+ *      such a run that ends in an 8-bit value u, the other an Add or Mul
+ *      reading u and the value, both under DequantizeLinears, the value's
+ *      with the scale and zero point of the run's first (HardSwish
+ *      between QDQ pairs). The closing op becomes a DequantizeLinear
+ *      entry (u's) and the entry Mul@j (Add@j), j the run's first op
+ *      entry: the value that entered it is the value dequantized, as the
+ *      closing op read it. Every op absorbed was an elementwise head of
+ *      its own (rule 9) that no group has grown yet; a group the chain
+ *      absorbs is never a head afterwards. A
  * `fused_activation` attribute (the bundled models) becomes an explicit
  * epilogue entry (Relu, or Clip with 0 and 6) as soon as a group absorbs
  * anything, so that one attribute says everything.
@@ -80,13 +104,16 @@
  *   1. A group's head is a source op with no mplan.* attribute but a
  *      DequantizeLinear or Cast prologue (mplan.prologue, mplan.p.*); an op is
  *      absorbed by at most one group (its chained value has one reader,
- *      and a killed op is never offered again).
+ *      and a killed op is never offered again), and never both heads a
+ *      group and is absorbed by one (condition 8: a grown head is not
+ *      absorbed, an absorbed one is dead when its turn as a head comes).
  *   2. The fused op's output is the tail's output (same name, shape and
  *      dtype as every intermediate, but a QuantizeLinear's, condition 7);
  *      the intermediates disappear.
  *   3. saved_bytes = sum over the intermediates of 2 x size: each one was
- *      written once and read once (seed 000 section 4); all have the
- *      same size, so this is 2 x size(intermediate) x steps.
+ *      written once and read once (seed 000 section 4); but for a chain
+ *      through QDQ pairs (8), whose f32 and 8-bit intermediates alternate,
+ *      all have the same size, so this is 2 x size(intermediate) x steps.
  *   4. With a VLEN, registers x ceil(512 / VLEN) <= 31 for every group
  *      the pass makes (spills 0 unless a head alone exceeds it).
  */
@@ -122,6 +149,11 @@ typedef struct fuse_group {
   uint32_t cap_spills; /* what the op the cap refused would have cost */
   bool upsample;       /* stopped before a Resize absorb folds (6) */
   bool second_tap;     /* stopped before a second diamond */
+  /* condition 8: the inputs an absorbed op adds, in entry order, when
+   * they are not its inputs but the chained (and tapped) value */
+  int32_t xin[FUSE_MAX][4];
+  int8_t n_xin[FUSE_MAX]; /* -1: the default */
+  const uint8_t *grown;   /* per op: a head whose group is formed */
 } fuse_group;
 
 static uint32_t fuse_lmul(uint32_t vlen) {
@@ -267,6 +299,15 @@ static uint32_t fuse_spills(uint32_t regs, uint32_t vlen) {
   return need > FUSE_REGS ? need - FUSE_REGS : 0;
 }
 
+/* Condition 4: true (and grp marked capped, with the spills) when a
+ * group of regs values would not fit the registers. */
+static bool fuse_capped(const pass_ctx *c, fuse_group *grp, uint32_t regs) {
+  if (!c->vlen || !fuse_spills(regs, c->vlen)) return false;
+  grp->capped = true;
+  grp->cap_spills = fuse_spills(regs, c->vlen);
+  return true;
+}
+
 /* Condition 5: the inputs op r adds besides v exist before the head. */
 static bool fuse_ready(const pass_ctx *c, const uint32_t *pos, uint32_t head,
                        const mp_op *r, int32_t v) {
@@ -310,16 +351,13 @@ static bool fuse_take(pass_ctx *c, fuse_group *grp, uint32_t r, int32_t v,
   uint32_t regs = grp->regs + ew->registers + (w >= 0 ? 1 : 0);
   bool has_act = fuse_activation(rop, &act);
   if (has_act) regs += pass_ew_find(act.type)->registers;
-  if (c->vlen && fuse_spills(regs, c->vlen)) {
-    grp->capped = true;
-    grp->cap_spills = fuse_spills(regs, c->vlen);
-    return false;
-  }
+  if (fuse_capped(c, grp, regs)) return false;
   grp->e[grp->n_entries++] =
       (fuse_entry){ew->type, tap, (int32_t)r, rop, 0, 0, false};
   if (has_act) grp->e[grp->n_entries++] = act;
   grp->ops[grp->n_ops] = (int32_t)r;
   grp->tapped[grp->n_ops] = w;
+  grp->n_xin[grp->n_ops] = -1;
   grp->chained[grp->n_ops++] = v;
   grp->regs = regs;
   return true;
@@ -459,6 +497,274 @@ static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
          fuse_take(c, grp, r, v, -1, -1, &quantize);
 }
 
+/* Condition 8: an elementwise head (Add, Sub, Mul, Div, Clip or a unary
+ * op, not a pool, Concat or BatchNormalization) whose chain goes on
+ * through QDQ pairs. */
+static bool fuse_ew_chain_head(const mp_op *op) {
+  const pass_ew *ew = pass_ew_find(op->type);
+  return fuse_ew_head(op) && ew &&
+         (ew->kind == PASS_EW_UNARY || ew->kind == PASS_EW_BINARY ||
+          ew->kind == PASS_EW_CLIP);
+}
+
+/* The scale and zero point (or -1) of op's DequantizeLinear prologue on
+ * input k: they follow its own inputs (docs/ir-conventions.md; alone, an
+ * absent zero point is omitted). */
+static void fuse_dq_params(const mp_op *op, uint32_t k, uint32_t n_dq,
+                           int32_t *s, int32_t *z) {
+  uint32_t own = mp_op_head_arity(op);
+  uint32_t slot = own + (n_dq == 2 ? 2 * k : 0);
+  *s = slot < op->n_inputs ? op->inputs[slot] : -1;
+  *z = slot + 1 < op->n_inputs ? op->inputs[slot + 1] : -1;
+}
+
+/* The DequantizeLinear prologue of r on the input reading u (8-bit), per
+ * tensor: its input index, or -1. n_dq: the prologues r has. */
+static int fuse_dq_input(const pass_ctx *c, const mp_op *r, int32_t u,
+                         uint32_t *n_dq) {
+  const mp_graph *g = c->g;
+  mp_prologue pe[2];
+  int n = mp_op_prologues(r, pe, n_dq);
+  if (n <= 0 || (uint32_t)n != *n_dq || pass_reads(r, u) != 1) return -1;
+  for (uint32_t k = 0; k < r->n_attrs; k++) {
+    const char *a = r->attrs[k].name;
+    if ((strncmp(a, "mplan.", 6) == 0 && strcmp(a, "mplan.prologue") != 0) ||
+        strcmp(a, "fused_activation") == 0) {
+      return -1;
+    }
+  }
+  for (int j = 0; j < n; j++) {
+    uint32_t k = pe[j].input;
+    if (k >= r->n_inputs || r->inputs[k] != u) continue;
+    int32_t s, z;
+    fuse_dq_params(r, (uint32_t)j, *n_dq, &s, &z);
+    const mp_tensor *x = mp_graph_tensor(g, (size_t)u);
+    if (s < 0 || mp_graph_tensor(g, (size_t)s)->dtype != MP_DTYPE_F32 ||
+        mp_graph_tensor(g, (size_t)s)->bytes != 4 ||
+        (x->dtype != MP_DTYPE_I8 && x->dtype != MP_DTYPE_U8) ||
+        (z >= 0 && (mp_graph_tensor(g, (size_t)z)->dtype != x->dtype ||
+                    mp_graph_tensor(g, (size_t)z)->bytes != 1))) {
+      return -1;
+    }
+    return (int)k;
+  }
+  return -1;
+}
+
+/* Whether the group holds a Clip whose bounds are inputs: the bundle
+ * gives the bounds of one such entry (compile/lower.c). */
+static bool fuse_has_clip_inputs(const pass_ctx *c, const fuse_group *grp) {
+  for (size_t k = 0; k < grp->n_ops; k++) {
+    const mp_op *r = mp_graph_op(c->g, (size_t)grp->ops[k]);
+    if (strcmp(r->type, "Clip") == 0 && r->n_inputs > 1) return true;
+  }
+  return false;
+}
+
+/* Condition 8, one step: r reads the chain's 8-bit value u under its
+ * DequantizeLinear prologue (per tensor) and computes f32 of u's shape,
+ * its other inputs f32 and written before the head. The group takes a
+ * DequantizeLinear entry (that scale and zero point), then r's own. */
+static bool fuse_dq_step(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
+                         uint32_t r, int32_t u) {
+  const mp_graph *g = c->g;
+  const mp_op *rop = mp_graph_op(g, r);
+  const pass_ew *ew = pass_ew_op(g, rop);
+  uint32_t n_dq = 0;
+  if (!ew || c->rw->ops[r].dead || grp->grown[r] || rop->n_outputs != 1 ||
+      grp->n_ops + 2 > FUSE_MAX || grp->n_entries + 2 > 2 * FUSE_MAX ||
+      (ew->kind != PASS_EW_UNARY && ew->kind != PASS_EW_BINARY &&
+       ew->kind != PASS_EW_CLIP) ||
+      strcmp(rop->type, "Not") == 0 || strcmp(rop->type, "PRelu") == 0) {
+    return false;
+  }
+  int k = fuse_dq_input(c, rop, u, &n_dq);
+  int32_t y = rop->outputs[0];
+  uint32_t own = mp_op_head_arity(rop);
+  if (k < 0 || n_dq != 1 ||
+      mp_graph_tensor(g, (size_t)y)->dtype != MP_DTYPE_F32 ||
+      !pass_same_dims(g, y, u) || own >= rop->n_inputs) {
+    return false;
+  }
+  bool ok = false;
+  int32_t other = -1;
+  switch (ew->kind) {
+    case PASS_EW_UNARY:
+      ok = k == 0 && own == 1;
+      break;
+    case PASS_EW_BINARY:
+      other = rop->inputs[1 - k];
+      ok = (k == 0 || ew->commutative) && own == 2 && other >= 0 &&
+           mp_graph_tensor(g, (size_t)other)->dtype == MP_DTYPE_F32;
+      break;
+    case PASS_EW_CLIP:
+      ok = k == 0 && own == 3 && rop->inputs[1] >= 0 && rop->inputs[2] >= 0 &&
+           !fuse_has_clip_inputs(c, grp);
+      break;
+    default:
+      break;
+  }
+  if (!ok || !fuse_ready(c, pos, grp->head, rop, u)) return false;
+  /* the DequantizeLinear's scale and zero point: two more registers */
+  uint32_t regs = grp->regs + 2 + ew->registers;
+  if (fuse_capped(c, grp, regs)) return false;
+  size_t at = grp->n_ops;
+  grp->e[grp->n_entries++] =
+      (fuse_entry){"DequantizeLinear", -1, (int32_t)r, NULL, 0, 0, false};
+  grp->e[grp->n_entries++] =
+      (fuse_entry){ew->type, -1, (int32_t)r, rop, 0, 0, false};
+  grp->ops[at] = (int32_t)r;
+  grp->tapped[at] = -1;
+  grp->chained[at] = u;
+  grp->n_ops++;
+  grp->regs = regs;
+  /* its inputs in entry order: the scale and zero point, then the op's
+   * own but u (a binary op's other operand, a Clip's bounds) */
+  int32_t *x = grp->xin[at];
+  fuse_dq_params(rop, 0, 1, &x[0], &x[1]);
+  grp->n_xin[at] = 2;
+  for (uint32_t j = 0; j < own; j++) {
+    if (j != (uint32_t)k) x[grp->n_xin[at]++] = rop->inputs[j];
+  }
+  return true;
+}
+
+static int32_t fuse_qdiamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
+                             int32_t q);
+
+/* Condition 8: grows an elementwise head's chain from its f32 value v:
+ * elementwise ops (conditions 1-3 and 5), a QuantizeLinear (7) and,
+ * after it, the op reading its 8-bit output under a DequantizeLinear
+ * (fuse_dq_step), or a diamond of such steps (fuse_qdiamond). stop >= 0:
+ * the run inside a diamond, which must end in the 8-bit value op stop
+ * reads: returns that value, or -1. stop < 0: returns the chain's last
+ * value. */
+static int32_t fuse_ew_run(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
+                           int32_t v, int32_t stop, size_t *diamonds) {
+  const mp_graph *g = c->g;
+  int32_t fail = stop >= 0 ? -1 : v;
+  for (;;) {
+    fail = stop >= 0 ? -1 : v;
+    if (grp->n_ops >= FUSE_MAX || grp->capped ||
+        mp_graph_tensor(g, (size_t)v)->kind != MP_TENSOR_ACTIVATION) {
+      return fail;
+    }
+    int32_t r = pass_sole_reader(g, v);
+    if (r < 0) return fail;
+    const mp_op *rop = mp_graph_op(g, (size_t)r);
+    const pass_ew *ew;
+    int why = fuse_refuse(c, pos, grp->head, (uint32_t)r, v, &ew);
+    if (why == 0) {
+      if ((ew->kind == PASS_EW_CLIP && rop->n_inputs > 1 &&
+           fuse_has_clip_inputs(c, grp)) ||
+          !fuse_take(c, grp, (uint32_t)r, v, -1, -1, ew)) {
+        return fail;
+      }
+      v = rop->outputs[0];
+      continue;
+    }
+    if (why != 1 || !fuse_quantize(c, pos, grp, (uint32_t)r, v)) return fail;
+    int32_t q = rop->outputs[0];
+    fail = stop >= 0 ? -1 : q;
+    if (mp_graph_tensor(g, (size_t)q)->kind != MP_TENSOR_ACTIVATION) {
+      return fail;
+    }
+    int32_t r2 = pass_sole_reader(g, q);
+    if (stop >= 0 && r2 == stop) return q;
+    if (r2 >= 0 && fuse_dq_step(c, pos, grp, (uint32_t)r2, q)) {
+      v = mp_graph_op(g, (size_t)r2)->outputs[0];
+      continue;
+    }
+    if (r2 >= 0 || stop >= 0) return fail;
+    int32_t w = fuse_qdiamond(c, pos, grp, q);
+    if (w < 0) return fail;
+    (*diamonds)++;
+    v = w;
+  }
+}
+
+/* Condition 8's diamond: the chain's 8-bit value q has two readers, a
+ * (fuse_dq_step) starting a run that ends in an 8-bit value u, and an Add
+ * or Mul b reading u and q, each under a DequantizeLinear prologue, q's
+ * with a's scale and zero point (HardSwish x * Clip(x + 3, 0, 6) / 6
+ * between QDQ pairs). The group absorbs the run, then b as a
+ * DequantizeLinear entry (u's) and the entry Mul@j (Add@j), j a's entry:
+ * the value that entered it is q dequantized, as b reads it. Returns b's
+ * output, or -1 (nothing absorbed). */
+static int32_t fuse_qdiamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
+                             int32_t q) {
+  const mp_graph *g = c->g;
+  const mp_tensor *t = mp_graph_tensor(g, (size_t)q);
+  if (t->n_consumers != 2 || t->consumers[0] == t->consumers[1]) return -1;
+  for (int first = 0; first < 2; first++) {
+    uint32_t a = t->consumers[first], b = t->consumers[1 - first];
+    const mp_op *bop = mp_graph_op(g, b);
+    const pass_ew *bew = pass_ew_op(g, bop);
+    uint32_t n_dq = 0, n_u = 0;
+    int kq = fuse_dq_input(c, bop, q, &n_dq);
+    if (!bew || bew->kind != PASS_EW_BINARY || !bew->commutative || kq < 0 ||
+        n_dq != 2 || c->rw->ops[b].dead || grp->grown[b] ||
+        bop->n_outputs != 1 || mp_op_head_arity(bop) != 2 ||
+        mp_graph_tensor(g, (size_t)bop->outputs[0])->dtype != MP_DTYPE_F32 ||
+        !pass_same_dims(g, bop->outputs[0], q)) {
+      continue;
+    }
+    int32_t u = bop->inputs[1 - kq];
+    if (fuse_dq_input(c, bop, u, &n_u) != 1 - kq) continue;
+    for (size_t k = 0; k < grp->n_ops; k++) {
+      if (grp->tapped[k] >= 0) {
+        grp->second_tap = true; /* one tapped value per epilogue */
+        return -1;
+      }
+    }
+    int32_t sb, zb, su, zu, sa, za;
+    fuse_dq_params(bop, (uint32_t)kq, 2, &sb, &zb);
+    fuse_dq_params(bop, (uint32_t)(1 - kq), 2, &su, &zu);
+    fuse_dq_params(mp_graph_op(g, a), 0, 1, &sa, &za);
+    bool ready = true;
+    for (uint32_t j = 2; j < bop->n_inputs; j++) {
+      int32_t p = bop->inputs[j] >= 0
+                      ? mp_graph_tensor(g, (size_t)bop->inputs[j])->producer
+                      : -1;
+      ready = ready && (p < 0 || pos[p] < pos[grp->head]);
+    }
+    fuse_group save = *grp;
+    int tap = (int)grp->n_entries + 1; /* a's own entry, after its DQ */
+    uint32_t regs = 0;
+    bool ok = ready && sa == sb && za == zb &&
+              fuse_dq_step(c, pos, grp, a, q) &&
+              fuse_ew_run(c, pos, grp, mp_graph_op(g, a)->outputs[0],
+                          (int32_t)b, NULL) == u &&
+              grp->n_ops < FUSE_MAX;
+    if (ok) {
+      regs = grp->regs + 2 + bew->registers + 1;
+      ok = !fuse_capped(c, &save, regs);
+    }
+    if (!ok) {
+      bool capped = grp->capped || save.capped;
+      uint32_t spills = grp->capped ? grp->cap_spills : save.cap_spills;
+      *grp = save;
+      grp->capped = capped;
+      grp->cap_spills = spills;
+      return -1;
+    }
+    size_t at = grp->n_ops++;
+    grp->e[grp->n_entries++] =
+        (fuse_entry){"DequantizeLinear", -1, (int32_t)b, NULL, 0, 0, false};
+    grp->e[grp->n_entries++] =
+        (fuse_entry){bew->type, tap, (int32_t)b, bop, 0, 0, false};
+    grp->ops[at] = (int32_t)b;
+    grp->chained[at] = u;
+    grp->tapped[at] = q;
+    grp->xin[at][0] = su;
+    grp->xin[at][1] = zu;
+    grp->n_xin[at] = 2;
+    grp->regs = regs;
+    return bop->outputs[0];
+  }
+  return -1;
+}
+
 /* Grows the group from its head (conditions 1-5 and 7). */
 static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
                       size_t *boundaries, size_t *late, size_t *diamonds) {
@@ -470,6 +776,10 @@ static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   if (fuse_activation(head, &act)) {
     grp->e[grp->n_entries++] = act;
     grp->regs += pass_ew_find(act.type)->registers;
+  }
+  if (fuse_ew_chain_head(head)) {
+    (void)fuse_ew_run(c, pos, grp, v, -1, diamonds);
+    return;
   }
   if (fuse_ew_head(head)) {
     /* condition 7 only: the QuantizeLinear reading the output */
@@ -520,6 +830,10 @@ static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
   if (own < mp_op_head_arity(head)) own = mp_op_head_arity(head);
   uint32_t n = own + tail;
   for (size_t k = 0; k < grp->n_ops; k++) {
+    if (grp->n_xin[k] >= 0) {
+      n += (uint32_t)grp->n_xin[k];
+      continue;
+    }
     n += mp_graph_op(c->g, (size_t)grp->ops[k])->n_inputs - 1;
     n -= grp->tapped[k] >= 0;
     n += fuse_no_zero_point(c->g, grp->ops[k]);
@@ -531,6 +845,10 @@ static mp_status fuse_inputs(pass_ctx *c, const fuse_group *grp,
     in[at++] = k < head->n_inputs ? head->inputs[k] : -1;
   }
   for (size_t k = 0; k < grp->n_ops; k++) {
+    if (grp->n_xin[k] >= 0) {
+      for (int8_t j = 0; j < grp->n_xin[k]; j++) in[at++] = grp->xin[k][j];
+      continue;
+    }
     const mp_op *r = mp_graph_op(c->g, (size_t)grp->ops[k]);
     bool skipped = false, tap_skipped = grp->tapped[k] < 0;
     for (uint32_t j = 0; j < r->n_inputs; j++) {
@@ -579,7 +897,12 @@ static mp_status fuse_attrs(pass_ctx *c, const fuse_group *grp, mp_buf *types,
     for (uint32_t j = 0; st == MP_OK && e->attrs && j < e->attrs->n_attrs;
          j++) {
       mp_attr a = e->attrs->attrs[j];
-      if (strcmp(a.name, "fused_activation") == 0) continue;
+      /* an absorbed elementwise head's prologue is its DequantizeLinear
+       * entry (condition 8) */
+      if (strcmp(a.name, "fused_activation") == 0 ||
+          strncmp(a.name, "mplan.", 6) == 0) {
+        continue;
+      }
       snprintf(name, sizeof name, "mplan.e%zu.%s", k, a.name);
       a.name = name;
       st = rw_set_attr(c->rw, grp->head, &a, err);
@@ -661,7 +984,9 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
   size_t n = mp_graph_op_count(c->g);
   const mp_alloc *a = mp_graph_alloc(c->g);
   uint32_t *pos = mp_calloc(a, n + 1, sizeof *pos);
-  mp_status st = pos ? MP_OK
+  uint8_t *grown = mp_calloc(a, n + 1, 1);
+  mp_status st = pos && grown
+                     ? MP_OK
                      : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                                     mp_graph_source(c->g));
   /* Condition 5 reads positions in the order being planned. */
@@ -669,12 +994,13 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
   for (uint32_t o = 0; st == MP_OK && o < n; o++) {
     const mp_op *op = mp_graph_op(c->g, o);
     if ((!fuse_is_head(op) && !fuse_ew_head(op)) ||
-        fuse_has_unknown_activation(op)) {
-      continue;
+        fuse_has_unknown_activation(op) || c->rw->ops[o].dead) {
+      continue; /* dead: absorbed by an earlier head's chain (8) */
     }
     fuse_group grp;
     memset(&grp, 0, sizeof grp);
     grp.head = o;
+    grp.grown = grown;
     fuse_grow(c, pos, &grp, &boundaries, &late, &diamonds);
     if (grp.capped) {
       capped++;
@@ -684,9 +1010,11 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
     second_taps += grp.second_tap;
     if (grp.n_ops == 0) continue;
     spills += c->vlen ? fuse_spills(grp.regs, c->vlen) : 0;
+    grown[o] = 1;
     st = fuse_apply(c, &grp, err);
   }
   mp_free(a, pos);
+  mp_free(a, grown);
   if (diamonds) {
     mp_buf_printf(&c->note, "%zu diamond%s (x * f(x))", diamonds,
                   diamonds == 1 ? "" : "s");

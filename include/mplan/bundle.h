@@ -311,6 +311,12 @@ const char *mp_bop_name(int kernel);
  * run in f32, the result is quantized into the int8 or uint8 output a
  * plane, a band's row or a product's row at a time. */
 #define MP_BEPI_QUANTIZE 0x400
+/* A QuantizeLinear inside an elementwise head's epilogue is followed by
+ * a DequantizeLinear (code MP_BEPI_DEQUANTIZE | the 8-bit type, MP_KD_I8
+ * or MP_KD_U8; extra inputs: scale, f32, one value; zero point or NONE,
+ * of that type): the pair rounds each f32 value through that type, as
+ * a QDQ pair between two ops does (docs/ir-conventions.md). */
+#define MP_BEPI_DEQUANTIZE 0x500
 
 /* Op flags. */
 #define MP_BOPF_FUSED 1u /* carries a prologue or an epilogue */

@@ -39,7 +39,7 @@ printf '| %-12s | %11s | %11s | %9s | %13s | %13s | %6s | %s |\n' graph \
   "bound none" "bound all" workspace "instr none" "instr all" ratio "same bits"
 printf '|--------------|-------------|-------------|-----------|---------------|---------------|--------|-----------|\n'
 for m in qdq_conv qdq_dw qdq_mm qdq_gemm_ta cast_w dq_cnn dq_fc dq_half qdq_tail qdq_ew qdq_pool \
-  qdq_concat qdq_bn_convt; do
+  qdq_concat qdq_bn_convt qdq_chain; do
   model=$src/tests/data/passes/$m.json
   for p in none all; do
     args=(--passes "$p")

@@ -263,18 +263,44 @@ run 0 plan $qct --passes none && has "$tmp/out" "lower bound 36,864 B"
 # Relu, a Mul by a broadcast gate, a HardSigmoid whose f32 result is an
 # output, a Clip with bound inputs and a Sub with the dequantized input
 # second each read 8 bits a tile at a time, and all but the two whose
-# f32 results are outputs end in their QuantizeLinear; a1, relu (whose
-# pair has no zero point) and m write over their inputs' 8 bits (rule 2:
-# the same type, uint8 all). dv's scale is per channel: it stays.
+# f32 results are outputs end in their QuantizeLinear. a1's chain goes on
+# through the pair to the Relu (fuse condition 8: the pair a round trip
+# through uint8 inside a1's epilogue), m's to the HardSigmoid, whose f32
+# result is an output, so the chain ends there; a1 writes over its
+# input's 8 bits (rule 2: the same type, uint8 both), and r1q and r3q
+# no longer exist. dv's scale is per channel: it stays.
 # 92,160 -> 69,120 B.
 qe=tests/data/passes/qdq_ew.json
 run 0 plan $qe --passes all --order memory -o "$tmp/qe.json" &&
   has "$tmp/out" "lower bound 69,120 B" && has "$tmp/out" "DequantizeLinear 8" &&
-  has "$tmp/out" "Add 1, Relu 1, Mul 1, Clip 1" &&
-  has "$tmp/out" "prologue   a1 Add + DequantizeLinear: 2 x 30,720 x 1 = 61,440 B"
-[ "$(py "$tmp/qe.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear',))")" = "[('a1', 'DequantizeLinear:0,DequantizeLinear:1', 'QuantizeLinear'), ('av', None, None), ('c1', 'DequantizeLinear:0', 'QuantizeLinear'), ('cl', 'DequantizeLinear:0', 'QuantizeLinear'), ('dv', None, None), ('hs', 'DequantizeLinear:0', None), ('m', 'DequantizeLinear:0', 'QuantizeLinear'), ('relu', 'DequantizeLinear:0', 'QuantizeLinear'), ('sb', 'DequantizeLinear:1', None), ('sig', None, None)]" ] && ok || bad "qdq_ew: the elementwise ops do not take their DequantizeLinears and QuantizeLinears"
-[ "$(py "$tmp/qe.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['xq', 'r1q', 'r2q', 'r3q'], ['xvd', 'yv']]" ] && ok || bad "qdq_ew: a1, relu and m are not written over their quantized inputs"
+  has "$tmp/out" "Add 1, Mul 1, Clip 1" &&
+  has "$tmp/out" "prologue   a1 Add + DequantizeLinear: 2 x 30,720 x 1 = 61,440 B" &&
+  has "$tmp/out" "vertical   a1 Add + QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear: 2 x 69,120 B in 3 intermediates = 138,240 B"
+[ "$(py "$tmp/qe.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear',))")" = "[('a1', 'DequantizeLinear:0,DequantizeLinear:1', 'QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear'), ('av', None, None), ('c1', 'DequantizeLinear:0', 'QuantizeLinear'), ('cl', 'DequantizeLinear:0', 'QuantizeLinear'), ('dv', None, None), ('m', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,HardSigmoid'), ('sb', 'DequantizeLinear:1', None), ('sig', None, None)]" ] && ok || bad "qdq_ew: the elementwise ops do not take their DequantizeLinears and QuantizeLinears"
+[ "$(py "$tmp/qe.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['xq', 'r2q'], ['xvd', 'yv']]" ] && ok || bad "qdq_ew: a1 is not written over its quantized input"
 run 0 plan $qe --passes none && has "$tmp/out" "lower bound 92,160 B"
+# Chains through QDQ pairs (qdq_chain, fuse condition 8): m1's chain runs
+# through six pairs to the last QuantizeLinear, each pair a round trip
+# through 8 bits inside its epilogue (the Clip's uint8 without a zero
+# point, dv's widened with another scale), and takes the HardSwish
+# diamond whole: hm, which reads x under the DequantizeLinear p3 reads it
+# under, is the entry Mul@5 (a1's Add: the value that entered it is x
+# dequantized). m1 writes y1 over the 8 bits it reads; e1's chain ends in
+# the f32 output of a Sigmoid. Before condition 8 each op of the chain
+# ended in its own QuantizeLinear: 107,520 B after the fuse pass (x, the
+# Add's 8-bit result and the Conv's input live at once); now 92,160 B.
+qc=tests/data/passes/qdq_chain.json
+run 0 plan $qc --passes all --order memory -o "$tmp/qc.json" &&
+  has "$tmp/out" "lower bound 92,160 B" &&
+  has "$tmp/out" "107,520 -> 92,160 (-14.3%)" && has "$tmp/out" "Mul 2; 1 diamond (x * f(x))" &&
+  has "$tmp/out" "vertical   e1 Mul + QuantizeLinear,DequantizeLinear,Sigmoid: 2 x 76,800 B in 2 intermediates = 153,600 B"
+[ "$(py "$tmp/qc.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e.get('epilogue'))")" = "[('c1', 'DequantizeLinear:0', 'QuantizeLinear'), ('e1', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,Sigmoid'), ('m1', 'DequantizeLinear:1', 'QuantizeLinear,DequantizeLinear,Add,QuantizeLinear,DequantizeLinear,Add,QuantizeLinear,DequantizeLinear,Clip,QuantizeLinear,DequantizeLinear,Mul@5,QuantizeLinear,DequantizeLinear,Div,QuantizeLinear,DequantizeLinear,Sub,QuantizeLinear')]" ] && ok || bad "qdq_chain: m1 and e1 do not take their chains through the pairs"
+# m1's inputs: its own, then each entry's in order (a pair's scales and
+# zero points, an operand, the Clip's bounds; none for Mul@5), then its
+# prologue's
+[ "$(py "$tmp/qc.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'm1'][0]")" = "['ga', 'hq', 's2', 'z2', 's2', 'z2', 'gb', 's3', 'z3', 's3', 'z3', 'three', 's4', 'z4', 's4', 'z4', 'zero', 'six', 's5', '', 's5', '', 's6', 'z6', 's6', 'z6', 'six', 's7', 'z7', 's7b', 'z7', 'off', 's8', 'z8', 's1', 'z1']" ] && ok || bad "qdq_chain: m1's inputs are not in entry order"
+[ "$(py "$tmp/qc.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['gpo', 'gate'], ['hq', 'y1']]" ] && ok || bad "qdq_chain: m1 is not written over its quantized input"
+run 0 plan $qc --passes none && has "$tmp/out" "lower bound 245,792 B"
 # Pools between pairs (qdq_pool, absorb rule 9): an SE gate's
 # GlobalAveragePool, its Mul and a residual Add each widen the shared
 # 8-bit input themselves (rule 8), a padded stride-2 MaxPool ends in its
@@ -580,6 +606,23 @@ bad_head bad_ew "op 'add_dq' (Add) at step 0: prologue input 'q' does not have t
 # A BatchNormalization head whose QuantizeLinear has three scales for four
 # channels (fuse condition 7 gives it one, or one per channel).
 bad_head bad_bn "op 'bn_dq' (BatchNormalization) at step 0: epilogue QuantizeLinear scale 'sc' is not f32, one value or 4 (one per output channel)"
+# A chain through a QDQ pair whose zero points have two types; the same
+# with the pair's DequantizeLinear left out (a QuantizeLinear entry
+# before a Relu), and with its QuantizeLinear left out.
+bad_head bad_chain "op 'add_dq' (Add): epilogue QuantizeLinear and DequantizeLinear entries 0 and 1: zero points of two types, or not 8-bit"
+sed 's/"QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear"/"QuantizeLinear,Relu,QuantizeLinear"/; s/"s1", "z1", "s1", "z2", "s3"/"s1", "z1", "s3"/' \
+  tests/data/passes/bad_chain.json >"$tmp/bch2.json"
+rm -f "$tmp/bch.mpk"
+run 2 compile "$tmp/bch2.json" -o "$tmp/bch.mpk" &&
+  has "$tmp/err" "op 'add_dq' (Add) at step 0: epilogue entry 0: a QuantizeLinear before the last entry is an elementwise op's, followed by a DequantizeLinear of int8 or uint8" &&
+  lines "$tmp/err" 1
+[ -e "$tmp/bch.mpk" ] && bad "bad_chain: a bundle was written" || ok
+run 2 verify "$tmp/bch2.json" && lines "$tmp/err" 1
+sed 's/"QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear"/"Relu,DequantizeLinear,QuantizeLinear"/; s/"s1", "z1", "s1", "z2", "s3"/"s1", "z2", "s3"/' \
+  tests/data/passes/bad_chain.json >"$tmp/bch3.json"
+run 2 compile "$tmp/bch3.json" -o "$tmp/bch.mpk" &&
+  has "$tmp/err" "op 'add_dq' (Add): epilogue DequantizeLinear entry 1 does not follow a QuantizeLinear entry" &&
+  lines "$tmp/err" 1
 
 # mplan diff says which tensors a pass put in another's buffer: from a
 # plan JSON, a model planned with --passes, and a report database's runs.
