@@ -27,8 +27,10 @@
  *      output);
  *   3. the value sits where the conventions can say so: first input of
  *      a non-commutative op, any input of a commutative one; Clip takes
- *      both bounds as inputs or both as attributes; BatchNormalization
- *      has its four parameters;
+ *      both bounds as inputs or both as attributes, and a group holds one
+ *      Clip whose bounds are inputs (the bundle's epilogue gives the
+ *      bounds of one: compile/lower.c), so it stops before a second;
+ *      BatchNormalization has its four parameters;
  *   4. the group fits the vector registers: with the backend's VLEN, a
  *      value of the fused loop (16 lanes of 32 bits) takes
  *      ceil(512 / VLEN) registers; the head needs 3 values (accumulator,
@@ -75,8 +77,7 @@
  *      DequantizeLinear (absorb rule 9) on that input alone, per tensor,
  *      computing f32 of its shape, is absorbed as two entries, a
  *      DequantizeLinear (that scale and zero point) and the op
- *      (fuse_dq_step); its other inputs obey conditions 3 and 5, and a
- *      group holds one Clip with bound inputs (the bundle gives one). The
+ *      (fuse_dq_step); its other inputs obey conditions 3 and 5. The
  *      QuantizeLinear then sits inside the epilogue: the pair is a round
  *      trip of each f32 value through int8 or uint8, which the runtime
  *      does a tile at a time with the kernels the two ops run, so the
@@ -342,6 +343,16 @@ static int fuse_refuse(pass_ctx *c, const uint32_t *pos, uint32_t head,
   return fuse_ready(c, pos, head, rop, v) ? 0 : 2;
 }
 
+/* Whether the group holds a Clip whose bounds are inputs: the bundle
+ * gives the bounds of one such entry (compile/lower.c). */
+static bool fuse_has_clip_inputs(const pass_ctx *c, const fuse_group *grp) {
+  for (size_t k = 0; k < grp->n_ops; k++) {
+    const mp_op *r = mp_graph_op(c->g, (size_t)grp->ops[k]);
+    if (strcmp(r->type, "Clip") == 0 && r->n_inputs > 1) return true;
+  }
+  return false;
+}
+
 /* Absorbs op r (chained on v, also reading tap value w, or -1) if the
  * registers allow: false when the cap stops the group. */
 static bool fuse_take(pass_ctx *c, fuse_group *grp, uint32_t r, int32_t v,
@@ -349,6 +360,10 @@ static bool fuse_take(pass_ctx *c, fuse_group *grp, uint32_t r, int32_t v,
   const mp_op *rop = mp_graph_op(c->g, r);
   fuse_entry act;
   uint32_t regs = grp->regs + ew->registers + (w >= 0 ? 1 : 0);
+  if (ew->kind == PASS_EW_CLIP && rop->n_inputs > 1 &&
+      fuse_has_clip_inputs(c, grp)) {
+    return false; /* the group stops before a second such Clip */
+  }
   bool has_act = fuse_activation(rop, &act);
   if (has_act) regs += pass_ew_find(act.type)->registers;
   if (fuse_capped(c, grp, regs)) return false;
@@ -551,16 +566,6 @@ static int fuse_dq_input(const pass_ctx *c, const mp_op *r, int32_t u,
   return -1;
 }
 
-/* Whether the group holds a Clip whose bounds are inputs: the bundle
- * gives the bounds of one such entry (compile/lower.c). */
-static bool fuse_has_clip_inputs(const pass_ctx *c, const fuse_group *grp) {
-  for (size_t k = 0; k < grp->n_ops; k++) {
-    const mp_op *r = mp_graph_op(c->g, (size_t)grp->ops[k]);
-    if (strcmp(r->type, "Clip") == 0 && r->n_inputs > 1) return true;
-  }
-  return false;
-}
-
 /* Condition 8, one step: r reads the chain's 8-bit value u under its
  * DequantizeLinear prologue (per tensor) and computes f32 of u's shape,
  * its other inputs f32 and written before the head. The group takes a
@@ -655,11 +660,7 @@ static int32_t fuse_ew_run(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
     const pass_ew *ew;
     int why = fuse_refuse(c, pos, grp->head, (uint32_t)r, v, &ew);
     if (why == 0) {
-      if ((ew->kind == PASS_EW_CLIP && rop->n_inputs > 1 &&
-           fuse_has_clip_inputs(c, grp)) ||
-          !fuse_take(c, grp, (uint32_t)r, v, -1, -1, ew)) {
-        return fail;
-      }
+      if (!fuse_take(c, grp, (uint32_t)r, v, -1, -1, ew)) return fail;
       v = rop->outputs[0];
       continue;
     }
