@@ -225,10 +225,12 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
   char list[2048];
   snprintf(list, sizeof list, "%s", epi);
   uint32_t fixed = 0, clips = 0;
-  for (char *p = list;; p++) { /* count, then walk */
+  int k = 0;
+  for (char *p = list;; p++, k++) { /* count, then walk */
     char *end = strchr(p, ',');
     if (end) *end = '\0';
     int e = lw_epilogue_inputs(p);
+    if (e == -1 && lw_clip_attrs(op, k)) e = 0;
     fixed += e > 0 ? (uint32_t)e : 0;
     clips += e == -1;
     if (end) *end = ',';
@@ -242,10 +244,12 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
   uint32_t rest =
       op->n_inputs > own + fixed + tail ? op->n_inputs - own - fixed - tail : 0;
   uint32_t at = own;
-  for (char *p = list;; p++) {
+  k = 0;
+  for (char *p = list;; p++, k++) {
     char *end = strchr(p, ',');
     if (end) *end = '\0';
     int e = lw_epilogue_inputs(p);
+    if (e == -1 && lw_clip_attrs(op, k)) e = 0;
     uint32_t n = e == -1 ? rest / (clips ? clips : 1) : e > 0 ? (uint32_t)e : 0;
     if (slot < at + n) {
       *type = strcmp(p, "BatchNormalization") == 0 ? "BatchNormalization"

@@ -362,6 +362,13 @@ int lw_epilogue_inputs(const char *type) {
   return -2;
 }
 
+bool lw_clip_attrs(const mp_op *op, int k) {
+  char lo[48], hi[48];
+  snprintf(lo, sizeof lo, "mplan.e%d.min", k);
+  snprintf(hi, sizeof hi, "mplan.e%d.max", k);
+  return mp_op_attr(op, lo) || mp_op_attr(op, hi);
+}
+
 static mp_status lw_tail(lw *x, uint32_t full) {
   const char *epi = lw_str(x, "mplan.epilogue", NULL);
   const char *fa = lw_str(x, "fused_activation", NULL);
@@ -413,8 +420,10 @@ static mp_status lw_tail(lw *x, uint32_t full) {
       return lw_unsup(x, "mplan.prologue '%s'", pro);
     }
   }
+  int fa_n = fa ? 1 : 0;
   for (int k = 0; k < n_epi; k++) {
     int extra = lw_epilogue_inputs(names[k]);
+    if (extra == -1 && k >= fa_n && lw_clip_attrs(x->op, k - fa_n)) extra = 0;
     if (extra == -2) {
       return lw_unsup(x,
                       "epilogue op '%s' is not an elementwise op the "
@@ -524,7 +533,9 @@ static mp_status lw_tail(lw *x, uint32_t full) {
       int u = lw_find(lw_unary, t);
       code = MP_BEPI_UNARY | u;
       lw_unary_params(x, u, pre, &alpha, &beta);
-      if (u == MP_KU_CLIP) extra = clip_in;
+      if (u == MP_KU_CLIP && !(k >= fa_n && lw_clip_attrs(x->op, k - fa_n))) {
+        extra = clip_in;
+      }
     }
     lw_p(x, code);
     lw_p(x, extra);

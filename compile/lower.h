@@ -33,6 +33,10 @@ mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
  * 0 for a unary one, -1 for Clip (0 to 2: min and max when given as
  * inputs), -2 for a type the runtime does not know. */
 int lw_epilogue_inputs(const char *type);
+/* Whether epilogue entry k of op (its index in mplan.epilogue) is a Clip
+ * whose bounds are attributes (mplan.e<k>.min, .max): it takes no input,
+ * where lw_epilogue_inputs says -1 (0 or 2) for a Clip. */
+bool lw_clip_attrs(const mp_op *op, int k);
 
 /* The int8 requantization shift for a sum of k products (see
  * mplan/kernels.h). */

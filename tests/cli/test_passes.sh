@@ -301,13 +301,14 @@ run 0 plan $qc --passes all --order memory -o "$tmp/qc.json" &&
 [ "$(py "$tmp/qc.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'm1'][0]")" = "['ga', 'hq', 's2', 'z2', 's2', 'z2', 'gb', 's3', 'z3', 's3', 'z3', 'three', 's4', 'z4', 's4', 'z4', 'zero', 'six', 's5', '', 's5', '', 's6', 'z6', 's6', 'z6', 'six', 's7', 'z7', 's7b', 'z7', 'off', 's8', 'z8', 's1', 'z1']" ] && ok || bad "qdq_chain: m1's inputs are not in entry order"
 [ "$(py "$tmp/qc.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['gpo', 'gate'], ['hq', 'y1']]" ] && ok || bad "qdq_chain: m1 is not written over its quantized input"
 run 0 plan $qc --passes none && has "$tmp/out" "lower bound 245,792 B"
-# Two Clips with bound inputs after a Conv: the group takes the first
-# (the bundle gives one such Clip's bounds) and the second writes over
-# its result; compile used to fail on the group of both.
-tc=tests/data/passes/two_clips.json
+# Three Clips after a Conv, the first with attribute bounds, the others
+# with bound inputs: the group takes the first two (the bundle gives one
+# Clip's bound inputs) and the third writes over their result; compile
+# used to fail on the group of all three, and on the first two alone.
+tc=tests/data/passes/three_clips.json
 run 0 plan $tc --passes all -o "$tmp/tc.json" &&
-  has "$tmp/out" "vertical   conv Conv + Clip: 2 x 1,024 x 1 = 2,048 B"
-[ "$(py "$tmp/tc.json" "[(e['op'], e.get('epilogue')) for e in d['execution']]")" = "[('conv', 'Clip'), ('c2', None)]" ] && ok || bad "two_clips: the Conv's group does not stop before the second Clip"
+  has "$tmp/out" "vertical   conv Conv + Clip,Clip: 2 x 1,024 x 2 = 4,096 B"
+[ "$(py "$tmp/tc.json" "[(e['op'], e.get('epilogue')) for e in d['execution']]")" = "[('conv', 'Clip,Clip'), ('c2', None)]" ] && ok || bad "three_clips: the Conv's group does not stop before the third Clip"
 run 0 compile $tc --passes all -o "$tmp/tc.mpk"
 # Pools between pairs (qdq_pool, absorb rule 9): an SE gate's
 # GlobalAveragePool, its Mul and a residual Add each widen the shared
