@@ -251,6 +251,12 @@ static bool bw_epilogue_role(const mp_op *op, uint32_t slot, const char **type,
     int e = lw_epilogue_inputs(p);
     if (e == -1 && lw_clip_attrs(op, k)) e = 0;
     uint32_t n = e == -1 ? rest / (clips ? clips : 1) : e > 0 ? (uint32_t)e : 0;
+    if (slot < at + n && lw_qoperand(p, NULL)) {
+      /* its operand (an activation), then a DequantizeLinear's slots */
+      *type = slot == at ? "epilogue" : "DequantizeLinear";
+      *at_slot = slot - at;
+      return true;
+    }
     if (slot < at + n) {
       *type = strcmp(p, "BatchNormalization") == 0 ? "BatchNormalization"
               : strcmp(p, "QuantizeLinear") == 0   ? "QuantizeLinear"

@@ -338,6 +338,20 @@ static void lw_unary_params(const lw *x, int u, const char *pre, double *alpha,
 
 /* Appends the prologue and the epilogue (docs/ir-conventions.md) and the
  * head's inputs; full is the head's full own arity (invariant 3). */
+bool lw_qoperand(const char *type, int *op) {
+  static const char suffix[] = "(DequantizeLinear)";
+  size_t n = strlen(type), sn = sizeof suffix - 1;
+  if (n <= sn || strcmp(type + n - sn, suffix) != 0) return false;
+  char name[16];
+  if (n - sn >= sizeof name) return false;
+  memcpy(name, type, n - sn);
+  name[n - sn] = '\0';
+  int k = lw_find(lw_binary, name);
+  if (k < 0 || k >= MP_KB_EQUAL || k == MP_KB_PRELU) return false;
+  if (op) *op = k;
+  return true;
+}
+
 int lw_epilogue_inputs(const char *type) {
   const char *at = strchr(type, '@');
   if (at) {
@@ -353,6 +367,7 @@ int lw_epilogue_inputs(const char *type) {
     while (*d >= '0' && *d <= '9') d++;
     return *d ? -2 : 0;
   }
+  if (lw_qoperand(type, NULL)) return 3; /* operand, scale, zero point */
   if (strcmp(type, "Clip") == 0) return -1;
   if (strcmp(type, "BatchNormalization") == 0) return 4;
   if (strcmp(type, "QuantizeLinear") == 0) return 2; /* scale, zero point */
@@ -520,6 +535,9 @@ static mp_status lw_tail(lw *x, uint32_t full) {
       }
       code = MP_BEPI_DEQUANTIZE | kq;
       extra = 2;
+    } else if (lw_qoperand(t, &code)) {
+      code |= MP_BEPI_BINARY; /* its operand widened by a DequantizeLinear */
+      extra = 3;
     } else if (strchr(t, '@')) {
       /* the entry index in the bundle counts a fused_activation entry */
       char op[16];

@@ -37,6 +37,10 @@ int lw_epilogue_inputs(const char *type);
  * whose bounds are attributes (mplan.e<k>.min, .max): it takes no input,
  * where lw_epilogue_inputs says -1 (0 or 2) for a Clip. */
 bool lw_clip_attrs(const mp_op *op, int k);
+/* Whether epilogue entry type is a binary op whose operand a
+ * DequantizeLinear widens ("Add(DequantizeLinear)": inputs operand,
+ * scale, zero point); *op (when not NULL): its mp_kbinary. */
+bool lw_qoperand(const char *type, int *op);
 
 /* The int8 requantization shift for a sum of k products (see
  * mplan/kernels.h). */

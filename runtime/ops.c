@@ -110,11 +110,18 @@ static bool op_quant_tail(const op_tail *t) {
   return t->n_epi && (t->epi[t->n_epi - 1].code & 0xf00) == MP_BEPI_QUANTIZE;
 }
 
-/* Whether an elementwise head's epilogue rounds through 8 bits inside
- * (a QuantizeLinear entry before the last: op_check_requant). */
-static bool op_chain_requants(const op_tail *t) {
-  for (uint32_t k = 0; k + 1 < t->n_epi; k++) {
-    if ((t->epi[k].code & 0xf00) == MP_BEPI_QUANTIZE) return true;
+/* Whether an epilogue goes on through QDQ pairs (fuse.c condition 8): a
+ * QuantizeLinear entry before the last (op_check_requant), or a binary
+ * entry whose operand a DequantizeLinear widens (3 inputs). Such entries
+ * need a scratch tile (op_epi_tile's wq), so the epilogue runs a tile, a
+ * plane or a row at a time. */
+static bool op_epi_chained(const op_tail *t) {
+  for (uint32_t k = 0; k < t->n_epi; k++) {
+    int cls = t->epi[k].code & 0xf00;
+    if ((cls == MP_BEPI_QUANTIZE && k + 1 < t->n_epi) ||
+        (cls == MP_BEPI_BINARY && t->epi[k].n_extra == 3)) {
+      return true;
+    }
   }
   return false;
 }
@@ -624,7 +631,8 @@ static bool op_epi_aliased(const op_ctx *c, const op_tail *t, uint32_t own,
   uint32_t at = own;
   for (uint32_t k = 0; k < t->n_epi; k++) {
     const op_epi *e = &t->epi[k];
-    if ((e->code & 0xf00) == MP_BEPI_BINARY && op_aliases(op_in(c, at), y)) {
+    if ((e->code & 0xf00) == MP_BEPI_BINARY && e->n_extra == 1 &&
+        op_aliases(op_in(c, at), y)) {
       return true;
     }
     at += e->n_extra;
@@ -693,13 +701,16 @@ static bool op_check_requant(op_ctx *c, const op_tail *t, uint32_t k,
                              uint32_t at) {
   const op_epi *q = &t->epi[k], *d = &t->epi[k + 1];
   int kd = d->code & 0xff;
-  if ((c->op->kernel != MP_BOP_UNARY && c->op->kernel != MP_BOP_BINARY) ||
+  if ((c->op->kernel != MP_BOP_UNARY && c->op->kernel != MP_BOP_BINARY &&
+       c->op->kernel != MP_BOP_CONV &&
+       c->op->kernel != MP_BOP_CONV_TRANSPOSE) ||
       (d->code & 0xf00) != MP_BEPI_DEQUANTIZE || q->n_extra != 2 ||
       d->n_extra != 2 || (kd != MP_KD_I8 && kd != MP_KD_U8)) {
     return op_fail(c,
                    "epilogue entry %u: a QuantizeLinear before the last "
-                   "entry is an elementwise op's, followed by a "
-                   "DequantizeLinear of int8 or uint8",
+                   "entry is an elementwise op's, Conv's or "
+                   "ConvTranspose's, followed by a DequantizeLinear of "
+                   "int8 or uint8",
                    k);
   }
   for (uint32_t j = 0; j < 2; j++) {
@@ -716,10 +727,39 @@ static bool op_check_requant(op_ctx *c, const op_tail *t, uint32_t k,
   return true;
 }
 
+/* A binary entry whose operand v is under a DequantizeLinear (its scale
+ * and zero point from input at + 1): 8-bit, of y's shape, one f32 scale;
+ * in yq's buffer only at its offset, of its size, 8-bit, with yq quantized
+ * (the epilogue reads a tile of v before the tile of yq goes over it). */
+static bool op_check_qoperand(op_ctx *c, uint32_t at, const mp_btensor *v,
+                              const mp_btensor *y, const mp_btensor *yq,
+                              bool quant) {
+  const mp_btensor *sc = op_in(c, at + 1), *z = op_in(c, at + 2);
+  if ((v->dtype != MP_KD_I8 && v->dtype != MP_KD_U8) ||
+      !op_same_shape(&v->shape, &y->shape) || !sc || sc->dtype != MP_KD_F32 ||
+      op_count(sc) != 1 || (z && (z->dtype != v->dtype || op_count(z) != 1))) {
+    return op_fail(c,
+                   "epilogue operand '%s' under a DequantizeLinear: not "
+                   "8-bit of the output's shape with one f32 scale and a "
+                   "zero point of its type",
+                   v->name);
+  }
+  if (op_aliases(v, yq) &&
+      (!quant || v->offset != yq->offset || op_count(v) != op_count(yq) ||
+       mp_kd_size(yq->dtype) != 1)) {
+    return op_fail(c,
+                   "epilogue operand '%s' shares the output's buffer at "
+                   "another offset, with another size or element size",
+                   v->name);
+  }
+  return true;
+}
+
 /* Checks the epilogue's extra inputs (after the head's own inputs) against
  * the head's output y, and counts its workspace: plane > 0 for a Conv head,
  * which runs plane by plane (plane elements each) when an operand lives in
- * y's buffer. */
+ * y's buffer, when it quantizes, or when the epilogue goes on through QDQ
+ * pairs (op_epi_chained; op_check_conv counts its scratch). */
 static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                               const mp_btensor *yq, int64_t plane) {
   uint32_t at = own;
@@ -727,7 +767,8 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
   mp_btensor yf = op_epi_value(t, yq);
   const mp_btensor *y = &yf;
   size_t es = mp_kd_size(y->dtype);
-  bool planes = plane > 0 && (quant || op_epi_aliased(c, t, own, y));
+  bool planes =
+      plane > 0 && (quant || op_epi_chained(t) || op_epi_aliased(c, t, own, y));
   for (uint32_t k = 0; k < t->n_epi; k++) {
     const op_epi *e = &t->epi[k];
     int cls = e->code & 0xf00, op = e->code & 0xff;
@@ -743,6 +784,19 @@ static bool op_check_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
                          v->name, mp_kd_name(y->dtype));
         }
       }
+    } else if (cls == MP_BEPI_BINARY && e->n_extra == 3) {
+      const mp_btensor *v = op_in(c, at);
+      if (op >= MP_KB_EQUAL || op == MP_KB_PRELU || !v ||
+          (c->op->kernel != MP_BOP_UNARY && c->op->kernel != MP_BOP_BINARY &&
+           c->op->kernel != MP_BOP_CONV &&
+           c->op->kernel != MP_BOP_CONV_TRANSPOSE)) {
+        return op_fail(c,
+                       "epilogue entry %u: a binary op %d on a dequantized "
+                       "operand (an elementwise op's, Conv's or "
+                       "ConvTranspose's only)",
+                       k, op);
+      }
+      if (!op_check_qoperand(c, at, v, y, yq, quant)) return false;
     } else if (cls == MP_BEPI_BINARY) {
       const mp_btensor *v = op_in(c, at);
       mp_kbcast bc;
@@ -857,7 +911,8 @@ static const void *op_tile_operand(const op_ctx *c, uint32_t at,
  * tapped value of the same elements. s == 0: the whole tensor. */
 static void op_epi_entry(op_ctx *c, const op_epi *e, uint32_t at,
                          const mp_btensor *y, uint32_t s, const int64_t *idx,
-                         void *py, const void *kept, const void *saved) {
+                         void *py, const void *kept, const void *saved,
+                         float *wq) {
   int cls = e->code & 0xf00, op = e->code & 0xff;
   mp_kshape yin = {y->shape.rank - s, {0}};
   memcpy(yin.dims, y->shape.dims + s, yin.rank * sizeof *yin.dims);
@@ -882,6 +937,14 @@ static void op_epi_entry(op_ctx *c, const op_epi *e, uint32_t at,
     /* an operand in y's buffer: the tile's copy taken before the head
      * wrote it (op_run_conv_planes), laid out as y's tile */
     bool copy = saved && op_aliases(v, y);
+    if (e->n_extra == 3) { /* of y's shape, widened by its DequantizeLinear */
+      OP_K(dequantize)(1, 1, (int64_t)n, v->dtype, pv,
+                       (const float *)op_pin(c, at + 1), 1, op_pin(c, at + 2),
+                       wq);
+      pv = wq;
+      copy = false;
+      vin = yin;
+    }
     (void)mp_k_bcast_init(&bc, &yin, &yin, copy ? &yin : &vin, NULL);
     if (copy) pv = saved;
     OP_K(binary)((mp_kbinary)op, &bc, y->dtype, py, pv, y->dtype, py, false);
@@ -901,16 +964,31 @@ static void op_epi_entry(op_ctx *c, const op_epi *e, uint32_t at,
 
 /* Every entry over one tile of y (bytes at pt, outer index idx over the
  * axes before s), the tapped value copied into kept when its entry comes;
- * saved: op_epi_entry. */
+ * saved: op_epi_entry. Up to the last QuantizeLinear (op_epi_quant): one
+ * before it and the DequantizeLinear after it (op_check_requant) quantize
+ * the f32 tile into wq and widen it back, with the kernels those ops
+ * run; wq also holds a quantized operand widened (op_epi_entry). */
 static void op_epi_tile(op_ctx *c, const op_tail *t, uint32_t own,
                         const mp_btensor *y, uint32_t s, const int64_t *idx,
-                        void *pt, size_t bytes, void *kept, const void *saved) {
+                        void *pt, size_t bytes, void *kept, const void *saved,
+                        float *wq) {
   uint32_t at = own, tap = op_tap(t);
+  int64_t n = (int64_t)(bytes / mp_kd_size(y->dtype));
   for (uint32_t k = 0; k < t->n_epi; k++) {
-    if ((t->epi[k].code & 0xf00) == MP_BEPI_QUANTIZE) break; /* op_epi_quant */
+    const op_epi *e = &t->epi[k];
+    if ((e->code & 0xf00) == MP_BEPI_QUANTIZE && k + 1 == t->n_epi) break;
     if (k == tap) memcpy(kept, pt, bytes);
-    op_epi_entry(c, &t->epi[k], at, y, s, idx, pt, kept, saved);
-    at += t->epi[k].n_extra;
+    if ((e->code & 0xf00) == MP_BEPI_QUANTIZE) {
+      int kd = t->epi[k + 1].code & 0xff;
+      OP_K(quantize)(1, 1, n, pt, (const float *)op_pin(c, at), 1,
+                     op_pin(c, at + 1), kd, wq);
+      OP_K(dequantize)(1, 1, n, kd, wq, (const float *)op_pin(c, at + 2), 1,
+                       op_pin(c, at + 3), pt);
+      at += e->n_extra + t->epi[++k].n_extra;
+      continue;
+    }
+    op_epi_entry(c, e, at, y, s, idx, pt, kept, saved, wq);
+    at += e->n_extra;
   }
 }
 
@@ -940,7 +1018,7 @@ static void op_run_epilogue(op_ctx *c, const op_tail *t, uint32_t own,
   int64_t idx[MP_K_MAX_RANK] = {0};
   for (size_t done = 0; done < n; done += tile) {
     op_epi_tile(c, t, own, y, s, idx, (char *)py + done * es, tile * es, c->ws,
-                NULL);
+                NULL, NULL);
     for (uint32_t d = s; d-- > 0;) {
       if (++idx[d] < y->shape.dims[d]) break;
       idx[d] = 0;
@@ -1190,10 +1268,13 @@ static bool op_check_conv(op_ctx *c, bool transpose) {
    * its output) */
   if (!transpose) c->need_ws += (size_t)plane * 4;
   op_band band;
-  if (quant && !op_conv_band(c, &t, &band)) {
+  bool banded = op_conv_band(c, &t, &band), chained = op_epi_chained(&t);
+  if (quant && !banded) {
     c->need_ws += (size_t)plane * 4 + 64; /* op_run_conv_planes' f32 plane */
   }
-  if (transpose && (quant || op_epi_aliased(c, &t, own, y))) {
+  /* op_epi_tile's scratch (through QDQ pairs): a row or a plane */
+  if (chained) c->need_ws += (size_t)(banded ? band.yin : plane) * 4 + 64;
+  if (transpose && (quant || chained || op_epi_aliased(c, &t, own, y))) {
     /* op_run_conv_planes: one output channel's weights, gathered */
     c->need_ws += (size_t)(k.c / k.group * k.k[0] * k.k[1] * k.k[2]) * 4;
   }
@@ -1217,7 +1298,7 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
                                const mp_kconv *k, const void *px, float *xbuf,
                                const void *pw, float *wbuf, const void *pb,
                                const mp_btensor *y, const mp_btensor *yq,
-                               void *out) {
+                               float *wq, void *out) {
   bool f32 = y->dtype == MP_KD_F32;
   size_t es = mp_kd_size(y->dtype), xes = f32 ? 4 : 1;
   int64_t pout = k->out[0] * k->out[1] * k->out[2];
@@ -1226,6 +1307,7 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
   int64_t cg = k->c / k->group, mg = k->m / k->group;
   size_t bytes = (size_t)pout * es, step = (bytes + 63) / 64 * 64;
   uint32_t tap = op_tap(t);
+  bool aliased = op_epi_aliased(c, t, own, y);
   /* the workspace op_check_epilogue counted: the saved plane (with yq the
    * f32 plane computed), a kept plane when a value is tapped, then the
    * kernel's accumulators */
@@ -1249,7 +1331,7 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
       const char *wp =
           pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
              : (const char *)op_weight_rows(c, t, own, oc, 1, wbuf);
-      if (!yq) memcpy(saved, yp, bytes);
+      if (!yq && aliased) memcpy(saved, yp, bytes);
       if (transpose) { /* f32 only (op_check_conv) */
         float *wt = scratch;
         const float *w0 = (const float *)pw;
@@ -1271,7 +1353,7 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
                       scratch);
       }
       idx[0] = bi, idx[1] = oc;
-      op_epi_tile(c, t, own, y, 2, idx, yp, bytes, kept, yq ? NULL : saved);
+      op_epi_tile(c, t, own, y, 2, idx, yp, bytes, kept, yq ? NULL : saved, wq);
       if (yq) {
         op_epi_quant(c, t, own, yq, oc, (const float *)(const void *)yp, pout,
                      (char *)out + at * mp_kd_size(yq->dtype));
@@ -1401,7 +1483,7 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
                               const mp_kconv *k, const op_band *b, float *xbuf,
                               float *ybuf, const float *pw, float *wbuf,
                               const void *pb, const mp_btensor *ya,
-                              const mp_btensor *yq, void *py) {
+                              const mp_btensor *yq, float *wq, void *py) {
   int j = b->j;
   int64_t pout = k->out[0] * k->out[1] * k->out[2];
   int64_t pin = k->in[0] * k->in[1] * k->in[2];
@@ -1412,6 +1494,7 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
    * plane each for the saved and the kept rows, then the accumulators);
    * with yq no operand is in y's buffer, so no rows are saved */
   size_t step = ((size_t)pout * 4 + 63) / 64 * 64, rowb = (size_t)b->yin * 4;
+  bool aliased = ya && op_epi_aliased(c, t, own, ya);
   char *saved = (char *)c->ws, *kept = yq ? saved : saved + step;
   void *scratch =
       ya ? (void *)(kept + (op_tap(t) == UINT32_MAX ? 0 : step)) : c->ws;
@@ -1450,7 +1533,7 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
           for (int64_t r = 0; yq && r < q.out[j]; r++) {
             float *yr = ybuf + i * bout + r * b->yin;
             idx[0] = bi, idx[1] = m0 + i, idx[2] = o0 + r;
-            op_epi_tile(c, t, own, ya, 3, idx, yr, rowb, kept, NULL);
+            op_epi_tile(c, t, own, ya, 3, idx, yr, rowb, kept, NULL, wq);
             op_epi_quant(
                 c, t, own, yq, m0 + i, yr, b->yin,
                 (char *)py + (size_t)(at + r * b->yin) * mp_kd_size(yq->dtype));
@@ -1462,10 +1545,10 @@ static void op_run_conv_bands(op_ctx *c, const op_tail *t, uint32_t own,
           }
           for (int64_t r = 0; r < q.out[j]; r++) {
             float *yr = yc + r * b->yin;
-            memcpy(saved, yr, rowb);
+            if (aliased) memcpy(saved, yr, rowb);
             memcpy(yr, ybuf + i * bout + r * b->yin, rowb);
             idx[0] = bi, idx[1] = m0 + i, idx[2] = o0 + r;
-            op_epi_tile(c, t, own, ya, 3, idx, yr, rowb, kept, saved);
+            op_epi_tile(c, t, own, ya, 3, idx, yr, rowb, kept, saved, wq);
           }
         }
       }
@@ -1500,21 +1583,28 @@ static bool op_run_conv(op_ctx *c, bool transpose) {
   void *out = op_pout(c, 0);
   bool aliased = op_epi_aliased(c, &t, own, y);
   bool quant = op_quant_tail(&t); /* f32 planes or rows quantized into y */
+  /* through QDQ pairs: a plane (or a band's row) at a time, with that
+   * much scratch (op_check_conv) */
+  float *wq =
+      op_epi_chained(&t)
+          ? op_ws_take(c, banded ? band.yin : k.out[0] * k.out[1] * k.out[2])
+          : NULL;
   mp_btensor yf = op_epi_value(&t, y);
   const mp_btensor *yq = quant ? y : NULL;
   if (banded) { /* with an aliased operand, the epilogue row by row */
-    bool rows = aliased || quant;
+    bool rows = aliased || quant || wq;
     void *py = rows ? out : op_head_out(c, &t, own, y, out);
     op_run_conv_bands(c, &t, own, &k, &band, xbuf, ybuf, pw, wbuf, pb,
-                      rows ? &yf : NULL, yq, py);
+                      rows ? &yf : NULL, yq, wq, py);
     if (!rows) {
       op_run_epilogue(c, &t, own, y, py);
       op_finish_epilogue(y, py, out);
     }
     return true;
   }
-  if (aliased || quant) {
-    op_run_conv_planes(c, &t, own, &k, px, xbuf, pw, wbuf, pb, &yf, yq, out);
+  if (aliased || quant || wq) {
+    op_run_conv_planes(c, &t, own, &k, px, xbuf, pw, wbuf, pb, &yf, yq, wq,
+                       out);
     return true;
   }
   void *py = op_head_out(c, &t, own, y, out);
@@ -1749,7 +1839,8 @@ static void op_gemm_rows(op_ctx *c, const op_tail *t, uint32_t own,
                   py, rows);
     }
     idx[br] = r;
-    op_epi_tile(c, t, own, y, br + 1, idx, yr, bytes, kept, yq ? NULL : saved);
+    op_epi_tile(c, t, own, y, br + 1, idx, yr, bytes, kept, yq ? NULL : saved,
+                NULL);
     if (yq) {
       op_epi_quant(c, t, own, yq, 0, (const float *)(const void *)yr, mnk[1],
                    py + (size_t)(r * mnk[1]) * mp_kd_size(yq->dtype));
@@ -1852,7 +1943,7 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
       if (yq) { /* the row's epilogue in the block, then quantized */
         char *src = blk + (size_t)(r * n) * 4;
         idx[br] = r0 + r;
-        op_epi_tile(c, t, own, y, br + 1, idx, src, row, kept, NULL);
+        op_epi_tile(c, t, own, y, br + 1, idx, src, row, kept, NULL, NULL);
         op_epi_quant(
             c, t, own, yq, 0, (const float *)(const void *)src, n,
             py + (size_t)((b0 * m + r0 + r) * n) * mp_kd_size(yq->dtype));
@@ -1862,7 +1953,7 @@ static void op_run_gemm_panels(op_ctx *c, const op_tail *t, uint32_t own,
       memcpy(saved, yr, row);
       memcpy(yr, blk + (size_t)(r * n) * 4, row);
       idx[br] = r0 + r;
-      op_epi_tile(c, t, own, y, br + 1, idx, yr, row, kept, saved);
+      op_epi_tile(c, t, own, y, br + 1, idx, yr, row, kept, saved, NULL);
     }
   }
 }
@@ -2369,35 +2460,8 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
   size_t tb = op_epi_tile_bytes(&y);
   c->need_ws += (t.n_pro + (t.n_epi ? 1 : 0)) * (tb + 64);
   if (op_tap(&t) != UINT32_MAX) c->need_ws += tb + 64;
-  if (op_chain_requants(&t)) c->need_ws += tb / 4 + 64;
+  if (op_epi_chained(&t)) c->need_ws += tb + 64;
   return true;
-}
-
-/* Every entry of an elementwise head's epilogue before its last
- * QuantizeLinear over the n f32 values of a tile at pt (outer index idx
- * over y's axes before s): a QuantizeLinear and DequantizeLinear pair
- * quantizes the tile into q8 and widens it back, with the kernels those
- * ops run; kept: the tapped value's tile. */
-static void op_epi_chain(op_ctx *c, const op_tail *t, uint32_t own,
-                         const mp_btensor *y, uint32_t s, const int64_t *idx,
-                         float *pt, int64_t n, float *kept, void *q8) {
-  uint32_t at = own, tap = op_tap(t);
-  for (uint32_t k = 0; k < t->n_epi; k++) {
-    const op_epi *e = &t->epi[k];
-    if (k == tap) memcpy(kept, pt, (size_t)n * sizeof *pt);
-    if ((e->code & 0xf00) == MP_BEPI_QUANTIZE) {
-      if (k + 1 == t->n_epi) break; /* op_quant_into */
-      int kd = t->epi[k + 1].code & 0xff;
-      OP_K(quantize)(1, 1, n, pt, (const float *)op_pin(c, at), 1,
-                     op_pin(c, at + 1), kd, q8);
-      OP_K(dequantize)(1, 1, n, kd, q8, (const float *)op_pin(c, at + 2), 1,
-                       op_pin(c, at + 3), pt);
-      at += e->n_extra + t->epi[++k].n_extra;
-      continue;
-    }
-    op_epi_entry(c, e, at, y, s, idx, pt, kept, NULL);
-    at += e->n_extra;
-  }
 }
 
 static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
@@ -2417,7 +2481,7 @@ static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
   }
   if (t.n_epi) wy = op_ws_take(c, tile);
   float *kept = op_tap(&t) != UINT32_MAX ? op_ws_take(c, tile) : NULL;
-  void *q8 = op_chain_requants(&t) ? op_ws_take(c, (tile + 3) / 4) : NULL;
+  float *wq = op_epi_chained(&t) ? op_ws_take(c, tile) : NULL;
   bool quant = op_quant_tail(&t);
   mp_kunary_params p = up ? *up : (mp_kunary_params){0, 0};
   if (!binary && own == 3) { /* Clip's bounds */
@@ -2445,7 +2509,8 @@ static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
       OP_K(unary)((mp_kunary)code, &p, MP_KD_F32, pk[0], out, (size_t)tile);
     }
     if (wy) {
-      op_epi_chain(c, &t, own, &y, s, idx, wy, tile, kept, q8);
+      op_epi_tile(c, &t, own, &y, s, idx, wy, (size_t)tile * sizeof *wy, kept,
+                  NULL, wq);
       if (quant) {
         op_quant_into(c, &t, own, 0, wy, e0, tile);
       } else { /* an f32 output: it may share an operand's buffer */

@@ -71,13 +71,18 @@
  * BatchNormalization's per tensor or per channel (axis 1), since it runs a
  * tile of one channel at a time (op_run_bn_head).
  *   8. an elementwise head's chain (Add, Sub, Mul, Div, Clip or a unary
- *      op, not a pool, Concat or BatchNormalization: fuse_ew_run) goes on
- *      through QDQ pairs: after its QuantizeLinear (7), the sole reader of
- *      the 8-bit value, an elementwise op that absorbed the pair's
- *      DequantizeLinear (absorb rule 9) on that input alone, per tensor,
- *      computing f32 of its shape, is absorbed as two entries, a
- *      DequantizeLinear (that scale and zero point) and the op
- *      (fuse_dq_step); its other inputs obey conditions 3 and 5. The
+ *      op, not a pool, Concat or BatchNormalization: fuse_ew_run), and a
+ *      Conv's or ConvTranspose's, goes on through QDQ pairs: after its
+ *      QuantizeLinear (7), the sole reader of the 8-bit value, an
+ *      elementwise op that absorbed the pair's DequantizeLinear (absorb
+ *      rule 9), per tensor, computing f32 of its shape, is absorbed as two
+ *      entries, a DequantizeLinear (that scale and zero point) and the op
+ *      (fuse_dq_step); its other inputs obey conditions 3 and 5, and an
+ *      Add, Sub, Mul or Div may read the other operand, 8-bit of the
+ *      output's shape, under a DequantizeLinear of its own: the entry
+ *      Add(DequantizeLinear), a residual Add of a quantized skip. A Conv's
+ *      QuantizeLinear whose output a DequantizeLinear reads is left, with
+ *      its group, to the fuse run after absorb (fuse_defer_quantize). The
  *      QuantizeLinear then sits inside the epilogue: the pair is a round
  *      trip of each f32 value through int8 or uint8, which the runtime
  *      does a tile at a time with the kernels the two ops run, so the
@@ -152,9 +157,11 @@ typedef struct fuse_group {
   bool second_tap;     /* stopped before a second diamond */
   /* condition 8: the inputs an absorbed op adds, in entry order, when
    * they are not its inputs but the chained (and tapped) value */
-  int32_t xin[FUSE_MAX][4];
+  int32_t xin[FUSE_MAX][6];
   int8_t n_xin[FUSE_MAX]; /* -1: the default */
   const uint8_t *grown;   /* per op: a head whose group is formed */
+  bool deferred;          /* its QuantizeLinear left for the run after
+                             absorb (fuse_defer_quantize): so is the group */
 } fuse_group;
 
 static uint32_t fuse_lmul(uint32_t vlen) {
@@ -458,6 +465,22 @@ static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   return -1;
 }
 
+/* Condition 8's first step: before the absorb pass (the manager runs fuse
+ * again after it: invariant 12), a Conv's QuantizeLinear whose 8-bit
+ * output q a DequantizeLinear reads is left for the second run, where the
+ * chain may go on through the op that absorbed that DequantizeLinear (the
+ * manager runs it while such a QuantizeLinear is left: invariant 12), and
+ * so is the rest of the group: a head with an epilogue takes no more. */
+static bool fuse_defer_quantize(const pass_ctx *c, int32_t q) {
+  if (!c->before_absorb) return false;
+  const mp_tensor *t = mp_graph_tensor(c->g, (size_t)q);
+  for (uint32_t k = 0; k < t->n_consumers; k++) {
+    const mp_op *r = mp_graph_op(c->g, t->consumers[k]);
+    if (strcmp(r->type, "DequantizeLinear") == 0) return true;
+  }
+  return false;
+}
+
 /* Condition 7: QuantizeLinear r, reading chain value v after a Conv, ends
  * the group. True when r was absorbed. */
 static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
@@ -482,6 +505,10 @@ static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
       pass_reads(q, v) != 1 || rw_has_mplan_attr(q) ||
       pass_attr_int(q, "block_size", 0) != 0 ||
       !pass_same_dims(g, v, q->outputs[0])) {
+    return false;
+  }
+  if (conv && fuse_defer_quantize(c, q->outputs[0])) {
+    grp->deferred = true;
     return false;
   }
   const mp_tensor *x = mp_graph_tensor(g, (size_t)v);
@@ -534,9 +561,10 @@ static void fuse_dq_params(const mp_op *op, uint32_t k, uint32_t n_dq,
 }
 
 /* The DequantizeLinear prologue of r on the input reading u (8-bit), per
- * tensor: its input index, or -1. n_dq: the prologues r has. */
+ * tensor: its input index, or -1; *n_dq the prologues r has, *ps and *pz
+ * that DequantizeLinear's scale and zero point (or -1). */
 static int fuse_dq_input(const pass_ctx *c, const mp_op *r, int32_t u,
-                         uint32_t *n_dq) {
+                         uint32_t *n_dq, int32_t *ps, int32_t *pz) {
   const mp_graph *g = c->g;
   mp_prologue pe[2];
   int n = mp_op_prologues(r, pe, n_dq);
@@ -561,21 +589,38 @@ static int fuse_dq_input(const pass_ctx *c, const mp_op *r, int32_t u,
                     mp_graph_tensor(g, (size_t)z)->bytes != 1))) {
       return -1;
     }
+    *ps = s;
+    *pz = z;
     return (int)k;
   }
   return -1;
 }
 
+/* The entry of a binary op whose operand a DequantizeLinear widens. */
+static const char *fuse_qoperand_entry(const char *type) {
+  static const char *const names[][2] = {{"Add", "Add(DequantizeLinear)"},
+                                         {"Sub", "Sub(DequantizeLinear)"},
+                                         {"Mul", "Mul(DequantizeLinear)"},
+                                         {"Div", "Div(DequantizeLinear)"}};
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    if (strcmp(names[k][0], type) == 0) return names[k][1];
+  }
+  return NULL;
+}
+
 /* Condition 8, one step: r reads the chain's 8-bit value u under its
  * DequantizeLinear prologue (per tensor) and computes f32 of u's shape,
- * its other inputs f32 and written before the head. The group takes a
- * DequantizeLinear entry (that scale and zero point), then r's own. */
+ * its other inputs written before the head: f32, or for an Add, Sub, Mul
+ * or Div an 8-bit tensor of u's shape under a DequantizeLinear of its
+ * own (a residual Add between pairs). The group takes a DequantizeLinear
+ * entry (u's scale and zero point), then r's own (Add(DequantizeLinear)
+ * for the latter: the operand, its scale and zero point). */
 static bool fuse_dq_step(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
                          uint32_t r, int32_t u) {
   const mp_graph *g = c->g;
   const mp_op *rop = mp_graph_op(g, r);
   const pass_ew *ew = pass_ew_op(g, rop);
-  uint32_t n_dq = 0;
+  uint32_t n_dq = 0, n_o = 0;
   if (!ew || c->rw->ops[r].dead || grp->grown[r] || rop->n_outputs != 1 ||
       grp->n_ops + 2 > FUSE_MAX || grp->n_entries + 2 > 2 * FUSE_MAX ||
       (ew->kind != PASS_EW_UNARY && ew->kind != PASS_EW_BINARY &&
@@ -583,59 +628,94 @@ static bool fuse_dq_step(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
       strcmp(rop->type, "Not") == 0 || strcmp(rop->type, "PRelu") == 0) {
     return false;
   }
-  int k = fuse_dq_input(c, rop, u, &n_dq);
+  int32_t su, zu, so = -1, zo = -1;
+  int k = fuse_dq_input(c, rop, u, &n_dq, &su, &zu);
   int32_t y = rop->outputs[0];
   uint32_t own = mp_op_head_arity(rop);
-  if (k < 0 || n_dq != 1 ||
-      mp_graph_tensor(g, (size_t)y)->dtype != MP_DTYPE_F32 ||
+  if (k < 0 || mp_graph_tensor(g, (size_t)y)->dtype != MP_DTYPE_F32 ||
       !pass_same_dims(g, y, u) || own >= rop->n_inputs) {
     return false;
   }
   bool ok = false;
+  const char *type = ew->type;
   int32_t other = -1;
   switch (ew->kind) {
     case PASS_EW_UNARY:
-      ok = k == 0 && own == 1;
+      ok = k == 0 && own == 1 && n_dq == 1;
       break;
     case PASS_EW_BINARY:
       other = rop->inputs[1 - k];
-      ok = (k == 0 || ew->commutative) && own == 2 && other >= 0 &&
-           mp_graph_tensor(g, (size_t)other)->dtype == MP_DTYPE_F32;
+      ok = (k == 0 || ew->commutative) && own == 2 && other >= 0;
+      if (ok && n_dq == 2) { /* the other operand quantized too */
+        type = fuse_qoperand_entry(rop->type);
+        ok = type && fuse_dq_input(c, rop, other, &n_o, &so, &zo) == 1 - k &&
+             pass_same_dims(g, other, y);
+      } else {
+        ok = ok && n_dq == 1 &&
+             mp_graph_tensor(g, (size_t)other)->dtype == MP_DTYPE_F32;
+      }
       break;
     case PASS_EW_CLIP:
-      ok = k == 0 && own == 3 && rop->inputs[1] >= 0 && rop->inputs[2] >= 0 &&
-           !fuse_has_clip_inputs(c, grp);
+      ok = k == 0 && own == 3 && n_dq == 1 && rop->inputs[1] >= 0 &&
+           rop->inputs[2] >= 0 && !fuse_has_clip_inputs(c, grp);
       break;
     default:
       break;
   }
   if (!ok || !fuse_ready(c, pos, grp->head, rop, u)) return false;
-  /* the DequantizeLinear's scale and zero point: two more registers */
-  uint32_t regs = grp->regs + 2 + ew->registers;
+  /* the DequantizeLinear's scale and zero point: two more registers (a
+   * quantized operand's: three) */
+  uint32_t regs = grp->regs + 2 + ew->registers + (so >= 0 ? 3 : 0);
   if (fuse_capped(c, grp, regs)) return false;
   size_t at = grp->n_ops;
   grp->e[grp->n_entries++] =
       (fuse_entry){"DequantizeLinear", -1, (int32_t)r, NULL, 0, 0, false};
   grp->e[grp->n_entries++] =
-      (fuse_entry){ew->type, -1, (int32_t)r, rop, 0, 0, false};
+      (fuse_entry){type, -1, (int32_t)r, rop, 0, 0, false};
   grp->ops[at] = (int32_t)r;
   grp->tapped[at] = -1;
   grp->chained[at] = u;
   grp->n_ops++;
   grp->regs = regs;
-  /* its inputs in entry order: the scale and zero point, then the op's
-   * own but u (a binary op's other operand, a Clip's bounds) */
+  /* its inputs in entry order: u's scale and zero point, then the op's
+   * own but u (a binary op's other operand, then its scale and zero point
+   * when quantized; a Clip's bounds) */
   int32_t *x = grp->xin[at];
-  fuse_dq_params(rop, 0, 1, &x[0], &x[1]);
-  grp->n_xin[at] = 2;
+  int8_t n = 0;
+  x[n++] = su;
+  x[n++] = zu;
   for (uint32_t j = 0; j < own; j++) {
-    if (j != (uint32_t)k) x[grp->n_xin[at]++] = rop->inputs[j];
+    if (j != (uint32_t)k) x[n++] = rop->inputs[j];
   }
+  if (so >= 0) {
+    x[n++] = so;
+    x[n++] = zo;
+  }
+  grp->n_xin[at] = n;
   return true;
 }
 
 static int32_t fuse_qdiamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
                              int32_t q);
+
+/* Condition 8 after a QuantizeLinear of the chain whose 8-bit output is
+ * q: the op reading q (fuse_dq_step) or, with diamonds (not inside a
+ * diamond's run), a diamond (fuse_qdiamond). Returns the f32 value the
+ * chain goes on from, or -1 (nothing absorbed). */
+static int32_t fuse_after_q(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
+                            int32_t q, size_t *diamonds) {
+  const mp_graph *g = c->g;
+  if (mp_graph_tensor(g, (size_t)q)->kind != MP_TENSOR_ACTIVATION) return -1;
+  int32_t r = pass_sole_reader(g, q);
+  if (r >= 0) {
+    return fuse_dq_step(c, pos, grp, (uint32_t)r, q)
+               ? mp_graph_op(g, (size_t)r)->outputs[0]
+               : -1;
+  }
+  int32_t w = diamonds ? fuse_qdiamond(c, pos, grp, q) : -1;
+  if (w >= 0) (*diamonds)++;
+  return w;
+}
 
 /* Condition 8: grows an elementwise head's chain from its f32 value v:
  * elementwise ops (conditions 1-3 and 5), a QuantizeLinear (7) and,
@@ -667,20 +747,13 @@ static int32_t fuse_ew_run(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
     if (why != 1 || !fuse_quantize(c, pos, grp, (uint32_t)r, v)) return fail;
     int32_t q = rop->outputs[0];
     fail = stop >= 0 ? -1 : q;
-    if (mp_graph_tensor(g, (size_t)q)->kind != MP_TENSOR_ACTIVATION) {
-      return fail;
+    if (stop >= 0 &&
+        mp_graph_tensor(g, (size_t)q)->kind == MP_TENSOR_ACTIVATION &&
+        pass_sole_reader(g, q) == stop) {
+      return q;
     }
-    int32_t r2 = pass_sole_reader(g, q);
-    if (stop >= 0 && r2 == stop) return q;
-    if (r2 >= 0 && fuse_dq_step(c, pos, grp, (uint32_t)r2, q)) {
-      v = mp_graph_op(g, (size_t)r2)->outputs[0];
-      continue;
-    }
-    if (r2 >= 0 || stop >= 0) return fail;
-    int32_t w = fuse_qdiamond(c, pos, grp, q);
-    if (w < 0) return fail;
-    (*diamonds)++;
-    v = w;
+    v = fuse_after_q(c, pos, grp, q, stop >= 0 ? NULL : diamonds);
+    if (v < 0) return fail;
   }
 }
 
@@ -702,7 +775,8 @@ static int32_t fuse_qdiamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
     const mp_op *bop = mp_graph_op(g, b);
     const pass_ew *bew = pass_ew_op(g, bop);
     uint32_t n_dq = 0, n_u = 0;
-    int kq = fuse_dq_input(c, bop, q, &n_dq);
+    int32_t sb, zb, su, zu, sa = -1, za = -1;
+    int kq = fuse_dq_input(c, bop, q, &n_dq, &sb, &zb);
     if (!bew || bew->kind != PASS_EW_BINARY || !bew->commutative || kq < 0 ||
         n_dq != 2 || c->rw->ops[b].dead || grp->grown[b] ||
         bop->n_outputs != 1 || mp_op_head_arity(bop) != 2 ||
@@ -711,17 +785,15 @@ static int32_t fuse_qdiamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
       continue;
     }
     int32_t u = bop->inputs[1 - kq];
-    if (fuse_dq_input(c, bop, u, &n_u) != 1 - kq) continue;
+    if (fuse_dq_input(c, bop, u, &n_u, &su, &zu) != 1 - kq) continue;
     for (size_t k = 0; k < grp->n_ops; k++) {
       if (grp->tapped[k] >= 0) {
         grp->second_tap = true; /* one tapped value per epilogue */
         return -1;
       }
     }
-    int32_t sb, zb, su, zu, sa, za;
-    fuse_dq_params(bop, (uint32_t)kq, 2, &sb, &zb);
-    fuse_dq_params(bop, (uint32_t)(1 - kq), 2, &su, &zu);
-    fuse_dq_params(mp_graph_op(g, a), 0, 1, &sa, &za);
+    uint32_t n_a = 0;
+    (void)fuse_dq_input(c, mp_graph_op(g, a), q, &n_a, &sa, &za);
     bool ready = true;
     for (uint32_t j = 2; j < bop->n_inputs; j++) {
       int32_t p = bop->inputs[j] >= 0
@@ -807,7 +879,18 @@ static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
       (*boundaries)++;
     if (why == 2) (*late)++;
     if (why == 3) grp->upsample = true;
-    if (why == 1 && fuse_quantize(c, pos, grp, (uint32_t)r, v)) break;
+    if (why == 1 && fuse_quantize(c, pos, grp, (uint32_t)r, v)) {
+      /* condition 8: a Conv's or ConvTranspose's chain goes on through
+       * the pairs after it (the runtime runs it a plane or a row at a
+       * time) */
+      int32_t q = mp_graph_op(g, (size_t)r)->outputs[0];
+      const char *h = mp_graph_op(g, grp->head)->type;
+      int32_t w = strcmp(h, "Conv") == 0 || strcmp(h, "ConvTranspose") == 0
+                      ? fuse_after_q(c, pos, grp, q, diamonds)
+                      : -1;
+      if (w >= 0) (void)fuse_ew_run(c, pos, grp, w, -1, diamonds);
+      break;
+    }
     if (why || !fuse_take(c, grp, (uint32_t)r, v, -1, -1, ew)) break;
     v = mp_graph_op(g, (size_t)r)->outputs[0];
   }
@@ -1009,7 +1092,7 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
     }
     upsamples += grp.upsample;
     second_taps += grp.second_tap;
-    if (grp.n_ops == 0) continue;
+    if (grp.n_ops == 0 || grp.deferred) continue;
     spills += c->vlen ? fuse_spills(grp.regs, c->vlen) : 0;
     grown[o] = 1;
     st = fuse_apply(c, &grp, err);

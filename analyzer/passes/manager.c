@@ -78,9 +78,11 @@
  *      whose dequantized weights are still tensors: in a weight-only
  *      quantized decoder that order runs each up projection before the
  *      SiLU its Mul needs, and the chain stops there. When absorb gave a
- *      head a DequantizeLinear or Cast prologue, fuse runs again (a second
- *      fuse row), on the absorbed graph and its order; such a head may
- *      take an epilogue then (fuse.c rule 1).
+ *      head a DequantizeLinear or Cast prologue, or a Conv's
+ *      QuantizeLinear is still an op (the run before absorb leaves one
+ *      whose output a DequantizeLinear reads: fuse.c condition 8), fuse
+ *      runs again (a second fuse row), on the absorbed graph and its
+ *      order; such a head may take an epilogue then (fuse.c rule 1).
  *  11. The tile pass trades recomputed rows for memory, and the passes
  *      after it can undo its gain: a fusion or an absorbed Resize across
  *      the cut it chose no longer applies once a Concat writes the cut
@@ -903,6 +905,12 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
   c.inputs_act = o->schedule.inputs_as_activations;
   c.order = s->meas.order;
   c.mask = o->mask;
+  c.before_absorb = (o->mask & (1u << MP_PASS_ABSORB)) != 0;
+  for (size_t i = 0; i < mp_pass_report_rows(r); i++) {
+    if (mp_pass_report_row(r, i)->pass == MP_PASS_ABSORB) {
+      c.before_absorb = false;
+    }
+  }
   c.concat_keep_out = keep_out;
   c.report = r;
   mp_buf_init(&c.note, mp_graph_alloc(s->g));
@@ -1193,6 +1201,27 @@ static bool pm_new_prologue_heads(const mp_pass_report *r, size_t f0) {
   return false;
 }
 
+/* Whether a Conv's or ConvTranspose's QuantizeLinear, which the fuse run
+ * before absorb leaves for the run after it (fuse.c condition 8), is
+ * still an op of g: then fuse runs again even when absorb gave no head a
+ * prologue. */
+static bool pm_quant_tails_left(const mp_graph *g) {
+  for (size_t k = 0; k < mp_graph_op_count(g); k++) {
+    const mp_op *op = mp_graph_op(g, k);
+    if (strcmp(op->type, "QuantizeLinear") != 0 || op->n_inputs < 1 ||
+        op->inputs[0] < 0) {
+      continue;
+    }
+    int32_t p = mp_graph_tensor(g, (size_t)op->inputs[0])->producer;
+    const mp_op *h = p >= 0 ? mp_graph_op(g, (size_t)p) : NULL;
+    if (h && (strcmp(h->type, "Conv") == 0 ||
+              strcmp(h->type, "ConvTranspose") == 0)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 static mp_status pm_pipeline(mp_graph *g, const mp_pass_opts *o, uint64_t work,
                              double ms, bool tile_row, pm_state *out,
                              mp_pass_report **rep, mp_error *err) {
@@ -1226,7 +1255,8 @@ static mp_status pm_pipeline(mp_graph *g, const mp_pass_opts *o, uint64_t work,
     }
     if (st == MP_OK && p == MP_PASS_ABSORB &&
         (o->mask & (1u << MP_PASS_FUSE)) &&
-        pm_new_prologue_heads(r, fusions_before)) {
+        (pm_new_prologue_heads(r, fusions_before) ||
+         pm_quant_tails_left(s.g))) {
       /* invariant 12 */
       st = pm_run_one(&s, &pm_passes[MP_PASS_FUSE], o, NULL, &b, r, err);
     }

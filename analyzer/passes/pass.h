@@ -33,6 +33,8 @@ typedef struct pass_ctx {
                                   producing it, from a measured rewrite of g
                                   (manager.c invariant 8); NULL: from order */
   uint32_t mask;               /* the passes asked for (1 << mp_pass_id) */
+  bool before_absorb;          /* fuse: absorb is asked for and has not run
+                                  yet (fuse.c condition 8) */
   const bool *concat_keep_out; /* concat: per tensor, an input not to place
                                   as a slice (manager.c invariant 9); NULL:
                                   none */

@@ -263,44 +263,47 @@ run 0 plan $qct --passes none && has "$tmp/out" "lower bound 36,864 B"
 # Relu, a Mul by a broadcast gate, a HardSigmoid whose f32 result is an
 # output, a Clip with bound inputs and a Sub with the dequantized input
 # second each read 8 bits a tile at a time, and all but the two whose
-# f32 results are outputs end in their QuantizeLinear. a1's chain goes on
-# through the pair to the Relu (fuse condition 8: the pair a round trip
-# through uint8 inside a1's epilogue), m's to the HardSigmoid, whose f32
-# result is an output, so the chain ends there; a1 writes over its
-# input's 8 bits (rule 2: the same type, uint8 both), and r1q and r3q
-# no longer exist. dv's scale is per channel: it stays.
-# 92,160 -> 69,120 B.
+# f32 results are outputs end in their QuantizeLinear. c1's chain goes on
+# through its pair to a1, which adds the dequantized input (the entry
+# Add(DequantizeLinear)), and through the next to the Relu (fuse condition
+# 8: each pair a round trip through uint8 inside c1's epilogue); m's to
+# the HardSigmoid, whose f32 result is an output, so the chain ends there;
+# h1q, r1q, r2q and r3q no longer exist. dv's scale is per channel: it
+# stays. 92,160 -> 69,120 B.
 qe=tests/data/passes/qdq_ew.json
 run 0 plan $qe --passes all --order memory -o "$tmp/qe.json" &&
   has "$tmp/out" "lower bound 69,120 B" && has "$tmp/out" "DequantizeLinear 8" &&
-  has "$tmp/out" "Add 1, Mul 1, Clip 1" &&
+  has "$tmp/out" "Conv 1, Mul 1, Clip 1" &&
   has "$tmp/out" "prologue   a1 Add + DequantizeLinear: 2 x 30,720 x 1 = 61,440 B" &&
-  has "$tmp/out" "vertical   a1 Add + QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear: 2 x 69,120 B in 3 intermediates = 138,240 B"
-[ "$(py "$tmp/qe.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear',))")" = "[('a1', 'DequantizeLinear:0,DequantizeLinear:1', 'QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear'), ('av', None, None), ('c1', 'DequantizeLinear:0', 'QuantizeLinear'), ('cl', 'DequantizeLinear:0', 'QuantizeLinear'), ('dv', None, None), ('m', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,HardSigmoid'), ('sb', 'DequantizeLinear:1', None), ('sig', None, None)]" ] && ok || bad "qdq_ew: the elementwise ops do not take their DequantizeLinears and QuantizeLinears"
-[ "$(py "$tmp/qe.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['xq', 'r2q'], ['xvd', 'yv']]" ] && ok || bad "qdq_ew: a1 is not written over its quantized input"
+  has "$tmp/out" "vertical   c1 Conv + QuantizeLinear,DequantizeLinear,Add(DequantizeLinear),QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear: 2 x 107,520 B in 5 intermediates = 215,040 B"
+[ "$(py "$tmp/qe.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear',))")" = "[('av', None, None), ('c1', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,Add(DequantizeLinear),QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear'), ('cl', 'DequantizeLinear:0', 'QuantizeLinear'), ('dv', None, None), ('m', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,HardSigmoid'), ('sb', 'DequantizeLinear:1', None), ('sig', None, None)]" ] && ok || bad "qdq_ew: the elementwise ops do not take their DequantizeLinears and QuantizeLinears"
+[ "$(py "$tmp/qe.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['xvd', 'yv']]" ] && ok || bad "qdq_ew: a buffer shared that should not be"
 run 0 plan $qe --passes none && has "$tmp/out" "lower bound 92,160 B"
-# Chains through QDQ pairs (qdq_chain, fuse condition 8): m1's chain runs
-# through six pairs to the last QuantizeLinear, each pair a round trip
+# Chains through QDQ pairs (qdq_chain, fuse condition 8): c1's chain runs
+# through seven pairs to the last QuantizeLinear, each pair a round trip
 # through 8 bits inside its epilogue (the Clip's uint8 without a zero
 # point, dv's widened with another scale), and takes the HardSwish
 # diamond whole: hm, which reads x under the DequantizeLinear p3 reads it
-# under, is the entry Mul@5 (a1's Add: the value that entered it is x
-# dequantized). m1 writes y1 over the 8 bits it reads; e1's chain ends in
-# the f32 output of a Sigmoid. Before condition 8 each op of the chain
-# ended in its own QuantizeLinear: 107,520 B after the fuse pass (x, the
-# Add's 8-bit result and the Conv's input live at once); now 92,160 B.
+# under, is the entry Mul@8 (a1's Add: the value that entered it is x
+# dequantized). e1's chain ends in the f32 output of a Sigmoid; c2's goes
+# on to r2's residual Add of the 8-bit skip (Add(DequantizeLinear)) and
+# the Relu, and writes y3 over the skip, a band's row at a time; c3's
+# (a plane at a time) ends in a Sigmoid. Without condition 8 each op of
+# the chains ended in its own QuantizeLinear: 168,960 B after fuse, now
+# 153,600 B.
 qc=tests/data/passes/qdq_chain.json
 run 0 plan $qc --passes all --order memory -o "$tmp/qc.json" &&
-  has "$tmp/out" "lower bound 92,160 B" &&
-  has "$tmp/out" "107,520 -> 92,160 (-14.3%)" && has "$tmp/out" "Mul 2; 1 diamond (x * f(x))" &&
+  has "$tmp/out" "lower bound 153,600 B" &&
+  has "$tmp/out" "168,960 -> 153,600 (-9.1%)" && has "$tmp/out" "Conv 3, Mul 1; 1 diamond (x * f(x))" &&
   has "$tmp/out" "vertical   e1 Mul + QuantizeLinear,DequantizeLinear,Sigmoid: 2 x 76,800 B in 2 intermediates = 153,600 B"
-[ "$(py "$tmp/qc.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e.get('epilogue'))")" = "[('c1', 'DequantizeLinear:0', 'QuantizeLinear'), ('e1', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,Sigmoid'), ('m1', 'DequantizeLinear:1', 'QuantizeLinear,DequantizeLinear,Add,QuantizeLinear,DequantizeLinear,Add,QuantizeLinear,DequantizeLinear,Clip,QuantizeLinear,DequantizeLinear,Mul@5,QuantizeLinear,DequantizeLinear,Div,QuantizeLinear,DequantizeLinear,Sub,QuantizeLinear')]" ] && ok || bad "qdq_chain: m1 and e1 do not take their chains through the pairs"
-# m1's inputs: its own, then each entry's in order (a pair's scales and
-# zero points, an operand, the Clip's bounds; none for Mul@5), then its
-# prologue's
-[ "$(py "$tmp/qc.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'm1'][0]")" = "['ga', 'hq', 's2', 'z2', 's2', 'z2', 'gb', 's3', 'z3', 's3', 'z3', 'three', 's4', 'z4', 's4', 'z4', 'zero', 'six', 's5', '', 's5', '', 's6', 'z6', 's6', 'z6', 'six', 's7', 'z7', 's7b', 'z7', 'off', 's8', 'z8', 's1', 'z1']" ] && ok || bad "qdq_chain: m1's inputs are not in entry order"
-[ "$(py "$tmp/qc.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['gpo', 'gate'], ['hq', 'y1']]" ] && ok || bad "qdq_chain: m1 is not written over its quantized input"
-run 0 plan $qc --passes none && has "$tmp/out" "lower bound 245,792 B"
+[ "$(py "$tmp/qc.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e.get('epilogue'))")" = "[('c1', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,Mul,QuantizeLinear,DequantizeLinear,Add,QuantizeLinear,DequantizeLinear,Add,QuantizeLinear,DequantizeLinear,Clip,QuantizeLinear,DequantizeLinear,Mul@8,QuantizeLinear,DequantizeLinear,Div,QuantizeLinear,DequantizeLinear,Sub,QuantizeLinear'), ('c2', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,Add(DequantizeLinear),QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear'), ('c3', None, 'QuantizeLinear,DequantizeLinear,Sigmoid'), ('e1', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,Sigmoid')]" ] && ok || bad "qdq_chain: the Convs and e1 do not take their chains through the pairs"
+# the fused ops' inputs: their own, then each entry's in order (a pair's
+# scales and zero points, an operand, the Clip's bounds, none for Mul@8, a
+# quantized operand with its scale and zero point), then their prologue's
+[ "$(py "$tmp/qc.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'c1'][0]")" = "['xq', 'w1', '', 's1', 'z1', 's1', 'z1', 'ga', 's2', 'z2', 's2', 'z2', 'gb', 's3', 'z3', 's3', 'z3', 'three', 's4', 'z4', 's4', 'z4', 'zero', 'six', 's5', '', 's5', '', 's6', 'z6', 's6', 'z6', 'six', 's7', 'z7', 's7b', 'z7', 'off', 's8', 'z8', 'sx', 'zx']" ] && ok || bad "qdq_chain: c1's inputs are not in entry order"
+[ "$(py "$tmp/qc.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'c2'][0]")" = "['xq', 'w2', '', 's10', 'z10', 's10', 'z10', 'sk', 's13', 'z13', 's11', 'z11', 's11', 'z11', 's12', 'z12', 'sx', 'zx']" ] && ok || bad "qdq_chain: c2's inputs are not in entry order"
+[ "$(py "$tmp/qc.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['gpo', 'gate'], ['sk', 'y3']]" ] && ok || bad "qdq_chain: c2 is not written over the skip"
+run 0 plan $qc --passes none && has "$tmp/out" "lower bound 261,120 B"
 # Three Clips after a Conv, the first with attribute bounds, the others
 # with bound inputs: the group takes the first two (the bundle gives one
 # Clip's bound inputs) and the third writes over their result; compile
@@ -314,13 +317,15 @@ run 0 compile $tc --passes all -o "$tmp/tc.mpk"
 # GlobalAveragePool, its Mul and a residual Add each widen the shared
 # 8-bit input themselves (rule 8), a padded stride-2 MaxPool ends in its
 # QuantizeLinear, an AveragePool counting its pads writes the f32 output,
-# each a plane at a time; mi also writes Indices, so d2 stays.
-# 92,160 -> 23,040 B.
+# each a plane at a time; mi also writes Indices, so d2 stays. m's chain
+# goes on through its pair to the residual Add of the dequantized input
+# (Add(DequantizeLinear), fuse condition 8): 92,160 -> 15,424 B (23,040 B
+# before).
 qp=tests/data/passes/qdq_pool.json
 run 0 plan $qp --passes all --order memory -o "$tmp/qp.json" &&
-  has "$tmp/out" "lower bound 23,040 B" && has "$tmp/out" "DequantizeLinear 6" &&
-  has "$tmp/out" "Mul 1, Add 1, MaxPool 1"
-[ "$(py "$tmp/qp.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear', 'Sigmoid'))")" = "[('add', 'DequantizeLinear:0,DequantizeLinear:1', 'QuantizeLinear'), ('avg', 'DequantizeLinear:0', None), ('d2', None, None), ('gap', 'DequantizeLinear:0', None), ('m', 'DequantizeLinear:0', 'QuantizeLinear'), ('mi', None, None), ('mp', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_pool: the pools do not take their DequantizeLinears and QuantizeLinears"
+  has "$tmp/out" "lower bound 15,424 B" && has "$tmp/out" "DequantizeLinear 6" &&
+  has "$tmp/out" "Mul 1, MaxPool 1"
+[ "$(py "$tmp/qp.json" "sorted((e['op'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] not in ('QuantizeLinear', 'Sigmoid'))")" = "[('avg', 'DequantizeLinear:0', None), ('d2', None, None), ('gap', 'DequantizeLinear:0', None), ('m', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,Add(DequantizeLinear),QuantizeLinear'), ('mi', None, None), ('mp', 'DequantizeLinear:0', 'QuantizeLinear')]" ] && ok || bad "qdq_pool: the pools do not take their DequantizeLinears and QuantizeLinears"
 run 0 plan $qp --passes none && has "$tmp/out" "lower bound 92,160 B"
 # Concats of two between pairs (qdq_concat, absorb rule 9): pad writes
 # the dequantized input and zeros along the channels (a TensorFlow channel
@@ -413,11 +418,13 @@ run 0 compile $cw --passes all --order memory -o "$tmp/cw.mpk" &&
 # accumulator plane 16,800 B, the largest workspace. c6's residual Add is
 # fused and written over its operand (rr's buffer holds y6): each band's
 # rows go over the operand's after they were saved. Both f32 copies
-# leave the arena: 1,008,000 -> 377,440 B.
+# leave the arena: 1,008,000 -> 377,440 B (c1 takes its QuantizeLinear in
+# the fuse run after absorb, which leaves it: fuse.c condition 8).
 qc=tests/data/passes/qdq_conv.json
 run 0 plan $qc --passes none --order memory && has "$tmp/out" "lower bound 1,008,000 B"
 run 0 plan $qc --passes all --order memory -o "$tmp/qc.json" &&
-  has "$tmp/out" "1,008,000 -> 377,440 (-62.6%)" && has "$tmp/out" "DequantizeLinear 11"
+  has "$tmp/out" "1,008,000 -> 491,520 (-51.2%)" && has "$tmp/out" "DequantizeLinear 11" &&
+  has "$tmp/out" "491,520 -> 377,440 (-23.2%)"
 [ "$(py "$tmp/qc.json" "sorted((e['op'], e['prologue']) for e in d['execution'] if e.get('prologue'))")" = "[('c1', 'DequantizeLinear:0,DequantizeLinear:1'), ('c2', 'DequantizeLinear:0,DequantizeLinear:1'), ('c3', 'DequantizeLinear:0'), ('c4', 'DequantizeLinear:0,DequantizeLinear:1'), ('c5', 'DequantizeLinear:0,DequantizeLinear:1'), ('c6', 'DequantizeLinear:0,DequantizeLinear:1')]" ] && ok || bad "qdq_conv: the Convs' prologues"
 [ "$(py "$tmp/qc.json" "([e.get('epilogue') for e in d['execution'] if e['op'] == 'c6'], [b['tensors'] for b in d['buffers'] if 'y6' in b.get('tensors', [])])")" = "(['Add'], [['rr', 'y6']])" ] && ok || bad "qdq_conv: c6's Add is not written over its operand"
 # (c2's epilogue is its QuantizeLinear: its scale and zero point come
@@ -623,7 +630,7 @@ sed 's/"QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear"/"QuantizeLinear,Rel
   tests/data/passes/bad_chain.json >"$tmp/bch2.json"
 rm -f "$tmp/bch.mpk"
 run 2 compile "$tmp/bch2.json" -o "$tmp/bch.mpk" &&
-  has "$tmp/err" "op 'add_dq' (Add) at step 0: epilogue entry 0: a QuantizeLinear before the last entry is an elementwise op's, followed by a DequantizeLinear of int8 or uint8" &&
+  has "$tmp/err" "op 'add_dq' (Add) at step 0: epilogue entry 0: a QuantizeLinear before the last entry is an elementwise op's, Conv's or ConvTranspose's, followed by a DequantizeLinear of int8 or uint8" &&
   lines "$tmp/err" 1
 [ -e "$tmp/bch.mpk" ] && bad "bad_chain: a bundle was written" || ok
 run 2 verify "$tmp/bch2.json" && lines "$tmp/err" 1
