@@ -639,6 +639,14 @@ sed 's/"QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear"/"Relu,DequantizeLin
 run 2 compile "$tmp/bch3.json" -o "$tmp/bch.mpk" &&
   has "$tmp/err" "op 'add_dq' (Add): epilogue DequantizeLinear entry 1 does not follow a QuantizeLinear entry" &&
   lines "$tmp/err" 1
+# an Add(DequantizeLinear) entry whose operand is f32, not 8-bit
+sed 's/"QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear"/"QuantizeLinear,DequantizeLinear,Add(DequantizeLinear),QuantizeLinear"/; s/"s1", "z1", "s1", "z2", "s3"/"s1", "z2", "s1", "z2", "k", "s1", "z2", "s3"/' \
+  tests/data/passes/bad_chain.json >"$tmp/bch4.json"
+rm -f "$tmp/bch.mpk"
+run 2 compile "$tmp/bch4.json" -o "$tmp/bch.mpk" &&
+  has "$tmp/err" "op 'add_dq' (Add) at step 0: epilogue operand 'k' under a DequantizeLinear: not 8-bit of the output's shape with one f32 scale and a zero point of its type" &&
+  lines "$tmp/err" 1
+[ -e "$tmp/bch.mpk" ] && bad "bad_chain: a bundle was written" || ok
 
 # mplan diff says which tensors a pass put in another's buffer: from a
 # plan JSON, a model planned with --passes, and a report database's runs.
