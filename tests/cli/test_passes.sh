@@ -624,29 +624,28 @@ bad_head bad_ew "op 'add_dq' (Add) at step 0: prologue input 'q' does not have t
 bad_head bad_bn "op 'bn_dq' (BatchNormalization) at step 0: epilogue QuantizeLinear scale 'sc' is not f32, one value or 4 (one per output channel)"
 # A chain through a QDQ pair whose zero points have two types; the same
 # with the pair's DequantizeLinear left out (a QuantizeLinear entry
-# before a Relu), and with its QuantizeLinear left out.
+# before a Relu), with its QuantizeLinear left out, and with an
+# Add(DequantizeLinear) entry whose operand is f32, not 8-bit.
 bad_head bad_chain "op 'add_dq' (Add): epilogue QuantizeLinear and DequantizeLinear entries 0 and 1: zero points of two types, or not 8-bit"
-sed 's/"QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear"/"QuantizeLinear,Relu,QuantizeLinear"/; s/"s1", "z1", "s1", "z2", "s3"/"s1", "z1", "s3"/' \
-  tests/data/passes/bad_chain.json >"$tmp/bch2.json"
-rm -f "$tmp/bch.mpk"
-run 2 compile "$tmp/bch2.json" -o "$tmp/bch.mpk" &&
-  has "$tmp/err" "op 'add_dq' (Add) at step 0: epilogue entry 0: a QuantizeLinear before the last entry is an elementwise op's, Conv's or ConvTranspose's, followed by a DequantizeLinear of int8 or uint8" &&
-  lines "$tmp/err" 1
-[ -e "$tmp/bch.mpk" ] && bad "bad_chain: a bundle was written" || ok
-run 2 verify "$tmp/bch2.json" && lines "$tmp/err" 1
-sed 's/"QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear"/"Relu,DequantizeLinear,QuantizeLinear"/; s/"s1", "z1", "s1", "z2", "s3"/"s1", "z2", "s3"/' \
-  tests/data/passes/bad_chain.json >"$tmp/bch3.json"
-run 2 compile "$tmp/bch3.json" -o "$tmp/bch.mpk" &&
-  has "$tmp/err" "op 'add_dq' (Add): epilogue DequantizeLinear entry 1 does not follow a QuantizeLinear entry" &&
-  lines "$tmp/err" 1
-# an Add(DequantizeLinear) entry whose operand is f32, not 8-bit
-sed 's/"QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear"/"QuantizeLinear,DequantizeLinear,Add(DequantizeLinear),QuantizeLinear"/; s/"s1", "z1", "s1", "z2", "s3"/"s1", "z2", "s1", "z2", "k", "s1", "z2", "s3"/' \
-  tests/data/passes/bad_chain.json >"$tmp/bch4.json"
-rm -f "$tmp/bch.mpk"
-run 2 compile "$tmp/bch4.json" -o "$tmp/bch.mpk" &&
-  has "$tmp/err" "op 'add_dq' (Add) at step 0: epilogue operand 'k' under a DequantizeLinear: not 8-bit of the output's shape with one f32 scale and a zero point of its type" &&
-  lines "$tmp/err" 1
-[ -e "$tmp/bch.mpk" ] && bad "bad_chain: a bundle was written" || ok
+# bad_chain_edit EPILOGUE INPUTS MESSAGE: bad_chain.json with that
+# epilogue and those epilogue inputs, refused by compile and verify in
+# one line, no bundle written
+bad_chain_edit() {
+  sed "s/\"QuantizeLinear,DequantizeLinear,Relu,QuantizeLinear\"/\"$1\"/; s/\"s1\", \"z1\", \"s1\", \"z2\", \"s3\"/$2, \"s3\"/" \
+    tests/data/passes/bad_chain.json >"$tmp/bch.json"
+  rm -f "$tmp/bch.mpk"
+  run 2 compile "$tmp/bch.json" -o "$tmp/bch.mpk" && has "$tmp/err" "$3" &&
+    lines "$tmp/err" 1
+  [ -e "$tmp/bch.mpk" ] && bad "bad_chain ($1): a bundle was written" || ok
+  run 2 verify "$tmp/bch.json" && lines "$tmp/err" 1
+}
+bad_chain_edit "QuantizeLinear,Relu,QuantizeLinear" '"s1", "z1"' \
+  "op 'add_dq' (Add) at step 0: epilogue entry 0: a QuantizeLinear before the last entry is an elementwise op's, Conv's or ConvTranspose's, followed by a DequantizeLinear of int8 or uint8"
+bad_chain_edit "Relu,DequantizeLinear,QuantizeLinear" '"s1", "z2"' \
+  "op 'add_dq' (Add): epilogue DequantizeLinear entry 1 does not follow a QuantizeLinear entry"
+bad_chain_edit "QuantizeLinear,DequantizeLinear,Add(DequantizeLinear),QuantizeLinear" \
+  '"s1", "z2", "s1", "z2", "k", "s1", "z2"' \
+  "op 'add_dq' (Add) at step 0: epilogue operand 'k' under a DequantizeLinear: not 8-bit of the output's shape with one f32 scale and a zero point of its type"
 
 # mplan diff says which tensors a pass put in another's buffer: from a
 # plan JSON, a model planned with --passes, and a report database's runs.
