@@ -727,9 +727,8 @@ static int32_t fuse_after_q(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
 static int32_t fuse_ew_run(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
                            int32_t v, int32_t stop, size_t *diamonds) {
   const mp_graph *g = c->g;
-  int32_t fail = stop >= 0 ? -1 : v;
   for (;;) {
-    fail = stop >= 0 ? -1 : v;
+    int32_t fail = stop >= 0 ? -1 : v;
     if (grp->n_ops >= FUSE_MAX || grp->capped ||
         mp_graph_tensor(g, (size_t)v)->kind != MP_TENSOR_ACTIVATION) {
       return fail;
