@@ -912,7 +912,19 @@ static mp_status lw_binary_op(lw *x, int b) {
     lw_p(x, b);
     lw_p(x, 0);
     lw_p(x, 4);
-    return lw_tail(x, 2);
+    mp_status st = lw_tail(x, 2);
+    /* absorb.c rule 11: 1 + the input read replicated, after the tail */
+    int64_t rep = lw_int(x, "mplan.p.resize", -1);
+    if (st == MP_OK && rep >= 0) {
+      if (rep > 1) {
+        return lw_unsup(x,
+                        "mplan.p.resize %lld (an Add, Sub, Mul or Div reads "
+                        "input 0 or 1 replicated)",
+                        (long long)rep);
+      }
+      lw_p(x, rep + 1);
+    }
+    return st;
   }
   const mp_tensor *a = lw_t(x, 0), *c = lw_t(x, 1);
   if (a && c && a->dtype != c->dtype && b == MP_KB_POW &&

@@ -214,6 +214,8 @@ static void pj_fused(pj_ctx *c, cJSON *e, const mp_op *op) {
       pj_str(c, e, "prologue", a->s);
     } else if (strcmp(a->name, "mplan.horizontal") == 0) {
       rj_num(&c->ok, e, "horizontal", (double)a->i);
+    } else if (strcmp(a->name, "mplan.p.resize") == 0) {
+      rj_num(&c->ok, e, "replicated", (double)a->i); /* absorb.c rule 11 */
     }
   }
 }

@@ -2404,6 +2404,9 @@ static bool op_check_tile_inplace(op_ctx *c, const mp_btensor *x,
 static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
   op_tail t;
   rd_tail(r, &t);
+  /* a binary op's optional last parameter: 1 + the input read replicated
+   * (absorb.c rule 11) */
+  int64_t up = binary && r->at < r->n ? rd_range(r, 1, 2) : 0;
   if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
   uint32_t own = op_own(c, &t), nk = binary ? 2 : 1;
   uint32_t want = binary ? 2 : code == MP_KU_CLIP ? 3 : 1;
@@ -2420,16 +2423,29 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
     v[k] = *x;
     if (t.pro[k].kind) {
       if (!op_check_dq8(c, &t, own, k)) return false;
-      if (!op_same_shape(&x->shape, &y.shape)) {
+      mp_kshape ys, os, vs;
+      if (up == k + 1) { /* replicated: y's axes whole multiples of x's */
+        if (!op_up_shapes(&y.shape, &op_in(c, 1 - k)->shape, &x->shape, &ys,
+                          &os, &vs)) {
+          return op_fail(c,
+                         "replicated input '%s' does not divide the output "
+                         "axis by axis (or the other operand does not "
+                         "broadcast)",
+                         x->name);
+        }
+        v[k].shape = y.shape; /* as the op reads it */
+      } else if (!op_same_shape(&x->shape, &y.shape)) {
         return op_fail(c,
                        "prologue input '%s' does not have the output's "
                        "shape",
                        x->name);
       }
       v[k].dtype = MP_KD_F32;
-    } else if (x->dtype != MP_KD_F32) {
-      return op_fail(c, "input '%s' is %s, not f32", x->name,
-                     mp_kd_name(x->dtype));
+    } else if (x->dtype != MP_KD_F32 || up == k + 1) {
+      return op_fail(c,
+                     "input '%s' is %s, not f32 (or replicated without a "
+                     "DequantizeLinear)",
+                     x->name, mp_kd_name(x->dtype));
     }
     if (!op_check_tile_inplace(c, x, yq)) return false;
   }
@@ -2464,10 +2480,35 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
   return true;
 }
 
+/* Input k read replicated (absorb.c rule 11) for the tile of y whose
+ * outer index (y's axes before s) is idx: its elements under that tile,
+ * index idx[d] / f_d along each outer axis and its whole trailing axes (a
+ * contiguous run), widened into buf by its DequantizeLinear; *xin their
+ * dims. The op reads them replicated (op_up_shapes), the values a Resize
+ * then a DequantizeLinear gave. */
+static const float *op_widen_replicated(op_ctx *c, const op_tail *t,
+                                        uint32_t own, uint32_t k,
+                                        const mp_btensor *y, uint32_t s,
+                                        const int64_t *idx, float *buf,
+                                        mp_kshape *xin) {
+  const mp_btensor *x = op_in(c, k);
+  int64_t xs[MP_K_MAX_RANK], off = 0;
+  mp_kshape_strides(&x->shape, xs);
+  for (uint32_t d = 0; d < s; d++) {
+    off += idx[d] / (y->shape.dims[d] / x->shape.dims[d]) * xs[d];
+  }
+  xin->rank = y->shape.rank - s;
+  for (uint32_t d = s; d < y->shape.rank; d++) {
+    xin->dims[d - s] = x->shape.dims[d];
+  }
+  return op_widen_range(c, t, own, k, off, mp_kshape_count(xin), buf);
+}
+
 static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
                       const mp_kunary_params *up) {
   op_tail t;
   rd_tail(r, &t);
+  int64_t rep = binary && r->at < r->n ? rd_i(r) - 1 : -1; /* replicated */
   uint32_t own = op_own(c, &t), nk = binary ? 2 : 1;
   const mp_btensor *yq = op_out(c, 0);
   mp_btensor y = op_epi_value(&t, yq);
@@ -2492,7 +2533,9 @@ static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
   for (int64_t e0 = 0; e0 < n; e0 += tile) {
     const void *pk[2] = {NULL, NULL};
     for (uint32_t k = 0; k < nk; k++) {
-      if (w[k]) {
+      if (w[k] && rep == (int64_t)k) {
+        pk[k] = op_widen_replicated(c, &t, own, k, &y, s, idx, w[k], &in[k]);
+      } else if (w[k]) {
         pk[k] = op_widen_range(c, &t, own, k, e0, tile, w[k]);
         in[k] = yin;
       } else {
@@ -2502,7 +2545,14 @@ static void op_run_ew(op_ctx *c, op_rd *r, int64_t code, bool binary,
     float *out = wy ? wy : (float *)op_pout(c, 0) + e0;
     if (binary) {
       mp_kbcast bc;
-      (void)mp_k_bcast_init(&bc, &yin, &in[0], &in[1], NULL);
+      mp_kshape ys, os, vs;
+      if (rep >= 0) { /* the small tile read replicated: split axes */
+        (void)op_up_shapes(&yin, &in[1 - rep], &in[rep], &ys, &os, &vs);
+        (void)mp_k_bcast_init(&bc, &ys, rep == 0 ? &vs : &os,
+                              rep == 0 ? &os : &vs, NULL);
+      } else {
+        (void)mp_k_bcast_init(&bc, &yin, &in[0], &in[1], NULL);
+      }
       OP_K(binary)((mp_kbinary)code, &bc, MP_KD_F32, pk[0], pk[1], MP_KD_F32,
                    out, false);
     } else {

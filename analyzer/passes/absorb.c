@@ -97,6 +97,18 @@
  *      a band of output rows reads (op_conv_band, op_convt_rows), in the
  *      kernel's order of terms, so X is never f32 whole. Its weight stays
  *      as it is.
+ *  11. Rule 9's DequantizeLinear on input k of an Add, Sub, Mul or Div may
+ *      read the 8-bit output of a nearest Resize by whole factors onto the
+ *      op's output (pass_upsample_of: rule 6's mapping), that
+ *      DequantizeLinear its only reader and the op the DequantizeLinear's
+ *      (ab_resize_under): a feature pyramid's upsample-and-add between QDQ
+ *      pairs, whose Resize the eliminate pass moved onto the 8 bits (its
+ *      rule 8). The op absorbs both, reads the Resize's input (int
+ *      attribute mplan.p.resize = k) and the runtime widens, for each tile
+ *      of the output, the small map's elements under it and reads them
+ *      replicated (op_widen_replicated): the values the Resize then the
+ *      DequantizeLinear gave, and the upsampled map never exists. The
+ *      other input is not replicated.
  */
 #include <stdio.h>
 #include <string.h>
@@ -148,6 +160,35 @@ static bool ab_head(const pass_ctx *c, const mp_op *op) {
          !mp_op_attr(op, "mplan.attention");
 }
 
+/* Rule 11: input k of elementwise head (an Add, Sub, Mul or Div) is a
+ * DequantizeLinear of a nearest Resize's 8-bit output by whole factors
+ * onto head's output (pass_upsample_of), that DequantizeLinear its only
+ * reader: head absorbs both and reads the Resize's input replicated. */
+static bool ab_resize_under(const pass_ctx *c, uint32_t head, uint32_t k) {
+  const mp_graph *g = c->g;
+  const mp_op *h = mp_graph_op(g, head);
+  if (!pass_upsample_binary(h) || k >= 2 || h->inputs[k] < 0 ||
+      pass_sole_reader(g, h->inputs[k]) != (int32_t)head) {
+    return false;
+  }
+  int32_t p = mp_graph_tensor(g, (size_t)h->inputs[k])->producer;
+  const mp_op *d = p >= 0 ? mp_graph_op(g, (size_t)p) : NULL;
+  if (!d || strcmp(d->type, "DequantizeLinear") != 0 || d->inputs[0] < 0) {
+    return false;
+  }
+  for (uint32_t j = 0; j < 2; j++) { /* one input replicated */
+    if (j != k && h->inputs[j] >= 0 &&
+        !pass_same_dims(g, h->inputs[j], h->outputs[0])) {
+      const mp_tensor *o = mp_graph_tensor(g, (size_t)h->inputs[j]);
+      if (o->producer >= 0 && strcmp(mp_graph_op(g, (size_t)o->producer)->type,
+                                     "DequantizeLinear") == 0) {
+        return false;
+      }
+    }
+  }
+  return pass_upsample_of(c, (uint32_t)p, d->inputs[0], h->outputs[0]);
+}
+
 /* The prologue kind if input k of head may be absorbed (rules 1, 3, 4,
  * 6, and 8 when shared says input k's tensor is absorbed by all its
  * readers; shared NULL: none is). */
@@ -178,15 +219,15 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
     const mp_tensor *zp = d->n_inputs >= 3 && d->inputs[2] >= 0
                               ? mp_graph_tensor(g, (size_t)d->inputs[2])
                               : NULL;
-    bool ok = strcmp(d->type, "DequantizeLinear") == 0 && sc &&
-              sc->dtype == MP_DTYPE_F32 && sc->bytes == 4 &&
-              (!zp || (zp->dtype == x->dtype && zp->bytes == 1)) &&
-              yt->dtype == MP_DTYPE_F32 &&
-              pass_attr_int(d, "block_size", 0) == 0 &&
-              (x->dtype == MP_DTYPE_I8 || x->dtype == MP_DTYPE_U8) &&
-              (pass_pool_head(h) || strcmp(h->type, "Concat") == 0 ||
-               pass_same_dims(g, y, h->outputs[0])) &&
-              (k == 0 || mp_op_head_arity(h) == 2);
+    bool ok =
+        strcmp(d->type, "DequantizeLinear") == 0 && sc &&
+        sc->dtype == MP_DTYPE_F32 && sc->bytes == 4 &&
+        (!zp || (zp->dtype == x->dtype && zp->bytes == 1)) &&
+        yt->dtype == MP_DTYPE_F32 && pass_attr_int(d, "block_size", 0) == 0 &&
+        (x->dtype == MP_DTYPE_I8 || x->dtype == MP_DTYPE_U8) &&
+        (pass_pool_head(h) || strcmp(h->type, "Concat") == 0 ||
+         pass_same_dims(g, y, h->outputs[0]) || ab_resize_under(c, head, k)) &&
+        (k == 0 || mp_op_head_arity(h) == 2);
     return ok ? "DequantizeLinear" : NULL;
   }
   bool wide = yt->dtype == MP_DTYPE_F32 || yt->dtype == MP_DTYPE_F16 ||
@@ -223,6 +264,37 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
   return NULL;
 }
 
+/* Rule 11 for input k of head: mplan.p.resize = k, the Resize killed and
+ * recorded (its 8-bit output never exists). */
+static mp_status ab_resize_apply(pass_ctx *c, uint32_t head, int32_t k,
+                                 mp_error *err) {
+  const mp_graph *g = c->g;
+  const mp_op *h = mp_graph_op(g, head);
+  const mp_op *d = mp_graph_op(
+      g, (size_t)mp_graph_tensor(g, (size_t)h->inputs[k])->producer);
+  const mp_tensor *rt = mp_graph_tensor(g, (size_t)d->inputs[0]);
+  const mp_op *rs = mp_graph_op(g, (size_t)rt->producer);
+  mp_attr a = {.name = "mplan.p.resize", .kind = MP_ATTR_INT, .i = k};
+  mp_status st = rw_set_attr(c->rw, head, &a, err);
+  if (st != MP_OK) return st;
+  rw_kill(c->rw, (uint32_t)rt->producer);
+  size_t saved = rt->bytes;
+  (void)mp_size_mul(rt->bytes, 2, &saved);
+  mp_fusion f = {.kind = MP_FUSION_PROLOGUE,
+                 .op = h->name,
+                 .head_type = h->type,
+                 .absorbed = "Resize",
+                 .absorbed_ops = rs->name,
+                 .intermediates = rt->name,
+                 .steps = 1,
+                 .intermediate_bytes = rt->bytes,
+                 .saved_bytes = saved,
+                 .at_peak = c->at_peak[d->inputs[0]],
+                 .spills = -1};
+  pass_tally(c, "Resize");
+  return pass_fusion(c, &f, err);
+}
+
 /* Absorbs the producers of head inputs ks[0..n) (n = 1 or 2, ks
  * increasing) of kinds kinds[]: one mplan.prologue entry each, in that
  * order, and each DequantizeLinear's scale and zero point appended in the
@@ -257,8 +329,17 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
   }
   char value[96] = "";
   uint32_t at = own;
+  int32_t up = -1; /* rule 11: the input read replicated */
   for (uint32_t j = 0; j < n; j++) {
     in[ks[j]] = d[j]->inputs[0];
+    if (strcmp(kinds[j], "DequantizeLinear") == 0 &&
+        ab_resize_under(c, head, ks[j])) {
+      up = (int32_t)ks[j];
+      in[ks[j]] =
+          mp_graph_op(
+              g, (size_t)mp_graph_tensor(g, (size_t)d[j]->inputs[0])->producer)
+              ->inputs[0];
+    }
     size_t len = strlen(value);
     snprintf(value + len, sizeof value - len, "%s%s:%u", j ? "," : "", kinds[j],
              ks[j]);
@@ -270,6 +351,7 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
   mp_attr a = {.name = "mplan.prologue", .kind = MP_ATTR_STRING, .s = value};
   mp_status st = rw_set_inputs(c->rw, head, in, own + extra, err);
   if (st == MP_OK) st = rw_set_attr(c->rw, head, &a, err);
+  if (st == MP_OK && up >= 0) st = ab_resize_apply(c, head, up, err);
   for (uint32_t j = 0; j < n && st == MP_OK; j++) {
     if (strcmp(kinds[j], "DequantizeLinear") != 0) continue;
     const mp_tensor *scale = mp_graph_tensor(g, (size_t)d[j]->inputs[1]);

@@ -218,7 +218,8 @@ static bool fuse_ew_head(const mp_op *op) {
   }
   for (uint32_t k = 0; k < op->n_attrs; k++) {
     const char *n = op->attrs[k].name;
-    if (strncmp(n, "mplan.", 6) == 0 && strcmp(n, "mplan.prologue") != 0) {
+    if (strncmp(n, "mplan.", 6) == 0 && strcmp(n, "mplan.prologue") != 0 &&
+        strcmp(n, "mplan.p.resize") != 0) { /* absorb.c rule 11 */
       return false;
     }
   }

@@ -126,6 +126,12 @@ bool pass_pool_head(const mp_op *op);
  * Resize, read only there, that replicates its input by whole factors, so
  * head can read the Resize's input instead (mplan.prologue "Resize:k"). */
 bool pass_upsample_input(const pass_ctx *c, uint32_t head, uint32_t k);
+/* Whether tensor rt, which op reader alone reads (once), is the output of
+ * a live nearest Resize by whole factors onto the dims of tensor yt, in
+ * the mapping pass_upsample_input describes (absorb.c rule 11: reader a
+ * DequantizeLinear, yt the output of the op reading it). */
+bool pass_upsample_of(const pass_ctx *c, uint32_t reader, int32_t rt,
+                      int32_t yt);
 
 /* ---- elementwise ops ------------------------------------------------------
  * One table says which ops work element by element and what they cost in

@@ -164,17 +164,22 @@ bool pass_pool_head(const mp_op *op) {
 }
 
 bool pass_upsample_input(const pass_ctx *c, uint32_t head, uint32_t k) {
-  const mp_graph *g = c->g;
-  const mp_op *h = mp_graph_op(g, head);
+  const mp_op *h = mp_graph_op(c->g, head);
   if (!pass_upsample_binary(h) || k >= 2 || h->inputs[k] < 0) return false;
-  int32_t rt = h->inputs[k];
+  return pass_upsample_of(c, head, h->inputs[k], h->outputs[0]);
+}
+
+bool pass_upsample_of(const pass_ctx *c, uint32_t reader, int32_t rt,
+                      int32_t yt) {
+  const mp_graph *g = c->g;
+  const mp_op *h = mp_graph_op(g, reader);
   const mp_tensor *r = mp_graph_tensor(g, (size_t)rt);
   if (r->kind != MP_TENSOR_ACTIVATION || r->producer < 0 ||
-      pass_sole_reader(g, rt) != (int32_t)head || pass_reads(h, rt) != 1 ||
+      pass_sole_reader(g, rt) != (int32_t)reader || pass_reads(h, rt) != 1 ||
       c->rw->ops[r->producer].dead) {
     return false;
   }
-  const mp_tensor *y = mp_graph_tensor(g, (size_t)h->outputs[0]);
+  const mp_tensor *y = mp_graph_tensor(g, (size_t)yt);
   const mp_op *d = mp_graph_op(g, (size_t)r->producer);
   if (strcmp(d->type, "Resize") != 0 || d->n_outputs != 1 || d->n_inputs < 1 ||
       d->inputs[0] < 0) {

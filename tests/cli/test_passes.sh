@@ -304,6 +304,18 @@ run 0 plan $qc --passes all --order memory -o "$tmp/qc.json" &&
 [ "$(py "$tmp/qc.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'c2'][0]")" = "['xq', 'w2', '', 's10', 'z10', 's10', 'z10', 'sk', 's13', 'z13', 's11', 'z11', 's11', 'z11', 's12', 'z12', 'sx', 'zx']" ] && ok || bad "qdq_chain: c2's inputs are not in entry order"
 [ "$(py "$tmp/qc.json" "sorted(b['tensors'] for b in d['buffers'] if len(b.get('tensors', [])) > 1)")" = "[['gpo', 'gate'], ['sk', 'y3']]" ] && ok || bad "qdq_chain: c2 is not written over the skip"
 run 0 plan $qc --passes none && has "$tmp/out" "lower bound 261,120 B"
+# A feature pyramid's upsample-and-add between QDQ pairs (qdq_up, absorb
+# rule 11): eliminate runs each Resize on the 8-bit values, then add1 and
+# sub2 absorb the DequantizeLinear and the Resize under it and read the
+# small map replicated (add1's input 1 a plane at a time, sub2's input 0 a
+# row at a time); rs3 (asymmetric, round_prefer_ceil: o reads (o + 1) / 2)
+# stays. 356,352 -> 55,296 B.
+qu=tests/data/passes/qdq_up.json
+run 0 plan $qu --passes all --order memory -o "$tmp/qu.json" &&
+  has "$tmp/out" "lower bound 55,296 B" && has "$tmp/out" "Resize 2, DequantizeLinear 6" &&
+  has "$tmp/out" "294,912 -> 135,168 (-54.2%)"
+[ "$(py "$tmp/qu.json" "sorted((e['op'], e['type'], e['inputs'][:2], e.get('epilogue'), e.get('replicated')) for e in d['execution'] if e['type'] in ('Add', 'Sub', 'Resize'))")" = "[('add1', 'Add', ['x1q', 'u1q'], 'Mul,QuantizeLinear', 1), ('add3', 'Add', ['x1q', 'r3q'], 'QuantizeLinear', None), ('rs3', 'Resize', ['u3q'], None, None), ('sub2', 'Sub', ['u2q', 'x2q'], 'QuantizeLinear', 0)]" ] && ok || bad "qdq_up: add1 and sub2 do not read the small maps, or rs3 is gone"
+run 0 plan $qu --passes none && has "$tmp/out" "lower bound 356,352 B"
 # Three Clips after a Conv, the first with attribute bounds, the others
 # with bound inputs: the group takes the first two (the bundle gives one
 # Clip's bound inputs) and the third writes over their result; compile
@@ -622,6 +634,15 @@ bad_head bad_ew "op 'add_dq' (Add) at step 0: prologue input 'q' does not have t
 # A BatchNormalization head whose QuantizeLinear has three scales for four
 # channels (fuse condition 7 gives it one, or one per channel).
 bad_head bad_bn "op 'bn_dq' (BatchNormalization) at step 0: epilogue QuantizeLinear scale 'sc' is not f32, one value or 4 (one per output channel)"
+# An Add between pairs that reads input 1 replicated (mplan.p.resize 1)
+# where 3 does not divide 8; the same with mplan.p.resize 2.
+bad_head bad_qup "op 'add_up' (Add) at step 0: replicated input 'b' does not divide the output axis by axis (or the other operand does not broadcast)"
+sed 's/"mplan.p.resize": 1/"mplan.p.resize": 2/' tests/data/passes/bad_qup.json >"$tmp/bqu.json"
+rm -f "$tmp/bqu.mpk"
+run 2 compile "$tmp/bqu.json" -o "$tmp/bqu.mpk" &&
+  has "$tmp/err" "op 'add_up' (Add): mplan.p.resize 2 (an Add, Sub, Mul or Div reads input 0 or 1 replicated)" &&
+  lines "$tmp/err" 1
+[ -e "$tmp/bqu.mpk" ] && bad "bad_qup: a bundle was written" || ok
 # A chain through a QDQ pair whose zero points have two types; the same
 # with the pair's DequantizeLinear left out (a QuantizeLinear entry
 # before a Relu), with its QuantizeLinear left out, and with an

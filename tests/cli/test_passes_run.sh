@@ -25,7 +25,7 @@ python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 1 --darts 0 --seed 2
 for m in mobilenet_v1 mobilenet_v2 resnet50 decoder decoder_int4 darts_3 randwire_2 concat concat_add view_input \
   hfuse_f32 bn_f32 bn_train_f32 sum_f32 sum_i8 sum_reread_i8 sum_late_i8 sum_late_f32 sum_bcast act_f32 act_big rows_f32 rows_rope kv_scatter attn_decomposed attn_chained upsample two_diamonds \
-  upsample_one fold_large dw_epilogue_f32 dw_epilogue_i8 cast_inplace dq4_mlp dq_cnn dq_fc dq_f16 qdq_dw qdq_mm qdq_conv cast_w qdq_gemm_ta dq_half nbits_mlp nbits_gptq qdq_tail qdq_convt qdq_shared qdq_ew qdq_pool qdq_concat qdq_move qdq_bn_convt qdq_chain three_clips; do
+  upsample_one fold_large dw_epilogue_f32 dw_epilogue_i8 cast_inplace dq4_mlp dq_cnn dq_fc dq_f16 qdq_dw qdq_mm qdq_conv cast_w qdq_gemm_ta dq_half nbits_mlp nbits_gptq qdq_tail qdq_convt qdq_shared qdq_ew qdq_pool qdq_concat qdq_move qdq_bn_convt qdq_chain three_clips qdq_up; do
   model=$src/models/$m.json
   [ -f "$tmp/$m.json" ] && model=$tmp/$m.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
@@ -92,6 +92,7 @@ verify "$src/tests/data/passes/qdq_concat.json" --passes all --order memory
 verify "$src/tests/data/passes/qdq_move.json" --passes all --order memory
 verify "$src/tests/data/passes/qdq_bn_convt.json" --passes all --order memory
 verify "$src/tests/data/passes/qdq_chain.json" --passes all --order memory
+verify "$src/tests/data/passes/qdq_up.json" --passes all --order memory
 verify "$src/models/decoder_int4.json" --passes all --order memory
 verify "$src/models/decoder.json" --passes all --order memory
 verify "$src/tests/data/passes/upsample.onnx.bin" --passes all --order memory
@@ -193,6 +194,8 @@ if [ "$rv64" = 1 ]; then
   # chains of elementwise ops through QDQ pairs, a HardSwish diamond among
   # them, each pair a round trip through 8 bits on the tile
   rv64_same "$src/tests/data/passes/qdq_chain.json" 256 all --order memory
+  # an upsample-and-add reading the small 8-bit map replicated
+  rv64_same "$src/tests/data/passes/qdq_up.json" 128 all --order memory
   # Convs of one group widening their quantized input a band of rows at a
   # time, and their weight a panel of channels
   rv64_same "$src/tests/data/passes/qdq_conv.json" 128 all --order memory
