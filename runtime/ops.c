@@ -2406,7 +2406,7 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
   rd_tail(r, &t);
   /* a binary op's optional last parameter: 1 + the input read replicated
    * (absorb.c rule 11) */
-  int64_t up = binary && r->at < r->n ? rd_range(r, 1, 2) : 0;
+  int64_t rep = binary && r->at < r->n ? rd_range(r, 1, 2) : 0;
   if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
   uint32_t own = op_own(c, &t), nk = binary ? 2 : 1;
   uint32_t want = binary ? 2 : code == MP_KU_CLIP ? 3 : 1;
@@ -2424,7 +2424,7 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
     if (t.pro[k].kind) {
       if (!op_check_dq8(c, &t, own, k)) return false;
       mp_kshape ys, os, vs;
-      if (up == k + 1) { /* replicated: y's axes whole multiples of x's */
+      if (rep == k + 1) { /* replicated: y's axes whole multiples of x's */
         if (!op_up_shapes(&y.shape, &op_in(c, 1 - k)->shape, &x->shape, &ys,
                           &os, &vs)) {
           return op_fail(c,
@@ -2441,7 +2441,7 @@ static bool op_check_ew(op_ctx *c, op_rd *r, int64_t code, bool binary) {
                        x->name);
       }
       v[k].dtype = MP_KD_F32;
-    } else if (x->dtype != MP_KD_F32 || up == k + 1) {
+    } else if (x->dtype != MP_KD_F32 || rep == k + 1) {
       return op_fail(c,
                      "input '%s' is %s, not f32 (or replicated without a "
                      "DequantizeLinear)",

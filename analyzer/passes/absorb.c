@@ -264,6 +264,12 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
   return NULL;
 }
 
+/* Rule 11: the Resize whose 8-bit output DequantizeLinear dq reads. */
+static const mp_op *ab_resize_op(const mp_graph *g, const mp_op *dq) {
+  const mp_tensor *rt = mp_graph_tensor(g, (size_t)dq->inputs[0]);
+  return mp_graph_op(g, (size_t)rt->producer);
+}
+
 /* Rule 11 for input k of head: mplan.p.resize = k, the Resize killed and
  * recorded (its 8-bit output never exists). */
 static mp_status ab_resize_apply(pass_ctx *c, uint32_t head, int32_t k,
@@ -273,7 +279,7 @@ static mp_status ab_resize_apply(pass_ctx *c, uint32_t head, int32_t k,
   const mp_op *d = mp_graph_op(
       g, (size_t)mp_graph_tensor(g, (size_t)h->inputs[k])->producer);
   const mp_tensor *rt = mp_graph_tensor(g, (size_t)d->inputs[0]);
-  const mp_op *rs = mp_graph_op(g, (size_t)rt->producer);
+  const mp_op *rs = ab_resize_op(g, d);
   mp_attr a = {.name = "mplan.p.resize", .kind = MP_ATTR_INT, .i = k};
   mp_status st = rw_set_attr(c->rw, head, &a, err);
   if (st != MP_OK) return st;
@@ -335,10 +341,7 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
     if (strcmp(kinds[j], "DequantizeLinear") == 0 &&
         ab_resize_under(c, head, ks[j])) {
       up = (int32_t)ks[j];
-      in[ks[j]] =
-          mp_graph_op(
-              g, (size_t)mp_graph_tensor(g, (size_t)d[j]->inputs[0])->producer)
-              ->inputs[0];
+      in[ks[j]] = ab_resize_op(g, d[j])->inputs[0];
     }
     size_t len = strlen(value);
     snprintf(value + len, sizeof value - len, "%s%s:%u", j ? "," : "", kinds[j],

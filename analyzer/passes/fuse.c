@@ -386,6 +386,13 @@ static bool fuse_take(pass_ctx *c, fuse_group *grp, uint32_t r, int32_t v,
   return true;
 }
 
+/* Whether v has two readers, two distinct ops: a diamond's opening
+ * value (fuse_diamond, fuse_qdiamond try each as the closing op). */
+static bool fuse_two_readers(const mp_graph *g, int32_t v) {
+  const mp_tensor *t = mp_graph_tensor(g, (size_t)v);
+  return t->n_consumers == 2 && t->consumers[0] != t->consumers[1];
+}
+
 /* A diamond (condition 1's exception): chain value v has two readers, a
  * run of elementwise ops from one of them (each value read once, by the
  * next) and an Add or Mul that reads the run's last value and v itself,
@@ -398,8 +405,8 @@ static bool fuse_take(pass_ctx *c, fuse_group *grp, uint32_t r, int32_t v,
 static int32_t fuse_diamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
                             int32_t v) {
   const mp_graph *g = c->g;
+  if (!fuse_two_readers(g, v)) return -1;
   const mp_tensor *t = mp_graph_tensor(g, (size_t)v);
-  if (t->n_consumers != 2 || t->consumers[0] == t->consumers[1]) return -1;
   for (int first = 0; first < 2; first++) {
     uint32_t a = t->consumers[first], b = t->consumers[1 - first];
     const mp_op *bop = mp_graph_op(g, b);
@@ -540,14 +547,18 @@ static bool fuse_quantize(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
          fuse_take(c, grp, r, v, -1, -1, &quantize);
 }
 
-/* Condition 8: an elementwise head (Add, Sub, Mul, Div, Clip or a unary
- * op, not a pool, Concat or BatchNormalization) whose chain goes on
- * through QDQ pairs. */
+/* Condition 8: the elementwise ops a chain through QDQ pairs holds (Add,
+ * Sub, Mul, Div, Clip or a unary op, not a pool, Concat or
+ * BatchNormalization). */
+static bool fuse_chain_kind(const pass_ew *ew) {
+  return ew && (ew->kind == PASS_EW_UNARY || ew->kind == PASS_EW_BINARY ||
+                ew->kind == PASS_EW_CLIP);
+}
+
+/* Condition 8: an elementwise head whose chain goes on through QDQ
+ * pairs. */
 static bool fuse_ew_chain_head(const mp_op *op) {
-  const pass_ew *ew = pass_ew_find(op->type);
-  return fuse_ew_head(op) && ew &&
-         (ew->kind == PASS_EW_UNARY || ew->kind == PASS_EW_BINARY ||
-          ew->kind == PASS_EW_CLIP);
+  return fuse_ew_head(op) && fuse_chain_kind(pass_ew_find(op->type));
 }
 
 /* The scale and zero point (or -1) of op's DequantizeLinear prologue on
@@ -622,11 +633,10 @@ static bool fuse_dq_step(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
   const mp_op *rop = mp_graph_op(g, r);
   const pass_ew *ew = pass_ew_op(g, rop);
   uint32_t n_dq = 0, n_o = 0;
-  if (!ew || c->rw->ops[r].dead || grp->grown[r] || rop->n_outputs != 1 ||
-      grp->n_ops + 2 > FUSE_MAX || grp->n_entries + 2 > 2 * FUSE_MAX ||
-      (ew->kind != PASS_EW_UNARY && ew->kind != PASS_EW_BINARY &&
-       ew->kind != PASS_EW_CLIP) ||
-      strcmp(rop->type, "Not") == 0 || strcmp(rop->type, "PRelu") == 0) {
+  if (!fuse_chain_kind(ew) || c->rw->ops[r].dead || grp->grown[r] ||
+      rop->n_outputs != 1 || grp->n_ops + 2 > FUSE_MAX ||
+      grp->n_entries + 2 > 2 * FUSE_MAX || strcmp(rop->type, "Not") == 0 ||
+      strcmp(rop->type, "PRelu") == 0) {
     return false;
   }
   int32_t su, zu, so = -1, zo = -1;
@@ -768,8 +778,8 @@ static int32_t fuse_ew_run(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
 static int32_t fuse_qdiamond(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
                              int32_t q) {
   const mp_graph *g = c->g;
+  if (!fuse_two_readers(g, q)) return -1;
   const mp_tensor *t = mp_graph_tensor(g, (size_t)q);
-  if (t->n_consumers != 2 || t->consumers[0] == t->consumers[1]) return -1;
   for (int first = 0; first < 2; first++) {
     uint32_t a = t->consumers[first], b = t->consumers[1 - first];
     const mp_op *bop = mp_graph_op(g, b);
