@@ -56,13 +56,18 @@
  *      then reserves the later slices' bytes from its own birth, and
  *      after inplace those idle bytes can be the peak (a U-Net's skips).
  *      So concat and inplace run as a pair (pm_concat_rounds): after
- *      them, the Concat inputs written into a buffer by a peak step
- *      whose other slices come after it are kept out of the slices
- *      (concat.c invariant 4), both passes run again from the state
- *      before concat, and the round replaces the first (rows included)
- *      only if the final lower bound falls, at most PM_REFINE_MAX times;
- *      after a round is kept, each input it kept out is put back alone
- *      (both passes again) and stays back if the bound falls further.
+ *      them, the Concat inputs whose slice is first written by a peak
+ *      step while another slice of the buffer is written after it are
+ *      kept out of the slices. A slice is dated by the first write of any
+ *      tensor in its bytes: the input itself, or one the inplace pass
+ *      moved into the slice and an op then writes the input over (an SE
+ *      block's Mul over its Conv's output, PP-OCRv4 det's neck). Such
+ *      inputs are kept out (concat.c invariant 4), both passes run again
+ *      from the state before concat, and the round replaces the first
+ *      (rows included) only if the final lower bound falls, at most
+ *      PM_REFINE_MAX times; after a round is kept, each input it kept out
+ *      is put back alone (both passes again) and stays back if the bound
+ *      falls further.
  *      A round not kept leaves no row and no trace.
  *  10. Which chains are best depends on the order of the whole graph, and
  *      the rounds of invariant 8 only move from the chains the first
@@ -1040,10 +1045,34 @@ static mp_status pm_inplace_lb(const pm_state *s, const mp_pass_opts *o,
 
 #define PM_IDLE_PEAKS 64
 
-/* Marks in keep_out the Concat inputs that s's plan writes into their
- * Concat's buffer by a peak step while another slice of that buffer is
- * written only after it (those bytes are idle there); returns how many
- * it marked that were not marked yet. */
+/* The step at which s's plan first writes the bytes of Concat input x
+ * (in buffer buf, whose Concat output is out): the earliest producer of a
+ * member overlapping x's bytes, x itself or a tensor an op wrote in place
+ * before x (a graph input: -1). */
+static int64_t pm_slice_birth(const pm_state *s, const uint32_t *step_of,
+                              uint32_t buf, int32_t x, int32_t out) {
+  const mp_graph *g = s->g;
+  const mp_alias *al = &s->alias;
+  uint64_t lo = al->offset[x], hi = lo + mp_graph_tensor(g, (size_t)x)->bytes;
+  int64_t birth = INT64_MAX;
+  for (uint32_t m = al->start[buf]; m < al->start[buf + 1]; m++) {
+    uint32_t y = al->members[m];
+    const mp_tensor *ty = mp_graph_tensor(g, y);
+    if ((int32_t)y == out || al->offset[y] >= hi ||
+        al->offset[y] + ty->bytes <= lo) {
+      continue;
+    }
+    int64_t at = ty->producer < 0 ? -1 : (int64_t)step_of[ty->producer];
+    if (at < birth) birth = at;
+  }
+  return birth;
+}
+
+/* Marks in keep_out the Concat inputs whose slice s's plan writes (the
+ * input, or a tensor an op then writes it over in place) by a peak step
+ * while another slice of that buffer is written only after it (those
+ * bytes are idle there); returns how many it marked that were not marked
+ * yet. */
 static mp_status pm_idle_slices(const pm_state *s, const mp_pass_opts *o,
                                 bool *keep_out, size_t *marked, mp_error *err) {
   const mp_graph *g = s->g;
@@ -1075,21 +1104,20 @@ static mp_status pm_idle_slices(const pm_state *s, const mp_pass_opts *o,
           op->outputs[0] < 0) {
         continue;
       }
-      uint32_t buf = s->alias.buffer_of[op->outputs[0]];
+      int32_t out = op->outputs[0];
+      uint32_t buf = s->alias.buffer_of[out];
       const mp_buffer *b = mp_problem_buffer(p, buf);
       if (b->first > t || b->last < t) continue;
       bool later = false;
       for (uint32_t k = 0; k < op->n_inputs && !later; k++) {
         int32_t x = op->inputs[k];
         if (x < 0 || s->alias.buffer_of[x] != buf) continue;
-        int32_t pr = mp_graph_tensor(g, (size_t)x)->producer;
-        later = pr >= 0 && (int64_t)step_of[pr] > t;
+        later = pm_slice_birth(s, step_of, buf, x, out) > t;
       }
       for (uint32_t k = 0; later && k < op->n_inputs; k++) {
         int32_t x = op->inputs[k];
         if (x < 0 || s->alias.buffer_of[x] != buf || keep_out[x]) continue;
-        int32_t pr = mp_graph_tensor(g, (size_t)x)->producer;
-        if (pr < 0 || (int64_t)step_of[pr] > t) continue;
+        if (pm_slice_birth(s, step_of, buf, x, out) > t) continue;
         keep_out[x] = true;
         (*marked)++;
       }

@@ -87,7 +87,10 @@ qdq_pair "$tmp/det.onnx" det 2,457,600 1,245,392 62 --shape x=1x3x160x160
 # 768,000 B before its head; before the chains 327,680 and 409,600 B.
 # Three of det's FPN Resizes feed an Add between pairs, which reads the
 # small 8-bit map replicated instead (absorb rule 11): 339,008 ->
-# 319,808 B; the other three feed its Concat and stay.
+# 319,808 B; the other three feed its Concat and stay. The Concat's fourth
+# slice is an SE block's Mul written over its Conv's output, which the
+# Conv writes while its 150 KiB input is live: kept out of the slice
+# (manager.c invariant 9), 319,808 -> 307,200 B.
 python3 "$src/tests/cli/qdq_model.py" "$bf" "$tmp/bff.onnx" --full >"$tmp/out" &&
   has "$tmp/out" "opset 12, 90 activations (--full) and 37 weights quantized (weights per tensor)"
 python3 "$src/tests/cli/qdq_model.py" "$det" "$tmp/detf.onnx" --full >"$tmp/out" &&
@@ -96,7 +99,7 @@ run 0 plan "$tmp/bff.onnx" --passes all --order memory && has "$tmp/out" "QDQ pa
 run 0 plan "$tmp/detf.onnx" --shape x=1x3x160x160 --passes all --order memory &&
   has "$tmp/out" "QDQ pair around a move 7"
 qdq_pair "$tmp/bff.onnx" bff 1,376,256 311,296 37
-qdq_pair "$tmp/detf.onnx" detf 2,457,600 319,808 65 --shape x=1x3x160x160
+qdq_pair "$tmp/detf.onnx" detf 2,457,600 307,200 65 --shape x=1x3x160x160
 [ "$(py "$tmp/detf.json" "sorted((e['type'], e.get('prologue'), e.get('epilogue')) for e in d['execution'] if e['type'] in ('BatchNormalization', 'ConvTranspose'))")" = "[('BatchNormalization', 'DequantizeLinear:0', 'QuantizeLinear'), ('BatchNormalization', 'DequantizeLinear:0', 'QuantizeLinear'), ('BatchNormalization', 'DequantizeLinear:0', 'QuantizeLinear'), ('ConvTranspose', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,Add,QuantizeLinear'), ('ConvTranspose', 'DequantizeLinear:0', 'QuantizeLinear,DequantizeLinear,Add,QuantizeLinear,DequantizeLinear,Sigmoid')]" ] && ok ||
   bad "detf: the head's BatchNormalizations and ConvTransposes do not take their pairs"
 [ "$(py "$tmp/detf.json" "sorted(set((e['type'], e['epilogue']) for e in d['execution'] if '@' in (e.get('epilogue') or '')))")" = "[('Conv', 'QuantizeLinear,DequantizeLinear,Mul,QuantizeLinear,DequantizeLinear,Add,QuantizeLinear,DequantizeLinear,Add,QuantizeLinear,DequantizeLinear,Clip,QuantizeLinear,DequantizeLinear,Mul@8,QuantizeLinear,DequantizeLinear,Div,QuantizeLinear,DequantizeLinear,Mul,QuantizeLinear,DequantizeLinear,Add,QuantizeLinear')]" ] &&
