@@ -479,14 +479,32 @@ static bool share_view_ok(share_ctx *s, const mp_op *op, int32_t y) {
 
 /* Rule 3: depthwise, one channel per group, batch 1, output no larger; a
  * DequantizeLinear prologue on the weight is allowed (the runtime widens
- * the weight a channel at a time, runtime/ops.c op_weight_rows). */
+ * the weight a channel at a time, runtime/ops.c op_weight_rows), and one
+ * on the input when the epilogue ends in a QuantizeLinear: the runtime
+ * then widens input channel c, computes output channel c in f32 in the
+ * workspace and quantizes it into y's channel c, whose bytes lie in the
+ * input's channels 0..c, all read by then (op_run_conv_planes). */
+static bool share_quant_tail(const mp_op *op) {
+  const mp_attr *e = mp_op_attr(op, "mplan.epilogue");
+  if (!e || e->kind != MP_ATTR_STRING) return false;
+  const char *last = strrchr(e->s, ',');
+  return strcmp(last ? last + 1 : e->s, "QuantizeLinear") == 0;
+}
+
 /* An mplan.* attribute other than a fused epilogue's and a
- * DequantizeLinear prologue on the weight (input 1) with its parameters:
- * the weight's widening reads neither x nor y. */
+ * DequantizeLinear prologue on the weight (input 1), or on the input too
+ * before a QuantizeLinear, with its parameters: the widening of either
+ * is read before y's bytes over it are written. */
 static bool share_other_mplan_attr(const mp_op *op) {
   const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
-  bool wpro = pro && pro->kind == MP_ATTR_STRING &&
-              strcmp(pro->s, "DequantizeLinear:1") == 0;
+  bool str = pro && pro->kind == MP_ATTR_STRING;
+  bool wpro =
+      str &&
+      (strcmp(pro->s, "DequantizeLinear:1") == 0 ||
+       (share_quant_tail(op) && (strcmp(pro->s, "DequantizeLinear:0") == 0 ||
+                                 strcmp(pro->s,
+                                        "DequantizeLinear:0,"
+                                        "DequantizeLinear:1") == 0)));
   for (uint32_t k = 0; k < op->n_attrs; k++) {
     const char *n = op->attrs[k].name;
     bool entry = strncmp(n, "mplan.e", 7) == 0 && n[7] >= '0' && n[7] <= '9';
@@ -511,6 +529,9 @@ static bool share_depthwise_ok(share_ctx *s, uint32_t o, const mp_op *op,
   const mp_tensor *xt = mp_graph_tensor(g, (size_t)x);
   const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
   const mp_tensor *wt = mp_graph_tensor(g, (size_t)op->inputs[1]);
+  const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
+  bool xpro = pro && pro->kind == MP_ATTR_STRING &&
+              strncmp(pro->s, "DequantizeLinear:0", 18) == 0;
   if (xt->rank != 4 || yt->rank != 4 || wt->rank != 4) return false;
   int64_t ch = mp_graph_dim_of(g, &xt->shape[1]);
   return pass_attr_int(op, "group", 1) == ch && ch > 1 &&
@@ -518,8 +539,9 @@ static bool share_depthwise_ok(share_ctx *s, uint32_t o, const mp_op *op,
          mp_graph_dim_of(g, &wt->shape[0]) == ch &&
          mp_graph_dim_of(g, &wt->shape[1]) == 1 &&
          mp_graph_dim_of(g, &xt->shape[0]) == 1 && xt->dtype == yt->dtype &&
-         yt->bytes <= xt->bytes && pass_same_layout(g, x, y) &&
-         share_alone(s, op, x) && share_writable(s, o, x);
+         (yt->bytes == xt->bytes || (yt->bytes < xt->bytes && !xpro)) &&
+         pass_same_layout(g, x, y) && share_alone(s, op, x) &&
+         share_writable(s, o, x);
 }
 
 /* Rule 8: a Cast between dtypes of one element size (int32 -> f32 after

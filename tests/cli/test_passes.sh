@@ -190,6 +190,17 @@ run 0 plan $qd --passes all --order memory -o "$tmp/qd.json" &&
 [ "$(py "$tmp/qd.json" "[(e['inputs'], e['prologue']) for e in d['execution'] if e['op'] == 'c3']")" = "[(['q3', 'wq3', '', 's3', 'z3', 'ws3', ''], 'DequantizeLinear:0,DequantizeLinear:1')]" ] && ok || bad "qdq_dw: c3 did not take both DequantizeLinears"
 run 0 compile $qd --passes all --order memory -o "$tmp/qd.mpk" &&
   has "$tmp/out" "workspace 125,120 B (122.19 KiB) for the reference kernels (op 'c3')"
+# A QDQ depthwise Conv reading its 8-bit input under a DequantizeLinear
+# and ending in a QuantizeLinear of the same type writes its output over
+# that input (qdq_dw_inplace: 32,768 -> 20,480 B); the stride-2 one, whose
+# output is smaller, does not (the figures are derived in the file's
+# description)
+qi=tests/data/passes/qdq_dw_inplace.json
+run 0 plan $qi --passes all --order memory -o "$tmp/qi.json" &&
+  has "$tmp/out" "32,768 -> 20,480 (-37.5%)" && has "$tmp/out" "depthwise Conv 1" &&
+  has "$tmp/out" "lower bound 20,480 B"
+[ "$(py "$tmp/qi.json" "([b['tensors'] for b in d['buffers'] if 'tensors' in b], [(e['op'], e.get('prologue')) for e in d['execution'] if e['type'] == 'Conv'])")" = "([['q0', 'q1']], [('dw1', 'DequantizeLinear:0'), ('dw2', 'DequantizeLinear:0'), ('pw', 'DequantizeLinear:0')])" ] && ok || bad "qdq_dw_inplace: dw1 not written over q0 alone"
+run 0 verify $qi --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
 # The same for a MatMul and a Gemm (qdq_mm): A quantized and dequantized
 # ([2, 64, 512] and [96, 512]), absorbed, and widened a block of 32 rows
 # at a time (65,536 B of workspace) where it used to be widened whole
