@@ -29,6 +29,12 @@
  *   4. A union whose output is smaller than its input is kept only when
  *      the lower bound under the graph's order before the pass does not
  *      rise (ip_union); a rejected one is restored as in invariant 3.
+ *   5. Judged under that order, such a union often ties (another peak,
+ *      one this pass removes, dominates), and the buffer then keeps the
+ *      input's size while the smaller output lives. The pass manager
+ *      marks in c->inplace_apart the outputs whose buffer is so idle at
+ *      the final peak (manager.c invariant 9), and a marked one is never
+ *      written over its input.
  */
 #include "share.h"
 
@@ -36,6 +42,7 @@ typedef struct ip_state {
   share_ctx s;
   size_t lb; /* with the moves kept so far; measured at the first op */
   bool measured;
+  size_t apart; /* unions not made (invariant 5) */
 } ip_state;
 
 /* Op o's output y is a Concat slice: moves input k's buffer into it if
@@ -79,6 +86,11 @@ static mp_status ip_union(pass_ctx *c, ip_state *z, const mp_op *op, uint32_t k,
     share_union(&z->s, in, out, r);
     return MP_OK;
   }
+  if (c->inplace_apart && c->inplace_apart[out]) { /* invariant 5 */
+    *kept = false;
+    z->apart++;
+    return MP_OK;
+  }
   size_t before = 0, after = 0;
   mp_status st = share_lb(&z->s, &before, err);
   if (st != MP_OK) return st;
@@ -114,6 +126,13 @@ mp_status pass_inplace(pass_ctx *c, mp_error *err) {
     pass_tally(c, r == MP_ALIAS_DEPTHWISE  ? "depthwise Conv"
                   : r == MP_ALIAS_EPILOGUE ? "fused epilogue"
                                            : op->type);
+  }
+  if (st == MP_OK && z.apart) {
+    mp_buf_printf(&c->note,
+                  "%zu smaller output%s kept apart from %s input (idle at "
+                  "the final peak, or the bound is lower without)",
+                  z.apart, z.apart == 1 ? "" : "s",
+                  z.apart == 1 ? "its" : "their");
   }
   if (shared) share_release(&z.s);
   mp_free(mp_graph_alloc(g), order);

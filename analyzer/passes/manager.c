@@ -62,13 +62,22 @@
  *      tensor in its bytes: the input itself, or one the inplace pass
  *      moved into the slice and an op then writes the input over (an SE
  *      block's Mul over its Conv's output, PP-OCRv4 det's neck). Such
- *      inputs are kept out (concat.c invariant 4), both passes run again
- *      from the state before concat, and the round replaces the first
- *      (rows included) only if the final lower bound falls, at most
+ *      inputs are kept out (concat.c invariant 4). In the same way a
+ *      depthwise Conv's smaller output written over its input (share.h
+ *      rule 3, stride 2) keeps the input's size while it lives, a union
+ *      judged under the order before inplace, where it often ties: the
+ *      outputs whose buffer is live at a final peak after the Conv ran
+ *      are kept apart (inplace.c invariant 5); when none is, those over
+ *      an input read under a DequantizeLinear (QDQ models, where the
+ *      memory order moves its peak away from such a buffer instead:
+ *      BlazeFace) are kept apart in one trial. Both passes run again
+ *      (each when asked for: inplace alone runs these rounds too) from
+ *      the state before concat, and the round replaces the first (rows
+ *      included) only if the final lower bound falls, at most
  *      PM_REFINE_MAX times; after a round is kept, each input it kept out
- *      is put back alone (both passes again) and stays back if the bound
- *      falls further.
- *      A round not kept leaves no row and no trace.
+ *      or output it kept apart is put back alone (both passes again) and
+ *      stays back if the bound falls further. A round not kept leaves no
+ *      row and no trace.
  *  10. Which chains are best depends on the order of the whole graph, and
  *      the rounds of invariant 8 only move from the chains the first
  *      order made. When that first run put an integer Sum's inputs in
@@ -894,7 +903,7 @@ static mp_status pm_inplace_lb(const pm_state *s, const mp_pass_opts *o,
                                mp_error *err);
 
 static mp_status pm_run_one(pm_state *s, const pm_pass *p,
-                            const mp_pass_opts *o, const bool *keep_out,
+                            const mp_pass_opts *o, const bool *marks,
                             pm_budget *b, mp_pass_report *r, mp_error *err) {
   double t0 = pm_now_ms();
   pass_ctx c;
@@ -916,7 +925,10 @@ static mp_status pm_run_one(pm_state *s, const pm_pass *p,
       c.before_absorb = false;
     }
   }
-  c.concat_keep_out = keep_out;
+  /* invariant 9: the inputs concat keeps out, the outputs inplace keeps
+   * apart */
+  c.concat_keep_out = p->id == MP_PASS_CONCAT ? marks : NULL;
+  c.inplace_apart = p->id == MP_PASS_INPLACE ? marks : NULL;
   c.report = r;
   mp_buf_init(&c.note, mp_graph_alloc(s->g));
   mp_pass_row row = {.pass = p->id, .removed = ""};
@@ -1045,6 +1057,42 @@ static mp_status pm_inplace_lb(const pm_state *s, const mp_pass_opts *o,
 
 #define PM_IDLE_PEAKS 64
 
+/* s's plan under its measured order: its buffers' lifetimes, the live
+ * profile (its peaks) and each op's step. */
+typedef struct pm_view {
+  mp_problem *p;
+  mp_profile prof;
+  uint32_t *step_of;
+} pm_view;
+
+static void pm_view_release(const mp_alloc *a, pm_view *v) {
+  mp_profile_release(&v->prof);
+  mp_problem_destroy(v->p);
+  mp_free(a, v->step_of);
+}
+
+static mp_status pm_view_build(const pm_state *s, const mp_pass_opts *o,
+                               pm_view *v, mp_error *err) {
+  const mp_graph *g = s->g;
+  size_t n_o = mp_graph_op_count(g);
+  mp_lifetime_opts lo = {
+      .inputs_as_activations = o->schedule.inputs_as_activations,
+      .backend = o->schedule.backend,
+      .alias = &s->alias};
+  memset(v, 0, sizeof *v);
+  v->step_of = mp_calloc(mp_graph_alloc(g), n_o + 1, sizeof *v->step_of);
+  mp_status st = v->step_of
+                     ? MP_OK
+                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                    mp_graph_source(g));
+  if (st == MP_OK) st = mp_lifetimes_build(g, s->meas.order, &lo, &v->p, err);
+  if (st == MP_OK) st = mp_problem_profile(v->p, &v->prof, err);
+  for (size_t k = 0; st == MP_OK && k < n_o; k++) {
+    v->step_of[s->meas.order[k]] = (uint32_t)k;
+  }
+  return st;
+}
+
 /* The step at which s's plan first writes the bytes of Concat input x
  * (in buffer buf, whose Concat output is out): the earliest producer of a
  * member overlapping x's bytes, x itself or a tensor an op wrote in place
@@ -1068,84 +1116,121 @@ static int64_t pm_slice_birth(const pm_state *s, const uint32_t *step_of,
   return birth;
 }
 
-/* Marks in keep_out the Concat inputs whose slice s's plan writes (the
- * input, or a tensor an op then writes it over in place) by a peak step
- * while another slice of that buffer is written only after it (those
- * bytes are idle there); returns how many it marked that were not marked
- * yet. */
-static mp_status pm_idle_slices(const pm_state *s, const mp_pass_opts *o,
-                                bool *keep_out, size_t *marked, mp_error *err) {
-  const mp_graph *g = s->g;
-  const mp_alloc *a = mp_graph_alloc(g);
-  size_t n_o = mp_graph_op_count(g);
-  mp_lifetime_opts lo = {
-      .inputs_as_activations = o->schedule.inputs_as_activations,
-      .backend = o->schedule.backend,
-      .alias = &s->alias};
-  mp_problem *p = NULL;
-  mp_profile prof = {0};
-  uint32_t *step_of = mp_calloc(a, n_o + 1, sizeof *step_of);
-  *marked = 0;
-  mp_status st = step_of ? MP_OK
-                         : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
-                                        mp_graph_source(g));
-  if (st == MP_OK) st = mp_lifetimes_build(g, s->meas.order, &lo, &p, err);
-  if (st == MP_OK) st = mp_problem_profile(p, &prof, err);
-  for (size_t k = 0; st == MP_OK && k < n_o; k++) {
-    step_of[s->meas.order[k]] = (uint32_t)k;
+/* Concat op's inputs whose slice s's plan writes (the input, or a
+ * tensor an op then writes it over in place) by peak step t while another
+ * slice of that buffer is written only after it (those bytes are idle
+ * there): marked in keep_out, counted in *marked. */
+static void pm_idle_slice(const pm_state *s, const pm_view *v, const mp_op *op,
+                          int64_t t, bool *keep_out, size_t *marked) {
+  int32_t out = op->outputs[0];
+  uint32_t buf = s->alias.buffer_of[out];
+  const mp_buffer *b = mp_problem_buffer(v->p, buf);
+  if (b->first > t || b->last < t) return;
+  bool later = false;
+  for (uint32_t k = 0; k < op->n_inputs && !later; k++) {
+    int32_t x = op->inputs[k];
+    if (x < 0 || s->alias.buffer_of[x] != buf) continue;
+    later = pm_slice_birth(s, v->step_of, buf, x, out) > t;
   }
-  /* the first PM_IDLE_PEAKS peak intervals: each scans every op */
-  for (size_t q = 0; st == MP_OK && q < prof.n_peaks && q < PM_IDLE_PEAKS;
-       q++) {
-    int64_t t = prof.segs[prof.peaks[q]].first;
-    for (size_t u = 0; u < n_o; u++) {
-      const mp_op *op = mp_graph_op(g, u);
-      if (strcmp(op->type, "Concat") != 0 || op->n_outputs != 1 ||
-          op->outputs[0] < 0) {
-        continue;
-      }
-      int32_t out = op->outputs[0];
-      uint32_t buf = s->alias.buffer_of[out];
-      const mp_buffer *b = mp_problem_buffer(p, buf);
-      if (b->first > t || b->last < t) continue;
-      bool later = false;
-      for (uint32_t k = 0; k < op->n_inputs && !later; k++) {
-        int32_t x = op->inputs[k];
-        if (x < 0 || s->alias.buffer_of[x] != buf) continue;
-        later = pm_slice_birth(s, step_of, buf, x, out) > t;
-      }
-      for (uint32_t k = 0; later && k < op->n_inputs; k++) {
-        int32_t x = op->inputs[k];
-        if (x < 0 || s->alias.buffer_of[x] != buf || keep_out[x]) continue;
-        if (pm_slice_birth(s, step_of, buf, x, out) > t) continue;
-        keep_out[x] = true;
-        (*marked)++;
-      }
+  for (uint32_t k = 0; later && k < op->n_inputs; k++) {
+    int32_t x = op->inputs[k];
+    if (x < 0 || s->alias.buffer_of[x] != buf || keep_out[x]) continue;
+    if (pm_slice_birth(s, v->step_of, buf, x, out) > t) continue;
+    keep_out[x] = true;
+    (*marked)++;
+  }
+}
+
+/* Op u's output y, written over its larger input (a stride-2 depthwise
+ * Conv, share.h rule 3) before peak step t with their buffer live there
+ * (the input's extra bytes idle): marked in apart, counted in *marked.
+ * With t < 0, any such y over an input read under a DequantizeLinear. */
+static void pm_idle_union(const pm_state *s, const pm_view *v, uint32_t u,
+                          int64_t t, bool *apart, size_t *marked) {
+  const mp_graph *g = s->g;
+  const mp_op *op = mp_graph_op(g, u);
+  if (op->n_outputs != 1 || op->outputs[0] < 0 || op->n_inputs < 1 ||
+      op->inputs[0] < 0) {
+    return;
+  }
+  int32_t y = op->outputs[0], x = op->inputs[0];
+  if (s->alias.rule[y] != MP_ALIAS_DEPTHWISE || apart[y] ||
+      s->alias.buffer_of[x] != s->alias.buffer_of[y] ||
+      mp_graph_tensor(g, (size_t)y)->bytes >=
+          mp_graph_tensor(g, (size_t)x)->bytes) {
+    return;
+  }
+  if (t >= 0) {
+    const mp_buffer *b = mp_problem_buffer(v->p, s->alias.buffer_of[y]);
+    if ((int64_t)v->step_of[u] >= t || b->first > t || b->last < t) return;
+  } else {
+    const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
+    if (!pro || pro->kind != MP_ATTR_STRING ||
+        strncmp(pro->s, "DequantizeLinear:0", 18) != 0) {
+      return;
     }
   }
-  mp_profile_release(&prof);
-  mp_problem_destroy(p);
-  mp_free(a, step_of);
+  apart[y] = true;
+  (*marked)++;
+}
+
+/* Marks what leaves bytes idle at the first PM_IDLE_PEAKS peak
+ * intervals of s's plan: Concat inputs in keep_out (NULL: none), the
+ * outputs of smaller unions in apart. *marked counts the marks not made
+ * before. When no union is idle at a peak, the order may have moved the
+ * peak away from them: those over an 8-bit input read under a
+ * DequantizeLinear (no union a plan without the passes could have) are
+ * then marked, for one trial judged by the bound it reaches. */
+static mp_status pm_idle_marks(const pm_state *s, const mp_pass_opts *o,
+                               bool *keep_out, bool *apart, size_t *marked,
+                               mp_error *err) {
+  const mp_graph *g = s->g;
+  size_t n_o = mp_graph_op_count(g), unions = 0;
+  pm_view v;
+  *marked = 0;
+  mp_status st = pm_view_build(s, o, &v, err);
+  for (size_t q = 0; st == MP_OK && q < v.prof.n_peaks && q < PM_IDLE_PEAKS;
+       q++) {
+    int64_t t = v.prof.segs[v.prof.peaks[q]].first;
+    for (uint32_t u = 0; u < n_o; u++) {
+      const mp_op *op = mp_graph_op(g, u);
+      if (keep_out && strcmp(op->type, "Concat") == 0 && op->n_outputs == 1 &&
+          op->outputs[0] >= 0) {
+        pm_idle_slice(s, &v, op, t, keep_out, marked);
+      }
+      pm_idle_union(s, &v, u, t, apart, &unions);
+    }
+  }
+  for (uint32_t u = 0; st == MP_OK && unions == 0 && u < n_o; u++) {
+    pm_idle_union(s, &v, u, -1, apart, &unions);
+  }
+  *marked += unions;
+  pm_view_release(mp_graph_alloc(g), &v);
   return st;
 }
 
-/* Concat (with keep_out) and inplace, when asked for, from pre: the
- * result replaces *s, and its rows those from row0 on, when its lower
- * bound is below s's (*better); otherwise its rows are dropped. */
+/* Concat (with keep_out) and inplace (with apart), each when asked for,
+ * from pre: the result replaces *s, and its rows those from row0 on,
+ * when its lower bound is below s's (*better); otherwise its rows are
+ * dropped. */
 static mp_status pm_concat_try(const pm_state *pre, const bool *keep_out,
-                               size_t row0, const mp_pass_opts *o, pm_budget *b,
+                               const bool *apart, size_t row0,
+                               const mp_pass_opts *o, pm_budget *b,
                                mp_pass_report *r, pm_state *s, bool *better,
                                mp_error *err) {
+  bool with_concat = o->mask & (1u << MP_PASS_CONCAT);
   bool with_inplace = o->mask & (1u << MP_PASS_INPLACE);
   size_t rows = r->n_rows;
   pm_state cand = {0};
   *better = false;
   mp_status st = pm_state_clone(pre, &cand, err);
   if (st != MP_OK) return st;
-  b->left += with_inplace ? 2 : 1; /* measurements no pass counted */
-  st = pm_run_one(&cand, &pm_passes[MP_PASS_CONCAT], o, keep_out, b, r, err);
+  b->left += (size_t)with_concat + (size_t)with_inplace; /* uncounted */
+  if (with_concat) {
+    st = pm_run_one(&cand, &pm_passes[MP_PASS_CONCAT], o, keep_out, b, r, err);
+  }
   if (st == MP_OK && with_inplace) {
-    st = pm_run_one(&cand, &pm_passes[MP_PASS_INPLACE], o, NULL, b, r, err);
+    st = pm_run_one(&cand, &pm_passes[MP_PASS_INPLACE], o, apart, b, r, err);
   }
   if (st == MP_OK && cand.meas.lb < s->meas.lb) {
     size_t n = r->n_rows - rows;
@@ -1165,28 +1250,32 @@ static mp_status pm_concat_try(const pm_state *pre, const bool *keep_out,
   return st;
 }
 
-/* Invariant 9: concat (and inplace, when asked for) from s; then, while
- * the final peak holds Concat buffers idle because of slices written
- * early, both again from the same state with those inputs kept out,
- * each round kept only if the lower bound falls. After a round is kept,
- * each input it kept out goes back into its slice if that lowers the
- * bound further (a skip whose slice costs nothing at the new peak). The
- * rows of the rounds not kept are dropped. */
+/* Invariant 9: concat and inplace, each when asked for, from s; then,
+ * while the final peak holds Concat buffers idle because of slices
+ * written early, or buffers of a depthwise Conv's smaller output written
+ * over its input, both again from the same state with those inputs kept
+ * out and those outputs kept apart, each round kept only if the lower
+ * bound falls. After a round is kept, each tensor it marked is unmarked
+ * again if that lowers the bound further (a skip whose slice costs
+ * nothing at the new peak). The rows of the rounds not kept are
+ * dropped. */
 static mp_status pm_concat_rounds(pm_state *s, const mp_pass_opts *o,
                                   pm_budget *b, mp_pass_report *r,
                                   mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(s->g);
-  size_t row0 = r->n_rows, n_t = mp_graph_tensor_count(s->g), marked = 0;
+  size_t row0 = r->n_rows, n_t = mp_graph_tensor_count(s->g);
+  size_t marked = 0;
   pm_state pre = {0};
-  bool *keep_out = mp_calloc(a, n_t + 1, sizeof *keep_out);
-  bool *before = mp_calloc(a, n_t + 1, sizeof *before);
-  mp_status st = keep_out && before
-                     ? MP_OK
-                     : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
-                                    mp_graph_source(s->g));
+  bool *keep_out = mp_calloc(a, 4 * (n_t + 1), sizeof *keep_out);
+  bool *apart = keep_out + (n_t + 1), *before = apart + (n_t + 1);
+  bool *before_apart = before + (n_t + 1);
+  mp_status st = keep_out ? MP_OK
+                          : mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
+                                         mp_graph_source(s->g));
   if (st == MP_OK) st = pm_state_clone(s, &pre, err);
   bool have_pre = st == MP_OK, better = false;
-  if (st == MP_OK) {
+  bool with_concat = o->mask & (1u << MP_PASS_CONCAT);
+  if (st == MP_OK && with_concat) {
     st = pm_run_one(s, &pm_passes[MP_PASS_CONCAT], o, NULL, b, r, err);
   }
   if (st == MP_OK && (o->mask & (1u << MP_PASS_INPLACE))) {
@@ -1194,20 +1283,22 @@ static mp_status pm_concat_rounds(pm_state *s, const mp_pass_opts *o,
   }
   for (int round = 0; st == MP_OK && round < PM_REFINE_MAX; round++) {
     memcpy(before, keep_out, n_t * sizeof *before);
-    st = pm_idle_slices(s, o, keep_out, &marked, err);
+    memcpy(before_apart, apart, n_t * sizeof *before_apart);
+    st =
+        pm_idle_marks(s, o, with_concat ? keep_out : NULL, apart, &marked, err);
     if (st != MP_OK || marked == 0) break;
-    st = pm_concat_try(&pre, keep_out, row0, o, b, r, s, &better, err);
+    st = pm_concat_try(&pre, keep_out, apart, row0, o, b, r, s, &better, err);
     if (st != MP_OK || !better) break;
-    for (size_t x = 0; st == MP_OK && x < n_t; x++) {
-      if (!keep_out[x] || before[x]) continue;
-      keep_out[x] = false;
-      st = pm_concat_try(&pre, keep_out, row0, o, b, r, s, &better, err);
-      keep_out[x] = !better;
+    for (size_t i = 0; st == MP_OK && i < 2 * n_t; i++) {
+      bool *m = i < n_t ? &keep_out[i] : &apart[i - n_t];
+      if (!*m || (i < n_t ? before[i] : before_apart[i - n_t])) continue;
+      *m = false;
+      st = pm_concat_try(&pre, keep_out, apart, row0, o, b, r, s, &better, err);
+      *m = !better;
     }
   }
   if (have_pre) pm_state_release(&pre);
   mp_free(a, keep_out);
-  mp_free(a, before);
   return st;
 }
 
@@ -1275,7 +1366,7 @@ static mp_status pm_pipeline(mp_graph *g, const mp_pass_opts *o, uint64_t work,
     }
     if (!(o->mask & (1u << p))) continue;
     size_t fusions_before = r->n_fusions;
-    if (p == MP_PASS_CONCAT) {
+    if (p == MP_PASS_CONCAT || p == MP_PASS_INPLACE) {
       st = pm_concat_rounds(&s, o, &b, r, err);
       p = MP_PASS_INPLACE; /* run by the rounds when asked for */
     } else {

@@ -38,6 +38,9 @@ typedef struct pass_ctx {
   const bool *concat_keep_out; /* concat: per tensor, an input not to place
                                   as a slice (manager.c invariant 9); NULL:
                                   none */
+  const bool *inplace_apart;   /* inplace: per tensor, an output not to
+                                  write over a larger input (manager.c
+                                  invariant 9); NULL: none */
   uint32_t *parent;            /* alias passes: per tensor */
   int64_t *rel;                /* alias passes: first byte minus the parent's */
   uint8_t *rule;               /* alias passes: per tensor, mp_alias_rule */

@@ -529,9 +529,6 @@ static bool share_depthwise_ok(share_ctx *s, uint32_t o, const mp_op *op,
   const mp_tensor *xt = mp_graph_tensor(g, (size_t)x);
   const mp_tensor *yt = mp_graph_tensor(g, (size_t)y);
   const mp_tensor *wt = mp_graph_tensor(g, (size_t)op->inputs[1]);
-  const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
-  bool xpro = pro && pro->kind == MP_ATTR_STRING &&
-              strncmp(pro->s, "DequantizeLinear:0", 18) == 0;
   if (xt->rank != 4 || yt->rank != 4 || wt->rank != 4) return false;
   int64_t ch = mp_graph_dim_of(g, &xt->shape[1]);
   return pass_attr_int(op, "group", 1) == ch && ch > 1 &&
@@ -539,9 +536,8 @@ static bool share_depthwise_ok(share_ctx *s, uint32_t o, const mp_op *op,
          mp_graph_dim_of(g, &wt->shape[0]) == ch &&
          mp_graph_dim_of(g, &wt->shape[1]) == 1 &&
          mp_graph_dim_of(g, &xt->shape[0]) == 1 && xt->dtype == yt->dtype &&
-         (yt->bytes == xt->bytes || (yt->bytes < xt->bytes && !xpro)) &&
-         pass_same_layout(g, x, y) && share_alone(s, op, x) &&
-         share_writable(s, o, x);
+         yt->bytes <= xt->bytes && pass_same_layout(g, x, y) &&
+         share_alone(s, op, x) && share_writable(s, o, x);
 }
 
 /* Rule 8: a Cast between dtypes of one element size (int32 -> f32 after

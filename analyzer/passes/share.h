@@ -107,9 +107,8 @@ bool share_is_view(const char *type);
  *     and a DequantizeLinear prologue on the weight, or on the input too
  *     when the epilogue ends in a QuantizeLinear, 4-D, batch 1, group =
  *     channels = output channels > 1, weight [C, 1, kh, kw], the same
- *     dtype and layout tag in and out, output no larger than input (of
- *     the input's size with an input prologue), and 2a and 2b hold for
- *     x = input 0. The runtime
+ *     dtype and layout tag in and out, output no larger than input, and
+ *     2a and 2b hold for x = input 0. The runtime
  *     computes each output channel into scratch and copies it down,
  *     channels in increasing order (docs/ir-conventions.md): it only
  *     overwrites input channels already consumed. An epilogue then runs
