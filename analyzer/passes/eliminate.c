@@ -33,7 +33,11 @@
  *      QuantizeLinear(DequantizeLinear(n)) = n: with m = n - z, |m| <=
  *      255, fl(fl(m s) / s) is within 255 * 2^-23 of m, so it rounds to
  *      m, for a normal s with 256 s finite (checked), the division in
- *      f32 or f64 (opset 23's precision).
+ *      f32 or f64 (opset 23's precision). A Concat's data input may
+ *      instead be a ConstantOfShape of f32 zeros that only the Concat
+ *      reads (a TensorFlow Pad's channel padding): QuantizeLinear(0) = z
+ *      exactly, so it becomes a ConstantOfShape of z in the 8-bit type
+ *      (at least one input must come from a DequantizeLinear).
  *
  * Invariants:
  *   1. y is never a graph output or retained state: a graph output keeps
@@ -64,7 +68,11 @@ static bool el_replaceable(const el_ctx *e, int32_t y) {
 
 /* The live op of the rewrite writing (resolved) tensor t, or -1. */
 static int32_t el_writer(const el_ctx *e, int32_t t) {
-  if (t < 0 || e->rw->to_weight[t]) return -1;
+  /* a tensor rule 8 added (a quantized fill) is none of the source's */
+  if (t < 0 || (size_t)t >= mp_graph_tensor_count(e->g) ||
+      e->rw->to_weight[t]) {
+    return -1;
+  }
   int32_t p = mp_graph_tensor(e->g, (size_t)t)->producer;
   if (p < 0 || e->rw->ops[p].dead) return -1;
   const rw_op *op = &e->rw->ops[p];
@@ -275,6 +283,49 @@ static int32_t el_sole_reader(const el_ctx *e, int32_t t) {
   return r;
 }
 
+/* Rule 8: the ConstantOfShape writing t, read by Concat o only, when
+ * it fills f32 zeros (the channel padding of a TensorFlow Pad); else -1. */
+static int32_t el_zero_fill(const el_ctx *e, uint32_t o, int32_t t) {
+  int32_t w = el_writer(e, t);
+  if (w < 0 || strcmp(e->rw->ops[w].type, "ConstantOfShape") != 0 ||
+      !el_replaceable(e, t) || el_sole_reader(e, t) != (int32_t)o ||
+      mp_graph_tensor(e->g, (size_t)t)->dtype != MP_DTYPE_F32) {
+    return -1;
+  }
+  const mp_attr *v = rw_attr(&e->rw->ops[w], "value");
+  const mp_attr *dt = rw_attr(&e->rw->ops[w], "value.dtype");
+  bool zero = !v ||
+              (v->kind == MP_ATTR_FLOATS && v->n == 1 && v->floats[0] == 0) ||
+              (v->kind == MP_ATTR_INTS && v->n == 1 && v->ints[0] == 0) ||
+              ((v->kind == MP_ATTR_FLOAT || v->kind == MP_ATTR_INT) &&
+               v->f == 0 && v->i == 0);
+  return zero && (!dt || dt->i == MP_DTYPE_F32) ? w : -1;
+}
+
+/* Rule 8: input k of Concat o, zeros filled by ConstantOfShape w, becomes
+ * the same fill of zero point z in type qt (like: a tensor of that type);
+ * *t is the new tensor. */
+static mp_status el_fill_quantized(el_ctx *e, uint32_t o, int32_t w,
+                                   int32_t like, int64_t z, int32_t *t,
+                                   mp_error *err) {
+  const mp_tensor *ft = mp_graph_tensor(e->g, (size_t)e->rw->ops[w].outputs[0]);
+  mp_dtype qt = mp_graph_tensor(e->g, (size_t)like)->dtype;
+  mp_status st =
+      rw_new_tensor_dims(e->rw, like, "_fill", ft->rank, ft->shape, t, err);
+  if (st == MP_OK) {
+    const rw_op *c = &e->rw->ops[w];
+    st = rw_new_op(e->rw, e->rw->ops[o].key, c->name, "_q", "ConstantOfShape",
+                   c->inputs, c->n_inputs, t, 1, err);
+  }
+  uint32_t f = (uint32_t)e->rw->n_ops - 1;
+  mp_attr value = {.name = "value", .kind = MP_ATTR_INTS, .ints = &z, .n = 1};
+  mp_attr type = {.name = "value.dtype", .kind = MP_ATTR_INT, .i = qt};
+  if (st == MP_OK) st = rw_set_attr(e->rw, f, &value, err);
+  if (st == MP_OK) st = rw_set_attr(e->rw, f, &type, err);
+  if (st == MP_OK) rw_kill(e->rw, (uint32_t)w);
+  return st;
+}
+
 /* Rule 8 on move op o with output y. */
 static mp_status el_requant(el_ctx *e, uint32_t o, int32_t y, uint32_t n,
                             mp_error *err) {
@@ -295,11 +346,16 @@ static mp_status el_requant(el_ctx *e, uint32_t o, int32_t y, uint32_t n,
   }
   int32_t yq = e->rw->ops[q].outputs[0];
   mp_dtype qt = mp_graph_tensor(e->g, (size_t)yq)->dtype;
-  int32_t *in = rw_alloc(e->rw, op->n_inputs, sizeof *in, err);
+  uint32_t n_in = op->n_inputs, pairs = 0;
+  bool concat = strcmp(op->type, "Concat") == 0;
+  int32_t *in = rw_alloc(e->rw, 2 * (size_t)n_in, sizeof *in, err);
   if (!in) return MP_ERR_NOMEM;
-  for (uint32_t k = 0; k < op->n_inputs; k++) {
+  int32_t *fill = in + n_in; /* a zero fill's writer, or -1 */
+  for (uint32_t k = 0; k < n_in; k++) {
     in[k] = el_input(e, o, k);
-    if (k >= n) continue;
+    fill[k] = k < n && concat ? el_zero_fill(e, o, in[k]) : -1;
+    if (k >= n || fill[k] >= 0) continue;
+    pairs++;
     int32_t d = el_writer(e, in[k]);
     if (d < 0 || !el_qparams(e, (uint32_t)d, "DequantizeLinear", &s, &z) ||
         s != sq || z != zq) {
@@ -311,7 +367,14 @@ static mp_status el_requant(el_ctx *e, uint32_t o, int32_t y, uint32_t n,
       return MP_OK;
     }
   }
-  mp_status st = rw_set_inputs(e->rw, o, in, op->n_inputs, err);
+  if (pairs == 0) return MP_OK; /* a constant: the fold pass's */
+  mp_status st = MP_OK;
+  for (uint32_t k = 0; st == MP_OK && k < n_in; k++) {
+    /* Q(0) = 0 / s rounded, + z: exactly z */
+    if (fill[k] >= 0)
+      st = el_fill_quantized(e, o, fill[k], yq, zq, &in[k], err);
+  }
+  if (st == MP_OK) st = rw_set_inputs(e->rw, o, in, n_in, err);
   if (st == MP_OK) st = rw_set_outputs(e->rw, o, &yq, 1, err);
   if (st == MP_OK) {
     rw_kill(e->rw, (uint32_t)q);
@@ -367,11 +430,13 @@ static mp_status el_dead(el_ctx *e, const uint32_t *order, mp_error *err) {
     return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                         mp_graph_source(e->g));
   }
+  size_t n_t = mp_graph_tensor_count(e->g); /* the source's: rule 8's fills
+                                                are read, and not counted */
   for (size_t o = 0; o < n; o++) {
     const rw_op *op = &e->rw->ops[o];
     for (uint32_t k = 0; !op->dead && k < op->n_inputs; k++) {
       int32_t t = rw_resolve(e->rw, op->inputs[k]);
-      if (t >= 0) readers[t]++;
+      if (t >= 0 && (size_t)t < n_t) readers[t]++;
     }
   }
   for (size_t s = n; s-- > 0;) {
@@ -388,7 +453,7 @@ static mp_status el_dead(el_ctx *e, const uint32_t *order, mp_error *err) {
     pass_tally(e->c, "dead op");
     for (uint32_t k = 0; k < op->n_inputs; k++) {
       int32_t t = rw_resolve(e->rw, op->inputs[k]);
-      if (t >= 0) readers[t]--;
+      if (t >= 0 && (size_t)t < n_t) readers[t]--;
     }
   }
   mp_free(a, readers);

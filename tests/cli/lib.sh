@@ -33,6 +33,10 @@ has() {
   if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks: $2"; fi
 }
 
+lacks() {
+  if grep -qF -- "$2" "$1"; then bad "$(basename "$1") has: $2"; else ok; fi
+}
+
 # For scripts that set $mplan and $runner:
 #   outputs MODEL NAME ARGS...  compile MODEL with ARGS, run it on seeded
 #                               inputs (--seed 11), outputs to $tmp/NAME.mpt

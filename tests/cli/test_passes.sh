@@ -210,6 +210,24 @@ run 0 plan $qa --passes all --order memory -o "$tmp/qa.json" &&
   has "$tmp/out" "lower bound 86,016 B"
 [ "$(py "$tmp/qa.json" "[b['tensors'] for b in d['buffers'] if 'tensors' in b]")" = "[['q0', 'q1'], ['zm', 'out']]" ] && ok || bad "qdq_dw_apart: dw2 not kept apart"
 run 0 verify $qa --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
+# The channel padding of a TensorFlow Pad between QDQ pairs (qdq_pad):
+# the ConstantOfShape of f32 zeros becomes one of the zero point in uint8
+# (eliminate rule 8), the Concat moves 8-bit values and writes its inputs'
+# slices: 14,336 -> 6,144 B (derived in the file's description). A fill of
+# any other value stays f32.
+qp=tests/data/passes/qdq_pad.json
+run 0 plan $qp --passes all --order memory -o "$tmp/qp.json" &&
+  has "$tmp/out" "lower bound 6,144 B" && has "$tmp/out" "QDQ pair around a move 1, dead op 1"
+[ "$(py "$tmp/qp.json" "([(e['op'], e['type'], e['inputs'], e.get('prologue')) for e in d['execution'] if e['op'] in ('fill_q', 'pad')], [b['tensors'] for b in d['buffers'] if 'tensors' in b])")" = "([('fill_q', 'ConstantOfShape', ['shape'], None), ('pad', 'Concat', ['q1', 'qp_fill'], None)], [['q1', 'qp', 'qp_fill']])" ] && ok || bad "qdq_pad: the fill not quantized, or the Concat not 8-bit in place"
+run 0 verify $qp --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
+python3 - "$qp" "$tmp/qp_half.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+next(o for o in d["ops"] if o["name"] == "fill")["attrs"] = {"value": [0.5]}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run 0 plan "$tmp/qp_half.json" --passes all --order memory &&
+  has "$tmp/out" "lower bound 14,336 B" && lacks "$tmp/out" "QDQ pair around a move"
 # The same for a MatMul and a Gemm (qdq_mm): A quantized and dequantized
 # ([2, 64, 512] and [96, 512]), absorbed, and widened a block of 32 rows
 # at a time (65,536 B of workspace) where it used to be widened whole
