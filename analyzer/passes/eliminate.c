@@ -302,20 +302,19 @@ static int32_t el_zero_fill(const el_ctx *e, uint32_t o, int32_t t) {
   return zero && (!dt || dt->i == MP_DTYPE_F32) ? w : -1;
 }
 
-/* Rule 8: input k of Concat o, zeros filled by ConstantOfShape w, becomes
- * the same fill of zero point z in type qt (like: a tensor of that type);
- * *t is the new tensor. */
-static mp_status el_fill_quantized(el_ctx *e, uint32_t o, int32_t w,
-                                   int32_t like, int64_t z, int32_t *t,
-                                   mp_error *err) {
+/* Rule 8: the zeros ConstantOfShape w fills become the same fill of
+ * zero point z in like's 8-bit type, written by a new ConstantOfShape
+ * where w was (w goes); *t is the new tensor. */
+static mp_status el_fill_quantized(el_ctx *e, int32_t w, int32_t like,
+                                   int64_t z, int32_t *t, mp_error *err) {
   const mp_tensor *ft = mp_graph_tensor(e->g, (size_t)e->rw->ops[w].outputs[0]);
   mp_dtype qt = mp_graph_tensor(e->g, (size_t)like)->dtype;
   mp_status st =
       rw_new_tensor_dims(e->rw, like, "_fill", ft->rank, ft->shape, t, err);
   if (st == MP_OK) {
     const rw_op *c = &e->rw->ops[w];
-    st = rw_new_op(e->rw, e->rw->ops[o].key, c->name, "_q", "ConstantOfShape",
-                   c->inputs, c->n_inputs, t, 1, err);
+    st = rw_new_op(e->rw, c->key, c->name, "_q", "ConstantOfShape", c->inputs,
+                   c->n_inputs, t, 1, err);
   }
   uint32_t f = (uint32_t)e->rw->n_ops - 1;
   mp_attr value = {.name = "value", .kind = MP_ATTR_INTS, .ints = &z, .n = 1};
@@ -371,8 +370,7 @@ static mp_status el_requant(el_ctx *e, uint32_t o, int32_t y, uint32_t n,
   mp_status st = MP_OK;
   for (uint32_t k = 0; st == MP_OK && k < n_in; k++) {
     /* Q(0) = 0 / s rounded, + z: exactly z */
-    if (fill[k] >= 0)
-      st = el_fill_quantized(e, o, fill[k], yq, zq, &in[k], err);
+    if (fill[k] >= 0) st = el_fill_quantized(e, fill[k], yq, zq, &in[k], err);
   }
   if (st == MP_OK) st = rw_set_inputs(e->rw, o, in, n_in, err);
   if (st == MP_OK) st = rw_set_outputs(e->rw, o, &yq, 1, err);
