@@ -901,7 +901,8 @@ static mp_status lw_unary_op(lw *x, int u) {
 
 static mp_status lw_binary_op(lw *x, int b) {
   const char *dqp = lw_str(x, "mplan.prologue", NULL);
-  if (dqp && strncmp(dqp, "DequantizeLinear:", 17) == 0) {
+  if ((dqp && strncmp(dqp, "DequantizeLinear:", 17) == 0) ||
+      (!dqp && lw_attr(x, "mplan.epilogue"))) {
     /* an elementwise head (absorb.c rule 9): parameter 4, then its tail */
     if (lw_attr(x, "fused_activation") || mp_graph_legacy_pad(x->g, x->op)) {
       return lw_unsup(x,
@@ -2257,9 +2258,10 @@ static mp_status lw_dispatch(lw *x) {
   /* an elementwise head: DequantizeLinear prologues, maybe a
    * QuantizeLinear epilogue (absorb.c rule 9; lw_tail checks the rest) */
   const char *pro = lw_str(x, "mplan.prologue", NULL);
-  bool ew = (u >= 0 || b >= 0 || strcmp(t, "Concat") == 0 ||
-             strcmp(t, "BatchNormalization") == 0) &&
-            pro && strncmp(pro, "DequantizeLinear:", 17) == 0;
+  bool ew = ((u >= 0 || b >= 0 || strcmp(t, "Concat") == 0 ||
+              strcmp(t, "BatchNormalization") == 0) &&
+             pro && strncmp(pro, "DequantizeLinear:", 17) == 0) ||
+            (b >= 0 && !pro); /* an f32 head (fuse.c condition 9) */
   if ((lw_attr(x, "mplan.epilogue") && !ew) || (pro && b < 0 && !ew) ||
       lw_attr(x, "mplan.horizontal")) {
     return lw_unsup(

@@ -2359,7 +2359,9 @@ static bool op_check_dq8(op_ctx *c, const op_tail *t, uint32_t own,
 static bool op_check_dq_head(op_ctx *c, const op_tail *t, uint32_t own,
                              const char *what, bool chain, mp_btensor *y) {
   const mp_btensor *yq = op_out(c, 0);
-  if (!t->n_dq || t->n_pro != t->n_dq ||
+  /* a chain may start at an f32 binary op (fuse.c condition 9) */
+  bool f32 = chain && !t->n_pro && t->n_epi;
+  if ((!t->n_dq && !f32) || t->n_pro != t->n_dq ||
       (!chain && (t->n_epi > 1 || (t->n_epi && !op_quant_tail(t))))) {
     return op_fail(c,
                    "%s takes DequantizeLinear prologues and one "

@@ -97,8 +97,16 @@
  *      entry: the value that entered it is the value dequantized, as the
  *      closing op read it. Every op absorbed was an elementwise head of
  *      its own (rule 9) that no group has grown yet; a group the chain
- *      absorbs is never a head afterwards. A
- * `fused_activation` attribute (the bundled models) becomes an explicit
+ *      absorbs is never a head afterwards.
+ *   9. an f32 Add, Sub, Mul or Div of x, of the output's shape, and a
+ *      smaller operand it broadcasts (no mplan.* attribute, neither input
+ *      a DequantizeLinear's output) whose value's one reader is an Add,
+ *      Sub, Mul or Div of it and x heads a chain (fuse_f32_head) that
+ *      grows as condition 8's does: an SE block's x * s + x. Apart, the
+ *      op's output and x are live together, whole; fused, the runtime
+ *      computes a tile at a time (op_run_ew) and the inplace pass writes
+ *      the group over x.
+ * A `fused_activation` attribute (the bundled models) becomes an explicit
  * epilogue entry (Relu, or Clip with 0 and 6) as soon as a group absorbs
  * anything, so that one attribute says everything.
  *
@@ -224,6 +232,47 @@ static bool fuse_ew_head(const mp_op *op) {
     }
   }
   return true;
+}
+
+/* Condition 9: an f32 Add, Sub, Mul or Div of x, of the output's shape,
+ * and a smaller operand it broadcasts, whose value's one reader is an
+ * Add, Sub, Mul or Div of it and x (an SE block's x * s + x): written
+ * apart, the op's output and x are live together, whole. Neither input
+ * comes from a DequantizeLinear (the absorb pass's, rule 9). */
+static bool fuse_f32_head(const mp_graph *g, const mp_op *op) {
+  static const char *const bin[] = {"Add", "Sub", "Mul", "Div", NULL};
+  bool known = false;
+  for (size_t i = 0; bin[i]; i++) known = known || !strcmp(op->type, bin[i]);
+  if (!known || op->n_inputs != 2 || op->n_outputs != 1 || op->outputs[0] < 0 ||
+      op->n_attrs != 0) {
+    return false;
+  }
+  int32_t v = op->outputs[0];
+  const mp_tensor *tv = mp_graph_tensor(g, (size_t)v);
+  if (tv->dtype != MP_DTYPE_F32 || tv->kind != MP_TENSOR_ACTIVATION) {
+    return false;
+  }
+  for (uint32_t k = 0; k < 2; k++) {
+    int32_t x = op->inputs[k];
+    if (x < 0 || mp_graph_tensor(g, (size_t)x)->dtype != MP_DTYPE_F32) {
+      return false;
+    }
+    int32_t p = mp_graph_tensor(g, (size_t)x)->producer;
+    if (p >= 0 && !strcmp(mp_graph_op(g, (size_t)p)->type, "DequantizeLinear"))
+      return false;
+  }
+  int32_t r = pass_sole_reader(g, v);
+  if (r < 0) return false;
+  const mp_op *rop = mp_graph_op(g, (size_t)r);
+  known = false;
+  for (size_t i = 0; bin[i]; i++) known = known || !strcmp(rop->type, bin[i]);
+  if (!known || rop->n_inputs != 2) return false;
+  int32_t other = rop->inputs[0] == v ? rop->inputs[1] : rop->inputs[0];
+  int32_t scale = other == op->inputs[0] ? op->inputs[1] : op->inputs[0];
+  return (other == op->inputs[0] || other == op->inputs[1]) &&
+         pass_same_dims(g, other, v) &&
+         mp_graph_tensor(g, (size_t)scale)->bytes <
+             mp_graph_tensor(g, (size_t)v)->bytes;
 }
 
 static bool fuse_is_reduction(const char *type) {
@@ -860,7 +909,7 @@ static void fuse_grow(pass_ctx *c, const uint32_t *pos, fuse_group *grp,
     grp->e[grp->n_entries++] = act;
     grp->regs += pass_ew_find(act.type)->registers;
   }
-  if (fuse_ew_chain_head(head)) {
+  if (fuse_ew_chain_head(head) || fuse_f32_head(g, head)) {
     (void)fuse_ew_run(c, pos, grp, v, -1, diamonds);
     return;
   }
@@ -1087,7 +1136,7 @@ mp_status pass_fuse(pass_ctx *c, mp_error *err) {
   for (size_t k = 0; st == MP_OK && k < n; k++) pos[c->order[k]] = (uint32_t)k;
   for (uint32_t o = 0; st == MP_OK && o < n; o++) {
     const mp_op *op = mp_graph_op(c->g, o);
-    if ((!fuse_is_head(op) && !fuse_ew_head(op)) ||
+    if ((!fuse_is_head(op) && !fuse_ew_head(op) && !fuse_f32_head(c->g, op)) ||
         fuse_has_unknown_activation(op) || c->rw->ops[o].dead) {
       continue; /* dead: absorbed by an earlier head's chain (8) */
     }

@@ -228,6 +228,16 @@ json.dump(d, open(sys.argv[2], "w"))
 PY
 run 0 plan "$tmp/qp_half.json" --passes all --order memory &&
   has "$tmp/out" "lower bound 14,336 B" && lacks "$tmp/out" "QDQ pair around a move"
+# An SE block's residual in f32 (se_residual): the Mul x * s heads a chain
+# that takes the Add x + m with x as its operand (fuse condition 9), and
+# the fused op writes over x: 65,568 -> 40,960 B (derived in the file's
+# description).
+sr=tests/data/passes/se_residual.json
+run 0 plan $sr --passes all --order memory -o "$tmp/sr.json" &&
+  has "$tmp/out" "lower bound 40,960 B" && has "$tmp/out" "98,304 -> 65,568 (-33.3%)" &&
+  has "$tmp/out" "Mul 1"
+[ "$(py "$tmp/sr.json" "([(e['op'], e['inputs'], e.get('epilogue')) for e in d['execution'] if e['type'] == 'Mul'], [b['tensors'] for b in d['buffers'] if 'tensors' in b][0])")" = "([('mul', ['h', 's', 'h'], 'Add')], ['h', 'a'])" ] && ok || bad "se_residual: the Mul did not take the Add over h"
+run 0 verify $sr --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
 # The same for a MatMul and a Gemm (qdq_mm): A quantized and dequantized
 # ([2, 64, 512] and [96, 512]), absorbed, and widened a block of 32 rows
 # at a time (65,536 B of workspace) where it used to be widened whole
