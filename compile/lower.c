@@ -903,7 +903,8 @@ static mp_status lw_binary_op(lw *x, int b) {
   const char *dqp = lw_str(x, "mplan.prologue", NULL);
   if ((dqp && strncmp(dqp, "DequantizeLinear:", 17) == 0) ||
       (!dqp && lw_attr(x, "mplan.epilogue"))) {
-    /* an elementwise head (absorb.c rule 9): parameter 4, then its tail */
+    /* an elementwise head (absorb.c rule 9, or an f32 one: fuse.c
+     * condition 9): parameter 4, then its tail */
     if (lw_attr(x, "fused_activation") || mp_graph_legacy_pad(x->g, x->op)) {
       return lw_unsup(x,
                       "a DequantizeLinear prologue with a fused "

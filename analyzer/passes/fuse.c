@@ -240,11 +240,7 @@ static bool fuse_ew_head(const mp_op *op) {
  * apart, the op's output and x are live together, whole. Neither input
  * comes from a DequantizeLinear (the absorb pass's, rule 9). */
 static bool fuse_f32_head(const mp_graph *g, const mp_op *op) {
-  static const char *const bin[] = {"Add", "Sub", "Mul", "Div", NULL};
-  bool known = false;
-  for (size_t i = 0; bin[i]; i++) known = known || !strcmp(op->type, bin[i]);
-  if (!known || op->n_inputs != 2 || op->n_outputs != 1 || op->outputs[0] < 0 ||
-      op->n_attrs != 0) {
+  if (!pass_upsample_binary(op) || op->outputs[0] < 0 || op->n_attrs != 0) {
     return false;
   }
   int32_t v = op->outputs[0];
@@ -264,9 +260,7 @@ static bool fuse_f32_head(const mp_graph *g, const mp_op *op) {
   int32_t r = pass_sole_reader(g, v);
   if (r < 0) return false;
   const mp_op *rop = mp_graph_op(g, (size_t)r);
-  known = false;
-  for (size_t i = 0; bin[i]; i++) known = known || !strcmp(rop->type, bin[i]);
-  if (!known || rop->n_inputs != 2) return false;
+  if (!pass_upsample_binary(rop)) return false;
   int32_t other = rop->inputs[0] == v ? rop->inputs[1] : rop->inputs[0];
   int32_t scale = other == op->inputs[0] ? op->inputs[1] : op->inputs[0];
   return (other == op->inputs[0] || other == op->inputs[1]) &&
