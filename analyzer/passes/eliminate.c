@@ -37,7 +37,23 @@
  *      instead be a ConstantOfShape of f32 zeros that only the Concat
  *      reads (a TensorFlow Pad's channel padding): QuantizeLinear(0) = z
  *      exactly, so it becomes a ConstantOfShape of z in the 8-bit type
- *      (at least one input must come from a DequantizeLinear).
+ *      (at least one input must come from a DequantizeLinear). With no
+ *      op between, QuantizeLinear(DequantizeLinear(n)) of one scale and
+ *      zero point is n.
+ *   9. A Pad with zeros (mode constant, value 0, no axes input) of the
+ *      spatial dims only, by known pads >= 0, whose one reader is a Conv
+ *      reading it once, as X, with explicit pads (no auto_pad): the Conv
+ *      reads the Pad's input and its pads grow by the Pad's (TensorFlow
+ *      exports a stride-2 Conv's asymmetric padding as such a Pad). The
+ *      output shape is the same, and so is every sum but for the terms
+ *      0 * w the padded zeros added: each is a zero, which changes a sum
+ *      only when the sum is -0 (in f32, a bias of -0 and every product so
+ *      far -0), so a Conv with a bias element of -0 or of unknown value
+ *      keeps its Pad; exact for finite weights (0 * inf is NaN). A
+ *      QuantizeLinear and DequantizeLinear pair of one known zero point
+ *      z between the Pad and the Conv (a QDQ model's activation pair)
+ *      moves before the padding: Q(0) = z and DQ(z) = (z - z) s = +0, so
+ *      the Conv read zeros there, and the pair's copies quantize x.
  *
  * Invariants:
  *   1. y is never a graph output or retained state: a graph output keeps
@@ -46,6 +62,8 @@
  *      tensors through rw_resolve), so chains collapse in one pass.
  */
 #include <float.h>
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "pass.h"
@@ -269,10 +287,32 @@ static bool el_qparams(const el_ctx *e, uint32_t o, const char *type, double *s,
   return *s >= FLT_MIN && *s <= FLT_MAX / 256;
 }
 
-/* The one live op reading resolved tensor t once, or -1. */
+/* Rule 8 with no move: n when tensor x is DequantizeLinear(n) of
+ * QuantizeLinear q's known per-tensor scale and zero point, n of q's 8-bit
+ * output type, so that Q(x) = n; else -1. */
+static int32_t el_dq_source(const el_ctx *e, uint32_t q, int32_t x) {
+  double sq, sd;
+  int64_t zq, zd;
+  int32_t d = el_writer(e, x);
+  if (d < 0 || !el_qparams(e, q, "QuantizeLinear", &sq, &zq) ||
+      !el_qparams(e, (uint32_t)d, "DequantizeLinear", &sd, &zd) || sq != sd ||
+      zq != zd) {
+    return -1;
+  }
+  int32_t n = el_input(e, (uint32_t)d, 0);
+  mp_dtype qt = mp_graph_tensor(e->g, (size_t)e->rw->ops[q].outputs[0])->dtype;
+  if (n < 0 || mp_graph_tensor(e->g, (size_t)n)->dtype != qt ||
+      (qt != MP_DTYPE_I8 && qt != MP_DTYPE_U8)) {
+    return -1;
+  }
+  return n;
+}
+
+/* The one live op reading resolved tensor t once, or -1 (the ops rules
+ * 8 and 9 added count). */
 static int32_t el_sole_reader(const el_ctx *e, int32_t t) {
   int32_t r = -1;
-  for (size_t o = 0; o < mp_graph_op_count(e->g); o++) {
+  for (size_t o = 0; o < e->rw->n_ops; o++) {
     const rw_op *op = &e->rw->ops[o];
     for (uint32_t k = 0; !op->dead && k < op->n_inputs; k++) {
       if (rw_resolve(e->rw, op->inputs[k]) != t) continue;
@@ -381,11 +421,177 @@ static mp_status el_requant(el_ctx *e, uint32_t o, int32_t y, uint32_t n,
   return st;
 }
 
-/* Rules 1-6 and 8 on one op. */
+/* Rule 9: the n pads of Pad op (attribute, or a constant input 1); false
+ * when they are not known. */
+static bool el_pad_pads(const el_ctx *e, uint32_t o, const int64_t **pads,
+                        size_t *n) {
+  const rw_op *op = &e->rw->ops[o];
+  int32_t pt = el_input(e, o, 1);
+  if (pt >= 0) {
+    const mp_value *v = mp_graph_tensor(e->g, (size_t)pt)->value;
+    if (!v || !v->i) return false;
+    *pads = v->i;
+    *n = v->n;
+    return true;
+  }
+  const mp_attr *a = rw_attr(op, "pads");
+  if (!a || a->kind != MP_ATTR_INTS) return false;
+  *pads = a->ints;
+  *n = a->n;
+  return true;
+}
+
+/* Rule 9: whether Pad op o pads with zeros (mode constant, value 0, no
+ * axes input). */
+static bool el_pad_zero(const el_ctx *e, uint32_t o) {
+  const rw_op *op = &e->rw->ops[o];
+  const mp_attr *m = rw_attr(op, "mode");
+  if (m && (m->kind != MP_ATTR_STRING || strcmp(m->s, "constant") != 0)) {
+    return false;
+  }
+  if (el_input(e, o, 3) >= 0) return false; /* Pad-18's axes */
+  int32_t vt = el_input(e, o, 2);
+  if (vt >= 0) return pass_all_equal(mp_graph_tensor(e->g, (size_t)vt), 0);
+  const mp_attr *v = rw_attr(op, "value");
+  return !v || (v->kind == MP_ATTR_FLOAT && v->f == 0);
+}
+
+/* Rule 9: whether Conv c's sums stay the same with terms 0 * w added: an
+ * integer Conv, or f32 with no bias element of -0 (a sum is -0 only when
+ * the bias is and every product so far, and -0 + +0 is +0). */
+static bool el_pad_exact(const el_ctx *e, uint32_t c) {
+  int32_t xt = el_input(e, c, 0), bt = el_input(e, c, 2);
+  if (mp_graph_tensor(e->g, (size_t)xt)->dtype != MP_DTYPE_F32) return true;
+  if (bt < 0) return true;
+  const mp_value *v = mp_graph_tensor(e->g, (size_t)bt)->value;
+  if (!v || !v->f) return false;
+  for (size_t k = 0; k < v->n; k++) {
+    if (v->f[k] == 0 && signbit(v->f[k])) return false;
+  }
+  return true;
+}
+
+/* Rule 9: the one live op reading op o's one output, once and as its
+ * input 0, when that output is no graph output; else -1. */
+static int32_t el_next(const el_ctx *e, uint32_t o) {
+  const rw_op *op = &e->rw->ops[o];
+  if (op->n_outputs != 1 || !el_replaceable(e, op->outputs[0])) return -1;
+  int32_t r = el_sole_reader(e, op->outputs[0]);
+  return r >= 0 && el_input(e, (uint32_t)r, 0) == op->outputs[0] ? r : -1;
+}
+
+/* Rule 9: the QuantizeLinear q and DequantizeLinear d between a Pad and
+ * its Conv go before the padding: copies of both (same inputs but the
+ * first, same attributes) read x and write tensors of x's shape; *cx is
+ * the new DequantizeLinear's output. */
+static mp_status el_pad_pair(el_ctx *e, uint32_t q, uint32_t d, int32_t x,
+                             int32_t *cx, mp_error *err) {
+  const mp_tensor *xt = mp_graph_tensor(e->g, (size_t)x);
+  const uint32_t pair[2] = {q, d};
+  mp_status st = MP_OK;
+  *cx = x;
+  for (int k = 0; st == MP_OK && k < 2; k++) {
+    const rw_op *old = &e->rw->ops[pair[k]];
+    int32_t t, *in = rw_alloc(e->rw, old->n_inputs, sizeof *in, err);
+    if (!in) return MP_ERR_NOMEM;
+    memcpy(in, old->inputs, old->n_inputs * sizeof *in);
+    in[0] = *cx;
+    st = rw_new_tensor_dims(e->rw, old->outputs[0], "_unpadded", xt->rank,
+                            xt->shape, &t, err);
+    if (st == MP_OK) {
+      st = rw_new_op(e->rw, old->key, old->name, "_unpadded", old->type, in,
+                     old->n_inputs, &t, 1, err);
+    }
+    old = &e->rw->ops[pair[k]]; /* rw_new_op may move the ops */
+    uint32_t f = (uint32_t)e->rw->n_ops - 1;
+    for (uint32_t a = 0; st == MP_OK && a < old->n_attrs; a++) {
+      st = rw_set_attr(e->rw, f, &old->attrs[a], err);
+    }
+    if (st == MP_OK) rw_kill(e->rw, pair[k]);
+    *cx = t;
+  }
+  return st;
+}
+
+/* Rule 9 on Pad op o (output y, input x). */
+static mp_status el_pad_conv(el_ctx *e, uint32_t o, int32_t y, int32_t x,
+                             mp_error *err) {
+  const int64_t *pads;
+  size_t n;
+  uint32_t rank = mp_graph_tensor(e->g, (size_t)x)->rank;
+  if (e->rw->ops[o].n_outputs != 1 || rank < 3 || !el_pad_zero(e, o) ||
+      !el_pad_pads(e, o, &pads, &n) || n != 2 * (size_t)rank || pads[0] ||
+      pads[1] || pads[rank] || pads[rank + 1]) {
+    return MP_OK;
+  }
+  int32_t c = el_next(e, o), q = -1, d = -1;
+  if (c >= 0 && strcmp(e->rw->ops[c].type, "QuantizeLinear") == 0) {
+    /* Q(0) = z, DQ(z) = (z - z) s = +0: the Conv reads zeros there */
+    double sq, sd;
+    int64_t zq, zd;
+    q = c;
+    d = el_next(e, (uint32_t)q);
+    c = d >= 0 ? el_next(e, (uint32_t)d) : -1;
+    if (c < 0 || !el_qparams(e, (uint32_t)q, "QuantizeLinear", &sq, &zq) ||
+        !el_qparams(e, (uint32_t)d, "DequantizeLinear", &sd, &zd) || zq != zd) {
+      return MP_OK;
+    }
+  }
+  if (c < 0) return MP_OK;
+  const rw_op *conv = &e->rw->ops[c];
+  size_t nd = rank - 2;
+  const mp_attr *ap = rw_attr(conv, "auto_pad");
+  const mp_attr *cp = rw_attr(conv, "pads");
+  if (strcmp(conv->type, "Conv") != 0 || conv->n_outputs != 1 ||
+      rw_has_mplan_attr(mp_graph_op(e->g, (uint32_t)c)) ||
+      (ap && (ap->kind != MP_ATTR_STRING || strcmp(ap->s, "NOTSET") != 0)) ||
+      (cp && (cp->kind != MP_ATTR_INTS || cp->n != 2 * nd)) ||
+      !el_pad_exact(e, (uint32_t)c)) {
+    return MP_OK;
+  }
+  int64_t *sum = rw_alloc(e->rw, 2 * nd, sizeof *sum, err);
+  if (!sum) return MP_ERR_NOMEM;
+  for (size_t k = 0; k < nd; k++) {
+    for (size_t end = 0; end < 2; end++) {
+      int64_t by = pads[end * rank + 2 + k];
+      int64_t had = cp ? cp->ints[end * nd + k] : 0;
+      if (by < 0 || had < 0 || by > INT32_MAX - had) return MP_OK;
+      sum[end * nd + k] = by + had;
+    }
+  }
+  mp_attr a = {.name = "pads", .kind = MP_ATTR_INTS, .ints = sum, .n = 2 * nd};
+  mp_status st = rw_set_attr(e->rw, (uint32_t)c, &a, err);
+  if (st != MP_OK || q < 0) {
+    if (st == MP_OK) el_same(e, o, y, x, "Pad into Conv");
+    return st;
+  }
+  int32_t cx = x,
+          *in = rw_alloc(e->rw, e->rw->ops[c].n_inputs, sizeof *in, err);
+  if (!in) return MP_ERR_NOMEM;
+  if (el_dq_source(e, (uint32_t)q, x) >= 0) {
+    /* x = DQ(n) of the pair's scale and zero point: DQ(Q(x)) = x */
+    rw_kill(e->rw, (uint32_t)q);
+    rw_kill(e->rw, (uint32_t)d);
+  } else {
+    st = el_pad_pair(e, (uint32_t)q, (uint32_t)d, x, &cx, err);
+  }
+  if (st == MP_OK) {
+    memcpy(in, e->rw->ops[c].inputs, e->rw->ops[c].n_inputs * sizeof *in);
+    in[0] = cx;
+    st = rw_set_inputs(e->rw, (uint32_t)c, in, e->rw->ops[c].n_inputs, err);
+  }
+  if (st == MP_OK) {
+    rw_kill(e->rw, o);
+    pass_tally(e->c, "Pad into Conv (through a QDQ pair)");
+  }
+  return st;
+}
+
+/* Rules 1-6, 8 and 9 on one op. */
 static mp_status el_op(el_ctx *e, uint32_t o, mp_error *err) {
   const rw_op *op = &e->rw->ops[o];
   if (op->dead || op->n_outputs == 0) return MP_OK;
-  int32_t y = op->outputs[0], x = el_input(e, o, 0);
+  int32_t y = op->outputs[0], x = el_input(e, o, 0), n;
   if (!el_replaceable(e, y) || x < 0) return MP_OK;
   if (strcmp(op->type, "Identity") == 0) {
     el_same(e, o, y, x, "Identity");
@@ -402,13 +608,19 @@ static mp_status el_op(el_ctx *e, uint32_t o, mp_error *err) {
   } else if (el_is_view(op->type) && op->n_outputs == 1) {
     mp_status st = el_view(e, o, y, err);
     if (st != MP_OK) return st;
+  } else if (strcmp(op->type, "QuantizeLinear") == 0 &&
+             (n = el_dq_source(e, o, x)) >= 0) {
+    el_same(e, o, y, n, "QDQ pair cancelling");
+  } else if (strcmp(op->type, "Pad") == 0) {
+    mp_status st = el_pad_conv(e, o, y, x, err);
+    if (st != MP_OK) return st;
   } else if (el_neutral(e, o, y, &x)) {
     el_same(e, o, y, x,
             op->type[0] == 'M' || op->type[0] == 'D' ? "multiply by one"
                                                      : "add zero");
   }
-  uint32_t n = el_move(e, o);
-  if (n && !e->rw->ops[o].dead) return el_requant(e, o, y, n, err);
+  uint32_t moved = el_move(e, o);
+  if (moved && !e->rw->ops[o].dead) return el_requant(e, o, y, moved, err);
   return MP_OK;
 }
 
@@ -428,9 +640,10 @@ static mp_status el_dead(el_ctx *e, const uint32_t *order, mp_error *err) {
     return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                         mp_graph_source(e->g));
   }
-  size_t n_t = mp_graph_tensor_count(e->g); /* the source's: rule 8's fills
-                                                are read, and not counted */
-  for (size_t o = 0; o < n; o++) {
+  /* reads of the source's tensors, by its ops and by those rules 8 and 9
+   * added (whose own outputs are read, and not counted) */
+  size_t n_t = mp_graph_tensor_count(e->g);
+  for (size_t o = 0; o < e->rw->n_ops; o++) {
     const rw_op *op = &e->rw->ops[o];
     for (uint32_t k = 0; !op->dead && k < op->n_inputs; k++) {
       int32_t t = rw_resolve(e->rw, op->inputs[k]);

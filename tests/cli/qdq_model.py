@@ -20,7 +20,8 @@ a product's first, an Add's, Mul's or Concat's every one, the others'
 first) or writes goes through one QuantizeLinear and DequantizeLinear pair
 placed after its producer, and every reader reads the DequantizeLinear's
 output (an output no op reads keeps no pair); constants (initializers,
-Constant and ConstantOfShape outputs) stay f32. A model before opset 10 is
+Constant and ConstantOfShape outputs, and what Shape or constants alone
+make) stay as they are. A model before opset 10 is
 refused (QuantizeLinear came with opset 10; raising its opset would change
 other ops' meaning, Slice's for one). The wire format is read and
 written here (no onnx package): the graph's nodes and initializers are
@@ -274,6 +275,13 @@ def main():
     constants = set(inits) | set(consts) | {
         nd.outputs[0] for nd in nodes
         if nd.op in ("Constant", "ConstantOfShape") and nd.outputs}
+    # shape math and what constants alone make (a Pad's pads that a Concat
+    # of Split constants gives, a Resize's sizes from a Shape) are not
+    # activations either
+    for nd in nodes:
+        if nd.op == "Shape" or all(not x or x in constants
+                                   for x in nd.inputs):
+            constants |= set(nd.outputs)
     want = full_tensors(nodes, constants) if full else {}
     made = {y for nd in nodes for y in nd.outputs}
     for x in want:  # graph inputs: their pairs first

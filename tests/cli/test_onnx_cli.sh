@@ -276,6 +276,20 @@ if [ -n "$cache" ] && [ -d "$cache/ocr" ]; then
     bad "rec capped at width 320 differs from rec at 1x3x48x320"
   run 2 plan "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" && has "$tmp/err" "dim 'p2o.DynamicDimension.0' is not bound"
 fi
+# M-LSD tiny (keras MobileNetV2 by tf2onnx): a Pad of zeros before each
+# stride-2 depthwise Conv held the expand output and its padded copy
+# together (19,784,128 B); eliminate rule 9 folds the three Pads into the
+# Convs' pads, which also lets the expand Convs fuse their Relu6: every
+# pass and the memory order, 11,468,800 B; the outputs those of the
+# no-reuse run bit for bit.
+ml=$cache/mlsd/mlsd_320x320_tiny.onnx
+if [ -n "$cache" ] && [ -f "$ml" ]; then
+  run 0 plan "$ml" -o "$tmp/ml.json" && has "$tmp/out" "lower bound 19,784,128 B" && run 0 validate "$tmp/ml.json"
+  run 0 plan "$ml" --passes all --order memory -o "$tmp/ml.p.json" && has "$tmp/out" "Pad into Conv 3" &&
+    has "$tmp/out" "lower bound 11,468,800 B" && run 0 validate "$tmp/ml.p.json"
+  run 0 verify "$ml" --passes all --order memory &&
+    has "$tmp/out" "outputs     2 of 2 identical to the no-reuse run" && has "$tmp/out" "verified: no event"
+fi
 # Silero VAD v5: If (sr == 16000) picks a 16 kHz or an 8 kHz path, and
 # each path holds shapes only for its own frame size.
 vad=$cache/vad/silero_vad_v5.onnx

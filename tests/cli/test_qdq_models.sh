@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Real networks in QDQ form: BlazeFace front (opset 12) and PP-OCRv4 det
-# (opset 11, at 1x3x160x160) from the ONNX cache, rewritten by
+# Real networks in QDQ form: BlazeFace front (opset 12), PP-OCRv4 det
+# (opset 11, at 1x3x160x160) and M-LSD tiny (opset 11, 320 x 320) from
+# the ONNX cache, rewritten by
 # tests/cli/qdq_model.py as static quantizers lay a model out (every
 # Conv's, MatMul's and Gemm's activation QuantizeLinear'd and
 # DequantizeLinear'd, uint8 per tensor; its weight int8 with a
@@ -124,6 +125,29 @@ for pair in bf:17:0 det:41:0 bff:37:0 detf:63:28; do
   [ "$(py "$tmp/$1.json" "sum(1 for e in d['execution'] if (e.get('epilogue') or '').endswith('QuantizeLinear') and (e.get('prologue') or '').startswith('DequantizeLinear') and e['type'] not in ('Conv', 'ConvTranspose', 'Gemm', 'MatMul'))")" = "$3" ] &&
     ok || bad "$1: not $3 elementwise ops between a DequantizeLinear and a QuantizeLinear"
 done
+# M-LSD tiny (a TensorFlow MobileNetV2 at 320 x 320, from the ONNX cache):
+# each of its three stride-2 depthwise Convs reads a Pad of zeros (a row
+# and a column at the end) through the pair of the Pad's output.
+# Eliminate rule 9 moves that pair before the Pad and folds the Pad into
+# the Conv's pads (Q(0) = z and DQ(z) = +0, the zeros a Conv pads with),
+# so the padded f32 map never exists: 19,784,128 -> 3,276,800 B. In the
+# --full layout the moved pair meets the pair before the Pad, of the same
+# scale and zero point, and neither is needed: 2,867,200 B.
+ml=$cache/mlsd/mlsd_320x320_tiny.onnx
+if [ -f "$ml" ]; then
+  python3 "$src/tests/cli/qdq_model.py" "$ml" "$tmp/ml.onnx" >"$tmp/out" &&
+    has "$tmp/out" "opset 11, 39 activations and 41 weights quantized (weights per tensor)"
+  python3 "$src/tests/cli/qdq_model.py" "$ml" "$tmp/mlf.onnx" --full >"$tmp/out" &&
+    has "$tmp/out" "opset 11, 98 activations (--full) and 41 weights quantized (weights per tensor)"
+  run 0 plan "$tmp/ml.onnx" --passes all --order memory && has "$tmp/out" "Pad into Conv (through a QDQ pair) 3"
+  run 0 plan "$tmp/mlf.onnx" --passes all --order memory && has "$tmp/out" "Pad into Conv (through a QDQ pair) 3" &&
+    has "$tmp/out" "QDQ pair around a move 8"
+  qdq_pair "$tmp/ml.onnx" ml 19,784,128 3,276,800 41
+  qdq_pair "$tmp/mlf.onnx" mlf 19,784,128 2,867,200 41
+  verify "$tmp/mlf.onnx" --passes all --order memory
+else
+  bad "the ONNX cache has no M-LSD ($ml)"
+fi
 verify "$tmp/bf.onnx" --passes all --order memory
 verify "$tmp/bff.onnx" --passes all --order memory
 # BlazeFace's largest workspace: a Conv whose fused residual Add writes

@@ -44,6 +44,14 @@ check det "$cache/ocr/ch_PP-OCRv4_det_infer.onnx" --shape x=1x3x320x320
 # every pass: the attention pass makes two of its SVTR attention blocks
 # (MatMul, Softmax, MatMul) ops that run a query row at a time
 check rec_passes "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --shape x=1x3x48x320 --passes all --order memory
+# M-LSD tiny with every pass (three Pads folded into their stride-2
+# depthwise Convs, eliminate rule 9). Its offsets output amplifies
+# rounding: ONNX Runtime against itself with its graph optimizations off
+# (ORT_OPT=disabled) differs by up to 0.05 there, on values up to 105, and
+# mplan by up to 0.16 (the same with --passes none), so this check allows
+# |d| <= 0.5 + 1e-2 |ort|. The pads folded at the wrong end (tried once)
+# put 94,454 of the 102,400 offsets beyond it.
+ATOL=0.5 RTOL=1e-2 check mlsd_passes "$cache/mlsd/mlsd_320x320_tiny.onnx" --passes all --order memory
 # Silero VAD: If (sr == 16000) picks a branch at plan time (--value), the
 # runner feeds the bound sr (ONNX Runtime takes the same branch only
 # then), the weights are Constants inside the If's branches, and an LSTM.
