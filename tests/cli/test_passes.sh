@@ -308,6 +308,25 @@ run 0 plan "$tmp/qc_default.json" --passes all --order memory -o "$tmp/qcd.json"
 run 0 verify "$tmp/qc_default.json" --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
 run 0 plan "$tmp/qc_z.json" --passes all --order memory &&
   lacks "$tmp/out" "Pad into Conv" && has "$tmp/out" "lower bound 34,880 B"
+# Two pairs of one scale and zero point in a row (qdq_twice): the second
+# QuantizeLinear gives back the first one's 8-bit tensor (eliminate rule
+# 8 with no move between), 20,480 -> 8,192 B; not when the scales differ.
+qt=tests/data/passes/qdq_twice.json
+run 0 plan $qt --passes all --order memory -o "$tmp/qt.json" &&
+  has "$tmp/out" "lower bound 8,192 B" && has "$tmp/out" "QDQ pair cancelling 1, dead op 1"
+[ "$(py "$tmp/qt.json" "[(e['op'], e['inputs'][0], e.get('prologue')) for e in d['execution'] if e['op'] == 'dw']")" = "[('dw', 'rq', 'DequantizeLinear:0')]" ] && ok || bad "qdq_twice: the depthwise Conv does not read rq"
+run 0 plan $qt --passes fold,accumulate,attention,fuse,hfuse,absorb,views,concat,inplace --order memory &&
+  has "$tmp/out" "lower bound 20,480 B"
+python3 - "$qt" "$tmp/qt_scale.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["tensors"].append({"name": "s2", "dtype": "f32", "shape": [], "kind": "weight", "data": [0.04]})
+for n in ("q_p", "dq_p"):
+    next(x for x in d["ops"] if x["name"] == n)["inputs"][1] = "s2"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run 0 plan "$tmp/qt_scale.json" --passes all --order memory &&
+  lacks "$tmp/out" "QDQ pair cancelling" && has "$tmp/out" "lower bound 20,480 B"
 # The same for a MatMul and a Gemm (qdq_mm): A quantized and dequantized
 # ([2, 64, 512] and [96, 512]), absorbed, and widened a block of 32 rows
 # at a time (65,536 B of workspace) where it used to be widened whole
