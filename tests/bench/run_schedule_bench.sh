@@ -159,6 +159,7 @@ if [ -d "$cache/ocr" ]; then
   row ch_PP-OCRv4_rec "$cache/ocr/ch_PP-OCRv4_rec_infer.onnx" --shape x=1x3x48x320
   row blazeface_front_128 "$cache/blazeface/face_detection_front_128x128_barracuda.onnx"
   row silero_vad_v5_16k "$cache/vad/silero_vad_v5.onnx" --shape input=1x512 --shape state=2x1x128 --value sr=16000
+  [ -f "$cache/mlsd/mlsd_320x320_tiny.onnx" ] && row mlsd_320_tiny "$cache/mlsd/mlsd_320x320_tiny.onnx"
   [ -f "$cache/isnet/isnet_quint8.onnx" ] && row isnet_quint8 "$cache/isnet/isnet_quint8.onnx"
 else
   echo "(no ONNX models in $cache: run scripts/fetch_models.sh $cache)"
