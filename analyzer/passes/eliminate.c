@@ -54,6 +54,16 @@
  *      z between the Pad and the Conv (a QDQ model's activation pair)
  *      moves before the padding: Q(0) = z and DQ(z) = (z - z) s = +0, so
  *      the Conv read zeros there, and the pair's copies quantize x.
+ *  10. A move of one data input x that copies elements (rule 8's ops but
+ *      Concat and the MaxPools) whose output's one reader is a
+ *      QuantizeLinear, per tensor with a known scale, to 8 bits, where
+ *      rule 8 does not apply (x is no DequantizeLinear's of that scale):
+ *      a copy of the QuantizeLinear quantizes x instead, and the op moves
+ *      the 8-bit values into its output. Exact: each output element is an
+ *      element of x, quantized alone either way (a max of any x, which
+ *      may hold NaN, is not taken here). The f32 output never exists (a
+ *      TensorFlow model's NHWC -> NCHW Transpose of its normalized input,
+ *      before its first Conv's pair).
  *
  * Invariants:
  *   1. y is never a graph output or retained state: a graph output keeps
@@ -421,6 +431,72 @@ static mp_status el_requant(el_ctx *e, uint32_t o, int32_t y, uint32_t n,
   return st;
 }
 
+/* Op o's inputs with input 0 replaced by x, in memory the rewrite owns;
+ * NULL when out of memory. */
+static int32_t *el_inputs_with(el_ctx *e, uint32_t o, int32_t x,
+                               mp_error *err) {
+  const rw_op *op = &e->rw->ops[o];
+  int32_t *in = rw_alloc(e->rw, op->n_inputs, sizeof *in, err);
+  if (in) {
+    memcpy(in, op->inputs, op->n_inputs * sizeof *in);
+    in[0] = x;
+  }
+  return in;
+}
+
+/* Op o reads x as its input 0. */
+static mp_status el_set_input0(el_ctx *e, uint32_t o, int32_t x,
+                               mp_error *err) {
+  int32_t *in = el_inputs_with(e, o, x, err);
+  return in ? rw_set_inputs(e->rw, o, in, e->rw->ops[o].n_inputs, err)
+            : MP_ERR_NOMEM;
+}
+
+/* A copy of op o named o's name + suffix at source position key: its type,
+ * attributes and inputs, but input 0 is x, and it writes tensor t. */
+static mp_status el_copy_op(el_ctx *e, uint32_t o, uint32_t key, int32_t x,
+                            int32_t t, const char *suffix, mp_error *err) {
+  int32_t *in = el_inputs_with(e, o, x, err);
+  if (!in) return MP_ERR_NOMEM;
+  const rw_op *op = &e->rw->ops[o];
+  mp_status st = rw_new_op(e->rw, key, op->name, suffix, op->type, in,
+                           op->n_inputs, &t, 1, err);
+  op = &e->rw->ops[o]; /* rw_new_op may move the ops */
+  uint32_t f = (uint32_t)e->rw->n_ops - 1;
+  for (uint32_t a = 0; st == MP_OK && a < op->n_attrs; a++) {
+    st = rw_set_attr(e->rw, f, &op->attrs[a], err);
+  }
+  return st;
+}
+
+/* Rule 10 on move op o (one data input x, output y). */
+static mp_status el_hoist_quant(el_ctx *e, uint32_t o, int32_t y, int32_t x,
+                                mp_error *err) {
+  double s;
+  int64_t z;
+  const char *type = e->rw->ops[o].type;
+  int32_t q = el_sole_reader(e, y);
+  if (strcmp(type, "MaxPool") == 0 || strcmp(type, "GlobalMaxPool") == 0 ||
+      q < 0 || el_input(e, (uint32_t)q, 0) != y ||
+      !el_qparams(e, (uint32_t)q, "QuantizeLinear", &s, &z)) {
+    return MP_OK;
+  }
+  int32_t yq = e->rw->ops[q].outputs[0], t;
+  mp_dtype qt = mp_graph_tensor(e->g, (size_t)yq)->dtype;
+  if (qt != MP_DTYPE_I8 && qt != MP_DTYPE_U8) return MP_OK;
+  mp_status st = rw_new_tensor_form(e->rw, yq, x, "_early", &t, err);
+  if (st == MP_OK) {
+    st = el_copy_op(e, (uint32_t)q, e->rw->ops[o].key, x, t, "_early", err);
+  }
+  if (st == MP_OK) st = el_set_input0(e, o, t, err);
+  if (st == MP_OK) st = rw_set_outputs(e->rw, o, &yq, 1, err);
+  if (st == MP_OK) {
+    rw_kill(e->rw, (uint32_t)q);
+    pass_tally(e->c, "QuantizeLinear before a move");
+  }
+  return st;
+}
+
 /* Rule 9: the n pads of Pad op (attribute, or a constant input 1); false
  * when they are not known. */
 static bool el_pad_pads(const el_ctx *e, uint32_t o, const int64_t **pads,
@@ -486,26 +562,16 @@ static int32_t el_next(const el_ctx *e, uint32_t o) {
  * the new DequantizeLinear's output. */
 static mp_status el_pad_pair(el_ctx *e, uint32_t q, uint32_t d, int32_t x,
                              int32_t *cx, mp_error *err) {
-  const mp_tensor *xt = mp_graph_tensor(e->g, (size_t)x);
   const uint32_t pair[2] = {q, d};
   mp_status st = MP_OK;
   *cx = x;
   for (int k = 0; st == MP_OK && k < 2; k++) {
-    const rw_op *old = &e->rw->ops[pair[k]];
-    int32_t t, *in = rw_alloc(e->rw, old->n_inputs, sizeof *in, err);
-    if (!in) return MP_ERR_NOMEM;
-    memcpy(in, old->inputs, old->n_inputs * sizeof *in);
-    in[0] = *cx;
-    st = rw_new_tensor_dims(e->rw, old->outputs[0], "_unpadded", xt->rank,
-                            xt->shape, &t, err);
+    int32_t t;
+    st = rw_new_tensor_form(e->rw, e->rw->ops[pair[k]].outputs[0], x,
+                            "_unpadded", &t, err);
     if (st == MP_OK) {
-      st = rw_new_op(e->rw, old->key, old->name, "_unpadded", old->type, in,
-                     old->n_inputs, &t, 1, err);
-    }
-    old = &e->rw->ops[pair[k]]; /* rw_new_op may move the ops */
-    uint32_t f = (uint32_t)e->rw->n_ops - 1;
-    for (uint32_t a = 0; st == MP_OK && a < old->n_attrs; a++) {
-      st = rw_set_attr(e->rw, f, &old->attrs[a], err);
+      st = el_copy_op(e, pair[k], e->rw->ops[pair[k]].key, *cx, t, "_unpadded",
+                      err);
     }
     if (st == MP_OK) rw_kill(e->rw, pair[k]);
     *cx = t;
@@ -565,9 +631,7 @@ static mp_status el_pad_conv(el_ctx *e, uint32_t o, int32_t y, int32_t x,
     if (st == MP_OK) el_same(e, o, y, x, "Pad into Conv");
     return st;
   }
-  int32_t cx = x,
-          *in = rw_alloc(e->rw, e->rw->ops[c].n_inputs, sizeof *in, err);
-  if (!in) return MP_ERR_NOMEM;
+  int32_t cx = x;
   if (el_dq_source(e, (uint32_t)q, x) >= 0) {
     /* x = DQ(n) of the pair's scale and zero point: DQ(Q(x)) = x */
     rw_kill(e->rw, (uint32_t)q);
@@ -575,11 +639,7 @@ static mp_status el_pad_conv(el_ctx *e, uint32_t o, int32_t y, int32_t x,
   } else {
     st = el_pad_pair(e, (uint32_t)q, (uint32_t)d, x, &cx, err);
   }
-  if (st == MP_OK) {
-    memcpy(in, e->rw->ops[c].inputs, e->rw->ops[c].n_inputs * sizeof *in);
-    in[0] = cx;
-    st = rw_set_inputs(e->rw, (uint32_t)c, in, e->rw->ops[c].n_inputs, err);
-  }
+  if (st == MP_OK) st = el_set_input0(e, (uint32_t)c, cx, err);
   if (st == MP_OK) {
     rw_kill(e->rw, o);
     pass_tally(e->c, "Pad into Conv (through a QDQ pair)");
@@ -620,8 +680,13 @@ static mp_status el_op(el_ctx *e, uint32_t o, mp_error *err) {
                                                      : "add zero");
   }
   uint32_t moved = el_move(e, o);
-  if (moved && !e->rw->ops[o].dead) return el_requant(e, o, y, moved, err);
-  return MP_OK;
+  if (!moved || e->rw->ops[o].dead) return MP_OK;
+  mp_status st = el_requant(e, o, y, moved, err);
+  /* rule 10 where rule 8 did not apply (o still writes y) */
+  if (st == MP_OK && moved == 1 && e->rw->ops[o].outputs[0] == y) {
+    st = el_hoist_quant(e, o, y, el_input(e, o, 0), err);
+  }
+  return st;
 }
 
 static bool el_control(const char *type) {

@@ -245,7 +245,7 @@ mp_status rw_new_tensor(rw_graph *rw, int32_t like, const char *suffix,
                          sizeof *rw->added, mp_graph_source(rw->src), err);
   if (st != MP_OK) return st;
   rw->added = arr;
-  rw->added[rw->n_new] = (rw_new){.like = like, .name = name};
+  rw->added[rw->n_new] = (rw_new){.like = like, .name = name, .form = -1};
   *id = (int32_t)(rw->n_src_tensors + rw->n_new++);
   rw->changes++;
   return MP_OK;
@@ -265,6 +265,15 @@ mp_status rw_new_tensor_dims(rw_graph *rw, int32_t like, const char *suffix,
   n->rank = rank;
   memcpy(n->shape, shape, rank * sizeof *shape);
   return MP_OK;
+}
+
+mp_status rw_new_tensor_form(rw_graph *rw, int32_t like, int32_t form,
+                             const char *suffix, int32_t *id, mp_error *err) {
+  const mp_tensor *f = mp_graph_tensor(rw->src, (size_t)form);
+  mp_status st =
+      rw_new_tensor_dims(rw, like, suffix, f->rank, f->shape, id, err);
+  if (st == MP_OK) rw->added[rw->n_new - 1].form = form;
+  return st;
 }
 
 mp_status rw_new_op(rw_graph *rw, uint32_t key, const char *base,
@@ -431,6 +440,9 @@ static mp_status rw_add_tensor(rw_commit_ctx *c, size_t t, mp_error *err) {
   if (nw && nw->shaped) {
     d.rank = nw->rank;
     memcpy(d.shape, nw->shape, nw->rank * sizeof *nw->shape);
+  }
+  if (nw && nw->form >= 0) {
+    d.layout = mp_graph_tensor(rw->src, (size_t)nw->form)->layout;
   }
   int32_t nt = -1;
   mp_status st = mp_graph_add_tensor(c->g, &d, &nt, err);

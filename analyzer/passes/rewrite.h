@@ -29,7 +29,8 @@ typedef struct rw_op {
 typedef struct rw_new {
   int32_t like;
   const char *name;
-  bool shaped; /* dims given (rw_new_tensor_dims), else like's */
+  bool shaped;  /* dims given (rw_new_tensor_dims), else like's */
+  int32_t form; /* a source tensor whose dims and layout it has (-1: none) */
   uint32_t rank;
   mp_dim shape[MP_MAX_RANK];
 } rw_new;
@@ -81,6 +82,10 @@ mp_status rw_new_tensor(rw_graph *rw, int32_t like, const char *suffix,
 mp_status rw_new_tensor_dims(rw_graph *rw, int32_t like, const char *suffix,
                              uint32_t rank, const mp_dim *shape, int32_t *id,
                              mp_error *err);
+/* As rw_new_tensor, with the rank, dims and layout of source tensor form
+ * (like gives the dtype). */
+mp_status rw_new_tensor_form(rw_graph *rw, int32_t like, int32_t form,
+                             const char *suffix, int32_t *id, mp_error *err);
 /* A new op named base + suffix (with a free suffix when taken) that runs
  * at source position key (ties: after the ops there). Copies what it is
  * given. */

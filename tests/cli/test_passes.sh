@@ -308,6 +308,43 @@ run 0 plan "$tmp/qc_default.json" --passes all --order memory -o "$tmp/qcd.json"
 run 0 verify "$tmp/qc_default.json" --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
 run 0 plan "$tmp/qc_z.json" --passes all --order memory &&
   lacks "$tmp/out" "Pad into Conv" && has "$tmp/out" "lower bound 34,880 B"
+# A Transpose whose one reader is a QuantizeLinear (quant_early): the
+# QuantizeLinear goes before it and the Transpose moves 8-bit values
+# (eliminate rule 10), 16,384 -> 10,240 B; not for a MaxPool (a max of
+# values that may be NaN), nor a per-channel QuantizeLinear.
+qe=tests/data/passes/quant_early.json
+run 0 plan $qe --passes all --order memory -o "$tmp/qe.json" &&
+  has "$tmp/out" "lower bound 10,240 B" && has "$tmp/out" "QuantizeLinear before a move 1"
+[ "$(py "$tmp/qe.json" "[(e['op'], e['type'], e['inputs'][0], e['outputs']) for e in d['execution']][:3]")" = "[('norm', 'Sub', 'x', ['n']), ('quant_early', 'QuantizeLinear', 'n', ['q_early']), ('nchw', 'Transpose', 'q_early', ['q'])]" ] && ok || bad "quant_early: the Transpose does not move 8-bit values"
+[ "$(py "$tmp/qe.json" "[(b['name'], b['shape']) for b in d['buffers'] if b['name'] == 'q_early']")" = "[('q_early', '[1,16,16,8]')]" ] && ok || bad "quant_early: q_early is not n's shape"
+run 0 verify $qe --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
+run 0 plan $qe --passes fold,accumulate,attention,fuse,hfuse,absorb,views,concat,inplace --order memory &&
+  has "$tmp/out" "lower bound 16,384 B"
+python3 - "$qe" "$tmp" <<'PY'
+import json, os, sys
+src, out = sys.argv[1], sys.argv[2]
+d = json.load(open(src))
+t = lambda n: next(x for x in d["tensors"] if x["name"] == n)
+o = lambda n: next(x for x in d["ops"] if x["name"] == n)
+for n in ("x", "n"):
+    t(n)["shape"], t(n)["layout"] = [1, 8, 16, 16], "NCHW"
+for n in ("t", "q", "d"):
+    t(n)["shape"] = [1, 8, 8, 8]
+t("y")["shape"] = [1, 4, 8, 8]
+o("nchw").update({"op": "MaxPool", "attrs": {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}})
+json.dump(d, open(os.path.join(out, "qe_pool.json"), "w"))
+d = json.load(open(src))
+d["tensors"].append({"name": "sc", "dtype": "f32", "shape": [8], "kind": "weight", "data": [0.05] * 8})
+d["tensors"].append({"name": "zc", "dtype": "u8", "shape": [8], "kind": "weight", "data": [128] * 8})
+for n in ("quant", "dequant"):
+    op = next(x for x in d["ops"] if x["name"] == n)
+    op["inputs"][1:] = ["sc", "zc"]
+    op["attrs"] = {"axis": 1}
+json.dump(d, open(os.path.join(out, "qe_axis.json"), "w"))
+PY
+for v in pool axis; do
+  run 0 plan "$tmp/qe_$v.json" --passes all --order memory && lacks "$tmp/out" "QuantizeLinear before a move"
+done
 # Two pairs of one scale and zero point in a row (qdq_twice): the second
 # QuantizeLinear gives back the first one's 8-bit tensor (eliminate rule
 # 8 with no move between), 20,480 -> 8,192 B; not when the scales differ.
@@ -521,11 +558,12 @@ run 0 plan $qbn --passes none && has "$tmp/out" "lower bound 589,824 B"
 # rule 8): a Transpose, a padded MaxPool, a nearest Resize, a Concat
 # reading one pair twice and a Reshape each read the 8-bit values and
 # write the next pair's (QuantizeLinear(DequantizeLinear(n)) = n); t2's
-# QuantizeLinear has another scale, so its pairs stay. 36,864 -> 6,144 B.
+# QuantizeLinear has another scale, so rule 8 leaves its pairs, and rule
+# 10 quantizes t2's input instead of its output. 36,864 -> 6,144 B.
 qm=tests/data/passes/qdq_move.json
 run 0 plan $qm --passes all --order memory -o "$tmp/qm.json" &&
-  has "$tmp/out" "lower bound 6,144 B" && has "$tmp/out" "QDQ pair around a move 5, dead op 5"
-[ "$(py "$tmp/qm.json" "[(e['op'], e['inputs'][0], e['outputs'][0]) for e in d['execution'] if e['type'] not in ('QuantizeLinear', 'DequantizeLinear')]")" = "[('tp', 'xq', 'trq'), ('mp', 'trq', 'mpq'), ('rs', 'mpq', 'rsq'), ('cc', 'trq', 'ccq'), ('rp', 'ccq', 'y1'), ('t2', 'x2d', 't2')]" ] && ok || bad "qdq_move: the moves do not read and write the 8-bit values"
+  has "$tmp/out" "lower bound 6,144 B" && has "$tmp/out" "QDQ pair around a move 5, QuantizeLinear before a move 1, dead op 5"
+[ "$(py "$tmp/qm.json" "[(e['op'], e['inputs'][0], e['outputs'][0]) for e in d['execution'] if e['type'] not in ('QuantizeLinear', 'DequantizeLinear')]")" = "[('tp', 'xq', 'trq'), ('mp', 'trq', 'mpq'), ('rs', 'mpq', 'rsq'), ('cc', 'trq', 'ccq'), ('rp', 'ccq', 'y1'), ('t2', 'y2_early', 'y2')]" ] && ok || bad "qdq_move: the moves do not read and write the 8-bit values"
 run 0 plan $qm --passes none && has "$tmp/out" "lower bound 36,864 B"
 # A QuantizeLinear dividing in bf16 (opset 23's precision 16) may miss the
 # step it came from: the Reshape before it keeps its pair.
@@ -538,7 +576,7 @@ for o in g["ops"]:
 json.dump(g, open(sys.argv[2], "w"))
 PY
 run 0 plan "$tmp/qm16.json" --passes all --order memory &&
-  has "$tmp/out" "QDQ pair around a move 4, dead op 4"
+  has "$tmp/out" "QDQ pair around a move 4, QuantizeLinear before a move 1, dead op 4"
 # DequantizeLinears shared by their readers (qdq_shared, absorb rule 8):
 # deq0's two Convs and deq6's two MatMuls each widen the int8 tensor
 # themselves and both ops go; deq5 is also read by a Softmax, so it stays
