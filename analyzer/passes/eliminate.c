@@ -55,7 +55,9 @@
  *      moves before the padding: Q(0) = z and DQ(z) = (z - z) s = +0, so
  *      the Conv read zeros there, and the pair's copies quantize x.
  *  10. A move of one data input x that copies elements (rule 8's ops but
- *      Concat and the MaxPools) whose output's one reader is a
+ *      Concat and the MaxPools), each at least once (its output no
+ *      smaller than x: not a Slice that drops some), whose output's one
+ *      reader is a
  *      QuantizeLinear, per tensor with a known scale, to 8 bits, where
  *      rule 8 does not apply (x is no DequantizeLinear's of that scale):
  *      a copy of the QuantizeLinear quantizes x instead, and the op moves
@@ -476,7 +478,11 @@ static mp_status el_hoist_quant(el_ctx *e, uint32_t o, int32_t y, int32_t x,
   int64_t z;
   const char *type = e->rw->ops[o].type;
   int32_t q = el_sole_reader(e, y);
+  /* a move that drops elements (a Slice, a Resize down) keeps its
+   * QuantizeLinear: quantizing all of x could take more bytes than y */
   if (strcmp(type, "MaxPool") == 0 || strcmp(type, "GlobalMaxPool") == 0 ||
+      mp_graph_tensor(e->g, (size_t)y)->bytes <
+          mp_graph_tensor(e->g, (size_t)x)->bytes ||
       q < 0 || el_input(e, (uint32_t)q, 0) != y ||
       !el_qparams(e, (uint32_t)q, "QuantizeLinear", &s, &z)) {
     return MP_OK;

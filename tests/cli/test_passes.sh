@@ -311,7 +311,8 @@ run 0 plan "$tmp/qc_z.json" --passes all --order memory &&
 # A Transpose whose one reader is a QuantizeLinear (quant_early): the
 # QuantizeLinear goes before it and the Transpose moves 8-bit values
 # (eliminate rule 10), 16,384 -> 10,240 B; not for a MaxPool (a max of
-# values that may be NaN), nor a per-channel QuantizeLinear.
+# values that may be NaN), a Slice that drops elements, nor a per-channel
+# QuantizeLinear.
 qe=tests/data/passes/quant_early.json
 run 0 plan $qe --passes all --order memory -o "$tmp/qe.json" &&
   has "$tmp/out" "lower bound 10,240 B" && has "$tmp/out" "QuantizeLinear before a move 1"
@@ -341,7 +342,25 @@ for n in ("quant", "dequant"):
     op["inputs"][1:] = ["sc", "zc"]
     op["attrs"] = {"axis": 1}
 json.dump(d, open(os.path.join(out, "qe_axis.json"), "w"))
+d = json.load(open(src))
+t = lambda n: next(x for x in d["tensors"] if x["name"] == n)
+for n in ("t", "q", "d"):
+    t(n)["shape"] = [1, 8, 8, 16]
+t("y")["shape"] = [1, 4, 8, 16]
+d["tensors"] += [{"name": n, "dtype": "i64", "shape": [1], "kind": "weight", "data": [v]}
+                 for n, v in (("st", 0), ("en", 8), ("ax", 2))]
+o = next(x for x in d["ops"] if x["name"] == "nchw")
+d["ops"].insert(d["ops"].index(o) + 1, {"name": "half", "op": "Slice", "inputs": ["t", "st", "en", "ax"], "outputs": ["th"]})
+d["tensors"].append({"name": "th", "dtype": "f32", "shape": [1, 8, 8, 16], "layout": "NCHW"})
+for n in ("t",):
+    t(n)["shape"] = [1, 8, 16, 16]
+next(x for x in d["ops"] if x["name"] == "quant")["inputs"][0] = "th"
+json.dump(d, open(os.path.join(out, "qe_slice.json"), "w"))
 PY
+# a Slice that keeps half of t keeps its QuantizeLinear after it
+# (quantizing all of t could take more bytes than the half), and the
+# Transpose, read by the Slice, keeps its f32 output
+run 0 plan "$tmp/qe_slice.json" --passes all --order memory && lacks "$tmp/out" "QuantizeLinear before a move"
 for v in pool axis; do
   run 0 plan "$tmp/qe_$v.json" --passes all --order memory && lacks "$tmp/out" "QuantizeLinear before a move"
 done
