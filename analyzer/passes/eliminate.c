@@ -66,6 +66,16 @@
  *      may hold NaN, is not taken here). The f32 output never exists (a
  *      TensorFlow model's NHWC -> NCHW Transpose of its normalized input,
  *      before its first Conv's pair).
+ *  11. A Transpose whose input a chain of elementwise ops makes from a
+ *      graph input, each op's other operands constants of one element
+ *      and its data input of its output's type, each output read by the
+ *      next op alone: the Transpose reads the graph input, and copies of
+ *      the ops, in the same order, read and write tensors of its output's
+ *      shape. Exact: an element's value is the same function of the same
+ *      input element and constants. Memory is the same; a TensorFlow
+ *      model's NHWC -> NCHW Transpose then comes first, where the tile
+ *      pass can start its stage. Only from a graph input: elsewhere the
+ *      ops may be a Conv's chain the moved Transpose would cut.
  *
  * Invariants:
  *   1. y is never a graph output or retained state: a graph output keeps
@@ -433,15 +443,15 @@ static mp_status el_requant(el_ctx *e, uint32_t o, int32_t y, uint32_t n,
   return st;
 }
 
-/* Op o's inputs with input 0 replaced by x, in memory the rewrite owns;
+/* Op o's inputs with input k replaced by x, in memory the rewrite owns;
  * NULL when out of memory. */
-static int32_t *el_inputs_with(el_ctx *e, uint32_t o, int32_t x,
+static int32_t *el_inputs_with(el_ctx *e, uint32_t o, uint32_t k, int32_t x,
                                mp_error *err) {
   const rw_op *op = &e->rw->ops[o];
   int32_t *in = rw_alloc(e->rw, op->n_inputs, sizeof *in, err);
   if (in) {
     memcpy(in, op->inputs, op->n_inputs * sizeof *in);
-    in[0] = x;
+    in[k] = x;
   }
   return in;
 }
@@ -449,16 +459,18 @@ static int32_t *el_inputs_with(el_ctx *e, uint32_t o, int32_t x,
 /* Op o reads x as its input 0. */
 static mp_status el_set_input0(el_ctx *e, uint32_t o, int32_t x,
                                mp_error *err) {
-  int32_t *in = el_inputs_with(e, o, x, err);
+  int32_t *in = el_inputs_with(e, o, 0, x, err);
   return in ? rw_set_inputs(e->rw, o, in, e->rw->ops[o].n_inputs, err)
             : MP_ERR_NOMEM;
 }
 
-/* A copy of op o named o's name + suffix at source position key: its type,
- * attributes and inputs, but input 0 is x, and it writes tensor t. */
-static mp_status el_copy_op(el_ctx *e, uint32_t o, uint32_t key, int32_t x,
-                            int32_t t, const char *suffix, mp_error *err) {
-  int32_t *in = el_inputs_with(e, o, x, err);
+/* A copy of op o named o's name + suffix at source position key: its
+ * type, attributes and inputs, but input k is x, and it writes tensor t;
+ * o goes. */
+static mp_status el_copy_op(el_ctx *e, uint32_t o, uint32_t key, uint32_t k,
+                            int32_t x, int32_t t, const char *suffix,
+                            mp_error *err) {
+  int32_t *in = el_inputs_with(e, o, k, x, err);
   if (!in) return MP_ERR_NOMEM;
   const rw_op *op = &e->rw->ops[o];
   mp_status st = rw_new_op(e->rw, key, op->name, suffix, op->type, in,
@@ -468,6 +480,7 @@ static mp_status el_copy_op(el_ctx *e, uint32_t o, uint32_t key, int32_t x,
   for (uint32_t a = 0; st == MP_OK && a < op->n_attrs; a++) {
     st = rw_set_attr(e->rw, f, &op->attrs[a], err);
   }
+  if (st == MP_OK) rw_kill(e->rw, o);
   return st;
 }
 
@@ -492,14 +505,78 @@ static mp_status el_hoist_quant(el_ctx *e, uint32_t o, int32_t y, int32_t x,
   if (qt != MP_DTYPE_I8 && qt != MP_DTYPE_U8) return MP_OK;
   mp_status st = rw_new_tensor_form(e->rw, yq, x, "_early", &t, err);
   if (st == MP_OK) {
-    st = el_copy_op(e, (uint32_t)q, e->rw->ops[o].key, x, t, "_early", err);
+    st = el_copy_op(e, (uint32_t)q, e->rw->ops[o].key, 0, x, t, "_early", err);
   }
   if (st == MP_OK) st = el_set_input0(e, o, t, err);
   if (st == MP_OK) st = rw_set_outputs(e->rw, o, &yq, 1, err);
-  if (st == MP_OK) {
-    rw_kill(e->rw, (uint32_t)q);
-    pass_tally(e->c, "QuantizeLinear before a move");
+  if (st == MP_OK) pass_tally(e->c, "QuantizeLinear before a move");
+  return st;
+}
+
+/* Rule 11: which input of op p is its data input when p is an
+ * elementwise op whose other operands are constants of one element, of
+ * the data input's dtype and output dtype alike; -1 otherwise. */
+static int el_scalar_ew(const el_ctx *e, uint32_t p) {
+  const rw_op *op = &e->rw->ops[p];
+  const pass_ew *ew = pass_ew_op(e->g, mp_graph_op(e->g, p));
+  if (!ew || op->n_outputs != 1 || rw_has_mplan_attr(mp_graph_op(e->g, p)) ||
+      (ew->kind != PASS_EW_UNARY && ew->kind != PASS_EW_BINARY &&
+       ew->kind != PASS_EW_CLIP)) {
+    return -1;
   }
+  int data = -1;
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    int32_t t = el_input(e, p, k);
+    if (t < 0) continue;
+    const mp_tensor *tt = mp_graph_tensor(e->g, (size_t)t);
+    bool constant = tt->kind == MP_TENSOR_WEIGHT || e->rw->to_weight[t];
+    if (constant && tt->bytes == mp_dtype_size(tt->dtype)) continue;
+    if (data >= 0 || !pass_same_type(e->g, t, op->outputs[0])) return -1;
+    data = (int)k;
+  }
+  return data;
+}
+
+/* Rule 11 on Transpose op o (output y, input x). */
+static mp_status el_transpose_first(el_ctx *e, uint32_t o, int32_t y, int32_t x,
+                                    mp_error *err) {
+  enum { MAX_CHAIN = 8 };
+  uint32_t chain[MAX_CHAIN];
+  int data[MAX_CHAIN];
+  int n = 0;
+  int32_t at = x, next = (int32_t)o;
+  while (n < MAX_CHAIN) {
+    int32_t p = el_writer(e, at);
+    int d = p >= 0 ? el_scalar_ew(e, (uint32_t)p) : -1;
+    if (d < 0 || !el_replaceable(e, at) || el_sole_reader(e, at) != next) {
+      break;
+    }
+    chain[n] = (uint32_t)p;
+    data[n++] = d;
+    next = p;
+    at = el_input(e, (uint32_t)p, (uint32_t)d);
+  }
+  /* only from a graph input: elsewhere the ops may belong to a Conv's
+   * chain the Transpose would cut */
+  if (n == 0 || mp_graph_tensor(e->g, (size_t)at)->kind != MP_TENSOR_INPUT) {
+    return MP_OK;
+  }
+  int32_t t;
+  mp_status st = rw_new_tensor_form(e->rw, y, y, "_first", &t, err);
+  if (st == MP_OK) {
+    st =
+        el_copy_op(e, o, e->rw->ops[chain[n - 1]].key, 0, at, t, "_first", err);
+  }
+  for (int k = n - 1; st == MP_OK && k >= 0; k--) {
+    int32_t out = y;
+    if (k > 0) st = rw_new_tensor_form(e->rw, y, y, "_first", &out, err);
+    if (st == MP_OK) {
+      st = el_copy_op(e, chain[k], e->rw->ops[chain[k]].key, (uint32_t)data[k],
+                      t, out, "_nchw", err);
+    }
+    t = out;
+  }
+  if (st == MP_OK) pass_tally(e->c, "Transpose before elementwise ops");
   return st;
 }
 
@@ -576,10 +653,9 @@ static mp_status el_pad_pair(el_ctx *e, uint32_t q, uint32_t d, int32_t x,
     st = rw_new_tensor_form(e->rw, e->rw->ops[pair[k]].outputs[0], x,
                             "_unpadded", &t, err);
     if (st == MP_OK) {
-      st = el_copy_op(e, pair[k], e->rw->ops[pair[k]].key, *cx, t, "_unpadded",
-                      err);
+      st = el_copy_op(e, pair[k], e->rw->ops[pair[k]].key, 0, *cx, t,
+                      "_unpadded", err);
     }
-    if (st == MP_OK) rw_kill(e->rw, pair[k]);
     *cx = t;
   }
   return st;
@@ -670,6 +746,9 @@ static mp_status el_op(el_ctx *e, uint32_t o, mp_error *err) {
     int32_t src;
     if (el_transpose_pair(e, o, &src) && pass_same_type(e->g, src, y)) {
       el_same(e, o, y, src, "Transpose pair");
+    } else if (op->n_inputs == 1 && op->n_outputs == 1) {
+      mp_status st = el_transpose_first(e, o, y, x, err);
+      if (st != MP_OK) return st;
     }
   } else if (el_is_view(op->type) && op->n_outputs == 1) {
     mp_status st = el_view(e, o, y, err);

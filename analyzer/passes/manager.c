@@ -148,7 +148,8 @@ static const pm_pass pm_passes[MP_PASS_COUNT] = {
      false},
     {MP_PASS_ELIMINATE, "eliminate",
      "Identity, Dropout, no-op Cast, cancelling Transposes, view chains, "
-     "x*1, x+0, dead ops, a zero Pad into the Conv reading it",
+     "x*1, x+0, dead ops, a zero Pad into the Conv reading it, "
+     "QuantizeLinear before a move",
      pass_eliminate, true, false},
     {MP_PASS_TILE, "tile",
      "the first stage of a CNN runs patch by patch of its output, each "

@@ -289,6 +289,14 @@ if [ -n "$cache" ] && [ -f "$ml" ]; then
     has "$tmp/out" "lower bound 11,468,800 B" && run 0 validate "$tmp/ml.p.json"
   run 0 verify "$ml" --passes all --order memory &&
     has "$tmp/out" "outputs     2 of 2 identical to the no-reuse run" && has "$tmp/out" "verified: no event"
+  # the NHWC -> NCHW Transpose moved before the input's normalization
+  # (eliminate rule 11) is where the tile pass starts its stage: 3 bands
+  # up to the second block's projection at +0.1% Conv MACs, 4,505,600 B
+  run 0 plan "$ml" --passes all,tile --order memory -o "$tmp/ml.t.json" &&
+    has "$tmp/out" "Transpose before elementwise ops 1" && has "$tmp/out" "patches 3; 3 x 1 of 13 ops" &&
+    has "$tmp/out" "lower bound 4,505,600 B" && run 0 validate "$tmp/ml.t.json"
+  run 0 verify "$ml" --passes all,tile --order memory &&
+    has "$tmp/out" "outputs     2 of 2 identical to the no-reuse run" && has "$tmp/out" "verified: no event"
 fi
 # Silero VAD v5: If (sr == 16000) picks a 16 kHz or an 8 kHz path, and
 # each path holds shapes only for its own frame size.

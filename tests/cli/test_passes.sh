@@ -364,6 +364,28 @@ run 0 plan "$tmp/qe_slice.json" --passes all --order memory && lacks "$tmp/out" 
 for v in pool axis; do
   run 0 plan "$tmp/qe_$v.json" --passes all --order memory && lacks "$tmp/out" "QuantizeLinear before a move"
 done
+# With a scalar mean instead (nhwc_first, eliminate rule 11), the Transpose goes
+# before the Sub and reads the graph input: the same 10,240 B, now with
+# no Transpose before the QuantizeLinear. From an op's output (a Softmax
+# of the input first), the Transpose stays after the Sub, and rule 10
+# applies instead.
+nf=tests/data/passes/nhwc_first.json
+python3 - "$nf" "$tmp" <<'PY'
+import json, os, sys
+src, out = sys.argv[1], sys.argv[2]
+d = json.load(open(src))
+d["tensors"].append({"name": "sm", "dtype": "f32", "shape": [1, 16, 16, 8], "layout": "NHWC"})
+d["ops"].insert(0, {"name": "soft", "op": "Softmax", "inputs": ["x"], "outputs": ["sm"]})
+next(x for x in d["ops"] if x["name"] == "norm")["inputs"][0] = "sm"
+json.dump(d, open(os.path.join(out, "qe_softmax.json"), "w"))
+PY
+run 0 plan $nf --passes all --order memory -o "$tmp/qes.json" &&
+  has "$tmp/out" "Transpose before elementwise ops 1" && lacks "$tmp/out" "QuantizeLinear before a move" &&
+  has "$tmp/out" "lower bound 10,240 B"
+[ "$(py "$tmp/qes.json" "[(e['op'], e['type'], e['inputs'][0]) for e in d['execution']][:3]")" = "[('nchw_first', 'Transpose', 'x'), ('norm_nchw', 'Sub', 't_first'), ('quant', 'QuantizeLinear', 't')]" ] && ok || bad "nhwc_first: the Transpose does not read the graph input first"
+run 0 verify $nf --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
+run 0 plan "$tmp/qe_softmax.json" --passes all --order memory &&
+  lacks "$tmp/out" "Transpose before elementwise ops" && has "$tmp/out" "QuantizeLinear before a move 1"
 # Two pairs of one scale and zero point in a row (qdq_twice): the second
 # QuantizeLinear gives back the first one's 8-bit tensor (eliminate rule
 # 8 with no move between), 20,480 -> 8,192 B; not when the scales differ.

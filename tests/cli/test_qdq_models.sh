@@ -131,8 +131,10 @@ done
 # Eliminate rule 9 moves that pair before the Pad and folds the Pad into
 # the Conv's pads (Q(0) = z and DQ(z) = +0, the zeros a Conv pads with),
 # so the padded f32 map never exists: 19,784,128 -> 3,276,800 B; and the
-# input's NHWC -> NCHW Transpose, whose one reader is the first Conv's
-# QuantizeLinear, moves 8-bit values (rule 10): 3,072,000 B. In the
+# input's NHWC -> NCHW Transpose goes before its normalization (rule 11),
+# so the first Conv's QuantizeLinear reads the normalized map (written
+# over the transposed input) and the Transpose's f32 output and input are
+# never live together: 3,072,000 B. In the
 # --full layout the moved pair meets the pair before the Pad, of the same
 # scale and zero point, and neither is needed: 2,867,200 B.
 ml=$cache/mlsd/mlsd_320x320_tiny.onnx
@@ -142,7 +144,7 @@ if [ -f "$ml" ]; then
   python3 "$src/tests/cli/qdq_model.py" "$ml" "$tmp/mlf.onnx" --full >"$tmp/out" &&
     has "$tmp/out" "opset 11, 98 activations (--full) and 41 weights quantized (weights per tensor)"
   run 0 plan "$tmp/ml.onnx" --passes all --order memory && has "$tmp/out" "Pad into Conv (through a QDQ pair) 3" &&
-    has "$tmp/out" "QuantizeLinear before a move 1"
+    has "$tmp/out" "Transpose before elementwise ops 1"
   run 0 plan "$tmp/mlf.onnx" --passes all --order memory && has "$tmp/out" "Pad into Conv (through a QDQ pair) 3" &&
     has "$tmp/out" "QDQ pair around a move 8"
   qdq_pair "$tmp/ml.onnx" ml 19,784,128 3,072,000 41
