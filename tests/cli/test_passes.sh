@@ -243,14 +243,23 @@ run 0 verify $sr --passes all --order memory --paranoid --redzone 16 && has "$tm
 # over the expand Conv's output: 34,880 -> 18,432 B (derived in the
 # file's description). The Pad stays where the rule would not be exact or
 # does not apply: a bias element of -0, a non-zero value, reflect mode.
+# elim_graph FILE JSON BOUND_WITHOUT TEXT...: FILE planned with every
+# pass and the memory order into JSON, the output holding each TEXT, and
+# verified in paranoid mode; with every pass but eliminate, its lower
+# bound is BOUND_WITHOUT
+without_eliminate=fold,accumulate,attention,fuse,hfuse,absorb,views,concat,inplace
+elim_graph() {
+  local f=$1 json=$2 without=$3 text
+  shift 3
+  if run 0 plan "$f" --passes all --order memory -o "$json"; then
+    for text in "$@"; do has "$tmp/out" "$text"; done
+  fi
+  run 0 verify "$f" --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
+  run 0 plan "$f" --passes $without_eliminate --order memory && has "$tmp/out" "lower bound $without B"
+}
 pc=tests/data/passes/pad_conv.json
-run 0 plan $pc --passes all --order memory -o "$tmp/pc.json" &&
-  has "$tmp/out" "lower bound 18,432 B" && has "$tmp/out" "34,880 -> 32,768 (-6.1%)" &&
-  has "$tmp/out" "Pad into Conv 1"
+elim_graph $pc "$tmp/pc.json" 34,880 "lower bound 18,432 B" "34,880 -> 32,768 (-6.1%)" "Pad into Conv 1"
 [ "$(py "$tmp/pc.json" "([(e['op'], e['inputs']) for e in d['execution']], [b['tensors'] for b in d['buffers'] if 'tensors' in b])")" = "([('expand', ['x', 'w1', 'b1']), ('dw', ['r', 'wd', 'bd']), ('project', ['d', 'w2'])], [['r', 'd']])" ] && ok || bad "pad_conv: the depthwise Conv does not read r in place"
-run 0 verify $pc --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
-run 0 plan $pc --passes fold,accumulate,attention,fuse,hfuse,absorb,views,concat,inplace --order memory &&
-  has "$tmp/out" "lower bound 34,880 B"
 python3 - "$pc" "$tmp" <<'PY'
 import json, os, sys
 src, out = sys.argv[1], sys.argv[2]
@@ -282,12 +291,8 @@ run 0 plan "$tmp/pc_attr.json" --passes all --order memory &&
 # 34,880 -> 8,192 B. In the default layout (one pair, after the Pad) the
 # pair's copies quantize r; a pair whose zero points differ keeps the Pad.
 qc=tests/data/passes/qdq_pad_conv.json
-run 0 plan $qc --passes all --order memory -o "$tmp/qc.json" &&
-  has "$tmp/out" "lower bound 8,192 B" && has "$tmp/out" "Pad into Conv (through a QDQ pair) 1"
+elim_graph $qc "$tmp/qc.json" 34,880 "lower bound 8,192 B" "Pad into Conv (through a QDQ pair) 1"
 [ "$(py "$tmp/qc.json" "[(e['op'], e['inputs'][0], e.get('prologue'), e.get('epilogue')) for e in d['execution']]")" = "[('expand', 'x', None, 'Relu,QuantizeLinear'), ('dw', 'rq', 'DequantizeLinear:0', None), ('project', 'd', None, None)]" ] && ok || bad "qdq_pad_conv: the depthwise Conv does not read rq under its DequantizeLinear"
-run 0 verify $qc --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
-run 0 plan $qc --passes fold,accumulate,attention,fuse,hfuse,absorb,views,concat,inplace --order memory &&
-  has "$tmp/out" "lower bound 34,880 B"
 python3 - "$qc" "$tmp" <<'PY'
 import json, os, sys
 src, out = sys.argv[1], sys.argv[2]
@@ -314,13 +319,9 @@ run 0 plan "$tmp/qc_z.json" --passes all --order memory &&
 # values that may be NaN), a Slice that drops elements, nor a per-channel
 # QuantizeLinear.
 qe=tests/data/passes/quant_early.json
-run 0 plan $qe --passes all --order memory -o "$tmp/qe.json" &&
-  has "$tmp/out" "lower bound 10,240 B" && has "$tmp/out" "QuantizeLinear before a move 1"
+elim_graph $qe "$tmp/qe.json" 16,384 "lower bound 10,240 B" "QuantizeLinear before a move 1"
 [ "$(py "$tmp/qe.json" "[(e['op'], e['type'], e['inputs'][0], e['outputs']) for e in d['execution']][:3]")" = "[('norm', 'Sub', 'x', ['n']), ('quant_early', 'QuantizeLinear', 'n', ['q_early']), ('nchw', 'Transpose', 'q_early', ['q'])]" ] && ok || bad "quant_early: the Transpose does not move 8-bit values"
 [ "$(py "$tmp/qe.json" "[(b['name'], b['shape']) for b in d['buffers'] if b['name'] == 'q_early']")" = "[('q_early', '[1,16,16,8]')]" ] && ok || bad "quant_early: q_early is not n's shape"
-run 0 verify $qe --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
-run 0 plan $qe --passes fold,accumulate,attention,fuse,hfuse,absorb,views,concat,inplace --order memory &&
-  has "$tmp/out" "lower bound 16,384 B"
 python3 - "$qe" "$tmp" <<'PY'
 import json, os, sys
 src, out = sys.argv[1], sys.argv[2]
@@ -393,7 +394,7 @@ qt=tests/data/passes/qdq_twice.json
 run 0 plan $qt --passes all --order memory -o "$tmp/qt.json" &&
   has "$tmp/out" "lower bound 8,192 B" && has "$tmp/out" "QDQ pair cancelling 1, dead op 1"
 [ "$(py "$tmp/qt.json" "[(e['op'], e['inputs'][0], e.get('prologue')) for e in d['execution'] if e['op'] == 'dw']")" = "[('dw', 'rq', 'DequantizeLinear:0')]" ] && ok || bad "qdq_twice: the depthwise Conv does not read rq"
-run 0 plan $qt --passes fold,accumulate,attention,fuse,hfuse,absorb,views,concat,inplace --order memory &&
+run 0 plan $qt --passes $without_eliminate --order memory &&
   has "$tmp/out" "lower bound 20,480 B"
 python3 - "$qt" "$tmp/qt_scale.json" <<'PY'
 import json, sys
