@@ -411,6 +411,48 @@ mp_status sh_quantize(sh_ctx *c) {
   return MP_OK;
 }
 
+/* The values of a DequantizeLinear to f32 whose input, scale and zero
+ * point are known and whose parameters are one value or one per channel
+ * of axis (not blocked): each element is the runtime's own expression
+ * (kernels/k_quant.c), (float)((double)(v - z) * s), so a weight folded
+ * from them holds the bytes the op would have computed. A bias that
+ * ONNX Runtime's quantizer writes as DequantizeLinear(int32) then has
+ * known values, which rules that depend on them (eliminate rule 9's -0
+ * test) can read. */
+static void ew_dequantize_values(sh_ctx *c, const sh_fact *x, mp_dtype dt) {
+  const sh_fact *s = sh_in(c, 1), *zp = sh_in(c, 2);
+  bool runs = x->dt == MP_DTYPE_I8 || x->dt == MP_DTYPE_U8 ||
+              x->dt == MP_DTYPE_I4 || x->dt == MP_DTYPE_U4 ||
+              x->dt == MP_DTYPE_I32; /* what the runtime dequantizes */
+  if (!runs || dt != MP_DTYPE_F32 || s->dt != MP_DTYPE_F32 || !x->v ||
+      !x->v->i || !s->v || !s->v->f ||
+      (zp && (zp->dt != x->dt || !zp->v || !zp->v->i || zp->v->n != s->v->n)) ||
+      sh_attr_i(c, "block_size", 0) != 0) {
+    return; /* unknown, or refused at compile: no values */
+  }
+  size_t ns = s->v->n, n = x->v->n;
+  int64_t outer = 1, ch = 1, inner = (int64_t)n;
+  if (ns != 1) {
+    if (c->opset != 0 && c->opset < 13) return; /* per tensor only */
+    int64_t axis = sh_attr_i(c, "axis", 1);
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis >= (int64_t)x->rank || s->rank != 1 ||
+        (int64_t)ns != x->d[axis]) {
+      return;
+    }
+    ch = x->d[axis];
+    for (int64_t k = 0; k < axis; k++) outer *= x->d[k];
+    inner = ch && outer ? (int64_t)n / (outer * ch) : 0;
+  }
+  double *y = c->out[0].f;
+  for (size_t e = 0; e < n; e++) {
+    size_t q = ns == 1 ? 0 : (size_t)((int64_t)e / inner % ch);
+    int64_t z = zp ? zp->v->i[zp->v->n == 1 ? 0 : q] : 0;
+    y[e] = (float)((double)(x->v->i[e] - z) * (float)s->v->f[q]);
+  }
+  sh_set_floats(c, 0, y, n);
+}
+
 mp_status sh_dequantize(sh_ctx *c) {
   const sh_fact *x = sh_in(c, 0);
   if (!x) return sh_fail(c, "input 0 is missing");
@@ -424,6 +466,7 @@ mp_status sh_dequantize(sh_ctx *c) {
     return sh_fail(c, "output_dtype %" PRId64 " is not a float type", od);
   }
   sh_set(c, 0, dt, x->rank, x->d);
+  ew_dequantize_values(c, x, dt);
   return MP_OK;
 }
 

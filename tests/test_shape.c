@@ -2,14 +2,18 @@
  * test_shape.c -- shape inference rules on small hand-built graphs: conv
  * arithmetic (pads, auto_pad, strides, dilations, groups), transposed
  * conv, matmul broadcasting, pooling with ceil_mode, reshape with 0/-1,
- * value propagation through shape math, broadcasting errors, unknown ops
- * and declarations, and graph JSON with omitted intermediate shapes.
+ * value propagation through shape math, DequantizeLinear's values (the
+ * runtime's bits), broadcasting errors, unknown ops and declarations, and graph
+ * JSON with omitted intermediate shapes.
  *
  * usage: test_shape SOURCE_DIR
  */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
+#include "mplan/kernels.h"
 #include "mplan/model.h"
 #include "mplan/schedule.h"
 #include "mplan/shape.h"
@@ -40,17 +44,25 @@ static int32_t g_pending(mp_graph *g, const char *name) {
   return t;
 }
 
-/* An i64 weight of n values (a 1-D constant, as shape math uses). */
-static int32_t g_ints(mp_graph *g, const char *name, size_t n,
-                      const int64_t *v) {
+/* A typed weight of n values (integers or, with f, floats). */
+static int32_t g_weight(mp_graph *g, const char *name, mp_dtype dt,
+                        uint32_t rank, const int64_t *dims, size_t n,
+                        const int64_t *i, const double *f) {
   mp_tensor_desc d = {
-      .name = name, .dtype = MP_DTYPE_I64, .kind = MP_TENSOR_WEIGHT, .rank = 1};
-  d.shape[0] = (mp_dim){(int64_t)n, -1};
+      .name = name, .dtype = dt, .kind = MP_TENSOR_WEIGHT, .rank = rank};
+  for (uint32_t k = 0; k < rank; k++) d.shape[k] = (mp_dim){dims[k], -1};
   int32_t t = -1;
   mp_error err;
   CHECK_EQ_I(mp_graph_add_tensor(g, &d, &t, &err), MP_OK);
-  CHECK_EQ_I(mp_graph_set_value(g, t, v, NULL, n, &err), MP_OK);
+  CHECK_EQ_I(mp_graph_set_value(g, t, i, f, n, &err), MP_OK);
   return t;
+}
+
+/* An i64 weight of n values (a 1-D constant, as shape math uses). */
+static int32_t g_ints(mp_graph *g, const char *name, size_t n,
+                      const int64_t *v) {
+  const int64_t d[1] = {(int64_t)n};
+  return g_weight(g, name, MP_DTYPE_I64, 1, d, n, v, NULL);
 }
 
 static void g_op(mp_graph *g, const char *name, const char *type, uint32_t n_in,
@@ -316,6 +328,68 @@ static void test_graph_json(const char *root) {
   mp_model_destroy(m);
 }
 
+/* DequantizeLinear of known int32 values (a bias as ONNX Runtime's
+ * quantizer writes it): inference knows the values, and they are the
+ * bits the runtime's kernel computes, for differences v - z beyond 2^24
+ * and a -0 (0 times a negative scale) too. Blocked parameters and a zero point
+ * of another type (refused at compile) leave the values unknown. */
+static void test_dequantize_values(void) {
+  const int64_t xd[2] = {2, 4}, cd[1] = {2}, one[1] = {1};
+  const int64_t xv[8] = {
+      2147483647, -2147483647 - 1, 16777224, 0, 123456789, -5, 0, 33554433};
+  const float sf[2] = {0.1f, -3.0517578e-05f};
+  const int32_t zv[2] = {7, -3};
+  const double sv[2] = {sf[0], sf[1]};
+  const int64_t zi[2] = {zv[0], zv[1]};
+  for (int form = 0; form < 4; form++) {
+    mp_graph *g = g_new();
+    mp_error err = {0};
+    int32_t in[3] = {
+        g_weight(g, "xq", MP_DTYPE_I32, 2, xd, 8, xv, NULL),
+        form == 1 ? g_weight(g, "s", MP_DTYPE_F32, 1, one, 1, NULL, sv + 1)
+                  : g_weight(g, "s", MP_DTYPE_F32, 1, cd, 2, NULL, sv),
+        form == 3   ? g_weight(g, "z", MP_DTYPE_I64, 1, cd, 2, zi, NULL)
+        : form == 1 ? -1
+                    : g_weight(g, "z", MP_DTYPE_I32, 1, cd, 2, zi, NULL)};
+    int32_t y = g_pending(g, "y");
+    mp_attr axis = {.name = "axis", .kind = MP_ATTR_INT, .i = 0};
+    mp_attr block = {.name = "block_size", .kind = MP_ATTR_INT, .i = 4};
+    g_op(g, "dq", "DequantizeLinear", 3, in, y, 1, form == 2 ? &block : &axis);
+    if (form == 2) {
+      /* blocked: the scale has the input's rank */
+      mp_graph_destroy(g);
+      g = g_new();
+      const int64_t bd[2] = {2, 1};
+      in[0] = g_weight(g, "xq", MP_DTYPE_I32, 2, xd, 8, xv, NULL);
+      in[1] = g_weight(g, "s", MP_DTYPE_F32, 2, bd, 2, NULL, sv);
+      in[2] = g_weight(g, "z", MP_DTYPE_I32, 2, bd, 2, zi, NULL);
+      y = g_pending(g, "y");
+      mp_attr ba[2] = {{.name = "axis", .kind = MP_ATTR_INT, .i = 1}, block};
+      g_op(g, "dq", "DequantizeLinear", 3, in, y, 2, ba);
+    }
+    CHECK_EQ_I(g_infer(g, &err), MP_OK);
+    const mp_value *v = mp_graph_tensor(g, (size_t)y)->value;
+    if (form >= 2) {
+      CHECK(v == NULL);
+      mp_graph_destroy(g);
+      continue;
+    }
+    CHECK(v && v->f && v->n == 8);
+    int32_t x32[8];
+    for (int k = 0; k < 8; k++) x32[k] = (int32_t)xv[k];
+    float want[8], got[8];
+    if (form == 0) {
+      mp_k_dequantize(1, 2, 4, MP_KD_I32, x32, sf, 2, zv, want);
+    } else {
+      mp_k_dequantize(1, 1, 8, MP_KD_I32, x32, sf + 1, 1, NULL, want);
+    }
+    for (int k = 0; k < 8 && v && v->f; k++) got[k] = (float)v->f[k];
+    CHECK(v && v->f && memcmp(got, want, sizeof want) == 0);
+    if (form == 1) CHECK(got[3] == 0 && signbit(got[3]));
+    mp_graph_destroy(g);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : ".";
   test_conv();
@@ -323,6 +397,7 @@ int main(int argc, char **argv) {
   test_matmul();
   test_shape_math();
   test_broadcast_resize();
+  test_dequantize_values();
   test_unknown_op();
   test_graph_json(root);
   return check_exit("test_shape");

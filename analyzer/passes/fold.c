@@ -40,6 +40,12 @@
  *      that an op outside it reads too must have a known value (its
  *      bytes then do not depend on which op reads it first: pseudo-random
  *      weights of graph JSON take their scale from their first reader).
+ *   5. A DequantizeLinear of 8 or fewer bits stays an op even when its
+ *      values are known and its output tiny: the absorb pass gives its
+ *      reader the integers (and a 4-bit weight stays packed). One of
+ *      int32, a bias as ONNX Runtime's quantizer writes it, folds by its
+ *      values (shape inference computes them with the runtime's own
+ *      arithmetic), the same size in f32.
  */
 #include <string.h>
 
@@ -97,6 +103,10 @@ static bool fold_ok(const mp_graph *g, const mp_op *op, const bool *constant) {
    * subgraph with unknown values folded, and compile filled the weight
    * with pseudo-random bytes: wrong outputs on ONNX models). */
   if (!any_input || !valued) return false;
+  if (strcmp(op->type, "DequantizeLinear") == 0 &&
+      mp_dtype_size(mp_graph_tensor(g, (size_t)op->inputs[0])->dtype) < 4) {
+    return false; /* invariant 5: absorb's, however small */
+  }
   return out_bytes <= freed || out_bytes <= FOLD_TINY;
 }
 

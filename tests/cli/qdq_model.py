@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""qdq_model.py IN.onnx OUT.onnx [--full] -- a real f32 ONNX model
+"""qdq_model.py IN.onnx OUT.onnx [--full] [--int32-bias] -- a real f32 ONNX model
 rewritten in the QDQ form static quantizers emit (ONNX Runtime's
 quantize_static with QuantFormat.QDQ lays a model out this way):
 
@@ -13,7 +13,11 @@ quantize_static with QuantFormat.QDQ lays a model out this way):
     default-domain opset is 13 or more (DequantizeLinear's axis), per
     tensor before, symmetric (scale max |w| / 127, zero point omitted).
 
-Biases and every other op stay as they are. With --full, as later
+Biases and every other op stay as they are, unless --int32-bias: then,
+as ONNX Runtime's quantizer writes them, the f32 bias of a Conv or Gemm
+whose input is quantized becomes int32 with a DequantizeLinear, its scale
+the input's scale times the weight's (per channel with the weight),
+zero point omitted. With --full, as later
 quantizers do by default, the activations of more ops are quantized, their
 outputs too: every activation an op of FULL_OPS reads (the data inputs:
 a product's first, an Add's, Mul's or Concat's every one, the others'
@@ -102,7 +106,8 @@ def tensor(name, dims, elem, raw):
             ld(8, s(name)) + ld(9, raw))
 
 
-FLOAT, UINT8, INT8 = 1, 2, 3
+FLOAT, UINT8, INT8, INT32 = 1, 2, 3, 6
+X_SCALE = 0.05  # every activation's (an f32 value)
 
 # --full: the ops whose activations are quantized, and those that read
 # every input as data (the others read input 0)
@@ -223,8 +228,12 @@ def full_tensors(nodes, constants):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--full"]
-    full = len(args) < len(sys.argv) - 1
+    flags = {a for a in sys.argv[1:] if a.startswith("--")}
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if flags - {"--full", "--int32-bias"} or len(args) != 2:
+        sys.exit("usage: qdq_model.py IN.onnx OUT.onnx [--full] "
+                 "[--int32-bias]")
+    full, int32_bias = "--full" in flags, "--int32-bias" in flags
     src, dst = args[0], args[1]
     model = open(src, "rb").read()
     opset = 0
@@ -264,7 +273,7 @@ def main():
         k = len(qdq)
         sn, zn = "qdq_s%d" % k, "qdq_z%d" % k
         qn, dn = x + "_qdq_q", x + "_qdq_d"
-        new_inits.append(tensor(sn, [], FLOAT, struct.pack("<f", 0.05)))
+        new_inits.append(tensor(sn, [], FLOAT, struct.pack("<f", X_SCALE)))
         new_inits.append(tensor(zn, [], UINT8, bytes([128])))
         new_nodes.append(node("QuantizeLinear", [x, sn, zn], [qn],
                               "qdq_quant%d" % k))
@@ -272,6 +281,26 @@ def main():
                               "qdq_dequant%d" % k))
         qdq[x] = dn
 
+    def int32_dq(b, vals, wscales):
+        """Bias b as int32 by the input's scale times the weight's."""
+        f32 = lambda v: struct.unpack("<f", struct.pack("<f", v))[0]
+        scales = [f32(X_SCALE * ws) for ws in wscales]
+        q = [max(-2**31, min(2**31 - 1,
+                             round(v / scales[c if len(scales) > 1 else 0])))
+             for c, v in enumerate(vals)]
+        qn, sn = b + "_qdq_b", b + "_qdq_bs"
+        new_inits.append(tensor(qn, [len(q)], INT32,
+                                struct.pack("<%di" % len(q), *q)))
+        one = len(scales) == 1
+        new_inits.append(tensor(sn, [] if one else [len(scales)], FLOAT,
+                                struct.pack("<%df" % len(scales), *scales)))
+        new_nodes.append(node("DequantizeLinear", [qn, sn], [b],
+                              "qdq_dqb_" + b,
+                              b"" if one else attr_int("axis", 0)))
+        dropped.add(b)
+        biases.append(b)
+
+    biases = []
     constants = set(inits) | set(consts) | {
         nd.outputs[0] for nd in nodes
         if nd.op in ("Constant", "ConstantOfShape") and nd.outputs}
@@ -317,6 +346,13 @@ def main():
                 new_nodes.append(node("DequantizeLinear", [qn, sn], [w],
                                       "qdq_dqw_" + w, attrs))
                 dropped.add(w)
+                b = ins[2] if len(ins) >= 3 and nd.op != "MatMul" else ""
+                bdims, bvals = inits.get(b, consts.get(b, (None, None)))
+                if (int32_bias and bvals is not None and b not in dropped
+                        and ins[0] in qdq.values()
+                        and len(bdims) == 1
+                        and len(scales) in (1, len(bvals))):
+                    int32_dq(b, bvals, scales)
             nd = Node(nd.with_inputs(ins))
         new_nodes.append(nd)
         for y in nd.outputs[:1]:
@@ -342,9 +378,11 @@ def main():
         out += ld(7, out_graph) if f == 7 else r
     open(dst, "wb").write(out)
     print("qdq_model: opset %d, %d activations%s and %d weights quantized "
-          "(weights %s)" % (opset, len(qdq), " (--full)" if full else "",
-                            len(dropped),
-                            "per channel" if per_channel else "per tensor"))
+          "(weights %s)%s" % (
+              opset, len(qdq), " (--full)" if full else "",
+              len(dropped) - len(biases),
+              "per channel" if per_channel else "per tensor",
+              ", %d biases int32" % len(biases) if int32_bias else ""))
 
 
 if __name__ == "__main__":
