@@ -290,6 +290,7 @@ run 0 plan "$tmp/pc_attr.json" --passes all --order memory &&
 # pair after the Pad moves before it, where it cancels the pair before:
 # 34,880 -> 8,192 B. In the default layout (one pair, after the Pad) the
 # pair's copies quantize r; a pair whose zero points differ keeps the Pad.
+# A bias of DequantizeLinear(int32) takes the rule, unless it holds a -0.
 qc=tests/data/passes/qdq_pad_conv.json
 elim_graph $qc "$tmp/qc.json" 34,880 "lower bound 8,192 B" "Pad into Conv (through a QDQ pair) 1"
 [ "$(py "$tmp/qc.json" "[(e['op'], e['inputs'][0], e.get('prologue'), e.get('epilogue')) for e in d['execution']]")" = "[('expand', 'x', None, 'Relu,QuantizeLinear'), ('dw', 'rq', 'DequantizeLinear:0', None), ('project', 'd', None, None)]" ] && ok || bad "qdq_pad_conv: the depthwise Conv does not read rq under its DequantizeLinear"
@@ -312,6 +313,16 @@ run 0 plan "$tmp/qc_default.json" --passes all --order memory -o "$tmp/qcd.json"
 [ "$(py "$tmp/qcd.json" "[(e['op'], e['inputs'][0], e.get('prologue')) for e in d['execution'] if e['op'] == 'dw']")" = "[('dw', 'pq_unpadded', 'DequantizeLinear:0')]" ] && ok || bad "qdq_pad_conv (default layout): the pair was not moved before the Pad"
 run 0 verify "$tmp/qc_default.json" --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
 run 0 plan "$tmp/qc_z.json" --passes all --order memory &&
+  lacks "$tmp/out" "Pad into Conv" && has "$tmp/out" "lower bound 34,880 B"
+qb=tests/data/passes/qdq_bias_i32.json
+elim_graph $qb "$tmp/qb.json" 34,880 "lower bound 8,192 B" "Pad into Conv (through a QDQ pair) 1"
+[ "$(py "$tmp/qb.json" "[e['inputs'] for e in d['execution'] if e['op'] == 'dw']")" = "[['rq', 'wd', 'bd', 's', 'z']]" ] && ok || bad "qdq_bias_i32: the depthwise Conv does not read rq and the folded bias"
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+next(t for t in d['tensors'] if t['name'] == 'bs')['data'] = [-0.05]
+json.dump(d, open(sys.argv[2], 'w'))" $qb "$tmp/qb_neg.json"
+run 0 plan "$tmp/qb_neg.json" --passes all --order memory &&
   lacks "$tmp/out" "Pad into Conv" && has "$tmp/out" "lower bound 34,880 B"
 # A Transpose whose one reader is a QuantizeLinear (quant_early): the
 # QuantizeLinear goes before it and the Transpose moves 8-bit values
