@@ -32,9 +32,9 @@
  *      output's columns for a MatMul or a Gemm (runtime/ops.c,
  *      op_run_gemm_panels), of output channels for a Conv
  *      (op_run_conv_panels), so the f32 weight never exists whole. Its
- *      scale and zero point (when given) follow all other inputs of the
- *      head, in that order. A Conv's omitted bias or a Gemm's omitted C is
- *      written as -1 first, so positions stay fixed.
+ *      scale and zero point (-1 when not given) follow all other inputs
+ *      of the head, in that order. A Conv's omitted bias or a Gemm's omitted C
+ * is written as -1 first, so positions stay fixed.
  *   4. Cast: widening (the element grows) to the head's output dtype, so
  *      the target type is the head's own.
  *   5. Only the product's operands (input 0 or 1) qualify. When both
@@ -304,8 +304,9 @@ static mp_status ab_resize_apply(pass_ctx *c, uint32_t head, int32_t k,
 /* Absorbs the producers of head inputs ks[0..n) (n = 1 or 2, ks
  * increasing) of kinds kinds[]: one mplan.prologue entry each, in that
  * order, and each DequantizeLinear's scale and zero point appended in the
- * same order (with two of them, every zero point has its slot, -1 when
- * absent; alone, an absent one is omitted). */
+ * same order (every zero point has its slot, -1 when absent: omitted
+ * after a Clip epilogue's operands, the lowering could not tell the two
+ * apart). */
 static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
                           const char *const *kinds, uint32_t n,
                           const bool *shared, uint32_t *left, mp_error *err) {
@@ -325,8 +326,7 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
   }
   for (uint32_t j = 0; j < n; j++) {
     if (strcmp(kinds[j], "DequantizeLinear") != 0) continue;
-    bool zp = d[j]->n_inputs >= 3 && d[j]->inputs[2] >= 0;
-    extra += zp || n_dq > 1 ? 2 : 1;
+    extra += 2;
   }
   int32_t *in = rw_alloc(c->rw, own + extra, sizeof *in, err);
   if (!in) return MP_ERR_NOMEM;
@@ -349,7 +349,7 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
     if (strcmp(kinds[j], "DequantizeLinear") != 0) continue;
     bool zp = d[j]->n_inputs >= 3 && d[j]->inputs[2] >= 0;
     in[at++] = d[j]->inputs[1];
-    if (zp || n_dq > 1) in[at++] = zp ? d[j]->inputs[2] : -1;
+    in[at++] = zp ? d[j]->inputs[2] : -1;
   }
   mp_attr a = {.name = "mplan.prologue", .kind = MP_ATTR_STRING, .s = value};
   mp_status st = rw_set_inputs(c->rw, head, in, own + extra, err);
