@@ -14,14 +14,26 @@
  *     BatchNormalization), its activation operands of the output's dims
  *     and its weight operands constant along H and W (extent 1 there, or
  *     no such axis once broadcast; BatchNormalization's are per channel);
+ *   - or a QuantizeLinear or DequantizeLinear (a QDQ model's pairs) whose
+ *     scale and zero point are weights of one value or one per channel
+ *     (not blocked, not along H or W);
  *   - or a Concat of channels whose inputs all have the output's H and W
  *     (a weight among them is read through a Slice per patch);
  *   - or a ConstantOfShape of constant inputs (the zeros a TensorFlow
  *     export concatenates to pad channels): it stays one op, runs once
  *     before the patches, and its output is read per patch through a
  *     Slice, like a weight; it is never a cut;
- *   - or, as the stage's first op, a Transpose [0, 3, 1, 2] of an NHWC
- *     graph input (the input is then sliced on its axes 1 and 2);
+ *   - or a DequantizeLinear of weights alone (a QDQ model's Conv weight):
+ *     like the ConstantOfShape it runs once, and every patch's Conv reads
+ *     its output whole as its weight (a Conv or pool reads only input 0
+ *     by rows and columns);
+ *   - or a Transpose [0, 3, 1, 2] of an NHWC graph input (the input is
+ *     then sliced on its axes 1 and 2), as the stage's first op or after
+ *     ops that run on the NHWC input (TL_PRE: elementwise with operands
+ *     of one element, QuantizeLinear, DequantizeLinear; a TensorFlow
+ *     export normalizing its input, a quantizer's pair), each the sole
+ *     reader of the one before, up to the Transpose; their copies read
+ *     and write NHWC parts;
  * over tensors of rank 4 in NCHW (or no layout), with no mplan.*
  * attribute, writing activations (a graph output ends the stage; no
  * retained state, no pinned offset). A prefix ending at op i is a cut when the
@@ -106,6 +118,7 @@ typedef enum tl_kind {
   TL_EW,     /* elementwise */
   TL_CAT,    /* Concat of channels (weights read through a Slice too) */
   TL_TIN,    /* the NHWC graph input transposed to NCHW */
+  TL_PRE,    /* before TL_TIN: the NHWC input scaled or quantized */
   TL_CONST   /* a ConstantOfShape: run once, read whole like a weight */
 } tl_kind;
 
@@ -171,9 +184,14 @@ static int64_t tl_ext(const mp_tensor *x, int j) {
 }
 
 /* The H and W axes of input x as op o reads it: 1 and 2 for the NHWC
- * graph input a TL_TIN Transpose reads, else 2 and 3. */
+ * graph input a TL_TIN Transpose or a TL_PRE op reads, else 2 and 3;
+ * tl_out_ax: those of op o's output (1 and 2 for TL_PRE). */
 static int tl_ax(const tl_ctx *z, uint32_t o) {
-  return z->kind[o] == TL_TIN ? 1 : 2;
+  return z->kind[o] == TL_TIN || z->kind[o] == TL_PRE ? 1 : 2;
+}
+
+static int tl_out_ax(const tl_ctx *z, uint32_t o) {
+  return z->kind[o] == TL_PRE ? 1 : 2;
 }
 
 /* Read whole by a patch (its part is itself): the graph input, a weight
@@ -247,6 +265,125 @@ static bool tl_flat(const mp_tensor *x, const mp_tensor *y) {
   return true;
 }
 
+/* A weight or what a TL_CONST op made (a QDQ model's dequantized Conv
+ * weight): a Conv's weight and bias, read whole by every patch. */
+static bool tl_whole_param(const tl_ctx *z, int32_t x) {
+  const mp_tensor *xt = tl_t(z, x);
+  return !tl_spatial(z, x) ||
+         (xt->producer >= 0 && z->kind[xt->producer] == TL_CONST);
+}
+
+/* A DequantizeLinear of weights alone (a QDQ model's Conv weight): like
+ * a ConstantOfShape, it runs once before the patches (the absorb pass
+ * later gives the Convs its integers). */
+static bool tl_const_dq(const tl_ctx *z, const mp_op *op) {
+  if (strcmp(op->type, "DequantizeLinear") != 0) return false;
+  const mp_tensor *y = tl_t(z, op->outputs[0]);
+  if (y->pinned || y->kind != MP_TENSOR_ACTIVATION) return false;
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    if (op->inputs[k] >= 0 && tl_spatial(z, op->inputs[k])) return false;
+  }
+  return true;
+}
+
+static bool tl_to_nchw(const mp_op *op) {
+  static const int64_t nhwc[4] = {0, 3, 1, 2};
+  const mp_attr *perm = mp_op_attr(op, "perm");
+  return strcmp(op->type, "Transpose") == 0 && op->n_inputs == 1 && perm &&
+         perm->kind == MP_ATTR_INTS && perm->n == 4 &&
+         memcmp(perm->ints, nhwc, sizeof nhwc) == 0;
+}
+
+/* An op that may run on the NHWC graph input before its TL_TIN Transpose:
+ * elementwise (unary, binary, Clip) or a QuantizeLinear or
+ * DequantizeLinear whose data input is from (from < 0: the graph input or
+ * a TL_PRE op's output), of its own dims, and every other operand a
+ * weight of one element (TensorFlow normalizing its input, a quantizer's
+ * pairs). */
+static bool tl_pre_op(const tl_ctx *z, const mp_op *op, int32_t from) {
+  const pass_ew *ew = pass_ew_op(z->g, op);
+  bool quant = strcmp(op->type, "QuantizeLinear") == 0 ||
+               strcmp(op->type, "DequantizeLinear") == 0;
+  if ((!quant && (!ew || ew->kind == PASS_EW_VARIADIC ||
+                  ew->kind == PASS_EW_BATCHNORM)) ||
+      rw_has_mplan_attr(op) || op->n_outputs != 1 || op->outputs[0] < 0 ||
+      mp_op_attr(op, "block_size")) {
+    return false;
+  }
+  int32_t y = op->outputs[0];
+  const mp_tensor *yt = tl_t(z, y);
+  if (yt->rank != 4 || yt->pinned || yt->kind != MP_TENSOR_ACTIVATION ||
+      (yt->layout && strcmp(yt->layout, "NHWC") != 0)) {
+    return false;
+  }
+  int n_data = 0;
+  for (uint32_t k = 0; k < op->n_inputs; k++) {
+    int32_t x = op->inputs[k];
+    if (x < 0) continue;
+    const mp_tensor *xt = tl_t(z, x);
+    bool data =
+        from >= 0 ? x == from
+                  : xt->kind == MP_TENSOR_INPUT ||
+                        (xt->producer >= 0 && z->kind[xt->producer] == TL_PRE);
+    if (!tl_spatial(z, x)) {
+      size_t n = 1;
+      for (uint32_t j = 0; j < xt->rank; j++) n *= (size_t)xt->shape[j].value;
+      if (n != 1) return false;
+    } else if (data && pass_same_dims(z->g, x, y) && (!quant || k == 0)) {
+      n_data++;
+    } else {
+      return false;
+    }
+  }
+  return n_data == 1;
+}
+
+/* tl_pre_op, when the sole readers from its output on are such ops up to
+ * a Transpose to NCHW (the input is NHWC). */
+static bool tl_pre(const tl_ctx *z, const mp_op *op) {
+  if (!tl_pre_op(z, op, -1)) return false;
+  for (int32_t t = op->outputs[0];;) {
+    int32_t r = pass_sole_reader(z->g, t);
+    if (r < 0) return false;
+    const mp_op *next = mp_graph_op(z->g, (size_t)r);
+    if (tl_to_nchw(next)) return true;
+    if (!tl_pre_op(z, next, t)) return false;
+    t = next->outputs[0];
+  }
+}
+
+/* A QuantizeLinear or DequantizeLinear of an activation whose scale and
+ * zero point (weights) are one value or one per channel (axis 1, or the
+ * batch): each element is quantized alone by parameters that do not vary
+ * along H and W, so a patch's copy computes its elements' bits. */
+static bool tl_quant(const tl_ctx *z, const mp_op *op) {
+  if (strcmp(op->type, "QuantizeLinear") != 0 &&
+      strcmp(op->type, "DequantizeLinear") != 0) {
+    return false;
+  }
+  const mp_attr *bs = mp_op_attr(op, "block_size");
+  const mp_attr *ax = mp_op_attr(op, "axis");
+  int64_t axis = ax && ax->kind == MP_ATTR_INT ? ax->i : 1;
+  int32_t x = op->inputs[0];
+  if ((bs && (bs->kind != MP_ATTR_INT || bs->i != 0)) || op->n_inputs < 2 ||
+      x < 0 || !tl_spatial(z, x) || !tl_nchw(tl_t(z, x)) ||
+      !pass_same_dims(z->g, x, op->outputs[0])) {
+    return false;
+  }
+  for (uint32_t k = 1; k < op->n_inputs; k++) {
+    int32_t p = op->inputs[k];
+    if (p < 0) continue;
+    const mp_tensor *pt = tl_t(z, p);
+    if (pt->kind != MP_TENSOR_WEIGHT) return false;
+    size_t n = 1;
+    for (uint32_t j = 0; j < pt->rank; j++) n *= (size_t)pt->shape[j].value;
+    if (n != 1 && (axis < -4 || axis > 1 || axis == -2 || axis == -1)) {
+      return false; /* per row or per column: varies along H or W */
+    }
+  }
+  return true;
+}
+
 static tl_kind tl_classify(tl_ctx *z, uint32_t o) {
   const mp_op *op = mp_graph_op(z->g, o);
   if (rw_has_mplan_attr(op) || op->n_outputs != 1 || op->outputs[0] < 0 ||
@@ -254,6 +391,8 @@ static tl_kind tl_classify(tl_ctx *z, uint32_t o) {
     return TL_NONE;
   }
   const mp_tensor *y = tl_t(z, op->outputs[0]);
+  if (tl_const_dq(z, op)) return TL_CONST;
+  if (tl_pre(z, op)) return TL_PRE;
   /* retained state written, or an offset the user pinned: not ours to
    * split into copies */
   if (!tl_nchw(y) || y->pinned ||
@@ -268,13 +407,12 @@ static tl_kind tl_classify(tl_ctx *z, uint32_t o) {
     return TL_CONST;
   }
   if (strcmp(op->type, "Transpose") == 0 && op->n_inputs == 1) {
-    /* NHWC -> NCHW of the graph input (a TensorFlow export's first op) */
-    const mp_attr *perm = mp_op_attr(op, "perm");
+    /* NHWC -> NCHW of the graph input (a TensorFlow export's first op),
+     * maybe after TL_PRE ops */
     const mp_tensor *x = op->inputs[0] >= 0 ? tl_t(z, op->inputs[0]) : NULL;
-    static const int64_t nhwc[4] = {0, 3, 1, 2};
-    bool ok = perm && perm->kind == MP_ATTR_INTS && perm->n == 4 && x &&
-              x->kind == MP_TENSOR_INPUT && x->rank == 4 &&
-              memcmp(perm->ints, nhwc, sizeof nhwc) == 0;
+    bool ok = tl_to_nchw(op) && x && x->rank == 4 &&
+              (x->kind == MP_TENSOR_INPUT ||
+               (x->producer >= 0 && z->kind[x->producer] == TL_PRE));
     return ok ? TL_TIN : TL_NONE;
   }
   if (strcmp(op->type, "Concat") == 0) {
@@ -303,10 +441,13 @@ static tl_kind tl_classify(tl_ctx *z, uint32_t o) {
     int32_t x = op->inputs[0];
     if (x < 0 || !tl_spatial(z, x) || !tl_nchw(tl_t(z, x))) return TL_NONE;
     for (uint32_t k = 1; k < op->n_inputs; k++) {
-      if (op->inputs[k] >= 0 && tl_spatial(z, op->inputs[k])) return TL_NONE;
+      if (op->inputs[k] >= 0 && !tl_whole_param(z, op->inputs[k])) {
+        return TL_NONE;
+      }
     }
     return TL_WINDOW;
   }
+  if (tl_quant(z, op)) return TL_EW;
   const pass_ew *ew = pass_ew_op(z->g, op);
   if (!ew || ew->kind == PASS_EW_VARIADIC) return TL_NONE;
   bool any = false;
@@ -404,7 +545,8 @@ static mp_status tl_scan(tl_ctx *z, mp_error *err) {
     if (open[y]) n_open++;
     z->len = o + 1;
     if (n_open == 1 && open[y] > 0 && tl_ext(yt, 0) >= 2 &&
-        z->kind[o] != TL_CONST) { /* (a TL_CONST stays: not a cut) */
+        z->kind[o] != TL_CONST && z->kind[o] != TL_PRE) {
+      /* (a TL_CONST stays, a TL_PRE op's output is NHWC: not cuts) */
       z->cuts[z->n_cuts++] = o;
     }
   }
@@ -438,7 +580,9 @@ static void tl_need(tl_ctx *z, uint32_t cut, const int64_t *a,
     if (z->lo[2 * y] >= z->hi[2 * y]) continue; /* not read for this patch */
     for (uint32_t k = 0; k < op->n_inputs; k++) {
       int32_t x = op->inputs[k];
-      if (x < 0 || !tl_spatial(z, x)) continue;
+      if (x < 0 || !tl_spatial(z, x) || (k && z->kind[o] == TL_WINDOW)) {
+        continue; /* (a window's weight and bias are read whole) */
+      }
       for (int j = 0; j < 2; j++) {
         int64_t lo, hi, first, end;
         tl_req(z, o, x, j, z->lo[2 * y + j], z->hi[2 * y + j], &lo, &hi, &first,
@@ -541,7 +685,10 @@ static mp_status tl_copy(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
   for (uint32_t k = 0; k < op->n_inputs && st == MP_OK; k++) {
     int32_t x = op->inputs[k];
     in[k] = x;
-    if (x < 0 || (!tl_spatial(z, x) && z->kind[o] != TL_CAT)) continue;
+    if (x < 0 || (!tl_spatial(z, x) && z->kind[o] != TL_CAT) ||
+        (k && z->kind[o] == TL_WINDOW)) {
+      continue;
+    }
     int64_t lo[2], hi[2];
     for (int j = 0; j < 2; j++) {
       int64_t first, end;
@@ -553,8 +700,8 @@ static mp_status tl_copy(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
   }
   int32_t out = -1;
   if (st == MP_OK) {
-    st = tl_tensor(rw, y, tl_t(z, y), 2, yhi[0] - ylo[0], yhi[1] - ylo[1], tag,
-                   &out, err);
+    st = tl_tensor(rw, y, tl_t(z, y), tl_out_ax(z, o), yhi[0] - ylo[0],
+                   yhi[1] - ylo[1], tag, &out, err);
   }
   uint32_t nop = (uint32_t)rw->n_ops;
   if (st == MP_OK) {

@@ -10,11 +10,17 @@ NCHW first, as TensorFlow exports have; then a GlobalAveragePool and a 1x1
 Conv as the tail the pass must not tile. Shapes of activations are left
 to shape inference.
 
+With qdq, the f32 stem laid out as a QDQ model: most Convs read their
+input through a QuantizeLinear and DequantizeLinear pair (uint8, per
+tensor or now and then per channel) and a DequantizeLinear of int8
+weights (per output channel), and an NHWC input is scaled by a constant
+and quantized before its Transpose.
+
 test_tile.sh compiles each with --passes none and with the tile pass and
 requires the same outputs bit for bit: a band must compute exactly the
 rows, windows and pads of the whole.
 
-usage: rnd_stem.py SEED OUT.json [i8|f32]
+usage: rnd_stem.py SEED OUT.json [i8|f32|qdq]
 """
 import json
 import random
@@ -24,7 +30,10 @@ import sys
 class Stem:
     def __init__(self, seed, dt):
         self.r = random.Random(seed)
+        self.qdq = dt == "qdq"
+        dt = "f32" if self.qdq else dt
         self.dt = dt
+        self.r6 = random.Random(seed + 6000007)  # the QDQ layout's draws
         self.tensors = []
         self.ops = []
         self.n = 0
@@ -37,7 +46,12 @@ class Stem:
         if self.r5.random() < 0.3:
             self.tensors.append({"name": "x", "dtype": dt,
                                  "shape": [1, h, w, c], "kind": "input"})
-            self.cur = self.op("Transpose", ["x"], {"perm": [0, 3, 1, 2]},
+            x = ("x", h, w, c)
+            if self.qdq:  # normalized and quantized while NHWC
+                x = self.op("Mul", ["x", self.const([1], [0.5])], None,
+                            (h, w, c))
+                x = self.pair(x, False)
+            self.cur = self.op("Transpose", [x[0]], {"perm": [0, 3, 1, 2]},
                                (c, h, w))
         else:
             self.tensors.append({"name": "x", "dtype": dt,
@@ -50,6 +64,34 @@ class Stem:
         self.tensors.append({"name": name, "dtype": dt or self.dt,
                              "shape": shape, "kind": "weight"})
         return name
+
+    def const(self, shape, data, dt="f32"):
+        name = "w%d" % len(self.tensors)
+        self.tensors.append({"name": name, "dtype": dt, "shape": shape,
+                             "kind": "weight", "data": data})
+        return name
+
+    def pair(self, src, per_channel):
+        """src through a QuantizeLinear and DequantizeLinear (uint8)."""
+        name, c = src[0], src[1]
+        n = c if per_channel else 1
+        sc = self.const([n] if per_channel else [],
+                        [round(self.r6.uniform(0.02, 0.1), 3)
+                         for _ in range(n)])
+        zp = self.const([n] if per_channel else [],
+                        [self.r6.randint(100, 156) for _ in range(n)], "u8")
+        attrs = {"axis": 1} if per_channel else None
+        q = self.op("QuantizeLinear", [name, sc, zp], attrs, src[1:])
+        self.tensors[-1]["dtype"] = "u8"
+        return self.op("DequantizeLinear", [q[0], sc, zp], attrs, src[1:])
+
+    def qweight(self, shape):
+        """An int8 weight and the DequantizeLinear (per output channel)
+        that gives the Conv its f32 weight."""
+        wq = self.weight(shape, "i8")
+        sc = self.const([shape[0]], [round(self.r6.uniform(0.005, 0.05), 4)
+                                     for _ in range(shape[0])])
+        return self.op("DequantizeLinear", [wq, sc], {"axis": 0}, ())[0]
 
     def op(self, typ, inputs, attrs=None, shape=None):
         self.n += 1
@@ -91,7 +133,12 @@ class Stem:
             g = r.choice([1, 1, c]) if c > 1 else 1
             co = c if g == c and g > 1 else r.choice([2, 3, 4, 6])
             attrs["group"] = g
-            wt = self.weight([co, c // g, kh, kw])
+            if self.qdq and self.r6.random() < 0.8:
+                name = self.pair(src, self.r6.random() < 0.2)[0]
+            if self.qdq and self.r6.random() < 0.8:
+                wt = self.qweight([co, c // g, kh, kw])
+            else:
+                wt = self.weight([co, c // g, kh, kw])
             ins = [name, wt]
             if self.dt == "f32" and r.random() < 0.5:
                 ins.append(self.weight([co]))

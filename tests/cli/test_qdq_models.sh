@@ -63,6 +63,25 @@ qdq_pair() {
   fi
 }
 qdq_pair "$tmp/bf.onnx" bf 1,376,256 602,112 37
+# qdq_tile LABEL BOUND PATCHES ARGS...: the model qdq_pair planned as
+# LABEL, with --passes all,tile: lower bound BOUND, the tile row's
+# PATCHES, and the outputs of --passes none
+qdq_tile() {
+  local label=$1 bound=$2 patches=$3
+  shift 3
+  run 0 plan "$@" --passes all,tile --order memory &&
+    has "$tmp/out" "lower bound $bound B" && has "$tmp/out" "$patches"
+  outputs "$@" "$label.tile" --passes all,tile --order memory || return
+  if cmp -s "$tmp/$label.none.mpt" "$tmp/$label.tile.mpt"; then
+    ok
+  else
+    bad "$label: outputs with --passes all,tile differ from --passes none"
+  fi
+}
+# BlazeFace's stage in patches: the input quantized while NHWC (eliminate
+# rule 10 put its QuantizeLinear before the Transpose), the pairs and the
+# weights' DequantizeLinears copied or run once
+qdq_tile bf 359,888 "patches 6; 3 x 2 of 41 ops up to 'StatefulPartitionedCall/functional_1/re_lu_2/Relu:0'" "$tmp/bf.onnx"
 run 0 plan "$tmp/bf.onnx" --passes all --order memory &&
   has "$tmp/out" "depthwise Conv 13, fused epilogue 7; 2 smaller outputs kept apart from their input"
 qdq_pair "$tmp/det.onnx" det 2,457,600 818,400 62 --shape x=1x3x160x160
@@ -152,6 +171,11 @@ if [ -f "$ml" ]; then
     has "$tmp/out" "QDQ pair around a move 8"
   qdq_pair "$tmp/ml.onnx" ml 19,784,128 3,072,000 41
   qdq_pair "$tmp/mlf.onnx" mlf 19,784,128 2,867,200 41
+  # in patches: 3 bands up to the second block's projection (default
+  # layout), up to its residual Add's pair (--full: there the input is
+  # scaled and quantized while NHWC, before its Transpose)
+  qdq_tile ml 2,457,600 "patches 3; 3 x 1 of 31 ops up to 'Conv__227:0' (80 x 80)" "$tmp/ml.onnx"
+  qdq_tile mlf 2,252,800 "patches 3; 3 x 1 of 66 ops up to 'WireFrameModel_with_alpha/block_2_add/add:0_qdq_d' (80 x 80)" "$tmp/mlf.onnx"
   python3 "$src/tests/cli/qdq_model.py" "$ml" "$tmp/mlb.onnx" --int32-bias >"$tmp/out" &&
     has "$tmp/out" "opset 11, 39 activations and 41 weights quantized (weights per tensor), 41 biases int32"
   run 0 plan "$tmp/mlb.onnx" --passes all --order memory && has "$tmp/out" "Pad into Conv (through a QDQ pair) 3"
