@@ -676,6 +676,7 @@ uint32_t mp_op_head_arity(const mp_op *op) {
                                     "Mul",    "Div", "Concat"};
   if (strcmp(op->type, "com.microsoft::MatMulNBits") == 0) return 6;
   if (strcmp(op->type, "BatchNormalization") == 0) return 5;
+  if (strcmp(op->type, "Resize") == 0) return 4; /* x, roi, scales, sizes */
   for (size_t k = 0; k < 4; k++) {
     if (strcmp(op->type, three[k]) == 0) return 3;
   }

@@ -1157,8 +1157,20 @@ static mp_status lw_resize(lw *x) {
     aspect = mp_resize_aspect_scale(dims, at, sz, (size_t)nax,
                                     strcmp(pol, "not_smaller") == 0);
   }
+  /* DequantizeLinear prologue (absorb.c rule 9, pass_resize_head): the
+   * tail follows the parameters and brings the four own inputs */
+  const char *pro = lw_str(x, "mplan.prologue", NULL);
+  bool tail = pro || lw_attr(x, "mplan.epilogue");
+  if (tail && (!pro || strcmp(pro, "DequantizeLinear:0") != 0 || crop ||
+               lin == 2 || aa || in->rank != 4)) {
+    return lw_unsup(x,
+                    "a Resize takes a DequantizeLinear prologue on its input "
+                    "only (and then a QuantizeLinear), nearest or linear, "
+                    "4-D, not '%s'",
+                    pro ? pro : "");
+  }
   x->o->kernel = MP_BOP_RESIZE;
-  lw_in(x, x->op->inputs[0]);
+  if (!tail) lw_in(x, x->op->inputs[0]);
   if (crop) lw_in(x, x->op->inputs[1]); /* the roi, read when it runs */
   lw_p(x, aa ? lin + 2 : lin);
   lw_p(x, c);
@@ -1181,7 +1193,7 @@ static mp_status lw_resize(lw *x) {
     lw_p(x, lw_int(x, "exclude_outside", 0) != 0);
   }
   if (crop) lw_pf(x, lw_float(x, "extrapolation_value", 0.0));
-  return MP_OK;
+  return tail ? lw_tail(x, 4) : MP_OK;
 }
 
 /* Upsample (opsets 7 to 9, deprecated by Resize): the Resize kernel with
@@ -2256,6 +2268,7 @@ static mp_status lw_dispatch(lw *x) {
   if (strcmp(t, "GlobalMaxPool") == 0) return lw_pool(x, MP_BOP_MAXPOOL, true);
   if (strcmp(t, "LpPool") == 0) return lw_pool(x, MP_BOP_LPPOOL, false);
   if (strcmp(t, "GlobalLpPool") == 0) return lw_pool(x, MP_BOP_LPPOOL, true);
+  if (strcmp(t, "Resize") == 0) return lw_resize(x); /* (its own tail) */
   /* an elementwise head: DequantizeLinear prologues, maybe a
    * QuantizeLinear epilogue (absorb.c rule 9; lw_tail checks the rest) */
   const char *pro = lw_str(x, "mplan.prologue", NULL);
@@ -2324,7 +2337,6 @@ static mp_status lw_dispatch(lw *x) {
   if (r >= 0) return lw_reduce(x, r);
   if (strcmp(t, "Slice") == 0) return lw_slice(x);
   if (strcmp(t, "Pad") == 0) return lw_pad(x);
-  if (strcmp(t, "Resize") == 0) return lw_resize(x);
   if (strcmp(t, "ConstantOfShape") == 0) {
     return lw_fill_value(x) ? MP_OK : lw_constant_of_shape(x);
   }

@@ -656,12 +656,13 @@ static bool op_check_quant_tail(op_ctx *c, bool last, const op_epi *e,
   bool one = c->op->kernel == MP_BOP_GEMM || c->op->kernel == MP_BOP_MATMUL ||
              c->op->kernel == MP_BOP_UNARY || c->op->kernel == MP_BOP_BINARY ||
              c->op->kernel == MP_BOP_MAXPOOL ||
-             c->op->kernel == MP_BOP_AVGPOOL || c->op->kernel == MP_BOP_CONCAT;
+             c->op->kernel == MP_BOP_AVGPOOL ||
+             c->op->kernel == MP_BOP_CONCAT || c->op->kernel == MP_BOP_RESIZE;
   if (!last || !(conv || one) || e->n_extra != 2 || !s) {
     return op_fail(c,
                    "epilogue QuantizeLinear ends a Conv's, ConvTranspose's, "
-                   "Gemm's, MatMul's, elementwise op's, pool's, Concat's or "
-                   "BatchNormalization's epilogue only, "
+                   "Gemm's, MatMul's, elementwise op's, pool's, Concat's, "
+                   "Resize's or BatchNormalization's epilogue only, "
                    "with a scale and a zero point or none");
   }
   if (one && op_count(s) != 1) {
@@ -2378,6 +2379,23 @@ static bool op_check_dq_head(op_ctx *c, const op_tail *t, uint32_t own,
   return !t->n_epi || op_check_quant_tail(c, true, &t->epi[0], own, yq);
 }
 
+/* The start of the check of a head of absorb.c rule 9 with one
+ * DequantizeLinear prologue, on input 0, and own inputs of its own: the
+ * tail read from r, its f32 value *y and its 8-bit input; what names the
+ * op and where says where it takes the prologue (the message). */
+static bool op_check_dq1_head(op_ctx *c, op_rd *r, op_tail *t, uint32_t own,
+                              const char *what, const char *where,
+                              mp_btensor *y) {
+  rd_tail(r, t);
+  if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
+  if (!op_in(c, 0) || c->op->n_out != 1 || op_own(c, t) != own ||
+      t->n_dq != 1 || !t->pro[0].kind) {
+    return op_fail(c, "%s takes a DequantizeLinear prologue %s", what, where);
+  }
+  return op_check_dq_head(c, t, own, what, false, y) &&
+         op_check_dq8(c, t, own, 0);
+}
+
 /* The QuantizeLinear ending such a head's epilogue over n f32 values at
  * src of output channel ch (its scale when there is one per channel),
  * into output elements [e0, e0 + n). */
@@ -2386,6 +2404,41 @@ static void op_quant_into(op_ctx *c, const op_tail *t, uint32_t own, int64_t ch,
   const mp_btensor *yq = op_out(c, 0);
   op_epi_quant(c, t, own, yq, ch, src, n,
                (char *)op_pout(c, 0) + (size_t)e0 * mp_kd_size(yq->dtype));
+}
+
+/* The workspace of a head of absorb.c rule 9 run one (batch, channel)
+ * plane at a time (a pool, a Resize; x and its f32 value y 4-D or more):
+ * a plane of x widened, and of y before its QuantizeLinear. */
+static void op_planes_need(op_ctx *c, const op_tail *t, const mp_btensor *x,
+                           const mp_btensor *y) {
+  int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+  int64_t xin = planes ? op_count(x) / planes : 0;
+  int64_t yin = planes ? op_count(y) / planes : 0;
+  c->need_ws += (size_t)xin * 4 + 64 + (t->n_epi ? (size_t)yin * 4 + 64 : 0);
+}
+
+/* Runs such a head: each plane of input 0 widened (own: the head's own
+ * inputs), fn(arg) over it into the f32 plane (the output's, or the
+ * workspace's), which the tail's QuantizeLinear then writes; each output
+ * plane reads its input plane only. */
+typedef void (*op_plane_fn)(const void *arg, const float *x, float *y);
+
+static void op_run_planes(op_ctx *c, op_rd *r, uint32_t own, op_plane_fn fn,
+                          const void *arg) {
+  op_tail t;
+  rd_tail(r, &t);
+  const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
+  mp_btensor y = op_epi_value(&t, yq);
+  int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+  if (planes == 0) return;
+  int64_t xin = op_count(x) / planes, yin = op_count(&y) / planes;
+  float *wx = op_ws_take(c, xin), *wy = t.n_epi ? op_ws_take(c, yin) : NULL;
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const float *px = op_widen_range(c, &t, own, 0, pl * xin, xin, wx);
+    float *out = wy ? wy : (float *)op_pout(c, 0) + pl * yin;
+    fn(arg, px, out);
+    if (wy) op_quant_into(c, &t, own, 0, wy, pl * yin, yin);
+  }
 }
 
 /* A head that runs a tile at a time over x writes over x only tile by
@@ -3077,20 +3130,12 @@ static int64_t op_bn_tile(const mp_btensor *x) {
 
 static bool op_check_bn_head(op_ctx *c, op_rd *r) {
   op_tail t;
-  rd_tail(r, &t);
-  if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
-  const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
-  if (!x || c->op->n_out != 1 || op_own(c, &t) != 5 || t.n_dq != 1 ||
-      !t.pro[0].kind) {
-    return op_fail(c,
-                   "a BatchNormalization takes a DequantizeLinear prologue "
-                   "on X, with scale, B, mean and var");
-  }
   mp_btensor y;
-  if (!op_check_dq_head(c, &t, 5, "a BatchNormalization", false, &y) ||
-      !op_check_dq8(c, &t, 5, 0)) {
+  if (!op_check_dq1_head(c, r, &t, 5, "a BatchNormalization",
+                         "on X, with scale, B, mean and var", &y)) {
     return false;
   }
+  const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
   if (x->shape.rank < 2) return op_fail(c, "needs X of rank >= 2");
   if (!op_check_bn_params(c, x, yq) || !op_check_tile_inplace(c, x, yq)) {
     return false;
@@ -3301,51 +3346,34 @@ static bool op_pool_shapes(op_ctx *c, const op_poolp *pp, const mp_btensor *x,
  * tensor's, bit for bit. */
 static bool op_check_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p) {
   op_tail t;
-  rd_tail(r, &t);
-  if (r->bad || r->at != r->n) return op_fail(c, "bad parameters");
-  const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
-  if (!x || c->op->n_out != 1 || op_own(c, &t) != 1 || t.n_dq != 1 ||
-      !t.pro[0].kind) {
-    return op_fail(c, "a pool takes a DequantizeLinear prologue on its input");
-  }
-  mp_btensor y, xf = *x;
-  if (!op_check_dq_head(c, &t, 1, "a pool", false, &y) ||
-      !op_check_dq8(c, &t, 1, 0)) {
+  mp_btensor y;
+  if (!op_check_dq1_head(c, r, &t, 1, "a pool", "on its input", &y)) {
     return false;
   }
+  const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
+  mp_btensor xf = *x;
   if (op_aliases(x, yq)) return op_fail(c, "pooling does not run in place");
   xf.dtype = MP_KD_F32;
   if (!op_pool_shapes(c, p, &xf, &y)) return false;
-  int64_t planes = x->shape.dims[0] * x->shape.dims[1];
-  int64_t xin = planes ? op_count(x) / planes : 0;
-  int64_t yin = planes ? op_count(&y) / planes : 0;
-  c->need_ws += (size_t)xin * 4 + 64 + (t.n_epi ? (size_t)yin * 4 + 64 : 0);
+  op_planes_need(c, &t, x, &y);
   return true;
 }
 
+static void op_plane_maxpool(const void *k, const float *x, float *y) {
+  OP_K(maxpool)((const mp_kpool *)k, MP_KD_F32, x, y);
+}
+
+static void op_plane_avgpool(const void *k, const float *x, float *y) {
+  OP_K(avgpool)((const mp_kpool *)k, MP_KD_F32, x, y);
+}
+
 static void op_run_pool_tail(op_ctx *c, op_rd *r, const op_poolp *p, bool max) {
-  op_tail t;
-  rd_tail(r, &t);
   const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
-  mp_btensor y = op_epi_value(&t, yq);
-  int64_t planes = x->shape.dims[0] * x->shape.dims[1];
-  if (planes == 0) return;
-  int64_t xin = op_count(x) / planes, yin = op_count(&y) / planes;
-  mp_kshape xs = x->shape, ys = y.shape;
+  mp_kshape xs = x->shape, ys = yq->shape;
   xs.dims[0] = xs.dims[1] = ys.dims[0] = ys.dims[1] = 1;
   mp_kpool k;
   op_kpool(p, &xs, &ys, &k);
-  float *wx = op_ws_take(c, xin), *wy = t.n_epi ? op_ws_take(c, yin) : NULL;
-  for (int64_t pl = 0; pl < planes; pl++) {
-    const float *px = op_widen_range(c, &t, 1, 0, pl * xin, xin, wx);
-    float *out = wy ? wy : (float *)op_pout(c, 0) + pl * yin;
-    if (max) {
-      OP_K(maxpool)(&k, MP_KD_F32, px, out);
-    } else {
-      OP_K(avgpool)(&k, MP_KD_F32, px, out);
-    }
-    if (wy) op_quant_into(c, &t, 1, 0, wy, pl * yin, yin);
-  }
+  op_run_planes(c, r, 1, max ? op_plane_maxpool : op_plane_avgpool, &k);
 }
 
 static bool op_run_pool(op_ctx *c, bool max) {
@@ -3768,10 +3796,51 @@ static bool op_run_transpose(op_ctx *c) {
   return true;
 }
 
+/* A Resize under a DequantizeLinear prologue (absorb.c rule 9,
+ * pass_resize_head), maybe ending in a QuantizeLinear: its four own
+ * inputs (x, roi, scales, sizes; only x is read), the tail after the
+ * Resize's parameters. It resizes one (batch, channel) plane at a time,
+ * widened into the workspace, and quantizes the plane's output: batch
+ * and channels keep their size and scale 1, so each plane's output
+ * reads that plane only, and the kernel skips the corners of weight 0
+ * (kernels/k_move.c), so a plane gives the whole tensor's bits. */
+static bool op_check_resize_tail(op_ctx *c, op_rd *r, int64_t lin) {
+  op_tail t;
+  mp_btensor y;
+  if (lin > 1)
+    return op_fail(c, "a Resize under a prologue is nearest or linear");
+  if (!op_check_dq1_head(c, r, &t, 4, "a Resize", "on its input", &y)) {
+    return false;
+  }
+  const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
+  if (op_aliases(x, yq)) return op_fail(c, "Resize does not run in place");
+  double s0, s1;
+  memcpy(&s0, &c->op->params[3], sizeof s0);
+  memcpy(&s1, &c->op->params[4], sizeof s1);
+  if (x->shape.rank != 4 || y.shape.rank != 4 ||
+      y.shape.dims[0] != x->shape.dims[0] ||
+      y.shape.dims[1] != x->shape.dims[1] || s0 != 1 || s1 != 1) {
+    return op_fail(c,
+                   "a Resize under a prologue resizes 4-D planes, batch "
+                   "and channels kept at scale 1");
+  }
+  op_planes_need(c, &t, x, &y);
+  return true;
+}
+
+static void op_plane_resize(const void *k, const float *x, float *y) {
+  mp_k_resize((const mp_kresize *)k, MP_KD_F32, x, y);
+}
+
+static void op_run_resize_tail(op_ctx *c, op_rd *r, mp_kresize *k) {
+  k->in.dims[0] = k->in.dims[1] = k->out.dims[0] = k->out.dims[1] = 1;
+  op_run_planes(c, r, 4, op_plane_resize, k);
+}
+
 static bool op_check_resize(op_ctx *c) {
   const mp_btensor *x = op_in(c, 0),
                    *y = c->op->n_out == 1 ? op_out(c, 0) : NULL;
-  if (!x || !y || y->dtype != x->dtype || y->shape.rank != x->shape.rank) {
+  if (!x || !y || y->shape.rank != x->shape.rank) {
     return op_fail(c, "bad arity, dtype or rank");
   }
   op_rd r = op_reader(c);
@@ -3781,7 +3850,7 @@ static bool op_check_resize(op_ctx *c) {
       rd_range(&r, 0, MP_KC_HALF_PIXEL_SYMMETRIC) == MP_KC_TF_CROP_AND_RESIZE;
   (void)rd_range(&r, 0, MP_KN_CEIL);
   const mp_btensor *roi = op_in(c, 1);
-  if (c->op->n_in != (crop ? 2u : 1u) ||
+  if ((c->op->n_in != (crop ? 2u : 1u) && !(c->op->n_in > 4 && !crop)) ||
       (crop && (!roi || !mp_kd_is_float(roi->dtype) ||
                 op_count(roi) != 2 * (int64_t)x->shape.rank))) {
     return op_fail(c,
@@ -3805,6 +3874,8 @@ static bool op_check_resize(op_ctx *c) {
     if (!(a >= -10 && a <= 10)) return op_fail(c, "bad cubic_coeff_a");
   }
   if (crop) (void)rd_f(&r);
+  if (!r.bad && r.at < r.n && !crop) return op_check_resize_tail(c, &r, lin);
+  if (y->dtype != x->dtype) return op_fail(c, "bad arity, dtype or rank");
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   if (lin && !mp_kd_is_float(x->dtype))
     return op_fail(c, "linear and cubic need floats");
@@ -3832,6 +3903,12 @@ static bool op_run_resize(op_ctx *c) {
     memcpy(&k.cubic_a, &c->op->params[at], sizeof(double));
     k.exclude_outside = c->op->params[at + 1] != 0;
     at += 2;
+  }
+  if (k.coord != MP_KC_TF_CROP_AND_RESIZE && at < c->op->n_params) {
+    op_rd r = op_reader(c);
+    r.at = at;
+    op_run_resize_tail(c, &r, &k);
+    return true;
   }
   if (k.coord == MP_KC_TF_CROP_AND_RESIZE) {
     memcpy(&k.extrapolation, &c->op->params[at], sizeof(double));

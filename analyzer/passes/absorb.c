@@ -88,10 +88,13 @@
  *      (op_run_pool_tail), each output reading its own plane only. So does
  *      a Concat of two pieces, on either (of its own shape): the runtime
  *      widens a piece's block a tile at a time into its slice
- *      (op_run_concat_tail). A BatchNormalization in inference mode
- *      (pass_ew_op) with its four parameters takes it on X, of X's own
- *      shape: the runtime widens a tile of one channel at a time
- *      (op_run_bn_head).
+ *      (op_run_concat_tail). So does a nearest or linear Resize of a 4-D
+ *      map that keeps batch and channels (pass_resize_head), on its input:
+ *      the runtime widens and resizes one (batch, channel) plane at a time
+ *      (op_run_resize_tail; a decoder's upsampling between QDQ pairs).
+ *      A BatchNormalization in inference mode (pass_ew_op) with its four
+ *      parameters takes it on X, of X's own shape: the runtime widens a
+ *      tile of one channel at a time (op_run_bn_head).
  *  10. A ConvTranspose (f32) takes a DequantizeLinear (per tensor, rule
  *      3) or a widening Cast on X only: the runtime widens the input rows
  *      a band of output rows reads (op_conv_band, op_convt_rows), in the
@@ -116,11 +119,12 @@
 #include "pass.h"
 
 /* Rule 9: an elementwise head (Add, Sub, Mul, Div, Clip or a unary op
- * but Not), a pool (pass_pool_head) or a Concat of two, with one f32
- * output and no attribute of mplan's. */
+ * but Not), a pool (pass_pool_head), a Concat of two or a Resize
+ * (pass_resize_head), with one f32 output and no attribute of mplan's. */
 static bool ab_ew_head(const pass_ctx *c, const mp_op *op) {
   const pass_ew *ew = pass_ew_op(c->g, op);
   bool concat = strcmp(op->type, "Concat") == 0;
+  if (pass_resize_head(c->g, op)) return true;
   if (pass_pool_head(op) || concat) {
     return op->n_inputs == (concat ? 2u : 1u) && op->n_outputs == 1 &&
            op->outputs[0] >= 0 && !rw_has_mplan_attr(op) &&
@@ -219,15 +223,16 @@ static const char *ab_kind(const pass_ctx *c, uint32_t head, uint32_t k,
     const mp_tensor *zp = d->n_inputs >= 3 && d->inputs[2] >= 0
                               ? mp_graph_tensor(g, (size_t)d->inputs[2])
                               : NULL;
-    bool ok =
-        strcmp(d->type, "DequantizeLinear") == 0 && sc &&
-        sc->dtype == MP_DTYPE_F32 && sc->bytes == 4 &&
-        (!zp || (zp->dtype == x->dtype && zp->bytes == 1)) &&
-        yt->dtype == MP_DTYPE_F32 && pass_attr_int(d, "block_size", 0) == 0 &&
-        (x->dtype == MP_DTYPE_I8 || x->dtype == MP_DTYPE_U8) &&
-        (pass_pool_head(h) || strcmp(h->type, "Concat") == 0 ||
-         pass_same_dims(g, y, h->outputs[0]) || ab_resize_under(c, head, k)) &&
-        (k == 0 || mp_op_head_arity(h) == 2);
+    bool ok = strcmp(d->type, "DequantizeLinear") == 0 && sc &&
+              sc->dtype == MP_DTYPE_F32 && sc->bytes == 4 &&
+              (!zp || (zp->dtype == x->dtype && zp->bytes == 1)) &&
+              yt->dtype == MP_DTYPE_F32 &&
+              pass_attr_int(d, "block_size", 0) == 0 &&
+              (x->dtype == MP_DTYPE_I8 || x->dtype == MP_DTYPE_U8) &&
+              (pass_pool_head(h) || strcmp(h->type, "Concat") == 0 ||
+               pass_resize_head(g, h) || pass_same_dims(g, y, h->outputs[0]) ||
+               ab_resize_under(c, head, k)) &&
+              (k == 0 || mp_op_head_arity(h) == 2);
     return ok ? "DequantizeLinear" : NULL;
   }
   bool wide = yt->dtype == MP_DTYPE_F32 || yt->dtype == MP_DTYPE_F16 ||

@@ -64,10 +64,11 @@
  * matrices (or stacks of them), per tensor: the runtime computes the product a
  * row (or, with a dequantized weight, a block of rows) at a time. MatMulNBits
  * computes whole outputs: its chains stop before it. An elementwise op, a
- * pool or a Concat of two that absorbed a DequantizeLinear (absorb.c rule
- * 9, fuse_ew_head) is a head whose group is its QuantizeLinear alone, per
- * tensor: the runtime computes it a tile, a plane or a block at a time
- * (runtime/ops.c, op_run_ew, op_run_pool_tail, op_run_concat_tail); a
+ * pool, a Concat of two or a Resize that absorbed a DequantizeLinear
+ * (absorb.c rule 9, fuse_ew_head) is a head whose group is its
+ * QuantizeLinear alone, per tensor: the runtime computes it a tile, a
+ * plane or a block at a time (runtime/ops.c, op_run_ew, op_run_pool_tail,
+ * op_run_concat_tail, op_run_resize_tail); a
  * BatchNormalization's per tensor or per channel (axis 1), since it runs a
  * tile of one channel at a time (op_run_bn_head).
  *   8. an elementwise head's chain (Add, Sub, Mul, Div, Clip or a unary
@@ -212,13 +213,14 @@ static bool fuse_is_head(const mp_op *op) {
   return false;
 }
 
-/* An elementwise op, a pool or a Concat of two that absorbed a
+/* An elementwise op, a pool, a Concat of two or a Resize that absorbed a
  * DequantizeLinear (absorb.c rule 9): its group is its QuantizeLinear
  * alone (condition 7). */
 static bool fuse_ew_head(const mp_op *op) {
   const pass_ew *ew = pass_ew_find(op->type);
   const mp_attr *pro = mp_op_attr(op, "mplan.prologue");
-  bool pool = pass_pool_head(op) || strcmp(op->type, "Concat") == 0;
+  bool pool = pass_pool_head(op) || strcmp(op->type, "Concat") == 0 ||
+              strcmp(op->type, "Resize") == 0; /* (pass_resize_head) */
   if ((!pool && (!ew || ew->kind == PASS_EW_VARIADIC)) || !pro ||
       pro->kind != MP_ATTR_STRING || !pro->s ||
       strncmp(pro->s, "DequantizeLinear:", 17) != 0 || op->n_outputs != 1) {

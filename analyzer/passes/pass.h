@@ -125,6 +125,14 @@ bool pass_upsample_binary(const mp_op *op);
  * GlobalMaxPool or GlobalAveragePool. */
 bool pass_pool_head(const mp_op *op);
 
+/* A Resize that absorb.c rule 9 may give a DequantizeLinear prologue (and
+ * fuse.c condition 7 its QuantizeLinear): opset 11's inputs (x, roi,
+ * scales[, sizes]), nearest or linear without antialias, no crop, no
+ * axes, a 4-D f32 output whose batch and channels are x's (scales of 1
+ * there): the runtime resizes one (batch, channel) plane at a time
+ * (runtime/ops.c, op_run_resize_tail). */
+bool pass_resize_head(const mp_graph *g, const mp_op *op);
+
 /* Rules 1 and 6 of absorb.c: input k of op head is the output of a nearest
  * Resize, read only there, that replicates its input by whole factors, so
  * head can read the Resize's input instead (mplan.prologue "Resize:k"). */

@@ -163,6 +163,43 @@ bool pass_pool_head(const mp_op *op) {
   return false;
 }
 
+static bool pass_attr_str_is(const mp_op *op, const char *name, const char *def,
+                             const char *want) {
+  const mp_attr *a = mp_op_attr(op, name);
+  const char *v = !a ? def : a->kind == MP_ATTR_STRING && a->s ? a->s : "";
+  return strcmp(v, want) == 0;
+}
+
+bool pass_resize_head(const mp_graph *g, const mp_op *op) {
+  if (strcmp(op->type, "Resize") != 0 || op->n_inputs < 3 || op->n_inputs > 4 ||
+      op->n_outputs != 1 || op->inputs[0] < 0 || op->outputs[0] < 0 ||
+      rw_has_mplan_attr(op) || mp_op_attr(op, "axes") ||
+      pass_attr_int(op, "antialias", 0) != 0 ||
+      pass_attr_str_is(op, "coordinate_transformation_mode", "half_pixel",
+                       "tf_crop_and_resize") ||
+      (!pass_attr_str_is(op, "mode", "nearest", "nearest") &&
+       !pass_attr_str_is(op, "mode", "nearest", "linear"))) {
+    return false;
+  }
+  const mp_tensor *x = mp_graph_tensor(g, (size_t)op->inputs[0]);
+  const mp_tensor *y = mp_graph_tensor(g, (size_t)op->outputs[0]);
+  if (x->rank != 4 || y->rank != 4 || y->dtype != MP_DTYPE_F32 ||
+      mp_graph_dim_of(g, &x->shape[0]) != mp_graph_dim_of(g, &y->shape[0]) ||
+      mp_graph_dim_of(g, &x->shape[1]) != mp_graph_dim_of(g, &y->shape[1])) {
+    return false;
+  }
+  if (op->inputs[1] >= 0 && mp_graph_tensor(g, (size_t)op->inputs[1])->bytes) {
+    return false; /* a roi (read only by tf_crop_and_resize) */
+  }
+  const mp_tensor *sc =
+      op->inputs[2] >= 0 ? mp_graph_tensor(g, (size_t)op->inputs[2]) : NULL;
+  if (sc && sc->bytes) { /* scales: 1 on batch and channels */
+    return sc->value && sc->value->f && sc->value->n == 4 &&
+           sc->value->f[0] == 1 && sc->value->f[1] == 1;
+  }
+  return op->n_inputs == 4 && op->inputs[3] >= 0; /* sizes */
+}
+
 bool pass_upsample_input(const pass_ctx *c, uint32_t head, uint32_t k) {
   const mp_op *h = mp_graph_op(c->g, head);
   if (!pass_upsample_binary(h) || k >= 2 || h->inputs[k] < 0) return false;

@@ -288,7 +288,7 @@ int mp_op_prologues(const mp_op *op, mp_prologue out[2], uint32_t *n_dq);
  * com.microsoft::MatMulNBits 6 (A, B, scales, zero points, g_idx, bias);
  * Conv, ConvTranspose and Gemm 3; the elementwise heads of absorb.c rule
  * 9: Add, Sub, Mul, Div and a Concat of two 2, Clip 3 (x, min, max), a
- * unary op or a pool 1. */
+ * Resize 4 (x, roi, scales, sizes), a unary op or a pool 1. */
 uint32_t mp_op_head_arity(const mp_op *op);
 
 /* Resize's keep_aspect_ratio_policy (opset 18) not_larger (largest

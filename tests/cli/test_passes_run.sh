@@ -25,7 +25,7 @@ python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 0 --darts 1 --seed 3
 python3 "$src/tests/bench/gen_cells.py" "$tmp" --randwire 1 --darts 0 --seed 2
 for m in mobilenet_v1 mobilenet_v2 resnet50 decoder decoder_int4 darts_3 randwire_2 concat concat_add view_input \
   hfuse_f32 bn_f32 bn_train_f32 sum_f32 sum_i8 sum_reread_i8 sum_late_i8 sum_late_f32 sum_bcast act_f32 act_big rows_f32 rows_rope kv_scatter attn_decomposed attn_chained upsample two_diamonds \
-  upsample_one fold_large dw_epilogue_f32 dw_epilogue_i8 cast_inplace dq4_mlp dq_cnn dq_fc dq_f16 qdq_dw qdq_mm qdq_conv cast_w qdq_gemm_ta dq_half nbits_mlp nbits_gptq qdq_tail qdq_convt qdq_shared qdq_ew qdq_pool qdq_concat qdq_move qdq_bn_convt qdq_chain three_clips qdq_up se_slice qdq_dw_inplace qdq_dw_apart qdq_pad se_residual pad_conv qdq_pad_conv qdq_bias_i32 dq_clip qdq_twice quant_early nhwc_first; do
+  upsample_one fold_large dw_epilogue_f32 dw_epilogue_i8 cast_inplace dq4_mlp dq_cnn dq_fc dq_f16 qdq_dw qdq_mm qdq_conv cast_w qdq_gemm_ta dq_half nbits_mlp nbits_gptq qdq_tail qdq_convt qdq_shared qdq_ew qdq_pool qdq_concat qdq_move qdq_bn_convt qdq_chain three_clips qdq_up se_slice qdq_dw_inplace qdq_dw_apart qdq_pad se_residual pad_conv qdq_pad_conv qdq_bias_i32 dq_clip qdq_resize qdq_twice quant_early nhwc_first; do
   model=$src/models/$m.json
   [ -f "$tmp/$m.json" ] && model=$tmp/$m.json
   [ -f "$src/tests/data/passes/$m.json" ] && model=$src/tests/data/passes/$m.json
@@ -177,6 +177,8 @@ if [ "$rv64" = 1 ]; then
   rv64_same "$src/tests/data/passes/qdq_bias_i32.json" 128 all --order memory
   # a weight's prologue without a zero point, after a Clip's operands
   rv64_same "$src/tests/data/passes/dq_clip.json" 256 all --order memory
+  # a Resize widened and quantized a plane at a time
+  rv64_same "$src/tests/data/passes/qdq_resize.json" 128 all --order memory
   rv64_same "$src/tests/data/passes/qdq_mm.json" 256 all --order memory
   # transposed A widened a block of its columns at a time
   rv64_same "$src/tests/data/passes/qdq_gemm_ta.json" 128 all --order memory

@@ -12,8 +12,8 @@
 #    inputs, channels padded by a Concat; f32 and int8): the same outputs
 #    with the tile pass as without, and most of
 #    them tiled.
-#  - 20 more in QDQ form (rnd_stem.py qdq): the same outputs with the tile
-#    pass, alone and with every pass, and most of them tiled.
+#  - 12 more in QDQ form (rnd_stem.py qdq): the same outputs with the tile
+#    pass, alone or with every pass, and most of them tiled.
 #  - "all" holds no tile; "all,tile" adds it; bad lists exit 2.
 #  - With RV64=1, the tiled MobileNetV2 and two f32 stems run on the RVV
 #    kernels under qemu-riscv64 with the outputs of --passes none.
@@ -302,30 +302,31 @@ if [ "$cols" -ge 3 ]; then ok; else bad "only $cols of 40 stems split into colum
 # random stems in QDQ form: the pairs (per tensor and per channel) and
 # the weights' DequantizeLinears are part of the stage, and an NHWC input
 # quantized before its Transpose too; the same outputs with the tile pass
-# alone and with every pass (absorb then takes the pairs into the copies)
+# alone (odd seeds) and with every pass (even: absorb then takes the pairs
+# into the copies)
 tiled=0
 tin=0
-for s in $(seq 41 60); do
+for s in $(seq 41 52); do
   python3 "$src/tests/cli/rnd_stem.py" "$s" "$tmp/st.json" qdq
+  p=tile
+  [ $((s % 2)) = 0 ] && p=all,tile
   outputs "$tmp/st.json" st.none --passes none || continue
-  for p in tile all,tile; do
-    outputs "$tmp/st.json" st.tile --passes $p --order memory || continue
-    if cmp -s "$tmp/st.none.mpt" "$tmp/st.tile.mpt"; then
-      ok
-    else
-      bad "rnd_stem.py $s qdq: outputs with --passes $p differ"
-    fi
-  done
+  outputs "$tmp/st.json" st.tile --passes $p --order memory || continue
+  if cmp -s "$tmp/st.none.mpt" "$tmp/st.tile.mpt"; then
+    ok
+  else
+    bad "rnd_stem.py $s qdq: outputs with --passes $p differ"
+  fi
   "$mplan" plan "$tmp/st.json" --passes tile >"$tmp/out" 2>&1
   if grep -q ' patches [0-9]' "$tmp/out"; then
     tiled=$((tiled + 1))
     grep -q '"Transpose"' "$tmp/st.json" && tin=$((tin + 1))
   fi
 done
-if [ "$tiled" -ge 12 ] && [ "$tin" -ge 3 ]; then
+if [ "$tiled" -ge 7 ] && [ "$tin" -ge 2 ]; then
   ok
 else
-  bad "qdq stems: $tiled of 20 tiled, $tin of them quantized NHWC before the Transpose"
+  bad "qdq stems: $tiled of 12 tiled, $tin of them quantized NHWC before the Transpose"
 fi
 
 # the pass list: all leaves tile out; all,tile adds it
