@@ -320,14 +320,13 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
   const mp_op *d[2];
   const mp_tensor *yt[2];
   int32_t yid[2] = {-1, -1};
-  uint32_t own = h->n_inputs, extra = 0, n_dq = 0;
+  uint32_t own = h->n_inputs, extra = 0;
   uint32_t arity = mp_op_head_arity(mp_graph_op(g, head));
   if (own < arity) own = arity; /* Conv's, Gemm's, Clip's omitted inputs */
   for (uint32_t j = 0; j < n; j++) {
     yid[j] = h->inputs[ks[j]];
     yt[j] = mp_graph_tensor(g, (size_t)yid[j]);
     d[j] = mp_graph_op(g, (size_t)yt[j]->producer);
-    n_dq += strcmp(kinds[j], "DequantizeLinear") == 0;
   }
   for (uint32_t j = 0; j < n; j++) {
     if (strcmp(kinds[j], "DequantizeLinear") != 0) continue;
