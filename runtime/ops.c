@@ -3814,9 +3814,11 @@ static bool op_check_resize_tail(op_ctx *c, op_rd *r, int64_t lin) {
   }
   const mp_btensor *x = op_in(c, 0), *yq = op_out(c, 0);
   if (op_aliases(x, yq)) return op_fail(c, "Resize does not run in place");
-  double s0, s1;
-  memcpy(&s0, &c->op->params[3], sizeof s0);
-  memcpy(&s1, &c->op->params[4], sizeof s1);
+  double s0 = 0, s1 = 0; /* the scales of batch and channels */
+  if (x->shape.rank == 4) {
+    memcpy(&s0, &c->op->params[3], sizeof s0);
+    memcpy(&s1, &c->op->params[4], sizeof s1);
+  }
   if (x->shape.rank != 4 || y.shape.rank != 4 ||
       y.shape.dims[0] != x->shape.dims[0] ||
       y.shape.dims[1] != x->shape.dims[1] || s0 != 1 || s1 != 1) {
@@ -3850,7 +3852,7 @@ static bool op_check_resize(op_ctx *c) {
       rd_range(&r, 0, MP_KC_HALF_PIXEL_SYMMETRIC) == MP_KC_TF_CROP_AND_RESIZE;
   (void)rd_range(&r, 0, MP_KN_CEIL);
   const mp_btensor *roi = op_in(c, 1);
-  if ((c->op->n_in != (crop ? 2u : 1u) && !(c->op->n_in > 4 && !crop)) ||
+  if ((c->op->n_in != (crop ? 2u : 1u) && (crop || c->op->n_in <= 4)) ||
       (crop && (!roi || !mp_kd_is_float(roi->dtype) ||
                 op_count(roi) != 2 * (int64_t)x->shape.rank))) {
     return op_fail(c,
@@ -3875,7 +3877,9 @@ static bool op_check_resize(op_ctx *c) {
   }
   if (crop) (void)rd_f(&r);
   if (!r.bad && r.at < r.n && !crop) return op_check_resize_tail(c, &r, lin);
-  if (y->dtype != x->dtype) return op_fail(c, "bad arity, dtype or rank");
+  if (y->dtype != x->dtype || c->op->n_in != (crop ? 2u : 1u)) {
+    return op_fail(c, "bad arity, dtype or rank");
+  }
   if (r.bad || r.at != r.n) return op_fail(c, "bad parameters");
   if (lin && !mp_kd_is_float(x->dtype))
     return op_fail(c, "linear and cubic need floats");
