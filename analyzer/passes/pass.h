@@ -128,9 +128,10 @@ bool pass_pool_head(const mp_op *op);
 /* A Resize that absorb.c rule 9 may give a DequantizeLinear prologue (and
  * fuse.c condition 7 its QuantizeLinear): opset 11's inputs (x, roi,
  * scales[, sizes]), nearest or linear without antialias, no crop, no
- * axes, a 4-D f32 output whose batch and channels are x's (scales of 1
- * there): the runtime resizes one (batch, channel) plane at a time
- * (runtime/ops.c, op_run_resize_tail). */
+ * axes, no keep_aspect_ratio_policy but stretch (its one scale would
+ * apply to batch and channels too), a 4-D f32 output whose batch and channels
+ * are x's (scales of 1 there): the runtime resizes one (batch, channel) plane
+ * at a time (runtime/ops.c, op_run_resize_tail). */
 bool pass_resize_head(const mp_graph *g, const mp_op *op);
 
 /* Rules 1 and 6 of absorb.c: input k of op head is the output of a nearest

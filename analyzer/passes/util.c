@@ -175,6 +175,7 @@ bool pass_resize_head(const mp_graph *g, const mp_op *op) {
       op->n_outputs != 1 || op->inputs[0] < 0 || op->outputs[0] < 0 ||
       rw_has_mplan_attr(op) || mp_op_attr(op, "axes") ||
       pass_attr_int(op, "antialias", 0) != 0 ||
+      !pass_attr_str_is(op, "keep_aspect_ratio_policy", "stretch", "stretch") ||
       pass_attr_str_is(op, "coordinate_transformation_mode", "half_pixel",
                        "tf_crop_and_resize") ||
       (!pass_attr_str_is(op, "mode", "nearest", "nearest") &&

@@ -327,7 +327,8 @@ run 0 plan "$tmp/qb_neg.json" --passes all --order memory &&
 # A bilinear Resize between QDQ pairs (qdq_resize): absorb rule 9 gives
 # it the DequantizeLinear and fuse its QuantizeLinear, so it reads and
 # writes 8 bits a plane at a time: 40,960 -> 24,576 B (derived in the
-# file's description); a cubic Resize stays apart.
+# file's description); a cubic Resize stays apart, and so does one with a
+# keep_aspect_ratio_policy (its one scale would apply to the channels).
 qr=tests/data/passes/qdq_resize.json
 run 0 plan $qr --passes all --order memory -o "$tmp/qr.json" &&
   has "$tmp/out" "lower bound 24,576 B" && has "$tmp/out" "Resize 1"
@@ -335,10 +336,14 @@ run 0 plan $qr --passes all --order memory -o "$tmp/qr.json" &&
 run 0 verify $qr --passes all --order memory --paranoid --redzone 16 && has "$tmp/out" "verified: no event"
 python3 -c "
 import json, sys
-d = json.load(open(sys.argv[1]))
-next(o for o in d['ops'] if o['name'] == 'up')['attrs']['mode'] = 'cubic'
-json.dump(d, open(sys.argv[2], 'w'))" $qr "$tmp/qr_cubic.json"
-run 0 plan "$tmp/qr_cubic.json" --passes all --order memory && has "$tmp/out" "lower bound 40,960 B"
+for attr, value, out in (('mode', 'cubic', sys.argv[2]),
+                         ('keep_aspect_ratio_policy', 'not_larger', sys.argv[3])):
+    d = json.load(open(sys.argv[1]))
+    next(o for o in d['ops'] if o['name'] == 'up')['attrs'][attr] = value
+    json.dump(d, open(out, 'w'))" $qr "$tmp/qr_cubic.json" "$tmp/qr_aspect.json"
+for v in cubic aspect; do
+  run 0 plan "$tmp/qr_$v.json" --passes all --order memory && has "$tmp/out" "lower bound 40,960 B"
+done
 # A Transpose whose one reader is a QuantizeLinear (quant_early): the
 # QuantizeLinear goes before it and the Transpose moves 8-bit values
 # (eliminate rule 10), 16,384 -> 10,240 B; not for a MaxPool (a max of
