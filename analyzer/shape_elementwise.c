@@ -447,7 +447,7 @@ static void ew_dequantize_values(sh_ctx *c, const sh_fact *x, mp_dtype dt) {
   double *y = c->out[0].f;
   for (size_t e = 0; e < n; e++) {
     size_t q = ns == 1 ? 0 : (size_t)((int64_t)e / inner % ch);
-    int64_t z = zp ? zp->v->i[zp->v->n == 1 ? 0 : q] : 0;
+    int64_t z = zp ? zp->v->i[q] : 0; /* (as many as scales) */
     y[e] = (float)((double)(x->v->i[e] - z) * (float)s->v->f[q]);
   }
   sh_set_floats(c, 0, y, n);

@@ -327,10 +327,7 @@ static mp_status ab_apply(pass_ctx *c, uint32_t head, const uint32_t *ks,
     yid[j] = h->inputs[ks[j]];
     yt[j] = mp_graph_tensor(g, (size_t)yid[j]);
     d[j] = mp_graph_op(g, (size_t)yt[j]->producer);
-  }
-  for (uint32_t j = 0; j < n; j++) {
-    if (strcmp(kinds[j], "DequantizeLinear") != 0) continue;
-    extra += 2;
+    if (strcmp(kinds[j], "DequantizeLinear") == 0) extra += 2;
   }
   int32_t *in = rw_alloc(c->rw, own + extra, sizeof *in, err);
   if (!in) return MP_ERR_NOMEM;

@@ -265,6 +265,13 @@ static bool tl_flat(const mp_tensor *x, const mp_tensor *y) {
   return true;
 }
 
+/* A tensor of one element (a scalar, or dims of 1). */
+static bool tl_one(const mp_tensor *t) {
+  size_t n = 1;
+  for (uint32_t j = 0; j < t->rank; j++) n *= (size_t)t->shape[j].value;
+  return n == 1;
+}
+
 /* A weight or what a TL_CONST op made (a QDQ model's dequantized Conv
  * weight): a Conv's weight and bias, read whole by every patch. */
 static bool tl_whole_param(const tl_ctx *z, int32_t x) {
@@ -326,9 +333,7 @@ static bool tl_pre_op(const tl_ctx *z, const mp_op *op, int32_t from) {
                   : xt->kind == MP_TENSOR_INPUT ||
                         (xt->producer >= 0 && z->kind[xt->producer] == TL_PRE);
     if (!tl_spatial(z, x)) {
-      size_t n = 1;
-      for (uint32_t j = 0; j < xt->rank; j++) n *= (size_t)xt->shape[j].value;
-      if (n != 1) return false;
+      if (!tl_one(xt)) return false;
     } else if (data && pass_same_dims(z->g, x, y) && (!quant || k == 0)) {
       n_data++;
     } else {
@@ -364,6 +369,7 @@ static bool tl_quant(const tl_ctx *z, const mp_op *op) {
   const mp_attr *bs = mp_op_attr(op, "block_size");
   const mp_attr *ax = mp_op_attr(op, "axis");
   int64_t axis = ax && ax->kind == MP_ATTR_INT ? ax->i : 1;
+  if (axis < 0) axis += 4; /* (the input is 4-D) */
   int32_t x = op->inputs[0];
   if ((bs && (bs->kind != MP_ATTR_INT || bs->i != 0)) || op->n_inputs < 2 ||
       x < 0 || !tl_spatial(z, x) || !tl_nchw(tl_t(z, x)) ||
@@ -375,9 +381,7 @@ static bool tl_quant(const tl_ctx *z, const mp_op *op) {
     if (p < 0) continue;
     const mp_tensor *pt = tl_t(z, p);
     if (pt->kind != MP_TENSOR_WEIGHT) return false;
-    size_t n = 1;
-    for (uint32_t j = 0; j < pt->rank; j++) n *= (size_t)pt->shape[j].value;
-    if (n != 1 && (axis < -4 || axis > 1 || axis == -2 || axis == -1)) {
+    if (!tl_one(pt) && (axis < 0 || axis > 1)) {
       return false; /* per row or per column: varies along H or W */
     }
   }
