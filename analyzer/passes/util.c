@@ -163,23 +163,17 @@ bool pass_pool_head(const mp_op *op) {
   return false;
 }
 
-static bool pass_attr_str_is(const mp_op *op, const char *name, const char *def,
-                             const char *want) {
-  const mp_attr *a = mp_op_attr(op, name);
-  const char *v = !a ? def : a->kind == MP_ATTR_STRING && a->s ? a->s : "";
-  return strcmp(v, want) == 0;
-}
-
 bool pass_resize_head(const mp_graph *g, const mp_op *op) {
-  if (strcmp(op->type, "Resize") != 0 || op->n_inputs < 3 || op->n_inputs > 4 ||
-      op->n_outputs != 1 || op->inputs[0] < 0 || op->outputs[0] < 0 ||
-      rw_has_mplan_attr(op) || mp_op_attr(op, "axes") ||
-      pass_attr_int(op, "antialias", 0) != 0 ||
-      !pass_attr_str_is(op, "keep_aspect_ratio_policy", "stretch", "stretch") ||
-      pass_attr_str_is(op, "coordinate_transformation_mode", "half_pixel",
-                       "tf_crop_and_resize") ||
-      (!pass_attr_str_is(op, "mode", "nearest", "nearest") &&
-       !pass_attr_str_is(op, "mode", "nearest", "linear"))) {
+  if (strcmp(op->type, "Resize") != 0) return false;
+  const char *mode = pu_attr_s(op, "mode", "nearest");
+  if (op->n_inputs < 3 || op->n_inputs > 4 || op->n_outputs != 1 ||
+      op->inputs[0] < 0 || op->outputs[0] < 0 || rw_has_mplan_attr(op) ||
+      mp_op_attr(op, "axes") || pass_attr_int(op, "antialias", 0) != 0 ||
+      strcmp(pu_attr_s(op, "keep_aspect_ratio_policy", "stretch"), "stretch") !=
+          0 ||
+      strcmp(pu_attr_s(op, "coordinate_transformation_mode", "half_pixel"),
+             "tf_crop_and_resize") == 0 ||
+      (strcmp(mode, "nearest") != 0 && strcmp(mode, "linear") != 0)) {
     return false;
   }
   const mp_tensor *x = mp_graph_tensor(g, (size_t)op->inputs[0]);
