@@ -890,6 +890,29 @@ static void test_tile(void) {
   }
   CHECK(crops >= 1);
   mp_model_destroy(m);
+  /* a QDQ stem whose residual Add reads less of a DequantizeLinear's
+   * output than the patch holds: no Slice reads an f32 DequantizeLinear
+   * output; the Add's part is a copy of that DequantizeLinear reading a
+   * Slice of its 8-bit input */
+  CHECK(check_tile("tests/data/passes/tile_qdq_skip.json", "q_c3") >= 2);
+  m = load("tests/data/passes/tile_qdq_skip.json", P(TILE), 0);
+  size_t dq_crops = 0;
+  for (size_t o = 0; m && o < mp_graph_op_count(mp_model_graph(m)); o++) {
+    const mp_graph *g = mp_model_graph(m);
+    const mp_op *op = mp_graph_op(g, o);
+    int32_t p = mp_graph_tensor(g, (size_t)op->inputs[0])->producer;
+    const mp_op *from = p >= 0 ? mp_graph_op(g, (size_t)p) : NULL;
+    if (strcmp(op->type, "Slice") == 0) {
+      CHECK(!from || strcmp(from->type, "DequantizeLinear") != 0);
+    }
+    if (strncmp(op->name, "dq_c1.t", 7) == 0 && strstr(op->name, ".crop")) {
+      CHECK_STR(op->type, "DequantizeLinear");
+      CHECK(from && strcmp(from->type, "Slice") == 0);
+      dq_crops++;
+    }
+  }
+  CHECK(dq_crops >= 1);
+  mp_model_destroy(m);
   /* MobileNetV2: the 112x112 maps go in bands; the bound falls 4x */
   m = load("models/mobilenet_v2.json", P(TILE), 0);
   const mp_pass_row *row =

@@ -49,11 +49,15 @@
  * the original padding at the image's edges. A reader that needs less
  * than its input's patch holds reads a Slice of it (a residual Add reads
  * the middle of a patch its Conv branch read with a halo); the graph
- * input is read through a Slice. The patch's part of T is a new tensor;
- * with nw > 1 a Concat along W joins a band's parts, and one Concat along
- * H writes T from the bands (with one band, the Concat along W writes T). All
- * new ops take the key of op i, patch by patch, so the file order runs one
- * patch after the other.
+ * input is read through a Slice. A crop of an activation's
+ * DequantizeLinear output is that DequantizeLinear of the same crop of its
+ * input instead (the 8-bit values sliced; elementwise, so the same bits):
+ * absorb gives a DequantizeLinear's integers to its readers only when
+ * every reader can take them, which a Slice of the f32 output cannot. The
+ * patch's part of T is a new tensor; with nw > 1 a Concat along W joins a
+ * band's parts, and one Concat along H writes T from the bands (with one band,
+ * the Concat along W writes T). All new ops take the key of op i, patch by
+ * patch, so the file order runs one patch after the other.
  *
  * Exactness: every element of every patch tensor is computed from the
  * same input values with the same window and the same pads as in the
@@ -609,6 +613,73 @@ static mp_status tl_tensor(rw_graph *rw, int32_t like, const mp_tensor *x,
   return rw_new_tensor_dims(rw, like, suffix, x->rank, d, id, err);
 }
 
+/* Adds op's copy named after it with suffix, reading in (op's input
+ * count) and writing out, with op's attributes (pads replaced when
+ * given), and records it as a copy of this patch. */
+static mp_status tl_emit(tl_ctx *z, rw_graph *rw, uint32_t key,
+                         const char *suffix, const mp_op *op, const int32_t *in,
+                         int32_t out, const int64_t *pads, mp_error *err) {
+  uint32_t nop = (uint32_t)rw->n_ops;
+  mp_status st = rw_new_op(rw, key, op->name, suffix, op->type, in,
+                           op->n_inputs, &out, 1, err);
+  for (uint32_t k = 0; k < op->n_attrs && st == MP_OK; k++) {
+    st = rw_set_attr(rw, nop, &op->attrs[k], err);
+  }
+  if (st == MP_OK && pads) {
+    const mp_attr pa = {
+        .name = "pads", .kind = MP_ATTR_INTS, .ints = pads, .n = 4};
+    st = rw_set_attr(rw, nop, &pa, err);
+  }
+  if (st == MP_OK) {
+    st = tl_log(z, rw, nop, MP_TILE_COPY, op->name, z->band, z->col, err);
+  }
+  return st;
+}
+
+/* Op p is a DequantizeLinear of an activation in the stage (TL_EW). */
+static bool tl_dq_act(const tl_ctx *z, int32_t p) {
+  return p >= 0 && (uint32_t)p < z->len && z->kind[p] == TL_EW &&
+         strcmp(mp_graph_op(z->g, (size_t)p)->type, "DequantizeLinear") == 0;
+}
+
+/* Records t as the crop [lo, hi) of x in this patch, into *out. */
+static mp_status tl_keep_crop(tl_ctx *z, int32_t x, int32_t t, int ax,
+                              const int64_t *lo, const int64_t *hi,
+                              int32_t *out, mp_error *err) {
+  void *arr = z->crops;
+  mp_status st =
+      mp_grow(mp_graph_alloc(z->g), &arr, &z->cap_crops, z->n_crops + 1,
+              sizeof *z->crops, mp_graph_source(z->g), err);
+  if (st != MP_OK) return st;
+  z->crops = arr;
+  z->crops[z->n_crops++] = (tl_crop){x, t, {lo[0], lo[1]}, {hi[0], hi[1]}, ax};
+  *out = t;
+  return MP_OK;
+}
+
+static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
+                         int32_t x, int ax, const int64_t *lo,
+                         const int64_t *hi, int32_t *out, mp_error *err);
+
+/* The crop [lo, hi) of DequantizeLinear p's output, written into t as
+ * the DequantizeLinear of the same crop of its input: elementwise, so
+ * the same bits, and no Slice reads an f32 copy, which would keep absorb
+ * from giving the integers to its other readers. */
+static mp_status tl_crop_dq(tl_ctx *z, rw_graph *rw, uint32_t key,
+                            const char *tag, int32_t p, int ax,
+                            const int64_t *lo, const int64_t *hi, int32_t t,
+                            mp_error *err) {
+  const mp_op *dq = mp_graph_op(z->g, (size_t)p);
+  int32_t *in = rw_alloc(rw, dq->n_inputs, sizeof *in, err);
+  if (!in) return MP_ERR_NOMEM;
+  memcpy(in, dq->inputs, dq->n_inputs * sizeof *in);
+  mp_status st =
+      tl_read(z, rw, key, tag, dq->inputs[0], ax, lo, hi, &in[0], err);
+  char sfx[48];
+  snprintf(sfx, sizeof sfx, "%s.crop", tag);
+  return st == MP_OK ? tl_emit(z, rw, key, sfx, dq, in, t, NULL, err) : st;
+}
+
 /* The patch tensor of x holding [lo, hi) on its axes ax and ax + 1:
  * x's part, or a Slice of it (of x itself when it is read whole). */
 static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
@@ -641,6 +712,10 @@ static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
   int32_t t = -1;
   mp_status st =
       tl_tensor(rw, x, xt, ax, hi[0] - lo[0], hi[1] - lo[1], sfx, &t, err);
+  if (st == MP_OK && !whole && tl_dq_act(z, xt->producer)) {
+    st = tl_crop_dq(z, rw, key, tag, xt->producer, ax, lo, hi, t, err);
+    return st == MP_OK ? tl_keep_crop(z, x, t, ax, lo, hi, out, err) : st;
+  }
   int64_t v[6]; /* starts v[0..n), ends v[2..2+n), axes v[4..4+n) */
   size_t n = 0;
   for (int j = 0; j < 2; j++) {
@@ -664,15 +739,7 @@ static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
   if (st == MP_OK) {
     st = tl_log(z, rw, op, MP_TILE_CROP, xt->name, z->band, z->col, err);
   }
-  if (st != MP_OK) return st;
-  void *arr = z->crops;
-  st = mp_grow(mp_graph_alloc(z->g), &arr, &z->cap_crops, z->n_crops + 1,
-               sizeof *z->crops, mp_graph_source(z->g), err);
-  if (st != MP_OK) return st;
-  z->crops = arr;
-  z->crops[z->n_crops++] = (tl_crop){x, t, {lo[0], lo[1]}, {hi[0], hi[1]}, ax};
-  *out = t;
-  return MP_OK;
+  return st == MP_OK ? tl_keep_crop(z, x, t, ax, lo, hi, out, err) : st;
 }
 
 /* Copies op o for the patch tagged tag (output [lo, hi) of its tensor). */
@@ -707,21 +774,9 @@ static mp_status tl_copy(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
     st = tl_tensor(rw, y, tl_t(z, y), tl_out_ax(z, o), yhi[0] - ylo[0],
                    yhi[1] - ylo[1], tag, &out, err);
   }
-  uint32_t nop = (uint32_t)rw->n_ops;
   if (st == MP_OK) {
-    st = rw_new_op(rw, key, op->name, tag, op->type, in, op->n_inputs, &out, 1,
-                   err);
-  }
-  for (uint32_t k = 0; k < op->n_attrs && st == MP_OK; k++) {
-    st = rw_set_attr(rw, nop, &op->attrs[k], err);
-  }
-  if (st == MP_OK && z->kind[o] == TL_WINDOW) {
-    const mp_attr pa = {
-        .name = "pads", .kind = MP_ATTR_INTS, .ints = pads, .n = 4};
-    st = rw_set_attr(rw, nop, &pa, err);
-  }
-  if (st == MP_OK) {
-    st = tl_log(z, rw, nop, MP_TILE_COPY, op->name, z->band, z->col, err);
+    st = tl_emit(z, rw, key, tag, op, in, out,
+                 z->kind[o] == TL_WINDOW ? pads : NULL, err);
   }
   z->part[y] = out;
   *macs += tl_macs(z, op, yhi[0] - ylo[0], yhi[1] - ylo[1]);
