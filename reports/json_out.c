@@ -90,6 +90,13 @@ void rj_tile(bool *ok, cJSON *o, const char *key, const mp_tile_info *t) {
     rj_num(ok, e, "lower_bound_with", (double)t->lb_with);
     rj_num(ok, e, "lower_bound_without", (double)t->lb_without);
   }
+  if (t->picks > 1) {
+    rj_num(ok, e, "ranked", t->picks);
+    rj_num(ok, e, "picked", t->picked);
+    rj_num(ok, e, "built", t->pick);
+    rj_num(ok, e, "lower_bound_picked_file", (double)t->lb_pick);
+    rj_num(ok, e, "lower_bound_first_file", (double)t->lb_first);
+  }
 }
 
 void rj_what_if(bool *ok, cJSON *o, const mp_report_what_if *w) {

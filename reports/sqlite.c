@@ -377,8 +377,18 @@ static const char db_v9[] =
     "  time_hit INTEGER NOT NULL,\n"
     "  ms REAL NOT NULL);\n";
 
+/* Version 10: which of the tile pass's ranked patchings was built, after
+ * every pass in file order and in the order planned (the pass manager's
+ * invariant 13); NULL when fewer than two were ranked. */
+static const char db_v10[] =
+    "ALTER TABLE tile ADD COLUMN ranked INTEGER;\n"
+    "ALTER TABLE tile ADD COLUMN picked INTEGER;\n"
+    "ALTER TABLE tile ADD COLUMN built INTEGER;\n"
+    "ALTER TABLE tile ADD COLUMN lower_bound_picked_file INTEGER;\n"
+    "ALTER TABLE tile ADD COLUMN lower_bound_first_file INTEGER;\n";
+
 static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4, db_v5,
-                                            db_v6, db_v7, db_v8, db_v9};
+                                            db_v6, db_v7, db_v8, db_v9, db_v10};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -1142,7 +1152,9 @@ static mp_status db_insert_tile(db_run *r, const mp_tile_info *t) {
       "INSERT INTO tile (run_id, outcome, cuts, candidates, budget_reached, "
       "lower_bound_before, lower_bound_after, cut, cut_op, stage_ops, bands, "
       "columns, height, width, graph_macs, extra_macs, lower_bound_with, "
-      "lower_bound_without) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+      "lower_bound_without, ranked, picked, built, lower_bound_picked_file, "
+      "lower_bound_first_file) VALUES "
+      "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   static const char sql_op[] =
       "INSERT INTO tile_op (run_id, step, op, role, origin, band, col) "
       "VALUES (?,?,?,?,?,?,?)";
@@ -1175,6 +1187,15 @@ static mp_status db_insert_tile(db_run *r, const mp_tile_info *t) {
       db_size(s, k++, t->lb_without);
     } else {
       for (int j = 0; j < 2; j++) sqlite3_bind_null(s, k++);
+    }
+    if (t->picks > 1) {
+      sqlite3_bind_int64(s, k++, t->picks);
+      sqlite3_bind_int64(s, k++, t->picked);
+      sqlite3_bind_int64(s, k++, t->pick);
+      db_size(s, k++, t->lb_pick);
+      db_size(s, k++, t->lb_first);
+    } else {
+      for (int j = 0; j < 5; j++) sqlite3_bind_null(s, k++);
     }
     st = db_row(r, s, "inserting the tile record");
   }

@@ -485,7 +485,8 @@ static void test_sqlite_schema(void) {
   /* Version 3 added columns to pass and the issue 9 tables, version 4
    * the verification target tables, version 5 tensor_buffer.offset,
    * version 6 pass.removed, version 7 peak_interval.idle_bytes and
-   * peak_in_use, version 8 tile and tile_op, version 9 schedule. */
+   * peak_in_use, version 8 tile and tile_op, version 9 schedule, version
+   * 10 the tile pass's ranked patchings. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('pass') WHERE "
                    "name IN ('lower_bound_before', 'arena_after', "
@@ -530,10 +531,17 @@ static void test_sqlite_schema(void) {
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run WHERE plan_options IS NULL"),
              1);
 
+  /* Version 10: which ranked patching the tile pass built. */
+  CHECK_EQ_I(q_int(old,
+                   "SELECT count(*) FROM pragma_table_info('tile') WHERE "
+                   "name IN ('ranked', 'picked', 'built', "
+                   "'lower_bound_picked_file', 'lower_bound_first_file')"),
+             5);
+
   /* A newer schema is refused, and the file is left alone. */
-  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (10, 'x', '9.9')"));
+  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (11, 'x', '9.9')"));
   CHECK(mp_report_db_open(old, NULL, &db, &err) == MP_ERR_UNSUPPORTED);
-  CHECK_HAS(err.msg, "schema version 10 is newer than this mplan");
+  CHECK_HAS(err.msg, "schema version 11 is newer than this mplan");
   CHECK_HAS(err.msg, old);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run"), 1);
 

@@ -77,6 +77,9 @@ mp_graph **pass_constants(pass_ctx *c);
 /* The report's tile record (mplan/passes.h), marked as run; the tile
  * pass fills it. */
 mp_tile_info *pass_tile_info(pass_ctx *c);
+/* Which of the tile pass's ranked patchings to build (manager.c
+ * invariant 13; 0: the best by its own bound). */
+uint32_t pass_tile_pick(const pass_ctx *c);
 /* Appends one op the tile pass added (copies the strings). */
 mp_status pass_tile_op(pass_ctx *c, const mp_tile_op *op, mp_error *err);
 /* s copied into the report's strings (NULL stays NULL; NULL and err set

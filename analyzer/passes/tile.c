@@ -78,7 +78,11 @@
  * row did not lower the bound (the halos grow as the bands thin), and
  * more columns until one more column did not lower the cut's best. The
  * search stops, the same on every machine, after TL_BUDGET ops
- * committed. The manager keeps the rewrite only when
+ * committed. The best patching of each cut measured (below the graph's
+ * bound) is ranked, up to TL_PICKS cuts, by bound and then MACs; the pass
+ * builds the one the manager picks (pass_tile_pick: manager.c invariant
+ * 13 judges them after every pass), the first by default. The manager
+ * keeps the rewrite only when
  * the lower bound under the order being planned does not rise (the pass
  * is guarded), and then only if it is still lower after every other pass
  * (manager.c invariant 11).
@@ -109,7 +113,8 @@
 #define TL_MAX_BANDS 16
 #define TL_MAX_COLS 8
 #define TL_MAX_EXTRA_PCT 25
-#define TL_FLAT 2 /* bands in a row that did not lower the bound: stop */
+#define TL_FLAT 2   /* bands in a row that did not lower the bound: stop */
+#define TL_PICKS 12 /* cuts whose best the manager judges after every pass */
 #define TL_MAX_WORK 16384 /* prefix ops x patches of one candidate */
 /* Ops committed and measured over all candidates (each costs the whole
  * graph plus its patches): past it the search stops with the best so far,
@@ -914,6 +919,21 @@ typedef struct tl_best {
   uint32_t cut, nh, nw;
 } tl_best;
 
+/* Puts cut's best b into top (n of TL_PICKS kept), ranked by bound, then
+ * by recomputed MACs; an equal one ranks after those already there. */
+static void tl_rank(tl_best *top, uint32_t *n, const tl_best *b) {
+  uint32_t at = *n;
+  while (at > 0 && (b->lb < top[at - 1].lb || (b->lb == top[at - 1].lb &&
+                                               b->extra < top[at - 1].extra))) {
+    at--;
+  }
+  if (at >= TL_PICKS) return;
+  uint32_t last = *n < TL_PICKS ? *n : TL_PICKS - 1;
+  memmove(&top[at + 1], &top[at], (last - at) * sizeof *top);
+  top[at] = *b;
+  if (*n < TL_PICKS) ++*n;
+}
+
 static mp_status tl_run(tl_ctx *z, mp_error *err) {
   mp_tile_info *info = pass_tile_info(z->c);
   mp_status st = tl_scan(z, err);
@@ -931,6 +951,8 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
   }
   st = tl_bound(z, z->g, &base, rest, err);
   tl_best best = {.lb = base};
+  tl_best top[TL_PICKS]; /* the best patching of each cut, ranked */
+  uint32_t n_top = 0;
   size_t spent = 0, tried = 0;
   bool cut_short = false;
   /* latest cut first: its rest is the lowest, and a cut whose rest is
@@ -943,6 +965,7 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
     for (uint32_t o = 0; o <= cut; o++) {
       prefix += tl_macs_whole(z, mp_graph_op(z->g, o));
     }
+    tl_best cb = {.lb = base}; /* this cut's best below the graph's bound */
     size_t prev_nw = SIZE_MAX; /* the best bound with one column less */
     for (uint32_t nw = 1;
          nw <= TL_MAX_COLS && nw <= tl_ext(tt, 1) && st == MP_OK && !cut_short;
@@ -971,6 +994,9 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
         if (lb < best.lb || (lb == best.lb && best.nh && extra < best.extra)) {
           best = (tl_best){lb, extra, prefix, cut, nh, nw};
         }
+        if (lb < cb.lb || (lb == cb.lb && cb.nh && extra < cb.extra)) {
+          cb = (tl_best){lb, extra, prefix, cut, nh, nw};
+        }
         if (lb < best_nw) best_nw = lb;
         if (lb <= rest[cut]) break; /* more bands cannot go lower */
         flat = lb < prev ? 0 : flat + 1;
@@ -980,6 +1006,7 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
       if (best_nw >= prev_nw) break; /* a column more did not help */
       prev_nw = best_nw;
     }
+    if (cb.nh) tl_rank(top, &n_top, &cb);
   }
   mp_free(mp_graph_alloc(z->g), rest);
   if (st != MP_OK) return st;
@@ -987,6 +1014,11 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
   info->budget_reached = cut_short;
   info->graph_macs = z->graph_macs;
   info->lb_before = info->lb_after = base;
+  info->picks = n_top;
+  if (n_top) { /* the manager's pick (its invariant 13) */
+    info->pick = pass_tile_pick(z->c) < n_top ? pass_tile_pick(z->c) : 0;
+    best = top[info->pick];
+  }
   if (best.nh == 0) {
     if (tried) {
       mp_buf_printf(&z->c->note,

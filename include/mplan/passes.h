@@ -196,7 +196,17 @@ typedef struct mp_tile_info {
                                  the pass (lb_before also when no gain) */
   size_t lb_with, lb_without; /* after every pass with and without the
                                  patches (invariant 11); 0: not judged */
-  const mp_tile_op *ops;      /* KEPT: the ops the pass added */
+  /* The best patching of each of up to 12 cuts, ranked by lb_after
+   * (0-based), is judged after every pass in file order (manager.c
+   * invariant 13): */
+  uint32_t picks;  /* patchings ranked (below 2: none compared) */
+  uint32_t picked; /* the one of the lowest bound after every pass in file
+                      order (0: the first) */
+  uint32_t pick;   /* the one built: the first, or picked when its bound
+                      after every pass in the order planned is lower */
+  size_t lb_pick, lb_first; /* picked's and the first's bounds after every
+                               pass in file order (0: not judged) */
+  const mp_tile_op *ops;    /* KEPT: the ops the pass added */
   size_t n_ops;
 } mp_tile_info;
 

@@ -19,6 +19,9 @@
 #  - "all" holds no tile; "all,tile" adds it; bad lists exit 2.
 #  - With RV64=1, the tiled MobileNetV2 and two f32 stems run on the RVV
 #    kernels under qemu-riscv64 with the outputs of --passes none.
+#  - PP-OCRv4 det (from the ONNX cache): its first ranked patching is
+#    dropped after every pass, its fifth kept (manager.c invariant 13),
+#    with the same outputs.
 #  - BlazeFace (from the ONNX cache, when fetched): a TensorFlow export
 #    whose stage starts with the NHWC input's Transpose and pads channels
 #    with a ConstantOfShape's zeros joined by a Concat; in patches its
@@ -32,6 +35,7 @@ rv64=${4:-0}
 cache=${5:-}
 . "$(dirname "$0")/lib.sh"
 
+py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 lb() { # MODEL ARGS...: the activation lower bound
   "$mplan" plan "$@" --json | python3 -c \
     "import json,sys; print(json.load(sys.stdin)['summary']['lower_bound_bytes'])"
@@ -243,10 +247,27 @@ rec() { # OUTCOME MODEL ARGS...
 rec kept "$src/models/mobilenet_v2.json" --passes all,tile
 rec kept "$src/tests/data/passes/tile_stem.json" --passes tile
 rec "no gain" "$src/tests/data/passes/tile_late.json" --passes tile
+# tiled, then dropped: after every pass the bound is the same without
+rec dropped "$src/tests/data/passes/tile_stem.json" --passes all,tile
 det=$cache/ocr/ch_PP-OCRv4_det_infer.onnx
 if [ -n "$cache" ] && [ -f "$det" ]; then
-  # tiled, then dropped: a fusion across the cut no longer applies
-  rec dropped "$det" --passes all,tile --shape x=1x3x128x128
+  # the first ranked patching is dropped after every pass (a fusion
+  # across its cut no longer applies: 1,048,576 B against 786,432 B
+  # without), the fifth ranked, the best after every pass in file order,
+  # is kept (manager.c invariant 13), with the outputs of --passes none
+  rec kept "$det" --passes all,tile --shape x=1x3x128x128
+  run 0 plan "$det" --shape x=1x3x128x128 --passes all,tile --order memory -o "$tmp/det.json" &&
+    has "$tmp/out" "lower bound 532,992 B" &&
+    has "$tmp/out" "after every pass in file order, patching 5 of 12 ranked 571392 B, the first 1048576 B; in the order planned 532992 against 1048576 B: built it; kept: 532992 B after every pass, 786432 B without the patches"
+  [ "$(py "$tmp/det.json" "tuple(d['passes']['tile'][k] for k in ('ranked', 'picked', 'built', 'lower_bound_picked_file', 'lower_bound_first_file', 'lower_bound_with'))")" = "(12, 4, 4, 571392, 1048576, 532992)" ] && ok ||
+    bad "det: passes.tile does not name the fifth ranked patching"
+  outputs "$det" det.none --shape x=1x3x128x128 --passes none || true
+  outputs "$det" det.tile --shape x=1x3x128x128 --passes all,tile --order memory || true
+  if [ -s "$tmp/det.tile.mpt" ] && cmp -s "$tmp/det.none.mpt" "$tmp/det.tile.mpt"; then
+    ok
+  else
+    bad "det: outputs with --passes all,tile differ from --passes none"
+  fi
 fi
 
 bf=$cache/blazeface/face_detection_front_128x128_barracuda.onnx

@@ -16,7 +16,9 @@ bad = []
 if t["outcome"] != want:
     bad.append("outcome %s, wanted %s" % (t["outcome"], want))
 for k in ("outcome", "cuts", "candidates", "lower_bound_before", "cut",
-          "bands", "columns", "lower_bound_with", "lower_bound_without"):
+          "bands", "columns", "lower_bound_with", "lower_bound_without",
+          "ranked", "picked", "built", "lower_bound_picked_file",
+          "lower_bound_first_file"):
     if row[k] != t.get(k):
         bad.append("%s: %r in SQLite, %r in JSON" % (k, row[k], t.get(k)))
 steps = {e["step"]: e for e in d["execution"] if "patch" in e}
