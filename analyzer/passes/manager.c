@@ -109,15 +109,18 @@
  *  13. The tile pass ranks its patchings by the bound right after it, in
  *      file order, before fusion and absorb change what a patch holds: in
  *      a QDQ model the f32 tensors between the pairs it counts become
- *      8-bit or go, so its first choice need not be the best after every
- *      pass (BlazeFace in QDQ form with every activation in a pair:
- *      132,640 B after every pass for its first, 112,640 B for its
- *      third). So when it ranked more than one (the best of each of up
- *      to 4 cuts), every pass runs once for each, in file order (no
- *      search: cheap, and the same on every machine), and the patching
- *      with the lowest bound after them (ties to the higher ranked) is
- *      the one the run of invariant 11 builds, with the budget that run
- *      had; the tile row says which and both bounds.
+ *      8-bit or go, and a fusion across a cut no longer applies, so its
+ *      first choice need not be the best after every pass (M-LSD in QDQ
+ *      form with every activation in a pair: 1,740,800 B after every pass
+ *      in file order for its first, 1,280,000 B for its second; PP-OCRv4
+ *      det: 26.2 MB for its first, dropped by invariant 11, 14.3 MB for
+ *      its fifth). So when it ranked more than one (the best of each of
+ *      up to 12 cuts), every pass runs once for each, in file order (no
+ *      search: cheap, and the same on every machine). When the lowest
+ *      bound after them (ties to the higher ranked) is not the first's,
+ *      that patching also runs in the order planned, and the lower of it
+ *      and the first goes on to invariant 11; the budget is then split
+ *      three ways. The tile row says which and the bounds.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,7 +143,8 @@ struct mp_pass_report {
   uint32_t vlen, mask;
   mp_graph *init;     /* the folded constant subgraphs compile evaluates */
   uint32_t tile_pick; /* which ranked patching tile builds (invariant 13) */
-  bool has_tile;      /* the tile pass ran: tile holds what it chose */
+  pass_tile_memo *tile_memo; /* its search, shared by the runs (or NULL) */
+  bool has_tile;             /* the tile pass ran: tile holds what it chose */
   mp_tile_info tile;
   mp_tile_op *tile_ops; /* tile.ops, tile.n_ops of them */
   size_t cap_tile_ops;
@@ -357,6 +361,10 @@ const char *mp_tile_role_name(mp_tile_role r) {
 
 uint32_t pass_tile_pick(const pass_ctx *c) {
   return c->report->tile_pick;
+}
+
+pass_tile_memo *pass_tile_memo_of(pass_ctx *c) {
+  return c->report->tile_memo;
 }
 
 mp_tile_info *pass_tile_info(pass_ctx *c) {
@@ -1361,15 +1369,18 @@ static bool pm_quant_tails_left(const mp_graph *g) {
 
 static mp_status pm_pipeline(mp_graph *g, const mp_pass_opts *o, uint64_t work,
                              double ms, bool tile_row, uint32_t pick,
-                             pm_state *out, mp_pass_report **rep,
-                             mp_error *err) {
+                             pass_tile_memo *memo, pm_state *out,
+                             mp_pass_report **rep, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(g);
   pm_state s = {.g = g, .owned = false};
   mp_pass_report *r = NULL;
   pm_budget b = {.work = work, .left = 1, .ms = ms, .t0 = sched_now_ms()};
   for (int p = 0; p < MP_PASS_COUNT; p++) b.left += (o->mask >> p) & 1u;
   mp_status st = pm_report(a, o, &r, err);
-  if (st == MP_OK) r->tile_pick = pick;
+  if (st == MP_OK) {
+    r->tile_pick = pick;
+    r->tile_memo = memo;
+  }
   if (st == MP_OK) {
     st = mp_alias_identity(a, mp_graph_tensor_count(g), &s.alias, err);
   }
@@ -1506,7 +1517,8 @@ static mp_status pm_tile_note(mp_pass_report *r, uint32_t picks,
  * ranked one or none), *picks how many it ranked, and *lb_pick and
  * *lb_first the bounds of the one picked and of the first. */
 static mp_status pm_tile_pick(mp_graph *g, const mp_pass_opts *o,
-                              uint32_t *pick, uint32_t *picks, size_t *lb_pick,
+                              pass_tile_memo *memo, uint32_t *pick,
+                              uint32_t *picks, size_t *lb_pick,
                               size_t *lb_first, mp_error *err) {
   mp_pass_opts of = *o;
   of.schedule.order = MP_ORDER_FILE;
@@ -1515,7 +1527,7 @@ static mp_status pm_tile_pick(mp_graph *g, const mp_pass_opts *o,
   for (uint32_t p = 0; st == MP_OK && (p == 0 || p < *picks); p++) {
     pm_state s = {0};
     mp_pass_report *r = NULL;
-    st = pm_pipeline(g, &of, 0, 0, false, p, &s, &r, err);
+    st = pm_pipeline(g, &of, 0, 0, false, p, memo, &s, &r, err);
     if (st != MP_OK) break;
     const mp_tile_info *t = r->has_tile ? &r->tile : NULL;
     if (p == 0) *picks = t ? t->picks : 0;
@@ -1546,30 +1558,35 @@ mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *opts, mp_alias *alias,
   mp_pass_report *r = NULL, *r2 = NULL;
   uint32_t pick = 0, picks = 0;
   size_t lb_pick = 0, lb_first = 0;
+  pass_tile_memo memo = {0}; /* the tile pass searches once */
   mp_status st = MP_OK;
-  if (tile) st = pm_tile_pick(*g, o, &pick, &picks, &lb_pick, &lb_first, err);
+  if (tile) {
+    st = pm_tile_pick(*g, o, &memo, &pick, &picks, &lb_pick, &lb_first, err);
+  }
   /* the runs of invariants 11 and 13 share the budget */
   uint32_t runs = tile ? (pick ? 3 : 2) : 1;
   if (st == MP_OK) {
-    st = pm_pipeline(*g, o, work / runs, ms / runs, false, 0, &s, &r, err);
+    st = pm_pipeline(*g, o, work / runs, ms / runs, false, 0, &memo, &s, &r,
+                     err);
   }
   if (st == MP_OK && pick) {
     /* invariant 13: the patching best after every pass in file order,
      * against the first in the order planned */
     pm_state s3 = {0};
     mp_pass_report *r3 = NULL;
-    st = pm_pipeline(*g, o, work / runs, ms / runs, false, pick, &s3, &r3, err);
+    st = pm_pipeline(*g, o, work / runs, ms / runs, false, pick, &memo, &s3,
+                     &r3, err);
+    bool it = st == MP_OK && s3.meas.lb < s.meas.lb;
     if (st == MP_OK) {
-      bool it = s3.meas.lb < s.meas.lb;
       st = pm_tile_note(it ? r3 : r, picks, pick, lb_pick, lb_first, it,
                         s3.meas.lb, s.meas.lb, err);
     }
-    if (st == MP_OK && s3.meas.lb < s.meas.lb) {
+    if (st == MP_OK && it) {
       pm_state_release(&s);
       mp_pass_report_destroy(r);
       s = s3;
       r = r3;
-    } else if (st == MP_OK) {
+    } else if (s3.g) { /* (pm_pipeline left nothing when it failed) */
       pm_state_release(&s3);
       mp_pass_report_destroy(r3);
     }
@@ -1584,7 +1601,8 @@ mp_status mp_passes_run(mp_graph **g, const mp_pass_opts *opts, mp_alias *alias,
     /* invariant 11: the passes after tile judge it too */
     mp_pass_opts o2 = *o;
     o2.mask &= ~(1u << MP_PASS_TILE);
-    st = pm_pipeline(*g, &o2, work / runs, ms / runs, true, 0, &s2, &r2, err);
+    st = pm_pipeline(*g, &o2, work / runs, ms / runs, true, 0, NULL, &s2, &r2,
+                     err);
     pm_state keep = {0};
     mp_pass_report *keep_r = NULL;
     if (st == MP_OK) {

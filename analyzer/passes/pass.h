@@ -80,6 +80,27 @@ mp_tile_info *pass_tile_info(pass_ctx *c);
 /* Which of the tile pass's ranked patchings to build (manager.c
  * invariant 13; 0: the best by its own bound). */
 uint32_t pass_tile_pick(const pass_ctx *c);
+
+/* The tile pass's search, kept across the pass manager's runs of one
+ * graph (manager.c invariant 13): the pass sees the same graph in each
+ * (fold and eliminate before it read no order), and the runs differ only
+ * in the patching they build. */
+#define PASS_TILE_PICKS 12
+typedef struct pass_tile_rank { /* a patching: the bound in file order */
+  size_t lb;                    /* right after the pass, the recomputed */
+  double extra, prefix;         /* Conv MACs and those of the stage */
+  uint32_t cut, nh, nw;         /* (nh 0: none) */
+} pass_tile_rank;
+typedef struct pass_tile_memo {
+  bool set;
+  size_t ops, tensors, cuts; /* the graph searched (a check) */
+  size_t base, tried;        /* its bound; patchings measured */
+  bool cut_short;            /* the search stopped at its budget */
+  uint32_t n;                /* ranked: the best of each of n cuts */
+  pass_tile_rank top[PASS_TILE_PICKS];
+} pass_tile_memo;
+/* NULL when the run keeps none. */
+pass_tile_memo *pass_tile_memo_of(pass_ctx *c);
 /* Appends one op the tile pass added (copies the strings). */
 mp_status pass_tile_op(pass_ctx *c, const mp_tile_op *op, mp_error *err);
 /* s copied into the report's strings (NULL stays NULL; NULL and err set

@@ -113,9 +113,9 @@
 #define TL_MAX_BANDS 16
 #define TL_MAX_COLS 8
 #define TL_MAX_EXTRA_PCT 25
-#define TL_FLAT 2   /* bands in a row that did not lower the bound: stop */
-#define TL_PICKS 12 /* cuts whose best the manager judges after every pass */
-#define TL_MAX_WORK 16384 /* prefix ops x patches of one candidate */
+#define TL_FLAT 2 /* bands in a row that did not lower the bound: stop */
+#define TL_PICKS PASS_TILE_PICKS /* cuts whose best the manager judges */
+#define TL_MAX_WORK 16384        /* prefix ops x patches of one candidate */
 /* Ops committed and measured over all candidates (each costs the whole
  * graph plus its patches): past it the search stops with the best so far,
  * the same on every machine. */
@@ -913,11 +913,7 @@ static mp_status tl_try(tl_ctx *z, uint32_t cut, uint32_t nh, uint32_t nw,
   return st;
 }
 
-typedef struct tl_best {
-  size_t lb;
-  double extra, prefix;
-  uint32_t cut, nh, nw;
-} tl_best;
+typedef pass_tile_rank tl_best;
 
 /* Puts cut's best b into top (n of TL_PICKS kept), ranked by bound, then
  * by recomputed MACs; an equal one ranks after those already there. */
@@ -934,22 +930,16 @@ static void tl_rank(tl_best *top, uint32_t *n, const tl_best *b) {
   if (*n < TL_PICKS) ++*n;
 }
 
-static mp_status tl_run(tl_ctx *z, mp_error *err) {
-  mp_tile_info *info = pass_tile_info(z->c);
-  mp_status st = tl_scan(z, err);
-  if (st != MP_OK || z->n_cuts == 0) return st;
-  info->outcome = MP_TILE_NO_GAIN;
-  info->cuts = (uint32_t)z->n_cuts;
-  for (size_t o = 0; o < mp_graph_op_count(z->g); o++) {
-    z->graph_macs += tl_macs_whole(z, mp_graph_op(z->g, o));
-  }
+/* Measures the candidates (the rules at the top) into *m: the graph's
+ * bound, the patchings tried, and the best of each cut, ranked. */
+static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
   size_t base = 0;
   size_t *rest = mp_calloc(mp_graph_alloc(z->g), z->len + 1, sizeof *rest);
   if (!rest) {
     return mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                         mp_graph_source(z->g));
   }
-  st = tl_bound(z, z->g, &base, rest, err);
+  mp_status st = tl_bound(z, z->g, &base, rest, err);
   tl_best best = {.lb = base};
   tl_best top[TL_PICKS]; /* the best patching of each cut, ranked */
   uint32_t n_top = 0;
@@ -1009,15 +999,48 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
     if (cb.nh) tl_rank(top, &n_top, &cb);
   }
   mp_free(mp_graph_alloc(z->g), rest);
-  if (st != MP_OK) return st;
+  *m = (pass_tile_memo){.set = true,
+                        .ops = mp_graph_op_count(z->g),
+                        .tensors = z->n_t,
+                        .cuts = z->n_cuts,
+                        .base = base,
+                        .tried = tried,
+                        .cut_short = cut_short,
+                        .n = n_top};
+  memcpy(m->top, top, n_top * sizeof *top);
+  return st;
+}
+
+static mp_status tl_run(tl_ctx *z, mp_error *err) {
+  mp_tile_info *info = pass_tile_info(z->c);
+  mp_status st = tl_scan(z, err);
+  if (st != MP_OK || z->n_cuts == 0) return st;
+  info->outcome = MP_TILE_NO_GAIN;
+  info->cuts = (uint32_t)z->n_cuts;
+  for (size_t o = 0; o < mp_graph_op_count(z->g); o++) {
+    z->graph_macs += tl_macs_whole(z, mp_graph_op(z->g, o));
+  }
+  pass_tile_memo *memo = pass_tile_memo_of(z->c), m = {0};
+  bool reuse = memo && memo->set && memo->ops == mp_graph_op_count(z->g) &&
+               memo->tensors == z->n_t && memo->cuts == z->n_cuts;
+  if (reuse) {
+    m = *memo;
+  } else {
+    st = tl_search(z, &m, err);
+    if (st != MP_OK) return st;
+    if (memo) *memo = m;
+  }
+  size_t base = m.base, tried = m.tried;
+  bool cut_short = m.cut_short;
+  tl_best best = {.lb = base};
   info->candidates = tried;
   info->budget_reached = cut_short;
   info->graph_macs = z->graph_macs;
   info->lb_before = info->lb_after = base;
-  info->picks = n_top;
-  if (n_top) { /* the manager's pick (its invariant 13) */
-    info->pick = pass_tile_pick(z->c) < n_top ? pass_tile_pick(z->c) : 0;
-    best = top[info->pick];
+  info->picks = m.n;
+  if (m.n) { /* the manager's pick (its invariant 13) */
+    info->pick = pass_tile_pick(z->c) < m.n ? pass_tile_pick(z->c) : 0;
+    best = m.top[info->pick];
   }
   if (best.nh == 0) {
     if (tried) {
