@@ -940,7 +940,6 @@ static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
                         mp_graph_source(z->g));
   }
   mp_status st = tl_bound(z, z->g, &base, rest, err);
-  tl_best best = {.lb = base};
   tl_best top[TL_PICKS]; /* the best patching of each cut, ranked */
   uint32_t n_top = 0;
   size_t spent = 0, tried = 0;
@@ -949,7 +948,7 @@ static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
    * above the best bound so far can neither win nor tie */
   for (size_t i = z->n_cuts; i-- > 0 && st == MP_OK && !cut_short;) {
     uint32_t cut = z->cuts[i];
-    if (rest[cut] > best.lb) continue;
+    if (rest[cut] > (n_top ? top[0].lb : base)) continue;
     const mp_tensor *tt = tl_t(z, mp_graph_op(z->g, cut)->outputs[0]);
     double prefix = 0;
     for (uint32_t o = 0; o <= cut; o++) {
@@ -980,9 +979,6 @@ static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
         double extra = macs - prefix;
         if (st != MP_OK || extra * 100.0 > TL_MAX_EXTRA_PCT * z->graph_macs) {
           break; /* more patches recompute more */
-        }
-        if (lb < best.lb || (lb == best.lb && best.nh && extra < best.extra)) {
-          best = (tl_best){lb, extra, prefix, cut, nh, nw};
         }
         if (lb < cb.lb || (lb == cb.lb && cb.nh && extra < cb.extra)) {
           cb = (tl_best){lb, extra, prefix, cut, nh, nw};
