@@ -21,7 +21,8 @@
 #    kernels under qemu-riscv64 with the outputs of --passes none.
 #  - PP-OCRv4 det (from the ONNX cache): its first ranked patching is
 #    dropped after every pass, its fifth kept (manager.c invariant 13),
-#    with the same outputs.
+#    with the same outputs, on the host and (RV64=1) on the RVV kernels
+#    under qemu-riscv64 at VLEN 256.
 #  - BlazeFace (from the ONNX cache, when fetched): a TensorFlow export
 #    whose stage starts with the NHWC input's Transpose and pads channels
 #    with a ConstantOfShape's zeros joined by a Concat; in patches its
@@ -401,6 +402,10 @@ if [ "$rv64" = 1 ]; then
   verify "$src/models/mobilenet_v2.json" --passes all,tile --target rv64 \
     --vlen 256
   rv64_same "$qs" 128 all,tile --order memory
+  # PP-OCRv4 det in its kept patches (13 s a run under QEMU at 128 x 128)
+  if [ -n "$cache" ] && [ -f "$det" ]; then
+    rv64_same "$det" 256 all,tile --shape x=1x3x128x128 --order memory
+  fi
 fi
 
 echo "tile cli: $pass passed, $fail failed"
