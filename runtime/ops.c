@@ -1323,11 +1323,12 @@ static void op_run_conv_planes(op_ctx *c, const op_tail *t, uint32_t own,
       size_t at = (size_t)((bi * k->m + oc) * pout);
       char *yp = yq ? saved : (char *)out + at * es;
       int64_t x0 = (bi * k->c + oc / mg * cg) * pin;
-      const char *xp = (const char *)px + (size_t)x0 * xes;
-      if (!px) { /* op_conv_xgroups: the group's input, once per group */
-        if (oc % mg == 0)
-          (void)op_widen_range(c, t, own, 0, x0, cg * pin, xbuf);
-        xp = (const char *)xbuf;
+      const char *xp = (const char *)xbuf;
+      if (px) {
+        xp = (const char *)px + (size_t)x0 * xes;
+      } else if (oc % mg == 0) { /* op_conv_xgroups: the group's input,
+                                    once per group */
+        (void)op_widen_range(c, t, own, 0, x0, cg * pin, xbuf);
       }
       const char *wp =
           pw ? (const char *)pw + (size_t)(oc * cg * ks) * xes
