@@ -1533,7 +1533,10 @@ static mp_status pm_tile_pick(mp_graph *g, const mp_pass_opts *o,
     if (p == 0) *picks = t ? t->picks : 0;
     if (t && t->pick == p && t->picks == *picks) {
       if (p == 0) *lb_first = *lb_pick = s.meas.lb;
-      if (s.meas.lb < *lb_pick) {
+      /* a tie goes to fewer recomputed MACs, as the pass ranks */
+      if (s.meas.lb < *lb_pick ||
+          (s.meas.lb == *lb_pick &&
+           memo->top[p].extra < memo->top[*pick].extra)) {
         *lb_pick = s.meas.lb;
         *pick = p;
       }

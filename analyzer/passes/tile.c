@@ -37,8 +37,11 @@
  * over tensors of rank 4 in NCHW (or no layout), with no mplan.*
  * attribute, writing activations (a graph output ends the stage; no
  * retained state, no pinned offset). A prefix ending at op i is a cut when the
- * output T of op i is the only tensor it makes that a later op reads (or that
- * is a graph output): then the rest of the graph sees only T.
+ * output T of op i is read by a later op (or is a graph output), and at
+ * most TL_MAX_X other tensors it makes are (exports: an encoder's skip, or
+ * a decoder's Conv of it that the prefix takes in), each an NCHW
+ * activation of an op copied per patch: then the rest of the graph sees
+ * only T and the exports, each whole.
  *
  * The rewrite, for a cut and nh x nw patches. T's rows are split into nh
  * bands and its columns into nw, each as equal as integers allow. For
@@ -59,13 +62,23 @@
  * the Concat along W writes T). All new ops take the key of op i, patch by
  * patch, so the file order runs one patch after the other.
  *
+ * Exports. Each is split into the same grid of parts and joined the same
+ * way (NAME.tR and NAME.tiles after the op that makes it). Along an axis,
+ * part i begins where T's part i first needs the export, or at an even
+ * split when T's part needs none of it (tl_own), so a patch computes
+ * little more of it than it did for T: the walk back starts from T's part
+ * and the export's part together, and the patch reads its part through a
+ * Slice when it computes more. A grid that would give an export an empty
+ * part is not built.
+ *
  * Exactness: every element of every patch tensor is computed from the
  * same input values with the same window and the same pads as in the
  * untiled graph (padding exists only at the image's edges, where the
  * patch keeps it), so T is the same bit for bit. AveragePool's divisor
  * follows, as the window and its pads are the same.
  *
- * Which cut and patches. Every cut (T at least 2 rows) and every nh =
+ * Which cut and patches. Every cut (T at least 2 rows; those that leave
+ * only T first, then those with exports) and every nh =
  * 1 .. min(rows, TL_MAX_BANDS) and nw = 1 .. min(columns, TL_MAX_COLS)
  * with nh x nw >= 2 is built and measured: the activation lower bound of
  * the rewritten graph in its file order, each tensor its own buffer. The
@@ -79,25 +92,28 @@
  * more columns until one more column did not lower the cut's best. The
  * search stops, the same on every machine, after TL_BUDGET ops
  * committed. The best patching of each cut measured (below the graph's
- * bound) is ranked, up to TL_PICKS cuts, by bound and then MACs; the pass
- * builds the one the manager picks (pass_tile_pick: manager.c invariant
- * 13 judges them after every pass), the first by default. The manager
- * keeps the rewrite only when
- * the lower bound under the order being planned does not rise (the pass
- * is guarded), and then only if it is still lower after every other pass
- * (manager.c invariant 11).
+ * bound) is ranked, up to TL_PICKS / 2 cuts that leave only T and as many
+ * with exports (before fusion, cuts with exports often tie at what the
+ * rest of the graph holds, and would crowd out the others), by bound and
+ * then MACs; the pass builds the one the manager picks (pass_tile_pick:
+ * manager.c invariant 13 judges them after every pass), the first by default.
+ * The manager keeps the rewrite only when the lower bound under the order being
+ * planned does not rise (the pass is guarded), and then only if it is still
+ * lower after every other pass (manager.c invariant 11).
  *
  * Why not in --passes all: the pass trades compute for memory (the
  * recomputed halos), which a plan must not do unasked; it runs when named
  * (--passes tile, or all,tile).
  *
  * Invariants:
- *   1. The prefix's ops are all killed and T keeps its name, kind and
- *      shape (written by the last Concat); nothing after the prefix
- *      changes.
+ *   1. The prefix's ops are all killed and T and the exports keep their
+ *      names, kinds and shapes (each written by its last Concat); nothing
+ *      after the prefix changes.
  *   2. Each patch tensor's range [lo, hi) per spatial axis lies within its
  *      tensor's extent, and each copied op's output range is the patch's
- *      need of it, so the parts cover T exactly once, in order.
+ *      need of it, so the parts cover T exactly once, in order; an
+ *      export's parts are a partition of it too (tl_own), each within
+ *      what its patch computes of it.
  *   3. A copied Conv or pool gets, per axis, a begin pad lo_read - first
  *      >= 0 and an end pad end - hi_read >= 0, where [first, end) is the
  *      span its windows cover unclipped and [lo_read, hi_read) what it
@@ -116,6 +132,7 @@
 #define TL_FLAT 2 /* bands in a row that did not lower the bound: stop */
 #define TL_PICKS PASS_TILE_PICKS /* cuts whose best the manager judges */
 #define TL_MAX_WORK 16384        /* prefix ops x patches of one candidate */
+#define TL_MAX_X 2 /* tensors besides T a cut may leave to later ops */
 /* Ops committed and measured over all candidates (each costs the whole
  * graph plus its patches): past it the search stops with the best so far,
  * the same on every machine. */
@@ -154,7 +171,12 @@ typedef struct tl_ctx {
   int32_t *part;  /* per tensor: its patch tensor in the rewrite */
   uint32_t *cuts; /* ops ending a cut */
   size_t n_cuts;
-  tl_crop *crops; /* Slices made in this patch */
+  int32_t *cut_x;       /* per op: the TL_MAX_X exports of its cut (-1: none) */
+  int32_t ex[TL_MAX_X]; /* the exports of the patching being built */
+  uint32_t n_ex;
+  bool seed; /* tl_need seeds each export with its part (own) */
+  int64_t own[TL_MAX_X][2][TL_MAX_BANDS + 1]; /* part bounds per axis */
+  tl_crop *crops;                             /* Slices made in this patch */
   size_t n_crops, cap_crops;
   double graph_macs;
   bool log;          /* the final build: record each op in the report */
@@ -519,6 +541,18 @@ static double tl_macs_whole(const tl_ctx *z, const mp_op *op) {
 }
 
 /* The tileable prefix and its cuts. */
+/* A tensor the stage makes that a later op may read whole once its parts
+ * are joined: an NCHW activation of at least one row and column, from an
+ * op copied per patch. */
+static bool tl_exportable(const tl_ctx *z, int32_t t) {
+  const mp_tensor *x = tl_t(z, t);
+  if (x->kind != MP_TENSOR_ACTIVATION || !tl_nchw(x) || x->producer < 0) {
+    return false;
+  }
+  tl_kind k = (tl_kind)z->kind[x->producer];
+  return k != TL_CONST && k != TL_PRE && tl_ext(x, 0) >= 1 && tl_ext(x, 1) >= 1;
+}
+
 static mp_status tl_scan(tl_ctx *z, mp_error *err) {
   const mp_alloc *a = mp_graph_alloc(z->g);
   size_t n_ops = mp_graph_op_count(z->g);
@@ -557,10 +591,24 @@ static mp_status tl_scan(tl_ctx *z, mp_error *err) {
     open[y] = yt->n_consumers + (yt->kind == MP_TENSOR_OUTPUT);
     if (open[y]) n_open++;
     z->len = o + 1;
-    if (n_open == 1 && open[y] > 0 && tl_ext(yt, 0) >= 2 &&
-        z->kind[o] != TL_CONST && z->kind[o] != TL_PRE) {
-      /* (a TL_CONST stays, a TL_PRE op's output is NHWC: not cuts) */
-      z->cuts[z->n_cuts++] = o;
+    if (n_open >= 1 && n_open <= 1 + TL_MAX_X && open[y] > 0 &&
+        tl_ext(yt, 0) >= 2 && z->kind[o] != TL_CONST && z->kind[o] != TL_PRE) {
+      /* (a TL_CONST stays, a TL_PRE op's output is NHWC: not cuts);
+       * the other tensors read later are exports, joined like T */
+      uint32_t nx = 0;
+      bool ok_x = true;
+      for (size_t t = 0; n_open > 1 && t < z->n_t && ok_x; t++) {
+        if (!made[t] || !open[t] || (int32_t)t == y) continue;
+        ok_x = tl_exportable(z, (int32_t)t);
+        if (ok_x) z->cut_x[(size_t)o * TL_MAX_X + nx++] = (int32_t)t;
+      }
+      if (ok_x) {
+        z->cuts[z->n_cuts++] = o;
+      } else {
+        for (uint32_t k = 0; k < TL_MAX_X; k++) {
+          z->cut_x[(size_t)o * TL_MAX_X + k] = -1;
+        }
+      }
     }
   }
   mp_free(a, open);
@@ -586,6 +634,14 @@ static void tl_need(tl_ctx *z, uint32_t cut, const int64_t *a,
   for (int j = 0; j < 2; j++) {
     z->lo[2 * t + j] = a[j];
     z->hi[2 * t + j] = b[j];
+  }
+  for (uint32_t k = 0; z->seed && k < z->n_ex; k++) {
+    int32_t x = z->ex[k];
+    int32_t at[2] = {z->band, z->col};
+    for (int j = 0; j < 2; j++) {
+      z->lo[2 * x + j] = z->own[k][j][at[j]];
+      z->hi[2 * x + j] = z->own[k][j][at[j] + 1];
+    }
   }
   for (uint32_t o = cut + 1; o-- > 0;) {
     const mp_op *op = mp_graph_op(z->g, o);
@@ -806,18 +862,95 @@ static mp_status tl_concat(tl_ctx *z, rw_graph *rw, uint32_t key,
   return st;
 }
 
+/* The parts of each export of the cut along each axis (z->own): part i
+ * begins where T's part i first needs the export (so a patch computes
+ * little more than it did for T), or at an even split when T's part
+ * needs none of it; false when a part would be empty. */
+static bool tl_own(tl_ctx *z, uint32_t cut, uint32_t nh, uint32_t nw,
+                   const int64_t *ext) {
+  uint32_t n[2] = {nh, nw};
+  z->seed = false;
+  if (z->n_ex == 0) return true;
+  for (uint32_t k = 0; k < z->n_ex; k++) {
+    const mp_tensor *x = tl_t(z, z->ex[k]);
+    for (int j = 0; j < 2; j++) {
+      z->own[k][j][0] = 0;
+      z->own[k][j][n[j]] = tl_ext(x, j);
+    }
+  }
+  for (int j = 0; j < 2; j++) {
+    for (uint32_t i = 1; i < n[j]; i++) {
+      int64_t a[2] = {0, 0}, b[2] = {ext[0], ext[1]};
+      a[j] = ext[j] * i / n[j];
+      b[j] = ext[j] * (i + 1) / n[j];
+      tl_need(z, cut, a, b);
+      for (uint32_t k = 0; k < z->n_ex; k++) {
+        int32_t x = z->ex[k];
+        int64_t e = tl_ext(tl_t(z, x), j), prev = z->own[k][j][i - 1];
+        int64_t v = z->lo[2 * x + j] < z->hi[2 * x + j] ? z->lo[2 * x + j]
+                                                        : e * i / n[j];
+        z->own[k][j][i] = v < prev ? prev : v > e ? e : v;
+      }
+    }
+  }
+  for (uint32_t k = 0; k < z->n_ex; k++) {
+    for (int j = 0; j < 2; j++) {
+      for (uint32_t i = 0; i < n[j]; i++) {
+        if (z->own[k][j][i + 1] <= z->own[k][j][i]) return false;
+      }
+    }
+  }
+  z->seed = z->n_ex > 0;
+  return true;
+}
+
+/* Joins export k's parts of band r (nw > 1) or its bands into the
+ * export, as tl_build joins T's. */
+static mp_status tl_join_x(tl_ctx *z, rw_graph *rw, uint32_t key, uint32_t k,
+                           int32_t *parts, uint32_t n, int32_t band,
+                           uint32_t nh, int32_t *out, mp_error *err) {
+  int32_t x = z->ex[k];
+  const mp_tensor *xt = tl_t(z, x);
+  const mp_op *last = mp_graph_op(z->g, (size_t)xt->producer);
+  if (band < 0 || nh == 1) {
+    *out = x;
+    return tl_concat(z, rw, key, last, x, ".tiles", parts, n, band < 0 ? 2 : 3,
+                     x, band < 0 ? -1 : 0, err);
+  }
+  char sfx[32];
+  snprintf(sfx, sizeof sfx, ".t%d", band);
+  mp_status st =
+      tl_tensor(rw, x, xt, 2, z->own[k][0][band + 1] - z->own[k][0][band],
+                tl_ext(xt, 1), sfx, out, err);
+  return st == MP_OK
+             ? tl_concat(z, rw, key, last, x, sfx, parts, n, 3, *out, band, err)
+             : st;
+}
+
 /* The rewrite for a cut and nh x nw patches into rw; *macs: the patches'
  * Conv MACs. */
 static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
-                          uint32_t nw, double *macs, mp_error *err) {
+                          uint32_t nw, double *macs, bool *ok, mp_error *err) {
   const mp_op *last = mp_graph_op(z->g, cut);
   int32_t t = last->outputs[0];
   const mp_tensor *tt = tl_t(z, t);
   int64_t ext[2] = {tl_ext(tt, 0), tl_ext(tt, 1)};
   int32_t *bands = rw_alloc(rw, nh, sizeof *bands, err);
   int32_t *cols = rw_alloc(rw, nw, sizeof *cols, err);
-  if (!bands || !cols) return MP_ERR_NOMEM;
+  int32_t *xbands = rw_alloc(rw, (size_t)TL_MAX_X * nh, sizeof *xbands, err);
+  int32_t *xcols = rw_alloc(rw, (size_t)TL_MAX_X * nw, sizeof *xcols, err);
+  if (!bands || !cols || !xbands || !xcols) return MP_ERR_NOMEM;
   *macs = 0;
+  z->n_ex = 0;
+  for (uint32_t k = 0; k < TL_MAX_X; k++) {
+    int32_t x = z->cut_x[(size_t)cut * TL_MAX_X + k];
+    if (x >= 0) z->ex[z->n_ex++] = x;
+  }
+  if (!tl_own(z, cut, nh, nw, ext)) {
+    *ok = false;
+    return MP_OK;
+  }
+  *ok = true;
   mp_status st = MP_OK;
   for (uint32_t r = 0; r < nh && st == MP_OK; r++) {
     int64_t a[2], b[2];
@@ -843,6 +976,20 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
         }
       }
       cols[q] = z->part[t];
+      for (uint32_t k = 0; k < z->n_ex && st == MP_OK; k++) {
+        int32_t x = z->ex[k];
+        int64_t lo[2] = {z->own[k][0][r], z->own[k][1][q]};
+        int64_t hi[2] = {z->own[k][0][r + 1], z->own[k][1][q + 1]};
+        st = tl_read(z, rw, cut, tag, x, 2, lo, hi, &xcols[k * nw + q], err);
+      }
+    }
+    for (uint32_t k = 0; k < z->n_ex && st == MP_OK; k++) {
+      if (nw == 1) {
+        xbands[k * nh + r] = xcols[k * nw];
+      } else {
+        st = tl_join_x(z, rw, cut, k, &xcols[k * nw], nw, (int32_t)r, nh,
+                       &xbands[k * nh + r], err);
+      }
     }
     if (st != MP_OK || nw == 1) {
       bands[r] = cols[0];
@@ -863,6 +1010,11 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
   if (st == MP_OK && nh > 1) {
     st = tl_concat(z, rw, cut, last, t, ".tiles", bands, nh, 2, t, -1, err);
   }
+  for (uint32_t k = 0; k < z->n_ex && st == MP_OK && nh > 1; k++) {
+    int32_t out;
+    st = tl_join_x(z, rw, cut, k, &xbands[k * nh], nh, -1, nh, &out, err);
+  }
+  z->seed = false;
   for (uint32_t o = 0; o <= cut; o++) {
     if (z->kind[o] != TL_CONST) rw_kill(rw, o); /* a TL_CONST stays whole */
   }
@@ -905,9 +1057,11 @@ static mp_status tl_try(tl_ctx *z, uint32_t cut, uint32_t nh, uint32_t nw,
   rw_graph *rw = NULL;
   mp_graph *g2 = NULL;
   mp_status st = rw_create(z->g, &rw, err);
-  if (st == MP_OK) st = tl_build(z, rw, cut, nh, nw, macs, err);
-  if (st == MP_OK) st = rw_commit(rw, &g2, err);
-  if (st == MP_OK) st = tl_bound(z, g2, lb, NULL, err);
+  bool ok = false;
+  if (st == MP_OK) st = tl_build(z, rw, cut, nh, nw, macs, &ok, err);
+  if (st == MP_OK && !ok) *lb = SIZE_MAX; /* an export's part is empty */
+  if (st == MP_OK && ok) st = rw_commit(rw, &g2, err);
+  if (st == MP_OK && ok) st = tl_bound(z, g2, lb, NULL, err);
   if (g2) mp_graph_destroy(g2);
   rw_destroy(rw);
   return st;
@@ -917,17 +1071,17 @@ typedef pass_tile_rank tl_best;
 
 /* Puts cut's best b into top (n of TL_PICKS kept), ranked by bound, then
  * by recomputed MACs; an equal one ranks after those already there. */
-static void tl_rank(tl_best *top, uint32_t *n, const tl_best *b) {
+static void tl_rank(tl_best *top, uint32_t *n, uint32_t cap, const tl_best *b) {
   uint32_t at = *n;
   while (at > 0 && (b->lb < top[at - 1].lb || (b->lb == top[at - 1].lb &&
                                                b->extra < top[at - 1].extra))) {
     at--;
   }
-  if (at >= TL_PICKS) return;
-  uint32_t last = *n < TL_PICKS ? *n : TL_PICKS - 1;
+  if (at >= cap) return;
+  uint32_t last = *n < cap ? *n : cap - 1;
   memmove(&top[at + 1], &top[at], (last - at) * sizeof *top);
   top[at] = *b;
-  if (*n < TL_PICKS) ++*n;
+  if (*n < cap) ++*n;
 }
 
 /* Measures the candidates (the rules at the top) into *m: the graph's
@@ -940,15 +1094,25 @@ static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
                         mp_graph_source(z->g));
   }
   mp_status st = tl_bound(z, z->g, &base, rest, err);
-  tl_best top[TL_PICKS]; /* the best patching of each cut, ranked */
-  uint32_t n_top = 0;
+  /* the best patching of each cut, ranked: half the picks for cuts that
+   * leave T alone, half for cuts with exports (their bound before the
+   * other passes often ties at what the rest of the graph holds, so
+   * they would crowd out the others, which fusion may favour) */
+  tl_best top[TL_PICKS], part[2][TL_PICKS / 2];
+  uint32_t n_top = 0, n_part[2] = {0, 0};
   size_t spent = 0, tried = 0;
   bool cut_short = false;
   /* latest cut first: its rest is the lowest, and a cut whose rest is
    * above the best bound so far can neither win nor tie */
-  for (size_t i = z->n_cuts; i-- > 0 && st == MP_OK && !cut_short;) {
-    uint32_t cut = z->cuts[i];
-    if (rest[cut] > (n_top ? top[0].lb : base)) continue;
+  for (size_t i = 2 * z->n_cuts; i-- > 0 && st == MP_OK && !cut_short;) {
+    /* the cuts with T alone first, then those with exports */
+    uint32_t cut = z->cuts[i % z->n_cuts];
+    if ((z->cut_x[(size_t)cut * TL_MAX_X] >= 0) != (i < z->n_cuts)) continue;
+    size_t bar = base;
+    for (int h = 0; h < 2; h++) {
+      if (n_part[h] && part[h][0].lb < bar) bar = part[h][0].lb;
+    }
+    if (rest[cut] > bar) continue;
     const mp_tensor *tt = tl_t(z, mp_graph_op(z->g, cut)->outputs[0]);
     double prefix = 0;
     for (uint32_t o = 0; o <= cut; o++) {
@@ -992,7 +1156,15 @@ static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
       if (best_nw >= prev_nw) break; /* a column more did not help */
       prev_nw = best_nw;
     }
-    if (cb.nh) tl_rank(top, &n_top, &cb);
+    if (cb.nh) {
+      int h = z->cut_x[(size_t)cut * TL_MAX_X] >= 0;
+      tl_rank(part[h], &n_part[h], TL_PICKS / 2, &cb);
+    }
+  }
+  for (int h = 0; h < 2; h++) {
+    for (uint32_t k = 0; k < n_part[h]; k++) {
+      tl_rank(top, &n_top, TL_PICKS, &part[h][k]);
+    }
   }
   mp_free(mp_graph_alloc(z->g), rest);
   *m = (pass_tile_memo){.set = true,
@@ -1051,7 +1223,14 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
   }
   double macs = 0;
   z->log = true;
-  st = tl_build(z, z->c->rw, best.cut, best.nh, best.nw, &macs, err);
+  bool ok = false;
+  st = tl_build(z, z->c->rw, best.cut, best.nh, best.nw, &macs, &ok, err);
+  if (st == MP_OK && !ok) { /* it was measured, so it builds */
+    st = mp_error_set(err, MP_ERR_INTERNAL,
+                      "%s: tile: patching %u x %u "
+                      "up to op %u no longer builds",
+                      mp_graph_source(z->g), best.nh, best.nw, best.cut);
+  }
   if (st != MP_OK) return st;
   const mp_op *last = mp_graph_op(z->g, best.cut);
   const mp_tensor *t = tl_t(z, last->outputs[0]);
@@ -1079,6 +1258,10 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
       z->graph_macs > 0 ? 100.0 * best.extra / z->graph_macs : 0.0, best.extra,
       tried, tried == 1 ? "" : "s",
       cut_short ? " (search budget reached)" : "");
+  for (uint32_t k = 0; k < z->n_ex; k++) { /* (tl_build set them) */
+    mp_buf_printf(&z->c->note, "%s'%s'", k ? ", " : "; also joins ",
+                  tl_t(z, z->ex[k])->name);
+  }
   return MP_OK;
 }
 
@@ -1089,11 +1272,15 @@ mp_status pass_tile(pass_ctx *c, mp_error *err) {
   z.kind = mp_calloc(a, n_ops + 1, sizeof *z.kind);
   z.win = mp_calloc(a, n_ops + 1, sizeof *z.win);
   z.cuts = mp_calloc(a, n_ops + 1, sizeof *z.cuts);
+  z.cut_x = mp_calloc(a, (n_ops + 1) * TL_MAX_X, sizeof *z.cut_x);
+  for (size_t i = 0; z.cut_x && i < (n_ops + 1) * TL_MAX_X; i++) {
+    z.cut_x[i] = -1;
+  }
   z.lo = mp_calloc(a, 2 * n_t + 2, sizeof *z.lo);
   z.hi = mp_calloc(a, 2 * n_t + 2, sizeof *z.hi);
   z.part = mp_calloc(a, n_t + 1, sizeof *z.part);
   mp_status st = MP_OK;
-  if (!z.kind || !z.win || !z.cuts || !z.lo || !z.hi || !z.part) {
+  if (!z.kind || !z.win || !z.cuts || !z.cut_x || !z.lo || !z.hi || !z.part) {
     st = mp_error_set(err, MP_ERR_NOMEM, "%s: out of memory",
                       mp_graph_source(c->g));
   }
@@ -1101,6 +1288,7 @@ mp_status pass_tile(pass_ctx *c, mp_error *err) {
   mp_free(a, z.kind);
   mp_free(a, z.win);
   mp_free(a, z.cuts);
+  mp_free(a, z.cut_x);
   mp_free(a, z.lo);
   mp_free(a, z.hi);
   mp_free(a, z.part);

@@ -16,11 +16,16 @@ tensor or now and then per channel) and a DequantizeLinear of int8
 weights (per output channel), and an NHWC input is scaled by a constant
 and quantized before its Transpose.
 
+With skip, one or two tensors of the stem (each the output of a layer,
+drawn by a generator of their own, so the stem is the one without skip)
+are also read by the tail, a GlobalAveragePool each, joined with the
+stem's by a Concat before the 1x1 Conv: cuts after them have exports.
+
 test_tile.sh compiles each with --passes none and with the tile pass and
 requires the same outputs bit for bit: a band must compute exactly the
 rows, windows and pads of the whole.
 
-usage: rnd_stem.py SEED OUT.json [i8|f32|qdq]
+usage: rnd_stem.py SEED OUT.json [i8|f32|qdq] [skip]
 """
 import json
 import random
@@ -28,8 +33,10 @@ import sys
 
 
 class Stem:
-    def __init__(self, seed, dt):
+    def __init__(self, seed, dt, skip=False):
         self.r = random.Random(seed)
+        self.rs = random.Random(seed + 7000003) if skip else None
+        self.skips = []
         self.qdq = dt == "qdq"
         dt = "f32" if self.qdq else dt
         self.dt = dt
@@ -198,10 +205,22 @@ class Stem:
             self.cur = self.op("Add", [name, a[0]], None, (c, h, w))
 
     def build(self):
-        for _ in range(self.r.randint(3, 9)):
+        n = self.r.randint(3, 9)
+        outs = []
+        for i in range(n):
             self.layer()
+            outs.append(self.cur)
+            if (self.rs and i < n - 1 and len(self.skips) < 2 and
+                    self.rs.random() < 0.4):
+                self.skips.append(self.cur)
+        if self.rs and not self.skips:
+            self.skips.append(self.rs.choice(outs[:-1]))
         name, c, h, w = self.cur
         p = self.op("GlobalAveragePool", [name], None, (c, 1, 1))
+        for sk in self.skips:  # after the stem's: the stage stops there
+            q = self.op("GlobalAveragePool", [sk[0]], None, (sk[1], 1, 1))
+            c += sk[1]
+            p = self.op("Concat", [p[0], q[0]], {"axis": 1}, (c, 1, 1))
         wt = self.weight([3, c, 1, 1])
         y = self.op("Conv", [p[0], wt], {"kernel_shape": [1, 1]}, (3, 1, 1))
         for t in self.tensors:
@@ -214,8 +233,9 @@ class Stem:
 def main():
     seed = int(sys.argv[1])
     dt = sys.argv[3] if len(sys.argv) > 3 else "f32"
+    skip = len(sys.argv) > 4 and sys.argv[4] == "skip"
     with open(sys.argv[2], "w") as f:
-        json.dump(Stem(seed, dt).build(), f, indent=1)
+        json.dump(Stem(seed, dt, skip).build(), f, indent=1)
 
 
 if __name__ == "__main__":

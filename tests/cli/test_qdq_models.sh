@@ -183,11 +183,15 @@ if [ -f "$ml" ]; then
   qdq_tile ml 2,457,600 "patches 3; 3 x 1 of 31 ops up to 'Conv__227:0' (80 x 80)" "$tmp/ml.onnx"
   # (--full: its three bilinear Resizes widen and quantize a plane at a
   # time, absorb rule 9 and fuse condition 7)
-  # the second ranked patching (its QuantizeLinear's 8-bit parts joined,
-  # not the f32 parts of the DequantizeLinear after it): 1,587,200 B for
-  # the first after every pass (manager.c invariant 13)
-  qdq_tile mlf 1,126,400 "patches 3; 3 x 1 of 65 ops up to 'WireFrameModel_with_alpha/block_2_add/add:0_qdq_q' (80 x 80)" "$tmp/mlf.onnx"
-  has "$tmp/out" "patching 2 of 3 ranked 1280000 B, the first 1740800 B; in the order planned 1126400 against 1587200 B: built it"
+  # --full: a stage past the decoder's two skips, 4 x 3 up to 20 x 20,
+  # whose patches also join two tensors read later (the decoder's 1x1
+  # Conv of block_2_add, which the stage takes in, quantized, and
+  # block_5_add's dequantized output): the second ranked patching; the
+  # first, 2,764,800 B after every pass (manager.c invariant 13). Before
+  # a stage could join more than T it stopped at the first skip:
+  # 1,126,400 B
+  qdq_tile mlf 906,960 "patches 12; 4 x 3 of 150 ops up to 'Conv__257:0_qdq_d' (20 x 20)" "$tmp/mlf.onnx"
+  has "$tmp/out" "patching 2 of 9 ranked 921600 B, the first 2867200 B; in the order planned 906960 against 2764800 B: built it"
   has "$tmp/out" "Resize 3"
   python3 "$src/tests/cli/qdq_model.py" "$ml" "$tmp/mlb.onnx" --int32-bias >"$tmp/out" &&
     has "$tmp/out" "opset 11, 39 activations and 41 weights quantized (weights per tensor), 41 biases int32"

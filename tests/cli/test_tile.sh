@@ -16,6 +16,10 @@
 #    pass, alone or with every pass, and most of them tiled; a QDQ stem
 #    whose residual Add reads a crop of a DequantizeLinear's output
 #    (tile_qdq_skip.json): its bound with every pass, its outputs.
+#  - A stage whose patches join a second tensor read after it (a skip,
+#    tile_skip.json): its bound, its outputs, paranoid verify, and with
+#    RV64=1 its outputs under QEMU; 24 seeded random stems with skips
+#    (rnd_stem.py SEED OUT DT skip; 8 of them QDQ): the same outputs.
 #  - "all" holds no tile; "all,tile" adds it; bad lists exit 2.
 #  - With RV64=1, the tiled MobileNetV2 and two f32 stems run on the RVV
 #    kernels under qemu-riscv64 with the outputs of --passes none.
@@ -289,6 +293,21 @@ if [ -n "$cache" ] && [ -f "$bf" ]; then
   fi
 fi
 
+# same_outputs MODEL WHAT ARGS...: compiled with ARGS, the outputs of
+# --passes none (WHAT names the case when they differ); 1 if either
+# does not compile or run
+same_outputs() {
+  local m=$1 what=$2
+  shift 2
+  outputs "$m" so.none --passes none || return 1
+  outputs "$m" so.x "$@" || return 1
+  if cmp -s "$tmp/so.none.mpt" "$tmp/so.x.mpt"; then
+    ok
+  else
+    bad "$what: outputs with $* differ from --passes none"
+  fi
+}
+
 # random stems: same outputs, and the pass really tiles most of them
 tiled=0
 cols=0
@@ -298,13 +317,7 @@ for s in $(seq 1 40); do
   dt=f32
   [ $((s % 2)) = 0 ] && dt=i8
   python3 "$src/tests/cli/rnd_stem.py" "$s" "$tmp/st.json" "$dt"
-  outputs "$tmp/st.json" st.none --passes none || continue
-  outputs "$tmp/st.json" st.tile --passes tile || continue
-  if cmp -s "$tmp/st.none.mpt" "$tmp/st.tile.mpt"; then
-    ok
-  else
-    bad "rnd_stem.py $s $dt: outputs with --passes tile differ"
-  fi
+  same_outputs "$tmp/st.json" "rnd_stem.py $s $dt" --passes tile || continue
   "$mplan" plan "$tmp/st.json" --passes tile >"$tmp/out" 2>&1
   grep -q ' patches [0-9]' "$tmp/out" && tiled=$((tiled + 1))
   grep -Eq ' patches [0-9]+; [0-9]+ x [2-9]' "$tmp/out" && cols=$((cols + 1))
@@ -334,13 +347,8 @@ for s in $(seq 41 52); do
   python3 "$src/tests/cli/rnd_stem.py" "$s" "$tmp/st.json" qdq
   p=tile
   [ $((s % 2)) = 0 ] && p=all,tile
-  outputs "$tmp/st.json" st.none --passes none || continue
-  outputs "$tmp/st.json" st.tile --passes $p --order memory || continue
-  if cmp -s "$tmp/st.none.mpt" "$tmp/st.tile.mpt"; then
-    ok
-  else
-    bad "rnd_stem.py $s qdq: outputs with --passes $p differ"
-  fi
+  same_outputs "$tmp/st.json" "rnd_stem.py $s qdq" --passes $p \
+    --order memory || continue
   "$mplan" plan "$tmp/st.json" --passes tile >"$tmp/out" 2>&1
   if grep -q ' patches [0-9]' "$tmp/out"; then
     tiled=$((tiled + 1))
@@ -353,6 +361,39 @@ else
   bad "qdq stems: $tiled of 12 tiled, $tin of them quantized NHWC before the Transpose"
 fi
 
+# random stems whose tail also reads one or two of their tensors (skips):
+# cuts after a skip join it from the patches too (an export); the same
+# outputs with the tile pass, and with every pass for the QDQ ones
+tiled=0
+exp=0
+for s in $(seq 1 16) $(seq 41 48); do
+  dt=f32
+  [ $((s % 2)) = 0 ] && dt=i8
+  p=tile
+  [ "$s" -gt 40 ] && dt=qdq && [ $((s % 2)) = 0 ] && p=all,tile
+  python3 "$src/tests/cli/rnd_stem.py" "$s" "$tmp/st.json" "$dt" skip
+  same_outputs "$tmp/st.json" "rnd_stem.py $s $dt skip" --passes $p \
+    --order memory || continue
+  "$mplan" plan "$tmp/st.json" --passes tile >"$tmp/out" 2>&1
+  grep -q ' patches [0-9]' "$tmp/out" && tiled=$((tiled + 1))
+  grep -q 'also joins' "$tmp/out" && exp=$((exp + 1))
+done
+if [ "$tiled" -ge 10 ] && [ "$exp" -ge 6 ]; then
+  ok
+else
+  bad "skip stems: $tiled of 24 tiled, $exp of them joining an export"
+fi
+
+# same_tiled MODEL: the outputs of --passes none with tile and with
+# all,tile (memory order), and all,tile verifies clean
+same_tiled() {
+  local p
+  for p in tile all,tile; do
+    same_outputs "$1" "$(basename "$1")" --passes $p --order memory
+  done
+  verify "$1" --passes all,tile --order memory
+}
+
 # a residual Add reading less of a DequantizeLinear's output than the
 # patch holds: its part is the DequantizeLinear of a Slice of the 8-bit
 # input, so absorb still hands the Add and the Conv the integers (a Slice
@@ -363,16 +404,18 @@ run 0 plan "$qs" --passes all,tile --order memory &&
   has "$tmp/out" "lower bound 8,624 B" &&
   has "$tmp/out" "patches 8; 4 x 2 of 16 ops up to 'c3q' (16 x 16)" &&
   has "$tmp/out" "kept: 8624 B after every pass, 20480 B without the patches"
-outputs "$qs" qs.none --passes none || true
-for p in tile all,tile; do
-  outputs "$qs" qs.tile --passes $p --order memory || continue
-  if cmp -s "$tmp/qs.none.mpt" "$tmp/qs.tile.mpt"; then
-    ok
-  else
-    bad "tile_qdq_skip: outputs with --passes $p differ from --passes none"
-  fi
-done
-verify "$qs" --passes all,tile --order memory
+same_tiled "$qs"
+
+# a stage that leaves a second tensor to later ops (a skip a pool reads
+# after the stage): its parts are joined from the patches as well as T's,
+# and the stage can go on past it: 40,976 B -> 16,576 B (without the
+# join, the last cut is the skip itself and nothing lowers the bound)
+sk=$src/tests/data/passes/tile_skip.json
+run 0 plan "$sk" --passes all,tile --order memory &&
+  has "$tmp/out" "lower bound 16,576 B" &&
+  has "$tmp/out" "patches 8; 4 x 2 of 5 ops up to 'p2' (16 x 16)" &&
+  has "$tmp/out" "also joins 'p1'; kept: 16576 B after every pass, 40976 B without the patches"
+same_tiled "$sk"
 
 # the pass list: all leaves tile out; all,tile adds it
 "$mplan" plan "$src/models/mobilenet_v2.json" --passes all >"$tmp/out" 2>&1
@@ -402,6 +445,7 @@ if [ "$rv64" = 1 ]; then
   verify "$src/models/mobilenet_v2.json" --passes all,tile --target rv64 \
     --vlen 256
   rv64_same "$qs" 128 all,tile --order memory
+  rv64_same "$sk" 256 all,tile --order memory
   # PP-OCRv4 det in its kept patches (13 s a run under QEMU at 128 x 128)
   if [ -n "$cache" ] && [ -f "$det" ]; then
     rv64_same "$det" 256 all,tile --shape x=1x3x128x128 --order memory
