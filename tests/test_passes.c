@@ -750,17 +750,9 @@ static int64_t pad_of(const mp_op *op, size_t k) {
   return a && a->kind == MP_ATTR_INTS && a->n == 4 ? a->ints[k] : 0;
 }
 
-/* The tile pass on a graph: one Concat along H (named after the cut's
- * op, ".tiles") joins the bands, whose rows cover the cut tensor once, in
- * order, each the full width (a band of patches is joined along W first);
- * every copy of an op (".tR" in band R, ".tRxQ" in its column Q) has its
- * original's type, and pads between 0 and the original's (the first band
- * keeps the top pad, the first column the left one; the last keep what
- * their last window reaches of the bottom and right ones); the ops after
- * the cut are the original ones; the bound falls. Returns the number of bands
- * (0: not tiled). */
-/* Export x's ".tiles" Concat (of the op xop) writes it whole, with
- * g0's shape, from bands that cover its rows once, in order. */
+/* The ".tiles" Concat of export xop (the op that makes it) writes it
+ * whole, with its name and g0's shape, from parts that cover it once
+ * along the Concat's axis (H, or W with one band); *xname: its name. */
 static void check_export(const mp_model *m, const mp_graph *g0, const char *xop,
                          const char **xname) {
   char name[256];
@@ -795,6 +787,16 @@ static void check_export(const mp_model *m, const mp_graph *g0, const char *xop,
   CHECK(axis >= 2 && sum == x->shape[axis].value);
 }
 
+/* The tile pass on a graph: one Concat along H (named after the cut's
+ * op, ".tiles") joins the bands, whose rows cover the cut tensor once, in
+ * order, each the full width (a band of patches is joined along W first);
+ * every copy of an op (".tR" in band R, ".tRxQ" in its column Q) has its
+ * original's type, and pads between 0 and the original's (the first band
+ * keeps the top pad, the first column the left one; the last keep what
+ * their last window reaches of the bottom and right ones); the ops after
+ * the cut are the original ones; the bound falls; each export (the ops
+ * xops make them) is joined whole too (check_export). Returns the number of
+ * bands (0: not tiled). */
 static size_t check_tile_x(const char *rel, const char *cut_op,
                            const char *const *xops, size_t nx) {
   mp_model *m0 = load(rel, 0, 0), *m = load(rel, P(TILE), 0);
