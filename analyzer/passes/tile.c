@@ -200,6 +200,10 @@ static const mp_tensor *tl_t(const tl_ctx *z, int32_t t) {
   return mp_graph_tensor(z->g, (size_t)t);
 }
 
+static const mp_op *tl_producer(const tl_ctx *z, int32_t t) {
+  return mp_graph_op(z->g, (size_t)tl_t(z, t)->producer);
+}
+
 static bool tl_spatial(const tl_ctx *z, int32_t t) {
   mp_tensor_kind k = tl_t(z, t)->kind;
   return k == MP_TENSOR_ACTIVATION || k == MP_TENSOR_INPUT ||
@@ -541,6 +545,11 @@ static double tl_macs_whole(const tl_ctx *z, const mp_op *op) {
 }
 
 /* The tileable prefix and its cuts. */
+/* The cut ending at op o leaves tensors besides T to later ops. */
+static bool tl_has_x(const tl_ctx *z, uint32_t o) {
+  return z->cut_x[(size_t)o * TL_MAX_X] >= 0;
+}
+
 /* A tensor the stage makes that a later op may read whole once its parts
  * are joined: an NCHW activation of at least one row and column, from an
  * op copied per patch. */
@@ -591,23 +600,22 @@ static mp_status tl_scan(tl_ctx *z, mp_error *err) {
     open[y] = yt->n_consumers + (yt->kind == MP_TENSOR_OUTPUT);
     if (open[y]) n_open++;
     z->len = o + 1;
-    if (n_open >= 1 && n_open <= 1 + TL_MAX_X && open[y] > 0 &&
-        tl_ext(yt, 0) >= 2 && z->kind[o] != TL_CONST && z->kind[o] != TL_PRE) {
+    if (open[y] > 0 && n_open <= 1 + TL_MAX_X && tl_ext(yt, 0) >= 2 &&
+        z->kind[o] != TL_CONST && z->kind[o] != TL_PRE) {
       /* (a TL_CONST stays, a TL_PRE op's output is NHWC: not cuts);
        * the other tensors read later are exports, joined like T */
+      int32_t xs[TL_MAX_X];
+      for (uint32_t k = 0; k < TL_MAX_X; k++) xs[k] = -1;
       uint32_t nx = 0;
       bool ok_x = true;
       for (size_t t = 0; n_open > 1 && t < z->n_t && ok_x; t++) {
         if (!made[t] || !open[t] || (int32_t)t == y) continue;
         ok_x = tl_exportable(z, (int32_t)t);
-        if (ok_x) z->cut_x[(size_t)o * TL_MAX_X + nx++] = (int32_t)t;
+        xs[nx++] = (int32_t)t;
       }
       if (ok_x) {
+        memcpy(&z->cut_x[(size_t)o * TL_MAX_X], xs, sizeof xs);
         z->cuts[z->n_cuts++] = o;
-      } else {
-        for (uint32_t k = 0; k < TL_MAX_X; k++) {
-          z->cut_x[(size_t)o * TL_MAX_X + k] = -1;
-        }
       }
     }
   }
@@ -904,14 +912,14 @@ static bool tl_own(tl_ctx *z, uint32_t cut, uint32_t nh, uint32_t nw,
   return true;
 }
 
-/* Joins export k's parts of band r (nw > 1) or its bands into the
- * export, as tl_build joins T's. */
-static mp_status tl_join_x(tl_ctx *z, rw_graph *rw, uint32_t key, uint32_t k,
-                           int32_t *parts, uint32_t n, int32_t band,
-                           uint32_t nh, int32_t *out, mp_error *err) {
-  int32_t x = z->ex[k];
+/* Joins the parts of x (T or an export, made by op last): the columns of
+ * band `band` (rows rows) into a band tensor, or with one band, or when
+ * band is -1 the bands, into x itself; *out: what they were joined into. */
+static mp_status tl_join(tl_ctx *z, rw_graph *rw, uint32_t key,
+                         const mp_op *last, int32_t x, const int32_t *parts,
+                         uint32_t n, int32_t band, uint32_t nh, int64_t rows,
+                         int32_t *out, mp_error *err) {
   const mp_tensor *xt = tl_t(z, x);
-  const mp_op *last = mp_graph_op(z->g, (size_t)xt->producer);
   if (band < 0 || nh == 1) {
     *out = x;
     return tl_concat(z, rw, key, last, x, ".tiles", parts, n, band < 0 ? 2 : 3,
@@ -919,9 +927,7 @@ static mp_status tl_join_x(tl_ctx *z, rw_graph *rw, uint32_t key, uint32_t k,
   }
   char sfx[32];
   snprintf(sfx, sizeof sfx, ".t%d", band);
-  mp_status st =
-      tl_tensor(rw, x, xt, 2, z->own[k][0][band + 1] - z->own[k][0][band],
-                tl_ext(xt, 1), sfx, out, err);
+  mp_status st = tl_tensor(rw, x, xt, 2, rows, tl_ext(xt, 1), sfx, out, err);
   return st == MP_OK
              ? tl_concat(z, rw, key, last, x, sfx, parts, n, 3, *out, band, err)
              : st;
@@ -983,36 +989,30 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
         st = tl_read(z, rw, cut, tag, x, 2, lo, hi, &xcols[k * nw + q], err);
       }
     }
+    /* a band's columns joined (with one band, into T and the exports) */
     for (uint32_t k = 0; k < z->n_ex && st == MP_OK; k++) {
-      if (nw == 1) {
-        xbands[k * nh + r] = xcols[k * nw];
-      } else {
-        st = tl_join_x(z, rw, cut, k, &xcols[k * nw], nw, (int32_t)r, nh,
-                       &xbands[k * nh + r], err);
+      xbands[k * nh + r] = xcols[k * nw];
+      if (nw > 1) {
+        st = tl_join(z, rw, cut, tl_producer(z, z->ex[k]), z->ex[k],
+                     &xcols[k * nw], nw, (int32_t)r, nh,
+                     z->own[k][0][r + 1] - z->own[k][0][r], &xbands[k * nh + r],
+                     err);
       }
     }
-    if (st != MP_OK || nw == 1) {
-      bands[r] = cols[0];
-      continue;
-    }
-    if (nh == 1) { /* one band: its columns make T */
-      st = tl_concat(z, rw, cut, last, t, ".tiles", cols, nw, 3, t, 0, err);
-      continue;
-    }
-    char sfx[32];
-    snprintf(sfx, sizeof sfx, ".t%u", r);
-    st = tl_tensor(rw, t, tt, 2, b[0] - a[0], ext[1], sfx, &bands[r], err);
-    if (st == MP_OK) {
-      st = tl_concat(z, rw, cut, last, t, sfx, cols, nw, 3, bands[r],
-                     (int32_t)r, err);
+    bands[r] = cols[0];
+    if (st == MP_OK && nw > 1) {
+      st = tl_join(z, rw, cut, last, t, cols, nw, (int32_t)r, nh, b[0] - a[0],
+                   &bands[r], err);
     }
   }
+  /* the bands joined into T and the exports */
+  int32_t out;
   if (st == MP_OK && nh > 1) {
-    st = tl_concat(z, rw, cut, last, t, ".tiles", bands, nh, 2, t, -1, err);
+    st = tl_join(z, rw, cut, last, t, bands, nh, -1, nh, 0, &out, err);
   }
   for (uint32_t k = 0; k < z->n_ex && st == MP_OK && nh > 1; k++) {
-    int32_t out;
-    st = tl_join_x(z, rw, cut, k, &xbands[k * nh], nh, -1, nh, &out, err);
+    st = tl_join(z, rw, cut, tl_producer(z, z->ex[k]), z->ex[k],
+                 &xbands[k * nh], nh, -1, nh, 0, &out, err);
   }
   z->seed = false;
   for (uint32_t o = 0; o <= cut; o++) {
@@ -1107,7 +1107,7 @@ static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
   for (size_t i = 2 * z->n_cuts; i-- > 0 && st == MP_OK && !cut_short;) {
     /* the cuts with T alone first, then those with exports */
     uint32_t cut = z->cuts[i % z->n_cuts];
-    if ((z->cut_x[(size_t)cut * TL_MAX_X] >= 0) != (i < z->n_cuts)) continue;
+    if (tl_has_x(z, cut) != (i < z->n_cuts)) continue;
     size_t bar = base;
     for (int h = 0; h < 2; h++) {
       if (n_part[h] && part[h][0].lb < bar) bar = part[h][0].lb;
@@ -1157,7 +1157,7 @@ static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
       prev_nw = best_nw;
     }
     if (cb.nh) {
-      int h = z->cut_x[(size_t)cut * TL_MAX_X] >= 0;
+      int h = tl_has_x(z, cut);
       tl_rank(part[h], &n_part[h], TL_PICKS / 2, &cb);
     }
   }
