@@ -77,6 +77,10 @@ void rj_tile(bool *ok, cJSON *o, const char *key, const mp_tile_info *t) {
   rj_num(ok, e, "lower_bound_after", (double)t->lb_after);
   rj_str(ok, e, "cut", t->cut);
   rj_str(ok, e, "cut_op", t->cut_op);
+  cJSON *x = rj_arr(ok, e, "exports");
+  for (uint32_t k = 0; x && k < t->n_exports; k++) {
+    rj_push_str(ok, x, t->exports[k]);
+  }
   rj_num(ok, e, "stage_ops", t->stage_ops);
   rj_num(ok, e, "bands", t->bands);
   rj_num(ok, e, "columns", t->columns);

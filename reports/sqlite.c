@@ -387,8 +387,18 @@ static const char db_v10[] =
     "ALTER TABLE tile ADD COLUMN lower_bound_picked_file INTEGER;\n"
     "ALTER TABLE tile ADD COLUMN lower_bound_first_file INTEGER;\n";
 
-static const char *const db_migrations[] = {db_v1, db_v2, db_v3, db_v4, db_v5,
-                                            db_v6, db_v7, db_v8, db_v9, db_v10};
+/* The tensors besides the cut one the patches join (exports, tile.c), in
+ * the order the pass lists them. */
+static const char db_v11[] =
+    "CREATE TABLE tile_export (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  tensor TEXT NOT NULL,\n"
+    "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
+
+static const char *const db_migrations[] = {db_v1, db_v2,  db_v3, db_v4,
+                                            db_v5, db_v6,  db_v7, db_v8,
+                                            db_v9, db_v10, db_v11};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -1158,6 +1168,8 @@ static mp_status db_insert_tile(db_run *r, const mp_tile_info *t) {
   static const char sql_op[] =
       "INSERT INTO tile_op (run_id, step, op, role, origin, band, col) "
       "VALUES (?,?,?,?,?,?,?)";
+  static const char sql_x[] =
+      "INSERT INTO tile_export (run_id, seq, tensor) VALUES (?,?,?)";
   sqlite3_stmt *s = NULL;
   mp_status st = db_prepare(r, sql, &s);
   if (st == MP_OK) {
@@ -1198,6 +1210,16 @@ static mp_status db_insert_tile(db_run *r, const mp_tile_info *t) {
       for (int j = 0; j < 5; j++) sqlite3_bind_null(s, k++);
     }
     st = db_row(r, s, "inserting the tile record");
+  }
+  sqlite3_finalize(s);
+  s = NULL;
+  if (st == MP_OK && t->n_exports && r->h->version >= 11)
+    st = db_prepare(r, sql_x, &s);
+  for (uint32_t k = 0; st == MP_OK && s && k < t->n_exports; k++) {
+    sqlite3_bind_int64(s, 1, r->run_id);
+    sqlite3_bind_int64(s, 2, k);
+    db_text(s, 3, t->exports[k]);
+    st = db_row(r, s, "inserting a tile export");
   }
   sqlite3_finalize(s);
   s = NULL;

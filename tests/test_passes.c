@@ -887,6 +887,11 @@ static size_t check_tile_x(const char *rel, const char *cut_op,
         ti->width == t->shape[3].value && ti->stage_ops >= 1);
   CHECK_EQ_U(ti->bands, ti->columns > 1 ? bands : cat->n_inputs);
   CHECK(ti->candidates >= 1 && ti->graph_macs > 0 && ti->extra_macs >= 0);
+  /* the record names the exports, in the order of xops */
+  CHECK_EQ_U(ti->n_exports, nx);
+  for (size_t x = 0; x < nx && x < ti->n_exports; x++) {
+    CHECK(xnames[x] && strcmp(ti->exports[x], xnames[x]) == 0);
+  }
   size_t joins = 0, listed = 0;
   for (size_t k = 0; k < ti->n_ops; k++) {
     const mp_tile_op *e = &ti->ops[k];

@@ -486,7 +486,7 @@ static void test_sqlite_schema(void) {
    * the verification target tables, version 5 tensor_buffer.offset,
    * version 6 pass.removed, version 7 peak_interval.idle_bytes and
    * peak_in_use, version 8 tile and tile_op, version 9 schedule, version
-   * 10 the tile pass's ranked patchings. */
+   * 10 the tile pass's ranked patchings, version 11 tile_export. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('pass') WHERE "
                    "name IN ('lower_bound_before', 'arena_after', "
@@ -537,11 +537,17 @@ static void test_sqlite_schema(void) {
                    "name IN ('ranked', 'picked', 'built', "
                    "'lower_bound_picked_file', 'lower_bound_first_file')"),
              5);
+  /* Version 11: the tensors the patches join besides the cut one. */
+  CHECK_EQ_I(q_int(old,
+                   "SELECT count(*) FROM pragma_table_info('tile_export') "
+                   "WHERE name IN ('run_id', 'seq', 'tensor')"),
+             3);
+  CHECK_EQ_I(q_int(old, "SELECT count(*) FROM tile_export"), 0);
 
   /* A newer schema is refused, and the file is left alone. */
-  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (11, 'x', '9.9')"));
+  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (12, 'x', '9.9')"));
   CHECK(mp_report_db_open(old, NULL, &db, &err) == MP_ERR_UNSUPPORTED);
-  CHECK_HAS(err.msg, "schema version 11 is newer than this mplan");
+  CHECK_HAS(err.msg, "schema version 12 is newer than this mplan");
   CHECK_HAS(err.msg, old);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run"), 1);
 

@@ -730,7 +730,8 @@
     };
     const what = T.cut ? T.bands + ' \u00d7 ' + T.columns + ' patches of the ' + T.stage_ops +
       ' ops up to \u2018' + T.cut + '\u2019 (' + T.height + ' \u00d7 ' + T.width + '), Conv MACs +' +
-      T.extra_macs_pct.toFixed(1) + '%' : '';
+      T.extra_macs_pct.toFixed(1) + '%' + (T.exports && T.exports.length ? '; also joins ' +
+        T.exports.map(x => '\u2018' + x + '\u2019').join(', ') : '') : '';
     const judged = T.lower_bound_with ? '; after every pass ' + fmtBytes(T.lower_bound_with) +
       ' with them, ' + fmtBytes(T.lower_bound_without) + ' without' : '';
     const p = el('p', 'hint', why[T.outcome] || ('tile (' + T.outcome + '): ' + what + judged + '.'));

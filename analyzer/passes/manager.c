@@ -1463,6 +1463,9 @@ static mp_status pm_tile_judge(pm_state *with, mp_pass_report *rw,
     rwo->tile.outcome = MP_TILE_DROPPED;
     rwo->tile.cut = pm_intern(rwo, rw->tile.cut, &ok);
     rwo->tile.cut_op = pm_intern(rwo, rw->tile.cut_op, &ok);
+    for (uint32_t k = 0; k < rw->tile.n_exports; k++) {
+      rwo->tile.exports[k] = pm_intern(rwo, rw->tile.exports[k], &ok);
+    }
     rwo->tile.ops = NULL;
     rwo->tile.n_ops = 0;
   }

@@ -132,7 +132,8 @@
 #define TL_FLAT 2 /* bands in a row that did not lower the bound: stop */
 #define TL_PICKS PASS_TILE_PICKS /* cuts whose best the manager judges */
 #define TL_MAX_WORK 16384        /* prefix ops x patches of one candidate */
-#define TL_MAX_X 2 /* tensors besides T a cut may leave to later ops */
+/* tensors besides T a cut may leave to later ops */
+#define TL_MAX_X MP_TILE_MAX_EXPORTS
 /* Ops committed and measured over all candidates (each costs the whole
  * graph plus its patches): past it the search stops with the best so far,
  * the same on every machine. */
@@ -1238,6 +1239,11 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
   info->cut = pass_str(z->c, t->name, err);
   info->cut_op = pass_str(z->c, last->name, err);
   if (!info->cut || !info->cut_op) return MP_ERR_NOMEM;
+  for (uint32_t k = 0; k < z->n_ex; k++) { /* (tl_build set them) */
+    info->exports[k] = pass_str(z->c, tl_t(z, z->ex[k])->name, err);
+    if (!info->exports[k]) return MP_ERR_NOMEM;
+  }
+  info->n_exports = z->n_ex;
   info->stage_ops = best.cut + 1;
   info->bands = best.nh;
   info->columns = best.nw;

@@ -175,9 +175,12 @@ typedef struct mp_tile_op {
   const char *op;
   mp_tile_role role;
   const char *origin;   /* copy: the stage op; crop: the tensor sliced;
-                           join: the cut tensor */
+                           join: the cut tensor or an export */
   int32_t band, column; /* 0-based; -1: every one */
 } mp_tile_op;
+
+/* Tensors besides the cut one a patching may join (tile.c TL_MAX_X) */
+#define MP_TILE_MAX_EXPORTS 2
 
 typedef struct mp_tile_info {
   mp_tile_outcome outcome;
@@ -185,8 +188,12 @@ typedef struct mp_tile_info {
   size_t candidates;   /* patchings built and measured */
   bool budget_reached; /* the search stopped at its op budget */
   /* The chosen patching (outcome KEPT or DROPPED; else NULL and 0): */
-  const char *cut;            /* the tensor the patches make */
-  const char *cut_op;         /* the op that wrote it */
+  const char *cut;    /* the tensor the patches make */
+  const char *cut_op; /* the op that wrote it */
+  /* The other tensors of the stage that later ops read, joined from the
+   * patches like cut (exports, tile.c), in the order the pass found them */
+  const char *exports[MP_TILE_MAX_EXPORTS];
+  uint32_t n_exports;
   uint32_t stage_ops;         /* ops up to and including cut_op */
   uint32_t bands, columns;    /* patches: bands x columns */
   int64_t height, width;      /* the cut tensor's H and W */

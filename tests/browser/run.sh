@@ -39,6 +39,8 @@ check tests/data/passes/concat_add.json concat_add_passes yes b0 --passes all --
 # Patches (tile): the tile line and the grid of the 4 x 2 patches; with
 # --what-if, the table of the lower bounds under the other settings.
 check models/mobilenet_v2.json mobilenet_v2_tile yes b5_expand_out --passes all,tile --what-if
+# A patching that joins a skip too: the tile line names it.
+check tests/data/passes/tile_skip.json tile_skip yes p1 --passes all,tile
 # --what-if with a strategy that does not reuse: what auto and the exact
 # search would place instead.
 check models/seed_example.json seed_linear yes conv_y --strategy linear --what-if

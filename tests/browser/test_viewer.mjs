@@ -211,6 +211,10 @@ try {
     const line = (await page.textContent('#tile-summary')) || '';
     check(line.includes(tile.outcome) && (!tile.cut || line.includes(tile.cut)),
       'the tile line says what the pass chose', line);
+    const xs = tile.exports || [];
+    check(xs.every(x => line.includes('\u2018' + x + '\u2019')) &&
+      line.includes('also joins') === xs.length > 0,
+      'the tile line names the tensors joined besides the cut', line);
     if (tile.outcome === 'kept') {
       const cells = await page.$$eval('#tile-grid tr', rs =>
         rs.map(r => [...r.children].map(c => c.textContent)));

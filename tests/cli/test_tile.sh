@@ -252,6 +252,11 @@ rec() { # OUTCOME MODEL ARGS...
 rec kept "$src/models/mobilenet_v2.json" --passes all,tile
 rec kept "$src/tests/data/passes/tile_stem.json" --passes tile
 rec "no gain" "$src/tests/data/passes/tile_late.json" --passes tile
+# a patching that joins a second tensor (an export): the JSON and SQLite
+# name it, and its joins are the only ones besides the cut's
+rec kept "$src/tests/data/passes/tile_skip.json" --passes all,tile
+[ "$(py "$tmp/rec.json" "d['passes']['tile']['exports']")" = "['p1']" ] && ok ||
+  bad "tile_skip.json: exports $(py "$tmp/rec.json" "d['passes']['tile'].get('exports')")"
 # tiled, then dropped: after every pass the bound is the same without
 rec dropped "$src/tests/data/passes/tile_stem.json" --passes all,tile
 det=$cache/ocr/ch_PP-OCRv4_det_infer.onnx

@@ -21,6 +21,11 @@ for k in ("outcome", "cuts", "candidates", "lower_bound_before", "cut",
           "lower_bound_first_file"):
     if row[k] != t.get(k):
         bad.append("%s: %r in SQLite, %r in JSON" % (k, row[k], t.get(k)))
+xs = [r[0] for r in con.execute(
+    "SELECT tensor FROM tile_export WHERE run_id = "
+    "(SELECT max(id) FROM run) ORDER BY seq")]
+if xs != t.get("exports", []):
+    bad.append("exports %r in SQLite, %r in JSON" % (xs, t.get("exports")))
 steps = {e["step"]: e for e in d["execution"] if "patch" in e}
 ops = con.execute("SELECT * FROM tile_op WHERE run_id = "
                   "(SELECT max(id) FROM run)").fetchall()
@@ -43,9 +48,16 @@ if want == "kept":
         bad.append("%d patches with copies, %d x %d chosen" %
                    (len(cells), t["bands"], t["columns"]))
     joins = [e for e in steps.values() if e["patch"]["role"] == "join"]
-    last = max(joins, key=lambda e: e["step"]) if joins else None
-    if not last or t["cut"] not in last["outputs"]:
-        bad.append("the last join does not write the cut %s" % t["cut"])
+    # the joins of each tensor: the last writes it; no other tensor is
+    # joined
+    for x in [t["cut"]] + t["exports"]:
+        mine = [e for e in joins if e["patch"]["of"] == x]
+        last = max(mine, key=lambda e: e["step"]) if mine else None
+        if not last or x not in last["outputs"]:
+            bad.append("the last join of %s does not write it" % x)
+    other = {e["patch"]["of"] for e in joins} - {t["cut"]} - set(t["exports"])
+    if other:
+        bad.append("joins of %s, neither the cut nor an export" % sorted(other))
     for e in steps.values():
         if e["patch"]["role"] == "copy" and e["type"] == "Concat":
             continue
