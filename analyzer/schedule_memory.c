@@ -849,7 +849,10 @@ static mp_status sm_offer(sm_dp *d, const uint64_t *s, const uint64_t *rdy,
   size_t h = sm_hash(s, d->words) & (d->table_cap - 1);
   while (d->table[h]) {
     size_t i = d->table[h] - 1;
-    if (memcmp(&d->bits[l][i * d->words], s, d->words * sizeof *s) == 0) {
+    const uint64_t *t = &d->bits[l][i * d->words];
+    size_t w = 0;
+    while (w < d->words && t[w] == s[w]) w++;
+    if (w == d->words) {
       if (peak < d->peak[l][i]) {
         d->peak[l][i] = peak;
         d->id[l][i] = (uint64_t)parent * d->n + op;
@@ -901,41 +904,82 @@ typedef struct sm_rank {
   uint32_t i;
 } sm_rank;
 
-static int sm_cmp(const void *x, const void *y) {
-  const sm_rank *a = x, *b = y;
-  if (a->peak != b->peak) return a->peak < b->peak ? -1 : 1;
-  if (a->mem != b->mem) return a->mem < b->mem ? -1 : 1;
-  return (a->i > b->i) - (a->i < b->i);
+/* a ranks before b (peak, then live bytes, then index: a total order) */
+static bool sm_before(const sm_rank *a, const sm_rank *b) {
+  if (a->peak != b->peak) return a->peak < b->peak;
+  if (a->mem != b->mem) return a->mem < b->mem;
+  return a->i < b->i;
 }
 
-static int sm_cmp_index(const void *x, const void *y) {
-  const sm_rank *a = x, *b = y;
-  return (a->i > b->i) - (a->i < b->i);
+/* Rearranges r[0..n) so that its first k entries are the k first in
+ * rank (in any order): a quickselect with the median of three as pivot.
+ * The order is total, so the set is the same whatever the pivots. */
+static void sm_select(sm_rank *r, size_t n, size_t k) {
+  size_t lo = 0, hi = n; /* the k-th in rank lies in r[lo..hi) */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    sm_rank a = r[lo], b = r[mid], c = r[hi - 1], pv;
+    if (sm_before(&a, &b)) {
+      pv = sm_before(&b, &c) ? b : sm_before(&a, &c) ? c : a;
+    } else {
+      pv = sm_before(&a, &c) ? a : sm_before(&b, &c) ? c : b;
+    }
+    /* three ways: [lo, lt) before pv, [lt, gt) pv itself, [gt, hi) after */
+    size_t lt = lo, i = lo, gt = hi;
+    while (i < gt) {
+      if (sm_before(&r[i], &pv)) {
+        sm_rank t = r[i];
+        r[i++] = r[lt], r[lt++] = t;
+      } else if (sm_before(&pv, &r[i])) {
+        sm_rank t = r[i];
+        r[i] = r[--gt], r[gt] = t;
+      } else {
+        i++;
+      }
+    }
+    if (k < lt) {
+      hi = lt;
+    } else if (k >= gt) {
+      lo = gt;
+    } else {
+      return;
+    }
+  }
 }
 
 /* Keeps the best max_states states of the next level (in place). */
 static mp_status sm_cut(sm_dp *d, mp_error *err) {
   size_t n = d->count[1], k = d->max_states, w = d->words;
   sm_rank *r = mp_calloc(d->m->a, n, sizeof *r);
-  if (!r) return sm_nomem(d->m, err);
+  uint8_t *keep = mp_calloc(d->m->a, n, 1);
+  if (!r || !keep) {
+    mp_free(d->m->a, r);
+    mp_free(d->m->a, keep);
+    return sm_nomem(d->m, err);
+  }
   for (size_t i = 0; i < n; i++) {
     r[i] = (sm_rank){d->peak[1][i], d->mem[1][i], (uint32_t)i};
   }
-  qsort(r, n, sizeof *r, sm_cmp);
+  sm_select(r, n, k);
+  for (size_t j = 0; j < k; j++) keep[r[j].i] = 1;
   /* The survivors keep their discovery order, so that compacting them
    * in place only ever moves a state to a lower index. */
-  qsort(r, k, sizeof *r, sm_cmp_index);
-  for (size_t j = 0; j < k; j++) {
-    size_t i = r[j].i;
-    memmove(&d->bits[1][j * w], &d->bits[1][i * w], w * sizeof *d->bits[1]);
-    memmove(&d->ready[1][j * w], &d->ready[1][i * w], w * sizeof *d->ready[1]);
-    d->peak[1][j] = d->peak[1][i];
-    d->mem[1][j] = d->mem[1][i];
-    d->id[1][j] = d->id[1][i];
+  size_t j = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!keep[i]) continue;
+    if (i != j) {
+      memcpy(&d->bits[1][j * w], &d->bits[1][i * w], w * sizeof *d->bits[1]);
+      memcpy(&d->ready[1][j * w], &d->ready[1][i * w], w * sizeof *d->ready[1]);
+      d->peak[1][j] = d->peak[1][i];
+      d->mem[1][j] = d->mem[1][i];
+      d->id[1][j] = d->id[1][i];
+    }
+    j++;
   }
   d->count[1] = k;
   d->cut = true;
   mp_free(d->m->a, r);
+  mp_free(d->m->a, keep);
   return MP_OK;
 }
 
