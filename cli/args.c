@@ -394,6 +394,9 @@ static int args_one(args_state *s, unsigned flags, cli_opts *o, mp_status *st) {
              (r = args_match(s, "--what-if", false, &v))) {
     o->what_if = true;
   } else if (flags & CLI_F_VERIFY && (r = args_verify(s, o, st))) {
+  } else if ((flags & CLI_F_PLAN_OUT) &&
+             (r = args_match(s, "--plan", true, &v))) {
+    o->plan_out = v;
   }
   return r;
 }

@@ -16,21 +16,22 @@
 
 /* Which flags a command accepts. */
 enum {
-  CLI_F_OUTPUT = 1u << 0,   /* -o FILE */
-  CLI_F_PLANNING = 1u << 1, /* --backend --strategy --budget-ms --order
-                               --order-budget-ms --dim --shape --value
-                               --inputs --passes */
-  CLI_F_JSON = 1u << 2,     /* --json */
-  CLI_F_REPORT = 1u << 3,   /* --top --map-width --map-rows --no-map */
-  CLI_F_FILES = 1u << 4,    /* --html --sqlite --dot --svg --lifetimes
-                               --c-header */
-  CLI_F_MODELS = 1u << 5,   /* several positional arguments (models[]) */
-  CLI_F_CHECK = 1u << 6,    /* --budget --baseline --baseline-dir
-                               --tolerance --update-baseline --junit */
-  CLI_F_MARKDOWN = 1u << 7, /* --markdown FILE */
-  CLI_F_WHAT_IF = 1u << 9,  /* --what-if without the report files */
-  CLI_F_VERIFY = 1u << 8    /* --poison --paranoid --redzone --inject
-                            --target --vlen --seed --fail-fast */
+  CLI_F_OUTPUT = 1u << 0,    /* -o FILE */
+  CLI_F_PLANNING = 1u << 1,  /* --backend --strategy --budget-ms --order
+                                --order-budget-ms --dim --shape --value
+                                --inputs --passes */
+  CLI_F_JSON = 1u << 2,      /* --json */
+  CLI_F_REPORT = 1u << 3,    /* --top --map-width --map-rows --no-map */
+  CLI_F_FILES = 1u << 4,     /* --html --sqlite --dot --svg --lifetimes
+                                --c-header */
+  CLI_F_MODELS = 1u << 5,    /* several positional arguments (models[]) */
+  CLI_F_CHECK = 1u << 6,     /* --budget --baseline --baseline-dir
+                                --tolerance --update-baseline --junit */
+  CLI_F_MARKDOWN = 1u << 7,  /* --markdown FILE */
+  CLI_F_WHAT_IF = 1u << 9,   /* --what-if without the report files */
+  CLI_F_PLAN_OUT = 1u << 10, /* --plan FILE (mplan compile) */
+  CLI_F_VERIFY = 1u << 8     /* --poison --paranoid --redzone --inject
+                             --target --vlen --seed --fail-fast */
 };
 
 typedef struct cli_opts {
@@ -84,6 +85,7 @@ typedef struct cli_opts {
   bool update_baseline;
   const char *junit;
   const char *markdown;
+  const char *plan_out; /* --plan FILE: the plan/1 JSON of the bundle */
   /* mplan verify / compile (CLI_F_VERIFY) */
   bool poison, paranoid, fail_fast;
   size_t redzone;

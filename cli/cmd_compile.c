@@ -1,12 +1,16 @@
 /*
  * cmd_compile.c -- mplan compile MODEL -o BUNDLE.mpk [planning flags]
- *                  [--redzone N] [--seed N]
+ *                  [--seed N] [--plan PLAN.json]
  *
  * Invariants:
  *   1. The bundle is written only when it was built completely (one
- *      atomic write).
+ *      atomic write), and with --plan only when the plan's file could be
+ *      written too (the plan's file is removed again otherwise).
  *   2. The bundle is checked by the runtime's own loader before it is
  *      written: mplan never writes a bundle its runtime would refuse.
+ *   3. --plan writes the plan/1 JSON of the very plan the bundle holds
+ *      (a second mplan plan could differ under a wall-clock budget), built
+ *      before either file is written.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,13 +22,14 @@
 #include "mplan/units.h"
 
 static const char compile_usage[] =
-    "usage: mplan compile MODEL -o BUNDLE.mpk [--seed N]\n"
+    "usage: mplan compile MODEL -o BUNDLE.mpk [--seed N] [--plan PLAN.json]\n"
     "                     [planning flags of mplan plan]\n"
     "Plans the model and writes its program bundle: regions, buffers with\n"
     "their planned offsets and lifetimes, tensors, ops with kernel ids and\n"
     "parameters, and weights (the model's, or deterministic pseudo-random\n"
     "ones from --seed when it carries none), with a CRC-32. The runtime's\n"
-    "loader checks the bundle before it is written.\n";
+    "loader checks the bundle before it is written. --plan also writes the\n"
+    "plan/1 JSON of the plan the bundle holds (what mplan plan -o writes).\n";
 
 int cli_compile(int argc, char **argv) {
   cli_opts o;
@@ -32,13 +37,14 @@ int cli_compile(int argc, char **argv) {
   mp_model *m = NULL;
   mp_plan *plan = NULL;
   mp_bundle *b = NULL;
-  mp_buf out;
+  mp_buf out, json;
   int rc = 0;
   if (cli_wants_help(argc, argv)) return cli_print(compile_usage) ? 0 : 2;
   mp_buf_init(&out, NULL);
-  mp_status st =
-      cli_parse(argc, argv, 2, "compile",
-                CLI_F_OUTPUT | CLI_F_PLANNING | CLI_F_VERIFY, &o, &err);
+  mp_buf_init(&json, NULL);
+  mp_status st = cli_parse(
+      argc, argv, 2, "compile",
+      CLI_F_OUTPUT | CLI_F_PLANNING | CLI_F_VERIFY | CLI_F_PLAN_OUT, &o, &err);
   if (st == MP_OK &&
       (o.poison || o.paranoid || o.inject || o.target || o.vlen || o.redzone ||
        o.fail_fast || o.max_bytes || o.max_ops)) {
@@ -59,7 +65,15 @@ int cli_compile(int argc, char **argv) {
   }
   if (st == MP_OK)
     st = mp_bundle_load(o.output, out.data, out.len, NULL, &b, &err);
-  if (st == MP_OK) st = mp_file_write(o.output, out.data, out.len, &err);
+  if (st == MP_OK && o.plan_out) st = mp_report_plan_json(m, plan, &json, &err);
+  /* The plan first: when the bundle cannot be written, it goes again, so
+   * a failure leaves neither file (invariant 1). */
+  if (st == MP_OK && o.plan_out)
+    st = mp_file_write(o.plan_out, json.data, json.len, &err);
+  if (st == MP_OK) {
+    st = mp_file_write(o.output, out.data, out.len, &err);
+    if (st != MP_OK && o.plan_out) remove(o.plan_out);
+  }
   if (st == MP_OK) {
     char human[MP_FMT_MAX];
     mp_buf log;
@@ -78,6 +92,7 @@ int cli_compile(int argc, char **argv) {
     }
     mp_buf_printf(&log, "wrote %s (%s)\n", o.output,
                   mp_fmt_bytes(human, out.len));
+    if (o.plan_out) mp_buf_printf(&log, "wrote %s\n", o.plan_out);
     if (!cli_print(mp_buf_str(&log))) rc = 2;
     mp_buf_free(&log);
   } else {
@@ -85,6 +100,7 @@ int cli_compile(int argc, char **argv) {
   }
   mp_bundle_destroy(b);
   mp_buf_free(&out);
+  mp_buf_free(&json);
   mp_plan_destroy(plan);
   mp_model_destroy(m);
   return rc;

@@ -64,14 +64,25 @@ qdq_pair() {
 }
 qdq_pair "$tmp/bf.onnx" bf 1,376,256 602,112 37
 # qdq_tile LABEL BOUND PATCHES ARGS...: the model qdq_pair planned as
-# LABEL, with --passes all,tile: lower bound BOUND, the tile row's
-# PATCHES, and the outputs of --passes none
+# LABEL, with --passes all,tile in the memory order: lower bound BOUND,
+# the tile row's PATCHES, and the outputs of --passes none. The outputs
+# in QDQ_TILE_ORDER (memory by default: then the plan checked is the one
+# compile --plan writes for the bundle, searched once)
 qdq_tile() {
-  local label=$1 bound=$2 patches=$3
+  local label=$1 bound=$2 patches=$3 order=${QDQ_TILE_ORDER:-memory}
   shift 3
-  run 0 plan "$@" --passes all,tile --order memory &&
-    has "$tmp/out" "lower bound $bound B" && has "$tmp/out" "$patches"
-  outputs "$@" "$label.tile" --passes all,tile --order "${QDQ_TILE_ORDER:-memory}" || return
+  local keep=()
+  if [ "$order" = memory ]; then
+    keep=(--plan "$tmp/$label.tile.json")
+  else
+    run 0 plan "$@" --passes all,tile --order memory &&
+      has "$tmp/out" "lower bound $bound B" && has "$tmp/out" "$patches"
+  fi
+  outputs "$@" "$label.tile" --passes all,tile --order "$order" "${keep[@]}" || return
+  if [ "$order" = memory ]; then
+    [ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['summary']['lower_bound_bytes'], any(sys.argv[2] in (r.get('detail') or '') for r in d['passes']['rows']))" "$tmp/$label.tile.json" "$patches")" = "${bound//,/} True" ] &&
+      ok || bad "$label: with --passes all,tile not $bound B and '$patches'"
+  fi
   if cmp -s "$tmp/$label.none.mpt" "$tmp/$label.tile.mpt"; then
     ok
   else

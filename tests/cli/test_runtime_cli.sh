@@ -232,6 +232,20 @@ run 2 "$mplan" compile $v2 && has "$tmp/err" "give the bundle's path with -o"
 run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --paranoid && has "$tmp/err" "belong to mplan verify"
 run 2 "$mplan" compile models/seed_example.json -o "$tmp/x.mpk" && has "$tmp/err" "has no ops to compile"
 [ -e "$tmp/x.mpk" ] && bad "compile wrote a bundle after an error" || ok
+# --plan: the plan/1 JSON of the plan the bundle holds, what plan -o
+# writes (but for its timings); a plan or a bundle that cannot be written
+# leaves neither file
+run 0 "$mplan" compile $v2 -o "$tmp/p.mpk" --passes all --order memory --plan "$tmp/p.json" &&
+  has "$tmp/out" "wrote $tmp/p.json"
+run 0 "$mplan" plan $v2 --passes all --order memory -o "$tmp/p2.json"
+strip_ms() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['summary'].pop('plan_ms'); [d['schedule'].pop(k, None) for k in ('ms', 'time_ms')]; print(json.dumps(d, sort_keys=True))" "$1"; }
+[ -s "$tmp/p.json" ] && [ "$(strip_ms "$tmp/p.json")" = "$(strip_ms "$tmp/p2.json")" ] && ok ||
+  bad "compile --plan wrote another plan than mplan plan -o"
+[ "$("$runner" "$tmp/p.mpk" --paranoid >/dev/null 2>&1; echo $?)" = 0 ] && ok || bad "the bundle of compile --plan does not run"
+rm -f "$tmp/x.mpk" "$tmp/x.json"
+run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --plan "$tmp/no/x.json" && one_line && has "$tmp/err" "$tmp/no/x.json"
+run 2 "$mplan" compile $v2 -o "$tmp/no/x.mpk" --plan "$tmp/x.json" && one_line && has "$tmp/err" "$tmp/no/x.mpk"
+[ -e "$tmp/x.mpk" ] || [ -e "$tmp/x.json" ] && bad "compile left a file after failing to write the other" || ok
 # An op the runtime lacks (DeformConv): a clear error naming it; planning
 # still works.
 cat >"$tmp/topk.json" <<'JSON'
