@@ -455,7 +455,8 @@ mp_status mp_report_summary(const mp_model *m, const mp_plan *plan, mp_buf *out,
 }
 
 /* What the tile pass did under a what-if setting ("patches 4 x 2 of 13
- * ops up to 'T' (28 x 28), Conv MACs +6.0%"), or why none were kept. */
+ * ops up to 'T' (28 x 28), Conv MACs +6.0%", and "; also joins 'X'" for
+ * its exports), or why none were kept. */
 static void ex_tile_note(const mp_tile_info *t, mp_buf *out) {
   if (!t) return;
   if (t->outcome != MP_TILE_KEPT) {
@@ -470,6 +471,9 @@ static void ex_tile_note(const mp_tile_info *t, mp_buf *out) {
       t->bands, t->columns, t->stage_ops, t->cut, (long long)t->height,
       (long long)t->width,
       t->graph_macs > 0 ? 100.0 * t->extra_macs / t->graph_macs : 0.0);
+  for (uint32_t k = 0; k < t->n_exports; k++) {
+    mp_buf_printf(out, "%s'%s'", k ? ", " : "; also joins ", t->exports[k]);
+  }
 }
 
 static void ex_change(char *buf, size_t cap, size_t now, size_t v) {

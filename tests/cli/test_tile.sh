@@ -427,6 +427,9 @@ run 0 plan "$sk" --passes all,tile --order memory &&
   has "$tmp/out" "patches 8; 4 x 2 of 5 ops up to 'p2' (16 x 16)" &&
   has "$tmp/out" "also joins 'p1'; kept: 16576 B after every pass, 40976 B without the patches"
 run 0 plan "$sk" --passes all,tile && has "$tmp/out" "lower bound 20,480 B"
+# explain's what-if names the export with the patches
+run 0 explain "$sk" --no-map &&
+  has "$tmp/out" "  --passes all,tile                          20,480 B  (-58.3%)  patches 4 x 2 of 5 ops up to 'p2' (16 x 16), Conv MACs +11.2%; also joins 'p1'"
 same_tiled "$sk" file
 
 # the pass list: all leaves tile out; all,tile adds it
