@@ -961,6 +961,14 @@ static mp_status sm_cut(sm_dp *d, mp_error *err) {
     r[i] = (sm_rank){d->peak[1][i], d->mem[1][i], (uint32_t)i};
   }
   sm_select(r, n, k);
+#ifndef NDEBUG
+  /* every survivor ranks before every state dropped (what a sort keeps) */
+  size_t last = 0, first = k;
+  for (size_t j = 1; j < k; j++) last = sm_before(&r[last], &r[j]) ? j : last;
+  for (size_t j = k + 1; j < n; j++)
+    first = sm_before(&r[j], &r[first]) ? j : first;
+  assert(sm_before(&r[last], &r[first]));
+#endif
   for (size_t j = 0; j < k; j++) keep[r[j].i] = 1;
   /* The survivors keep their discovery order, so that compacting them
    * in place only ever moves a state to a lower index. */
