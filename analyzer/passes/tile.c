@@ -1264,9 +1264,9 @@ static mp_status tl_run(tl_ctx *z, mp_error *err) {
       z->graph_macs > 0 ? 100.0 * best.extra / z->graph_macs : 0.0, best.extra,
       tried, tried == 1 ? "" : "s",
       cut_short ? " (search budget reached)" : "");
-  for (uint32_t k = 0; k < z->n_ex; k++) { /* (tl_build set them) */
+  for (uint32_t k = 0; k < info->n_exports; k++) {
     mp_buf_printf(&z->c->note, "%s'%s'", k ? ", " : "; also joins ",
-                  tl_t(z, z->ex[k])->name);
+                  info->exports[k]);
   }
   return MP_OK;
 }
