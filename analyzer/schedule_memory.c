@@ -84,8 +84,8 @@
  *      so it can only lower the bound the exact search must beat (which
  *      then cuts more states), and every segment has its beam's order
  *      when the budget stops an exact search. It never makes a
- *      result exact: that takes the step bound or an exact search run
- *      to the end.
+ *      result exact: that takes the step bound, the branch bound (11)
+ *      or an exact search run to the end.
  *  10. Each state of the current and the next level carries its ready
  *      ops (every local predecessor run, itself not): the empty set's are
  *      the ops with no local predecessor, and S + {j}'s are S's without j
@@ -93,6 +93,30 @@
  *      An expansion walks these bits, in increasing op order as a scan
  *      of all ops would, so the states, ties and results are the same;
  *      assert builds recompute every state's set from its bits.
+ *  11. When the step bound (7) does not meet the best candidate, a bound
+ *      across branches. Pick designated ops d_1..d_k (k <= 64) no two of
+ *      which are ordered (an antichain; greedily by the live bytes 7
+ *      finds at their steps). In any order, let d_g be the last of them
+ *      to run: every other d_h has run, and a path from d_h along its
+ *      outputs' readers to a reader after the segment or a graph output
+ *      has a last run op w, whose output on the path is still to be read
+ *      (or is never freed): that buffer is live at d_g's step. So d_g's
+ *      step holds 7's bytes for d_g plus, for each h != g, the smallest
+ *      charge on the path (the widest path: the largest such smallest
+ *      charge). A buffer's charge is its size divided by the number of
+ *      designated ops whose descendants write it (so that a buffer two
+ *      branches reach is counted once), and 0 when it is born before the
+ *      segment, or when an op creating it is (or is an ancestor of) a
+ *      designated op and the buffer is not that op's branch's alone:
+ *      those bytes may be in 7's count for d_g already. The smallest
+ *      such sum over g, for the best prefix of the designated ops,
+ *      bounds every order's peak. Patches side by side (tile) and
+ *      parallel cells are its case: the branch that peaks last finds the
+ *      others' outputs live. The branch order goes with it: the
+ *      designated ops by their live bytes less what they leave, each
+ *      with its unrun ancestors first and then every descendant it makes
+ *      ready. It competes as one more order of the segment, before the
+ *      beam (8).
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -1254,16 +1278,26 @@ static mp_status sm_candidates(sm_run *r, mp_order_kind *ref_kind,
   return MP_OK;
 }
 
-/* ---- a lower bound on a segment's peak (invariant 7) -------------------- */
+/* ---- a lower bound on a segment's peak (invariants 7 and 11) ------------ */
 
 typedef struct sm_bound {
   const sm_run *r;
   size_t lo, n, words;
-  uint64_t *anc; /* per local op: its local ancestors */
+  uint64_t *anc;  /* per local op: its local ancestors */
+  bool *has_succ; /* per local op: a successor in the segment */
+  size_t *live;   /* per local op: bytes live at its step in every order */
+  uint32_t *bufs; /* activation buffers the segment's ops read or create */
+  uint32_t n_bufs;
+  uint32_t *bix; /* buffer -> 1 + its index in bufs; 0: not there */
 } sm_bound;
 
 static bool sm_bound_in(const sm_bound *b, uint32_t op) {
   return b->r->pos[op] >= b->lo && b->r->pos[op] < b->lo + b->n;
+}
+
+/* Is local op j an ancestor of local op i? */
+static bool sm_anc(const sm_bound *b, size_t i, size_t j) {
+  return (b->anc[i * b->words + j / 64] >> (j % 64)) & 1;
 }
 
 /* Does op v run at or after local op i in every order: v is i, comes
@@ -1273,7 +1307,7 @@ static bool sm_bound_reaches(const sm_bound *b, size_t i, uint32_t v) {
   if (p >= b->lo + b->n) return true;
   if (p < b->lo) return false;
   size_t j = p - b->lo;
-  return j == i || (b->anc[j * b->words + i / 64] >> (i % 64)) & 1;
+  return j == i || sm_anc(b, j, i);
 }
 
 /* Does op v run before local op i in every order: it comes before the
@@ -1282,8 +1316,7 @@ static bool sm_bound_before(const sm_bound *b, size_t i, uint32_t v) {
   size_t p = b->r->pos[v];
   if (p < b->lo) return true;
   if (p >= b->lo + b->n) return false;
-  size_t j = p - b->lo;
-  return (b->anc[i * b->words + j / 64] >> (j % 64)) & 1;
+  return sm_anc(b, i, p - b->lo);
 }
 
 /* Is buffer x live at local op i's step in every order? */
@@ -1350,7 +1383,7 @@ static size_t sm_bound_last_frees(const sm_bound *b, uint32_t u) {
  * and its step holds what is live after the segment (the same in every
  * order) plus what it frees. The smallest of these over the candidates
  * for first and last bound every order's peak. */
-static size_t sm_bound_ends(const sm_bound *b, const bool *has_succ) {
+static size_t sm_bound_ends(const sm_bound *b) {
   const sm_run *r = b->r;
   const sm_model *m = &r->m;
   size_t before = b->lo ? r->after[b->lo - 1] : m->start_mem;
@@ -1361,7 +1394,7 @@ static size_t sm_bound_ends(const sm_bound *b, const bool *has_succ) {
     bool has_pred = false;
     for (size_t w = 0; w < b->words; w++) has_pred |= b->anc[i * b->words + w];
     if (!has_pred && m->born_bytes[u] < first) first = m->born_bytes[u];
-    size_t f = has_succ[i] ? SIZE_MAX : sm_bound_last_frees(b, u);
+    size_t f = b->has_succ[i] ? SIZE_MAX : sm_bound_last_frees(b, u);
     if (f < last) last = f;
   }
   size_t lo = first == SIZE_MAX ? 0 : before + first;
@@ -1369,24 +1402,26 @@ static size_t sm_bound_ends(const sm_bound *b, const bool *has_succ) {
   return lo > hi ? lo : hi;
 }
 
-/* The largest, over the segment's ops, of the bytes live at that op's
- * step in every order (invariant 7). The buffers the segment's ops read
- * or create are tested one by one; every other buffer live into the
- * segment is read by nobody in it, so it stays live throughout. */
-static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
-                               mp_error *err) {
+static void sm_bound_release(sm_bound *b) {
+  const mp_alloc *a = b->r->m.a;
+  mp_free(a, b->anc);
+  mp_free(a, b->has_succ);
+  mp_free(a, b->live);
+  mp_free(a, b->bufs);
+  mp_free(a, b->bix);
+}
+
+/* The segment's ancestor sets and the activation buffers its ops touch. */
+static mp_status sm_bound_init(sm_bound *b, const sm_run *r, size_t lo,
+                               size_t n, mp_error *err) {
   const sm_model *m = &r->m;
   const uint32_t *ref = r->cand[SM_REF];
-  sm_bound b = {r, lo, n, (n + 63) / 64, NULL};
-  uint32_t *bufs = NULL, n_bufs = 0;
-  mp_status st = MP_OK;
-  bool *has_succ = mp_calloc(m->a, n + 1, sizeof *has_succ); /* per local op */
-  bool *seen = mp_calloc(m->a, m->n_buf + 1, sizeof *seen);
-  b.anc = mp_calloc(m->a, n * b.words + 1, sizeof *b.anc);
-  if (!has_succ || !seen || !b.anc) {
-    st = sm_nomem(m, err);
-    goto done;
-  }
+  *b = (sm_bound){.r = r, .lo = lo, .n = n, .words = (n + 63) / 64};
+  b->has_succ = mp_calloc(m->a, n + 1, sizeof *b->has_succ);
+  b->live = mp_calloc(m->a, n + 1, sizeof *b->live);
+  b->bix = mp_calloc(m->a, m->n_buf + 1, sizeof *b->bix);
+  b->anc = mp_calloc(m->a, n * b->words + 1, sizeof *b->anc);
+  if (!b->has_succ || !b->live || !b->bix || !b->anc) return sm_nomem(m, err);
   size_t cap = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t u = ref[lo + i];
@@ -1394,19 +1429,16 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
     cap += m->born_start[u + 1] - m->born_start[u];
     for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
       uint32_t p = m->preds[k];
-      if (!sm_bound_in(&b, p)) continue;
+      if (!sm_bound_in(b, p)) continue;
       size_t j = r->pos[p] - lo;
-      for (size_t w = 0; w < b.words; w++)
-        b.anc[i * b.words + w] |= b.anc[j * b.words + w];
-      b.anc[i * b.words + j / 64] |= (uint64_t)1 << (j % 64);
-      has_succ[j] = true;
+      for (size_t w = 0; w < b->words; w++)
+        b->anc[i * b->words + w] |= b->anc[j * b->words + w];
+      b->anc[i * b->words + j / 64] |= (uint64_t)1 << (j % 64);
+      b->has_succ[j] = true;
     }
   }
-  bufs = mp_calloc(m->a, cap + 1, sizeof *bufs);
-  if (!bufs) {
-    st = sm_nomem(m, err);
-    goto done;
-  }
+  b->bufs = mp_calloc(m->a, cap + 1, sizeof *b->bufs);
+  if (!b->bufs) return sm_nomem(m, err);
   for (size_t i = 0; i < n; i++) {
     uint32_t u = ref[lo + i];
     for (int pass = 0; pass < 2; pass++) {
@@ -1414,34 +1446,256 @@ static mp_status sm_step_bound(const sm_run *r, size_t lo, size_t n, size_t *lb,
       const uint32_t *list = sm_touched(m, u, pass, &s, &e);
       for (uint32_t k = s; k < e; k++) {
         uint32_t x = list[k];
-        if (seen[x] || !m->size[x]) continue;
-        seen[x] = true;
-        bufs[n_bufs++] = x;
+        if (b->bix[x] || !m->size[x]) continue;
+        b->bufs[b->n_bufs++] = x;
+        b->bix[x] = b->n_bufs;
       }
     }
   }
+  return MP_OK;
+}
+
+/* The largest, over the segment's ops, of the bytes live at that op's
+ * step in every order (invariant 7), each op's in b->live. The buffers
+ * the segment's ops read or create are tested one by one; every other
+ * buffer live into the segment is read by nobody in it, so it stays live
+ * throughout. */
+static size_t sm_step_bound(sm_bound *b) {
+  const sm_run *r = b->r;
+  const sm_model *m = &r->m;
   /* live into the segment and untouched by it: live at every step */
-  size_t through = lo ? r->after[lo - 1] : m->start_mem - m->start_free;
-  for (uint32_t k = 0; k < n_bufs; k++) {
-    if (!sm_bound_live_in(&b, bufs[k])) continue;
-    through = through > m->size[bufs[k]] ? through - m->size[bufs[k]] : 0;
+  size_t through = b->lo ? r->after[b->lo - 1] : m->start_mem - m->start_free;
+  for (uint32_t k = 0; k < b->n_bufs; k++) {
+    if (!sm_bound_live_in(b, b->bufs[k])) continue;
+    size_t s = m->size[b->bufs[k]];
+    through = through > s ? through - s : 0;
   }
-  *lb = 0;
-  for (size_t i = 0; i < n; i++) {
+  size_t lb = 0;
+  for (size_t i = 0; i < b->n; i++) {
     size_t live = through;
-    for (uint32_t k = 0; k < n_bufs; k++) {
-      if (sm_bound_live(&b, bufs[k], i)) live += m->size[bufs[k]];
+    for (uint32_t k = 0; k < b->n_bufs; k++) {
+      if (sm_bound_live(b, b->bufs[k], i)) live += m->size[b->bufs[k]];
     }
-    if (live > *lb) *lb = live;
+    b->live[i] = live;
+    if (live > lb) lb = live;
   }
-  size_t ends = sm_bound_ends(&b, has_succ);
-  if (ends > *lb) *lb = ends;
-done:
-  mp_free(m->a, has_succ);
-  mp_free(m->a, bufs);
-  mp_free(m->a, b.anc);
-  mp_free(m->a, seen);
-  return st;
+  size_t ends = sm_bound_ends(b);
+  return ends > lb ? ends : lb;
+}
+
+/* ---- branches: a bound across them and an order (invariant 11) --------- */
+
+/* Designated ops a branch bound uses at most (one bit each). */
+#define SM_MAX_BRANCHES 64
+
+typedef struct sm_branches {
+  size_t k;                    /* designated ops: pairwise unordered */
+  uint32_t d[SM_MAX_BRANCHES]; /* local ops, by live bytes (greedy) */
+  size_t v[SM_MAX_BRANCHES];   /* bytes each leaves live (all k) */
+  size_t bound, bound_k;       /* the best bound: the first bound_k */
+  uint64_t *down, *up;         /* per local op: the designated ops it
+                                  descends from / is an ancestor of (or is) */
+  size_t *reach;               /* per local op: the widest path's bytes */
+  uint64_t *writers, *makers;  /* per bufs entry: down of the ops writing
+                                  it / up of the ops creating it */
+  bool *early;                 /* per bufs entry: born before the segment */
+  size_t *charge;              /* per bufs entry */
+} sm_branches;
+
+static void sm_branches_release(const sm_model *m, sm_branches *br) {
+  void *arrays[] = {br->down,   br->up,    br->reach, br->writers,
+                    br->makers, br->early, br->charge};
+  for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
+    mp_free(m->a, arrays[k]);
+  }
+}
+
+typedef struct sm_live_op {
+  size_t live;
+  uint32_t i;
+} sm_live_op;
+
+static int sm_live_cmp(const void *pa, const void *pb) {
+  const sm_live_op *a = pa, *b = pb;
+  if (a->live != b->live) return a->live > b->live ? -1 : 1;
+  return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* Is every op of d[0..k) unordered with local op i? */
+static bool sm_unordered(const sm_bound *b, const uint32_t *d, size_t k,
+                         size_t i) {
+  for (size_t j = 0; j < k; j++) {
+    if (d[j] == i || sm_anc(b, i, d[j]) || sm_anc(b, d[j], i)) return false;
+  }
+  return true;
+}
+
+/* The widest path's bytes from every local op (invariant 11), with the
+ * first k designated ops: reach[i] is the largest, over paths from op i
+ * along its outputs' readers to a reader after the segment or a graph
+ * output, of the smallest charge on the path. */
+static void sm_reach(const sm_bound *b, sm_branches *br, size_t k) {
+  const sm_run *r = b->r;
+  const sm_model *m = &r->m;
+  const uint32_t *ref = r->cand[SM_REF];
+  uint64_t all = k == 64 ? ~(uint64_t)0 : ((uint64_t)1 << k) - 1;
+  for (uint32_t q = 0; q < b->n_bufs; q++) br->writers[q] = br->makers[q] = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    uint32_t u = ref[b->lo + i];
+    const mp_op *op = mp_graph_op(m->g, u);
+    for (uint32_t o = 0; o < op->n_outputs; o++) {
+      uint32_t q = b->bix[sm_buf(m, (size_t)op->outputs[o])];
+      if (q) br->writers[q - 1] |= br->down[i] & all;
+    }
+    for (uint32_t k2 = m->born_start[u]; k2 < m->born_start[u + 1]; k2++) {
+      uint32_t q = b->bix[m->born[k2]];
+      if (q) br->makers[q - 1] |= br->up[i] & all;
+    }
+  }
+  for (uint32_t q = 0; q < b->n_bufs; q++) {
+    uint64_t w = br->writers[q], up = br->makers[q];
+    int c = __builtin_popcountll(w);
+    bool alone = up == 0 || (up == w && c == 1);
+    br->charge[q] =
+        br->early[q] || !c || !alone ? 0 : m->size[b->bufs[q]] / (size_t)c;
+  }
+  for (size_t i = b->n; i-- > 0;) {
+    const mp_op *op = mp_graph_op(m->g, ref[b->lo + i]);
+    size_t best = 0;
+    for (uint32_t o = 0; o < op->n_outputs; o++) {
+      const mp_tensor *t = mp_graph_tensor(m->g, (size_t)op->outputs[o]);
+      uint32_t x = sm_buf(m, (size_t)op->outputs[o]);
+      size_t c = b->bix[x] ? br->charge[b->bix[x] - 1] : 0;
+      if (c <= best) continue;
+      size_t cont = m->keep[x] ? SIZE_MAX : 0;
+      for (uint32_t j = 0; j < t->n_consumers; j++) {
+        size_t p = r->pos[t->consumers[j]];
+        if (p >= b->lo + b->n) {
+          cont = SIZE_MAX;
+        } else if (p > b->lo + i && br->reach[p - b->lo] > cont) {
+          cont = br->reach[p - b->lo];
+        }
+      }
+      if (cont < c) c = cont;
+      if (c > best) best = c;
+    }
+    br->reach[i] = best;
+  }
+}
+
+/* The bound of the first k designated ops: the last of them to run finds
+ * every other one's bytes live (invariant 11). Fills br->v. */
+static size_t sm_branch_bound(const sm_bound *b, sm_branches *br, size_t k) {
+  sm_reach(b, br, k);
+  size_t sum = 0, least = SIZE_MAX;
+  for (size_t j = 0; j < k; j++) {
+    br->v[j] = br->reach[br->d[j]];
+    sum += br->v[j];
+  }
+  for (size_t j = 0; j < k; j++) {
+    size_t t = b->live[br->d[j]] + (sum - br->v[j]);
+    if (t < least) least = t;
+  }
+  return least;
+}
+
+/* Picks the designated ops and the best bound over their prefixes. */
+static mp_status sm_branches_run(const sm_bound *b, sm_branches *br,
+                                 mp_error *err) {
+  const sm_model *m = &b->r->m;
+  size_t n = b->n;
+  memset(br, 0, sizeof *br);
+  sm_live_op *by = mp_calloc(m->a, n + 1, sizeof *by);
+  if (!by) return sm_nomem(m, err);
+  for (size_t i = 0; i < n; i++) by[i] = (sm_live_op){b->live[i], (uint32_t)i};
+  qsort(by, n, sizeof *by, sm_live_cmp);
+  for (size_t s = 0; s < n && br->k < SM_MAX_BRANCHES; s++) {
+    if (sm_unordered(b, br->d, br->k, by[s].i)) br->d[br->k++] = by[s].i;
+  }
+  mp_free(m->a, by);
+  if (br->k < 2) return MP_OK;
+  br->down = mp_calloc(m->a, n + 1, sizeof *br->down);
+  br->up = mp_calloc(m->a, n + 1, sizeof *br->up);
+  br->reach = mp_calloc(m->a, n + 1, sizeof *br->reach);
+  br->writers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->writers);
+  br->makers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->makers);
+  br->early = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->early);
+  br->charge = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->charge);
+  if (!br->down || !br->up || !br->reach || !br->writers || !br->makers ||
+      !br->early || !br->charge) {
+    return sm_nomem(m, err);
+  }
+  for (uint32_t q = 0; q < b->n_bufs; q++) {
+    uint32_t x = b->bufs[q];
+    br->early[q] = m->maker_start[x] == m->maker_start[x + 1];
+    for (uint32_t k = m->maker_start[x]; k < m->maker_start[x + 1]; k++) {
+      if (!sm_bound_in(b, m->makers[k])) br->early[q] = true;
+    }
+  }
+  for (size_t j = 0; j < br->k; j++) {
+    uint64_t bit = (uint64_t)1 << j;
+    size_t dj = br->d[j];
+    for (size_t i = 0; i < n; i++) {
+      if (i == dj || sm_anc(b, i, dj)) br->down[i] |= bit;
+      if (i == dj || sm_anc(b, dj, i)) br->up[i] |= bit;
+    }
+    if (j == 0) continue;
+    size_t t = sm_branch_bound(b, br, j + 1);
+    if (t > br->bound) br->bound = t, br->bound_k = j + 1;
+  }
+  /* br->v for every designated op, as the branch order wants them */
+  if (br->bound_k != br->k) sm_branch_bound(b, br, br->k);
+  return MP_OK;
+}
+
+/* The branch order of the first k designated ops (invariant 11): by
+ * live bytes less what each leaves, each op's unrun ancestors, the op,
+ * then every descendant it makes ready; then the rest. out gets local
+ * ops. */
+static void sm_branch_order(const sm_bound *b, const sm_branches *br, size_t k,
+                            bool *run, uint32_t *out) {
+  uint32_t by[SM_MAX_BRANCHES];
+  for (size_t j = 0; j < k; j++) by[j] = (uint32_t)j;
+  for (size_t j = 1; j < k; j++) { /* insertion sort: k <= 64 */
+    uint32_t x = by[j];
+    size_t p = j;
+    while (p > 0) {
+      uint32_t y = by[p - 1];
+      size_t ax = b->live[br->d[x]] + br->v[y],
+             ay = b->live[br->d[y]] + br->v[x];
+      if (ax < ay || (ax == ay && br->d[x] > br->d[y])) break;
+      by[p] = y;
+      p--;
+    }
+    by[p] = x;
+  }
+  const sm_model *m = &b->r->m;
+  const uint32_t *ref = b->r->cand[SM_REF];
+  size_t n = b->n, n_out = 0;
+  memset(run, 0, n * sizeof *run);
+  for (size_t s = 0; s < k; s++) {
+    size_t d = br->d[by[s]];
+    if (run[d]) continue;
+    for (size_t i = 0; i < d; i++) {
+      if (!run[i] && sm_anc(b, d, i)) run[i] = true, out[n_out++] = (uint32_t)i;
+    }
+    run[d] = true;
+    out[n_out++] = (uint32_t)d;
+    for (size_t i = d + 1; i < n; i++) {
+      if (run[i] || !sm_anc(b, i, d)) continue;
+      uint32_t u = ref[b->lo + i];
+      bool ready = true;
+      for (uint32_t q = m->pred_start[u]; ready && q < m->pred_start[u + 1];
+           q++) {
+        uint32_t p = m->preds[q];
+        ready = !sm_bound_in(b, p) || run[b->r->pos[p] - b->lo];
+      }
+      if (ready) run[i] = true, out[n_out++] = (uint32_t)i;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!run[i]) out[n_out++] = (uint32_t)i;
+  }
 }
 
 static size_t sm_range_max(const size_t *v, size_t lo, size_t hi) {
@@ -1508,8 +1762,51 @@ typedef struct sm_seg {
   bool open;        /* neither proven optimal nor given up */
 } sm_seg;
 
+/* Tries the branch orders of all the designated ops and of the prefix
+ * that gave the bound; keeps one that beats the best order so far. */
+static mp_status sm_branch_try(sm_run *r, const sm_bound *b, sm_branches *br,
+                               size_t *ub, mp_schedule_info *info,
+                               mp_error *err) {
+  const sm_model *m = &r->m;
+  size_t n = b->n, lo = b->lo, n_ops = m->n_ops;
+  bool *run = mp_calloc(m->a, n + 1, sizeof *run);
+  uint32_t *loc = mp_calloc(m->a, n + 1, sizeof *loc);
+  uint32_t *full = mp_calloc(m->a, n_ops + 1, sizeof *full);
+  size_t *step = mp_calloc(m->a, n_ops + 1, sizeof *step);
+  mp_status st = MP_OK;
+  if (!run || !loc || !full || !step) {
+    st = sm_nomem(m, err);
+  } else {
+    const uint32_t *ref = r->cand[SM_REF];
+    memcpy(full, ref, n_ops * sizeof *full);
+    bool better = false;
+    size_t ks[2] = {br->k, br->bound_k};
+    for (int t = 0; t < 2; t++) {
+      size_t k = ks[t];
+      if (k < 2 || (t == 1 && k == br->k)) continue;
+      if (t == 1) sm_branch_bound(b, br, k); /* this prefix's bytes */
+      sm_branch_order(b, br, k, run, loc);
+      for (size_t i = 0; i < n; i++) full[lo + i] = ref[lo + loc[i]];
+      sm_sim(m, full, r->remain, step, NULL);
+      size_t p = sm_range_max(step, lo, lo + n - 1);
+      if (p < *ub) {
+        memcpy(&r->res[lo], &full[lo], n * sizeof *full);
+        *ub = p;
+        better = true;
+      }
+    }
+    info->branch_improved += better;
+  }
+  mp_free(m->a, run);
+  mp_free(m->a, loc);
+  mp_free(m->a, full);
+  mp_free(m->a, step);
+  return st;
+}
+
 /* Phase 1 for one segment: the best candidate's sub-order; unless it
- * meets the step bound, a beam search (invariants 7 and 8). */
+ * meets the step bound, the branch orders and the branch bound, then
+ * unless it meets that, a beam search (invariants 7, 8 and 11). */
 static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
                               mp_schedule_info *info, mp_error *err) {
   size_t lo = sg->lo, hi = sg->hi, n = hi - lo + 1, best = 0;
@@ -1526,21 +1823,44 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
     info->exact = false; /* too large to search: heuristics only */
     return MP_OK;
   }
+  sm_bound b;
+  sm_branches br;
+  memset(&br, 0, sizeof br);
   size_t lb = 0;
-  mp_status st = sm_step_bound(r, lo, n, &lb, err);
-  if (st != MP_OK) return st;
-  if (sg->ub < lb) {
-    return mp_error_set(err, MP_ERR_INTERNAL,
-                        "%s: memory order: the step bound %zu exceeds the "
-                        "peak %zu of an order (steps %zu..%zu)",
-                        mp_graph_source(r->m.g), lb, sg->ub, lo, hi);
+  mp_status st = sm_bound_init(&b, r, lo, n, err);
+  if (st == MP_OK) lb = sm_step_bound(&b);
+  if (st == MP_OK && sg->ub < lb) {
+    st = mp_error_set(err, MP_ERR_INTERNAL,
+                      "%s: memory order: the step bound %zu exceeds the "
+                      "peak %zu of an order (steps %zu..%zu)",
+                      mp_graph_source(r->m.g), lb, sg->ub, lo, hi);
   }
+  if (st == MP_OK && sg->ub > lb) st = sm_branches_run(&b, &br, err);
+  if (st == MP_OK && sg->ub > lb && br.k >= 2) {
+    st = sm_branch_try(r, &b, &br, &sg->ub, info, err);
+  }
+  sm_branches_release(&r->m, &br);
+  sm_bound_release(&b);
+  if (st != MP_OK) return st;
+  if (sg->ub < br.bound) {
+    return mp_error_set(err, MP_ERR_INTERNAL,
+                        "%s: memory order: the branch bound %zu exceeds the "
+                        "peak %zu of an order (steps %zu..%zu)",
+                        mp_graph_source(r->m.g), br.bound, sg->ub, lo, hi);
+  }
+  bool by_branches = br.bound > lb;
+  if (by_branches) lb = br.bound;
   size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
   if (sg->ub > lb && SM_BEAM < states && !sm_spent(&r->budget)) {
     st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, info, err);
   }
   if (st == MP_OK && sg->ub == lb) {
-    info->bound_segments++; /* optimal (invariant 7) */
+    /* optimal (invariants 7 and 11) */
+    if (by_branches) {
+      info->branch_segments++;
+    } else {
+      info->bound_segments++;
+    }
   } else {
     sg->open = true;
   }

@@ -275,8 +275,10 @@ static void html_passes(html_ctx *c, cJSON *root) {
     rj_num(&c->ok, o, "peak", (double)si->peak);
     rj_num(&c->ok, o, "segments", (double)si->segments);
     rj_num(&c->ok, o, "bound_segments", (double)si->bound_segments);
+    rj_num(&c->ok, o, "branch_bound_segments", (double)si->branch_segments);
     rj_num(&c->ok, o, "exact_segments", (double)si->dp_segments);
     rj_num(&c->ok, o, "improved_segments", (double)si->dp_improved);
+    rj_num(&c->ok, o, "branch_improved_segments", (double)si->branch_improved);
     rj_num(&c->ok, o, "beam_improved_segments", (double)si->beam_improved);
     rj_num(&c->ok, o, "budget_hit", si->budget_hit);
     rj_num(&c->ok, o, "time_hit", si->time_hit);

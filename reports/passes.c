@@ -138,10 +138,12 @@ static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
   size_t base = s->n_cand ? s->cand[0].peak : 0;
   mp_buf_printf(out,
                 "schedule    memory: %zu segments (largest %zu ops), %zu met "
-                "the step bound, exact search finished %zu, improved %zu (%zu "
-                "by the beam), %zu states, work %s of %s, %.1f ms; %s\n",
+                "the step bound, %zu the branch bound, exact search finished "
+                "%zu, improved %zu (%zu by a branch order, %zu by the beam), "
+                "%zu states, work %s of %s, %.1f ms; %s\n",
                 s->segments, s->largest_segment, s->bound_segments,
-                s->dp_segments, s->dp_improved, s->beam_improved, s->dp_states,
+                s->branch_segments, s->dp_segments, s->dp_improved,
+                s->branch_improved, s->beam_improved, s->dp_states,
                 mp_fmt_count(w, s->work), mp_fmt_count(wb, s->work_budget),
                 s->ms,
                 s->exact      ? "optimal for this graph"

@@ -470,8 +470,10 @@ static void pj_schedule(pj_ctx *c, cJSON *root) {
   rj_num(&c->ok, o, "segments", (double)s->segments);
   rj_num(&c->ok, o, "largest_segment", (double)s->largest_segment);
   rj_num(&c->ok, o, "bound_segments", (double)s->bound_segments);
+  rj_num(&c->ok, o, "branch_bound_segments", (double)s->branch_segments);
   rj_num(&c->ok, o, "exact_segments", (double)s->dp_segments);
   rj_num(&c->ok, o, "improved_segments", (double)s->dp_improved);
+  rj_num(&c->ok, o, "branch_improved_segments", (double)s->branch_improved);
   rj_num(&c->ok, o, "beam_improved_segments", (double)s->beam_improved);
   rj_num(&c->ok, o, "states", (double)s->dp_states);
   rj_bool(&c->ok, o, "optimal", s->exact);

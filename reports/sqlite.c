@@ -396,9 +396,16 @@ static const char db_v11[] =
     "  tensor TEXT NOT NULL,\n"
     "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
 
-static const char *const db_migrations[] = {db_v1, db_v2,  db_v3, db_v4,
-                                            db_v5, db_v6,  db_v7, db_v8,
-                                            db_v9, db_v10, db_v11};
+/* Version 12: the memory order's segments the branch bound proved and
+ * those a branch order improved (schedule_memory.c invariant 11); NULL
+ * in rows of earlier versions. */
+static const char db_v12[] =
+    "ALTER TABLE schedule ADD COLUMN branch_bound_segments INTEGER;\n"
+    "ALTER TABLE schedule ADD COLUMN branch_improved_segments INTEGER;\n";
+
+static const char *const db_migrations[] = {db_v1, db_v2,  db_v3,  db_v4,
+                                            db_v5, db_v6,  db_v7,  db_v8,
+                                            db_v9, db_v10, db_v11, db_v12};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -1101,8 +1108,9 @@ static mp_status db_insert_search(db_run *r, const mp_schedule_info *info) {
   static const char sql[] =
       "INSERT INTO schedule (run_id, peak_bytes, segments, largest_segment, "
       "bound_segments, exact_segments, improved_segments, states, optimal, "
-      "work, work_budget, work_hit, time_hit, ms) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+      "work, work_budget, work_hit, time_hit, ms, branch_bound_segments, "
+      "branch_improved_segments) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   sqlite3_stmt *s = NULL;
   mp_status st = db_prepare(r, sql, &s);
   if (st != MP_OK) return st;
@@ -1121,6 +1129,8 @@ static mp_status db_insert_search(db_run *r, const mp_schedule_info *info) {
   sqlite3_bind_int(s, k++, info->work_hit);
   sqlite3_bind_int(s, k++, info->time_hit);
   sqlite3_bind_double(s, k++, info->ms);
+  db_size(s, k++, info->branch_segments);
+  db_size(s, k++, info->branch_improved);
   st = db_row(r, s, "inserting the schedule");
   sqlite3_finalize(s);
   return st;

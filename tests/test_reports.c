@@ -486,7 +486,8 @@ static void test_sqlite_schema(void) {
    * the verification target tables, version 5 tensor_buffer.offset,
    * version 6 pass.removed, version 7 peak_interval.idle_bytes and
    * peak_in_use, version 8 tile and tile_op, version 9 schedule, version
-   * 10 the tile pass's ranked patchings, version 11 tile_export. */
+   * 10 the tile pass's ranked patchings, version 11 tile_export,
+   * version 12 the schedule's branch columns. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('pass') WHERE "
                    "name IN ('lower_bound_before', 'arena_after', "
@@ -543,11 +544,18 @@ static void test_sqlite_schema(void) {
                    "WHERE name IN ('run_id', 'seq', 'tensor')"),
              3);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM tile_export"), 0);
+  /* Version 12: the segments the branch bound proved and a branch order
+   * improved. */
+  CHECK_EQ_I(q_int(old,
+                   "SELECT count(*) FROM pragma_table_info('schedule') WHERE "
+                   "name IN ('branch_bound_segments', "
+                   "'branch_improved_segments')"),
+             2);
 
   /* A newer schema is refused, and the file is left alone. */
-  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (12, 'x', '9.9')"));
+  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (13, 'x', '9.9')"));
   CHECK(mp_report_db_open(old, NULL, &db, &err) == MP_ERR_UNSUPPORTED);
-  CHECK_HAS(err.msg, "schema version 12 is newer than this mplan");
+  CHECK_HAS(err.msg, "schema version 13 is newer than this mplan");
   CHECK_HAS(err.msg, old);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run"), 1);
 

@@ -218,7 +218,7 @@ static size_t brute_best(const mp_graph *g, const mp_alias *al, bool in_act) {
 /* Segments the step bound proved (schedule_memory.c invariant 7),
  * segments searched, and segments the beam improved (invariant 8), over
  * every check_memory call. */
-static size_t n_bound, n_searched, n_beam;
+static size_t n_bound, n_searched, n_beam, n_branch_bound, n_branch_order;
 
 /* The memory order of g (with alias al): topological, never worse than a
  * candidate, its reported peak the lifetimes' lower bound, each
@@ -242,6 +242,8 @@ static size_t check_memory(const mp_graph *g, const mp_alias *al, bool in_act,
   n_bound += info.bound_segments;
   n_searched += info.dp_segments;
   n_beam += info.beam_improved;
+  n_branch_bound += info.branch_segments;
+  n_branch_order += info.branch_improved;
   bool ok = topological(g, order) && info.peak == lb;
   for (size_t c = 0; c < info.n_cand; c++) ok = ok && lb <= info.cand[c].peak;
   /* The candidates' peaks are real: dfs and rpo recomputed here. */
@@ -312,9 +314,8 @@ static void test_optimal(void) {
  * cat): the scheduler counts merged buffers exactly as lifetimes do and
  * stays optimal, and the passes never raise the file order's lower
  * bound. Counts graphs with a shared buffer and Concat slices. */
-static void check_shared(uint64_t seed, bool cat, size_t *shared,
+static void check_passes(mp_graph *g, uint64_t seed, bool cat, size_t *shared,
                          size_t *slices) {
-  mp_graph *g = rnd_graph_cat(seed, 4 + seed % 5, true, cat);
   CHECK(g != NULL);
   if (!g) return;
   uint32_t *file = NULL, *order = NULL;
@@ -355,6 +356,12 @@ static void check_shared(uint64_t seed, bool cat, size_t *shared,
 /* Small random graphs after the views and inplace passes, then with
  * Concats and the concat pass too: Concat slices share their output's
  * buffer, born with the first slice written. */
+static void check_shared(uint64_t seed, bool cat, size_t *shared,
+                         size_t *slices) {
+  check_passes(rnd_graph_cat(seed, 4 + seed % 5, true, cat), seed, cat, shared,
+               slices);
+}
+
 static void test_optimal_shared(void) {
   size_t shared = 0, slices = 0;
   for (uint64_t seed = 1000; seed < 1100; seed++) {
@@ -378,6 +385,184 @@ static void test_optimal_shared(void) {
   rnd_sums = false;
   fprintf(stderr, "optimal with accumulated Sums: %zu Adds\n", adds);
   CHECK(adds > 100);
+}
+
+/* Branches (invariant 11 of schedule_memory.c): 2-4 chains of 1-3 ops
+ * from the input or from a stem op, an op now and then reading the
+ * branch's source again, joined by a Concat of their ends (cat) or by an
+ * op reading them all, whose output is the graph's. Random sizes. */
+static mp_graph *rnd_branchy(uint64_t seed, bool cat) {
+  mp_graph *g = NULL;
+  mp_error err = {0};
+  rng_state = seed;
+  if (mp_graph_create(NULL, "branchy", "branchy", &g, &err) != MP_OK)
+    return NULL;
+  size_t n_t = 0, n_ops = 0;
+  char name[32];
+  int32_t src, ends[4];
+  int64_t end_len[4], total = 0;
+  mp_tensor_desc td = {
+      .name = "in", .dtype = MP_DTYPE_U8, .kind = MP_TENSOR_INPUT, .rank = 1};
+  td.shape[0] = (mp_dim){16 * (1 + rnd(64)), MP_NO_SYM};
+  mp_graph_add_tensor(g, &td, &src, &err);
+  td.kind = MP_TENSOR_ACTIVATION;
+  if (rnd(2)) { /* a stem */
+    int32_t out;
+    td.name = "stem_out";
+    td.shape[0] = (mp_dim){16 * (1 + rnd(64)), MP_NO_SYM};
+    mp_graph_add_tensor(g, &td, &out, &err);
+    mp_op_desc d = {.name = "stem",
+                    .type = "Op",
+                    .n_inputs = 1,
+                    .n_outputs = 1,
+                    .inputs = &src,
+                    .outputs = &out};
+    mp_graph_add_op(g, &d, NULL, &err);
+    src = out;
+    n_ops++;
+  }
+  size_t k = 2 + rnd(3);
+  for (size_t b = 0; b < k; b++) {
+    int32_t prev = src;
+    size_t len = 1 + rnd(3);
+    while (n_ops + len + (k - b - 1) > 8) len--; /* brute force: <= 9 ops */
+    for (size_t j = 0; j < len; j++, n_t++) {
+      int32_t in[2] = {prev, src}, out;
+      snprintf(name, sizeof name, "b%zu_%zu", b, j);
+      td.name = name;
+      /* a Relu (in place when it reads prev last), or a new size: often
+       * a small one last, below what the branch held */
+      bool relu = rnd(3) == 0;
+      end_len[b] = relu ? mp_graph_tensor(g, (size_t)prev)->shape[0].value
+                   : j + 1 == len && rnd(2) ? 16 * (1 + rnd(4))
+                                            : 16 * (1 + rnd(64));
+      td.shape[0] = (mp_dim){end_len[b], MP_NO_SYM};
+      mp_graph_add_tensor(g, &td, &out, &err);
+      mp_op_desc d = {.name = name,
+                      .type = relu ? "Relu" : "Op",
+                      .n_inputs = !relu && j > 0 && rnd(4) == 0 ? 2 : 1,
+                      .n_outputs = 1,
+                      .inputs = in,
+                      .outputs = &out};
+      mp_graph_add_op(g, &d, NULL, &err);
+      prev = out;
+      n_ops++;
+    }
+    ends[b] = prev;
+    total += end_len[b];
+  }
+  int32_t out;
+  td.name = "joined";
+  td.shape[0] = (mp_dim){cat ? total : 16 * (1 + rnd(64)), MP_NO_SYM};
+  mp_graph_add_tensor(g, &td, &out, &err);
+  mp_op_desc d = {.name = "join",
+                  .type = cat ? "Concat" : "Op",
+                  .n_inputs = (uint32_t)k,
+                  .n_outputs = 1,
+                  .inputs = ends,
+                  .outputs = &out};
+  mp_graph_add_op(g, &d, NULL, &err);
+  if (mp_graph_link(g, &err) != MP_OK ||
+      mp_graph_mark_output(g, out, &err) != MP_OK ||
+      mp_graph_link(g, &err) != MP_OK || mp_graph_resolve(g, &err) != MP_OK) {
+    fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
+    mp_graph_destroy(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* Three branches in -> Op (1024 B) -> Op (64 B) -> Op (16 B), joined by a
+ * Concat whose buffer the concat pass makes the branches write (a larger
+ * op after it holds the peak): that buffer (48 B) is what each finished
+ * branch leaves, one buffer for all of them. */
+static mp_graph *concat_branches(void) {
+  mp_graph *g = NULL;
+  mp_error err = {0};
+  if (mp_graph_create(NULL, "cat3", "cat3", &g, &err) != MP_OK) return NULL;
+  int32_t in, ends[3], out;
+  mp_tensor_desc td = {
+      .name = "in", .dtype = MP_DTYPE_U8, .kind = MP_TENSOR_INPUT, .rank = 1};
+  td.shape[0] = (mp_dim){64, MP_NO_SYM};
+  mp_graph_add_tensor(g, &td, &in, &err);
+  td.kind = MP_TENSOR_ACTIVATION;
+  char name[16];
+  for (int b = 0; b < 3; b++) {
+    int32_t prev = in, t;
+    for (int j = 0; j < 3; j++) {
+      snprintf(name, sizeof name, "b%d_%d", b, j);
+      td.name = name;
+      td.shape[0] = (mp_dim){j == 0 ? 1024 : j == 1 ? 64 : 16, MP_NO_SYM};
+      mp_graph_add_tensor(g, &td, j == 2 ? &ends[b] : &t, &err);
+      mp_op_desc d = {.name = name,
+                      .type = "Op",
+                      .n_inputs = 1,
+                      .n_outputs = 1,
+                      .inputs = &prev,
+                      .outputs = j == 2 ? &ends[b] : &t};
+      mp_graph_add_op(g, &d, NULL, &err);
+      prev = t;
+    }
+  }
+  int32_t joined;
+  td.name = "joined";
+  td.shape[0] = (mp_dim){48, MP_NO_SYM};
+  mp_graph_add_tensor(g, &td, &joined, &err);
+  mp_op_desc d = {.name = "join",
+                  .type = "Concat",
+                  .n_inputs = 3,
+                  .n_outputs = 1,
+                  .inputs = ends,
+                  .outputs = &joined};
+  mp_graph_add_op(g, &d, NULL, &err);
+  /* the peak after the join: the pass places every slice */
+  td.name = "tail";
+  td.shape[0] = (mp_dim){2048, MP_NO_SYM};
+  mp_graph_add_tensor(g, &td, &out, &err);
+  d = (mp_op_desc){.name = "tail",
+                   .type = "Op",
+                   .n_inputs = 1,
+                   .n_outputs = 1,
+                   .inputs = &joined,
+                   .outputs = &out};
+  mp_graph_add_op(g, &d, NULL, &err);
+  if (mp_graph_link(g, &err) != MP_OK ||
+      mp_graph_mark_output(g, out, &err) != MP_OK ||
+      mp_graph_link(g, &err) != MP_OK || mp_graph_resolve(g, &err) != MP_OK) {
+    mp_graph_destroy(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* Branchy graphs, plain and through the passes with a Concat join: the
+ * memory order equals brute force, and the branch bound and orders are
+ * exercised (each proves or improves some segments). */
+static void test_optimal_branches(void) {
+  size_t bound0 = n_branch_bound, order0 = n_branch_order;
+  size_t shared = 0, slices = 0;
+  for (uint64_t seed = 5000; seed < 5300; seed++) {
+    mp_graph *g = rnd_branchy(seed, false);
+    CHECK(g != NULL);
+    if (!g) continue;
+    size_t best = brute_best(g, NULL, false);
+    CHECK_EQ_U(check_memory(g, NULL, false, 0, seed), best);
+    mp_graph_destroy(g);
+  }
+  for (uint64_t seed = 6000; seed < 6300; seed++) {
+    check_passes(rnd_branchy(seed, true), seed, true, &shared, &slices);
+  }
+  for (uint64_t seed = 7000; seed < 7300; seed++) {
+    check_passes(rnd_branchy(seed, false), seed, false, &shared, &slices);
+  }
+  check_passes(concat_branches(), 0, true, &shared, &slices);
+  fprintf(stderr,
+          "optimal with branches: %zu segments met the branch bound, %zu "
+          "improved by a branch order; %zu Concat slices placed, %zu graphs "
+          "share a buffer\n",
+          n_branch_bound - bound0, n_branch_order - order0, slices, shared);
+  CHECK(n_branch_bound - bound0 > 20 && n_branch_order - order0 > 10);
+  CHECK(slices > 50 && shared > 50);
 }
 
 /* Larger graphs: never worse than the file order; a tiny state budget
@@ -449,6 +634,7 @@ int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : ".";
   test_optimal();
   test_optimal_shared();
+  test_optimal_branches();
   test_large();
   test_dfs_rpo(root);
   return check_exit("test_schedule");

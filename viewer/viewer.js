@@ -819,8 +819,10 @@
     if (P && P.tile) tiling(box, P.tile);
     if (Sc) {
       box.appendChild(el('p', 'hint', 'Memory-aware order: ' + Sc.segments + ' segments (' +
-        Sc.bound_segments + ' met the step bound, ' + Sc.exact_segments +
+        Sc.bound_segments + ' met the step bound, ' + Sc.branch_bound_segments +
+        ' the branch bound, ' + Sc.exact_segments +
         ' finished by the exact search, ' + Sc.improved_segments + ' improved on every candidate, ' +
+        Sc.branch_improved_segments + ' by a branch order, ' +
         Sc.beam_improved_segments + ' by the beam); ' +
         (Sc.optimal ? 'proven optimal for this graph.'
           : Sc.time_hit ? 'the wall-clock cap stopped the search: best found on this machine.'

@@ -254,7 +254,10 @@ try {
     check(text.includes(fmtBytes(plan.schedule.peak_bytes)), 'the memory order\'s peak is shown');
     const s = plan.schedule;
     check(text.includes(`${s.segments} segments (${s.bound_segments} met the step bound, ` +
-      `${s.exact_segments} finished by the exact search`), 'how the memory order was proven',
+      `${s.branch_bound_segments} the branch bound, ` +
+      `${s.exact_segments} finished by the exact search`) &&
+      text.includes(`${s.branch_improved_segments} by a branch order, ` +
+        `${s.beam_improved_segments} by the beam)`), 'how the memory order was proven',
       text.slice(text.indexOf('Memory-aware'), text.indexOf('Memory-aware') + 200));
     const count = (v) => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
     check(text.includes(`Search work ${count(s.work)} of ${count(s.work_budget)}`),

@@ -112,15 +112,16 @@ run 1 check ci/steady.json --budget 40000 "${L[@]}" --json &&
 run 0 check ci/steady.json --budget 50176 "${L[@]}" && hasnt "$tmp/out" "hint"
 run 1 check "$src/models/mobilenet_v2.json" "$src/models/resnet50.json" --budget 4MiB \
   --markdown hint.md --junit hint.xml &&
-  has "$tmp/out" "hint            --passes all,tile fits: arena 3,947,312 B, within the budget of 4,194,304 B" &&
+  has "$tmp/out" "hint            --passes all,tile --order memory fits: arena 3,934,768 B, within the budget of 4,194,304 B" &&
   has "$tmp/out" "hint            the resident tensors (weights) alone take 25,763,680 B" &&
-  has hint.md "**hint**: --passes all,tile fits" && has hint.xml "hint: --passes all,tile fits"
+  has hint.md "**hint**: --passes all,tile --order memory fits" &&
+  has hint.xml "hint: --passes all,tile --order memory fits"
 # the hint's figure is what plan gives for that setting
-expect "all,tile arena" "$("$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile --json |
-  py "d['summary']['arena_bytes']" /dev/stdin)" 3947312
+expect "all,tile memory arena" "$("$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile --order memory --json |
+  py "d['summary']['arena_bytes']" /dev/stdin)" 3934768
 # every setting the hint compared is listed, with what plan gives for it
 # and whether it fits; the hint names the smallest
-has "$tmp/out" "what-if   fits  3,947,312 B with --passes all,tile --order memory" &&
+has "$tmp/out" "what-if   fits  3,934,768 B with --passes all,tile --order memory" &&
   has "$tmp/out" "what-if   over  5,097,440 B with --passes all" &&
   has hint.md "| --passes all,tile | 3,947,312 B | fits |" &&
   has hint.md "| --order memory | 5,197,792 B | over |"
@@ -134,7 +135,7 @@ while IFS=$'\t' read -r setting arena fits; do
   expect "what-if $setting fits" "$fits" "$([ "$arena" -le 4194304 ] && echo True || echo False)"
 done < <(py "'\n'.join('%s\t%d\t%s' % (w['setting'], w['arena_bytes'], w['fits']) for w in d['models'][0]['checks'][0]['what_if'])" wi.json)
 expect "what-if rows" "$n" 5
-expect "hint names the smallest" "$(py "min(d['models'][0]['checks'][0]['what_if'], key=lambda w: w['arena_bytes'])['setting']" wi.json)" "--passes all,tile"
+expect "hint names the smallest" "$(py "min(d['models'][0]['checks'][0]['what_if'], key=lambda w: w['arena_bytes'])['setting']" wi.json)" "--passes all,tile --order memory"
 # a strategy row: steady.json's activations are above their lower bound
 run 1 check ci/steady.json --budget 50175 "${L[@]}" --json &&
   expect "strategy row" "$(py "[w['fits'] for w in d['models'][0]['checks'][0]['what_if'] if w['setting'] == '--strategy auto']" "$tmp/out")" "[True]"

@@ -193,7 +193,8 @@ db.row_factory = sqlite3.Row
 row = dict(db.execute("SELECT * FROM schedule").fetchone())
 s = json.load(open(sys.argv[2]))["schedule"]
 for k in ("peak_bytes", "segments", "largest_segment", "bound_segments",
-          "exact_segments", "improved_segments", "states", "work", "work_budget"):
+          "branch_bound_segments", "exact_segments", "improved_segments",
+          "branch_improved_segments", "states", "work", "work_budget"):
     assert row[k] == s[k], (k, row[k], s[k])
 for k in ("optimal", "work_hit", "time_hit"):
     assert row[k] == int(s[k]), (k, row[k], s[k])
