@@ -95,8 +95,10 @@
  *      assert builds recompute every state's set from its bits.
  *  11. When the step bound (7) does not meet the best candidate, a bound
  *      across branches. Pick designated ops d_1..d_k (k <= 64) no two of
- *      which are ordered (an antichain; greedily by the live bytes 7
- *      finds at their steps). In any order, let d_g be the last of them
+ *      which are ordered (an antichain: from a seed, greedily by the live
+ *      bytes 7 finds at their steps; a few seeds, the best bound wins,
+ *      since the op of most bytes is often one every branch reaches).
+ *      In any order, let d_g be the last of them
  *      to run: every other d_h has run, and a path from d_h along its
  *      outputs' readers to a reader after the segment or a graph output
  *      has a last run op w, whose output on the path is still to be read
@@ -1599,43 +1601,28 @@ static size_t sm_branch_bound(const sm_bound *b, sm_branches *br, size_t k) {
   return least;
 }
 
-/* Picks the designated ops and the best bound over their prefixes. */
-static mp_status sm_branches_run(const sm_bound *b, sm_branches *br,
-                                 mp_error *err) {
-  const sm_model *m = &b->r->m;
-  size_t n = b->n;
-  memset(br, 0, sizeof *br);
-  sm_live_op *by = mp_calloc(m->a, n + 1, sizeof *by);
-  if (!by) return sm_nomem(m, err);
-  for (size_t i = 0; i < n; i++) by[i] = (sm_live_op){b->live[i], (uint32_t)i};
-  qsort(by, n, sizeof *by, sm_live_cmp);
-  for (size_t s = 0; s < n && br->k < SM_MAX_BRANCHES; s++) {
-    if (sm_unordered(b, br->d, br->k, by[s].i)) br->d[br->k++] = by[s].i;
+/* The designated ops from seed: it, then greedily by live bytes every op
+ * unordered with the ones picked. */
+static size_t sm_branch_pick(const sm_bound *b, const sm_live_op *by,
+                             uint32_t seed, uint32_t *d) {
+  size_t k = 1;
+  d[0] = seed;
+  for (size_t s = 0; s < b->n && k < SM_MAX_BRANCHES; s++) {
+    if (by[s].i != seed && sm_unordered(b, d, k, by[s].i)) d[k++] = by[s].i;
   }
-  mp_free(m->a, by);
-  if (br->k < 2) return MP_OK;
-  br->down = mp_calloc(m->a, n + 1, sizeof *br->down);
-  br->up = mp_calloc(m->a, n + 1, sizeof *br->up);
-  br->reach = mp_calloc(m->a, n + 1, sizeof *br->reach);
-  br->writers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->writers);
-  br->makers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->makers);
-  br->early = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->early);
-  br->charge = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->charge);
-  if (!br->down || !br->up || !br->reach || !br->writers || !br->makers ||
-      !br->early || !br->charge) {
-    return sm_nomem(m, err);
-  }
-  for (uint32_t q = 0; q < b->n_bufs; q++) {
-    uint32_t x = b->bufs[q];
-    br->early[q] = m->maker_start[x] == m->maker_start[x + 1];
-    for (uint32_t k = m->maker_start[x]; k < m->maker_start[x + 1]; k++) {
-      if (!sm_bound_in(b, m->makers[k])) br->early[q] = true;
-    }
-  }
+  return k;
+}
+
+/* The best bound over the prefixes of br->d[0..k), with down and up
+ * rebuilt for them. */
+static void sm_branch_prefixes(const sm_bound *b, sm_branches *br) {
+  memset(br->down, 0, b->n * sizeof *br->down);
+  memset(br->up, 0, b->n * sizeof *br->up);
+  br->bound = br->bound_k = 0;
   for (size_t j = 0; j < br->k; j++) {
     uint64_t bit = (uint64_t)1 << j;
     size_t dj = br->d[j];
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < b->n; i++) {
       if (i == dj || sm_anc(b, i, dj)) br->down[i] |= bit;
       if (i == dj || sm_anc(b, dj, i)) br->up[i] |= bit;
     }
@@ -1643,6 +1630,82 @@ static mp_status sm_branches_run(const sm_bound *b, sm_branches *br,
     size_t t = sm_branch_bound(b, br, j + 1);
     if (t > br->bound) br->bound = t, br->bound_k = j + 1;
   }
+}
+
+/* Seeds of the designated ops tried: the op of most live bytes, and the
+ * ops among the SM_SEED_POOL of most live bytes whose best unordered
+ * partner has the most (the smaller of the two counts): the op of most
+ * live bytes is often a join every branch reaches, unordered with few. */
+#define SM_SEEDS 4
+#define SM_SEED_POOL 32
+
+static size_t sm_branch_seeds(const sm_bound *b, const sm_live_op *by,
+                              uint32_t *seeds) {
+  sm_live_op pool[SM_SEED_POOL];
+  size_t n_pool = b->n < SM_SEED_POOL ? b->n : SM_SEED_POOL, n_seeds = 1;
+  seeds[0] = by[0].i;
+  for (size_t s = 0; s < n_pool; s++) {
+    size_t partner = 0; /* by is by live bytes: the first unordered one */
+    for (size_t t = 0; t < b->n && !partner; t++) {
+      if (sm_unordered(b, &by[s].i, 1, by[t].i)) partner = by[t].live;
+    }
+    pool[s] =
+        (sm_live_op){partner < by[s].live ? partner : by[s].live, by[s].i};
+  }
+  qsort(pool, n_pool, sizeof *pool, sm_live_cmp);
+  for (size_t s = 0; s < n_pool && n_seeds < SM_SEEDS; s++) {
+    if (pool[s].live && pool[s].i != seeds[0]) seeds[n_seeds++] = pool[s].i;
+  }
+  return n_seeds;
+}
+
+/* Picks the designated ops (the seed whose antichain gives the best
+ * bound) and the best bound over their prefixes. */
+static mp_status sm_branches_run(const sm_bound *b, sm_branches *br,
+                                 mp_error *err) {
+  const sm_model *m = &b->r->m;
+  size_t n = b->n;
+  memset(br, 0, sizeof *br);
+  if (n < 2) return MP_OK;
+  sm_live_op *by = mp_calloc(m->a, n + 1, sizeof *by);
+  br->down = mp_calloc(m->a, n + 1, sizeof *br->down);
+  br->up = mp_calloc(m->a, n + 1, sizeof *br->up);
+  br->reach = mp_calloc(m->a, n + 1, sizeof *br->reach);
+  br->writers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->writers);
+  br->makers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->makers);
+  br->early = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->early);
+  br->charge = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->charge);
+  if (!by || !br->down || !br->up || !br->reach || !br->writers ||
+      !br->makers || !br->early || !br->charge) {
+    mp_free(m->a, by);
+    return sm_nomem(m, err);
+  }
+  for (size_t i = 0; i < n; i++) by[i] = (sm_live_op){b->live[i], (uint32_t)i};
+  qsort(by, n, sizeof *by, sm_live_cmp);
+  for (uint32_t q = 0; q < b->n_bufs; q++) {
+    uint32_t x = b->bufs[q];
+    br->early[q] = m->maker_start[x] == m->maker_start[x + 1];
+    for (uint32_t k = m->maker_start[x]; k < m->maker_start[x + 1]; k++) {
+      if (!sm_bound_in(b, m->makers[k])) br->early[q] = true;
+    }
+  }
+  uint32_t seeds[SM_SEEDS], best_d[SM_MAX_BRANCHES];
+  size_t n_seeds = sm_branch_seeds(b, by, seeds), best_k = 0, best = 0;
+  for (size_t s = 0; s < n_seeds; s++) {
+    br->k = sm_branch_pick(b, by, seeds[s], br->d);
+    if (br->k < 2) continue;
+    sm_branch_prefixes(b, br);
+    if (br->bound > best || !best_k) {
+      best = br->bound;
+      best_k = br->k;
+      memcpy(best_d, br->d, br->k * sizeof *br->d);
+    }
+  }
+  mp_free(m->a, by);
+  br->k = best_k;
+  if (best_k < 2) return MP_OK;
+  memcpy(br->d, best_d, best_k * sizeof *br->d);
+  sm_branch_prefixes(b, br);
   /* br->v for every designated op, as the branch order wants them */
   if (br->bound_k != br->k) sm_branch_bound(b, br, br->k);
   return MP_OK;
