@@ -92,6 +92,17 @@ else
   bad "npu with tile: $(grep -E 'sram|dram' "$tmp/out" | tr '\n' ' ')"
 fi
 verify "$src/models/mobilenet_v2.json" --passes all,tile --order memory
+# the patches side by side: the memory order runs the two largest (239,120
+# B at their peak op) first and second, and the branch bound proves that
+# optimal (schedule_memory.c invariant 11); file order 254,800 B
+"$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile --order memory \
+  --json >"$tmp/m2m.json"
+s=$(py "$tmp/m2m.json" "(d['summary']['lower_bound_bytes'], d['schedule']['optimal'], d['schedule']['branch_bound_segments'], [c['peak_bytes'] for c in d['schedule']['candidates'] if c['name'] == 'file'])")
+[ "$s" = "(242256, True, 1, [254800])" ] && ok ||
+  bad "mobilenet_v2 all,tile memory: (bound, optimal, branch-bound segments, file) = $s"
+"$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile --order memory >"$tmp/out" 2>&1
+grep -Eq '^schedule    memory: 1 segments \(largest [0-9]+ ops\), 0 met the step bound, 1 the branch bound, .*; optimal for this graph$' "$tmp/out" &&
+  ok || bad "mobilenet_v2 all,tile memory: $(grep '^schedule' "$tmp/out")"
 verify "$src/models/mobilenet_v2.json" --passes all,tile --backend npu
 
 # explain says what the patches (and the other settings) would give: the
