@@ -51,8 +51,13 @@
  *      transition that spends the run's last unit, at the same state on
  *      every machine. Only a wall-clock cap (none by default) can make a
  *      result depend on the machine; info->time_hit says when it did.
- *   5. exact is true only when every segment with more than one op was
- *      searched to the end with no level cut to max_states.
+ *   5. exact is true only when the peak is proven the lowest: every
+ *      segment with more than one op was proven (bounds 7 or 11, or an
+ *      exact search run to the end with no level cut to max_states), or
+ *      the peak equals a lower bound of the whole graph: a segment's
+ *      proven bound, or the step of a split op (the same in every
+ *      order, 2). Every order's peak is at least each of these, so
+ *      segments below it need no proof (peak_bound says so).
  *   6. A state with a ready op u that creates at most the bytes it
  *      frees, and whose step (live bytes + what u creates) stays within
  *      the state's peak, expands only by the first such op: take any
@@ -1773,8 +1778,8 @@ static size_t sm_range_max(const size_t *v, size_t lo, size_t hi) {
  * reported in info), or with a small max_states a beam.
  * An order beating *ub goes to r->res and lowers *ub. */
 static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
-                           bool beam, size_t *ub, mp_schedule_info *info,
-                           mp_error *err) {
+                           bool beam, size_t *ub, bool *finished,
+                           mp_schedule_info *info, mp_error *err) {
   sm_dp d;
   memset(&d, 0, sizeof d);
   d.m = &r->m;
@@ -1806,6 +1811,7 @@ static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
       info->exact = false;
     } else {
       info->dp_segments++;
+      *finished = true;
     }
     if (found && peak < *ub) {
       memcpy(&r->res[lo], out, n * sizeof *out);
@@ -1821,6 +1827,7 @@ static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
 typedef struct sm_seg {
   size_t lo, hi;
   size_t ub;        /* the peak of the best order found */
+  size_t lb;        /* a peak every order of the segment reaches */
   size_t heuristic; /* ... of the best candidate */
   bool open;        /* neither proven optimal nor given up */
 } sm_seg;
@@ -1881,7 +1888,10 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   memcpy(&r->res[lo], &r->cand[best][lo], n * sizeof *r->res);
   info->segments++;
   if (n > info->largest_segment) info->largest_segment = n;
-  if (n == 1) return MP_OK; /* one op has one order */
+  if (n == 1) {
+    sg->lb = sg->ub; /* one op has one order */
+    return MP_OK;
+  }
   if (n > SM_MAX_DP_OPS) {
     info->exact = false; /* too large to search: heuristics only */
     return MP_OK;
@@ -1913,9 +1923,11 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   }
   bool by_branches = br.bound > lb;
   if (by_branches) lb = br.bound;
+  sg->lb = lb;
   size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
   if (sg->ub > lb && SM_BEAM < states && !sm_spent(&r->budget)) {
-    st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, info, err);
+    bool unused = false;
+    st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, &unused, info, err);
   }
   if (st == MP_OK && sg->ub == lb) {
     /* optimal (invariants 7 and 11) */
@@ -1938,8 +1950,11 @@ static mp_status sm_seg_exact(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
     info->exact = false;
     return MP_OK;
   }
-  return sm_search(r, sg->lo, sg->hi - sg->lo + 1, o->max_states, false,
-                   &sg->ub, info, err);
+  bool finished = false;
+  mp_status st = sm_search(r, sg->lo, sg->hi - sg->lo + 1, o->max_states, false,
+                           &sg->ub, &finished, info, err);
+  if (finished) sg->lb = sg->ub; /* the optimum */
+  return st;
 }
 
 static void sm_budget_start(sm_budget *b, const mp_schedule_opts *o) {
@@ -1990,12 +2005,28 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
   for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
     if (segs[k].open) st = sm_seg_exact(r, o, &segs[k], info, err);
   }
+  /* a peak every order of the graph reaches (invariant 5) */
+  size_t lb = 0;
   for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
     info->dp_improved += segs[k].ub < segs[k].heuristic;
+    if (segs[k].lb > lb) lb = segs[k].lb;
+  }
+  for (size_t p = 0; st == MP_OK && p < n; p++) {
+    if (r->split[p] && r->step[SM_REF][p] > lb) lb = r->step[SM_REF][p];
   }
   mp_free(r->m.a, segs);
   if (st != MP_OK) return st;
   info->peak = sm_sim(&r->m, r->res, r->remain, NULL, NULL);
+  if (info->peak < lb) {
+    return mp_error_set(err, MP_ERR_INTERNAL,
+                        "%s: memory order: peak %zu is below the bound %zu "
+                        "every order has",
+                        mp_graph_source(r->m.g), info->peak, lb);
+  }
+  if (!info->exact && info->peak == lb) {
+    info->exact = true;
+    info->peak_bound = true;
+  }
   for (int c = 0; c < r->n_cand; c++) {
     if (info->peak > r->peak[c]) {
       return mp_error_set(err, MP_ERR_INTERNAL,

@@ -146,7 +146,10 @@ static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
                 s->branch_improved, s->beam_improved, s->dp_states,
                 mp_fmt_count(w, s->work), mp_fmt_count(wb, s->work_budget),
                 s->ms,
-                s->exact      ? "optimal for this graph"
+                s->peak_bound ? "optimal for this graph: its peak meets a "
+                                "bound every order has (not every segment "
+                                "below it was proven)"
+                : s->exact    ? "optimal for this graph"
                 : s->time_hit ? "the wall-clock cap stopped the search: best "
                                 "found on this machine"
                 : s->work_hit ? "work budget reached: best found"

@@ -477,6 +477,7 @@ static void pj_schedule(pj_ctx *c, cJSON *root) {
   rj_num(&c->ok, o, "beam_improved_segments", (double)s->beam_improved);
   rj_num(&c->ok, o, "states", (double)s->dp_states);
   rj_bool(&c->ok, o, "optimal", s->exact);
+  rj_bool(&c->ok, o, "optimal_by_bound", s->peak_bound);
   rj_bool(&c->ok, o, "budget_hit", s->budget_hit);
   rj_bool(&c->ok, o, "work_hit", s->work_hit);
   rj_bool(&c->ok, o, "time_hit", s->time_hit);

@@ -397,11 +397,13 @@ static const char db_v11[] =
     "  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;\n";
 
 /* Version 12: the memory order's segments the branch bound proved and
- * those a branch order improved (schedule_memory.c invariant 11); NULL
- * in rows of earlier versions. */
+ * those a branch order improved (schedule_memory.c invariant 11), and
+ * whether the order is optimal because its peak meets a bound of the
+ * whole graph (invariant 5); NULL in rows of earlier versions. */
 static const char db_v12[] =
     "ALTER TABLE schedule ADD COLUMN branch_bound_segments INTEGER;\n"
-    "ALTER TABLE schedule ADD COLUMN branch_improved_segments INTEGER;\n";
+    "ALTER TABLE schedule ADD COLUMN branch_improved_segments INTEGER;\n"
+    "ALTER TABLE schedule ADD COLUMN optimal_by_bound INTEGER;\n";
 
 static const char *const db_migrations[] = {db_v1, db_v2,  db_v3,  db_v4,
                                             db_v5, db_v6,  db_v7,  db_v8,
@@ -1109,8 +1111,8 @@ static mp_status db_insert_search(db_run *r, const mp_schedule_info *info) {
       "INSERT INTO schedule (run_id, peak_bytes, segments, largest_segment, "
       "bound_segments, exact_segments, improved_segments, states, optimal, "
       "work, work_budget, work_hit, time_hit, ms, branch_bound_segments, "
-      "branch_improved_segments) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+      "branch_improved_segments, optimal_by_bound) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   sqlite3_stmt *s = NULL;
   mp_status st = db_prepare(r, sql, &s);
   if (st != MP_OK) return st;
@@ -1131,6 +1133,7 @@ static mp_status db_insert_search(db_run *r, const mp_schedule_info *info) {
   sqlite3_bind_double(s, k++, info->ms);
   db_size(s, k++, info->branch_segments);
   db_size(s, k++, info->branch_improved);
+  sqlite3_bind_int(s, k++, info->peak_bound);
   st = db_row(r, s, "inserting the schedule");
   sqlite3_finalize(s);
   return st;

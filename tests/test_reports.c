@@ -549,8 +549,8 @@ static void test_sqlite_schema(void) {
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('schedule') WHERE "
                    "name IN ('branch_bound_segments', "
-                   "'branch_improved_segments')"),
-             2);
+                   "'branch_improved_segments', 'optimal_by_bound')"),
+             3);
 
   /* A newer schema is refused, and the file is left alone. */
   CHECK(q_exec(old, "INSERT INTO schema_version VALUES (13, 'x', '9.9')"));

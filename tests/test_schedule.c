@@ -565,6 +565,47 @@ static void test_optimal_branches(void) {
   CHECK(slices > 50 && shared > 50);
 }
 
+/* With 2 states a level every search is cut, but the order is still
+ * optimal when its peak meets a bound of the whole graph (a proven
+ * segment's, a split op's step; schedule_memory.c invariant 5): each such
+ * claim agrees with brute force, and some are made. */
+static void test_peak_bound(void) {
+  size_t claims = 0, by_bound = 0;
+  for (uint64_t seed = 1; seed <= 600; seed++) {
+    /* random DAGs, then branchy graphs (a stem and a join are split ops) */
+    mp_graph *g = seed <= 300 ? rnd_graph(seed, 4 + seed % 7, false)
+                              : rnd_branchy(8000 + seed, false);
+    CHECK(g != NULL);
+    if (!g) continue;
+    bool in_act = seed % 3 == 0;
+    mp_schedule_opts o = {.order = MP_ORDER_MEMORY,
+                          .inputs_as_activations = in_act,
+                          .max_states = 2};
+    uint32_t *order = NULL;
+    mp_schedule_info info;
+    mp_error err = {0};
+    CHECK(mp_schedule_run(g, &o, &order, &info, &err) == MP_OK);
+    CHECK(!info.peak_bound || info.exact);
+    if (order && info.exact) {
+      size_t best = brute_best(g, NULL, in_act);
+      if (info.peak != best) {
+        fprintf(stderr, "seed %llu: claimed optimal %zu, brute force %zu\n",
+                (unsigned long long)seed, info.peak, best);
+      }
+      CHECK_EQ_U(info.peak, best);
+      claims++;
+      by_bound += info.peak_bound;
+    }
+    free(order);
+    mp_graph_destroy(g);
+  }
+  fprintf(stderr,
+          "cut searches: %zu orders optimal, %zu of them by the peak's "
+          "bound\n",
+          claims, by_bound);
+  CHECK(by_bound > 10);
+}
+
 /* Larger graphs: never worse than the file order; a tiny state budget
  * gives up the proof, never validity. */
 static void test_large(void) {
@@ -635,6 +676,7 @@ int main(int argc, char **argv) {
   test_optimal();
   test_optimal_shared();
   test_optimal_branches();
+  test_peak_bound();
   test_large();
   test_dfs_rpo(root);
   return check_exit("test_schedule");

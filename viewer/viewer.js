@@ -824,7 +824,9 @@
         ' finished by the exact search, ' + Sc.improved_segments + ' improved on every candidate, ' +
         Sc.branch_improved_segments + ' by a branch order, ' +
         Sc.beam_improved_segments + ' by the beam); ' +
-        (Sc.optimal ? 'proven optimal for this graph.'
+        (Sc.optimal_by_bound ? 'proven optimal for this graph: its peak meets a bound every ' +
+          'order has (not every segment below it was proven).'
+          : Sc.optimal ? 'proven optimal for this graph.'
           : Sc.time_hit ? 'the wall-clock cap stopped the search: best found on this machine.'
           : Sc.budget_hit ? 'the work budget stopped the search: best found.'
           : 'the search was cut to its states a level: best found.') +

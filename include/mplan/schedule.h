@@ -99,8 +99,10 @@ typedef struct mp_schedule_info {
   size_t branch_improved; /* ... where a branch order did (before the
                              beam) */
   size_t dp_states;       /* states kept, over all segments */
-  bool exact;             /* every segment searched to the end: the peak is the
-                             lowest any order of this graph can have */
+  bool exact;             /* the peak is the lowest any order of this graph
+                             can have: every segment proven, or peak_bound */
+  bool peak_bound;        /* exact because the peak meets a bound every order
+                             has, with segments below it left unproven */
   bool budget_hit;        /* the budget stopped a search: work_hit or
                              time_hit */
   bool work_hit;          /* the work budget did (the same everywhere) */
