@@ -4,7 +4,8 @@
  * It answers, in this order: how big is the arena and of what; where is the
  * peak (interval, steps, ops); which tensors make it, largest first, and
  * why each is still alive; what alignment wastes; and how far the plan is
- * from the lower bound.
+ * from the lower bound. Under --order memory, the header says whether
+ * the order is proven optimal and by what.
  *
  * Invariants:
  *   1. Bytes are printed exactly with thousands separators, plus KiB/MiB.
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "mplan/report.h"
+#include "mplan/schedule.h"
 #include "mplan/units.h"
 #include "report_util.h"
 
@@ -55,6 +57,33 @@ static void ex_regions(const mp_plan *plan, mp_buf *out) {
   }
 }
 
+/* Under --order memory: how good the order is, and what proves it. */
+static void ex_order(ex_ctx *c) {
+  const mp_schedule_info *si = mp_model_schedule_info(c->m);
+  if (!si || si->used != MP_ORDER_MEMORY || !si->n_cand) return;
+  char a[MP_FMT_MAX], b[MP_FMT_MAX];
+  size_t file = si->cand[0].peak;
+  mp_buf_printf(c->out, "memory order %s, %.3fx lower than %s (%s B); ",
+                mp_fmt_bytes(a, si->peak),
+                si->peak ? (double)file / (double)si->peak : 1.0,
+                si->cand[0].name, mp_fmt_count(b, file));
+  if (si->peak_bound) {
+    mp_buf_puts(c->out, "optimal: its peak meets a bound every order has\n");
+  } else if (si->exact) {
+    mp_buf_printf(c->out,
+                  "optimal: of %zu segment%s, %zu met the step bound, %zu "
+                  "the branch bound, %zu were searched to the end\n",
+                  si->segments, si->segments == 1 ? "" : "s",
+                  si->bound_segments, si->branch_segments, si->dp_segments);
+  } else {
+    mp_buf_printf(c->out, "best found, not proven: %s\n",
+                  si->time_hit   ? "the wall-clock cap stopped the search"
+                  : si->work_hit ? "the work budget ran out (--order-work)"
+                                 : "a search was cut to its states a level "
+                                   "(--order-states)");
+  }
+}
+
 static void ex_header(ex_ctx *c) {
   const mp_model *m = c->m;
   int64_t t0, t1;
@@ -73,6 +102,7 @@ static void ex_header(ex_ctx *c) {
   if (c->s->detail && *c->s->detail) {
     mp_buf_printf(c->out, "%s\n", c->s->detail);
   }
+  ex_order(c);
   ex_regions(c->plan, c->out);
   mp_buf_puts(c->out, "\n");
 }

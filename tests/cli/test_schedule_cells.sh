@@ -132,6 +132,19 @@ PY
 "$mplan" plan "$tmp/whole/randwire_1.json" --order memory --order-states 64 >"$tmp/out" 2>&1
 grep -q "; optimal for this graph: its peak meets a bound every order has (not every segment below it was proven)$" "$tmp/out" &&
   ok || bad "the text does not say why seed 1 at 64 states is optimal: $(grep '^schedule' "$tmp/out")"
+# explain's line under its header: why seed 1 at 64 is optimal, that seed
+# 2 at 64 is not proven and why, and seed 2 by default with its proof
+"$mplan" explain "$tmp/whole/randwire_1.json" --order memory --order-states 64 \
+  --no-what-if --no-map >"$tmp/out" 2>&1
+grep -Eq "^memory order [0-9,]+ B \(.*\), [0-9.]+x lower than file \([0-9,]+ B\); optimal: its peak meets a bound every order has$" "$tmp/out" &&
+  ok || bad "explain seed 1 at 64: $(grep '^memory order' "$tmp/out")"
+"$mplan" explain "$tmp/whole/randwire_2.json" --order memory --order-states 64 \
+  --no-what-if --no-map >"$tmp/out" 2>&1
+grep -Eq "; best found, not proven: a search was cut to its states a level \(--order-states\)$" "$tmp/out" &&
+  ok || bad "explain seed 2 at 64: $(grep '^memory order' "$tmp/out")"
+"$mplan" explain "$tmp/whole/randwire_2.json" --order memory --no-what-if --no-map >"$tmp/out" 2>&1
+grep -Eq "; optimal: of 3 segments, 0 met the step bound, 0 the branch bound, 3 were searched to the end$" "$tmp/out" &&
+  ok || bad "explain seed 2: $(grep '^memory order' "$tmp/out")"
 "$mplan" plan "$tmp/whole/randwire_1.json" --order memory --order-states 12 \
   >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&

@@ -103,6 +103,11 @@ s=$(py "$tmp/m2m.json" "(d['summary']['lower_bound_bytes'], d['schedule']['optim
 "$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile --order memory >"$tmp/out" 2>&1
 grep -Eq '^schedule    memory: 1 segments \(largest [0-9]+ ops\), 0 met the step bound, 1 the branch bound, .*; optimal for this graph$' "$tmp/out" &&
   ok || bad "mobilenet_v2 all,tile memory: $(grep '^schedule' "$tmp/out")"
+# explain says it under its header
+"$mplan" explain "$src/models/mobilenet_v2.json" --passes all,tile --order memory \
+  --no-what-if --no-map >"$tmp/out" 2>&1
+grep -qx "memory order 242,256 B (236.58 KiB), 1.052x lower than file (254,800 B); optimal: of 1 segment, 0 met the step bound, 1 the branch bound, 0 were searched to the end" "$tmp/out" &&
+  ok || bad "explain mobilenet_v2 all,tile memory: $(sed -n 5p "$tmp/out")"
 verify "$src/models/mobilenet_v2.json" --passes all,tile --backend npu
 
 # explain says what the patches (and the other settings) would give: the
