@@ -121,10 +121,11 @@ PY
 
 echo
 echo "== 2. lower bound: passes none vs all (and all,tile: the patches of"
-echo "   docs/tile.md), file vs memory order"
+echo "   docs/tile.md), file vs memory order; '*': the memory order's"
+echo "   search was stopped and the order is not proven optimal"
 lb() { # MODEL ARGS...: the activation lower bound of one plan
   "$mplan" plan "$@" --json 2>/dev/null | python3 -c \
-    "import json,sys; print(json.load(sys.stdin)['summary']['lower_bound_bytes'])"
+    "import json,sys; d=json.load(sys.stdin); s=d.get('schedule'); print(str(d['summary']['lower_bound_bytes']) + ('*' if s and not s['optimal'] else ''))"
 }
 printf '%-44s %14s %14s %14s %14s %14s %14s\n' model "none,file" \
   "none,memory" "all,file" "all,memory" "all,tile,file" "all,tile,mem"
