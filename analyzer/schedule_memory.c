@@ -1776,7 +1776,8 @@ static size_t sm_range_max(const size_t *v, size_t lo, size_t hi) {
  * upper bound *ub, keeping at most max_states states a level (0: the
  * default, capped for wide segments): the exact search (a cut is
  * reported in info), or with a small max_states a beam.
- * An order beating *ub goes to r->res and lowers *ub. */
+ * An order beating *ub goes to r->res and lowers *ub; *finished (when
+ * not NULL) is set when an exact search ran to the end. */
 static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
                            bool beam, size_t *ub, bool *finished,
                            mp_schedule_info *info, mp_error *err) {
@@ -1811,7 +1812,7 @@ static mp_status sm_search(sm_run *r, size_t lo, size_t n, size_t max_states,
       info->exact = false;
     } else {
       info->dp_segments++;
-      *finished = true;
+      if (finished) *finished = true;
     }
     if (found && peak < *ub) {
       memcpy(&r->res[lo], out, n * sizeof *out);
@@ -1926,8 +1927,7 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   sg->lb = lb;
   size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
   if (sg->ub > lb && SM_BEAM < states && !sm_spent(&r->budget)) {
-    bool unused = false;
-    st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, &unused, info, err);
+    st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, NULL, info, err);
   }
   if (st == MP_OK && sg->ub == lb) {
     /* optimal (invariants 7 and 11) */

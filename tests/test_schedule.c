@@ -387,6 +387,52 @@ static void test_optimal_shared(void) {
   CHECK(adds > 100);
 }
 
+/* Adds a u8 activation `tensor` of len bytes and an op `name` of type
+ * reading in[0..n_in) and writing it; returns the tensor. */
+static int32_t add_op(mp_graph *g, const char *name, const char *tensor,
+                      const char *type, const int32_t *in, uint32_t n_in,
+                      int64_t len, mp_error *err) {
+  int32_t out = -1;
+  mp_tensor_desc td = {.name = tensor,
+                       .dtype = MP_DTYPE_U8,
+                       .kind = MP_TENSOR_ACTIVATION,
+                       .rank = 1};
+  td.shape[0] = (mp_dim){len, MP_NO_SYM};
+  mp_graph_add_tensor(g, &td, &out, err);
+  mp_op_desc d = {.name = name,
+                  .type = type,
+                  .n_inputs = n_in,
+                  .n_outputs = 1,
+                  .inputs = in,
+                  .outputs = &out};
+  mp_graph_add_op(g, &d, NULL, err);
+  return out;
+}
+
+/* A u8 graph input of len bytes. */
+static int32_t add_input(mp_graph *g, int64_t len, mp_error *err) {
+  int32_t t = -1;
+  mp_tensor_desc td = {
+      .name = "in", .dtype = MP_DTYPE_U8, .kind = MP_TENSOR_INPUT, .rank = 1};
+  td.shape[0] = (mp_dim){len, MP_NO_SYM};
+  mp_graph_add_tensor(g, &td, &t, err);
+  return t;
+}
+
+/* Makes out the graph's output, links and resolves g; NULL (g destroyed)
+ * when that fails. */
+static mp_graph *finish_graph(mp_graph *g, int32_t out, uint64_t seed,
+                              mp_error *err) {
+  if (mp_graph_link(g, err) != MP_OK ||
+      mp_graph_mark_output(g, out, err) != MP_OK ||
+      mp_graph_link(g, err) != MP_OK || mp_graph_resolve(g, err) != MP_OK) {
+    fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err->msg);
+    mp_graph_destroy(g);
+    return NULL;
+  }
+  return g;
+}
+
 /* Branches (invariant 11 of schedule_memory.c): 2-4 chains of 1-3 ops
  * from the input or from a stem op, an op now and then reading the
  * branch's source again, joined by a Concat of their ends (cat) or by an
@@ -397,28 +443,14 @@ static mp_graph *rnd_branchy(uint64_t seed, bool cat) {
   rng_state = seed;
   if (mp_graph_create(NULL, "branchy", "branchy", &g, &err) != MP_OK)
     return NULL;
-  size_t n_t = 0, n_ops = 0;
+  size_t n_ops = 0;
   char name[32];
-  int32_t src, ends[4];
+  int32_t ends[4];
   int64_t end_len[4], total = 0;
-  mp_tensor_desc td = {
-      .name = "in", .dtype = MP_DTYPE_U8, .kind = MP_TENSOR_INPUT, .rank = 1};
-  td.shape[0] = (mp_dim){16 * (1 + rnd(64)), MP_NO_SYM};
-  mp_graph_add_tensor(g, &td, &src, &err);
-  td.kind = MP_TENSOR_ACTIVATION;
+  int32_t src = add_input(g, 16 * (1 + rnd(64)), &err);
   if (rnd(2)) { /* a stem */
-    int32_t out;
-    td.name = "stem_out";
-    td.shape[0] = (mp_dim){16 * (1 + rnd(64)), MP_NO_SYM};
-    mp_graph_add_tensor(g, &td, &out, &err);
-    mp_op_desc d = {.name = "stem",
-                    .type = "Op",
-                    .n_inputs = 1,
-                    .n_outputs = 1,
-                    .inputs = &src,
-                    .outputs = &out};
-    mp_graph_add_op(g, &d, NULL, &err);
-    src = out;
+    int64_t len = 16 * (1 + rnd(64));
+    src = add_op(g, "stem", "stem_out", "Op", &src, 1, len, &err);
     n_ops++;
   }
   size_t k = 2 + rnd(3);
@@ -426,50 +458,27 @@ static mp_graph *rnd_branchy(uint64_t seed, bool cat) {
     int32_t prev = src;
     size_t len = 1 + rnd(3);
     while (n_ops + len + (k - b - 1) > 8) len--; /* brute force: <= 9 ops */
-    for (size_t j = 0; j < len; j++, n_t++) {
-      int32_t in[2] = {prev, src}, out;
+    for (size_t j = 0; j < len; j++) {
+      int32_t in[2] = {prev, src};
       snprintf(name, sizeof name, "b%zu_%zu", b, j);
-      td.name = name;
       /* a Relu (in place when it reads prev last), or a new size: often
        * a small one last, below what the branch held */
       bool relu = rnd(3) == 0;
       end_len[b] = relu ? mp_graph_tensor(g, (size_t)prev)->shape[0].value
                    : j + 1 == len && rnd(2) ? 16 * (1 + rnd(4))
                                             : 16 * (1 + rnd(64));
-      td.shape[0] = (mp_dim){end_len[b], MP_NO_SYM};
-      mp_graph_add_tensor(g, &td, &out, &err);
-      mp_op_desc d = {.name = name,
-                      .type = relu ? "Relu" : "Op",
-                      .n_inputs = !relu && j > 0 && rnd(4) == 0 ? 2 : 1,
-                      .n_outputs = 1,
-                      .inputs = in,
-                      .outputs = &out};
-      mp_graph_add_op(g, &d, NULL, &err);
-      prev = out;
+      uint32_t n_in = !relu && j > 0 && rnd(4) == 0 ? 2 : 1;
+      prev = add_op(g, name, name, relu ? "Relu" : "Op", in, n_in, end_len[b],
+                    &err);
       n_ops++;
     }
     ends[b] = prev;
     total += end_len[b];
   }
-  int32_t out;
-  td.name = "joined";
-  td.shape[0] = (mp_dim){cat ? total : 16 * (1 + rnd(64)), MP_NO_SYM};
-  mp_graph_add_tensor(g, &td, &out, &err);
-  mp_op_desc d = {.name = "join",
-                  .type = cat ? "Concat" : "Op",
-                  .n_inputs = (uint32_t)k,
-                  .n_outputs = 1,
-                  .inputs = ends,
-                  .outputs = &out};
-  mp_graph_add_op(g, &d, NULL, &err);
-  if (mp_graph_link(g, &err) != MP_OK ||
-      mp_graph_mark_output(g, out, &err) != MP_OK ||
-      mp_graph_link(g, &err) != MP_OK || mp_graph_resolve(g, &err) != MP_OK) {
-    fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, err.msg);
-    mp_graph_destroy(g);
-    return NULL;
-  }
-  return g;
+  int64_t len = cat ? total : 16 * (1 + rnd(64));
+  int32_t out = add_op(g, "join", "joined", cat ? "Concat" : "Op", ends,
+                       (uint32_t)k, len, &err);
+  return finish_graph(g, out, seed, &err);
 }
 
 /* Three branches in -> Op (1024 B) -> Op (64 B) -> Op (16 B), joined by a
@@ -480,59 +489,21 @@ static mp_graph *concat_branches(void) {
   mp_graph *g = NULL;
   mp_error err = {0};
   if (mp_graph_create(NULL, "cat3", "cat3", &g, &err) != MP_OK) return NULL;
-  int32_t in, ends[3], out;
-  mp_tensor_desc td = {
-      .name = "in", .dtype = MP_DTYPE_U8, .kind = MP_TENSOR_INPUT, .rank = 1};
-  td.shape[0] = (mp_dim){64, MP_NO_SYM};
-  mp_graph_add_tensor(g, &td, &in, &err);
-  td.kind = MP_TENSOR_ACTIVATION;
+  int32_t in = add_input(g, 64, &err), ends[3];
   char name[16];
+  static const int64_t lens[3] = {1024, 64, 16};
   for (int b = 0; b < 3; b++) {
-    int32_t prev = in, t;
+    int32_t prev = in;
     for (int j = 0; j < 3; j++) {
       snprintf(name, sizeof name, "b%d_%d", b, j);
-      td.name = name;
-      td.shape[0] = (mp_dim){j == 0 ? 1024 : j == 1 ? 64 : 16, MP_NO_SYM};
-      mp_graph_add_tensor(g, &td, j == 2 ? &ends[b] : &t, &err);
-      mp_op_desc d = {.name = name,
-                      .type = "Op",
-                      .n_inputs = 1,
-                      .n_outputs = 1,
-                      .inputs = &prev,
-                      .outputs = j == 2 ? &ends[b] : &t};
-      mp_graph_add_op(g, &d, NULL, &err);
-      prev = t;
+      prev = add_op(g, name, name, "Op", &prev, 1, lens[j], &err);
     }
+    ends[b] = prev;
   }
-  int32_t joined;
-  td.name = "joined";
-  td.shape[0] = (mp_dim){48, MP_NO_SYM};
-  mp_graph_add_tensor(g, &td, &joined, &err);
-  mp_op_desc d = {.name = "join",
-                  .type = "Concat",
-                  .n_inputs = 3,
-                  .n_outputs = 1,
-                  .inputs = ends,
-                  .outputs = &joined};
-  mp_graph_add_op(g, &d, NULL, &err);
+  int32_t joined = add_op(g, "join", "joined", "Concat", ends, 3, 48, &err);
   /* the peak after the join: the pass places every slice */
-  td.name = "tail";
-  td.shape[0] = (mp_dim){2048, MP_NO_SYM};
-  mp_graph_add_tensor(g, &td, &out, &err);
-  d = (mp_op_desc){.name = "tail",
-                   .type = "Op",
-                   .n_inputs = 1,
-                   .n_outputs = 1,
-                   .inputs = &joined,
-                   .outputs = &out};
-  mp_graph_add_op(g, &d, NULL, &err);
-  if (mp_graph_link(g, &err) != MP_OK ||
-      mp_graph_mark_output(g, out, &err) != MP_OK ||
-      mp_graph_link(g, &err) != MP_OK || mp_graph_resolve(g, &err) != MP_OK) {
-    mp_graph_destroy(g);
-    return NULL;
-  }
-  return g;
+  int32_t out = add_op(g, "tail", "tail", "Op", &joined, 1, 2048, &err);
+  return finish_graph(g, out, 0, &err);
 }
 
 /* Branchy graphs, plain and through the passes with a Concat join: the
