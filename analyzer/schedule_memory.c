@@ -603,6 +603,14 @@ typedef struct sm_dp {
   uint32_t *fu_start, *fu;
   bool *fb_born;   /* the op creates it (freed now if nobody reads it) */
   size_t *fb_size; /* its bytes */
+  /* per local op: the shared buffers it creates that no maker before the
+   * segment has created, CSR; per such buffer its bytes and its makers
+   * in the segment (local), CSR */
+  uint32_t *sg_start, *sg_mk_start, *sg_mk;
+  size_t *sg_size;
+  /* scratch of one state's expansion, per local op: the bytes it creates
+   * and (SIZE_MAX: not computed) those it frees */
+  size_t *grow_at, *freed_at;
   /* history (every level) */
   uint32_t *h_parent, *h_op;
   size_t h_n, h_cap;
@@ -627,12 +635,13 @@ typedef struct sm_dp {
 
 static void sm_dp_release(sm_dp *d) {
   const mp_alloc *a = d->m->a;
-  void *arrays[] = {d->pred_mask,  d->fb_start, d->fb,          d->fu_start,
-                    d->fu,         d->fb_born,  d->fb_size,     d->h_parent,
-                    d->h_op,       d->bits[0],  d->bits[1],     d->peak[0],
-                    d->peak[1],    d->mem[0],   d->mem[1],      d->id[0],
-                    d->id[1],      d->table,    d->ready[0],    d->ready[1],
-                    d->succ_start, d->succ,     d->makes_shared};
+  void *arrays[] = {
+      d->pred_mask,   d->fb_start, d->fb,           d->fu_start, d->fu,
+      d->fb_born,     d->fb_size,  d->h_parent,     d->h_op,     d->bits[0],
+      d->bits[1],     d->peak[0],  d->peak[1],      d->mem[0],   d->mem[1],
+      d->id[0],       d->id[1],    d->table,        d->ready[0], d->ready[1],
+      d->succ_start,  d->succ,     d->makes_shared, d->sg_start, d->sg_size,
+      d->sg_mk_start, d->sg_mk,    d->grow_at,      d->freed_at};
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
     mp_free(a, arrays[i]);
   }
@@ -697,6 +706,45 @@ static void sm_dp_lists(sm_dp *d, bool fill, size_t *nf_out, size_t *nu_out) {
   *nu_out = nu;
 }
 
+/* The per-op lists of shared buffers sm_dp_grow walks: counted first
+ * (fill false, *ns and *nm receive the sizes), then filled. A buffer a
+ * maker before the segment created is born in every state: left out. */
+static void sm_dp_shared(sm_dp *d, bool fill, size_t *ns_out, size_t *nm_out) {
+  const sm_model *m = d->m;
+  size_t ns = 0, nm = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    uint32_t u = d->ref[d->lo + i];
+    if (fill) d->sg_start[i] = (uint32_t)ns;
+    for (uint32_t k = m->born_start[u];
+         d->makes_shared[i] && k < m->born_start[u + 1]; k++) {
+      uint32_t b = m->born[k];
+      if (!m->shared[b]) continue;
+      bool before = false;
+      for (uint32_t j = m->maker_start[b]; j < m->maker_start[b + 1]; j++) {
+        before = before || d->pos[m->makers[j]] < d->lo;
+      }
+      if (before) continue;
+      if (fill) {
+        d->sg_size[ns] = m->size[b];
+        d->sg_mk_start[ns] = (uint32_t)nm;
+      }
+      for (uint32_t j = m->maker_start[b]; j < m->maker_start[b + 1]; j++) {
+        uint32_t v = m->makers[j];
+        if (!sm_in_seg(d, v)) continue; /* after the segment: never run */
+        if (fill) d->sg_mk[nm] = (uint32_t)sm_local(d, v);
+        nm++;
+      }
+      ns++;
+    }
+  }
+  if (fill) {
+    d->sg_start[d->n] = (uint32_t)ns;
+    d->sg_mk_start[ns] = (uint32_t)nm;
+  }
+  *ns_out = ns;
+  *nm_out = nm;
+}
+
 static bool sm_has(const uint64_t *s, size_t i) {
   return (s[i / 64] >> (i % 64)) & 1;
 }
@@ -753,6 +801,19 @@ static mp_status sm_dp_init(sm_dp *d, mp_error *err) {
     return sm_nomem(m, err);
   }
   sm_dp_lists(d, true, &nf, &nu);
+  size_t ns = 0, nm = 0;
+  sm_dp_shared(d, false, &ns, &nm);
+  d->sg_start = mp_calloc(a, d->n + 1, sizeof *d->sg_start);
+  d->sg_size = mp_calloc(a, ns + 1, sizeof *d->sg_size);
+  d->sg_mk_start = mp_calloc(a, ns + 1, sizeof *d->sg_mk_start);
+  d->sg_mk = mp_calloc(a, nm + 1, sizeof *d->sg_mk);
+  d->grow_at = mp_calloc(a, d->n + 1, sizeof *d->grow_at);
+  d->freed_at = mp_calloc(a, d->n + 1, sizeof *d->freed_at);
+  if (!d->sg_start || !d->sg_size || !d->sg_mk_start || !d->sg_mk ||
+      !d->grow_at || !d->freed_at) {
+    return sm_nomem(m, err);
+  }
+  sm_dp_shared(d, true, &ns, &nm);
   return MP_OK;
 }
 
@@ -786,23 +847,16 @@ static size_t sm_dp_freed(const sm_dp *d, const uint64_t *s, size_t i) {
 
 /* Bytes op i of the segment creates in state s: its own buffers, and
  * each shared one none of whose makers has run (makers before the
- * segment all have, makers after it none). */
+ * segment all have, makers after it none: sm_dp_shared's lists). */
 static size_t sm_dp_grow(const sm_dp *d, const uint64_t *s, size_t i) {
-  const sm_model *m = d->m;
-  uint32_t u = d->ref[d->lo + i];
-  size_t g = m->born_bytes[u];
-  if (!d->makes_shared[i]) return g;
-  for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
-    uint32_t b = m->born[k];
+  size_t g = d->m->born_bytes[d->ref[d->lo + i]];
+  for (uint32_t k = d->sg_start[i]; k < d->sg_start[i + 1]; k++) {
     bool born = false;
-    if (!m->shared[b]) continue;
-    for (uint32_t j = m->maker_start[b]; j < m->maker_start[b + 1] && !born;
+    for (uint32_t j = d->sg_mk_start[k]; j < d->sg_mk_start[k + 1] && !born;
          j++) {
-      uint32_t v = m->makers[j];
-      born =
-          d->pos[v] < d->lo || (sm_in_seg(d, v) && sm_has(s, sm_local(d, v)));
+      born = sm_has(s, d->sg_mk[j]);
     }
-    if (!born) g += m->size[b];
+    if (!born) g += d->sg_size[k];
   }
   return g;
 }
@@ -1025,14 +1079,19 @@ static mp_status sm_cut(sm_dp *d, mp_error *err) {
 /* The first ready op of state s (live bytes mem, peak so far peak) that
  * frees at least what it creates and whose step stays within the peak,
  * or d->n. Running it at once is never worse than running it later
- * (invariant 6), so the state needs no other successor. */
-static size_t sm_free_step(const sm_dp *d, const uint64_t *s,
-                           const uint64_t *rdy, size_t mem, size_t peak) {
+ * (invariant 6), so the state needs no other successor. Leaves in
+ * d->grow_at (and d->freed_at, or SIZE_MAX) what it computed for each
+ * ready op it looked at: every one when it returns d->n. */
+static size_t sm_free_step(sm_dp *d, const uint64_t *s, const uint64_t *rdy,
+                           size_t mem, size_t peak) {
   for (size_t w = 0; w < d->words; w++) {
     for (uint64_t b = rdy[w]; b; b &= b - 1) {
       size_t j = w * 64 + (size_t)__builtin_ctzll(b);
-      size_t grow = sm_dp_grow(d, s, j);
-      if (mem + grow <= peak && grow <= sm_dp_freed(d, s, j)) return j;
+      size_t grow = d->grow_at[j] = sm_dp_grow(d, s, j);
+      d->freed_at[j] = SIZE_MAX;
+      if (mem + grow > peak) continue;
+      size_t freed = d->freed_at[j] = sm_dp_freed(d, s, j);
+      if (grow <= freed) return j;
     }
   }
   return d->n;
@@ -1055,14 +1114,19 @@ static void sm_next_ready(const sm_dp *d, const uint64_t *rdy,
 
 /* Offers state i of the current level (set cur, ready ops rdy) plus op
  * j to the next level unless the transition cannot beat d->ub; s and nr
- * are scratch for the new set and its ready ops. */
+ * are scratch for the new set and its ready ops. What j creates and
+ * frees comes from sm_free_step (d->grow_at, d->freed_at). */
 static mp_status sm_expand(sm_dp *d, size_t level, size_t i,
                            const uint64_t *cur, const uint64_t *rdy, size_t j,
                            uint64_t *s, uint64_t *nr, mp_error *err) {
-  size_t mem = d->mem[0][i] + sm_dp_grow(d, cur, j);
+  assert(d->grow_at[j] == sm_dp_grow(d, cur, j));
+  size_t mem = d->mem[0][i] + d->grow_at[j];
   size_t peak = mem > d->peak[0][i] ? mem : d->peak[0][i];
   if (peak >= d->ub) return MP_OK;
-  mem -= sm_dp_freed(d, cur, j);
+  size_t freed = d->freed_at[j];
+  if (freed == SIZE_MAX) freed = sm_dp_freed(d, cur, j);
+  assert(freed == sm_dp_freed(d, cur, j));
+  mem -= freed;
   if (d->lo == 0 && level == 0) mem -= d->m->start_free;
   memcpy(s, cur, d->words * sizeof *s);
   s[j / 64] |= (uint64_t)1 << (j % 64);
