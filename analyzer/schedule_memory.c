@@ -57,7 +57,9 @@
  *      the peak equals a lower bound of the whole graph: a segment's
  *      proven bound, or the step of a split op (the same in every
  *      order, 2). Every order's peak is at least each of these, so
- *      segments below it need no proof (peak_bound says so).
+ *      segments below it need no proof (peak_bound says so). The
+ *      largest of them is info->bound, proven or not: how far above the
+ *      optimum an order not proven can be.
  *   6. A state with a ready op u that creates at most the bytes it
  *      frees, and whose step (live bytes + what u creates) stays within
  *      the state's peak, expands only by the first such op: take any
@@ -124,6 +126,21 @@
  *      with its unrun ancestors first and then every descendant it makes
  *      ready. It competes as one more order of the segment, before the
  *      beam (8).
+ *      When neither meets the best candidate, the frontier bound: at any
+ *      op v's step, take the ops a unordered with v whose every local
+ *      ancestor is one of v's (the frontier: each could be the next of
+ *      its branch to run). If a has not run, the buffers it reads are
+ *      born (their makers are v's ancestors) and still to be read:
+ *      live. If it has run, a buffer on any path from it is live, as
+ *      above, where a path also ends at a descendant of v (which has not
+ *      run either). So v's step holds 7's bytes at v plus, for each a,
+ *      the smaller of the two; a buffer is charged its size divided by
+ *      the frontier ops that may claim it (reading it, or whose
+ *      descendants write it), and 0 when born before the segment, when
+ *      shared (a Concat's, whose makers may be v's ancestors), when 7
+ *      counts it at v, or, for a read buffer, when a path may claim it.
+ *      The largest such sum over the ops of most step-bound bytes bounds
+ *      every order's peak, counted with the branch bound.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -1605,7 +1622,7 @@ static bool sm_unordered(const sm_bound *b, const uint32_t *d, size_t k,
  * first k designated ops: reach[i] is the largest, over paths from op i
  * along its outputs' readers to a reader after the segment or a graph
  * output, of the smallest charge on the path. */
-static void sm_reach(const sm_bound *b, sm_branches *br, size_t k) {
+static void sm_reach_masks(const sm_bound *b, sm_branches *br, size_t k) {
   const sm_run *r = b->r;
   const sm_model *m = &r->m;
   const uint32_t *ref = r->cand[SM_REF];
@@ -1623,13 +1640,14 @@ static void sm_reach(const sm_bound *b, sm_branches *br, size_t k) {
       if (q) br->makers[q - 1] |= br->up[i] & all;
     }
   }
-  for (uint32_t q = 0; q < b->n_bufs; q++) {
-    uint64_t w = br->writers[q], up = br->makers[q];
-    int c = __builtin_popcountll(w);
-    bool alone = up == 0 || (up == w && c == 1);
-    br->charge[q] =
-        br->early[q] || !c || !alone ? 0 : m->size[b->bufs[q]] / (size_t)c;
-  }
+}
+
+/* reach[] from charge[]: the widest path's bytes from every local op;
+ * a path also ends at a descendant of local op v (none: SIZE_MAX). */
+static void sm_reach_paths(const sm_bound *b, sm_branches *br, size_t v) {
+  const sm_run *r = b->r;
+  const sm_model *m = &r->m;
+  const uint32_t *ref = r->cand[SM_REF];
   for (size_t i = b->n; i-- > 0;) {
     const mp_op *op = mp_graph_op(m->g, ref[b->lo + i]);
     size_t best = 0;
@@ -1641,8 +1659,9 @@ static void sm_reach(const sm_bound *b, sm_branches *br, size_t k) {
       size_t cont = m->keep[x] ? SIZE_MAX : 0;
       for (uint32_t j = 0; j < t->n_consumers; j++) {
         size_t p = r->pos[t->consumers[j]];
-        if (p >= b->lo + b->n) {
-          cont = SIZE_MAX;
+        if (p >= b->lo + b->n ||
+            (v != SIZE_MAX && p >= b->lo && sm_anc(b, p - b->lo, v))) {
+          cont = SIZE_MAX; /* it runs after the segment, or after v */
         } else if (p > b->lo + i && br->reach[p - b->lo] > cont) {
           cont = br->reach[p - b->lo];
         }
@@ -1652,6 +1671,19 @@ static void sm_reach(const sm_bound *b, sm_branches *br, size_t k) {
     }
     br->reach[i] = best;
   }
+}
+
+static void sm_reach(const sm_bound *b, sm_branches *br, size_t k) {
+  const sm_model *m = &b->r->m;
+  sm_reach_masks(b, br, k);
+  for (uint32_t q = 0; q < b->n_bufs; q++) {
+    uint64_t w = br->writers[q], up = br->makers[q];
+    int c = __builtin_popcountll(w);
+    bool alone = up == 0 || (up == w && c == 1);
+    br->charge[q] =
+        br->early[q] || !c || !alone ? 0 : m->size[b->bufs[q]] / (size_t)c;
+  }
+  sm_reach_paths(b, br, SIZE_MAX);
 }
 
 /* The bound of the first k designated ops: the last of them to run finds
@@ -1728,6 +1760,139 @@ static size_t sm_branch_seeds(const sm_bound *b, const sm_live_op *by,
   return n_seeds;
 }
 
+/* The arrays of br, and which buffers are born before the segment. */
+static bool sm_branches_alloc(const sm_bound *b, sm_branches *br) {
+  const sm_model *m = &b->r->m;
+  size_t n = b->n;
+  br->down = mp_calloc(m->a, n + 1, sizeof *br->down);
+  br->up = mp_calloc(m->a, n + 1, sizeof *br->up);
+  br->reach = mp_calloc(m->a, n + 1, sizeof *br->reach);
+  br->writers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->writers);
+  br->makers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->makers);
+  br->early = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->early);
+  br->charge = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->charge);
+  if (!br->down || !br->up || !br->reach || !br->writers || !br->makers ||
+      !br->early || !br->charge) {
+    return false;
+  }
+  for (uint32_t q = 0; q < b->n_bufs; q++) {
+    uint32_t x = b->bufs[q];
+    br->early[q] = m->maker_start[x] == m->maker_start[x + 1];
+    for (uint32_t k = m->maker_start[x]; k < m->maker_start[x + 1]; k++) {
+      if (!sm_bound_in(b, m->makers[k])) br->early[q] = true;
+    }
+  }
+  return true;
+}
+
+/* Ops v the frontier bound looks at, by the step bound's bytes. */
+#define SM_FRONT_OPS 256
+
+/* The frontier bound's term for frontier op j at local op v's step: the
+ * smaller of the widest path's bytes and the charges of the buffers it
+ * reads that no path counts (rd: frontier ops reading each; seen:
+ * scratch stamps). */
+static size_t sm_front_term(const sm_bound *b, const sm_branches *br,
+                            const uint32_t *rd, uint32_t *seen, size_t j,
+                            size_t v) {
+  const sm_model *m = &b->r->m;
+  size_t a = br->d[j], t = br->reach[a];
+  uint32_t u = b->r->cand[SM_REF][b->lo + a];
+  size_t ns = 0;
+  for (uint32_t k = m->use_start[u]; k < m->use_start[u + 1] && ns < t; k++) {
+    uint32_t x = m->uses[k], q = b->bix[x];
+    if (!q || br->writers[q - 1] || m->shared[x] || seen[q - 1] == j + 1) {
+      continue;
+    }
+    seen[q - 1] = (uint32_t)j + 1;
+    if (!sm_bound_live(b, x, v)) ns += m->size[x] / rd[q - 1];
+  }
+  return ns < t ? ns : t;
+}
+
+/* The frontier bound at local op v (invariant 11); scratch: br's arrays,
+ * rd and seen (n_bufs each). */
+static size_t sm_front_at(const sm_bound *b, sm_branches *br, uint32_t *rd,
+                          uint32_t *seen, size_t v) {
+  const sm_model *m = &b->r->m;
+  size_t n = b->n, k = 0, w = b->words;
+  const uint64_t *av = &b->anc[v * w];
+  for (size_t i = 0; i < n && k < SM_MAX_BRANCHES; i++) {
+    if (i == v || sm_anc(b, v, i) || sm_anc(b, i, v)) continue;
+    bool front = true; /* every local ancestor of i is one of v */
+    for (size_t x = 0; x < w && front; x++)
+      front = !(b->anc[i * w + x] & ~av[x]);
+    if (front) br->d[k++] = (uint32_t)i;
+  }
+  if (!k) return b->live[v];
+  memset(br->down, 0, n * sizeof *br->down);
+  memset(br->up, 0, n * sizeof *br->up);
+  memset(rd, 0, b->n_bufs * sizeof *rd);
+  memset(seen, 0, b->n_bufs * sizeof *seen);
+  for (size_t j = 0; j < k; j++) {
+    uint64_t bit = (uint64_t)1 << j;
+    for (size_t i = 0; i < n; i++) {
+      if (i == br->d[j] || sm_anc(b, i, br->d[j])) br->down[i] |= bit;
+    }
+    br->up[br->d[j]] |= bit; /* its ancestors are v's: none is a path's */
+  }
+  sm_reach_masks(b, br, k);
+  for (size_t j = 0; j < k; j++) {
+    uint32_t u = b->r->cand[SM_REF][b->lo + br->d[j]];
+    for (uint32_t e = m->use_start[u]; e < m->use_start[u + 1]; e++) {
+      uint32_t q = b->bix[m->uses[e]];
+      if (!q || seen[q - 1] == j + 1) continue;
+      seen[q - 1] = (uint32_t)j + 1;
+      rd[q - 1]++;
+    }
+  }
+  for (uint32_t q = 0; q < b->n_bufs; q++) {
+    uint32_t x = b->bufs[q];
+    int c = __builtin_popcountll(br->writers[q]);
+    br->charge[q] = br->early[q] || !c || m->shared[x] || sm_bound_live(b, x, v)
+                        ? 0
+                        : m->size[x] / (size_t)c;
+    seen[q] = 0;
+  }
+  sm_reach_paths(b, br, v);
+  size_t sum = b->live[v];
+  for (size_t j = 0; j < k; j++) sum += sm_front_term(b, br, rd, seen, j, v);
+  return sum;
+}
+
+/* The frontier bound (invariant 11): the largest, over the first
+ * SM_FRONT_OPS ops v by the step bound's bytes, of sm_front_at. Stops
+ * once it meets stop (an order's peak). */
+static mp_status sm_front_bound(const sm_bound *b, size_t stop, size_t *out,
+                                mp_error *err) {
+  const sm_model *m = &b->r->m;
+  size_t n = b->n;
+  *out = 0;
+  sm_branches br;
+  memset(&br, 0, sizeof br);
+  uint32_t *rd = mp_calloc(m->a, 2 * (size_t)b->n_bufs + 1, sizeof *rd);
+  sm_live_op *by = mp_calloc(m->a, n + 1, sizeof *by);
+  mp_status st = MP_OK;
+  if (!rd || !by || !sm_branches_alloc(b, &br)) {
+    st = sm_nomem(m, err);
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      by[i] = (sm_live_op){b->live[i], (uint32_t)i};
+    }
+    qsort(by, n, sizeof *by, sm_live_cmp);
+    size_t best = 0;
+    for (size_t s = 0; s < n && s < SM_FRONT_OPS && best < stop; s++) {
+      size_t t = sm_front_at(b, &br, rd, rd + b->n_bufs, by[s].i);
+      if (t > best) best = t;
+    }
+    *out = best;
+  }
+  mp_free(m->a, rd);
+  mp_free(m->a, by);
+  sm_branches_release(m, &br);
+  return st;
+}
+
 /* Picks the designated ops (the seed whose antichain gives the best
  * bound) and the best bound over their prefixes. */
 static mp_status sm_branches_run(const sm_bound *b, sm_branches *br,
@@ -1737,27 +1902,12 @@ static mp_status sm_branches_run(const sm_bound *b, sm_branches *br,
   memset(br, 0, sizeof *br);
   if (n < 2) return MP_OK;
   sm_live_op *by = mp_calloc(m->a, n + 1, sizeof *by);
-  br->down = mp_calloc(m->a, n + 1, sizeof *br->down);
-  br->up = mp_calloc(m->a, n + 1, sizeof *br->up);
-  br->reach = mp_calloc(m->a, n + 1, sizeof *br->reach);
-  br->writers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->writers);
-  br->makers = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->makers);
-  br->early = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->early);
-  br->charge = mp_calloc(m->a, b->n_bufs + 1, sizeof *br->charge);
-  if (!by || !br->down || !br->up || !br->reach || !br->writers ||
-      !br->makers || !br->early || !br->charge) {
+  if (!by || !sm_branches_alloc(b, br)) {
     mp_free(m->a, by);
     return sm_nomem(m, err);
   }
   for (size_t i = 0; i < n; i++) by[i] = (sm_live_op){b->live[i], (uint32_t)i};
   qsort(by, n, sizeof *by, sm_live_cmp);
-  for (uint32_t q = 0; q < b->n_bufs; q++) {
-    uint32_t x = b->bufs[q];
-    br->early[q] = m->maker_start[x] == m->maker_start[x + 1];
-    for (uint32_t k = m->maker_start[x]; k < m->maker_start[x + 1]; k++) {
-      if (!sm_bound_in(b, m->makers[k])) br->early[q] = true;
-    }
-  }
   uint32_t seeds[SM_SEEDS], best_d[SM_MAX_BRANCHES];
   size_t n_seeds = sm_branch_seeds(b, by, seeds), best_k = 0, best = 0;
   for (size_t s = 0; s < n_seeds; s++) {
@@ -1977,6 +2127,11 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   if (st == MP_OK && sg->ub > lb && br.k >= 2) {
     st = sm_branch_try(r, &b, &br, &sg->ub, info, err);
   }
+  size_t front = 0;
+  if (st == MP_OK && sg->ub > lb && sg->ub > br.bound) {
+    st = sm_front_bound(&b, sg->ub, &front, err);
+    if (front > br.bound) br.bound = front;
+  }
   sm_branches_release(&r->m, &br);
   sm_bound_release(&b);
   if (st != MP_OK) return st;
@@ -2087,6 +2242,7 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
                         "every order has",
                         mp_graph_source(r->m.g), info->peak, lb);
   }
+  info->bound = lb;
   if (!info->exact && info->peak == lb) {
     info->exact = true;
     info->peak_bound = true;

@@ -76,11 +76,20 @@ static void ex_order(ex_ctx *c) {
                   si->segments, si->segments == 1 ? "" : "s",
                   si->bound_segments, si->branch_segments, si->dp_segments);
   } else {
-    mp_buf_printf(c->out, "best found, not proven: %s\n",
+    mp_buf_printf(c->out, "best found, not proven: %s",
                   si->time_hit   ? "the wall-clock cap stopped the search"
                   : si->work_hit ? "the work budget ran out (--order-work)"
                                  : "a search was cut to its states a level "
                                    "(--order-states)");
+    if (si->bound) {
+      char l[MP_FMT_MAX];
+      mp_buf_printf(c->out,
+                    "; no order is below %s, so this one is at most %.2f%% "
+                    "above the optimum",
+                    mp_fmt_bytes(l, si->bound),
+                    100.0 * (double)(si->peak - si->bound) / (double)si->bound);
+    }
+    mp_buf_puts(c->out, "\n");
   }
 }
 

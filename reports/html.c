@@ -286,6 +286,7 @@ static void html_passes(html_ctx *c, cJSON *root) {
     rj_num(&c->ok, o, "work_budget", (double)si->work_budget);
     rj_num(&c->ok, o, "optimal", si->exact);
     rj_num(&c->ok, o, "optimal_by_bound", si->peak_bound);
+    rj_num(&c->ok, o, "bound_bytes", (double)si->bound);
     cJSON *cand = rj_arr(&c->ok, o, "candidates");
     for (size_t k = 0; c->ok && k < si->n_cand; k++) {
       cJSON *e = rj_push_obj(&c->ok, cand);

@@ -164,6 +164,13 @@ static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
                   (double)base / (double)s->peak, s->cand[0].name);
   }
   mp_buf_puts(out, "\n");
+  if (!s->exact && s->bound) {
+    mp_buf_printf(out,
+                  "  %-12s %s: no order is lower; this one is at most %.2f%% "
+                  "above the optimum\n",
+                  "bound", mp_fmt_bytes(a, s->bound),
+                  100.0 * (double)(s->peak - s->bound) / (double)s->bound);
+  }
 }
 
 mp_status mp_report_passes(const mp_model *m, mp_buf *out, mp_error *err) {

@@ -478,6 +478,7 @@ static void pj_schedule(pj_ctx *c, cJSON *root) {
   rj_num(&c->ok, o, "states", (double)s->dp_states);
   rj_bool(&c->ok, o, "optimal", s->exact);
   rj_bool(&c->ok, o, "optimal_by_bound", s->peak_bound);
+  rj_num(&c->ok, o, "bound_bytes", (double)s->bound);
   rj_bool(&c->ok, o, "budget_hit", s->budget_hit);
   rj_bool(&c->ok, o, "work_hit", s->work_hit);
   rj_bool(&c->ok, o, "time_hit", s->time_hit);

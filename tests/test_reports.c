@@ -487,7 +487,8 @@ static void test_sqlite_schema(void) {
    * version 6 pass.removed, version 7 peak_interval.idle_bytes and
    * peak_in_use, version 8 tile and tile_op, version 9 schedule, version
    * 10 the tile pass's ranked patchings, version 11 tile_export,
-   * version 12 the schedule's branch columns. */
+   * version 12 the schedule's branch columns, version 13
+   * schedule.bound_bytes. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('pass') WHERE "
                    "name IN ('lower_bound_before', 'arena_after', "
@@ -551,11 +552,16 @@ static void test_sqlite_schema(void) {
                    "name IN ('branch_bound_segments', "
                    "'branch_improved_segments', 'optimal_by_bound')"),
              3);
+  /* Version 13: the bound every order has. */
+  CHECK_EQ_I(q_int(old,
+                   "SELECT count(*) FROM pragma_table_info('schedule') WHERE "
+                   "name = 'bound_bytes'"),
+             1);
 
   /* A newer schema is refused, and the file is left alone. */
-  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (13, 'x', '9.9')"));
+  CHECK(q_exec(old, "INSERT INTO schema_version VALUES (14, 'x', '9.9')"));
   CHECK(mp_report_db_open(old, NULL, &db, &err) == MP_ERR_UNSUPPORTED);
-  CHECK_HAS(err.msg, "schema version 13 is newer than this mplan");
+  CHECK_HAS(err.msg, "schema version 14 is newer than this mplan");
   CHECK_HAS(err.msg, old);
   CHECK_EQ_I(q_int(old, "SELECT count(*) FROM run"), 1);
 

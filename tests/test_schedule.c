@@ -314,6 +314,28 @@ static void test_optimal(void) {
  * cat): the scheduler counts merged buffers exactly as lifetimes do and
  * stays optimal, and the passes never raise the file order's lower
  * bound. Counts graphs with a shared buffer and Concat slices. */
+/* Graphs whose bound was checked, and those where it is the optimum. */
+static size_t n_bounded, n_tight;
+
+/* With 2 states a level the searches are cut, so what the bounds prove
+ * shows: the bound every order has is at most brute force's optimum. */
+static void check_bound(const mp_graph *g, const mp_alias *al, size_t best,
+                        uint64_t seed) {
+  mp_schedule_opts o = {.order = MP_ORDER_MEMORY, .alias = al, .max_states = 2};
+  uint32_t *order = NULL;
+  mp_schedule_info info;
+  mp_error err = {0};
+  CHECK(mp_schedule_run(g, &o, &order, &info, &err) == MP_OK);
+  if (info.bound > best || info.bound > info.peak) {
+    fprintf(stderr, "seed %llu: bound %zu, brute force %zu, peak %zu\n",
+            (unsigned long long)seed, info.bound, best, info.peak);
+  }
+  CHECK(info.bound <= best && info.bound <= info.peak);
+  n_bounded++;
+  n_tight += info.bound == best;
+  free(order);
+}
+
 static void check_passes(mp_graph *g, uint64_t seed, bool cat, size_t *shared,
                          size_t *slices) {
   CHECK(g != NULL);
@@ -347,6 +369,7 @@ static void check_passes(mp_graph *g, uint64_t seed, bool cat, size_t *shared,
   CHECK(lb_of(g, order, &al, false) <= before);
   size_t best = brute_best(g, &al, false);
   CHECK_EQ_U(check_memory(g, &al, false, 0, seed), best);
+  check_bound(g, &al, best, seed);
   free(order);
   mp_alias_release(&al);
   mp_pass_report_destroy(r);
@@ -518,6 +541,7 @@ static void test_optimal_branches(void) {
     if (!g) continue;
     size_t best = brute_best(g, NULL, false);
     CHECK_EQ_U(check_memory(g, NULL, false, 0, seed), best);
+    check_bound(g, NULL, best, seed);
     mp_graph_destroy(g);
   }
   for (uint64_t seed = 6000; seed < 6300; seed++) {
@@ -530,10 +554,38 @@ static void test_optimal_branches(void) {
   fprintf(stderr,
           "optimal with branches: %zu segments met the branch bound, %zu "
           "improved by a branch order; %zu Concat slices placed, %zu graphs "
-          "share a buffer\n",
-          n_branch_bound - bound0, n_branch_order - order0, slices, shared);
+          "share a buffer; at 2 states a level the bound is the optimum in "
+          "%zu of %zu graphs\n",
+          n_branch_bound - bound0, n_branch_order - order0, slices, shared,
+          n_tight, n_bounded);
   CHECK(n_branch_bound - bound0 > 20 && n_branch_order - order0 > 10);
   CHECK(slices > 50 && shared > 50);
+}
+
+/* Branchy graphs whose searches are cut (2 states a level) where the
+ * frontier bound (schedule_memory.c invariant 11) is what reaches the
+ * optimum: the step and branch bounds alone stop 16 to 256 B below it
+ * (seed 5245: 1,856 B of 2,112). */
+static void test_frontier_bound(void) {
+  static const uint64_t seeds[] = {5079, 5089, 5161, 5205, 5217, 5245};
+  for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
+    mp_graph *g = rnd_branchy(seeds[k], false);
+    CHECK(g != NULL);
+    if (!g) continue;
+    mp_schedule_opts o = {.order = MP_ORDER_MEMORY, .max_states = 2};
+    uint32_t *order = NULL;
+    mp_schedule_info info;
+    mp_error err = {0};
+    CHECK(mp_schedule_run(g, &o, &order, &info, &err) == MP_OK);
+    size_t best = brute_best(g, NULL, false);
+    if (info.bound != best) {
+      fprintf(stderr, "seed %llu: bound %zu, brute force %zu\n",
+              (unsigned long long)seeds[k], info.bound, best);
+    }
+    CHECK_EQ_U(info.bound, best);
+    free(order);
+    mp_graph_destroy(g);
+  }
 }
 
 /* With 2 states a level every search is cut, but the order is still
@@ -541,7 +593,7 @@ static void test_optimal_branches(void) {
  * segment's, a split op's step; schedule_memory.c invariant 5): each such
  * claim agrees with brute force, and some are made. */
 static void test_peak_bound(void) {
-  size_t claims = 0, by_bound = 0;
+  size_t claims = 0, by_bound = 0, tight = 0;
   for (uint64_t seed = 1; seed <= 600; seed++) {
     /* random DAGs, then branchy graphs (a stem and a join are split ops) */
     mp_graph *g = seed <= 300 ? rnd_graph(seed, 4 + seed % 7, false)
@@ -557,8 +609,16 @@ static void test_peak_bound(void) {
     mp_error err = {0};
     CHECK(mp_schedule_run(g, &o, &order, &info, &err) == MP_OK);
     CHECK(!info.peak_bound || info.exact);
+    size_t best = brute_best(g, NULL, in_act);
+    /* the bound holds for every order, and is the peak when proven */
+    CHECK(info.bound <= best && info.bound <= info.peak);
+    CHECK(!info.exact || info.bound == info.peak);
+    if (info.bound > best) {
+      fprintf(stderr, "seed %llu: bound %zu above brute force %zu\n",
+              (unsigned long long)seed, info.bound, best);
+    }
+    tight += info.bound == best;
     if (order && info.exact) {
-      size_t best = brute_best(g, NULL, in_act);
       if (info.peak != best) {
         fprintf(stderr, "seed %llu: claimed optimal %zu, brute force %zu\n",
                 (unsigned long long)seed, info.peak, best);
@@ -572,9 +632,9 @@ static void test_peak_bound(void) {
   }
   fprintf(stderr,
           "cut searches: %zu orders optimal, %zu of them by the peak's "
-          "bound\n",
-          claims, by_bound);
-  CHECK(by_bound > 10);
+          "bound; the bound is the optimum in %zu of 600 graphs\n",
+          claims, by_bound, tight);
+  CHECK(by_bound > 10 && tight > claims);
 }
 
 /* Larger graphs: never worse than the file order; a tiny state budget
@@ -648,6 +708,7 @@ int main(int argc, char **argv) {
   test_optimal_shared();
   test_optimal_branches();
   test_peak_bound();
+  test_frontier_bound();
   test_large();
   test_dfs_rpo(root);
   return check_exit("test_schedule");

@@ -827,9 +827,11 @@
         (Sc.optimal_by_bound ? 'proven optimal for this graph: its peak meets a bound every ' +
           'order has (not every segment below it was proven).'
           : Sc.optimal ? 'proven optimal for this graph.'
-          : Sc.time_hit ? 'the wall-clock cap stopped the search: best found on this machine.'
+          : (Sc.time_hit ? 'the wall-clock cap stopped the search: best found on this machine.'
           : Sc.budget_hit ? 'the work budget stopped the search: best found.'
           : 'the search was cut to its states a level: best found.') +
+          (Sc.bound_bytes ? ' No order is below ' + fmtBytes(Sc.bound_bytes) + ', so this one is at most ' +
+            (100 * (Sc.peak - Sc.bound_bytes) / Sc.bound_bytes).toFixed(2) + '% above the optimum.' : '')) +
         ' Search work ' + fmtCount(Sc.work) + ' of ' + fmtCount(Sc.work_budget) +
         ' (the same on every machine).'));
       box.appendChild(table(['order', 'peak'], Sc.candidates.map(c => [c.name, fmtBytes(c.peak)])

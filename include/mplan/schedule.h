@@ -103,6 +103,10 @@ typedef struct mp_schedule_info {
                              can have: every segment proven, or peak_bound */
   bool peak_bound;        /* exact because the peak meets a bound every order
                              has, with segments below it left unproven */
+  size_t bound;           /* that bound: no order of the graph has a lower
+                             peak (the proven segments' and split ops'
+                             largest); peak - bound is the most the order
+                             can be above the optimum */
   bool budget_hit;        /* the budget stopped a search: work_hit or
                              time_hit */
   bool work_hit;          /* the work budget did (the same everywhere) */

@@ -259,6 +259,11 @@ try {
       text.includes(`${s.branch_improved_segments} by a branch order, ` +
         `${s.beam_improved_segments} by the beam)`), 'how the memory order was proven',
       text.slice(text.indexOf('Memory-aware'), text.indexOf('Memory-aware') + 200));
+    if (!s.optimal) {
+      check(text.includes(`No order is below ${fmtBytes(s.bound_bytes)}`),
+        'an order not proven says the bound every order has',
+        text.slice(text.indexOf('Memory-aware'), text.indexOf('Memory-aware') + 400));
+    }
     const count = (v) => String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
     check(text.includes(`Search work ${count(s.work)} of ${count(s.work_budget)}`),
       'the search work and its budget are shown',

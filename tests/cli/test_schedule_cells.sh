@@ -140,8 +140,27 @@ grep -Eq "^memory order [0-9,]+ B \(.*\), [0-9.]+x lower than file \([0-9,]+ B\)
   ok || bad "explain seed 1 at 64: $(grep '^memory order' "$tmp/out")"
 "$mplan" explain "$tmp/whole/randwire_2.json" --order memory --order-states 64 \
   --no-what-if --no-map >"$tmp/out" 2>&1
-grep -Eq "; best found, not proven: a search was cut to its states a level \(--order-states\)$" "$tmp/out" &&
+grep -Eq "; best found, not proven: a search was cut to its states a level \(--order-states\); no order is below [0-9,]+ B \(.*\), so this one is at most [0-9.]+% above the optimum$" "$tmp/out" &&
   ok || bad "explain seed 2 at 64: $(grep '^memory order' "$tmp/out")"
+# the bound it names is below the optimum the default budget proves, and
+# the percentage is the cut order's peak over it
+"$mplan" plan "$tmp/whole/randwire_2.json" --order memory --order-states 64 \
+  --json >"$tmp/cut.json" 2>&1
+"$mplan" plan "$tmp/whole/randwire_2.json" --order memory --json \
+  >"$tmp/full.json" 2>&1
+python3 - "$tmp/cut.json" "$tmp/full.json" "$tmp/out" <<'PY' && ok || bad "seed 2's bound at 64 states"
+import json, re, sys
+cut = json.load(open(sys.argv[1]))["schedule"]
+full = json.load(open(sys.argv[2]))["schedule"]
+line = open(sys.argv[3]).read()
+assert full["optimal"] and not cut["optimal"], (cut, full)
+assert 0 < cut["bound_bytes"] <= full["peak_bytes"] <= cut["peak_bytes"], (cut, full)
+assert full["bound_bytes"] == full["peak_bytes"], full
+m = re.search(r"no order is below ([0-9,]+) B .*at most ([0-9.]+)% above", line)
+assert int(m.group(1).replace(",", "")) == cut["bound_bytes"], m.group(1)
+pct = 100.0 * (cut["peak_bytes"] - cut["bound_bytes"]) / cut["bound_bytes"]
+assert abs(float(m.group(2)) - pct) < 0.006, (m.group(2), pct)
+PY
 "$mplan" explain "$tmp/whole/randwire_2.json" --order memory --no-what-if --no-map >"$tmp/out" 2>&1
 grep -Eq "; optimal: of 3 segments, 0 met the step bound, 0 the branch bound, 3 were searched to the end$" "$tmp/out" &&
   ok || bad "explain seed 2: $(grep '^memory order' "$tmp/out")"
@@ -224,8 +243,10 @@ row = dict(db.execute("SELECT * FROM schedule").fetchone())
 s = json.load(open(sys.argv[2]))["schedule"]
 for k in ("peak_bytes", "segments", "largest_segment", "bound_segments",
           "branch_bound_segments", "exact_segments", "improved_segments",
-          "branch_improved_segments", "states", "work", "work_budget"):
+          "branch_improved_segments", "states", "work", "work_budget",
+          "bound_bytes"):
     assert row[k] == s[k], (k, row[k], s[k])
+assert 0 < row["bound_bytes"] <= row["peak_bytes"], row
 for k in ("optimal", "optimal_by_bound", "work_hit", "time_hit"):
     assert row[k] == int(s[k]), (k, row[k], s[k])
 assert row["work_hit"] == 1 and row["optimal"] == 0, row
