@@ -1825,8 +1825,7 @@ static size_t sm_front_at(const sm_bound *b, sm_branches *br, uint32_t *rd,
     if (front) br->d[k++] = (uint32_t)i;
   }
   if (!k) return b->live[v];
-  memset(br->down, 0, n * sizeof *br->down);
-  memset(br->up, 0, n * sizeof *br->up);
+  memset(br->down, 0, n * sizeof *br->down); /* br->up stays 0: unused */
   memset(rd, 0, b->n_bufs * sizeof *rd);
   memset(seen, 0, b->n_bufs * sizeof *seen);
   for (size_t j = 0; j < k; j++) {
@@ -1834,7 +1833,6 @@ static size_t sm_front_at(const sm_bound *b, sm_branches *br, uint32_t *rd,
     for (size_t i = 0; i < n; i++) {
       if (i == br->d[j] || sm_anc(b, i, br->d[j])) br->down[i] |= bit;
     }
-    br->up[br->d[j]] |= bit; /* its ancestors are v's: none is a path's */
   }
   sm_reach_masks(b, br, k);
   for (size_t j = 0; j < k; j++) {
