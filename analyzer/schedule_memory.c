@@ -109,7 +109,9 @@
  *      to run: every other d_h has run, and a path from d_h along its
  *      outputs' readers to a reader after the segment or a graph output
  *      has a last run op w, whose output on the path is still to be read
- *      (or is never freed): that buffer is live at d_g's step. So d_g's
+ *      (or is never freed): that buffer is live at d_g's step. A path
+ *      also ends at a descendant of d_g, which has not run then either
+ *      (while the segment's budget of such passes lasts). So d_g's
  *      step holds 7's bytes for d_g plus, for each h != g, the smallest
  *      charge on the path (the widest path: the largest such smallest
  *      charge). A buffer's charge is its size divided by the number of
@@ -1575,6 +1577,9 @@ static size_t sm_step_bound(sm_bound *b) {
 
 /* Designated ops a branch bound uses at most (one bit each). */
 #define SM_MAX_BRANCHES 64
+/* Ops and reader edges the branch bound's paths that end at the last
+ * op's descendants may visit in one segment (sm_branch_bound). */
+#define SM_LAST_WORK ((size_t)1 << 24)
 
 typedef struct sm_branches {
   size_t k;                    /* designated ops: pairwise unordered */
@@ -1588,6 +1593,8 @@ typedef struct sm_branches {
                                   it / up of the ops creating it */
   bool *early;                 /* per bufs entry: born before the segment */
   size_t *charge;              /* per bufs entry */
+  size_t path_cost;            /* ops and reader edges one path pass visits */
+  size_t last_work;            /* path visits left for the last-op paths */
 } sm_branches;
 
 static void sm_branches_release(const sm_model *m, sm_branches *br) {
@@ -1687,7 +1694,12 @@ static void sm_reach(const sm_bound *b, sm_branches *br, size_t k) {
 }
 
 /* The bound of the first k designated ops: the last of them to run finds
- * every other one's bytes live (invariant 11). Fills br->v. */
+ * every other one's bytes live (invariant 11). Fills br->v with the
+ * widest paths to the segment's end. While br->last_work lasts, the
+ * paths for each last op d_g also end at d_g's descendants (none has
+ * run at d_g's step), which can only widen them: a chain whose result
+ * waits for a join with d_g's branch counts its result, not the join's
+ * small output after it. */
 static size_t sm_branch_bound(const sm_bound *b, sm_branches *br, size_t k) {
   sm_reach(b, br, k);
   size_t sum = 0, least = SIZE_MAX;
@@ -1695,8 +1707,16 @@ static size_t sm_branch_bound(const sm_bound *b, sm_branches *br, size_t k) {
     br->v[j] = br->reach[br->d[j]];
     sum += br->v[j];
   }
-  for (size_t j = 0; j < k; j++) {
-    size_t t = b->live[br->d[j]] + (sum - br->v[j]);
+  bool last = br->last_work >= k * br->path_cost;
+  if (last) br->last_work -= k * br->path_cost;
+  for (size_t g = 0; g < k; g++) {
+    size_t t = b->live[br->d[g]];
+    if (last) {
+      sm_reach_paths(b, br, br->d[g]);
+      for (size_t h = 0; h < k; h++) t += h == g ? 0 : br->reach[br->d[h]];
+    } else {
+      t += sum - br->v[g];
+    }
     if (t < least) least = t;
   }
   return least;
@@ -1775,6 +1795,15 @@ static bool sm_branches_alloc(const sm_bound *b, sm_branches *br) {
       !br->early || !br->charge) {
     return false;
   }
+  br->path_cost = n;
+  for (size_t i = 0; i < n; i++) {
+    const mp_op *op = mp_graph_op(m->g, b->r->cand[SM_REF][b->lo + i]);
+    for (uint32_t o = 0; o < op->n_outputs; o++) {
+      br->path_cost +=
+          mp_graph_tensor(m->g, (size_t)op->outputs[o])->n_consumers + 1;
+    }
+  }
+  br->last_work = SM_LAST_WORK;
   for (uint32_t q = 0; q < b->n_bufs; q++) {
     uint32_t x = b->bufs[q];
     br->early[q] = m->maker_start[x] == m->maker_start[x + 1];

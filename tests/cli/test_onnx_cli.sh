@@ -320,6 +320,13 @@ if [ -n "$cache" ] && [ -f "$vad" ]; then
     bad "silero_vad_v5 without sr: no hint"
   run 0 plan "$cache/vad/silero_vad_legacy.onnx" --dim batch=1 --dim sequence=512 --value sr=16000 -o "$tmp/vadl.json" &&
     run 0 validate "$tmp/vadl.json" && ok || bad "silero_vad_legacy does not plan"
+  # without passes those two chains (256 KiB each) join at the LSTM: the
+  # branch bound's paths that stop at the LSTM prove the memory order
+  # (the last Concat finds the other chain's 256 KiB live)
+  run 0 plan "$vad" --shape input=1x512 --shape state=2x1x128 --value sr=16000 --passes none --order memory -o "$tmp/vadm.json" &&
+    has "$tmp/out" "2 the branch bound" && has "$tmp/out" "optimal for this graph" &&
+    [ "$(py "$tmp/vadm.json" "(d['schedule']['optimal'], d['schedule']['bound_bytes'], d['summary']['lower_bound_bytes'])")" = "(True, 786432, 786432)" ] && ok ||
+    bad "silero_vad_v5: the memory order without passes is not proven"
   # with every pass: the LSTM's W and R, sliced and concatenated from the
   # model's weights, were 2 x 262,144 B of activations at the peak; the
   # fold pass folds those groups (compile runs them), and the known Ifs
