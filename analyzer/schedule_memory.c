@@ -143,6 +143,20 @@
  *      counts it at v, or, for a read buffer, when a path may claim it.
  *      The largest such sum over the ops of most step-bound bytes bounds
  *      every order's peak, counted with the branch bound.
+ *  12. Sinking: an op u whose every created buffer is read (or kept) and
+ *      whose every activation input is kept or read by another op at or
+ *      after u's first reader c moves to just before c (to the segment's
+ *      end when c comes after it). No step rises: the ops u jumps over
+ *      lose u's outputs (born later) and no buffer dies later; u's new
+ *      step holds exactly what c's old step held before c's outputs (u
+ *      frees nothing), and at the segment's end what is live after it,
+ *      which the split op after it holds too. The best candidate is sunk
+ *      before the bounds are met against it, and a branch order, the
+ *      beam's order and an exact search cut short are sunk again; a
+ *      sunk order is kept only when the segment's peak falls, so an
+ *      order that was optimal stays as it was. Constants the passes did
+ *      not fold (a bias reshaped at run time) are its case: every
+ *      candidate makes them early and holds them through the peak.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -2116,6 +2130,105 @@ static mp_status sm_branch_try(sm_run *r, const sm_bound *b, sm_branches *br,
   return st;
 }
 
+/* ---- sinking ops to their first reader (invariant 12) ------------------ */
+
+/* May op u, at local position i of the segment's order, run just before
+ * position q instead: every buffer it creates is read (or kept), and
+ * every activation buffer it reads is kept or read at or after q by
+ * another op (so none lives longer)? loc: op -> position in the order
+ * for the segment's ops; other ops keep their reference positions. */
+static bool sm_sinkable(const sm_run *r, const uint32_t *loc, size_t lo,
+                        size_t hi, uint32_t u, size_t q) {
+  const sm_model *m = &r->m;
+  for (uint32_t k = m->born_start[u]; k < m->born_start[u + 1]; k++) {
+    uint32_t x = m->born[k];
+    if (m->size[x] && !m->keep[x] && m->user_start[x] == m->user_start[x + 1])
+      return false; /* dies at u's step */
+  }
+  for (uint32_t k = m->use_start[u]; k < m->use_start[u + 1]; k++) {
+    uint32_t x = m->uses[k];
+    if (!m->size[x] || m->keep[x]) continue;
+    bool later = false;
+    for (uint32_t j = m->user_start[x]; j < m->user_start[x + 1] && !later;
+         j++) {
+      uint32_t w = m->users[j];
+      size_t p = r->pos[w];
+      if (p >= lo && p <= hi) p = loc[w];
+      later = w != u && p >= q;
+    }
+    if (!later) return false;
+  }
+  return true;
+}
+
+/* Moves, from the segment's last op back, every op that may (sm_sinkable)
+ * to just before its first reader in the segment (to its end when none
+ * is in it), in res[lo..hi]; loc gets positions. Returns the ops moved. */
+static size_t sm_sink_order(const sm_run *r, uint32_t *res, size_t lo,
+                            size_t hi, uint32_t *loc) {
+  const sm_model *m = &r->m;
+  size_t moved = 0;
+  for (size_t p = lo; p <= hi; p++) loc[res[p]] = (uint32_t)p;
+  for (size_t i = hi; i-- > lo;) {
+    uint32_t u = res[i];
+    const mp_op *op = mp_graph_op(m->g, u);
+    size_t q = SIZE_MAX;
+    for (uint32_t o = 0; o < op->n_outputs; o++) {
+      if (op->outputs[o] < 0) continue;
+      const mp_tensor *t = mp_graph_tensor(m->g, (size_t)op->outputs[o]);
+      for (uint32_t j = 0; j < t->n_consumers; j++) {
+        uint32_t c = t->consumers[j];
+        size_t p = r->pos[c];
+        if (p >= lo && p <= hi && loc[c] < q) q = loc[c];
+      }
+    }
+    if (q == SIZE_MAX) q = hi + 1; /* read after the segment (or never) */
+    if (q == i + 1 || !sm_sinkable(r, loc, lo, hi, u, q)) continue;
+    for (size_t k = i; k + 1 < q; k++) {
+      res[k] = res[k + 1];
+      loc[res[k]] = (uint32_t)k;
+    }
+    res[q - 1] = u;
+    loc[u] = (uint32_t)(q - 1);
+    moved++;
+  }
+  return moved;
+}
+
+/* Sinks the segment's order in r->res (invariant 12) and keeps the
+ * result when its peak is lower than *ub, the peak of that order. The
+ * segment's steps do not depend on the other segments' orders
+ * (invariant 2), so the reference order stands in for them. */
+static mp_status sm_sink(sm_run *r, size_t lo, size_t hi, size_t *ub,
+                         mp_error *err) {
+  const sm_model *m = &r->m;
+  size_t n_ops = m->n_ops, n = hi - lo + 1;
+  uint32_t *loc = mp_calloc(m->a, 2 * n_ops + 1, sizeof *loc);
+  size_t *step = mp_calloc(m->a, n_ops + 1, sizeof *step);
+  if (!loc || !step) {
+    mp_free(m->a, loc);
+    mp_free(m->a, step);
+    return sm_nomem(m, err);
+  }
+  uint32_t *full = loc + n_ops;
+  memcpy(full, r->cand[SM_REF], n_ops * sizeof *full);
+  memcpy(&full[lo], &r->res[lo], n * sizeof *full);
+  if (sm_sink_order(r, full, lo, hi, loc)) {
+    sm_sim(m, full, r->remain, step, NULL);
+    size_t p = sm_range_max(step, lo, hi);
+    /* invariant 12: an op moved to the end holds what is live after the
+     * segment, no more than the split op after it */
+    assert(p <= *ub || p <= r->after[hi]);
+    if (p < *ub) {
+      *ub = p;
+      memcpy(&r->res[lo], &full[lo], n * sizeof *full);
+    }
+  }
+  mp_free(m->a, loc);
+  mp_free(m->a, step);
+  return MP_OK;
+}
+
 /* Phase 1 for one segment: the best candidate's sub-order; unless it
  * meets the step bound, the branch orders and the branch bound, then
  * unless it meets that, a beam search (invariants 7, 8 and 11). */
@@ -2126,14 +2239,16 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
     size_t p = sm_range_max(r->step[c], lo, hi);
     if (c == 0 || p < sg->ub) best = (size_t)c, sg->ub = p;
   }
-  sg->heuristic = sg->ub;
   memcpy(&r->res[lo], &r->cand[best][lo], n * sizeof *r->res);
   info->segments++;
   if (n > info->largest_segment) info->largest_segment = n;
   if (n == 1) {
-    sg->lb = sg->ub; /* one op has one order */
+    sg->heuristic = sg->lb = sg->ub; /* one op has one order */
     return MP_OK;
   }
+  mp_status st = sm_sink(r, lo, hi, &sg->ub, err);
+  if (st != MP_OK) return st;
+  sg->heuristic = sg->ub;
   if (n > SM_MAX_DP_OPS) {
     info->exact = false; /* too large to search: heuristics only */
     return MP_OK;
@@ -2141,8 +2256,8 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   sm_bound b;
   sm_branches br;
   memset(&br, 0, sizeof br);
-  size_t lb = 0;
-  mp_status st = sm_bound_init(&b, r, lo, n, err);
+  size_t lb = 0, branch0 = info->branch_improved;
+  st = sm_bound_init(&b, r, lo, n, err);
   if (st == MP_OK) lb = sm_step_bound(&b);
   if (st == MP_OK && sg->ub < lb) {
     st = mp_error_set(err, MP_ERR_INTERNAL,
@@ -2171,9 +2286,17 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   bool by_branches = br.bound > lb;
   if (by_branches) lb = br.bound;
   sg->lb = lb;
+  /* a branch order may leave ops to sink */
+  if (sg->ub > lb && info->branch_improved > branch0) {
+    st = sm_sink(r, lo, hi, &sg->ub, err);
+  }
   size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
-  if (sg->ub > lb && SM_BEAM < states && !sm_spent(&r->budget)) {
+  if (st == MP_OK && sg->ub > lb && SM_BEAM < states && !sm_spent(&r->budget)) {
+    size_t before = sg->ub;
     st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, NULL, info, err);
+    if (st == MP_OK && sg->ub < before && sg->ub > lb) {
+      st = sm_sink(r, lo, hi, &sg->ub, err);
+    }
   }
   if (st == MP_OK && sg->ub == lb) {
     /* optimal (invariants 7 and 11) */
@@ -2250,6 +2373,9 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
   }
   for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
     if (segs[k].open) st = sm_seg_exact(r, o, &segs[k], info, err);
+    if (st == MP_OK && segs[k].open && segs[k].ub > segs[k].lb) {
+      st = sm_sink(r, segs[k].lo, segs[k].hi, &segs[k].ub, err);
+    }
   }
   /* a peak every order of the graph reaches (invariant 5) */
   size_t lb = 0;

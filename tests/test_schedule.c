@@ -653,6 +653,55 @@ static void test_join_chains(void) {
           n_branch_bound - branch0, n_tight - tight0, n_bounded - bounded0);
 }
 
+/* A chain of 1 KiB ops, each but the first also reading a 64 B op of the
+ * graph's input (a Reshape of a bias, unfolded): every candidate runs
+ * those small ops early, where they wait through the chain's steps. The
+ * optimum runs each just before its reader (invariant 12 of
+ * schedule_memory.c moves it there), 2,112 B. */
+static mp_graph *late_sources(void) {
+  mp_graph *g = NULL;
+  mp_error err = {0};
+  if (mp_graph_create(NULL, "late", "late", &g, &err) != MP_OK) return NULL;
+  int32_t in = add_input(g, 64, &err), src[6];
+  char name[16];
+  for (int j = 1; j < 6; j++) {
+    snprintf(name, sizeof name, "s%d", j);
+    src[j] = add_op(g, name, name, "Reshape", &in, 1, 64, &err);
+  }
+  int32_t prev = add_op(g, "c0", "c0", "Op", &in, 1, 1024, &err);
+  for (int j = 1; j < 6; j++) {
+    int32_t two[2] = {src[j], prev}; /* dfs visits the small op first */
+    snprintf(name, sizeof name, "c%d", j);
+    prev = add_op(g, name, name, "Op", two, 2, 1024, &err);
+  }
+  return finish_graph(g, prev, 0, &err);
+}
+
+/* The late sources, searched in full and cut at 2 states a level: the
+ * order is the optimum either way, and proven, before any search or
+ * branch order. */
+static void test_late_sources(void) {
+  mp_graph *g = late_sources();
+  CHECK(g != NULL);
+  if (!g) return;
+  size_t best = brute_best(g, NULL, false);
+  CHECK_EQ_U(best, 2112);
+  CHECK_EQ_U(check_memory(g, NULL, false, 0, 1), best);
+  CHECK_EQ_U(check_memory(g, NULL, false, 2, 2), best);
+  mp_schedule_opts o = {.order = MP_ORDER_MEMORY, .max_states = 2};
+  uint32_t *order = NULL;
+  mp_schedule_info info;
+  mp_error err = {0};
+  CHECK(mp_schedule_run(g, &o, &order, &info, &err) == MP_OK);
+  CHECK(info.exact && info.peak == best);
+  /* the best candidate, sunk, meets the step bound: nothing searched */
+  CHECK(info.bound_segments == 1 && info.branch_improved == 0 &&
+        info.dp_states == 0);
+  for (size_t c = 0; c < info.n_cand; c++) CHECK(info.cand[c].peak > best);
+  free(order);
+  mp_graph_destroy(g);
+}
+
 /* With 2 states a level every search is cut, but the order is still
  * optimal when its peak meets a bound of the whole graph (a proven
  * segment's, a split op's step; schedule_memory.c invariant 5): each such
@@ -775,6 +824,7 @@ int main(int argc, char **argv) {
   test_peak_bound();
   test_frontier_bound();
   test_join_chains();
+  test_late_sources();
   test_large();
   test_dfs_rpo(root);
   return check_exit("test_schedule");
