@@ -2086,6 +2086,7 @@ typedef struct sm_seg {
   size_t lb;        /* a peak every order of the segment reaches */
   size_t heuristic; /* ... of the best candidate */
   bool open;        /* neither proven optimal nor given up */
+  bool sunk;        /* sinking lowered its peak (invariant 12) */
 } sm_seg;
 
 /* Tries the branch orders of all the designated ops and of the prefix
@@ -2196,13 +2197,12 @@ static size_t sm_sink_order(const sm_run *r, uint32_t *res, size_t lo,
 }
 
 /* Sinks the segment's order in r->res (invariant 12) and keeps the
- * result when its peak is lower than *ub, the peak of that order. The
+ * result when its peak is lower than sg->ub, the peak of that order. The
  * segment's steps do not depend on the other segments' orders
  * (invariant 2), so the reference order stands in for them. */
-static mp_status sm_sink(sm_run *r, size_t lo, size_t hi, size_t *ub,
-                         mp_error *err) {
+static mp_status sm_sink(sm_run *r, sm_seg *sg, mp_error *err) {
   const sm_model *m = &r->m;
-  size_t n_ops = m->n_ops, n = hi - lo + 1;
+  size_t lo = sg->lo, hi = sg->hi, n_ops = m->n_ops, n = hi - lo + 1;
   uint32_t *loc = mp_calloc(m->a, 2 * n_ops + 1, sizeof *loc);
   size_t *step = mp_calloc(m->a, n_ops + 1, sizeof *step);
   if (!loc || !step) {
@@ -2218,9 +2218,10 @@ static mp_status sm_sink(sm_run *r, size_t lo, size_t hi, size_t *ub,
     size_t p = sm_range_max(step, lo, hi);
     /* invariant 12: an op moved to the end holds what is live after the
      * segment, no more than the split op after it */
-    assert(p <= *ub || p <= r->after[hi]);
-    if (p < *ub) {
-      *ub = p;
+    assert(p <= sg->ub || p <= r->after[hi]);
+    if (p < sg->ub) {
+      sg->ub = p;
+      sg->sunk = true;
       memcpy(&r->res[lo], &full[lo], n * sizeof *full);
     }
   }
@@ -2242,13 +2243,13 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   memcpy(&r->res[lo], &r->cand[best][lo], n * sizeof *r->res);
   info->segments++;
   if (n > info->largest_segment) info->largest_segment = n;
+  sg->heuristic = sg->ub;
   if (n == 1) {
-    sg->heuristic = sg->lb = sg->ub; /* one op has one order */
+    sg->lb = sg->ub; /* one op has one order */
     return MP_OK;
   }
-  mp_status st = sm_sink(r, lo, hi, &sg->ub, err);
+  mp_status st = sm_sink(r, sg, err);
   if (st != MP_OK) return st;
-  sg->heuristic = sg->ub;
   if (n > SM_MAX_DP_OPS) {
     info->exact = false; /* too large to search: heuristics only */
     return MP_OK;
@@ -2288,14 +2289,14 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   sg->lb = lb;
   /* a branch order may leave ops to sink */
   if (sg->ub > lb && info->branch_improved > branch0) {
-    st = sm_sink(r, lo, hi, &sg->ub, err);
+    st = sm_sink(r, sg, err);
   }
   size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
   if (st == MP_OK && sg->ub > lb && SM_BEAM < states && !sm_spent(&r->budget)) {
     size_t before = sg->ub;
     st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, NULL, info, err);
     if (st == MP_OK && sg->ub < before && sg->ub > lb) {
-      st = sm_sink(r, lo, hi, &sg->ub, err);
+      st = sm_sink(r, sg, err);
     }
   }
   if (st == MP_OK && sg->ub == lb) {
@@ -2374,13 +2375,14 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
   for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
     if (segs[k].open) st = sm_seg_exact(r, o, &segs[k], info, err);
     if (st == MP_OK && segs[k].open && segs[k].ub > segs[k].lb) {
-      st = sm_sink(r, segs[k].lo, segs[k].hi, &segs[k].ub, err);
+      st = sm_sink(r, &segs[k], err);
     }
   }
   /* a peak every order of the graph reaches (invariant 5) */
   size_t lb = 0;
   for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
     info->dp_improved += segs[k].ub < segs[k].heuristic;
+    info->sink_improved += segs[k].sunk;
     if (segs[k].lb > lb) lb = segs[k].lb;
   }
   for (size_t p = 0; st == MP_OK && p < n; p++) {

@@ -136,24 +136,25 @@ static void rp_passes(const mp_pass_report *r, mp_buf *out) {
 static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
   char a[MP_FMT_MAX], w[MP_FMT_MAX], wb[MP_FMT_MAX];
   size_t base = s->n_cand ? s->cand[0].peak : 0;
-  mp_buf_printf(out,
-                "schedule    memory: %zu segments (largest %zu ops), %zu met "
-                "the step bound, %zu the branch bound, exact search finished "
-                "%zu, improved %zu (%zu by a branch order, %zu by the beam), "
-                "%zu states, work %s of %s, %.1f ms; %s\n",
-                s->segments, s->largest_segment, s->bound_segments,
-                s->branch_segments, s->dp_segments, s->dp_improved,
-                s->branch_improved, s->beam_improved, s->dp_states,
-                mp_fmt_count(w, s->work), mp_fmt_count(wb, s->work_budget),
-                s->ms,
-                s->peak_bound ? "optimal for this graph: its peak meets a "
-                                "bound every order has (not every segment "
-                                "below it was proven)"
-                : s->exact    ? "optimal for this graph"
-                : s->time_hit ? "the wall-clock cap stopped the search: best "
-                                "found on this machine"
-                : s->work_hit ? "work budget reached: best found"
-                              : "search cut to its state budget: best found");
+  mp_buf_printf(
+      out,
+      "schedule    memory: %zu segments (largest %zu ops), %zu met "
+      "the step bound, %zu the branch bound, exact search finished "
+      "%zu, improved %zu (%zu by a branch order, %zu by the beam, %zu "
+      "by sinking), "
+      "%zu states, work %s of %s, %.1f ms; %s\n",
+      s->segments, s->largest_segment, s->bound_segments, s->branch_segments,
+      s->dp_segments, s->dp_improved, s->branch_improved, s->beam_improved,
+      s->sink_improved, s->dp_states, mp_fmt_count(w, s->work),
+      mp_fmt_count(wb, s->work_budget), s->ms,
+      s->peak_bound ? "optimal for this graph: its peak meets a "
+                      "bound every order has (not every segment "
+                      "below it was proven)"
+      : s->exact    ? "optimal for this graph"
+      : s->time_hit ? "the wall-clock cap stopped the search: best "
+                      "found on this machine"
+      : s->work_hit ? "work budget reached: best found"
+                    : "search cut to its state budget: best found");
   for (size_t k = 0; k < s->n_cand; k++) {
     mp_buf_printf(out, "  %-12s %s\n", s->cand[k].name,
                   mp_fmt_bytes(a, s->cand[k].peak));

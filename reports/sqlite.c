@@ -411,9 +411,15 @@ static const char db_v12[] =
 static const char db_v13[] =
     "ALTER TABLE schedule ADD COLUMN bound_bytes INTEGER;\n";
 
+/* Version 14: the memory order's segments that sinking ops to their
+ * first readers improved (invariant 12 of schedule_memory.c); NULL in
+ * rows of earlier versions. */
+static const char db_v14[] =
+    "ALTER TABLE schedule ADD COLUMN sink_improved_segments INTEGER;\n";
+
 static const char *const db_migrations[] = {
-    db_v1, db_v2, db_v3,  db_v4,  db_v5,  db_v6, db_v7,
-    db_v8, db_v9, db_v10, db_v11, db_v12, db_v13};
+    db_v1, db_v2, db_v3,  db_v4,  db_v5,  db_v6,  db_v7,
+    db_v8, db_v9, db_v10, db_v11, db_v12, db_v13, db_v14};
 #define DB_KNOWN ((int)(sizeof db_migrations / sizeof *db_migrations))
 
 _Static_assert(DB_KNOWN == MP_REPORT_DB_VERSION,
@@ -1117,8 +1123,9 @@ static mp_status db_insert_search(db_run *r, const mp_schedule_info *info) {
       "INSERT INTO schedule (run_id, peak_bytes, segments, largest_segment, "
       "bound_segments, exact_segments, improved_segments, states, optimal, "
       "work, work_budget, work_hit, time_hit, ms, branch_bound_segments, "
-      "branch_improved_segments, optimal_by_bound, bound_bytes) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+      "branch_improved_segments, optimal_by_bound, bound_bytes, "
+      "sink_improved_segments) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   sqlite3_stmt *s = NULL;
   mp_status st = db_prepare(r, sql, &s);
   if (st != MP_OK) return st;
@@ -1141,6 +1148,7 @@ static mp_status db_insert_search(db_run *r, const mp_schedule_info *info) {
   db_size(s, k++, info->branch_improved);
   sqlite3_bind_int(s, k++, info->peak_bound);
   db_size(s, k++, info->bound);
+  db_size(s, k++, info->sink_improved);
   st = db_row(r, s, "inserting the schedule");
   sqlite3_finalize(s);
   return st;

@@ -823,7 +823,8 @@
         ' the branch bound, ' + Sc.exact_segments +
         ' finished by the exact search, ' + Sc.improved_segments + ' improved on every candidate, ' +
         Sc.branch_improved_segments + ' by a branch order, ' +
-        Sc.beam_improved_segments + ' by the beam); ' +
+        Sc.beam_improved_segments + ' by the beam, ' +
+        (Sc.sink_improved_segments || 0) + ' by sinking ops to their readers); ' +
         (Sc.optimal_by_bound ? 'proven optimal for this graph: its peak meets a bound every ' +
           'order has (not every segment below it was proven).'
           : Sc.optimal ? 'proven optimal for this graph.'

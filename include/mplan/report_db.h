@@ -21,7 +21,7 @@
 #include "mplan/report.h"
 
 /* The schema version this mplan writes (and migrates older files to). */
-#define MP_REPORT_DB_VERSION 13
+#define MP_REPORT_DB_VERSION 14
 
 typedef struct mp_report_db mp_report_db;
 

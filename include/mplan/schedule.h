@@ -93,11 +93,14 @@ typedef struct mp_schedule_info {
   size_t bound_segments;  /* segments whose best candidate meets the step
                              bound: optimal with no search */
   size_t branch_segments; /* ... that meet the branch bound instead */
-  size_t dp_improved;     /* segments where a search beat every heuristic */
+  size_t dp_improved;     /* segments where the order beats every
+                             candidate */
   size_t beam_improved;   /* ... where the beam search did (before the
                              exact one) */
   size_t branch_improved; /* ... where a branch order did (before the
                              beam) */
+  size_t sink_improved;   /* ... where sinking ops to their readers did
+                             (schedule_memory.c invariant 12) */
   size_t dp_states;       /* states kept, over all segments */
   bool exact;             /* the peak is the lowest any order of this graph
                              can have: every segment proven, or peak_bound */
