@@ -24,7 +24,13 @@
  *      measurements (the last one gives the order used). The work each
  *      search spent is what it reports, so the shares, and the result,
  *      are the same on every machine; a wall-clock cap (--order-budget-ms)
- *      is shared the same way when one is set.
+ *      is shared the same way when one is set. The first trial of
+ *      invariant 9's rounds is counted before concat and inplace run
+ *      (and uncounted when no round runs): its graph can be the one
+ *      whose order is used, and when inplace was the last pass its
+ *      measurement took all the work left, so the trial searched with
+ *      one unit (BlazeFace in patches: its final order came from the
+ *      candidates alone).
  *   6. A guarded pass (accumulate) hands on its graph only if the lower
  *      bound measured after it is not above the one before; otherwise
  *      its row says so and the graph before it goes on unchanged. When
@@ -520,6 +526,8 @@ typedef struct pm_budget {
   uint64_t work;  /* the whole work budget (mp_schedule_opts.budget_work) */
   uint64_t spent; /* ... the measurements so far spent */
   size_t left;    /* measurements that may still come */
+  size_t kept;    /* ... of which a first round of invariant 9 (pm_concat_try)
+                     may take, counted in left before it is known to run */
   double ms;      /* the wall-clock cap of the whole run; 0: none */
   double t0;      /* sched_now_ms when the run began: the search's own
                      clock (a loaded machine's CPU time runs slower, and a
@@ -1251,7 +1259,12 @@ static mp_status pm_concat_try(const pm_state *pre, const bool *keep_out,
   *better = false;
   mp_status st = pm_state_clone(pre, &cand, err);
   if (st != MP_OK) return st;
-  b->left += (size_t)with_concat + (size_t)with_inplace; /* uncounted */
+  size_t trial = (size_t)with_concat + (size_t)with_inplace;
+  if (b->kept == trial) {
+    b->kept = 0; /* counted before the first concat and inplace ran */
+  } else {
+    b->left += trial; /* uncounted */
+  }
   if (with_concat) {
     st = pm_run_one(&cand, &pm_passes[MP_PASS_CONCAT], o, keep_out, b, r, err);
   }
@@ -1301,6 +1314,10 @@ static mp_status pm_concat_rounds(pm_state *s, const mp_pass_opts *o,
   if (st == MP_OK) st = pm_state_clone(s, &pre, err);
   bool have_pre = st == MP_OK, better = false;
   bool with_concat = o->mask & (1u << MP_PASS_CONCAT);
+  /* invariant 5: a share for the first round's trial, so that the last
+   * measurement before it does not take all the work left */
+  b->kept = (size_t)with_concat + !!(o->mask & (1u << MP_PASS_INPLACE));
+  b->left += b->kept;
   if (st == MP_OK && with_concat) {
     st = pm_run_one(s, &pm_passes[MP_PASS_CONCAT], o, NULL, b, r, err);
   }
@@ -1322,6 +1339,10 @@ static mp_status pm_concat_rounds(pm_state *s, const mp_pass_opts *o,
       st = pm_concat_try(&pre, keep_out, apart, row0, o, b, r, s, &better, err);
       *m = !better;
     }
+  }
+  if (b->kept) { /* no round ran: its share goes to the later ones */
+    b->left = b->left > b->kept ? b->left - b->kept : 0;
+    b->kept = 0;
   }
   if (have_pre) pm_state_release(&pre);
   mp_free(a, keep_out);
