@@ -157,6 +157,20 @@
  *      order that was optimal stays as it was. Constants the passes did
  *      not fold (a bias reshaped at run time) are its case: every
  *      candidate makes them early and holds them through the peak.
+ *  13. Single moves: a segment still above its bound after the exact
+ *      search (or with none: the budget was spent) is improved one op at
+ *      a time: each op in turn tries every position between its last
+ *      predecessor and its first reader (a topological order again), the
+ *      whole graph simulated, and the first position that lowers the
+ *      segment's peak is kept; this repeats until no single move lowers
+ *      it, the peak meets the bound, or SM_MOVE_WORK ops simulated (a
+ *      segment; four times that for all) are spent. Only strict
+ *      improvements are kept, the counts are deterministic, and each
+ *      order is simulated exactly, so it is a heuristic that never
+ *      claims more than it measured. BlazeFace in patches is its case:
+ *      moving a few zero-filled crops of the channel padding into the
+ *      patches that read them reaches the step bound, 450,560 B, where
+ *      the cut search stopped at 465,344 B.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -2086,7 +2100,7 @@ typedef struct sm_seg {
   size_t lb;        /* a peak every order of the segment reaches */
   size_t heuristic; /* ... of the best candidate */
   bool open;        /* neither proven optimal nor given up */
-  bool sunk;        /* sinking lowered its peak (invariant 12) */
+  bool moved;       /* sinking or single moves lowered its peak (12, 13) */
 } sm_seg;
 
 /* Tries the branch orders of all the designated ops and of the prefix
@@ -2162,27 +2176,34 @@ static bool sm_sinkable(const sm_run *r, const uint32_t *loc, size_t lo,
   return true;
 }
 
+/* The position in the segment's order of op u's first reader there
+ * (loc: positions); SIZE_MAX when none is in the segment. */
+static size_t sm_first_reader(const sm_run *r, const uint32_t *loc, size_t lo,
+                              size_t hi, uint32_t u) {
+  const mp_op *op = mp_graph_op(r->m.g, u);
+  size_t q = SIZE_MAX;
+  for (uint32_t o = 0; o < op->n_outputs; o++) {
+    if (op->outputs[o] < 0) continue;
+    const mp_tensor *t = mp_graph_tensor(r->m.g, (size_t)op->outputs[o]);
+    for (uint32_t j = 0; j < t->n_consumers; j++) {
+      uint32_t c = t->consumers[j];
+      size_t p = r->pos[c];
+      if (p >= lo && p <= hi && loc[c] < q) q = loc[c];
+    }
+  }
+  return q;
+}
+
 /* Moves, from the segment's last op back, every op that may (sm_sinkable)
  * to just before its first reader in the segment (to its end when none
  * is in it), in res[lo..hi]; loc gets positions. Returns the ops moved. */
 static size_t sm_sink_order(const sm_run *r, uint32_t *res, size_t lo,
                             size_t hi, uint32_t *loc) {
-  const sm_model *m = &r->m;
   size_t moved = 0;
   for (size_t p = lo; p <= hi; p++) loc[res[p]] = (uint32_t)p;
   for (size_t i = hi; i-- > lo;) {
     uint32_t u = res[i];
-    const mp_op *op = mp_graph_op(m->g, u);
-    size_t q = SIZE_MAX;
-    for (uint32_t o = 0; o < op->n_outputs; o++) {
-      if (op->outputs[o] < 0) continue;
-      const mp_tensor *t = mp_graph_tensor(m->g, (size_t)op->outputs[o]);
-      for (uint32_t j = 0; j < t->n_consumers; j++) {
-        uint32_t c = t->consumers[j];
-        size_t p = r->pos[c];
-        if (p >= lo && p <= hi && loc[c] < q) q = loc[c];
-      }
-    }
+    size_t q = sm_first_reader(r, loc, lo, hi, u);
     if (q == SIZE_MAX) q = hi + 1; /* read after the segment (or never) */
     if (q == i + 1 || !sm_sinkable(r, loc, lo, hi, u, q)) continue;
     for (size_t k = i; k + 1 < q; k++) {
@@ -2196,37 +2217,134 @@ static size_t sm_sink_order(const sm_run *r, uint32_t *res, size_t lo,
   return moved;
 }
 
-/* Sinks the segment's order in r->res (invariant 12) and keeps the
- * result when its peak is lower than sg->ub, the peak of that order. The
- * segment's steps do not depend on the other segments' orders
- * (invariant 2), so the reference order stands in for them. */
-static mp_status sm_sink(sm_run *r, sm_seg *sg, mp_error *err) {
+/* The whole graph's order with the segment's order from r->res (the
+ * segment's steps do not depend on the other segments' orders,
+ * invariant 2, so the reference order stands in for them), op
+ * positions and steps: the scratch of invariants 12 and 13. */
+typedef struct sm_scratch {
+  uint32_t *loc, *full;
+  size_t *step;
+} sm_scratch;
+
+static mp_status sm_scratch_init(const sm_run *r, const sm_seg *sg,
+                                 sm_scratch *sc, mp_error *err) {
   const sm_model *m = &r->m;
-  size_t lo = sg->lo, hi = sg->hi, n_ops = m->n_ops, n = hi - lo + 1;
-  uint32_t *loc = mp_calloc(m->a, 2 * n_ops + 1, sizeof *loc);
-  size_t *step = mp_calloc(m->a, n_ops + 1, sizeof *step);
-  if (!loc || !step) {
-    mp_free(m->a, loc);
-    mp_free(m->a, step);
+  size_t n_ops = m->n_ops;
+  sc->loc = mp_calloc(m->a, 2 * n_ops + 1, sizeof *sc->loc);
+  sc->step = mp_calloc(m->a, n_ops + 1, sizeof *sc->step);
+  if (!sc->loc || !sc->step) {
+    mp_free(m->a, sc->loc);
+    mp_free(m->a, sc->step);
     return sm_nomem(m, err);
   }
-  uint32_t *full = loc + n_ops;
-  memcpy(full, r->cand[SM_REF], n_ops * sizeof *full);
-  memcpy(&full[lo], &r->res[lo], n * sizeof *full);
-  if (sm_sink_order(r, full, lo, hi, loc)) {
-    sm_sim(m, full, r->remain, step, NULL);
-    size_t p = sm_range_max(step, lo, hi);
+  sc->full = sc->loc + n_ops;
+  memcpy(sc->full, r->cand[SM_REF], n_ops * sizeof *sc->full);
+  memcpy(&sc->full[sg->lo], &r->res[sg->lo],
+         (sg->hi - sg->lo + 1) * sizeof *sc->full);
+  return MP_OK;
+}
+
+/* Keeps the scratch order's segment when its peak p is below sg->ub;
+ * frees the scratch. */
+static void sm_scratch_done(sm_run *r, sm_seg *sg, sm_scratch *sc, size_t p) {
+  if (p < sg->ub) {
+    sg->ub = p;
+    sg->moved = true;
+    memcpy(&r->res[sg->lo], &sc->full[sg->lo],
+           (sg->hi - sg->lo + 1) * sizeof *sc->full);
+  }
+  mp_free(r->m.a, sc->loc);
+  mp_free(r->m.a, sc->step);
+}
+
+/* Sinks the segment's order in r->res (invariant 12) and keeps the
+ * result when its peak is lower than sg->ub, the peak of that order. */
+static mp_status sm_sink(sm_run *r, sm_seg *sg, mp_error *err) {
+  sm_scratch sc;
+  mp_status st = sm_scratch_init(r, sg, &sc, err);
+  if (st != MP_OK) return st;
+  size_t p = SIZE_MAX;
+  if (sm_sink_order(r, sc.full, sg->lo, sg->hi, sc.loc)) {
+    sm_sim(&r->m, sc.full, r->remain, sc.step, NULL);
+    p = sm_range_max(sc.step, sg->lo, sg->hi);
     /* invariant 12: an op moved to the end holds what is live after the
      * segment, no more than the split op after it */
-    assert(p <= sg->ub || p <= r->after[hi]);
-    if (p < sg->ub) {
-      sg->ub = p;
-      sg->sunk = true;
-      memcpy(&r->res[lo], &full[lo], n * sizeof *full);
+    assert(p <= sg->ub || p <= r->after[sg->hi]);
+  }
+  sm_scratch_done(r, sg, &sc, p);
+  return MP_OK;
+}
+
+/* ---- moving single ops (invariant 13) ------------------------------------ */
+
+/* Simulations of the whole graph one segment's moves may run, in ops
+ * simulated (the moves of all segments share SM_MOVE_WORK * 4). */
+#define SM_MOVE_WORK ((size_t)1 << 20)
+
+/* Rotates full[i] to position t (the ops between shift by one). */
+static void sm_rotate(uint32_t *full, size_t i, size_t t) {
+  uint32_t u = full[i];
+  if (t > i) {
+    memmove(&full[i], &full[i + 1], (t - i) * sizeof *full);
+  } else {
+    memmove(&full[t + 1], &full[t], (i - t) * sizeof *full);
+  }
+  full[t] = u;
+}
+
+/* The positions op u may move to in full[lo..hi]: after its last
+ * predecessor and before its first reader there (loc: positions). */
+static void sm_window(const sm_run *r, const uint32_t *loc, size_t lo,
+                      size_t hi, uint32_t u, size_t *a, size_t *b) {
+  const sm_model *m = &r->m;
+  *a = lo;
+  *b = hi;
+  for (uint32_t k = m->pred_start[u]; k < m->pred_start[u + 1]; k++) {
+    size_t p = r->pos[m->preds[k]];
+    if (p >= lo && p <= hi && loc[m->preds[k]] + 1 > *a)
+      *a = loc[m->preds[k]] + 1;
+  }
+  size_t q = sm_first_reader(r, loc, lo, hi, u);
+  if (q != SIZE_MAX) *b = q - 1; /* q > u's position >= lo */
+}
+
+/* Invariant 13: while the segment's order is above its bound, moves one
+ * op at a time to the first position (in its window) where the
+ * segment's peak falls, simulated; stops when no single move lowers it
+ * or the work (*work: ops simulated, shared) runs out. */
+static mp_status sm_move(sm_run *r, sm_seg *sg, size_t *work, mp_error *err) {
+  const sm_model *m = &r->m;
+  size_t lo = sg->lo, hi = sg->hi, n_ops = m->n_ops;
+  size_t cap = *work < SM_MOVE_WORK ? *work : SM_MOVE_WORK, spent = 0;
+  sm_scratch sc;
+  mp_status st = sm_scratch_init(r, sg, &sc, err);
+  if (st != MP_OK) return st;
+  uint32_t *full = sc.full, *loc = sc.loc;
+  size_t best = sg->ub;
+  bool improved = true;
+  while (improved && best > sg->lb && spent < cap) {
+    improved = false;
+    for (size_t i = lo; i <= hi && best > sg->lb && spent < cap; i++) {
+      for (size_t p = lo; p <= hi; p++) loc[full[p]] = (uint32_t)p;
+      size_t a, b;
+      sm_window(r, loc, lo, hi, full[i], &a, &b);
+      for (size_t t = a; t <= b && spent < cap; t++) {
+        if (t == i) continue;
+        sm_rotate(full, i, t);
+        sm_sim(m, full, r->remain, sc.step, NULL);
+        spent += n_ops;
+        size_t pk = sm_range_max(sc.step, lo, hi);
+        if (pk < best) {
+          best = pk;
+          improved = true;
+          break; /* positions changed: the next op's window anew */
+        }
+        sm_rotate(full, t, i);
+      }
     }
   }
-  mp_free(m->a, loc);
-  mp_free(m->a, step);
+  *work -= spent < *work ? spent : *work;
+  sm_scratch_done(r, sg, &sc, best);
   return MP_OK;
 }
 
@@ -2372,17 +2490,21 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
     st = sm_seg_start(r, o, &segs[n_seg++], info, err);
     p = q + 1;
   }
+  size_t move_work = 4 * SM_MOVE_WORK;
   for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
     if (segs[k].open) st = sm_seg_exact(r, o, &segs[k], info, err);
     if (st == MP_OK && segs[k].open && segs[k].ub > segs[k].lb) {
       st = sm_sink(r, &segs[k], err);
+    }
+    if (st == MP_OK && segs[k].open && segs[k].ub > segs[k].lb) {
+      st = sm_move(r, &segs[k], &move_work, err);
     }
   }
   /* a peak every order of the graph reaches (invariant 5) */
   size_t lb = 0;
   for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
     info->dp_improved += segs[k].ub < segs[k].heuristic;
-    info->sink_improved += segs[k].sunk;
+    info->move_improved += segs[k].moved;
     if (segs[k].lb > lb) lb = segs[k].lb;
   }
   for (size_t p = 0; st == MP_OK && p < n; p++) {

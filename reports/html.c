@@ -280,7 +280,7 @@ static void html_passes(html_ctx *c, cJSON *root) {
     rj_num(&c->ok, o, "improved_segments", (double)si->dp_improved);
     rj_num(&c->ok, o, "branch_improved_segments", (double)si->branch_improved);
     rj_num(&c->ok, o, "beam_improved_segments", (double)si->beam_improved);
-    rj_num(&c->ok, o, "sink_improved_segments", (double)si->sink_improved);
+    rj_num(&c->ok, o, "move_improved_segments", (double)si->move_improved);
     rj_num(&c->ok, o, "budget_hit", si->budget_hit);
     rj_num(&c->ok, o, "time_hit", si->time_hit);
     rj_num(&c->ok, o, "work", (double)si->work);

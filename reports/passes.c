@@ -141,11 +141,11 @@ static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
       "schedule    memory: %zu segments (largest %zu ops), %zu met "
       "the step bound, %zu the branch bound, exact search finished "
       "%zu, improved %zu (%zu by a branch order, %zu by the beam, %zu "
-      "by sinking), "
+      "by moving ops), "
       "%zu states, work %s of %s, %.1f ms; %s\n",
       s->segments, s->largest_segment, s->bound_segments, s->branch_segments,
       s->dp_segments, s->dp_improved, s->branch_improved, s->beam_improved,
-      s->sink_improved, s->dp_states, mp_fmt_count(w, s->work),
+      s->move_improved, s->dp_states, mp_fmt_count(w, s->work),
       mp_fmt_count(wb, s->work_budget), s->ms,
       s->peak_bound ? "optimal for this graph: its peak meets a "
                       "bound every order has (not every segment "

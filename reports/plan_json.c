@@ -475,7 +475,7 @@ static void pj_schedule(pj_ctx *c, cJSON *root) {
   rj_num(&c->ok, o, "improved_segments", (double)s->dp_improved);
   rj_num(&c->ok, o, "branch_improved_segments", (double)s->branch_improved);
   rj_num(&c->ok, o, "beam_improved_segments", (double)s->beam_improved);
-  rj_num(&c->ok, o, "sink_improved_segments", (double)s->sink_improved);
+  rj_num(&c->ok, o, "move_improved_segments", (double)s->move_improved);
   rj_num(&c->ok, o, "states", (double)s->dp_states);
   rj_bool(&c->ok, o, "optimal", s->exact);
   rj_bool(&c->ok, o, "optimal_by_bound", s->peak_bound);

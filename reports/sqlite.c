@@ -411,11 +411,11 @@ static const char db_v12[] =
 static const char db_v13[] =
     "ALTER TABLE schedule ADD COLUMN bound_bytes INTEGER;\n";
 
-/* Version 14: the memory order's segments that sinking ops to their
- * first readers improved (invariant 12 of schedule_memory.c); NULL in
- * rows of earlier versions. */
+/* Version 14: the memory order's segments that moving single ops (sinking
+ * or a move the simulation kept) improved (invariants 12 and 13 of
+ * schedule_memory.c); NULL in rows of earlier versions. */
 static const char db_v14[] =
-    "ALTER TABLE schedule ADD COLUMN sink_improved_segments INTEGER;\n";
+    "ALTER TABLE schedule ADD COLUMN move_improved_segments INTEGER;\n";
 
 static const char *const db_migrations[] = {
     db_v1, db_v2, db_v3,  db_v4,  db_v5,  db_v6,  db_v7,
@@ -1124,7 +1124,7 @@ static mp_status db_insert_search(db_run *r, const mp_schedule_info *info) {
       "bound_segments, exact_segments, improved_segments, states, optimal, "
       "work, work_budget, work_hit, time_hit, ms, branch_bound_segments, "
       "branch_improved_segments, optimal_by_bound, bound_bytes, "
-      "sink_improved_segments) "
+      "move_improved_segments) "
       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   sqlite3_stmt *s = NULL;
   mp_status st = db_prepare(r, sql, &s);
@@ -1148,7 +1148,7 @@ static mp_status db_insert_search(db_run *r, const mp_schedule_info *info) {
   db_size(s, k++, info->branch_improved);
   sqlite3_bind_int(s, k++, info->peak_bound);
   db_size(s, k++, info->bound);
-  db_size(s, k++, info->sink_improved);
+  db_size(s, k++, info->move_improved);
   st = db_row(r, s, "inserting the schedule");
   sqlite3_finalize(s);
   return st;

@@ -488,7 +488,7 @@ static void test_sqlite_schema(void) {
    * peak_in_use, version 8 tile and tile_op, version 9 schedule, version
    * 10 the tile pass's ranked patchings, version 11 tile_export,
    * version 12 the schedule's branch columns, version 13
-   * schedule.bound_bytes, version 14 schedule.sink_improved_segments. */
+   * schedule.bound_bytes, version 14 schedule.move_improved_segments. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('pass') WHERE "
                    "name IN ('lower_bound_before', 'arena_after', "
@@ -557,10 +557,10 @@ static void test_sqlite_schema(void) {
                    "SELECT count(*) FROM pragma_table_info('schedule') WHERE "
                    "name = 'bound_bytes'"),
              1);
-  /* Version 14: the segments sinking improved. */
+  /* Version 14: the segments moving single ops improved. */
   CHECK_EQ_I(q_int(old,
                    "SELECT count(*) FROM pragma_table_info('schedule') WHERE "
-                   "name = 'sink_improved_segments'"),
+                   "name = 'move_improved_segments'"),
              1);
 
   /* A newer schema is refused, and the file is left alone. */

@@ -702,12 +702,22 @@ static void test_late_sources(void) {
   mp_graph_destroy(g);
 }
 
+/* The memory order of g at 2 states a level (every search cut). */
+static bool run_cut(const mp_graph *g, bool in_act, uint32_t **order,
+                    mp_schedule_info *info) {
+  mp_schedule_opts o = {.order = MP_ORDER_MEMORY,
+                        .inputs_as_activations = in_act,
+                        .max_states = 2};
+  mp_error err = {0};
+  return mp_schedule_run(g, &o, order, info, &err) == MP_OK;
+}
+
 /* With 2 states a level every search is cut, but the order is still
  * optimal when its peak meets a bound of the whole graph (a proven
  * segment's, a split op's step; schedule_memory.c invariant 5): each such
  * claim agrees with brute force, and some are made. */
 static void test_peak_bound(void) {
-  size_t claims = 0, by_bound = 0, tight = 0;
+  size_t claims = 0, by_bound = 0, tight = 0, at_best = 0;
   for (uint64_t seed = 1; seed <= 600; seed++) {
     /* random DAGs, then branchy graphs (a stem and a join are split ops) */
     mp_graph *g = seed <= 300 ? rnd_graph(seed, 4 + seed % 7, false)
@@ -715,13 +725,9 @@ static void test_peak_bound(void) {
     CHECK(g != NULL);
     if (!g) continue;
     bool in_act = seed % 3 == 0;
-    mp_schedule_opts o = {.order = MP_ORDER_MEMORY,
-                          .inputs_as_activations = in_act,
-                          .max_states = 2};
     uint32_t *order = NULL;
     mp_schedule_info info;
-    mp_error err = {0};
-    CHECK(mp_schedule_run(g, &o, &order, &info, &err) == MP_OK);
+    CHECK(run_cut(g, in_act, &order, &info));
     CHECK(!info.peak_bound || info.exact);
     size_t best = brute_best(g, NULL, in_act);
     /* the bound holds for every order, and is the peak when proven */
@@ -732,6 +738,7 @@ static void test_peak_bound(void) {
               (unsigned long long)seed, info.bound, best);
     }
     tight += info.bound == best;
+    at_best += info.peak == best;
     if (order && info.exact) {
       if (info.peak != best) {
         fprintf(stderr, "seed %llu: claimed optimal %zu, brute force %zu\n",
@@ -745,10 +752,38 @@ static void test_peak_bound(void) {
     mp_graph_destroy(g);
   }
   fprintf(stderr,
-          "cut searches: %zu orders optimal, %zu of them by the peak's "
-          "bound; the bound is the optimum in %zu of 600 graphs\n",
-          claims, by_bound, tight);
+          "cut searches: %zu orders at the optimum, %zu proven, %zu of them "
+          "by the peak's bound; the bound is the optimum in %zu of 600 "
+          "graphs\n",
+          at_best, claims, by_bound, tight);
   CHECK(by_bound > 10 && tight > claims);
+}
+
+/* Random DAGs of test_peak_bound whose search, cut at 2 states a level,
+ * ends above the optimum, and single moves (schedule_memory.c invariant
+ * 13) reach it: the order equals brute force's, and the moves say so. */
+static void test_single_moves(void) {
+  static const uint64_t seeds[] = {13, 27, 111, 145, 152, 201};
+  for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
+    uint64_t seed = seeds[k];
+    mp_graph *g = rnd_graph(seed, 4 + seed % 7, false);
+    CHECK(g != NULL);
+    if (!g) continue;
+    bool in_act = seed % 3 == 0;
+    uint32_t *order = NULL;
+    mp_schedule_info info;
+    CHECK(run_cut(g, in_act, &order, &info));
+    size_t best = brute_best(g, NULL, in_act);
+    if (info.peak != best || !info.move_improved) {
+      fprintf(stderr, "seed %llu: peak %zu, brute force %zu, moved %zu\n",
+              (unsigned long long)seed, info.peak, best, info.move_improved);
+    }
+    CHECK_EQ_U(info.peak, best);
+    CHECK(info.move_improved > 0);
+    CHECK(lb_of(g, order, NULL, in_act) == info.peak);
+    free(order);
+    mp_graph_destroy(g);
+  }
 }
 
 /* Larger graphs: never worse than the file order; a tiny state budget
@@ -825,6 +860,7 @@ int main(int argc, char **argv) {
   test_frontier_bound();
   test_join_chains();
   test_late_sources();
+  test_single_moves();
   test_large();
   test_dfs_rpo(root);
   return check_exit("test_schedule");

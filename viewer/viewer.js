@@ -824,7 +824,7 @@
         ' finished by the exact search, ' + Sc.improved_segments + ' improved on every candidate, ' +
         Sc.branch_improved_segments + ' by a branch order, ' +
         Sc.beam_improved_segments + ' by the beam, ' +
-        (Sc.sink_improved_segments || 0) + ' by sinking ops to their readers); ' +
+        (Sc.move_improved_segments || 0) + ' by moving ops); ' +
         (Sc.optimal_by_bound ? 'proven optimal for this graph: its peak meets a bound every ' +
           'order has (not every segment below it was proven).'
           : Sc.optimal ? 'proven optimal for this graph.'

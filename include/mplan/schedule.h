@@ -99,8 +99,10 @@ typedef struct mp_schedule_info {
                              exact one) */
   size_t branch_improved; /* ... where a branch order did (before the
                              beam) */
-  size_t sink_improved;   /* ... where sinking ops to their readers did
-                             (schedule_memory.c invariant 12) */
+  size_t move_improved;   /* ... where moving single ops did: sinking
+                             them to their readers, or a move the
+                             simulation kept (schedule_memory.c
+                             invariants 12 and 13) */
   size_t dp_states;       /* states kept, over all segments */
   bool exact;             /* the peak is the lowest any order of this graph
                              can have: every segment proven, or peak_bound */

@@ -258,7 +258,7 @@ try {
       `${s.exact_segments} finished by the exact search`) &&
       text.includes(`${s.branch_improved_segments} by a branch order, ` +
         `${s.beam_improved_segments} by the beam, ` +
-        `${s.sink_improved_segments} by sinking ops to their readers)`), 'how the memory order was proven',
+        `${s.move_improved_segments} by moving ops)`), 'how the memory order was proven',
       text.slice(text.indexOf('Memory-aware'), text.indexOf('Memory-aware') + 200));
     if (!s.optimal) {
       check(text.includes(`No order is below ${fmtBytes(s.bound_bytes)}`),

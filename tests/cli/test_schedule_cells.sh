@@ -243,7 +243,7 @@ row = dict(db.execute("SELECT * FROM schedule").fetchone())
 s = json.load(open(sys.argv[2]))["schedule"]
 for k in ("peak_bytes", "segments", "largest_segment", "bound_segments",
           "branch_bound_segments", "exact_segments", "improved_segments",
-          "branch_improved_segments", "sink_improved_segments", "states",
+          "branch_improved_segments", "move_improved_segments", "states",
           "work", "work_budget", "bound_bytes"):
     assert row[k] == s[k], (k, row[k], s[k])
 assert 0 < row["bound_bytes"] <= row["peak_bytes"], row
