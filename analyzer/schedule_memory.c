@@ -2279,7 +2279,7 @@ static mp_status sm_sink(sm_run *r, sm_seg *sg, mp_error *err) {
 
 /* Simulations of the whole graph one segment's moves may run, in ops
  * simulated (the moves of all segments share SM_MOVE_WORK * 4). */
-#define SM_MOVE_WORK ((size_t)1 << 20)
+#define SM_MOVE_WORK ((size_t)1 << 18)
 
 /* Rotates full[i] to position t (the ops between shift by one). */
 static void sm_rotate(uint32_t *full, size_t i, size_t t) {
