@@ -1341,6 +1341,12 @@ typedef struct sm_run {
   uint32_t *remain; /* scratch: users left and born flags (sm_grow) */
   uint32_t *res;    /* the result */
   uint32_t *rank;   /* op -> position (greedy ties) */
+  /* Sinking and single moves (invariants 12 and 13): the reference order
+   * with one segment's order in it (restored after each use: the
+   * segment's steps do not depend on the other segments' orders,
+   * invariant 2), op positions in that segment, and its steps. */
+  uint32_t *mv_full, *mv_loc;
+  size_t *mv_step;
   sm_budget budget;
 } sm_run;
 
@@ -1356,6 +1362,9 @@ static void sm_run_release(sm_run *r) {
   mp_free(a, r->remain);
   mp_free(a, r->res);
   mp_free(a, r->rank);
+  mp_free(a, r->mv_full);
+  mp_free(a, r->mv_loc);
+  mp_free(a, r->mv_step);
   sm_release(&r->m);
 }
 
@@ -2217,62 +2226,37 @@ static size_t sm_sink_order(const sm_run *r, uint32_t *res, size_t lo,
   return moved;
 }
 
-/* The whole graph's order with the segment's order from r->res (the
- * segment's steps do not depend on the other segments' orders,
- * invariant 2, so the reference order stands in for them), op
- * positions and steps: the scratch of invariants 12 and 13. */
-typedef struct sm_scratch {
-  uint32_t *loc, *full;
-  size_t *step;
-} sm_scratch;
-
-static mp_status sm_scratch_init(const sm_run *r, const sm_seg *sg,
-                                 sm_scratch *sc, mp_error *err) {
-  const sm_model *m = &r->m;
-  size_t n_ops = m->n_ops;
-  sc->loc = mp_calloc(m->a, 2 * n_ops + 1, sizeof *sc->loc);
-  sc->step = mp_calloc(m->a, n_ops + 1, sizeof *sc->step);
-  if (!sc->loc || !sc->step) {
-    mp_free(m->a, sc->loc);
-    mp_free(m->a, sc->step);
-    return sm_nomem(m, err);
-  }
-  sc->full = sc->loc + n_ops;
-  memcpy(sc->full, r->cand[SM_REF], n_ops * sizeof *sc->full);
-  memcpy(&sc->full[sg->lo], &r->res[sg->lo],
-         (sg->hi - sg->lo + 1) * sizeof *sc->full);
-  return MP_OK;
+/* Puts the segment's order from r->res into r->mv_full. */
+static void sm_seg_load(sm_run *r, const sm_seg *sg) {
+  memcpy(&r->mv_full[sg->lo], &r->res[sg->lo],
+         (sg->hi - sg->lo + 1) * sizeof *r->mv_full);
 }
 
-/* Keeps the scratch order's segment when its peak p is below sg->ub;
- * frees the scratch. */
-static void sm_scratch_done(sm_run *r, sm_seg *sg, sm_scratch *sc, size_t p) {
+/* Keeps r->mv_full's segment order when its peak p is below sg->ub,
+ * then puts the reference order back into r->mv_full. */
+static void sm_seg_keep(sm_run *r, sm_seg *sg, size_t p) {
+  size_t n = sg->hi - sg->lo + 1;
   if (p < sg->ub) {
     sg->ub = p;
     sg->moved = true;
-    memcpy(&r->res[sg->lo], &sc->full[sg->lo],
-           (sg->hi - sg->lo + 1) * sizeof *sc->full);
+    memcpy(&r->res[sg->lo], &r->mv_full[sg->lo], n * sizeof *r->res);
   }
-  mp_free(r->m.a, sc->loc);
-  mp_free(r->m.a, sc->step);
+  memcpy(&r->mv_full[sg->lo], &r->cand[SM_REF][sg->lo], n * sizeof *r->mv_full);
 }
 
 /* Sinks the segment's order in r->res (invariant 12) and keeps the
  * result when its peak is lower than sg->ub, the peak of that order. */
-static mp_status sm_sink(sm_run *r, sm_seg *sg, mp_error *err) {
-  sm_scratch sc;
-  mp_status st = sm_scratch_init(r, sg, &sc, err);
-  if (st != MP_OK) return st;
+static void sm_sink(sm_run *r, sm_seg *sg) {
+  sm_seg_load(r, sg);
   size_t p = SIZE_MAX;
-  if (sm_sink_order(r, sc.full, sg->lo, sg->hi, sc.loc)) {
-    sm_sim(&r->m, sc.full, r->remain, sc.step, NULL);
-    p = sm_range_max(sc.step, sg->lo, sg->hi);
+  if (sm_sink_order(r, r->mv_full, sg->lo, sg->hi, r->mv_loc)) {
+    sm_sim(&r->m, r->mv_full, r->remain, r->mv_step, NULL);
+    p = sm_range_max(r->mv_step, sg->lo, sg->hi);
     /* invariant 12: an op moved to the end holds what is live after the
      * segment, no more than the split op after it */
     assert(p <= sg->ub || p <= r->after[sg->hi]);
   }
-  sm_scratch_done(r, sg, &sc, p);
-  return MP_OK;
+  sm_seg_keep(r, sg, p);
 }
 
 /* ---- moving single ops (invariant 13) ------------------------------------ */
@@ -2312,31 +2296,30 @@ static void sm_window(const sm_run *r, const uint32_t *loc, size_t lo,
  * op at a time to the first position (in its window) where the
  * segment's peak falls, simulated; stops when no single move lowers it
  * or the work (*work: ops simulated, shared) runs out. */
-static mp_status sm_move(sm_run *r, sm_seg *sg, size_t *work, mp_error *err) {
+static void sm_move(sm_run *r, sm_seg *sg, size_t *work) {
   const sm_model *m = &r->m;
   size_t lo = sg->lo, hi = sg->hi, n_ops = m->n_ops;
   size_t cap = *work < SM_MOVE_WORK ? *work : SM_MOVE_WORK, spent = 0;
-  sm_scratch sc;
-  mp_status st = sm_scratch_init(r, sg, &sc, err);
-  if (st != MP_OK) return st;
-  uint32_t *full = sc.full, *loc = sc.loc;
+  uint32_t *full = r->mv_full, *loc = r->mv_loc;
+  sm_seg_load(r, sg);
+  for (size_t p = lo; p <= hi; p++) loc[full[p]] = (uint32_t)p;
   size_t best = sg->ub;
   bool improved = true;
   while (improved && best > sg->lb && spent < cap) {
     improved = false;
     for (size_t i = lo; i <= hi && best > sg->lb && spent < cap; i++) {
-      for (size_t p = lo; p <= hi; p++) loc[full[p]] = (uint32_t)p;
       size_t a, b;
       sm_window(r, loc, lo, hi, full[i], &a, &b);
       for (size_t t = a; t <= b && spent < cap; t++) {
         if (t == i) continue;
         sm_rotate(full, i, t);
-        sm_sim(m, full, r->remain, sc.step, NULL);
+        sm_sim(m, full, r->remain, r->mv_step, NULL);
         spent += n_ops;
-        size_t pk = sm_range_max(sc.step, lo, hi);
+        size_t pk = sm_range_max(r->mv_step, lo, hi);
         if (pk < best) {
           best = pk;
           improved = true;
+          for (size_t p = lo; p <= hi; p++) loc[full[p]] = (uint32_t)p;
           break; /* positions changed: the next op's window anew */
         }
         sm_rotate(full, t, i);
@@ -2344,8 +2327,7 @@ static mp_status sm_move(sm_run *r, sm_seg *sg, size_t *work, mp_error *err) {
     }
   }
   *work -= spent < *work ? spent : *work;
-  sm_scratch_done(r, sg, &sc, best);
-  return MP_OK;
+  sm_seg_keep(r, sg, best);
 }
 
 /* Phase 1 for one segment: the best candidate's sub-order; unless it
@@ -2366,8 +2348,7 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
     sg->lb = sg->ub; /* one op has one order */
     return MP_OK;
   }
-  mp_status st = sm_sink(r, sg, err);
-  if (st != MP_OK) return st;
+  sm_sink(r, sg);
   if (n > SM_MAX_DP_OPS) {
     info->exact = false; /* too large to search: heuristics only */
     return MP_OK;
@@ -2376,7 +2357,7 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   sm_branches br;
   memset(&br, 0, sizeof br);
   size_t lb = 0, branch0 = info->branch_improved;
-  st = sm_bound_init(&b, r, lo, n, err);
+  mp_status st = sm_bound_init(&b, r, lo, n, err);
   if (st == MP_OK) lb = sm_step_bound(&b);
   if (st == MP_OK && sg->ub < lb) {
     st = mp_error_set(err, MP_ERR_INTERNAL,
@@ -2406,16 +2387,14 @@ static mp_status sm_seg_start(sm_run *r, const mp_schedule_opts *o, sm_seg *sg,
   if (by_branches) lb = br.bound;
   sg->lb = lb;
   /* a branch order may leave ops to sink */
-  if (sg->ub > lb && info->branch_improved > branch0) {
-    st = sm_sink(r, sg, err);
+  if (st == MP_OK && sg->ub > lb && info->branch_improved > branch0) {
+    sm_sink(r, sg);
   }
   size_t states = o->max_states ? o->max_states : SM_DEFAULT_STATES;
   if (st == MP_OK && sg->ub > lb && SM_BEAM < states && !sm_spent(&r->budget)) {
     size_t before = sg->ub;
     st = sm_search(r, lo, n, SM_BEAM, true, &sg->ub, NULL, info, err);
-    if (st == MP_OK && sg->ub < before && sg->ub > lb) {
-      st = sm_sink(r, sg, err);
-    }
+    if (st == MP_OK && sg->ub < before && sg->ub > lb) sm_sink(r, sg);
   }
   if (st == MP_OK && sg->ub == lb) {
     /* optimal (invariants 7 and 11) */
@@ -2472,6 +2451,7 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
   info->n_cand = (size_t)r->n_cand;
   for (size_t k = 0; k < n; k++) r->pos[r->cand[SM_REF][k]] = (uint32_t)k;
   st = sm_splits(&r->m, r->cand[SM_REF], r->pos, r->split, err);
+  memcpy(r->mv_full, r->cand[SM_REF], n * sizeof *r->mv_full);
   info->exact = true;
   /* Phase 1 over every segment, then phase 2: a budget spent on one
    * segment's exact search leaves the others their beam (invariant 8). */
@@ -2494,10 +2474,10 @@ static mp_status sm_order(sm_run *r, const mp_schedule_opts *o,
   for (size_t k = 0; st == MP_OK && k < n_seg; k++) {
     if (segs[k].open) st = sm_seg_exact(r, o, &segs[k], info, err);
     if (st == MP_OK && segs[k].open && segs[k].ub > segs[k].lb) {
-      st = sm_sink(r, &segs[k], err);
+      sm_sink(r, &segs[k]);
     }
     if (st == MP_OK && segs[k].open && segs[k].ub > segs[k].lb) {
-      st = sm_move(r, &segs[k], &move_work, err);
+      sm_move(r, &segs[k], &move_work);
     }
   }
   /* a peak every order of the graph reaches (invariant 5) */
@@ -2551,7 +2531,11 @@ mp_status sched_memory(const mp_graph *g, const mp_schedule_opts *o,
     r.remain = mp_calloc(r.m.a, 2 * r.m.n_buf + 1, sizeof *r.remain);
     r.res = mp_calloc(r.m.a, m1, sizeof *r.res);
     r.rank = mp_calloc(r.m.a, m1, sizeof *r.rank);
-    if (!r.after || !r.pos || !r.split || !r.remain || !r.res || !r.rank) {
+    r.mv_full = mp_calloc(r.m.a, m1, sizeof *r.mv_full);
+    r.mv_loc = mp_calloc(r.m.a, m1, sizeof *r.mv_loc);
+    r.mv_step = mp_calloc(r.m.a, m1, sizeof *r.mv_step);
+    if (!r.after || !r.pos || !r.split || !r.remain || !r.res || !r.rank ||
+        !r.mv_full || !r.mv_loc || !r.mv_step) {
       st = sm_nomem(&r.m, err);
     }
   }

@@ -443,6 +443,16 @@ static int32_t add_input(mp_graph *g, int64_t len, mp_error *err) {
   return t;
 }
 
+/* An empty graph `name` with a u8 input of in_len bytes (*in); NULL
+ * when it cannot be made. */
+static mp_graph *new_graph(const char *name, int64_t in_len, int32_t *in,
+                           mp_error *err) {
+  mp_graph *g = NULL;
+  if (mp_graph_create(NULL, name, name, &g, err) != MP_OK) return NULL;
+  *in = add_input(g, in_len, err);
+  return g;
+}
+
 /* Makes out the graph's output, links and resolves g; NULL (g destroyed)
  * when that fails. */
 static mp_graph *finish_graph(mp_graph *g, int32_t out, uint64_t seed,
@@ -521,10 +531,10 @@ static mp_graph *rnd_branchy(uint64_t seed, bool cat) {
  * op after it holds the peak): that buffer (48 B) is what each finished
  * branch leaves, one buffer for all of them. */
 static mp_graph *concat_branches(void) {
-  mp_graph *g = NULL;
   mp_error err = {0};
-  if (mp_graph_create(NULL, "cat3", "cat3", &g, &err) != MP_OK) return NULL;
-  int32_t in = add_input(g, 64, &err), ends[3];
+  int32_t in = -1, ends[3];
+  mp_graph *g = new_graph("cat3", 64, &in, &err);
+  if (!g) return NULL;
   char name[16];
   static const int64_t lens[3] = {1024, 64, 16};
   for (int b = 0; b < 3; b++) {
@@ -603,10 +613,10 @@ static void test_frontier_bound(void) {
  * descendant of the last Concat) see it; paths to the segment's end
  * pass the join's 16 B. */
 static mp_graph *join_chains(int k) {
-  mp_graph *g = NULL;
   mp_error err = {0};
-  if (mp_graph_create(NULL, "chains", "chains", &g, &err) != MP_OK) return NULL;
-  int32_t in = add_input(g, 64, &err), ends[3];
+  int32_t in = -1, ends[3];
+  mp_graph *g = new_graph("chains", 64, &in, &err);
+  if (!g) return NULL;
   char a[16], b[16], c[16], d[16];
   for (int j = 0; j < k && j < 3; j++) {
     snprintf(a, sizeof a, "c%d_a", j);
@@ -659,10 +669,10 @@ static void test_join_chains(void) {
  * optimum runs each just before its reader (invariant 12 of
  * schedule_memory.c moves it there), 2,112 B. */
 static mp_graph *late_sources(void) {
-  mp_graph *g = NULL;
   mp_error err = {0};
-  if (mp_graph_create(NULL, "late", "late", &g, &err) != MP_OK) return NULL;
-  int32_t in = add_input(g, 64, &err), src[6];
+  int32_t in = -1, src[6];
+  mp_graph *g = new_graph("late", 64, &in, &err);
+  if (!g) return NULL;
   char name[16];
   for (int j = 1; j < 6; j++) {
     snprintf(name, sizeof name, "s%d", j);

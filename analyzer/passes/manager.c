@@ -526,8 +526,9 @@ typedef struct pm_budget {
   uint64_t work;  /* the whole work budget (mp_schedule_opts.budget_work) */
   uint64_t spent; /* ... the measurements so far spent */
   size_t left;    /* measurements that may still come */
-  size_t kept;    /* ... of which a first round of invariant 9 (pm_concat_try)
-                     may take, counted in left before it is known to run */
+  size_t kept;    /* ... of which the first trial of invariant 9's rounds
+                     (pm_concat_try) may take, counted in left before it
+                     is known to run */
   double ms;      /* the wall-clock cap of the whole run; 0: none */
   double t0;      /* sched_now_ms when the run began: the search's own
                      clock (a loaded machine's CPU time runs slower, and a
@@ -1259,11 +1260,10 @@ static mp_status pm_concat_try(const pm_state *pre, const bool *keep_out,
   *better = false;
   mp_status st = pm_state_clone(pre, &cand, err);
   if (st != MP_OK) return st;
-  size_t trial = (size_t)with_concat + (size_t)with_inplace;
-  if (b->kept == trial) {
+  if (b->kept) {
     b->kept = 0; /* counted before the first concat and inplace ran */
   } else {
-    b->left += trial; /* uncounted */
+    b->left += (size_t)with_concat + (size_t)with_inplace; /* uncounted */
   }
   if (with_concat) {
     st = pm_run_one(&cand, &pm_passes[MP_PASS_CONCAT], o, keep_out, b, r, err);
