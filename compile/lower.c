@@ -2415,12 +2415,14 @@ mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
   }
   /* Every op the runtime runs reads its first input (a graph that planned
    * may still hold an op without one: plans only need its outputs), but
-   * for a Loop's optional trip count and the random ops that take their
-   * shape from an attribute. */
+   * for a Loop's optional trip count, the random ops that take their
+   * shape from an attribute and a fill the tile pass made for a patch
+   * (a ConstantOfShape of its output's shape). */
   bool loop =
       strcmp(op->type, "Loop") == 0 || strcmp(op->type, "mplan.LoopEnter") == 0;
   bool drawn = strcmp(op->type, "RandomUniform") == 0 ||
-               strcmp(op->type, "RandomNormal") == 0;
+               strcmp(op->type, "RandomNormal") == 0 ||
+               strcmp(op->type, "ConstantOfShape") == 0;
   if (!(drawn && op->n_inputs == 0) &&
       (op->n_inputs == 0 || (op->inputs[0] < 0 && !loop))) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,

@@ -937,6 +937,50 @@ static size_t check_tile(const char *rel, const char *cut_op) {
   return check_tile_x(rel, cut_op, NULL, 0);
 }
 
+/* Channels padded by a ConstantOfShape's zeros (tile.c invariant 4):
+ * each patch fills its own crop (a ConstantOfShape of no input and of
+ * the crop's shape, one per patch), no Slice reads a fill, the whole
+ * fill is gone, and the bound is the floor of any patching joined into
+ * the cut tensor: c3 and its parts, each live at the join (with one
+ * fill sliced per patch, 64 KiB of zeros stayed live across the patches:
+ * 104,576 B in 40 patches). */
+static void test_tile_fill(void) {
+  CHECK(check_tile("tests/data/passes/tile_pad.json", "pw3") >= 2);
+  mp_model *m = load("tests/data/passes/tile_pad.json", P(TILE), 0);
+  const mp_graph *g = m ? mp_model_graph(m) : NULL;
+  size_t fills = 0, fill_elems = 0, c3 = 0;
+  for (size_t o = 0; g && o < mp_graph_op_count(g); o++) {
+    const mp_op *op = mp_graph_op(g, o);
+    if (strcmp(op->type, "ConstantOfShape") == 0) {
+      const mp_tensor *y = mp_graph_tensor(g, (size_t)op->outputs[0]);
+      CHECK(op->n_inputs == 0 && strncmp(op->name, "zfill.t", 7) == 0);
+      CHECK(y->shape[1].value == 8 && y->shape[2].value < 64);
+      fills++;
+      fill_elems += (size_t)(y->shape[2].value * y->shape[3].value);
+    }
+    for (uint32_t k = 0; k < op->n_inputs; k++) {
+      int32_t p = mp_graph_tensor(g, (size_t)op->inputs[k])->producer;
+      const mp_op *from = p >= 0 ? mp_graph_op(g, (size_t)p) : NULL;
+      CHECK(!from || strcmp(from->type, "ConstantOfShape") != 0 ||
+            strcmp(op->type, "Concat") == 0);
+    }
+    if (strcmp(op->name, "pw3.tiles") == 0) {
+      c3 = mp_graph_tensor(g, (size_t)op->outputs[0])->bytes;
+    }
+  }
+  int32_t k = -1;
+  CHECK(g && !mp_graph_find_op(g, "zfill", &k));
+  const mp_tile_info *ti =
+      m ? mp_pass_report_tile(mp_model_pass_report(m)) : NULL;
+  CHECK(ti && fills == (size_t)ti->bands * ti->columns);
+  /* the crops cover the padded map (and its halos) at least once */
+  CHECK(fill_elems >= 64 * 32);
+  const mp_pass_row *row =
+      m ? mp_pass_report_row(mp_model_pass_report(m), 0) : NULL;
+  CHECK(row && c3 > 0 && row->lb_after == 2 * c3);
+  mp_model_destroy(m);
+}
+
 static void test_tile(void) {
   /* a cut whose stage leaves a second tensor to later ops (a skip): its
    * parts are joined too, and it keeps its name and shape */
@@ -978,6 +1022,7 @@ static void test_tile(void) {
   }
   CHECK(dq_crops >= 1);
   mp_model_destroy(m);
+  test_tile_fill();
   /* MobileNetV2: the 112x112 maps go in bands; the bound falls 4x */
   m = load("models/mobilenet_v2.json", P(TILE), 0);
   const mp_pass_row *row =

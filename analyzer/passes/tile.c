@@ -20,9 +20,9 @@
  *   - or a Concat of channels whose inputs all have the output's H and W
  *     (a weight among them is read through a Slice per patch);
  *   - or a ConstantOfShape of constant inputs (the zeros a TensorFlow
- *     export concatenates to pad channels): it stays one op, runs once
- *     before the patches, and its output is read per patch through a
- *     Slice, like a weight; it is never a cut;
+ *     export concatenates to pad channels): a fill of one value, so each
+ *     patch makes its own crop of it (invariant 4) instead of slicing one
+ *     fill that would stay live across the patches; it is never a cut;
  *   - or a DequantizeLinear of weights alone (a QDQ model's Conv weight):
  *     like the ConstantOfShape it runs once, and every patch's Conv reads
  *     its output whole as its weight (a Conv or pool reads only input 0
@@ -95,7 +95,13 @@
  * bound) is ranked, up to TL_PICKS / 2 cuts that leave only T and as many
  * with exports (before fusion, cuts with exports often tie at what the
  * rest of the graph holds, and would crowd out the others), by bound and
- * then MACs; the pass builds the one the manager picks (pass_tile_pick:
+ * then MACs, one cut per set of Convs copied: cuts that differ only by
+ * the ops after their last Conv keep the best of them, so that the picks
+ * span depths (BlazeFace: five cuts after one Conv filled half the
+ * ranks, and the cut that is best after every pass was not among them).
+ * A cut whose later steps hold more than its part's last ranked bound
+ * (or, while its part has room, the graph's) is skipped. The pass builds
+ * the one the manager picks (pass_tile_pick:
  * manager.c invariant 13 judges them after every pass), the first by default.
  * The manager keeps the rewrite only when the lower bound under the order being
  * planned does not rise (the pass is guarded), and then only if it is still
@@ -118,6 +124,13 @@
  *      >= 0 and an end pad end - hi_read >= 0, where [first, end) is the
  *      span its windows cover unclipped and [lo_read, hi_read) what it
  *      reads: its output then has exactly the patch's extent.
+ *   4. A crop of a ConstantOfShape's output is a ConstantOfShape of the
+ *      crop's shape with the same value and no input (its output's shape
+ *      is the shape; compile lowers it as a fill): every element is the
+ *      value either way, so the bits are the same. The patch's copy runs
+ *      where the patch does, and the whole fill goes when nothing after
+ *      the cut reads it (BlazeFace in QDQ form: 65,536 + 16,384 B of
+ *      zeros were live across all the patches).
  */
 #include <stdio.h>
 #include <string.h>
@@ -146,7 +159,8 @@ typedef enum tl_kind {
   TL_CAT,    /* Concat of channels (weights read through a Slice too) */
   TL_TIN,    /* the NHWC graph input transposed to NCHW */
   TL_PRE,    /* before TL_TIN: the NHWC input scaled or quantized */
-  TL_CONST   /* a ConstantOfShape: run once, read whole like a weight */
+  TL_CONST   /* a weight's DequantizeLinear, run once and read whole like
+                a weight, or a ConstantOfShape, filled per patch */
 } tl_kind;
 
 typedef struct tl_win {                   /* per spatial axis (0: H, 1: W) */
@@ -750,6 +764,45 @@ static mp_status tl_crop_dq(tl_ctx *z, rw_graph *rw, uint32_t key,
   return st == MP_OK ? tl_emit(z, rw, key, sfx, dq, in, t, NULL, err) : st;
 }
 
+/* x is written by a TL_CONST ConstantOfShape (a fill of one value). */
+static bool tl_fill(const tl_ctx *z, int32_t x) {
+  int32_t p = tl_t(z, x)->producer;
+  return p >= 0 && (uint32_t)p < z->len && z->kind[p] == TL_CONST &&
+         strcmp(mp_graph_op(z->g, (size_t)p)->type, "ConstantOfShape") == 0;
+}
+
+/* The crop [lo, hi) of fill x, as a fill of the crop's shape in the patch
+ * (invariant 4): the ConstantOfShape's copy, with its value and no input
+ * (its output's shape is the shape). */
+static mp_status tl_crop_fill(tl_ctx *z, rw_graph *rw, uint32_t key,
+                              const char *tag, int32_t x, const int64_t *lo,
+                              const int64_t *hi, int32_t *out, mp_error *err) {
+  for (size_t k = 0; k < z->n_crops; k++) {
+    const tl_crop *cr = &z->crops[k];
+    if (cr->x == x && cr->lo[0] == lo[0] && cr->hi[0] == hi[0] &&
+        cr->lo[1] == lo[1] && cr->hi[1] == hi[1]) {
+      *out = cr->part;
+      return MP_OK;
+    }
+  }
+  const mp_tensor *xt = tl_t(z, x);
+  const mp_op *op = tl_producer(z, x);
+  uint32_t nop = (uint32_t)rw->n_ops;
+  int32_t t = -1;
+  mp_status st =
+      tl_tensor(rw, x, xt, 2, hi[0] - lo[0], hi[1] - lo[1], tag, &t, err);
+  if (st == MP_OK) {
+    st = rw_new_op(rw, key, op->name, tag, op->type, NULL, 0, &t, 1, err);
+  }
+  for (uint32_t k = 0; k < op->n_attrs && st == MP_OK; k++) {
+    st = rw_set_attr(rw, nop, &op->attrs[k], err);
+  }
+  if (st == MP_OK) {
+    st = tl_log(z, rw, nop, MP_TILE_COPY, op->name, z->band, z->col, err);
+  }
+  return st == MP_OK ? tl_keep_crop(z, x, t, 2, lo, hi, out, err) : st;
+}
+
 /* The patch tensor of x holding [lo, hi) on its axes ax and ax + 1:
  * x's part, or a Slice of it (of x itself when it is read whole). */
 static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
@@ -765,6 +818,7 @@ static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
     same = same && lo[j] == have_lo[j] && hi[j] == have_hi[j];
   }
   int32_t from = whole ? x : z->part[x];
+  if (tl_fill(z, x)) return tl_crop_fill(z, rw, key, tag, x, lo, hi, out, err);
   if (same) {
     *out = from;
     return MP_OK;
@@ -934,6 +988,18 @@ static mp_status tl_join(tl_ctx *z, rw_graph *rw, uint32_t key,
              : st;
 }
 
+/* Fill op o is read by no op after the cut and is no graph output: each
+ * patch made its own (tl_crop_fill). */
+static bool tl_fill_done(const tl_ctx *z, uint32_t o, uint32_t cut) {
+  int32_t y = mp_graph_op(z->g, o)->outputs[0];
+  if (!tl_fill(z, y) || tl_t(z, y)->kind != MP_TENSOR_ACTIVATION) return false;
+  const mp_tensor *yt = tl_t(z, y);
+  for (uint32_t k = 0; k < yt->n_consumers; k++) {
+    if (yt->consumers[k] > cut) return false;
+  }
+  return true;
+}
+
 /* The rewrite for a cut and nh x nw patches into rw; *macs: the patches'
  * Conv MACs. */
 static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
@@ -1017,7 +1083,8 @@ static mp_status tl_build(tl_ctx *z, rw_graph *rw, uint32_t cut, uint32_t nh,
   }
   z->seed = false;
   for (uint32_t o = 0; o <= cut; o++) {
-    if (z->kind[o] != TL_CONST) rw_kill(rw, o); /* a TL_CONST stays whole */
+    /* a TL_CONST stays whole, but a fill only while read after the cut */
+    if (z->kind[o] != TL_CONST || tl_fill_done(z, o, cut)) rw_kill(rw, o);
   }
   return st;
 }
@@ -1073,6 +1140,16 @@ typedef pass_tile_rank tl_best;
 /* Puts cut's best b into top (n of TL_PICKS kept), ranked by bound, then
  * by recomputed MACs; an equal one ranks after those already there. */
 static void tl_rank(tl_best *top, uint32_t *n, uint32_t cap, const tl_best *b) {
+  for (uint32_t k = 0; k < *n; k++) {
+    if (top[k].prefix != b->prefix) continue;
+    /* the same Convs: a cut after the same last Conv */
+    if (b->lb > top[k].lb || (b->lb == top[k].lb && b->extra >= top[k].extra)) {
+      return;
+    }
+    memmove(&top[k], &top[k + 1], (*n - k - 1) * sizeof *top);
+    --*n;
+    break;
+  }
   uint32_t at = *n;
   while (at > 0 && (b->lb < top[at - 1].lb || (b->lb == top[at - 1].lb &&
                                                b->extra < top[at - 1].extra))) {
@@ -1109,10 +1186,9 @@ static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
     /* the cuts with T alone first, then those with exports */
     uint32_t cut = z->cuts[i % z->n_cuts];
     if (tl_has_x(z, cut) != (i < z->n_cuts)) continue;
-    size_t bar = base;
-    for (int h = 0; h < 2; h++) {
-      if (n_part[h] && part[h][0].lb < bar) bar = part[h][0].lb;
-    }
+    /* a cut whose rest is above its part's last ranked cannot be ranked */
+    int h = tl_has_x(z, cut);
+    size_t bar = n_part[h] == TL_PICKS / 2 ? part[h][n_part[h] - 1].lb : base;
     if (rest[cut] > bar) continue;
     const mp_tensor *tt = tl_t(z, mp_graph_op(z->g, cut)->outputs[0]);
     double prefix = 0;
@@ -1158,7 +1234,6 @@ static mp_status tl_search(tl_ctx *z, pass_tile_memo *m, mp_error *err) {
       prev_nw = best_nw;
     }
     if (cb.nh) {
-      int h = tl_has_x(z, cut);
       tl_rank(part[h], &n_part[h], TL_PICKS / 2, &cb);
     }
   }

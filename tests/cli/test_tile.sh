@@ -24,7 +24,7 @@
 #  - With RV64=1, the tiled MobileNetV2 and two f32 stems run on the RVV
 #    kernels under qemu-riscv64 with the outputs of --passes none.
 #  - PP-OCRv4 det (from the ONNX cache): its first ranked patching is
-#    dropped after every pass, its fifth kept (manager.c invariant 13),
+#    dropped after every pass, its second kept (manager.c invariant 13),
 #    with the same outputs, on the host and (RV64=1) on the RVV kernels
 #    under qemu-riscv64 at VLEN 256.
 #  - BlazeFace (from the ONNX cache, when fetched): a TensorFlow export
@@ -277,14 +277,16 @@ det=$cache/ocr/ch_PP-OCRv4_det_infer.onnx
 if [ -n "$cache" ] && [ -f "$det" ]; then
   # the first ranked patching is dropped after every pass (a fusion
   # across its cut no longer applies: 1,048,576 B against 786,432 B
-  # without), the fifth ranked, the best after every pass in file order,
-  # is kept (manager.c invariant 13), with the outputs of --passes none
+  # without), the second ranked, the best after every pass in file order,
+  # is kept (manager.c invariant 13), with the outputs of --passes none.
+  # The ranking keeps one cut per last Conv (tile.c): it was the fifth of
+  # 12, behind cuts that only moved past ops after the first's Conv
   rec kept "$det" --passes all,tile --shape x=1x3x128x128
   run 0 plan "$det" --shape x=1x3x128x128 --passes all,tile --order memory -o "$tmp/det.json" &&
     has "$tmp/out" "lower bound 532,992 B" &&
-    has "$tmp/out" "after every pass in file order, patching 5 of 12 ranked 571392 B, the first 1048576 B; in the order planned 532992 against 1048576 B: built it; kept: 532992 B after every pass, 786432 B without the patches"
-  [ "$(py "$tmp/det.json" "tuple(d['passes']['tile'][k] for k in ('ranked', 'picked', 'built', 'lower_bound_picked_file', 'lower_bound_first_file', 'lower_bound_with'))")" = "(12, 4, 4, 571392, 1048576, 532992)" ] && ok ||
-    bad "det: passes.tile does not name the fifth ranked patching"
+    has "$tmp/out" "after every pass in file order, patching 2 of 8 ranked 571392 B, the first 1048576 B; in the order planned 532992 against 1048576 B: built it; kept: 532992 B after every pass, 786432 B without the patches"
+  [ "$(py "$tmp/det.json" "tuple(d['passes']['tile'][k] for k in ('ranked', 'picked', 'built', 'lower_bound_picked_file', 'lower_bound_first_file', 'lower_bound_with'))")" = "(8, 1, 1, 571392, 1048576, 532992)" ] && ok ||
+    bad "det: passes.tile does not name the second ranked patching"
   outputs "$det" det.none --shape x=1x3x128x128 --passes none || true
   outputs "$det" det.tile --shape x=1x3x128x128 --passes all,tile --order memory || true
   if [ -s "$tmp/det.tile.mpt" ] && cmp -s "$tmp/det.none.mpt" "$tmp/det.tile.mpt"; then
@@ -311,16 +313,17 @@ if [ -n "$cache" ] && [ -f "$bf" ]; then
   # not the single unit that was left once the pass before took the rest
   t=$(py "$tmp/bf.m.json" "d['summary']['lower_bound_bytes']")
   if [ -n "$t" ] && [ "$t" -lt "$a" ] &&
-    [ "$(py "$tmp/bf.m.json" "d['schedule']['work_budget'] > 10000000 and d['schedule']['states'] > 1000")" = True ]; then
+    [ "$(py "$tmp/bf.m.json" "d['schedule']['work_budget'] > 10000000")" = True ]; then
     ok
   else
     bad "blazeface: --passes all,tile --order memory bound $t B against all's $a B, or its search had no work"
   fi
-  # that search is cut short (465,344 B before); single moves (schedule_memory.c
-  # invariant 13) take the padding's crops into the patches and meet the
-  # step bound: proven optimal
-  [ "$(py "$tmp/bf.m.json" "(d['summary']['lower_bound_bytes'], d['schedule']['bound_bytes'], d['schedule']['optimal'], d['schedule']['optimal_by_bound'], d['schedule']['move_improved_segments'])")" = "(450560, 450560, True, True, 1)" ] && ok ||
-    bad "blazeface: --passes all,tile --order memory is not the proven 450,560 B"
+  # each patch fills its own crop of the zeros that pad channels (tile.c
+  # invariant 4: 2 fills x 4 patches, no input), and no op reads a whole
+  # fill; the first ranked cut (deeper: +24% MACs) is 469,968 B after
+  # every pass, the second 450,560 B, which meets the step bound
+  [ "$(py "$tmp/bf.m.json" "(d['summary']['lower_bound_bytes'], d['schedule']['bound_bytes'], d['schedule']['optimal'], d['passes']['tile']['picked'], d['passes']['tile']['lower_bound_first_file'], sum(1 for e in d['execution'] if e['type'] == 'ConstantOfShape' and e.get('patch') and not e['inputs']), sum(1 for e in d['execution'] for i in e['inputs'] if i.endswith(('/Pad_pad', '/Pad_1_pad'))))")" = "(450560, 450560, True, 1, 469968, 8, 0)" ] && ok ||
+    bad "blazeface: --passes all,tile --order memory is not the proven 450,560 B from per-patch fills"
 fi
 
 # same_outputs MODEL WHAT ARGS...: compiled with ARGS, the outputs of
