@@ -462,6 +462,15 @@ run 0 explain "$sk" --no-map &&
   has "$tmp/out" "  --passes all,tile                          20,480 B  (-58.3%)  patches 4 x 2 of 5 ops up to 'p2' (16 x 16), Conv MACs +11.2%; also joins 'p1'"
 same_tiled "$sk" file
 
+# channels padded by a ConstantOfShape's zeros: each patch fills its own
+# crop (tile.c invariant 4; test_passes checks the graph), a fill of no
+# input that compile lowers and the runtime runs: the outputs of
+# --passes none, and a clean verify
+pd=$src/tests/data/passes/tile_pad.json
+run 0 plan "$pd" --passes tile &&
+  has "$tmp/out" "patches 10; 5 x 2 of 6 ops up to 'c3' (32 x 16)"
+same_tiled "$pd" file
+
 # the pass list: all leaves tile out; all,tile adds it
 "$mplan" plan "$src/models/mobilenet_v2.json" --passes all >"$tmp/out" 2>&1
 if grep -q '^passes .*tile' "$tmp/out"; then bad "--passes all ran tile"; else ok; fi
@@ -491,6 +500,7 @@ if [ "$rv64" = 1 ]; then
     --vlen 256
   rv64_same "$qs" 128 all,tile --order memory
   rv64_same "$sk" 256 all,tile
+  rv64_same "$pd" 128 tile
   # PP-OCRv4 det in its kept patches (13 s a run under QEMU at 128 x 128)
   if [ -n "$cache" ] && [ -f "$det" ]; then
     rv64_same "$det" 256 all,tile --shape x=1x3x128x128 --order memory
