@@ -69,6 +69,32 @@ run 0 "$mplan" verify "$tmp/bf16.json" --paranoid --redzone 8 &&
   has "$tmp/out" "verified: no event"
 run 0 "$mplan" verify "$tmp/bf16.json" --passes all --order memory --paranoid &&
   has "$tmp/out" "verified: no event"
+# A ConstantOfShape without its shape input fills its output's declared
+# shape (the tile pass makes them, docs/ir-conventions.md): x plus a fill
+# of 2.5 gives the outputs of x plus a weight of 2.5, bit for bit
+for g in fill weight; do
+  if [ $g = fill ]; then
+    t='{"name": "c", "dtype": "f32", "shape": [1, 4, 3, 5]}'
+    o='{"name": "f", "op": "ConstantOfShape", "inputs": [], "outputs": ["c"], "attrs": {"value": [2.5]}},'
+  else
+    t='{"name": "c", "dtype": "f32", "shape": [1], "kind": "weight", "data": [2.5]}'
+    o=
+  fi
+  cat >"$tmp/$g.json" <<JSON
+{"mplan": "graph/1", "name": "$g",
+ "tensors": [{"name": "x", "dtype": "f32", "shape": [1, 4, 3, 5], "kind": "input"}, $t,
+             {"name": "y", "dtype": "f32", "shape": [1, 4, 3, 5], "kind": "output"}],
+ "ops": [$o {"name": "add", "op": "Add", "inputs": ["x", "c"], "outputs": ["y"]}],
+ "outputs": ["y"]}
+JSON
+  run 0 "$mplan" compile "$tmp/$g.json" -o "$tmp/$g.mpk" &&
+    run 0 "$runner" "$tmp/$g.mpk" --seed 5 --outputs "$tmp/$g.mpt"
+done
+if [ -s "$tmp/fill.mpt" ] && cmp -s "$tmp/fill.mpt" "$tmp/weight.mpt"; then
+  ok
+else
+  bad "a ConstantOfShape of no input: its outputs differ from a weight's"
+fi
 # Retained state: written by an op into the persistent tier.
 cat >"$tmp/ret.json" <<'JSON'
 {"mplan": "graph/1", "name": "ret",
