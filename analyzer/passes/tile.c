@@ -1137,12 +1137,13 @@ static mp_status tl_try(tl_ctx *z, uint32_t cut, uint32_t nh, uint32_t nw,
 
 typedef pass_tile_rank tl_best;
 
-/* Puts cut's best b into top (n of TL_PICKS kept), ranked by bound, then
- * by recomputed MACs; an equal one ranks after those already there. */
+/* Puts cut's best b into top (n of cap kept), ranked by bound, then by
+ * recomputed MACs; an equal one ranks after those already there. Of two
+ * cuts with the same prefix MACs (no Conv between them) only the better
+ * stays. */
 static void tl_rank(tl_best *top, uint32_t *n, uint32_t cap, const tl_best *b) {
   for (uint32_t k = 0; k < *n; k++) {
     if (top[k].prefix != b->prefix) continue;
-    /* the same Convs: a cut after the same last Conv */
     if (b->lb > top[k].lb || (b->lb == top[k].lb && b->extra >= top[k].extra)) {
       return;
     }
