@@ -698,14 +698,15 @@ static mp_status tl_tensor(rw_graph *rw, int32_t like, const mp_tensor *x,
 }
 
 /* Adds op's copy named after it with suffix, reading in (op's input
- * count) and writing out, with op's attributes (pads replaced when
- * given), and records it as a copy of this patch. */
+ * count; NULL: no input, a fill's copy) and writing out, with op's
+ * attributes (pads replaced when given), and records it as a copy of
+ * this patch. */
 static mp_status tl_emit(tl_ctx *z, rw_graph *rw, uint32_t key,
                          const char *suffix, const mp_op *op, const int32_t *in,
                          int32_t out, const int64_t *pads, mp_error *err) {
   uint32_t nop = (uint32_t)rw->n_ops;
   mp_status st = rw_new_op(rw, key, op->name, suffix, op->type, in,
-                           op->n_inputs, &out, 1, err);
+                           in ? op->n_inputs : 0, &out, 1, err);
   for (uint32_t k = 0; k < op->n_attrs && st == MP_OK; k++) {
     st = rw_set_attr(rw, nop, &op->attrs[k], err);
   }
@@ -724,6 +725,20 @@ static mp_status tl_emit(tl_ctx *z, rw_graph *rw, uint32_t key,
 static bool tl_dq_act(const tl_ctx *z, int32_t p) {
   return p >= 0 && (uint32_t)p < z->len && z->kind[p] == TL_EW &&
          strcmp(mp_graph_op(z->g, (size_t)p)->type, "DequantizeLinear") == 0;
+}
+
+/* The crop [lo, hi) of x (read on axes ax and ax + 1) this patch made
+ * already, or -1. */
+static int32_t tl_find_crop(const tl_ctx *z, int32_t x, int ax,
+                            const int64_t *lo, const int64_t *hi) {
+  for (size_t k = 0; k < z->n_crops; k++) {
+    const tl_crop *cr = &z->crops[k];
+    if (cr->x == x && cr->ax == ax && cr->lo[0] == lo[0] &&
+        cr->hi[0] == hi[0] && cr->lo[1] == lo[1] && cr->hi[1] == hi[1]) {
+      return cr->part;
+    }
+  }
+  return -1;
 }
 
 /* Records t as the crop [lo, hi) of x in this patch, into *out. */
@@ -777,28 +792,12 @@ static bool tl_fill(const tl_ctx *z, int32_t x) {
 static mp_status tl_crop_fill(tl_ctx *z, rw_graph *rw, uint32_t key,
                               const char *tag, int32_t x, const int64_t *lo,
                               const int64_t *hi, int32_t *out, mp_error *err) {
-  for (size_t k = 0; k < z->n_crops; k++) {
-    const tl_crop *cr = &z->crops[k];
-    if (cr->x == x && cr->lo[0] == lo[0] && cr->hi[0] == hi[0] &&
-        cr->lo[1] == lo[1] && cr->hi[1] == hi[1]) {
-      *out = cr->part;
-      return MP_OK;
-    }
-  }
-  const mp_tensor *xt = tl_t(z, x);
-  const mp_op *op = tl_producer(z, x);
-  uint32_t nop = (uint32_t)rw->n_ops;
+  if ((*out = tl_find_crop(z, x, 2, lo, hi)) >= 0) return MP_OK;
   int32_t t = -1;
-  mp_status st =
-      tl_tensor(rw, x, xt, 2, hi[0] - lo[0], hi[1] - lo[1], tag, &t, err);
+  mp_status st = tl_tensor(rw, x, tl_t(z, x), 2, hi[0] - lo[0], hi[1] - lo[1],
+                           tag, &t, err);
   if (st == MP_OK) {
-    st = rw_new_op(rw, key, op->name, tag, op->type, NULL, 0, &t, 1, err);
-  }
-  for (uint32_t k = 0; k < op->n_attrs && st == MP_OK; k++) {
-    st = rw_set_attr(rw, nop, &op->attrs[k], err);
-  }
-  if (st == MP_OK) {
-    st = tl_log(z, rw, nop, MP_TILE_COPY, op->name, z->band, z->col, err);
+    st = tl_emit(z, rw, key, tag, tl_producer(z, x), NULL, t, NULL, err);
   }
   return st == MP_OK ? tl_keep_crop(z, x, t, 2, lo, hi, out, err) : st;
 }
@@ -823,14 +822,7 @@ static mp_status tl_read(tl_ctx *z, rw_graph *rw, uint32_t key, const char *tag,
     *out = from;
     return MP_OK;
   }
-  for (size_t k = 0; k < z->n_crops; k++) {
-    const tl_crop *cr = &z->crops[k];
-    if (cr->x == x && cr->ax == ax && cr->lo[0] == lo[0] &&
-        cr->hi[0] == hi[0] && cr->lo[1] == lo[1] && cr->hi[1] == hi[1]) {
-      *out = cr->part;
-      return MP_OK;
-    }
-  }
+  if ((*out = tl_find_crop(z, x, ax, lo, hi)) >= 0) return MP_OK;
   char sfx[48];
   snprintf(sfx, sizeof sfx, "%s.crop", tag);
   int32_t t = -1;
@@ -992,8 +984,8 @@ static mp_status tl_join(tl_ctx *z, rw_graph *rw, uint32_t key,
  * patch made its own (tl_crop_fill). */
 static bool tl_fill_done(const tl_ctx *z, uint32_t o, uint32_t cut) {
   int32_t y = mp_graph_op(z->g, o)->outputs[0];
-  if (!tl_fill(z, y) || tl_t(z, y)->kind != MP_TENSOR_ACTIVATION) return false;
   const mp_tensor *yt = tl_t(z, y);
+  if (!tl_fill(z, y) || yt->kind != MP_TENSOR_ACTIVATION) return false;
   for (uint32_t k = 0; k < yt->n_consumers; k++) {
     if (yt->consumers[k] > cut) return false;
   }
