@@ -2420,10 +2420,10 @@ mp_status lw_lower(const mp_graph *g, const mp_op *op, lw_op *out,
    * (a ConstantOfShape of its output's shape). */
   bool loop =
       strcmp(op->type, "Loop") == 0 || strcmp(op->type, "mplan.LoopEnter") == 0;
-  bool drawn = strcmp(op->type, "RandomUniform") == 0 ||
-               strcmp(op->type, "RandomNormal") == 0 ||
-               strcmp(op->type, "ConstantOfShape") == 0;
-  if (!(drawn && op->n_inputs == 0) &&
+  bool no_input = strcmp(op->type, "RandomUniform") == 0 ||
+                  strcmp(op->type, "RandomNormal") == 0 ||
+                  strcmp(op->type, "ConstantOfShape") == 0;
+  if (!(no_input && op->n_inputs == 0) &&
       (op->n_inputs == 0 || (op->inputs[0] < 0 && !loop))) {
     return mp_error_set(err, MP_ERR_BAD_INPUT,
                         "%s: op '%s' (%s): has no first input, so it cannot "
