@@ -159,6 +159,12 @@ void cli_warnings(const mp_model *m);
  * command shows its one error line only. */
 void cli_warnings_end(bool print);
 
+/* Records argv[1..argc) as the command line, for the report files'
+ * "options"; called before any parsing. cli_command_end frees it. */
+void cli_command_record(int argc, char **argv);
+const mp_buf *cli_command_line(void);
+void cli_command_end(void);
+
 /* Prints "mplan: KIND: MSG" as one line on stderr, control characters
  * (from names in the input) escaped as \xNN. */
 void cli_message(const char *kind, const char *msg);
@@ -180,11 +186,11 @@ bool cli_wants_files(const cli_opts *o);
  * database, and writes the files -- with o->output holding plan_json when
  * o->output is set -- all or nothing: nothing is written unless
  * everything rendered, and the run is committed only after the files are
- * in place. Appends "wrote F" lines to log (when not NULL). argv is
- * recorded as the run's options. */
-mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
-                          const mp_model *m, const mp_plan *plan,
-                          const mp_buf *plan_json, mp_buf *log, mp_error *err);
+ * in place. Appends "wrote F" lines to log (when not NULL). The command
+ * line (cli_command_record) is recorded as the run's options. */
+mp_status cli_write_files(const cli_opts *o, const mp_model *m,
+                          const mp_plan *plan, const mp_buf *plan_json,
+                          mp_buf *log, mp_error *err);
 
 int cli_plan(int argc, char **argv);
 int cli_bench(int argc, char **argv);

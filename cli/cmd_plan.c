@@ -92,8 +92,7 @@ int cli_plan(int argc, char **argv) {
     st = mp_report_what_if_text(plan, wi.rows, wi.n, &text, &err);
   }
   if (st == MP_OK && (o.output || cli_wants_files(&o))) {
-    st = cli_write_files(&o, argc, argv, m, plan, &json, o.json ? NULL : &text,
-                         &err);
+    st = cli_write_files(&o, m, plan, &json, o.json ? NULL : &text, &err);
   }
   if (st == MP_OK) {
     if (!cli_print(mp_buf_str(o.json ? &json : &text))) rc = 2;

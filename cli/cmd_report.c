@@ -71,15 +71,6 @@ static void report_utc(char *buf, size_t cap) {
   }
 }
 
-/* "plan m.json --html r.html": the command line, for the run record. */
-static void report_options(int argc, char **argv, mp_buf *out) {
-  for (int i = 1; i < argc; i++) {
-    if (i > 1) mp_buf_puts(out, " ");
-    bool quote = strpbrk(argv[i], " \t'\"") != NULL || !*argv[i];
-    mp_buf_printf(out, quote ? "'%s'" : "%s", argv[i]);
-  }
-}
-
 static mp_status report_distinct(const cli_opts *o, mp_error *err) {
   const char *paths[] = {o->output, o->html,      o->sqlite,  o->dot,
                          o->svg,    o->lifetimes, o->c_header};
@@ -216,20 +207,18 @@ static void report_log(report_job *j, int64_t run_id, const cli_opts *o,
   }
 }
 
-mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
-                          const mp_model *m, const mp_plan *plan,
-                          const mp_buf *plan_json, mp_buf *log, mp_error *err) {
+mp_status cli_write_files(const cli_opts *o, const mp_model *m,
+                          const mp_plan *plan, const mp_buf *plan_json,
+                          mp_buf *log, mp_error *err) {
   report_job j;
-  mp_buf options;
+  const mp_buf *options = cli_command_line();
   char sha[MP_SHA256_HEX], utc[32];
   mp_report_db *db = NULL;
   int64_t run_id = 0;
   memset(&j, 0, sizeof j);
   for (size_t k = 0; k < REPORT_FILES; k++) mp_buf_init(&j.bufs[k], NULL);
-  mp_buf_init(&options, NULL);
-  report_options(argc, argv, &options);
   mp_status st = report_distinct(o, err);
-  if (st == MP_OK) st = mp_buf_status(&options, "options", err);
+  if (st == MP_OK) st = mp_buf_status(options, "options", err);
   if (st == MP_OK && (o->html || o->sqlite)) {
     st = mp_sha256_file(mp_model_path(m), NULL, sha, err);
   }
@@ -250,7 +239,7 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
                                   err);
   }
   mp_report_meta meta = {sha,
-                         mp_buf_str(&options),
+                         mp_buf_str(options),
                          o->sqlite ? mp_buf_str(&plan_opts) : NULL,
                          utc,
                          o->verified,
@@ -284,7 +273,6 @@ mp_status cli_write_files(const cli_opts *o, int argc, char **argv,
   mp_report_db_destroy(db);
   cli_what_if_release(&wi);
   for (size_t k = 0; k < REPORT_FILES; k++) mp_buf_free(&j.bufs[k]);
-  mp_buf_free(&options);
   mp_buf_free(&plan_opts);
   return st;
 }
@@ -308,7 +296,7 @@ int cli_report(int argc, char **argv) {
   if (st == MP_OK) st = cli_load_and_plan(&o, true, &m, &plan, &err);
   if (st == MP_OK) st = mp_report_summary(m, plan, &log, &err);
   if (st == MP_OK) {
-    st = cli_write_files(&o, argc, argv, m, plan, NULL, &log, &err);
+    st = cli_write_files(&o, m, plan, NULL, &log, &err);
   }
   if (st == MP_OK) {
     if (!cli_print(mp_buf_str(&log))) rc = 2;

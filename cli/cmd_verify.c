@@ -77,9 +77,9 @@ static void verify_target(mp_buf *out, const mp_run_target *t, size_t ops) {
 }
 
 /* The run's events into the SQLite history and the HTML report. */
-static mp_status verify_files(cli_opts *o, int argc, char **argv,
-                              const mp_model *m, const mp_verify_result *res,
-                              mp_buf *log, mp_error *err) {
+static mp_status verify_files(cli_opts *o, const mp_model *m,
+                              const mp_verify_result *res, mp_buf *log,
+                              mp_error *err) {
   mp_report_event *ev = mp_calloc(NULL, res->n_events + 1, sizeof *ev);
   if (!ev) return mp_error_set(err, MP_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < res->n_events; i++) {
@@ -110,7 +110,7 @@ static mp_status verify_files(cli_opts *o, int argc, char **argv,
   o->target_vlen = t->vlen;
   o->scalar_ops = so;
   o->n_scalar_ops = t->n_scalar;
-  mp_status st = cli_write_files(o, argc, argv, m, res->plan, NULL, log, err);
+  mp_status st = cli_write_files(o, m, res->plan, NULL, log, err);
   mp_free(NULL, ev);
   mp_free(NULL, so);
   return st;
@@ -185,7 +185,7 @@ int cli_verify(int argc, char **argv) {
     for (size_t i = 0; i < res.n_events; i++)
       verify_event(&log, &res.events[i]);
     if (cli_wants_files(&o)) {
-      st = verify_files(&o, argc, argv, m, &res, &log, &err);
+      st = verify_files(&o, m, &res, &log, &err);
     }
   }
   if (st == MP_OK) {

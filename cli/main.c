@@ -71,8 +71,10 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof main_cmds / sizeof *main_cmds; i++) {
     if (strcmp(argv[1], main_cmds[i].name) == 0) {
+      cli_command_record(argc, argv);
       int rc = main_cmds[i].run(argc, argv);
       cli_warnings_end(rc != 2);
+      cli_command_end();
       return rc;
     }
   }

@@ -15,6 +15,7 @@
 #include "mplan/validate.h"
 
 static mp_buf cli_pending = {0};
+static mp_buf cli_command = {0};
 
 /* "mplan: KIND: MSG\n" into b, control characters and bytes that are not
  * UTF-8 escaped as \xHH: names from files keep the line one valid line. */
@@ -47,6 +48,25 @@ void cli_warnings_end(bool print) {
     fputs(mp_buf_str(&cli_pending), stderr);
   }
   mp_buf_free(&cli_pending);
+}
+
+/* "plan m.json --shape x=1x3x8x8": recorded before the options are
+ * parsed, since parsing splits NAME=VALUE arguments in place. */
+void cli_command_record(int argc, char **argv) {
+  mp_buf_init(&cli_command, NULL);
+  for (int i = 1; i < argc; i++) {
+    if (i > 1) mp_buf_puts(&cli_command, " ");
+    bool quote = strpbrk(argv[i], " \t'\"") != NULL || !*argv[i];
+    mp_buf_printf(&cli_command, quote ? "'%s'" : "%s", argv[i]);
+  }
+}
+
+const mp_buf *cli_command_line(void) {
+  return &cli_command;
+}
+
+void cli_command_end(void) {
+  mp_buf_free(&cli_command);
 }
 
 int cli_fail(mp_status st, const mp_error *err) {

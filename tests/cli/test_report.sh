@@ -101,6 +101,12 @@ run 0 report "$d/p.json" --sqlite "$d/h.db" --html "$d/from_plan.html"
 same "$(q "$d/h.db" 'SELECT count(*) FROM run')" 3 "runs accumulate"
 same "$(q "$d/h.db" "SELECT count(DISTINCT model_format) FROM run")" 2 "a plan file is recorded as plan/1"
 same "$(q "$d/h.db" "SELECT count(*) FROM run WHERE options LIKE 'plan models/mobilenet_v2.json%'")" 2 "options are recorded"
+# NAME=VALUE options are recorded whole (parsing splits them in place),
+# in the history and the HTML page alike: the run can be repeated.
+run 0 plan models/decoder.json --dim N=2 --sqlite "$d/h.db" --html "$d/dim.html"
+same "$(q "$d/h.db" "SELECT options FROM run ORDER BY id DESC LIMIT 1")" \
+  "plan models/decoder.json --dim N=2 --sqlite $d/h.db --html $d/dim.html" "--dim recorded whole"
+has "$d/dim.html" "models/decoder.json --dim N=2 --sqlite"
 
 # Two writers at once, five runs each: all ten land, whole.
 d=$tmp/concurrent
