@@ -700,14 +700,16 @@
 
   /* ---- passes and schedule ------------------------------------------------- */
 
-  function table(cols, rows) {
+  /* wrap: the index of a column of long text that wraps (the others stay
+   * on one line), so that the table fits the page. */
+  function table(cols, rows, wrap) {
     const t = el('table');
     const head = el('tr');
     for (const c of cols) head.appendChild(el('th', null, c));
     t.appendChild(head);
     for (const r of rows) {
       const tr = el('tr');
-      for (const v of r) tr.appendChild(el('td', null, v));
+      r.forEach((v, k) => tr.appendChild(el('td', k === wrap ? 'wrap' : null, v)));
       t.appendChild(tr);
     }
     return t;
@@ -805,7 +807,7 @@
         'saved bytes', 'what'], P.rows.map(r => [r.pass, r.ops_before + ' \u2192 ' + r.ops_after,
         r.buffers_before + ' \u2192 ' + r.buffers_after, change(r.lb_before, r.lb_after),
         r.arena_before || r.arena_after ? change(r.arena_before, r.arena_after) : '',
-        r.lb_before !== r.lb_after ? 'yes' : 'no', fmtCount(r.saved_bytes), r.detail])));
+        r.lb_before !== r.lb_after ? 'yes' : 'no', fmtCount(r.saved_bytes), r.detail]), 7));
       const top = P.fusions.slice().sort((a, b) => b.saved_bytes - a.saved_bytes).slice(0, 50);
       if (top.length) {
         box.appendChild(el('p', 'hint', P.fusions.length + ' fusions' +
@@ -813,7 +815,7 @@
         box.appendChild(table(['kind', 'op', 'fused', 'intermediate', 'steps', 'saved bytes',
           'at peak', 'spills'], top.map(f => [f.kind, f.op, f.head + ' + ' + f.absorbed,
           fmtBytes(f.intermediate_bytes), String(f.steps), fmtCount(f.saved_bytes),
-          f.at_peak ? 'yes' : '', f.spills >= 0 ? String(f.spills) : ''])));
+          f.at_peak ? 'yes' : '', f.spills >= 0 ? String(f.spills) : '']), 2));
       }
     }
     if (P && P.tile) tiling(box, P.tile);

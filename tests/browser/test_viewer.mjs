@@ -186,6 +186,10 @@ try {
   if (args.graph === 'yes') {
     check(await page.$('#graph svg g.node') !== null, 'the graph SVG is embedded');
   }
+  // Nothing makes the page wider than the window (1400 px): long text in
+  // a table (the passes' "what") wraps, the graph and map scroll inside.
+  const widths = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  check(widths[0] <= widths[1], 'the page fits the window\'s width', JSON.stringify(widths));
   // Passes (issue 9): one row per pass with the plan's lower bounds.
   if (plan.passes) {
     const rows = await page.$$eval('#passes table:first-of-type tr', rs =>
