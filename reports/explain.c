@@ -63,10 +63,15 @@ static void ex_order(ex_ctx *c) {
   if (!si || si->used != MP_ORDER_MEMORY || !si->n_cand) return;
   char a[MP_FMT_MAX], b[MP_FMT_MAX];
   size_t file = si->cand[0].peak;
-  mp_buf_printf(c->out, "memory order %s, %.3fx lower than %s (%s B); ",
-                mp_fmt_bytes(a, si->peak),
-                si->peak ? (double)file / (double)si->peak : 1.0,
-                si->cand[0].name, mp_fmt_count(b, file));
+  if (si->peak != file) {
+    mp_buf_printf(c->out, "memory order %s, %.3fx lower than %s (%s B); ",
+                  mp_fmt_bytes(a, si->peak),
+                  si->peak ? (double)file / (double)si->peak : 1.0,
+                  si->cand[0].name, mp_fmt_count(b, file));
+  } else {
+    mp_buf_printf(c->out, "memory order %s, the same as %s; ",
+                  mp_fmt_bytes(a, si->peak), si->cand[0].name);
+  }
   if (si->peak_bound) {
     mp_buf_puts(c->out, "optimal: its peak meets a bound every order has\n");
   } else if (si->exact) {

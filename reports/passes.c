@@ -138,15 +138,15 @@ static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
   size_t base = s->n_cand ? s->cand[0].peak : 0;
   mp_buf_printf(
       out,
-      "schedule    memory: %zu segments (largest %zu ops), %zu met "
+      "schedule    memory: %zu segment%s (largest %zu ops), %zu met "
       "the step bound, %zu the branch bound, exact search finished "
       "%zu, improved %zu (%zu by a branch order, %zu by the beam, %zu "
       "by moving ops), "
       "%zu states, work %s of %s, %.1f ms; %s\n",
-      s->segments, s->largest_segment, s->bound_segments, s->branch_segments,
-      s->dp_segments, s->dp_improved, s->branch_improved, s->beam_improved,
-      s->move_improved, s->dp_states, mp_fmt_count(w, s->work),
-      mp_fmt_count(wb, s->work_budget), s->ms,
+      s->segments, s->segments == 1 ? "" : "s", s->largest_segment,
+      s->bound_segments, s->branch_segments, s->dp_segments, s->dp_improved,
+      s->branch_improved, s->beam_improved, s->move_improved, s->dp_states,
+      mp_fmt_count(w, s->work), mp_fmt_count(wb, s->work_budget), s->ms,
       s->peak_bound ? "optimal for this graph: its peak meets a "
                       "bound every order has (not every segment "
                       "below it was proven)"
@@ -160,7 +160,9 @@ static void rp_schedule(const mp_schedule_info *s, mp_buf *out) {
                   mp_fmt_bytes(a, s->cand[k].peak));
   }
   mp_buf_printf(out, "  %-12s %s", "memory", mp_fmt_bytes(a, s->peak));
-  if (s->peak && base) {
+  if (base && base == s->peak) {
+    mp_buf_printf(out, "  (the same as %s)", s->cand[0].name);
+  } else if (s->peak && base) {
     mp_buf_printf(out, "  (%.3fx lower than %s)",
                   (double)base / (double)s->peak, s->cand[0].name);
   }

@@ -820,7 +820,7 @@
     }
     if (P && P.tile) tiling(box, P.tile);
     if (Sc) {
-      box.appendChild(el('p', 'hint', 'Memory-aware order: ' + Sc.segments + ' segments (' +
+      box.appendChild(el('p', 'hint', 'Memory-aware order: ' + Sc.segments + (Sc.segments === 1 ? ' segment (' : ' segments (') +
         Sc.bound_segments + ' met the step bound, ' + Sc.branch_bound_segments +
         ' the branch bound, ' + Sc.exact_segments +
         ' finished by the exact search, ' + Sc.improved_segments + ' improved on every candidate, ' +

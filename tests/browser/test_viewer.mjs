@@ -257,7 +257,7 @@ try {
     const text = await page.textContent('#passes');
     check(text.includes(fmtBytes(plan.schedule.peak_bytes)), 'the memory order\'s peak is shown');
     const s = plan.schedule;
-    check(text.includes(`${s.segments} segments (${s.bound_segments} met the step bound, ` +
+    check(text.includes(`${s.segments} segment${s.segments === 1 ? '' : 's'} (${s.bound_segments} met the step bound, ` +
       `${s.branch_bound_segments} the branch bound, ` +
       `${s.exact_segments} finished by the exact search`) &&
       text.includes(`${s.branch_improved_segments} by a branch order, ` +

@@ -775,6 +775,12 @@ run 0 plan tests/data/passes/branches.json --order memory &&
   has "$tmp/out" "file         8,256 B" && has "$tmp/out" "memory       4,224 B (4.12 KiB)  (1.955x lower than file)" &&
   has "$tmp/out" "optimal for this graph"
 run 0 plan tests/data/passes/branches.json --order memory --order-budget-ms 5000
+# An order no better than the file's says so, in plan and in explain.
+run 0 plan $mv2 --order memory && has "$tmp/out" "(the same as file)" &&
+  has "$tmp/out" "schedule    memory: 0 segments (largest 0 ops)"
+run 0 explain $mv2 --order memory && has "$tmp/out" "memory order 1,505,280 B (1.44 MiB), the same as file; optimal"
+run 0 plan tests/data/passes/branches.json --order memory --passes none &&
+  has "$tmp/out" "schedule    memory: 1 segment (largest"
 
 # Errors: one line, exit 2.
 run 2 plan $mv2 --passes bogus && has "$tmp/err" "mplan plan: --passes 'bogus': unknown pass 'bogus' (known: fold, eliminate, tile, accumulate, attention, fuse, hfuse, absorb, views, concat, inplace; or all, none)" && lines "$tmp/err" 1
