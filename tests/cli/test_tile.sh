@@ -101,7 +101,7 @@ s=$(py "$tmp/m2m.json" "(d['summary']['lower_bound_bytes'], d['schedule']['optim
 [ "$s" = "(242256, True, 1, [254800])" ] && ok ||
   bad "mobilenet_v2 all,tile memory: (bound, optimal, branch-bound segments, file) = $s"
 "$mplan" plan "$src/models/mobilenet_v2.json" --passes all,tile --order memory >"$tmp/out" 2>&1
-grep -Eq '^schedule    memory: 1 segments \(largest [0-9]+ ops\), 0 met the step bound, 1 the branch bound, .*; optimal for this graph$' "$tmp/out" &&
+grep -Eq '^schedule    memory: 1 segment \(largest [0-9]+ ops\), 0 met the step bound, 1 the branch bound, .*; optimal for this graph$' "$tmp/out" &&
   ok || bad "mobilenet_v2 all,tile memory: $(grep '^schedule' "$tmp/out")"
 # explain says it under its header
 "$mplan" explain "$src/models/mobilenet_v2.json" --passes all,tile --order memory \
