@@ -34,9 +34,8 @@ static const char plan_usage[] =
     "mplan report (see mplan report --help). --what-if also plans MODEL\n"
     "under the settings not asked for (the memory order, --passes all,\n"
     "both, all,tile, and that in the memory order; each memory search at\n"
-    "most a fifth of the default work) and prints their lower bounds; -o, "
-    "--json, --html and\n"
-    "--sqlite keep them too (\"what_if\").\n"
+    "most a fifth of the default work) and prints their lower bounds;\n"
+    "-o, --json, --html and --sqlite keep them too (\"what_if\").\n"
     "--strategy: auto (default: the best of the heuristics; with\n"
     "--budget-work N or --budget-ms N also an exact search that can prove\n"
     "the arena optimal; work, search nodes weighted by their buffers,\n"
@@ -58,9 +57,9 @@ static const char plan_usage[] =
     "weighted by state size; 200000000 by default, about 10 s), so the\n"
     "order is the same on every machine; --order-budget-ms N adds a\n"
     "wall-clock cap (none by default; reaching it makes the order depend\n"
-    "on the machine, and the summary says so). --order-states N keeps N states "
-    "a level, 524288 by default: more\n"
-    "proves larger graphs optimal, at 50-100 bytes of memory each.\n";
+    "on the machine, and the summary says so). --order-states N keeps N\n"
+    "states a level, 524288 by default: more proves larger graphs\n"
+    "optimal, at 50-100 bytes of memory each.\n";
 
 int cli_plan(int argc, char **argv) {
   cli_opts o;

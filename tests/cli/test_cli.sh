@@ -213,6 +213,12 @@ run 2 plan models/seed_example.json --strategy nope && has "$tmp/err" "unknown s
 run 2 plan models/mobilenet_v2.json --dim N=0 && has "$tmp/err" "expected NAME=VALUE with VALUE >= 1"
 run 0 --help && has "$tmp/out" "usage: mplan COMMAND"
 run 0 plan --help && has "$tmp/out" "usage: mplan plan MODEL"
+# Every command's help fits an 80-column terminal (lines of at most 76).
+for c in plan explain validate report bench check diff compile verify; do
+  run 0 $c --help && has "$tmp/out" "usage: mplan $c" &&
+    { [ -z "$(awk 'length($0) > 76' "$tmp/out")" ] && ok ||
+      bad "mplan $c --help: lines over 76 columns: $(awk 'length($0) > 76' "$tmp/out")"; }
+done
 run 2
 
 # Golden: the seed example's explanation, timing masked.
