@@ -28,15 +28,36 @@
  *      tensor sharing another's bytes (view, in place) is live exactly
  *      when its buffer is, and says whose bytes it uses.
  *   7. A fused op (the passes' fusion records) is drawn inside a cluster
- *      with one dashed note naming the ops it absorbed and the
- *      intermediates that no longer exist.
+ *      with one dashed note per record naming the ops it absorbed and the
+ *      intermediates that no longer exist. An op has one cluster however
+ *      many records name it (a QDQ Conv has its input's and its weight's
+ *      DequantizeLinear and its epilogue), titled by each in turn: dot
+ *      needs every node in at most one cluster (a node in three made its
+ *      spline routing fail and gvFreeLayout free twice).
+ *   8. Layout and rendering run in a child process (dot_isolated):
+ *      Graphviz 2.42 can abort or crash on a layout it cannot route
+ *      (M-LSD in QDQ form: "Pshortestpath failed", then a double free in
+ *      gvFreeLayout), and its path planner prints to stderr itself. The
+ *      child's stderr is /dev/null; it sends the SVG, or Graphviz's last
+ *      error, through a pipe and ends with _exit. A layout that failed,
+ *      crashed or lost an edge (an error, not a warning) is tried once
+ *      more without the fusion clusters (their notes stay, tied by
+ *      dashed edges, and the title says so); a second failure is an
+ *      error naming what Graphviz said or the signal. mplan's own
+ *      process never runs a layout.
  */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "mplan/report.h"
 #include "mplan/units.h"
@@ -55,6 +76,8 @@ typedef struct dot_ctx {
   const mp_alloc *a;
   Agraph_t *g;
   Agnode_t **op_node; /* by op index (graphs) */
+  Agraph_t **op_sub;  /* by op index: its fusion cluster (invariant 7) */
+  bool no_clusters;   /* fusion notes without their clusters (inv. 8) */
   bool *peak;         /* by buffer: live at a peak step */
   bool *peak_op;      /* by op index: runs in a peak interval */
   bool ok;            /* false once a cgraph call failed */
@@ -164,6 +187,11 @@ static void dot_title(dot_ctx *c) {
            mp_model_name(c->m), mp_fmt_bytes(a, s->arena_bytes),
            mp_fmt_bytes(b, s->lower_bound_bytes));
   dot_escape(title, esc, sizeof esc);
+  if (c->no_clusters) {
+    snprintf(esc + strlen(esc), sizeof esc - strlen(esc), "%s",
+             "\\n(fusions not boxed: Graphviz could not lay out their "
+             "clusters)");
+  }
   dot_set(c, c->g, "label", esc);
 }
 
@@ -288,20 +316,27 @@ static void dot_tensor(dot_ctx *c, size_t i) {
   }
 }
 
-/* Invariant 7: the fused op and a note of what it absorbed, clustered. */
+/* Invariant 7: the fused op and a note of what it absorbed, clustered
+ * (the op's one cluster, its title a line per record). */
 static void dot_fusion(dot_ctx *c, const mp_fusion *f, size_t k) {
   int32_t op;
   if (!mp_graph_find_op(c->graph, f->op, &op) || !c->op_node[op]) return;
   char id[64], label[DOT_LABEL_MAX], a[DOT_NAME_MAX], b[DOT_NAME_MAX];
-  char bytes[MP_FMT_MAX], title[DOT_LABEL_MAX];
-  snprintf(id, sizeof id, "cluster_fusion_%zu", k);
-  Agraph_t *sub = agsubg(c->g, id, 1);
-  if (!sub || !agsubnode(sub, c->op_node[op], 1)) {
-    c->ok = false;
-    return;
+  char bytes[MP_FMT_MAX], title[2 * DOT_LABEL_MAX];
+  Agraph_t *sub = c->op_sub[op];
+  const char *before = sub ? agget(sub, dot_s("label")) : NULL;
+  if (!sub && !c->no_clusters) {
+    snprintf(id, sizeof id, "cluster_fusion_%zu", k);
+    sub = agsubg(c->g, id, 1);
+    if (!sub || !agsubnode(sub, c->op_node[op], 1)) {
+      c->ok = false;
+      return;
+    }
+    c->op_sub[op] = sub;
   }
   dot_escape(f->absorbed, a, sizeof a);
-  snprintf(title, sizeof title, "%s fusion: %s + %s; saved %s",
+  snprintf(title, sizeof title, "%s%s%s fusion: %s + %s; saved %s",
+           before && *before ? before : "", before && *before ? "\\n" : "",
            mp_fusion_kind_name(f->kind), f->head_type, a,
            mp_fmt_bytes(bytes, f->saved_bytes));
   dot_set(c, sub, "label", title);
@@ -314,7 +349,7 @@ static void dot_fusion(dot_ctx *c, const mp_fusion *f, size_t k) {
            *b ? "\\nno longer exist: " : "", b);
   snprintf(id, sizeof id, "%zu", k);
   Agnode_t *note = dot_node(c, "fused:", id, label);
-  if (!note || !agsubnode(sub, note, 1)) {
+  if (!note || (sub && !agsubnode(sub, note, 1))) {
     c->ok = false;
     return;
   }
@@ -412,9 +447,11 @@ static mp_status dot_build(dot_ctx *c, Agdisc_t *disc, mp_error *err) {
   int64_t *times = NULL;
   c->peak = mp_calloc(c->a, n ? n : 1, sizeof *c->peak);
   c->op_node = mp_calloc(c->a, n_ops ? n_ops : 1, sizeof *c->op_node);
+  c->op_sub = mp_calloc(c->a, n_ops ? n_ops : 1, sizeof *c->op_sub);
   c->peak_op = mp_calloc(c->a, n_ops ? n_ops : 1, sizeof *c->peak_op);
   if (!c->graph) times = mp_calloc(c->a, n ? 2 * n : 1, sizeof *times);
-  if (!c->peak || !c->op_node || !c->peak_op || (!c->graph && !times)) {
+  if (!c->peak || !c->op_node || !c->op_sub || !c->peak_op ||
+      (!c->graph && !times)) {
     mp_free(c->a, times);
     return mp_error_set(err, MP_ERR_NOMEM, "%s: DOT: out of memory",
                         mp_model_path(c->m));
@@ -438,6 +475,7 @@ static void dot_release(dot_ctx *c) {
   if (c->g) agclose(c->g);
   mp_free(c->a, c->peak);
   mp_free(c->a, c->op_node);
+  mp_free(c->a, c->op_sub);
   mp_free(c->a, c->peak_op);
 }
 
@@ -496,28 +534,121 @@ void mp_graphviz_destroy(mp_graphviz *gv) {
   mp_free(gv->alloc, gv);
 }
 
+static bool dot_write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+/* Invariant 8, the child: 'S' and the SVG, or 'E' and Graphviz's last
+ * error, into fd; never returns. */
+static void dot_child(GVC_t *gvc, Agraph_t *g, int fd) {
+  int nul = open("/dev/null", O_WRONLY);
+  if (nul >= 0) dup2(nul, 2);
+  agreseterrors();
+  char *data = NULL;
+  unsigned int len = 0;
+  bool ok = gvLayout(gvc, g, "dot") == 0 && agerrors() < AGERR &&
+            gvRenderData(gvc, g, "svg", &data, &len) == 0 && agerrors() < AGERR;
+  if (ok) {
+    ok = dot_write_all(fd, "S", 1) && dot_write_all(fd, data, len);
+  } else {
+    const char *last = aglasterr();
+    dot_write_all(fd, "E", 1);
+    if (last) dot_write_all(fd, last, strcspn(last, "\r\n"));
+  }
+  _exit(ok ? 0 : 1);
+}
+
+/* Invariant 8: lays out and renders c->g in a child process. *ok says
+ * whether the SVG was appended to out; if not, why holds what Graphviz
+ * said or how the child ended. An error only when no child could run. */
+static mp_status dot_isolated(GVC_t *gvc, dot_ctx *c, mp_buf *out, bool *ok,
+                              char *why, size_t cap, mp_error *err) {
+  int fds[2];
+  *ok = false;
+  if (pipe(fds) != 0) {
+    return mp_error_set(err, MP_ERR_IO, "%s: SVG: pipe: %s",
+                        mp_model_path(c->m), strerror(errno));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return mp_error_set(err, MP_ERR_IO, "%s: SVG: fork: %s",
+                        mp_model_path(c->m), strerror(e));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    dot_child(gvc, c->g, fds[1]);
+  }
+  close(fds[1]);
+  mp_buf got;
+  mp_buf_init(&got, c->a);
+  char chunk[65536];
+  for (;;) {
+    ssize_t r = read(fds[0], chunk, sizeof chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    mp_buf_append(&got, chunk, (size_t)r);
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const char *text = mp_buf_str(&got);
+  if (got.failed) {
+    snprintf(why, cap, "out of memory reading its SVG");
+  } else if (WIFSIGNALED(status)) {
+    snprintf(why, cap, "the layout crashed (signal %d)", WTERMSIG(status));
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && got.len &&
+             text[0] == 'S') {
+    mp_buf_append(out, text + 1, got.len - 1);
+    *ok = true;
+  } else if (got.len > 1 && text[0] == 'E') {
+    snprintf(why, cap, "%.200s", text + 1);
+  } else {
+    snprintf(why, cap, "the layout failed");
+  }
+  mp_buf_free(&got);
+  return MP_OK;
+}
+
 mp_status mp_report_svg(mp_graphviz *gv, const mp_model *m, const mp_plan *plan,
                         mp_buf *out, mp_error *err) {
   dot_ctx c;
-  char *data = NULL;
-  unsigned int len = 0;
-  GVC_t *gvc = gv->gvc;
-  dot_init(&c, m, plan);
+  char why[256] = "";
+  bool ok = false;
   agerrlevel_t old = agseterr(AGMAX);
-  mp_status st = dot_build(&c, NULL, err);
-  bool laid = false;
-  if (st == MP_OK) {
-    laid = gvLayout(gvc, c.g, "dot") == 0;
-    if (!laid) st = dot_gv_error(err, mp_model_path(m), "lay out the graph");
+  mp_status st = MP_OK;
+  /* with the fusion clusters, then (invariant 8) without them */
+  for (int tries = 0; st == MP_OK && !ok && tries < 2; tries++) {
+    dot_init(&c, m, plan);
+    c.no_clusters = tries > 0;
+    st = dot_build(&c, NULL, err);
+    bool clusters = false;
+    for (size_t i = 0;
+         st == MP_OK && c.graph && !clusters && i < mp_graph_op_count(c.graph);
+         i++) {
+      clusters = c.op_sub[i] != NULL;
+    }
+    if (st == MP_OK)
+      st = dot_isolated(gv->gvc, &c, out, &ok, why, sizeof why, err);
+    dot_release(&c);
+    if (!clusters) break; /* nothing to leave out */
   }
-  if (st == MP_OK && gvRenderData(gvc, c.g, "svg", &data, &len) != 0) {
-    st = dot_gv_error(err, mp_model_path(m), "render SVG");
-  }
-  if (st == MP_OK) mp_buf_append(out, data, len);
-  if (data) gvFreeRenderData(data);
-  if (laid) gvFreeLayout(gvc, c.g);
-  dot_release(&c);
   agseterr(old);
+  if (st == MP_OK && !ok) {
+    st = mp_error_set(err, MP_ERR_INTERNAL,
+                      "%s: graphviz could not lay out the graph: %s",
+                      mp_model_path(m), why);
+  }
   if (st != MP_OK) return st;
   return mp_buf_status(out, "SVG", err);
 }
