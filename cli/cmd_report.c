@@ -153,15 +153,17 @@ static mp_status report_render(const cli_opts *o, const mp_model *m,
   mp_status st = MP_OK;
   mp_buf *b;
   if (o->html || o->svg) st = mp_graphviz_create(NULL, &gv, err);
-  if (st == MP_OK && (b = report_add(j, o->html))) {
-    mp_html_opts ho = {.graphviz = gv};
-    st = mp_report_html(m, plan, meta, &ho, b, err);
-  }
+  /* one layout serves --svg and the page's drawing */
+  mp_buf *html = report_add(j, o->html), *svg = NULL;
   if (st == MP_OK && (b = report_add(j, o->dot))) {
     st = mp_report_dot(m, plan, b, err);
   }
-  if (st == MP_OK && (b = report_add(j, o->svg))) {
-    st = mp_report_svg(gv, m, plan, b, err);
+  if (st == MP_OK && (svg = report_add(j, o->svg))) {
+    st = mp_report_svg(gv, m, plan, svg, err);
+  }
+  if (st == MP_OK && html) {
+    mp_html_opts ho = {.graphviz = gv, .svg = svg};
+    st = mp_report_html(m, plan, meta, &ho, html, err);
   }
   if (st == MP_OK && (b = report_add(j, o->lifetimes))) {
     const char *ext = strrchr(o->lifetimes, '.');

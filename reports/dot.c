@@ -1,7 +1,8 @@
 /*
  * dot.c -- the graph as Graphviz DOT and SVG, built with cgraph and laid
- * out and rendered in-process with gvc. No DOT text is printed by hand:
- * cgraph quotes and escapes every id and attribute.
+ * out and rendered with gvc (in a child process, invariant 8). No DOT
+ * text is printed by hand: cgraph quotes and escapes every id and
+ * attribute.
  *
  * A graph model draws ops as nodes and tensors as edges from the producer
  * to each consumer, labelled "name / shape dtype / bytes"; graph inputs,
@@ -44,7 +45,8 @@
  *      more without the fusion clusters (their notes stay, tied by
  *      dashed edges, and the title says so); a second failure is an
  *      error naming what Graphviz said or the signal. mplan's own
- *      process never runs a layout.
+ *      process never runs a layout. (With newrank, no real model here
+ *      needs the second try; it stays for the graphs dot still fails.)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -53,12 +55,14 @@
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dot_internal.h"
 #include "mplan/report.h"
 #include "mplan/units.h"
 #include "report_util.h"
@@ -143,9 +147,17 @@ static Agnode_t *dot_node(dot_ctx *c, const char *prefix, const char *name,
 
 static void dot_defaults(dot_ctx *c) {
   static const char *const graph_attrs[][2] = {
-      {"rankdir", "TB"},    {"fontname", "Helvetica"}, {"labelloc", "t"},
-      {"fontsize", "16"},   {"nodesep", "0.3"},        {"ranksep", "0.35"},
+      {"rankdir", "TB"},
+      {"fontname", "Helvetica"},
+      {"labelloc", "t"},
+      {"fontsize", "16"},
+      {"nodesep", "0.3"},
+      {"ranksep", "0.35"},
       {"bgcolor", "white"},
+      /* dot's original ranking cannot rank some graphs with clusters
+       * ("trouble in init_rank", then lost edges: M-LSD in QDQ form);
+       * newrank ranks the whole graph at once and lays them out */
+      {"newrank", "true"},
   };
   static const char *const node_attrs[][2] = {
       {"shape", "box"},          {"style", "rounded,filled"},
@@ -534,6 +546,12 @@ void mp_graphviz_destroy(mp_graphviz *gv) {
   mp_free(gv->alloc, gv);
 }
 
+static unsigned dot_crashes; /* dot_test_crash_layouts */
+
+void dot_test_crash_layouts(unsigned n) {
+  dot_crashes = n;
+}
+
 static bool dot_write_all(int fd, const char *p, size_t n) {
   while (n) {
     ssize_t w = write(fd, p, n);
@@ -547,14 +565,23 @@ static bool dot_write_all(int fd, const char *p, size_t n) {
 
 /* Invariant 8, the child: 'S' and the SVG, or 'E' and Graphviz's last
  * error, into fd; never returns. */
-static void dot_child(GVC_t *gvc, Agraph_t *g, int fd) {
+static void dot_child(GVC_t *gvc, Agraph_t *built, int fd) {
   int nul = open("/dev/null", O_WRONLY);
   if (nul >= 0) dup2(nul, 2);
   agreseterrors();
-  char *data = NULL;
+  /* laid out as read back from its DOT text, as `dot -Tsvg` would lay
+   * out the --dot file: the same drawing, and dot's order-dependent
+   * heuristics start from the text's order (the graph as built lost an
+   * edge of M-LSD in QDQ form that its text routes) */
+  char *text = NULL, *data = NULL;
+  size_t text_len = 0;
   unsigned int len = 0;
-  bool ok = gvLayout(gvc, g, "dot") == 0 && agerrors() < AGERR &&
-            gvRenderData(gvc, g, "svg", &data, &len) == 0 && agerrors() < AGERR;
+  FILE *mem = open_memstream(&text, &text_len);
+  bool ok = mem && agwrite(built, mem) == 0;
+  if (mem) ok = fclose(mem) == 0 && ok;
+  Agraph_t *g = ok ? agmemread(text) : NULL;
+  ok = g && gvLayout(gvc, g, "dot") == 0 && agerrors() < AGERR &&
+       gvRenderData(gvc, g, "svg", &data, &len) == 0 && agerrors() < AGERR;
   if (ok) {
     ok = dot_write_all(fd, "S", 1) && dot_write_all(fd, data, len);
   } else {
@@ -576,6 +603,8 @@ static mp_status dot_isolated(GVC_t *gvc, dot_ctx *c, mp_buf *out, bool *ok,
     return mp_error_set(err, MP_ERR_IO, "%s: SVG: pipe: %s",
                         mp_model_path(c->m), strerror(errno));
   }
+  bool crash = dot_crashes > 0;
+  if (crash) dot_crashes--;
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -586,6 +615,7 @@ static mp_status dot_isolated(GVC_t *gvc, dot_ctx *c, mp_buf *out, bool *ok,
   }
   if (pid == 0) {
     close(fds[0]);
+    if (crash) kill(getpid(), SIGKILL);
     dot_child(gvc, c->g, fds[1]);
   }
   close(fds[1]);

@@ -495,6 +495,10 @@ static mp_status html_graph(html_ctx *c, const mp_html_opts *o, mp_buf *svg,
              size, g ? "ops" : "buffers", max);
     return MP_OK;
   }
+  if (o->svg) {
+    mp_buf_append(svg, mp_buf_str(o->svg), o->svg->len);
+    return MP_OK;
+  }
   mp_error gv = {0};
   mp_status st = mp_report_svg(o->graphviz, c->m, c->plan, svg, &gv);
   if (st == MP_ERR_NOMEM) {

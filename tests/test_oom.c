@@ -76,7 +76,7 @@ static mp_status oom_reports(const char *path, const mp_load_opts *o,
   if (st == MP_OK) st = mp_report_lifetimes_yaml(m, plan, &out, &err);
   if (st == MP_OK) st = mp_report_lifetimes_json(m, plan, &out, &err);
   if (st == MP_OK) st = mp_report_dot(m, plan, &out, &err);
-  mp_html_opts ho = {0, oom_gv};
+  mp_html_opts ho = {0, oom_gv, NULL};
   if (st == MP_OK) st = mp_report_html(m, plan, NULL, &ho, &out, &err);
   if (st == MP_OK) st = mp_report_db_open(oom_db, a, &db, &err);
   if (st == MP_OK) st = mp_report_db_stage(db, m, plan, NULL, NULL, &err);

@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "dot_internal.h"
 #include "mplan/file.h"
 #include "mplan/model.h"
+#include "mplan/passes.h"
 #include "mplan/report.h"
 #include "mplan/report_db.h"
 #include "report_db_internal.h"
@@ -244,6 +246,76 @@ static void test_dot(void) {
   unload(&f);
 }
 
+/* A layout that crashes (dot.c invariant 8): Graphviz 2.42 aborted mplan
+ * on some cluster layouts. The child that lays out is killed here
+ * (dot_test_crash_layouts); mplan goes on. */
+static void test_svg_crash(void) {
+  fixture f;
+  mp_error err = {0};
+  mp_buf s, h;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/data/passes/qdq_conv.json", root_dir);
+  mp_load_opts lo = {.passes = MP_PASSES_ALL};
+  f.plan = NULL;
+  if (mp_model_load(path, &lo, NULL, &f.m, &err) != MP_OK ||
+      mp_plan_solve(mp_model_problem(f.m), NULL, &f.plan, &err) != MP_OK) {
+    fprintf(stderr, "load %s: %s\n", path, err.msg);
+    CHECK(false);
+    return;
+  }
+  /* with its fusions boxed */
+  mp_buf_init(&s, NULL);
+  CHECK(mp_report_svg(gv, f.m, f.plan, &s, &err) == MP_OK);
+  CHECK_HAS(s.data, "<g id=\"clust");
+  CHECK(strstr(s.data, "fusions not boxed") == NULL);
+  mp_buf_free(&s);
+  /* one crash: drawn again without the clusters, and the title says so */
+  dot_test_crash_layouts(1);
+  mp_buf_init(&s, NULL);
+  CHECK(mp_report_svg(gv, f.m, f.plan, &s, &err) == MP_OK);
+  CHECK_HAS(s.data, "</svg>");
+  CHECK_HAS(s.data, "fusions not boxed: Graphviz could not lay out their");
+  CHECK(strstr(s.data, "<g id=\"clust") == NULL);
+  CHECK_HAS(s.data, "<title>op:c1</title>"); /* the ops and their notes */
+  CHECK_HAS(s.data, "<title>fused:0</title>");
+  mp_buf_free(&s);
+  /* two: an error naming the signal, nothing appended */
+  dot_test_crash_layouts(2);
+  mp_buf_init(&s, NULL);
+  memset(&err, 0, sizeof err);
+  CHECK(mp_report_svg(gv, f.m, f.plan, &s, &err) == MP_ERR_INTERNAL);
+  CHECK_HAS(err.msg,
+            "qdq_conv.json: graphviz could not lay out the graph: "
+            "the layout crashed (signal 9)");
+  CHECK_EQ_U(s.len, 0);
+  mp_buf_free(&s);
+  /* the page is still written, with a note for the drawing */
+  dot_test_crash_layouts(2);
+  mp_html_opts ho = {0, gv, NULL};
+  mp_buf_init(&h, NULL);
+  CHECK(mp_report_html(f.m, f.plan, NULL, &ho, &h, &err) == MP_OK);
+  CHECK_HAS(h.data, "The graph could not be drawn: ");
+  CHECK_HAS(h.data, "the layout crashed (signal 9)");
+  CHECK(strstr(h.data, "<title>op:c1</title>") == NULL);
+  mp_buf_free(&h);
+  unload(&f);
+  /* a graph without clusters is not tried twice: the crash is the error,
+   * and the next drawing is whole again */
+  if (!load_text("tiny.json", tiny_graph, &f)) {
+    CHECK(false);
+    return;
+  }
+  dot_test_crash_layouts(1);
+  mp_buf_init(&s, NULL);
+  CHECK(mp_report_svg(gv, f.m, f.plan, &s, &err) == MP_ERR_INTERNAL);
+  mp_buf_free(&s);
+  mp_buf_init(&s, NULL);
+  CHECK(mp_report_svg(gv, f.m, f.plan, &s, &err) == MP_OK);
+  CHECK_HAS(s.data, "<title>op:sq</title>");
+  mp_buf_free(&s);
+  unload(&f);
+}
+
 /* ---- HTML ---------------------------------------------------------------- */
 
 /* The page's data document, parsed (release with cJSON_Delete). */
@@ -268,7 +340,7 @@ static void test_html(void) {
     CHECK(false);
     return;
   }
-  mp_html_opts draw = {0, gv};
+  mp_html_opts draw = {0, gv, NULL};
   mp_buf_init(&h, NULL);
   CHECK(mp_report_html(f.m, f.plan, &meta, &draw, &h, &err) == MP_OK);
   CHECK(strncmp(h.data, "<!doctype html>", 15) == 0);
@@ -305,8 +377,21 @@ static void test_html(void) {
   }
   mp_buf_free(&h);
 
+  /* A drawing made already (mplan report --html --svg lays out once):
+   * embedded as given, not laid out again. */
+  mp_buf given;
+  mp_buf_init(&given, NULL);
+  mp_buf_puts(&given, "<?xml version=\"1.0\"?>\n<svg id=\"given\"></svg>\n");
+  mp_html_opts reuse = {0, gv, &given};
+  mp_buf_init(&h, NULL);
+  CHECK(mp_report_html(f.m, f.plan, NULL, &reuse, &h, &err) == MP_OK);
+  CHECK_HAS(h.data, "<svg id=\"given\"></svg>");
+  CHECK(strstr(h.data, "<title>op:sq</title>") == NULL);
+  mp_buf_free(&h);
+  mp_buf_free(&given);
+
   /* Too big to draw: a note instead of the drawing. */
-  mp_html_opts small = {2, gv};
+  mp_html_opts small = {2, gv, NULL};
   mp_buf_init(&h, NULL);
   CHECK(mp_report_html(f.m, f.plan, NULL, &small, &h, &err) == MP_OK);
   CHECK(strstr(h.data, "<title>op:sq</title>") == NULL);
@@ -697,6 +782,7 @@ int main(int argc, char **argv) {
   }
   test_lifetimes();
   test_dot();
+  test_svg_crash();
   test_html();
   test_sqlite_rows();
   test_sqlite_schema();

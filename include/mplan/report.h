@@ -182,8 +182,10 @@ mp_status mp_graphviz_create(const mp_alloc *a, mp_graphviz **out,
                              mp_error *err);
 void mp_graphviz_destroy(mp_graphviz *gv);
 
-/* The same graph laid out with dot and rendered to SVG in-process with
- * gv. Graphviz allocates with malloc, not with the model's allocator. */
+/* The same graph laid out with dot and rendered to SVG with gv, in a
+ * child process (Graphviz can crash on layouts it cannot route; then it
+ * is drawn again without the fusion clusters). Graphviz allocates with
+ * malloc, not with the model's allocator. */
 mp_status mp_report_svg(mp_graphviz *gv, const mp_model *m, const mp_plan *plan,
                         mp_buf *out, mp_error *err);
 
@@ -192,6 +194,9 @@ typedef struct mp_html_opts {
    * time grows quickly with size, and a big drawing helps nobody. */
   size_t svg_max_ops;
   mp_graphviz *graphviz; /* borrowed; NULL: no drawing is embedded */
+  /* borrowed: the graph's mp_report_svg drawing when the caller has made
+   * it already (one layout for both); NULL: laid out here */
+  const mp_buf *svg;
 } mp_html_opts;
 
 /* One self-contained HTML file: the viewer (viewer/, embedded at build

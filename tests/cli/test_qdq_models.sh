@@ -209,13 +209,14 @@ if [ -f "$ml" ]; then
   # order's searches take over a minute under ASan; their figures in the
   # plain build only)
   QDQ_TILE_ORDER=file qdq_tile ml 2,457,600 "patches 3; 3 x 1 of 31 ops up to 'Conv__227:0' (80 x 80)" "$tmp/ml.onnx"
-  # Its drawing in patches: Graphviz 2.42 (Debian 12) cannot route it
-  # with the fusion clusters ("Pshortestpath failed", then a double free
-  # in gvFreeLayout that aborted mplan with status 134), so the layout
-  # runs in a child process and is tried again without them (dot.c
-  # invariant 8): status 0, nothing on stderr (Graphviz's own lines went
-  # to the child's /dev/null), every op drawn, and the title says the
-  # fusions are not boxed whenever no cluster was drawn.
+  # Its drawing in patches: with dot's original ranking Graphviz 2.42
+  # (Debian 12) could not lay it out with the fusion clusters ("trouble
+  # in init_rank", "Pshortestpath failed", then a double free in
+  # gvFreeLayout that aborted mplan with status 134). With newrank it
+  # does; and a layout runs in a child process, tried again without the
+  # clusters if it fails (dot.c invariant 8; test_reports kills the
+  # child): status 0, nothing on stderr, every op drawn, and the title
+  # says the fusions are not boxed whenever no cluster was drawn.
   run 0 plan "$tmp/ml.onnx" --passes all,tile --svg "$tmp/ml.svg" &&
     [ ! -s "$tmp/err" ] && ok || bad "ml --svg: stderr: $(head -3 "$tmp/err")"
   [ "$(python3 - "$tmp/ml.svg" "$mplan" "$tmp/ml.onnx" <<'PY'

@@ -93,6 +93,13 @@ mkdir -p "$d"
 run 0 plan models/mobilenet_v2.json -o "$d/p.json" --html "$d/r.html" \
   --sqlite "$d/h.db" --dot "$d/g.dot" --svg "$d/g.svg" --lifetimes "$d/l.json"
 for f in p.json r.html g.dot g.svg l.json; do [ -s "$d/$f" ] && ok || bad "plan did not write $f"; done
+# one layout serves both: the page embeds the drawing of g.svg
+python3 - "$d/g.svg" "$d/r.html" <<'PY' && ok || bad "r.html does not embed the drawing of g.svg"
+import sys
+svg = open(sys.argv[1]).read()
+svg = svg[svg.index("<svg"):].strip()
+assert svg in open(sys.argv[2]).read()
+PY
 has "$tmp/out" "validated: no two live buffers share a byte"
 has "$tmp/out" "appended run 1 to $d/h.db"
 run 0 plan models/mobilenet_v2.json --json --sqlite "$d/h.db"
