@@ -573,9 +573,12 @@
     cap.style.textAlign = 'left';
     table.appendChild(cap);
     const head = el('tr');
-    const cols = [['#', 1], ['tensor', 0], ['bytes', 1], ['in use', 1], ['peak%', 1], ['live', 0],
-      ['remaining', 1], ['waste', 1], ['born in', 0], ['why alive', 0]];
-    for (const [c, num] of cols) head.appendChild(el('th', num ? 'num' : null, c));
+    /* 'name': a name or a sentence with names, wrapped inside a name when
+     * it must (real models' names run to hundreds of characters) */
+    const cols = [['#', 1], ['tensor', 'name'], ['bytes', 1], ['in use', 1], ['peak%', 1], ['live', 0],
+      ['remaining', 1], ['waste', 1], ['born in', 'name'], ['why alive', 'name']];
+    const cls = kind => kind === 1 ? 'num' : kind ? kind : null;
+    for (const [c, num] of cols) head.appendChild(el('th', num === 1 ? 'num' : null, c));
     const thead = el('thead');
     thead.appendChild(head);
     table.appendChild(thead);
@@ -583,11 +586,11 @@
     peakRows().forEach((i, k) => {
       const tr = el('tr');
       tr.dataset.buffer = i;
-      const cells = [[k + 1, 1], [B.name[i], 0], [fmtBytes(B.padded[i]), 1],
-        [fmtBytes(inUse.has(i) ? inUse.get(i) : B.size[i]), 1],
-        [pct(B.padded[i], peakBytes).toFixed(1) + '%', 1], [B.first[i] + '..' + B.last[i], 0],
-        [B.last[i] - t, 1], [fmtCount(B.padded[i] - B.size[i]) + ' B', 1], [bornIn(i), 0], [whyAlive(i, t), 0]];
-      for (const [v, num] of cells) tr.appendChild(el('td', num ? 'num' : null, v));
+      const cells = [k + 1, B.name[i], fmtBytes(B.padded[i]),
+        fmtBytes(inUse.has(i) ? inUse.get(i) : B.size[i]),
+        pct(B.padded[i], peakBytes).toFixed(1) + '%', B.first[i] + '..' + B.last[i],
+        B.last[i] - t, fmtCount(B.padded[i] - B.size[i]) + ' B', bornIn(i), whyAlive(i, t)];
+      cells.forEach((v, c) => tr.appendChild(el('td', cls(cols[c][1]), v)));
       tr.addEventListener('click', () => {
         map.selected = map.selected === i ? -1 : i;
         for (const r of body.children) r.classList.toggle('sel', Number(r.dataset.buffer) === map.selected);
@@ -700,8 +703,9 @@
 
   /* ---- passes and schedule ------------------------------------------------- */
 
-  /* wrap: the index of a column of long text that wraps (the others stay
-   * on one line), so that the table fits the page. */
+  /* wrap: the indexes of the columns of long text that wrap, also inside
+   * a name (the others stay on one line), so that the table fits the
+   * page. */
   function table(cols, rows, wrap) {
     const t = el('table');
     const head = el('tr');
@@ -709,7 +713,7 @@
     t.appendChild(head);
     for (const r of rows) {
       const tr = el('tr');
-      r.forEach((v, k) => tr.appendChild(el('td', k === wrap ? 'wrap' : null, v)));
+      r.forEach((v, k) => tr.appendChild(el('td', wrap && wrap.includes(k) ? 'wrap' : null, v)));
       t.appendChild(tr);
     }
     return t;
@@ -807,7 +811,7 @@
         'saved bytes', 'what'], P.rows.map(r => [r.pass, r.ops_before + ' \u2192 ' + r.ops_after,
         r.buffers_before + ' \u2192 ' + r.buffers_after, change(r.lb_before, r.lb_after),
         r.arena_before || r.arena_after ? change(r.arena_before, r.arena_after) : '',
-        r.lb_before !== r.lb_after ? 'yes' : 'no', fmtCount(r.saved_bytes), r.detail]), 7));
+        r.lb_before !== r.lb_after ? 'yes' : 'no', fmtCount(r.saved_bytes), r.detail]), [7]));
       const top = P.fusions.slice().sort((a, b) => b.saved_bytes - a.saved_bytes).slice(0, 50);
       if (top.length) {
         box.appendChild(el('p', 'hint', P.fusions.length + ' fusions' +
@@ -815,7 +819,7 @@
         box.appendChild(table(['kind', 'op', 'fused', 'intermediate', 'steps', 'saved bytes',
           'at peak', 'spills'], top.map(f => [f.kind, f.op, f.head + ' + ' + f.absorbed,
           fmtBytes(f.intermediate_bytes), String(f.steps), fmtCount(f.saved_bytes),
-          f.at_peak ? 'yes' : '', f.spills >= 0 ? String(f.spills) : '']), 2));
+          f.at_peak ? 'yes' : '', f.spills >= 0 ? String(f.spills) : '']), [1, 2]));
       }
     }
     if (P && P.tile) tiling(box, P.tile);

@@ -46,6 +46,26 @@ check tests/data/passes/concat_add.json concat_add_passes yes b0 --passes all --
 check models/mobilenet_v2.json mobilenet_v2_tile yes b5_expand_out --passes all,tile --what-if
 # A patching that joins a skip too: the tile line names it.
 check tests/data/passes/tile_skip.json tile_skip yes p1 --passes all,tile
+# Names as long as real exporters write them (tf2onnx joins the ops a
+# tensor passed through: M-LSD's run to 200 characters and more): every
+# table, caption and line wraps inside a name, and the page keeps the
+# window's width (the fusions' op column and the drill-down's names and
+# captions made M-LSD's report 1,898 px wide, QDQ M-LSD's 3,476).
+python3 - "$src/tests/data/passes/convnet.json" "$out/long_names.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+long = lambda n: "Model_with_alpha/" * 12 + n + "/Conv2D_Relu6_FusedBatchNormV3:0"
+ren = {t["name"]: long(t["name"]) for t in d["tensors"]}
+for t in d["tensors"]:
+    t["name"] = ren[t["name"]]
+for o in d["ops"]:
+    o["name"] = long(o["name"])
+    o["inputs"] = [ren.get(i, i) for i in o["inputs"]]
+    o["outputs"] = [ren.get(i, i) for i in o["outputs"]]
+d["outputs"] = [ren.get(i, i) for i in d["outputs"]]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+check "$out/long_names.json" long_names yes "" --passes all,tile --order memory
 # --what-if with a strategy that does not reuse: what auto and the exact
 # search would place instead.
 check models/seed_example.json seed_linear yes conv_y --strategy linear --what-if
