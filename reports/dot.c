@@ -33,8 +33,9 @@
  *      intermediates that no longer exist. An op has one cluster however
  *      many records name it (a QDQ Conv has its input's and its weight's
  *      DequantizeLinear and its epilogue), titled by each in turn: dot
- *      needs every node in at most one cluster (a node in three made its
- *      spline routing fail and gvFreeLayout free twice).
+ *      draws a node inside one cluster, and a node in several has no
+ *      defined place (the DOT file printed such an op in its first
+ *      cluster only).
  *   8. Layout and rendering run in a child process (dot_isolated):
  *      Graphviz 2.42 can abort or crash on a layout it cannot route
  *      (M-LSD in QDQ form: "Pshortestpath failed", then a double free in
@@ -565,23 +566,14 @@ static bool dot_write_all(int fd, const char *p, size_t n) {
 
 /* Invariant 8, the child: 'S' and the SVG, or 'E' and Graphviz's last
  * error, into fd; never returns. */
-static void dot_child(GVC_t *gvc, Agraph_t *built, int fd) {
+static void dot_child(GVC_t *gvc, Agraph_t *g, int fd) {
   int nul = open("/dev/null", O_WRONLY);
   if (nul >= 0) dup2(nul, 2);
   agreseterrors();
-  /* laid out as read back from its DOT text, as `dot -Tsvg` would lay
-   * out the --dot file: the same drawing, and dot's order-dependent
-   * heuristics start from the text's order (the graph as built lost an
-   * edge of M-LSD in QDQ form that its text routes) */
-  char *text = NULL, *data = NULL;
-  size_t text_len = 0;
+  char *data = NULL;
   unsigned int len = 0;
-  FILE *mem = open_memstream(&text, &text_len);
-  bool ok = mem && agwrite(built, mem) == 0;
-  if (mem) ok = fclose(mem) == 0 && ok;
-  Agraph_t *g = ok ? agmemread(text) : NULL;
-  ok = g && gvLayout(gvc, g, "dot") == 0 && agerrors() < AGERR &&
-       gvRenderData(gvc, g, "svg", &data, &len) == 0 && agerrors() < AGERR;
+  bool ok = gvLayout(gvc, g, "dot") == 0 && agerrors() < AGERR &&
+            gvRenderData(gvc, g, "svg", &data, &len) == 0 && agerrors() < AGERR;
   if (ok) {
     ok = dot_write_all(fd, "S", 1) && dot_write_all(fd, data, len);
   } else {
