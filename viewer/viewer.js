@@ -890,9 +890,9 @@
     table.appendChild(head);
     for (const e of D.verification) {
       const tr = el('tr');
-      for (const v of [e.kind, e.tensor, e.op, e.step, e.byte_first + '..' + e.byte_last, e.detail]) {
-        tr.appendChild(el('td', null, v === undefined ? '' : v));
-      }
+      const cells = [e.kind, e.tensor, e.op, e.step, e.byte_first + '..' + e.byte_last, e.detail];
+      const wraps = [null, 'name', 'name', null, null, 'wrap'];
+      cells.forEach((v, c) => tr.appendChild(el('td', wraps[c], v === undefined ? '' : v)));
       table.appendChild(tr);
     }
     box.appendChild(table);

@@ -51,7 +51,9 @@ check tests/data/passes/tile_skip.json tile_skip yes p1 --passes all,tile
 # table, caption and line wraps inside a name, and the page keeps the
 # window's width (the fusions' op column and the drill-down's names and
 # captions made M-LSD's report 1,898 px wide, QDQ M-LSD's 3,476).
-python3 - "$src/tests/data/passes/convnet.json" "$out/long_names.json" <<'PY'
+# long_names SRC OUT: SRC with every tensor and op name made long
+long_names() {
+  python3 - "$1" "$2" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 long = lambda n: "Model_with_alpha/" * 12 + n + "/Conv2D_Relu6_FusedBatchNormV3:0"
@@ -65,7 +67,18 @@ for o in d["ops"]:
 d["outputs"] = [ren.get(i, i) for i in d["outputs"]]
 json.dump(d, open(sys.argv[2], "w"))
 PY
+}
+long_names "$src/tests/data/passes/convnet.json" "$out/long_names.json"
 check "$out/long_names.json" long_names yes "" --passes all,tile --order memory
+# and a verification's events, their tensors, ops and details as long
+# (an early free injected on a small float network's Conv output)
+long_names "$src/tests/data/tiny_net.json" "$out/long_verify.json"
+c=$(python3 -c 'import json,sys; print([t["name"] for t in json.load(open(sys.argv[1]))["tensors"] if t["name"].endswith("/c/Conv2D_Relu6_FusedBatchNormV3:0")][0])' "$out/long_verify.json")
+"$mplan" verify "$out/long_verify.json" --paranoid --inject "early-free:$c" \
+  --html "$out/long_verify.html" >/dev/null
+echo "== long_verify"
+node "$dir/test_viewer.mjs" --html "$out/long_verify.html" --plan none \
+  --out "$out" --name long_verify --events 2 || fail=1
 # --what-if with a strategy that does not reuse: what auto and the exact
 # search would place instead.
 check models/seed_example.json seed_linear yes conv_y --strategy linear --what-if
