@@ -36,7 +36,8 @@ static const char verify_usage[] =
     "  --paranoid     also re-check every live tensor and every free byte\n"
     "                 after every op: names the exact op that wrote\n"
     "  --redzone N    plan N bytes of red zone around every buffer\n"
-    "  --inject SPEC  overlap:A,B | early-free:T | oob:OP (a fault to find)\n"
+    "  --inject SPEC  overlap:A,B | early-free:T | oob:OP (a fault to find;\n"
+    "                 implies --poison)\n"
     "  --fail-fast    stop at the first event\n"
     "  --max-bytes N  run models whose no-reuse tensors take up to N bytes\n"
     "                 (such as 4GiB; default 1 GiB; never above a quarter\n"
@@ -132,6 +133,8 @@ int cli_verify(int argc, char **argv) {
   mp_verify_opts vo;
   memset(&vo, 0, sizeof vo);
   if (st == MP_OK && o.inject) st = mp_inject_parse(o.inject, &vo.inject, &err);
+  /* a plain run poisons nothing: an early free would go unseen */
+  if (o.inject && !o.paranoid && !o.redzone) o.poison = true;
   bool rv64 = o.target && strcmp(o.target, "rv64") == 0;
   mp_qemu_target qt;
   if (st == MP_OK && o.vlen && !rv64) {

@@ -115,6 +115,11 @@ run 1 "$mplan" verify $v2 --paranoid --inject early-free:b2_expand_out
 has "$tmp/out" "event early-free step 3 op b2_expand tensor b2_expand_out"
 run 1 "$mplan" verify $v2 --poison --inject early-free:b2_expand_out
 has "$tmp/out" "event use-after-free step 4 op b2_dw tensor b2_expand_out"
+# an injected fault without a mode is looked for with --poison (a plain
+# run poisons nothing, and said "verified: no event")
+run 1 "$mplan" verify $v2 --inject early-free:b2_expand_out
+has "$tmp/out" "(auto); poison, injected early-free:b2_expand_out"
+has "$tmp/out" "event use-after-free step 4 op b2_dw tensor b2_expand_out"
 run 1 "$mplan" verify $v2 --redzone 16 --inject oob:b3_dw
 has "$tmp/out" "event redzone step 7 op b3_dw tensor b3_dw_out"
 run 1 "$mplan" verify $v2 --paranoid --inject oob:b3_dw --fail-fast
