@@ -63,8 +63,13 @@ int cli_compile(int argc, char **argv) {
     st = mp_compile_model(m, mp_model_problem(m), mp_plan_placements(plan), &co,
                           NULL, &out, &err);
   }
+  /* loaded back as the runtime would: an op it cannot run is named with
+   * the model, not with the file not yet written */
+  char label[1100];
+  snprintf(label, sizeof label, "%.1000s (compiled bundle)",
+           m ? mp_model_path(m) : "");
   if (st == MP_OK)
-    st = mp_bundle_load(o.output, out.data, out.len, NULL, &b, &err);
+    st = mp_bundle_load(label, out.data, out.len, NULL, &b, &err);
   if (st == MP_OK && o.plan_out) st = mp_report_plan_json(m, plan, &json, &err);
   /* The plan first: when the bundle cannot be written, it goes again, so
    * a failure leaves neither file (invariant 1). */

@@ -262,6 +262,13 @@ run 2 "$mplan" verify models/seed_example.json && has "$tmp/err" "has no ops to 
 run 2 "$mplan" compile $v2 && has "$tmp/err" "give the bundle's path with -o"
 run 2 "$mplan" compile $v2 -o "$tmp/x.mpk" --paranoid && has "$tmp/err" "belong to mplan verify"
 run 2 "$mplan" compile models/seed_example.json -o "$tmp/x.mpk" && has "$tmp/err" "has no ops to compile"
+# an op the runtime cannot run (an int8 BatchNormalization of a planning
+# graph) is named with the model, and nothing is written (the error named
+# the -o file, which does not exist)
+rm -f "$tmp/bn.mpk"
+run 2 "$mplan" compile tests/data/passes/convnet.json -o "$tmp/bn.mpk" && one_line &&
+  has "$tmp/err" "tests/data/passes/convnet.json (compiled bundle): invalid bundle: op 'bn1' (BatchNormalization) at step 1: needs f32 of rank >= 2"
+[ ! -e "$tmp/bn.mpk" ] && ok || bad "compile wrote a bundle it could not load"
 [ -e "$tmp/x.mpk" ] && bad "compile wrote a bundle after an error" || ok
 # --plan: the plan/1 JSON of the plan the bundle holds, what plan -o
 # writes (but for its timings); a plan or a bundle that cannot be written
