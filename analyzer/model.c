@@ -584,10 +584,16 @@ static mp_status model_json(mp_model *m, const char *text, size_t len,
                       "%s: this is a plan, not a model (use mplan validate "
                       "or mplan explain on it)",
                       m->path);
+  } else if (strncmp(fmt, "backend/", 8) == 0) {
+    st = mp_error_set(err, MP_ERR_BAD_INPUT,
+                      "%s: this is a backend description, not a model (give "
+                      "it with --backend)",
+                      m->path);
   } else {
     st = mp_error_set(err, MP_ERR_BAD_INPUT,
                       "%s: mplan: unknown format '%s' (this mplan reads "
-                      "graph/1, lifetimes/1, plan/1 and minimalloc CSV)",
+                      "graph/1, pipeline/1, lifetimes/1, plan/1, minimalloc "
+                      "CSV and ONNX)",
                       m->path, fmt);
   }
   cJSON_Delete(root);
