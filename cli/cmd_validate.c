@@ -27,8 +27,8 @@ int cli_validate(int argc, char **argv) {
   if (st == MP_OK) st = cli_load(&o, true, &m, &err);
   if (st == MP_OK && mp_model_format_of(m) != MP_FORMAT_PLAN) {
     st = mp_error_set(&err, MP_ERR_BAD_INPUT,
-                      "%s: is a %s, not a plan (make one with mplan plan "
-                      "MODEL -o PLAN.json)",
+                      "%s: is a model (%s), not a plan (make one with "
+                      "mplan plan MODEL -o PLAN.json)",
                       o.model, mp_model_format_name(mp_model_format_of(m)));
   }
   if (st == MP_OK) st = cli_solve(&o, m, &plan, &err);

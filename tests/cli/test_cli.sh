@@ -193,7 +193,8 @@ run 1 validate tests/data/overlap_plan.json &&
 run 1 validate tests/data/misaligned_plan.json && has "$tmp/err" "'res' at offset 344072 is not a multiple of its alignment 16"
 run 1 validate tests/data/outside_plan.json && has "$tmp/err" "'res' (offset 344064, 8192 bytes) ends beyond region 0 of 352000 bytes"
 run 1 explain tests/data/overlap_plan.json && has "$tmp/err" "overlap: 'logits'"
-run 2 validate models/seed_example.json && has "$tmp/err" "is a lifetimes/1, not a plan"
+run 2 validate models/seed_example.json && has "$tmp/err" "is a model (lifetimes/1), not a plan"
+run 2 validate tests/data/passes/upsample.onnx.bin && has "$tmp/err" "upsample.onnx.bin: is a model (onnx), not a plan"
 run 2 plan tests/data/overlap_plan.json && has "$tmp/err" "this is a plan, not a model"
 
 # Usage errors: one line, exit 2.
