@@ -83,6 +83,7 @@ typedef struct dot_ctx {
   Agnode_t **op_node; /* by op index (graphs) */
   Agraph_t **op_sub;  /* by op index: its fusion cluster (invariant 7) */
   bool no_clusters;   /* fusion notes without their clusters (inv. 8) */
+  bool clustered;     /* a fusion cluster was drawn */
   bool *peak;         /* by buffer: live at a peak step */
   bool *peak_op;      /* by op index: runs in a peak interval */
   bool ok;            /* false once a cgraph call failed */
@@ -346,6 +347,7 @@ static void dot_fusion(dot_ctx *c, const mp_fusion *f, size_t k) {
       return;
     }
     c->op_sub[op] = sub;
+    c->clustered = true;
   }
   dot_escape(f->absorbed, a, sizeof a);
   snprintf(title, sizeof title, "%s%s%s fusion: %s + %s; saved %s",
@@ -624,10 +626,13 @@ static mp_status dot_isolated(GVC_t *gvc, dot_ctx *c, mp_buf *out, bool *ok,
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const char *text = mp_buf_str(&got);
   if (got.failed) {
-    snprintf(why, cap, "out of memory reading its SVG");
-  } else if (WIFSIGNALED(status)) {
+    mp_buf_free(&got);
+    return mp_error_set(err, MP_ERR_NOMEM, "%s: SVG: out of memory",
+                        mp_model_path(c->m));
+  }
+  const char *text = mp_buf_str(&got);
+  if (WIFSIGNALED(status)) {
     snprintf(why, cap, "the layout crashed (signal %d)", WTERMSIG(status));
   } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && got.len &&
              text[0] == 'S') {
@@ -654,16 +659,10 @@ mp_status mp_report_svg(mp_graphviz *gv, const mp_model *m, const mp_plan *plan,
     dot_init(&c, m, plan);
     c.no_clusters = tries > 0;
     st = dot_build(&c, NULL, err);
-    bool clusters = false;
-    for (size_t i = 0;
-         st == MP_OK && c.graph && !clusters && i < mp_graph_op_count(c.graph);
-         i++) {
-      clusters = c.op_sub[i] != NULL;
-    }
     if (st == MP_OK)
       st = dot_isolated(gv->gvc, &c, out, &ok, why, sizeof why, err);
     dot_release(&c);
-    if (!clusters) break; /* nothing to leave out */
+    if (!c.clustered) break; /* nothing to leave out */
   }
   agseterr(old);
   if (st == MP_OK && !ok) {
